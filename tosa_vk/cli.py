@@ -1,0 +1,116 @@
+"""The `tosa-vk` command line. Errors are one line on stderr (`tosa-vk: error: ...`) and exit code 2."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .errors import TosaError
+
+
+def _summary(path: str) -> dict:
+    from .ir import load_graph, ops, validate
+    graph = load_graph(path)
+    problem = None
+    try:
+        validate(graph, file=path)
+    except TosaError as err:
+        problem = str(err)
+    profiles, extensions = ops.requirements(graph)
+    dtypes: dict[str, int] = {}
+    const_bytes = 0
+    for _, block in graph.blocks():
+        for t in block.tensors.values():
+            dtypes[t.dtype.name] = dtypes.get(t.dtype.name, 0) + 1
+            const_bytes += t.data.nbytes if t.data is not None else 0
+    major, minor, patch, draft = graph.version
+    return {
+        "file": path,
+        "tosa_version": f"{major}.{minor}.{patch}" + ("-draft" if draft else ""),
+        "regions": [r.name for r in graph.regions],
+        "inputs": [{"name": t.name, "shape": list(t.shape), "dtype": t.dtype.name} for t in graph.inputs],
+        "outputs": [{"name": t.name, "shape": list(t.shape), "dtype": t.dtype.name} for t in graph.outputs],
+        "num_operators": sum(graph.op_counts().values()),
+        "op_counts": graph.op_counts(),
+        "tensor_dtypes": dict(sorted(dtypes.items())),
+        "const_bytes": const_bytes,
+        "profiles": profiles,
+        "extensions": extensions,
+        "valid": problem is None,
+        "validation_error": problem,
+    }
+
+
+def _print_summary(s: dict) -> None:
+    def tensors(items):
+        return ", ".join(f"{t['name']} {t['shape']} {t['dtype']}" for t in items)
+    print(f"{s['file']}: TOSA {s['tosa_version']}, regions: {', '.join(s['regions'])}")
+    print(f"  inputs:     {tensors(s['inputs'])}")
+    print(f"  outputs:    {tensors(s['outputs'])}")
+    print(f"  operators:  {s['num_operators']}")
+    for name, n in s["op_counts"].items():
+        print(f"    {name:<24}{n:>6}")
+    print(f"  dtypes:     " + ", ".join(f"{k} x{v}" for k, v in s["tensor_dtypes"].items()))
+    print(f"  constants:  {s['const_bytes']} bytes")
+    print(f"  needs:      " + " ".join(s["profiles"] + s["extensions"]))
+    print(f"  validation: " + ("ok" if s["valid"] else s["validation_error"]))
+
+
+def cmd_info(args) -> int:
+    summary = _summary(args.model)
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        _print_summary(summary)
+    return 0 if summary["valid"] else 1
+
+
+def cmd_devices(args) -> int:
+    from .vulkan import enumerate_devices, select
+    devices = enumerate_devices()
+    chosen = select(devices).index if devices else None
+    if args.json:
+        print(json.dumps([d.as_dict() for d in devices], indent=1))
+        return 0
+    for d in devices:
+        mark = "*" if d.index == chosen else " "
+        feats = " ".join(k for k, v in d.features.items() if v)
+        print(f"{mark} #{d.index} {d.name} ({d.type}, Vulkan {d.api_version}, subgroup {d.subgroup_size})")
+        print(f"      features: {feats}")
+        print(f"      maxStorageBufferRange {d.limits['maxStorageBufferRange']}, "
+              f"maxComputeWorkGroupCount {d.limits['maxComputeWorkGroupCount']}")
+    if not devices:
+        print("no Vulkan devices")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="tosa-vk", description="Run TOSA 1.0 graphs on Vulkan.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("info", help="inputs, outputs, op counts, dtypes and profiles of a .tosa file")
+    p.add_argument("model")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_info)
+    p = sub.add_parser("devices", help="list Vulkan devices (* marks the default)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_devices)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except TosaError as err:
+        print(f"tosa-vk: error: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # Vulkan / OS problems: one line, not a traceback
+        from .vulkan import VulkanError
+        if isinstance(err, (VulkanError, OSError)):
+            print(f"tosa-vk: error: {err}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""Generate TOSA 1.0 conformance tests with Arm's generator (`tosa_verif_build_tests` from tosa-tools).
+
+Tests are generated once per (tosa-tools version, selection, seed) into a cache folder and reused: a folder is only
+published (renamed into place) after the generator finished, so an interrupted run never leaves a half cache.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+# The 70 TOSA 1.0 operators: cts-config_v1.0.json entries without a `from_version`.
+TOSA_1_0_OPS = (
+    "abs add argmax arithmetic_right_shift avg_pool2d bitwise_and bitwise_not bitwise_or bitwise_xor cast ceil clamp "
+    "clz concat cond_if const conv2d conv3d cos depthwise_conv2d equal erf exp fft2d floor gather greater "
+    "greater_equal identity intdiv log logical_and logical_left_shift logical_not logical_or logical_right_shift "
+    "logical_xor matmul max_pool2d maximum minimum mul negate pad pow reciprocal reduce_all reduce_any reduce_max "
+    "reduce_min reduce_product reduce_sum rescale reshape resize reverse rfft2d rsqrt scatter select sigmoid sin "
+    "slice sub table tanh tile transpose transpose_conv2d while_loop").split()
+
+# The profiles and extensions tosa_vk implements (no EXT-DYNAMIC, no TOSA 1.1 extensions).
+PROFILES = ("tosa-pro-int", "tosa-pro-fp")
+EXTENSIONS = ("tosa-ext-int16", "tosa-ext-int4", "tosa-ext-bf16", "tosa-ext-fp8e4m3", "tosa-ext-fp8e5m2",
+              "tosa-ext-fft", "tosa-ext-doubleround", "tosa-ext-inexactround", "tosa-ext-controlflow")
+# Dtypes of TOSA 1.0 (the generator also emits TOSA 1.1 types even with --tosa-version 1.0).
+DTYPES = ("bool", "int4", "int8", "int16", "int32", "int48", "fp32", "fp16", "bf16", "fp8e4m3", "fp8e5m2", "shape")
+# Ops whose accumulator type is a test dimension of its own.
+ACC_TYPE_OPS = {"conv2d", "conv3d", "depthwise_conv2d", "transpose_conv2d", "matmul", "avg_pool2d", "reduce_sum",
+                "fft2d", "rfft2d"}
+# FFT / RFFT produce no DOT_PRODUCT tests at the default random shapes: widen their sizes.
+EXTRA_ARGS = {"fft2d": ["--tensor-dim-range", "10,31"], "rfft2d": ["--tensor-dim-range", "10,31"]}
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which tests to generate: every (op, rank, dtype[, acc_type]) class `per_class` times, special tests included."""
+    ops: tuple[str, ...] = tuple(TOSA_1_0_OPS)
+    per_class: int = 1
+    test_type: str = "positive"  # or "negative"
+    seed: int = 42
+
+    def config(self) -> dict:
+        def entry(op):
+            permutes = ["rank", "type"] + (["acc_type"] if op in ACC_TYPE_OPS else [])
+            return {"selection": {"tosa_vk": {"permutes": permutes, "maximum": self.per_class}}}
+        return {op: entry(op) for op in self.ops}
+
+    def key(self) -> str:
+        text = json.dumps([tools_version(), self.config(), self.test_type, self.seed, PROFILES, EXTENSIONS,
+                           DTYPES, EXTRA_ARGS], sort_keys=True)
+        return f"{self.test_type}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+_RUN_GENERATOR = "import sys; from generator.tosa_verif_build_tests import main; sys.exit(main())"
+
+
+def tools_version() -> str:
+    return importlib.metadata.version("tosa-tools")
+
+
+def tools_root() -> Path:
+    """site-packages folder holding tosa-tools' `bin/` and `tosa_reference_model/`."""
+    import tosa_reference_model  # noqa: F401  (part of tosa-tools)
+    return Path(tosa_reference_model.__path__[0]).parent
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("TOSA_VK_CACHE", Path.home() / ".cache" / "tosa_vk"))
+
+
+def _build_tests(ops: list[str], sel: Selection, out: Path) -> None:
+    tools = tools_root()
+    config = out.parent / f"{out.name}.selection.json"
+    config.write_text(json.dumps({op: sel.config()[op] for op in ops}))
+    by_args: dict[tuple, list[str]] = {}
+    for op in ops:
+        by_args.setdefault(tuple(EXTRA_ARGS.get(op, [])), []).append(op)
+    for extra, group in by_args.items():
+        cmd = [sys.executable, "-c", _RUN_GENERATOR,
+               "--tosa-version", "1.0", "--seed", str(sel.seed),
+               "--generate-lib-path", str(tools / "tosa_reference_model" / "libtosa_reference_generate_lib.so"),
+               "--filter", "^(" + "|".join(group) + ")$",
+               "--profile", *PROFILES, "--extension", *EXTENSIONS, "--target-dtype", *DTYPES,
+               "--test-type", sel.test_type, "--test-selection-config", str(config),
+               "--test-selection-criteria", "tosa_vk", *extra, "-o", str(out)]
+        if sel.test_type == "negative":
+            cmd += ["--tensor-dim-range", "1,16"]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"tosa_verif_build_tests failed for {group}:\n{done.stderr[-2000:]}")
+
+
+def generate(sel: Selection = Selection(), jobs: int = 2) -> Path:
+    """Folder holding the selected tests (one sub-folder per test, each with desc.json), generating if needed."""
+    final = cache_root() / "conformance" / sel.key()
+    if (final / "complete.json").exists():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
+    try:
+        shards = [list(sel.ops[i::jobs]) for i in range(jobs)]
+        with ThreadPoolExecutor(jobs) as pool:
+            list(pool.map(lambda i: _build_tests(shards[i], sel, work / f"shard{i}"), range(jobs)))
+        tests = work / "tests"
+        tests.mkdir()
+        for desc in sorted(work.glob("shard*/**/desc.json")):
+            desc.parent.rename(tests / desc.parent.name)
+        for shard in work.glob("shard*"):
+            shutil.rmtree(shard, ignore_errors=True)
+        count = sum(1 for _ in tests.iterdir())
+        (work / "complete.json").write_text(json.dumps({"tests": count, "tosa_tools": tools_version(),
+                                                         "selection": sel.config()}))
+        try:
+            work.rename(final)
+        except OSError:  # another process published the same selection first
+            shutil.rmtree(work, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return final
+
+
+def test_dirs(sel: Selection = Selection()) -> list[Path]:
+    """Sorted test folders of a selection (generated on first use)."""
+    return sorted(p for p in (generate(sel) / "tests").iterdir() if (p / "desc.json").exists())
+
+
+if __name__ == "__main__":
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--negative", action="store_true")
+    ap.add_argument("--ops", nargs="*", default=TOSA_1_0_OPS)
+    ap.add_argument("--per-class", type=int, default=1)
+    args = ap.parse_args()
+    s = Selection(tuple(args.ops), args.per_class, "negative" if args.negative else "positive")
+    print(generate(s))

@@ -1,0 +1,1260 @@
+"""The TOSA 1.0 operator catalogue: each operator's arguments and supported type combinations.
+
+Transcribed from the specification (tosa-1.0.1, chapter 2 "Operators"; the `# spec line` comments point into
+/work/shared/spec/tosa-1.0.1-spec.txt) with the extraction's OCR noise fixed by hand. Inputs are listed in spec
+order, which is also their order in a .tosa file.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from ..errors import TosaError
+from .dtype import DType
+from .graph import RoundingMode
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One row of an operator's argument table."""
+    name: str              # spec argument name: "input_zp", "weight", "pad"
+    kind: str              # "input" | "attribute" | "output"
+    type: str              # element type: a type variable ("in_t"), a fixed type ("i8_t", "shape_t") or an enum/other
+    tensor: bool           # spec type is T<...> (and for tensor lists)
+    shape: str             # spec shape text: "[N,IH,IW,IC]", "shape1", "-"
+    rank: str              # spec rank text: "4", "0 to MAX_RANK", "-"
+    is_list: bool = False  # a list of tensors (CONCAT input1, control-flow and CUSTOM input_list / output_list)
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class TypeSupport:
+    """One row of an operator's "Supported Data Types" table.
+
+    The spec's "PRO-INT or PRO-FP" rows appear twice, once per profile; "X and Y" rows (EXT-VARIABLE and PRO-FP,
+    EXT-BF16 and EXT-FP8E4M3) name X as `profile` and Y in `also`: both are needed.
+    """
+    profile: str                                           # "PRO-INT", "PRO-FP", "EXT-INT16", ...
+    mode: str                                              # "signed 8x8 with int32 accumulate"
+    types: Mapping[str, DType] = field(hash=False)         # type variable -> DType
+    also: tuple[str, ...] = ()                             # further profiles / extensions the row needs
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        return (self.profile, *self.also)
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    chapter: str
+    operands: tuple[Operand, ...]
+    types: tuple[TypeSupport, ...]   # empty for ops without a type table (CUSTOM, COND_IF, WHILE_LOOP)
+
+    @property
+    def inputs(self) -> tuple[Operand, ...]:
+        return tuple(o for o in self.operands if o.kind == "input")
+
+    @property
+    def attributes(self) -> tuple[Operand, ...]:
+        return tuple(o for o in self.operands if o.kind == "attribute")
+
+    @property
+    def outputs(self) -> tuple[Operand, ...]:
+        return tuple(o for o in self.operands if o.kind == "output")
+
+    def operand(self, name: str) -> Operand:
+        for o in self.operands:
+            if o.name == name:
+                return o
+        raise TosaError(f"{self.name} has no argument {name!r}", op=self.name)
+
+    @property
+    def type_vars(self) -> tuple[str, ...]:
+        """The type variables of the type table, in column order."""
+        return tuple(self.types[0].types) if self.types else ()
+
+
+# Spec element type names -> DType (fixed types; type variables such as in_t are bound per operator).
+SPEC_TYPES: dict[str, DType] = {
+    "bool_t": DType.BOOL, "i4_t": DType.INT4, "int4_t": DType.INT4, "i8_t": DType.INT8, "int8_t": DType.INT8,
+    "i16_t": DType.INT16, "int16_t": DType.INT16, "i32_t": DType.INT32, "int32_t": DType.INT32,
+    "i48_t": DType.INT48, "int48_t": DType.INT48, "fp16_t": DType.FP16, "bf16_t": DType.BF16, "fp32_t": DType.FP32,
+    "fp8e4m3_t": DType.FP8E4M3, "fp8e5m2_t": DType.FP8E5M2, "shape_t": DType.SHAPE,
+}
+
+OPS: dict[str, OpSpec] = {}
+
+_KINDS = {"in": "input", "attr": "attribute", "out": "output"}
+
+
+def _op(name: str, chapter: str, operands: list[tuple], type_vars: str = "", rows: list[tuple] = ()) -> None:
+    """Registers one operator from its literal tables below.
+
+    operands: (kind, name, spec type, shape, rank[, flags]) with kind in/attr/out, type "T<x>" for a tensor of x,
+    flags a space-separated subset of "list optional". rows: (profile, mode, one spec type per type variable).
+    """
+    ops = []
+    for kind, arg, typ, shape, rank, *flags in operands:
+        flags = flags[0].split() if flags else []
+        tensor = typ.startswith("T<")
+        ops.append(Operand(arg, _KINDS[kind], typ[2:-1] if tensor else typ, tensor or "list" in flags, shape, rank,
+                           is_list="list" in flags, optional="optional" in flags))
+    names = type_vars.split()
+    support = []
+    for profile, mode, typs in rows:
+        binding = MappingProxyType({v: SPEC_TYPES[t] for v, t in zip(names, typs.split(), strict=True)})
+        first, *also = profile.split(" and ")
+        for p in first.split(" or "):
+            support.append(TypeSupport(p, mode, binding, tuple(also)))
+    OPS[name] = OpSpec(name, chapter, tuple(ops), tuple(support))
+
+
+def op_spec(name: str) -> OpSpec:
+    try:
+        return OPS[name]
+    except KeyError:
+        raise TosaError(f"unknown operator {name!r}") from None
+
+
+def matching_types(name: str, bound: Mapping[str, DType]) -> list[TypeSupport]:
+    """The type rows of `name` that agree with every binding; a variable a row does not have is unconstrained."""
+    return [row for row in op_spec(name).types if all(row.types.get(var, dt) == dt for var, dt in bound.items())]
+
+
+def bind_types(spec: OpSpec, op: Any, tensors: Mapping[str, Any]) -> dict[str, DType] | None:
+    """Type variable -> DType from an Operator's tensors (looked up by name in `tensors`) and its acc_type.
+
+    Operands map to op.inputs / op.outputs by position; a list operand takes the surplus. Tensors that are missing
+    or of UNKNOWN dtype bind nothing. Returns None when the tensors contradict each other or a fixed operand type
+    (e.g. MUL's shift must be i8_t, PAD's padding shape_t).
+    """
+    bound: dict[str, DType] = {}
+
+    def bind(var: str, value: Any) -> bool:
+        try:
+            dtype = DType.of(value)
+        except ValueError:
+            return False
+        if dtype == DType.UNKNOWN:
+            return True
+        if var in SPEC_TYPES:
+            return SPEC_TYPES[var] == dtype
+        return bound.setdefault(var, dtype) == dtype
+
+    for operands, names in ((spec.inputs, list(op.inputs)), (spec.outputs, list(op.outputs))):
+        surplus = len(names) - sum(not o.is_list for o in operands)
+        i = 0
+        for o in operands:
+            take = max(surplus + 1, 0) if o.is_list else 1
+            for tname in names[i:i + take]:
+                t = tensors.get(tname)
+                if t is not None and o.type != "tensor_list_t" and not bind(o.type, t.dtype):
+                    return None
+            i += take
+    attrs = getattr(op, "attrs", {}) or {}
+    if "acc_type" in attrs and attrs["acc_type"] is not None:
+        if not bind("acc_t", attrs["acc_type"]):
+            return None
+    if spec.name == "VARIABLE" and attrs.get("type") is not None:   # var_t: the variable's element type
+        if not bind("in_t", attrs["type"]):
+            return None
+    return bound
+
+
+def _enum_name(value: Any) -> str:
+    """A RoundingMode given as the enum, its name or its number -> its name ("" when invalid)."""
+    if isinstance(value, str):
+        return value.upper()
+    try:
+        return RoundingMode(int(value)).name
+    except ValueError:
+        return ""
+
+
+# Profiles each extension works with (spec section 6.2, "Compatible profiles").
+COMPATIBLE_PROFILES: dict[str, tuple[str, ...]] = {
+    "EXT-INT16": ("PRO-INT",), "EXT-INT4": ("PRO-INT",), "EXT-BF16": ("PRO-FP",), "EXT-FP8E4M3": ("PRO-FP",),
+    "EXT-FP8E5M2": ("PRO-FP",), "EXT-FFT": ("PRO-FP",), "EXT-VARIABLE": ("PRO-INT", "PRO-FP"),
+    "EXT-CONTROLFLOW": ("PRO-INT", "PRO-FP"), "EXT-DYNAMIC": ("PRO-INT", "PRO-FP"),
+    "EXT-DOUBLEROUND": ("PRO-INT",), "EXT-INEXACTROUND": ("PRO-INT",),
+}
+
+
+def _add_compatible(needs: set[str]) -> None:
+    """An extension usable with one profile only brings that profile along (a BF16-only graph needs PRO-FP)."""
+    for ext in sorted(needs):
+        profiles = COMPATIBLE_PROFILES.get(ext, ())
+        if len(profiles) == 1 and not needs.intersection(profiles):
+            needs.add(profiles[0])
+
+
+def requirements(graph: Any) -> tuple[list[str], list[str]]:
+    """(profiles, extensions) that a Graph needs, e.g. (["PRO-FP"], ["EXT-BF16"]).
+
+    Per operator, the rows matching its tensor types decide: a row needing only PRO-INT / PRO-FP wins over rows
+    needing extensions; where rows leave a choice (the spec's "PRO-INT or PRO-FP"), one already needed by the rest
+    of the graph is taken, else the first. An extension that works with a single profile adds that profile.
+    Operators matching no row are skipped (validation reports them).
+    """
+    every = {name: t for _, block in graph.blocks() for name, t in block.tensors.items()}
+    needs: set[str] = set()
+    pending: list[list[frozenset[str]]] = []
+    for _, block in graph.blocks():
+        lookup = {**every, **block.tensors}
+        for op in block.operators:
+            spec = OPS.get(op.op)
+            if spec is None:
+                continue
+            if spec.chapter == "control_flow":
+                needs.add("EXT-CONTROLFLOW")
+            elif spec.chapter == "variable":
+                needs.add("EXT-VARIABLE")
+            elif spec.name == "RESCALE" and op.attrs.get("rounding_mode") is not None:
+                mode = _enum_name(op.attrs["rounding_mode"])
+                if mode in ("DOUBLE_ROUND", "INEXACT_ROUND"):
+                    needs.add("EXT-" + mode.replace("_", ""))
+            if not spec.types:
+                continue
+            bound = bind_types(spec, op, lookup)
+            rows = matching_types(spec.name, bound) if bound is not None else []
+            choices = list(dict.fromkeys(frozenset(r.needs) for r in rows))
+            base = [c for c in choices if all(p.startswith("PRO-") for p in c)]
+            choices = base or choices
+            if len(choices) == 1:
+                needs |= choices[0]
+            elif choices:
+                pending.append(choices)
+    _add_compatible(needs)
+    for choices in pending:
+        needs |= next((c for c in choices if c <= needs), choices[0])
+    _add_compatible(needs)
+    profiles = sorted(p for p in needs if p.startswith("PRO-"))
+    return profiles, sorted(needs - set(profiles))
+
+
+# ==== The catalogue ============================================================================================
+# _op(NAME, chapter, [(kind, name, spec type, shape, rank[, flags]), ...], "type variables", [(profile, mode, types)])
+
+# ---- tensor_ops ---------------------------------------------------------------------------------
+
+_op("ARGMAX", "tensor_ops", [  # spec line 875
+    ("in",   "input",    "T<in_t>",                "shape1", "1 to MAX_RANK"),
+    ("attr", "axis",     "i32_t",                  "-",      "-"),
+    ("attr", "nan_mode", "nan_propagation_mode_t", "-",      "-"),
+    ("out",  "output",   "T<out_t>",               "shape",  "0 to MAX_RANK - 1"),
+], "in_t out_t", [
+    ("PRO-FP",      "fp16",      "fp16_t i32_t"),
+    ("PRO-FP",      "fp32",      "fp32_t i32_t"),
+    ("PRO-INT",     "signed 8",  "i8_t i32_t"),
+    ("EXT-BF16",    "bf16",      "bf16_t i32_t"),
+    ("EXT-FP8E4M3", "fp8e4m3",   "fp8e4m3_t i32_t"),
+    ("EXT-FP8E5M2", "fp8e5m2",   "fp8e5m2_t i32_t"),
+    ("EXT-INT16",   "signed 16", "i16_t i32_t"),
+])
+
+_op("AVG_POOL2D", "tensor_ops", [  # spec line 963
+    ("in",   "input",     "T<in_out_t>", "[N,IH,IW,C]", "4"),
+    ("in",   "input_zp",  "T<in_out_t>", "[1]",         "1"),
+    ("in",   "output_zp", "T<in_out_t>", "[1]",         "1"),
+    ("attr", "kernel",    "T<i32_t>",    "[2]",         "1"),
+    ("attr", "stride",    "T<i32_t>",    "[2]",         "1"),
+    ("attr", "pad",       "T<i32_t>",    "[4]",         "1"),
+    ("attr", "acc_type",  "acc_type_t",  "-",           "-"),
+    ("out",  "output",    "T<in_out_t>", "[N,OH,OW,C]", "4"),
+], "in_out_t acc_t", [
+    ("PRO-FP",      "fp16 with fp16 accumulate",       "fp16_t fp16_t"),
+    ("PRO-FP",      "fp16 with fp32 accumulate",       "fp16_t fp32_t"),
+    ("PRO-FP",      "fp32 with fp32 accumulate",       "fp32_t fp32_t"),
+    ("PRO-INT",     "signed 8 with int32 accumulate",  "i8_t i32_t"),
+    ("EXT-BF16",    "bf16 with fp32 accumulate",       "bf16_t fp32_t"),
+    ("EXT-FP8E4M3", "fp8e4m3 with fp16 accumulate",    "fp8e4m3_t fp16_t"),
+    ("EXT-FP8E5M2", "fp8e5m2 with fp16 accumulate",    "fp8e5m2_t fp16_t"),
+    ("EXT-INT16",   "signed 16 with int32 accumulate", "i16_t i32_t"),
+])
+
+_op("CONV2D", "tensor_ops", [  # spec line 1074
+    ("in",   "input",       "T<in_t>",     "[N,IH,IW,IC]",  "4"),
+    ("in",   "weight",      "T<weight_t>", "[OC,KH,KW,IC]", "4"),
+    ("in",   "bias",        "T<out_t>",    "[BC]",          "1"),
+    ("in",   "input_zp",    "T<in_t>",     "[1]",           "1"),
+    ("in",   "weight_zp",   "T<weight_t>", "[1]",           "1"),
+    ("attr", "pad",         "T<i32_t>",    "[4]",           "1"),
+    ("attr", "stride",      "T<i32_t>",    "[2]",           "1"),
+    ("attr", "dilation",    "T<i32_t>",    "[2]",           "1"),
+    ("attr", "acc_type",    "acc_type_t",  "-",             "-"),
+    ("attr", "local_bound", "bool_t",      "-",             "-", "optional"),
+    ("out",  "output",      "T<out_t>",    "[N,OH,OW,OC]",  "4"),
+], "in_t weight_t out_t acc_t", [
+    ("PRO-FP",      "fp16 with fp16 accumulate",         "fp16_t fp16_t fp16_t fp16_t"),
+    ("PRO-FP",      "fp16 with fp32 accumulate",         "fp16_t fp16_t fp16_t fp32_t"),
+    ("PRO-FP",      "fp32 with fp32 accumulate",         "fp32_t fp32_t fp32_t fp32_t"),
+    ("PRO-INT",     "signed 8x8 with int32 accumulate",  "i8_t i8_t i32_t i32_t"),
+    ("EXT-BF16",    "bf16 with fp32 accumulate",         "bf16_t bf16_t bf16_t fp32_t"),
+    ("EXT-FP8E4M3", "fp8e4m3 with fp16 accumulate",      "fp8e4m3_t fp8e4m3_t fp16_t fp16_t"),
+    ("EXT-FP8E5M2", "fp8e5m2 with fp16 accumulate",      "fp8e5m2_t fp8e5m2_t fp16_t fp16_t"),
+    ("EXT-INT16",   "signed 16x8 with int48 accumulate", "i16_t i8_t i48_t i48_t"),
+    ("EXT-INT4",    "signed 8x4 with int32 accumulate",  "i8_t i4_t i32_t i32_t"),
+])
+
+_op("CONV3D", "tensor_ops", [  # spec line 1191
+    ("in",   "input",       "T<in_t>",     "[N,ID,IH,IW,IC]",  "5"),
+    ("in",   "weight",      "T<weight_t>", "[OC,KD,KH,KW,IC]", "5"),
+    ("in",   "bias",        "T<out_t>",    "[BC]",             "1"),
+    ("in",   "input_zp",    "T<in_t>",     "[1]",              "1"),
+    ("in",   "weight_zp",   "T<weight_t>", "[1]",              "1"),
+    ("attr", "pad",         "T<i32_t>",    "[6]",              "1"),
+    ("attr", "stride",      "T<i32_t>",    "[3]",              "1"),
+    ("attr", "dilation",    "T<i32_t>",    "[3]",              "1"),
+    ("attr", "acc_type",    "acc_type_t",  "-",                "-"),
+    ("attr", "local_bound", "bool_t",      "-",                "-", "optional"),
+    ("out",  "output",      "T<out_t>",    "[N,OD,OH,OW,OC]",  "5"),
+], "in_t weight_t out_t acc_t", [
+    ("PRO-FP",      "fp16 with fp16 accumulate",         "fp16_t fp16_t fp16_t fp16_t"),
+    ("PRO-FP",      "fp16 with fp32 accumulate",         "fp16_t fp16_t fp16_t fp32_t"),
+    ("PRO-FP",      "fp32 with fp32 accumulate",         "fp32_t fp32_t fp32_t fp32_t"),
+    ("PRO-INT",     "signed 8x8 with int32 accumulate",  "i8_t i8_t i32_t i32_t"),
+    ("EXT-BF16",    "bf16 with fp32 accumulate",         "bf16_t bf16_t bf16_t fp32_t"),
+    ("EXT-FP8E4M3", "fp8e4m3 with fp16 accumulate",      "fp8e4m3_t fp8e4m3_t fp16_t fp16_t"),
+    ("EXT-FP8E5M2", "fp8e5m2 with fp16 accumulate",      "fp8e5m2_t fp8e5m2_t fp16_t fp16_t"),
+    ("EXT-INT16",   "signed 16x8 with int48 accumulate", "i16_t i8_t i48_t i48_t"),
+    ("EXT-INT4",    "signed 8x4 with int32 accumulate",  "i8_t i4_t i32_t i32_t"),
+])
+
+_op("DEPTHWISE_CONV2D", "tensor_ops", [  # spec line 1309
+    ("in",   "input",       "T<in_t>",     "[N,IH,IW,C]",   "4"),
+    ("in",   "weight",      "T<weight_t>", "[KH,KW,C,M]",   "4"),
+    ("in",   "bias",        "T<out_t>",    "[BC]",          "1"),
+    ("in",   "input_zp",    "T<in_t>",     "[1]",           "1"),
+    ("in",   "weight_zp",   "T<weight_t>", "[1]",           "1"),
+    ("attr", "pad",         "T<i32_t>",    "[4]",           "1"),
+    ("attr", "stride",      "T<i32_t>",    "[2]",           "1"),
+    ("attr", "dilation",    "T<i32_t>",    "[2]",           "1"),
+    ("attr", "acc_type",    "acc_type_t",  "-",             "-"),
+    ("attr", "local_bound", "bool_t",      "-",             "-", "optional"),
+    ("out",  "output",      "T<out_t>",    "[N,OH,OW,C*M]", "4"),
+], "in_t weight_t out_t acc_t", [
+    ("PRO-FP",      "fp16 with fp16 accumulate",         "fp16_t fp16_t fp16_t fp16_t"),
+    ("PRO-FP",      "fp16 with fp32 accumulate",         "fp16_t fp16_t fp16_t fp32_t"),
+    ("PRO-FP",      "fp32 with fp32 accumulate",         "fp32_t fp32_t fp32_t fp32_t"),
+    ("PRO-INT",     "signed 8x8 with int32 accumulate",  "i8_t i8_t i32_t i32_t"),
+    ("EXT-BF16",    "bf16 with fp32 accumulate",         "bf16_t bf16_t bf16_t fp32_t"),
+    ("EXT-FP8E4M3", "fp8e4m3 with fp16 accumulate",      "fp8e4m3_t fp8e4m3_t fp16_t fp16_t"),
+    ("EXT-FP8E5M2", "fp8e5m2 with fp16 accumulate",      "fp8e5m2_t fp8e5m2_t fp16_t fp16_t"),
+    ("EXT-INT16",   "signed 16x8 with int48 accumulate", "i16_t i8_t i48_t i48_t"),
+    ("EXT-INT4",    "signed 8x4 with int32 accumulate",  "i8_t i4_t i32_t i32_t"),
+])
+
+_op("FFT2D", "tensor_ops", [  # spec line 1423
+    ("in",   "input_real",  "T<in_out_t>", "[N,H,W]", "3"),
+    ("in",   "input_imag",  "T<in_out_t>", "[N,H,W]", "3"),
+    ("attr", "inverse",     "bool_t",      "-",       "-"),
+    ("attr", "local_bound", "bool_t",      "-",       "-", "optional"),
+    ("out",  "output_real", "T<in_out_t>", "[N,H,W]", "3"),
+    ("out",  "output_imag", "T<in_out_t>", "[N,H,W]", "3"),
+], "in_out_t", [
+    ("EXT-FFT", "fp32", "fp32_t"),
+])
+
+_op("MATMUL", "tensor_ops", [  # spec line 1505
+    ("in",  "A",      "T<in_t>",  "[N,H,C]", "3"),
+    ("in",  "B",      "T<in_t>",  "[N,C,W]", "3"),
+    ("in",  "A_zp",   "T<in_t>",  "[1]",     "1"),
+    ("in",  "B_zp",   "T<in_t>",  "[1]",     "1"),
+    ("out", "output", "T<out_t>", "[N,H,W]", "3"),
+], "in_t out_t", [
+    ("PRO-FP",      "fp16 with fp16 accumulate",          "fp16_t fp16_t"),
+    ("PRO-FP",      "fp16 with fp32 accumulate",          "fp16_t fp32_t"),
+    ("PRO-FP",      "fp32 with fp32 accumulate",          "fp32_t fp32_t"),
+    ("PRO-INT",     "signed 8x8 with int32 accumulate",   "i8_t i32_t"),
+    ("EXT-BF16",    "bf16 with fp32 accumulate",          "bf16_t fp32_t"),
+    ("EXT-FP8E4M3", "fp8e4m3 with fp16 accumulate",       "fp8e4m3_t fp16_t"),
+    ("EXT-FP8E5M2", "fp8e5m2 with fp16 accumulate",       "fp8e5m2_t fp16_t"),
+    ("EXT-INT16",   "signed 16x16 with int48 accumulate", "i16_t i48_t"),
+])
+
+_op("MAX_POOL2D", "tensor_ops", [  # spec line 1568
+    ("in",   "input",    "T<in_out_t>",            "[N,IH,IW,C]", "4"),
+    ("attr", "kernel",   "T<i32_t>",               "[2]",         "1"),
+    ("attr", "stride",   "T<i32_t>",               "[2]",         "1"),
+    ("attr", "pad",      "T<i32_t>",               "[4]",         "1"),
+    ("attr", "nan_mode", "nan_propagation_mode_t", "-",           "-"),
+    ("out",  "output",   "T<in_out_t>",            "[N,OH,OW,C]", "4"),
+], "in_out_t", [
+    ("PRO-FP",      "fp16",      "fp16_t"),
+    ("PRO-FP",      "fp32",      "fp32_t"),
+    ("PRO-INT",     "signed 8",  "i8_t"),
+    ("EXT-BF16",    "bf16",      "bf16_t"),
+    ("EXT-FP8E4M3", "fp8e4m3",   "fp8e4m3_t"),
+    ("EXT-FP8E5M2", "fp8e5m2",   "fp8e5m2_t"),
+    ("EXT-INT16",   "signed 16", "i16_t"),
+])
+
+_op("RFFT2D", "tensor_ops", [  # spec line 1662
+    ("in",   "input_real",  "T<in_out_t>", "[N,H,W]",     "3"),
+    ("attr", "local_bound", "bool_t",      "-",           "-", "optional"),
+    ("out",  "output_real", "T<in_out_t>", "[N,H,W/2+1]", "3"),
+    ("out",  "output_imag", "T<in_out_t>", "[N,H,W/2+1]", "3"),
+], "in_out_t", [
+    ("EXT-FFT", "fp32", "fp32_t"),
+])
+
+_op("TRANSPOSE_CONV2D", "tensor_ops", [  # spec line 1738
+    ("in",   "input",       "T<in_t>",     "[N,IH,IW,IC]",  "4"),
+    ("in",   "weight",      "T<weight_t>", "[OC,KH,KW,IC]", "4"),
+    ("in",   "bias",        "T<out_t>",    "[BC]",          "1"),
+    ("in",   "input_zp",    "T<in_t>",     "[1]",           "1"),
+    ("in",   "weight_zp",   "T<weight_t>", "[1]",           "1"),
+    ("attr", "out_pad",     "T<i32_t>",    "[4]",           "1"),
+    ("attr", "stride",      "T<i32_t>",    "[2]",           "1"),
+    ("attr", "acc_type",    "acc_type_t",  "-",             "-"),
+    ("attr", "local_bound", "bool_t",      "-",             "-", "optional"),
+    ("out",  "output",      "T<out_t>",    "[N,OH,OW,OC]",  "4"),
+], "in_t weight_t out_t acc_t", [
+    ("PRO-FP",      "fp16 with fp16 accumulate",         "fp16_t fp16_t fp16_t fp16_t"),
+    ("PRO-FP",      "fp16 with fp32 accumulate",         "fp16_t fp16_t fp16_t fp32_t"),
+    ("PRO-FP",      "fp32 with fp32 accumulate",         "fp32_t fp32_t fp32_t fp32_t"),
+    ("PRO-INT",     "signed 8x8 with int32 accumulate",  "i8_t i8_t i32_t i32_t"),
+    ("EXT-BF16",    "bf16 with fp32 accumulate",         "bf16_t bf16_t bf16_t fp32_t"),
+    ("EXT-FP8E4M3", "fp8e4m3 with fp16 accumulate",      "fp8e4m3_t fp8e4m3_t fp16_t fp16_t"),
+    ("EXT-FP8E5M2", "fp8e5m2 with fp16 accumulate",      "fp8e5m2_t fp8e5m2_t fp16_t fp16_t"),
+    ("EXT-INT16",   "signed 16x8 with int48 accumulate", "i16_t i8_t i48_t i48_t"),
+    ("EXT-INT4",    "signed 8x4 with int32 accumulate",  "i8_t i4_t i32_t i32_t"),
+])
+
+
+# ---- activation ---------------------------------------------------------------------------------
+
+_op("CLAMP", "activation", [  # spec line 1857
+    ("in",   "input",    "T<in_out_t>",            "shape", "0 to MAX_RANK"),
+    ("attr", "min_val",  "in_out_t",               "-",     "-"),
+    ("attr", "max_val",  "in_out_t",               "-",     "-"),
+    ("attr", "nan_mode", "nan_propagation_mode_t", "-",     "-"),
+    ("out",  "output",   "T<in_out_t>",            "shape", "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",    "fp16",      "fp16_t"),
+    ("PRO-FP",    "fp32",      "fp32_t"),
+    ("PRO-INT",   "signed 8",  "i8_t"),
+    ("EXT-BF16",  "bf16",      "bf16_t"),
+    ("EXT-INT16", "signed 16", "i16_t"),
+])
+
+_op("ERF", "activation", [  # spec line 1914
+    ("in",  "input",  "T<in_out_t>", "shape", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",   "fp16", "fp16_t"),
+    ("PRO-FP",   "fp32", "fp32_t"),
+    ("EXT-BF16", "bf16", "bf16_t"),
+])
+
+_op("SIGMOID", "activation", [  # spec line 1971
+    ("in",  "input",  "T<in_out_t>", "shape", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",   "fp16", "fp16_t"),
+    ("PRO-FP",   "fp32", "fp32_t"),
+    ("EXT-BF16", "bf16", "bf16_t"),
+])
+
+_op("TANH", "activation", [  # spec line 2036
+    ("in",  "input",  "T<in_out_t>", "shape", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",   "fp16", "fp16_t"),
+    ("PRO-FP",   "fp32", "fp32_t"),
+    ("EXT-BF16", "bf16", "bf16_t"),
+])
+
+
+# ---- elementwise_binary -------------------------------------------------------------------------
+
+_op("ADD", "elementwise_binary", [  # spec line 2112
+    ("in",  "input1", "T<in_out_t>", "shape1", "0 to MAX_RANK"),
+    ("in",  "input2", "T<in_out_t>", "shape2", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape",  "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",            "fp16",      "fp16_t"),
+    ("PRO-FP",            "fp32",      "fp32_t"),
+    ("PRO-INT or PRO-FP", "signed 32", "i32_t"),
+    ("EXT-BF16",          "bf16",      "bf16_t"),
+])
+
+_op("ARITHMETIC_RIGHT_SHIFT", "elementwise_binary", [  # spec line 2164
+    ("in",   "input1", "T<in_out_t>", "shape1", "0 to MAX_RANK"),
+    ("in",   "input2", "T<in_out_t>", "shape2", "0 to MAX_RANK"),
+    ("attr", "round",  "bool_t",      "-",      "-"),
+    ("out",  "output", "T<in_out_t>", "shape",  "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-INT", "signed 16", "i16_t"),
+    ("PRO-INT", "signed 32", "i32_t"),
+    ("PRO-INT", "signed 8",  "i8_t"),
+])
+
+_op("BITWISE_AND", "elementwise_binary", [  # spec line 2217
+    ("in",  "input1", "T<in_out_t>", "shape1", "0 to MAX_RANK"),
+    ("in",  "input2", "T<in_out_t>", "shape2", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape",  "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-INT", "signed 16", "i16_t"),
+    ("PRO-INT", "signed 32", "i32_t"),
+    ("PRO-INT", "signed 8",  "i8_t"),
+])
+
+_op("BITWISE_OR", "elementwise_binary", [  # spec line 2257
+    ("in",  "input1", "T<in_out_t>", "shape1", "0 to MAX_RANK"),
+    ("in",  "input2", "T<in_out_t>", "shape2", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape",  "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-INT", "signed 16", "i16_t"),
+    ("PRO-INT", "signed 32", "i32_t"),
+    ("PRO-INT", "signed 8",  "i8_t"),
+])
+
+_op("BITWISE_XOR", "elementwise_binary", [  # spec line 2302
+    ("in",  "input1", "T<in_out_t>", "shape1", "0 to MAX_RANK"),
+    ("in",  "input2", "T<in_out_t>", "shape2", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape",  "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-INT", "signed 16", "i16_t"),
+    ("PRO-INT", "signed 32", "i32_t"),
+    ("PRO-INT", "signed 8",  "i8_t"),
+])
+
+_op("INTDIV", "elementwise_binary", [  # spec line 2344
+    ("in",  "input1", "T<in_out_t>", "shape1", "0 to MAX_RANK"),
+    ("in",  "input2", "T<in_out_t>", "shape2", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape",  "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-INT or PRO-FP", "signed 32", "i32_t"),
+])
+
+_op("LOGICAL_AND", "elementwise_binary", [  # spec line 2381
+    ("in",  "input1", "T<in_out_t>", "shape1", "0 to MAX_RANK"),
+    ("in",  "input2", "T<in_out_t>", "shape2", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape",  "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-INT or PRO-FP", "Boolean", "bool_t"),
+])
+
+_op("LOGICAL_LEFT_SHIFT", "elementwise_binary", [  # spec line 2419
+    ("in",  "input1", "T<in_out_t>", "shape1", "0 to MAX_RANK"),
+    ("in",  "input2", "T<in_out_t>", "shape2", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape",  "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-INT or PRO-FP", "signed 16", "i16_t"),
+    ("PRO-INT or PRO-FP", "signed 32", "i32_t"),
+    ("PRO-INT or PRO-FP", "signed 8",  "i8_t"),
+])
+
+_op("LOGICAL_RIGHT_SHIFT", "elementwise_binary", [  # spec line 2465
+    ("in",  "input1", "T<in_out_t>", "shape1", "0 to MAX_RANK"),
+    ("in",  "input2", "T<in_out_t>", "shape2", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape",  "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-INT or PRO-FP", "signed 16", "i16_t"),
+    ("PRO-INT or PRO-FP", "signed 32", "i32_t"),
+    ("PRO-INT or PRO-FP", "signed 8",  "i8_t"),
+])
+
+_op("LOGICAL_OR", "elementwise_binary", [  # spec line 2512
+    ("in",  "input1", "T<in_out_t>", "shape1", "0 to MAX_RANK"),
+    ("in",  "input2", "T<in_out_t>", "shape2", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape",  "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-INT or PRO-FP", "Boolean", "bool_t"),
+])
+
+_op("LOGICAL_XOR", "elementwise_binary", [  # spec line 2550
+    ("in",  "input1", "T<in_out_t>", "shape1", "0 to MAX_RANK"),
+    ("in",  "input2", "T<in_out_t>", "shape2", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape",  "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-INT or PRO-FP", "Boolean", "bool_t"),
+])
+
+_op("MAXIMUM", "elementwise_binary", [  # spec line 2590
+    ("in",   "input1",   "T<in_out_t>",            "shape1", "0 to MAX_RANK"),
+    ("in",   "input2",   "T<in_out_t>",            "shape2", "0 to MAX_RANK"),
+    ("attr", "nan_mode", "nan_propagation_mode_t", "-",      "-"),
+    ("out",  "output",   "T<in_out_t>",            "shape",  "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",   "fp16",      "fp16_t"),
+    ("PRO-FP",   "fp32",      "fp32_t"),
+    ("PRO-INT",  "signed 32", "i32_t"),
+    ("EXT-BF16", "bf16",      "bf16_t"),
+])
+
+_op("MINIMUM", "elementwise_binary", [  # spec line 2649
+    ("in",   "input1",   "T<in_out_t>",            "shape1", "0 to MAX_RANK"),
+    ("in",   "input2",   "T<in_out_t>",            "shape2", "0 to MAX_RANK"),
+    ("attr", "nan_mode", "nan_propagation_mode_t", "-",      "-"),
+    ("out",  "output",   "T<in_out_t>",            "shape",  "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",   "fp16",      "fp16_t"),
+    ("PRO-FP",   "fp32",      "fp32_t"),
+    ("PRO-INT",  "signed 32", "i32_t"),
+    ("EXT-BF16", "bf16",      "bf16_t"),
+])
+
+_op("MUL", "elementwise_binary", [  # spec line 2711
+    ("in",  "input1", "T<in_t>",  "shape1", "0 to MAX_RANK"),
+    ("in",  "input2", "T<in_t>",  "shape2", "0 to MAX_RANK"),
+    ("in",  "shift",  "T<i8_t>",  "[1]",    "1"),
+    ("out", "output", "T<out_t>", "shape",  "0 to MAX_RANK"),
+], "in_t out_t", [
+    ("PRO-FP",            "fp16",      "fp16_t fp16_t"),
+    ("PRO-FP",            "fp32",      "fp32_t fp32_t"),
+    ("PRO-INT",           "signed 16", "i16_t i32_t"),
+    ("PRO-INT or PRO-FP", "signed 32", "i32_t i32_t"),
+    ("PRO-INT",           "signed 8",  "i8_t i32_t"),
+    ("EXT-BF16",          "bf16",      "bf16_t bf16_t"),
+])
+
+_op("POW", "elementwise_binary", [  # spec line 2785
+    ("in",  "input1", "T<in_out_t>", "shape1", "0 to MAX_RANK"),
+    ("in",  "input2", "T<in_out_t>", "shape2", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape",  "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",   "fp16", "fp16_t"),
+    ("PRO-FP",   "fp32", "fp32_t"),
+    ("EXT-BF16", "bf16", "bf16_t"),
+])
+
+_op("SUB", "elementwise_binary", [  # spec line 2847
+    ("in",  "input1", "T<in_out_t>", "shape1", "0 to MAX_RANK"),
+    ("in",  "input2", "T<in_out_t>", "shape2", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape",  "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",            "fp16",      "fp16_t"),
+    ("PRO-FP",            "fp32",      "fp32_t"),
+    ("PRO-INT or PRO-FP", "signed 32", "i32_t"),
+    ("EXT-BF16",          "bf16",      "bf16_t"),
+])
+
+# TABLE_SIZE is 256 for the int8 row and 513 for the int16 row (a constant column of the spec table).
+_op("TABLE", "elementwise_binary", [  # spec line 2900
+    ("in",  "input1", "T<in_t>",    "shape",        "0 to MAX_RANK"),
+    ("in",  "table",  "T<table_t>", "[TABLE_SIZE]", "1"),
+    ("out", "output", "T<out_t>",   "shape",        "0 to MAX_RANK"),
+], "in_t table_t out_t", [
+    ("PRO-INT",   "signed 8",  "i8_t i8_t i8_t"),
+    ("EXT-INT16", "signed 16", "i16_t i16_t i32_t"),
+])
+
+
+# ---- elementwise_unary --------------------------------------------------------------------------
+
+_op("ABS", "elementwise_unary", [  # spec line 2953
+    ("in",  "input1", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",   "fp16",      "fp16_t"),
+    ("PRO-FP",   "fp32",      "fp32_t"),
+    ("PRO-INT",  "signed 32", "i32_t"),
+    ("EXT-BF16", "bf16",      "bf16_t"),
+])
+
+_op("BITWISE_NOT", "elementwise_unary", [  # spec line 3010
+    ("in",  "input1", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-INT", "signed 16", "i16_t"),
+    ("PRO-INT", "signed 32", "i32_t"),
+    ("PRO-INT", "signed 8",  "i8_t"),
+])
+
+_op("CEIL", "elementwise_unary", [  # spec line 3049
+    ("in",  "input1", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",   "fp16", "fp16_t"),
+    ("PRO-FP",   "fp32", "fp32_t"),
+    ("EXT-BF16", "bf16", "bf16_t"),
+])
+
+_op("CLZ", "elementwise_unary", [  # spec line 3095
+    ("in",  "input1", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-INT", "signed 32", "i32_t"),
+])
+
+_op("COS", "elementwise_unary", [  # spec line 3128
+    ("in",  "input1", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",   "fp16", "fp16_t"),
+    ("PRO-FP",   "fp32", "fp32_t"),
+    ("EXT-BF16", "bf16", "bf16_t"),
+])
+
+_op("EXP", "elementwise_unary", [  # spec line 3175
+    ("in",  "input1", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",   "fp16", "fp16_t"),
+    ("PRO-FP",   "fp32", "fp32_t"),
+    ("EXT-BF16", "bf16", "bf16_t"),
+])
+
+_op("FLOOR", "elementwise_unary", [  # spec line 3225
+    ("in",  "input1", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",   "fp16", "fp16_t"),
+    ("PRO-FP",   "fp32", "fp32_t"),
+    ("EXT-BF16", "bf16", "bf16_t"),
+])
+
+_op("LOG", "elementwise_unary", [  # spec line 3270
+    ("in",  "input1", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",   "fp16", "fp16_t"),
+    ("PRO-FP",   "fp32", "fp32_t"),
+    ("EXT-BF16", "bf16", "bf16_t"),
+])
+
+_op("LOGICAL_NOT", "elementwise_unary", [  # spec line 3317
+    ("in",  "input1", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-INT or PRO-FP", "Boolean", "bool_t"),
+])
+
+_op("NEGATE", "elementwise_unary", [  # spec line 3350
+    ("in",  "input1",    "T<in_out_t>", "shape", "0 to MAX_RANK"),
+    ("in",  "input1_zp", "T<in_out_t>", "[1]",   "1"),
+    ("in",  "output_zp", "T<in_out_t>", "[1]",   "1"),
+    ("out", "output",    "T<in_out_t>", "shape", "0 to MAX_RANK"),
+], "in_out_t acc_t", [
+    ("PRO-FP",   "fp16",      "fp16_t fp16_t"),
+    ("PRO-FP",   "fp32",      "fp32_t fp32_t"),
+    ("PRO-INT",  "signed 16", "i16_t i32_t"),
+    ("PRO-INT",  "signed 32", "i32_t i32_t"),
+    ("PRO-INT",  "signed 8",  "i8_t i32_t"),
+    ("EXT-BF16", "bf16",      "bf16_t bf16_t"),
+])
+
+_op("RECIPROCAL", "elementwise_unary", [  # spec line 3419
+    ("in",  "input1", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",   "fp16", "fp16_t"),
+    ("PRO-FP",   "fp32", "fp32_t"),
+    ("EXT-BF16", "bf16", "bf16_t"),
+])
+
+_op("RSQRT", "elementwise_unary", [  # spec line 3465
+    ("in",  "input1", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",   "fp16", "fp16_t"),
+    ("PRO-FP",   "fp32", "fp32_t"),
+    ("EXT-BF16", "bf16", "bf16_t"),
+])
+
+_op("SIN", "elementwise_unary", [  # spec line 3517
+    ("in",  "input1", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",   "fp16", "fp16_t"),
+    ("PRO-FP",   "fp32", "fp32_t"),
+    ("EXT-BF16", "bf16", "bf16_t"),
+])
+
+
+# ---- elementwise_ternary ------------------------------------------------------------------------
+
+_op("SELECT", "elementwise_ternary", [  # spec line 3569
+    ("in",  "input1", "T<bool_t>",   "shape1", "0 to MAX_RANK"),
+    ("in",  "input2", "T<in_out_t>", "shape2", "0 to MAX_RANK"),
+    ("in",  "input3", "T<in_out_t>", "shape3", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape",  "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",            "fp16",      "fp16_t"),
+    ("PRO-FP",            "fp32",      "fp32_t"),
+    ("PRO-INT or PRO-FP", "Boolean",   "bool_t"),
+    ("PRO-INT",           "signed 16", "i16_t"),
+    ("PRO-INT",           "signed 32", "i32_t"),
+    ("PRO-INT",           "signed 8",  "i8_t"),
+    ("EXT-BF16",          "bf16",      "bf16_t"),
+])
+
+
+# ---- comparison ---------------------------------------------------------------------------------
+
+_op("EQUAL", "comparison", [  # spec line 3631
+    ("in",  "input1", "T<in_t>",  "shape1", "0 to MAX_RANK"),
+    ("in",  "input2", "T<in_t>",  "shape2", "0 to MAX_RANK"),
+    ("out", "output", "T<out_t>", "shape",  "0 to MAX_RANK"),
+], "in_t out_t", [
+    ("PRO-FP",   "fp16",      "fp16_t bool_t"),
+    ("PRO-FP",   "fp32",      "fp32_t bool_t"),
+    ("PRO-INT",  "signed 32", "i32_t bool_t"),
+    ("EXT-BF16", "bf16",      "bf16_t bool_t"),
+])
+
+_op("GREATER", "comparison", [  # spec line 3684
+    ("in",  "input1", "T<in_t>",  "shape1", "0 to MAX_RANK"),
+    ("in",  "input2", "T<in_t>",  "shape2", "0 to MAX_RANK"),
+    ("out", "output", "T<out_t>", "shape",  "0 to MAX_RANK"),
+], "in_t out_t", [
+    ("PRO-FP",   "fp16",      "fp16_t bool_t"),
+    ("PRO-FP",   "fp32",      "fp32_t bool_t"),
+    ("PRO-INT",  "signed 32", "i32_t bool_t"),
+    ("EXT-BF16", "bf16",      "bf16_t bool_t"),
+])
+
+_op("GREATER_EQUAL", "comparison", [  # spec line 3739
+    ("in",  "input1", "T<in_t>",  "shape1", "0 to MAX_RANK"),
+    ("in",  "input2", "T<in_t>",  "shape2", "0 to MAX_RANK"),
+    ("out", "output", "T<out_t>", "shape",  "0 to MAX_RANK"),
+], "in_t out_t", [
+    ("PRO-FP",   "fp16",      "fp16_t bool_t"),
+    ("PRO-FP",   "fp32",      "fp32_t bool_t"),
+    ("PRO-INT",  "signed 32", "i32_t bool_t"),
+    ("EXT-BF16", "bf16",      "bf16_t bool_t"),
+])
+
+
+# ---- reduction ----------------------------------------------------------------------------------
+
+_op("REDUCE_ALL", "reduction", [  # spec line 3795
+    ("in",   "input",  "T<in_out_t>", "shape1", "1 to MAX_RANK"),
+    ("attr", "axis",   "i32_t",       "-",      "-"),
+    ("out",  "output", "T<in_out_t>", "shape",  "1 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-INT or PRO-FP", "Boolean", "bool_t"),
+])
+
+_op("REDUCE_ANY", "reduction", [  # spec line 3836
+    ("in",   "input",  "T<in_out_t>", "shape1", "1 to MAX_RANK"),
+    ("attr", "axis",   "i32_t",       "-",      "-"),
+    ("out",  "output", "T<in_out_t>", "shape",  "1 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-INT or PRO-FP", "Boolean", "bool_t"),
+])
+
+_op("REDUCE_MAX", "reduction", [  # spec line 3879
+    ("in",   "input",    "T<in_out_t>",            "shape1", "1 to MAX_RANK"),
+    ("attr", "axis",     "i32_t",                  "-",      "-"),
+    ("attr", "nan_mode", "nan_propagation_mode_t", "-",      "-"),
+    ("out",  "output",   "T<in_out_t>",            "shape",  "1 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",   "fp16",      "fp16_t"),
+    ("PRO-FP",   "fp32",      "fp32_t"),
+    ("PRO-INT",  "signed 16", "i16_t"),
+    ("PRO-INT",  "signed 32", "i32_t"),
+    ("PRO-INT",  "signed 8",  "i8_t"),
+    ("EXT-BF16", "bf16",      "bf16_t"),
+])
+
+_op("REDUCE_MIN", "reduction", [  # spec line 3950
+    ("in",   "input",    "T<in_out_t>",            "shape1", "1 to MAX_RANK"),
+    ("attr", "axis",     "i32_t",                  "-",      "-"),
+    ("attr", "nan_mode", "nan_propagation_mode_t", "-",      "-"),
+    ("out",  "output",   "T<in_out_t>",            "shape",  "1 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",   "fp16",      "fp16_t"),
+    ("PRO-FP",   "fp32",      "fp32_t"),
+    ("PRO-INT",  "signed 16", "i16_t"),
+    ("PRO-INT",  "signed 32", "i32_t"),
+    ("PRO-INT",  "signed 8",  "i8_t"),
+    ("EXT-BF16", "bf16",      "bf16_t"),
+])
+
+_op("REDUCE_PRODUCT", "reduction", [  # spec line 4015
+    ("in",   "input",  "T<in_out_t>", "shape1", "1 to MAX_RANK"),
+    ("attr", "axis",   "i32_t",       "-",      "-"),
+    ("out",  "output", "T<in_out_t>", "shape",  "1 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",   "fp16", "fp16_t"),
+    ("PRO-FP",   "fp32", "fp32_t"),
+    ("EXT-BF16", "bf16", "bf16_t"),
+])
+
+_op("REDUCE_SUM", "reduction", [  # spec line 4070
+    ("in",   "input",  "T<in_out_t>", "shape1", "1 to MAX_RANK"),
+    ("attr", "axis",   "i32_t",       "-",      "-"),
+    ("out",  "output", "T<in_out_t>", "shape",  "1 to MAX_RANK"),
+], "in_out_t acc_t", [
+    ("PRO-FP",   "fp16",      "fp16_t fp16_t"),
+    ("PRO-FP",   "fp32",      "fp32_t fp32_t"),
+    ("PRO-INT",  "signed 32", "i32_t i32_t"),
+    ("EXT-BF16", "bf16",      "bf16_t fp32_t"),
+])
+
+
+# ---- data_layout --------------------------------------------------------------------------------
+
+_op("CONCAT", "data_layout", [  # spec line 4126
+    ("in",   "input1", "T<in_out_t>", "shapes1", "1 to MAX_RANK", "list"),
+    ("attr", "axis",   "i32_t",       "-",       "-"),
+    ("out",  "output", "T<in_out_t>", "shape",   "1 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",            "fp16",      "fp16_t"),
+    ("PRO-FP",            "fp32",      "fp32_t"),
+    ("PRO-INT or PRO-FP", "Boolean",   "bool_t"),
+    ("PRO-INT",           "signed 32", "i32_t"),
+    ("PRO-INT",           "signed 8",  "i8_t"),
+    ("EXT-BF16",          "bf16",      "bf16_t"),
+    ("EXT-FP8E4M3",       "fp8e4m3",   "fp8e4m3_t"),
+    ("EXT-FP8E5M2",       "fp8e5m2",   "fp8e5m2_t"),
+    ("EXT-INT16",         "signed 16", "i16_t"),
+])
+
+_op("PAD", "data_layout", [  # spec line 4199
+    ("in",  "input1",    "T<in_out_t>", "shape1",           "1 to MAX_RANK"),
+    ("in",  "padding",   "shape_t",     "[2*rank(shape1)]", "1"),
+    ("in",  "pad_const", "T<in_out_t>", "[1]",              "1"),
+    ("out", "output",    "T<in_out_t>", "shape",            "1 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",            "fp16",      "fp16_t"),
+    ("PRO-FP",            "fp32",      "fp32_t"),
+    ("PRO-INT or PRO-FP", "Boolean",   "bool_t"),
+    ("PRO-INT",           "signed 16", "i16_t"),
+    ("PRO-INT",           "signed 32", "i32_t"),
+    ("PRO-INT",           "signed 8",  "i8_t"),
+    ("EXT-BF16",          "bf16",      "bf16_t"),
+    ("EXT-FP8E4M3",       "fp8e4m3",   "fp8e4m3_t"),
+    ("EXT-FP8E5M2",       "fp8e5m2",   "fp8e5m2_t"),
+])
+
+_op("RESHAPE", "data_layout", [  # spec line 4262
+    ("in",  "input1", "T<in_out_t>", "shape1",        "0 to MAX_RANK"),
+    ("in",  "shape",  "shape_t",     "[rank(shape)]", "1"),
+    ("out", "output", "T<in_out_t>", "shape",         "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",            "fp16",      "fp16_t"),
+    ("PRO-FP",            "fp32",      "fp32_t"),
+    ("PRO-INT or PRO-FP", "Boolean",   "bool_t"),
+    ("PRO-INT",           "signed 16", "i16_t"),
+    ("PRO-INT",           "signed 32", "i32_t"),
+    ("PRO-INT",           "signed 8",  "i8_t"),
+    ("EXT-BF16",          "bf16",      "bf16_t"),
+    ("EXT-FP8E4M3",       "fp8e4m3",   "fp8e4m3_t"),
+    ("EXT-FP8E5M2",       "fp8e5m2",   "fp8e5m2_t"),
+])
+
+_op("REVERSE", "data_layout", [  # spec line 4317
+    ("in",   "input1", "T<in_out_t>", "shape", "1 to MAX_RANK"),
+    ("attr", "axis",   "i32_t",       "-",     "-"),
+    ("out",  "output", "T<in_out_t>", "shape", "1 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",            "fp16",      "fp16_t"),
+    ("PRO-FP",            "fp32",      "fp32_t"),
+    ("PRO-INT or PRO-FP", "Boolean",   "bool_t"),
+    ("PRO-INT",           "signed 16", "i16_t"),
+    ("PRO-INT",           "signed 32", "i32_t"),
+    ("PRO-INT",           "signed 8",  "i8_t"),
+    ("EXT-BF16",          "bf16",      "bf16_t"),
+    ("EXT-FP8E4M3",       "fp8e4m3",   "fp8e4m3_t"),
+    ("EXT-FP8E5M2",       "fp8e5m2",   "fp8e5m2_t"),
+])
+
+_op("SLICE", "data_layout", [  # spec line 4361
+    ("in",  "input1", "T<in_out_t>", "shape1",         "1 to MAX_RANK"),
+    ("in",  "start",  "shape_t",     "[rank(shape1)]", "1"),
+    ("in",  "size",   "shape_t",     "[rank(shape1)]", "1"),
+    ("out", "output", "T<in_out_t>", "shape",          "1 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",            "fp16",      "fp16_t"),
+    ("PRO-FP",            "fp32",      "fp32_t"),
+    ("PRO-INT or PRO-FP", "Boolean",   "bool_t"),
+    ("PRO-INT",           "signed 16", "i16_t"),
+    ("PRO-INT",           "signed 32", "i32_t"),
+    ("PRO-INT",           "signed 8",  "i8_t"),
+    ("EXT-BF16",          "bf16",      "bf16_t"),
+    ("EXT-FP8E4M3",       "fp8e4m3",   "fp8e4m3_t"),
+    ("EXT-FP8E5M2",       "fp8e5m2",   "fp8e5m2_t"),
+])
+
+_op("TILE", "data_layout", [  # spec line 4431
+    ("in",  "input1",    "T<in_out_t>", "shape1",         "1 to MAX_RANK"),
+    ("in",  "multiples", "shape_t",     "[rank(shape1)]", "1"),
+    ("out", "output",    "T<in_out_t>", "shape",          "1 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",            "fp16",      "fp16_t"),
+    ("PRO-FP",            "fp32",      "fp32_t"),
+    ("PRO-INT or PRO-FP", "Boolean",   "bool_t"),
+    ("PRO-INT",           "signed 16", "i16_t"),
+    ("PRO-INT",           "signed 32", "i32_t"),
+    ("PRO-INT",           "signed 8",  "i8_t"),
+    ("EXT-BF16",          "bf16",      "bf16_t"),
+    ("EXT-FP8E4M3",       "fp8e4m3",   "fp8e4m3_t"),
+    ("EXT-FP8E5M2",       "fp8e5m2",   "fp8e5m2_t"),
+])
+
+_op("TRANSPOSE", "data_layout", [  # spec line 4486
+    ("in",   "input1", "T<in_out_t>", "shape1",         "1 to MAX_RANK"),
+    ("attr", "perms",  "T<i32_t>",    "[rank(shape1)]", "1"),
+    ("out",  "output", "T<in_out_t>", "shape",          "1 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",            "fp16",      "fp16_t"),
+    ("PRO-FP",            "fp32",      "fp32_t"),
+    ("PRO-INT or PRO-FP", "Boolean",   "bool_t"),
+    ("PRO-INT",           "signed 16", "i16_t"),
+    ("PRO-INT",           "signed 32", "i32_t"),
+    ("PRO-INT",           "signed 8",  "i8_t"),
+    ("EXT-BF16",          "bf16",      "bf16_t"),
+    ("EXT-FP8E4M3",       "fp8e4m3",   "fp8e4m3_t"),
+    ("EXT-FP8E5M2",       "fp8e5m2",   "fp8e5m2_t"),
+])
+
+
+# ---- scatter_gather -----------------------------------------------------------------------------
+
+_op("GATHER", "scatter_gather", [  # spec line 4554
+    ("in",  "values",  "T<in_out_t>", "[N,K,C]", "3"),
+    ("in",  "indices", "T<index_t>",  "[N,W]",   "2"),
+    ("out", "output",  "T<in_out_t>", "[N,W,C]", "3"),
+], "index_t in_out_t", [
+    ("PRO-FP",      "fp16",      "i32_t fp16_t"),
+    ("PRO-FP",      "fp32",      "i32_t fp32_t"),
+    ("PRO-INT",     "signed 16", "i32_t i16_t"),
+    ("PRO-INT",     "signed 32", "i32_t i32_t"),
+    ("PRO-INT",     "signed 8",  "i32_t i8_t"),
+    ("EXT-BF16",    "bf16",      "i32_t bf16_t"),
+    ("EXT-FP8E4M3", "fp8e4m3",   "i32_t fp8e4m3_t"),
+    ("EXT-FP8E5M2", "fp8e5m2",   "i32_t fp8e5m2_t"),
+])
+
+_op("SCATTER", "scatter_gather", [  # spec line 4592
+    ("in",  "values_in",  "T<in_out_t>", "[N,K,C]", "3"),
+    ("in",  "indices",    "T<index_t>",  "[N,W]",   "2"),
+    ("in",  "input",      "T<in_out_t>", "[N,W,C]", "3"),
+    ("out", "values_out", "T<in_out_t>", "[N,K,C]", "3"),
+], "index_t in_out_t", [
+    ("PRO-FP",      "fp16",      "i32_t fp16_t"),
+    ("PRO-FP",      "fp32",      "i32_t fp32_t"),
+    ("PRO-INT",     "signed 16", "i32_t i16_t"),
+    ("PRO-INT",     "signed 32", "i32_t i32_t"),
+    ("PRO-INT",     "signed 8",  "i32_t i8_t"),
+    ("EXT-BF16",    "bf16",      "i32_t bf16_t"),
+    ("EXT-FP8E4M3", "fp8e4m3",   "i32_t fp8e4m3_t"),
+    ("EXT-FP8E5M2", "fp8e5m2",   "i32_t fp8e5m2_t"),
+])
+
+
+# ---- image --------------------------------------------------------------------------------------
+
+# resize_t is internal to the operation; no operand carries it.
+_op("RESIZE", "image", [  # spec line 4655
+    ("in",   "input",  "T<in_t>",       "[N,IH,IW,C]", "4"),
+    ("in",   "scale",  "shape_t",       "[4]",         "1"),
+    ("in",   "offset", "shape_t",       "[2]",         "1"),
+    ("in",   "border", "shape_t",       "[2]",         "1"),
+    ("attr", "mode",   "resize_mode_t", "-",           "-"),
+    ("out",  "output", "T<out_t>",      "[N,OH,OW,C]", "4"),
+], "resize_t in_t out_t", [
+    ("PRO-FP",    "fp16",                "fp16_t fp16_t fp16_t"),
+    ("PRO-FP",    "fp32",                "fp32_t fp32_t fp32_t"),
+    ("PRO-INT",   "signed 8, bilinear",  "i16_t i8_t i32_t"),
+    ("PRO-INT",   "signed 8, nearest",   "i16_t i8_t i8_t"),
+    ("EXT-BF16",  "bf16",                "bf16_t bf16_t bf16_t"),
+    ("EXT-INT16", "signed 16, bilinear", "i16_t i16_t i48_t"),
+    ("EXT-INT16", "signed 16, nearest",  "i16_t i16_t i16_t"),
+])
+
+
+# ---- type_conversion ----------------------------------------------------------------------------
+
+_op("CAST", "type_conversion", [  # spec line 4816
+    ("in",  "input",  "T<in_t>",  "shape", "0 to MAX_RANK"),
+    ("out", "output", "T<out_t>", "shape", "0 to MAX_RANK"),
+], "in_t out_t", [
+    ("PRO-FP",                   "fp16 to fp32",           "fp16_t fp32_t"),
+    ("PRO-FP",                   "fp16 to signed 16",      "fp16_t i16_t"),
+    ("PRO-FP",                   "fp16 to signed 32",      "fp16_t i32_t"),
+    ("PRO-FP",                   "fp16 to signed 8",       "fp16_t i8_t"),
+    ("PRO-FP",                   "fp32 to fp16",           "fp32_t fp16_t"),
+    ("PRO-FP",                   "fp32 to signed 16",      "fp32_t i16_t"),
+    ("PRO-FP",                   "fp32 to signed 32",      "fp32_t i32_t"),
+    ("PRO-FP",                   "fp32 to signed 8",       "fp32_t i8_t"),
+    ("PRO-FP",                   "signed 16 to fp16",      "i16_t fp16_t"),
+    ("PRO-FP",                   "signed 16 to fp32",      "i16_t fp32_t"),
+    ("PRO-FP",                   "signed 32 to fp16",      "i32_t fp16_t"),
+    ("PRO-FP",                   "signed 32 to fp32",      "i32_t fp32_t"),
+    ("PRO-FP",                   "signed 8 to fp16",       "i8_t fp16_t"),
+    ("PRO-FP",                   "signed 8 to fp32",       "i8_t fp32_t"),
+    ("PRO-INT",                  "bool to signed 16",      "bool_t i16_t"),
+    ("PRO-INT",                  "bool to signed 32",      "bool_t i32_t"),
+    ("PRO-INT",                  "bool to signed 8",       "bool_t i8_t"),
+    ("PRO-INT",                  "signed 16 to bool",      "i16_t bool_t"),
+    ("PRO-INT",                  "signed 16 to signed 32", "i16_t i32_t"),
+    ("PRO-INT",                  "signed 16 to signed 8",  "i16_t i8_t"),
+    ("PRO-INT",                  "signed 32 to bool",      "i32_t bool_t"),
+    ("PRO-INT",                  "signed 32 to signed 16", "i32_t i16_t"),
+    ("PRO-INT",                  "signed 32 to signed 8",  "i32_t i8_t"),
+    ("PRO-INT",                  "signed 8 to bool",       "i8_t bool_t"),
+    ("PRO-INT",                  "signed 8 to signed 16",  "i8_t i16_t"),
+    ("PRO-INT",                  "signed 8 to signed 32",  "i8_t i32_t"),
+    ("EXT-BF16",                 "bf16 to fp32",           "bf16_t fp32_t"),
+    ("EXT-BF16",                 "bf16 to signed 16",      "bf16_t i16_t"),
+    ("EXT-BF16",                 "bf16 to signed 32",      "bf16_t i32_t"),
+    ("EXT-BF16",                 "bf16 to signed 8",       "bf16_t i8_t"),
+    ("EXT-BF16",                 "fp32 to bf16",           "fp32_t bf16_t"),
+    ("EXT-BF16",                 "signed 16 to bf16",      "i16_t bf16_t"),
+    ("EXT-BF16",                 "signed 32 to bf16",      "i32_t bf16_t"),
+    ("EXT-BF16",                 "signed 8 to bf16",       "i8_t bf16_t"),
+    ("EXT-BF16 and EXT-FP8E4M3", "bf16 to fp8e4m3",        "bf16_t fp8e4m3_t"),
+    ("EXT-BF16 and EXT-FP8E4M3", "fp8e4m3 to bf16",        "fp8e4m3_t bf16_t"),
+    ("EXT-BF16 and EXT-FP8E5M2", "bf16 to fp8e5m2",        "bf16_t fp8e5m2_t"),
+    ("EXT-BF16 and EXT-FP8E5M2", "fp8e5m2 to bf16",        "fp8e5m2_t bf16_t"),
+    ("EXT-FP8E4M3",              "fp16 to fp8e4m3",        "fp16_t fp8e4m3_t"),
+    ("EXT-FP8E4M3",              "fp32 to fp8e4m3",        "fp32_t fp8e4m3_t"),
+    ("EXT-FP8E4M3",              "fp8e4m3 to fp16",        "fp8e4m3_t fp16_t"),
+    ("EXT-FP8E4M3",              "fp8e4m3 to fp32",        "fp8e4m3_t fp32_t"),
+    ("EXT-FP8E5M2",              "fp16 to fp8e5m2",        "fp16_t fp8e5m2_t"),
+    ("EXT-FP8E5M2",              "fp32 to fp8e5m2",        "fp32_t fp8e5m2_t"),
+    ("EXT-FP8E5M2",              "fp8e5m2 to fp16",        "fp8e5m2_t fp16_t"),
+    ("EXT-FP8E5M2",              "fp8e5m2 to fp32",        "fp8e5m2_t fp32_t"),
+])
+
+# mul_t is i32_t when scale32 else i16_t; it is not a column of the type table.
+# The spec spells the attribute "per_channnel"; the pseudocode and the .tosa schema say per_channel.
+_op("RESCALE", "type_conversion", [  # spec line 4955
+    ("in",   "input",           "T<in_t>",         "shape", "0 to MAX_RANK"),
+    ("in",   "multiplier",      "T<mul_t>",        "[NC]",  "1"),
+    ("in",   "shift",           "T<i8_t>",         "[NC]",  "1"),
+    ("in",   "input_zp",        "T<in_t>",         "[1]",   "1"),
+    ("in",   "output_zp",       "T<out_t>",        "[1]",   "1"),
+    ("attr", "scale32",         "bool_t",          "-",     "-"),
+    ("attr", "rounding_mode",   "rounding_mode_t", "-",     "-"),
+    ("attr", "per_channel",     "bool_t",          "-",     "-"),
+    ("attr", "input_unsigned",  "bool_t",          "-",     "-"),
+    ("attr", "output_unsigned", "bool_t",          "-",     "-"),
+    ("out",  "output",          "T<out_t>",        "shape", "0 to MAX_RANK"),
+], "in_t out_t", [
+    ("PRO-INT",   "16-bit to 16-bit", "i16_t i16_t"),
+    ("PRO-INT",   "16-bit to 32-bit", "i16_t i32_t"),
+    ("PRO-INT",   "16-bit to 8-bit",  "i16_t i8_t"),
+    ("PRO-INT",   "32-bit to 16-bit", "i32_t i16_t"),
+    ("PRO-INT",   "32-bit to 32-bit", "i32_t i32_t"),
+    ("PRO-INT",   "32-bit to 8-bit",  "i32_t i8_t"),
+    ("PRO-INT",   "8-bit to 16-bit",  "i8_t i16_t"),
+    ("PRO-INT",   "8-bit to 32-bit",  "i8_t i32_t"),
+    ("PRO-INT",   "8-bit to 8-bit",   "i8_t i8_t"),
+    ("EXT-INT16", "48-bit to 16-bit", "i48_t i16_t"),
+    ("EXT-INT16", "48-bit to 32-bit", "i48_t i32_t"),
+    ("EXT-INT16", "48-bit to 8-bit",  "i48_t i8_t"),
+])
+
+
+# ---- data_node ----------------------------------------------------------------------------------
+
+_op("CONST", "data_node", [  # spec line 5114
+    ("attr", "values", "T<out_t>", "shape", "0 to MAX_RANK"),
+    ("out",  "output", "T<out_t>", "shape", "0 to MAX_RANK"),
+], "out_t", [
+    ("PRO-FP",            "fp16",    "fp16_t"),
+    ("PRO-FP",            "fp32",    "fp32_t"),
+    ("PRO-INT or PRO-FP", "16-bit",  "i16_t"),
+    ("PRO-INT or PRO-FP", "32-bit",  "i32_t"),
+    ("PRO-INT or PRO-FP", "8-bit",   "i8_t"),
+    ("PRO-INT or PRO-FP", "Boolean", "bool_t"),
+    ("EXT-BF16",          "bf16",    "bf16_t"),
+    ("EXT-FP8E4M3",       "fp8e4m3", "fp8e4m3_t"),
+    ("EXT-FP8E5M2",       "fp8e5m2", "fp8e5m2_t"),
+    ("EXT-INT16",         "48-bit",  "i48_t"),
+    ("EXT-INT4",          "4-bit",   "i4_t"),
+])
+
+_op("IDENTITY", "data_node", [  # spec line 5158
+    ("in",  "input1", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+    ("out", "output", "T<in_out_t>", "shape", "0 to MAX_RANK"),
+], "in_out_t", [
+    ("PRO-FP",            "fp16",    "fp16_t"),
+    ("PRO-FP",            "fp32",    "fp32_t"),
+    ("PRO-INT or PRO-FP", "16-bit",  "i16_t"),
+    ("PRO-INT or PRO-FP", "32-bit",  "i32_t"),
+    ("PRO-INT or PRO-FP", "8-bit",   "i8_t"),
+    ("PRO-INT or PRO-FP", "Boolean", "bool_t"),
+    ("EXT-BF16",          "bf16",    "bf16_t"),
+    ("EXT-FP8E4M3",       "fp8e4m3", "fp8e4m3_t"),
+    ("EXT-FP8E5M2",       "fp8e5m2", "fp8e5m2_t"),
+    ("EXT-INT16",         "48-bit",  "i48_t"),
+    ("EXT-INT4",          "4-bit",   "i4_t"),
+])
+
+
+# ---- custom -------------------------------------------------------------------------------------
+
+# The spec table allows "All" types under PRO-INT or PRO-FP; no type rows are kept.
+_op("CUSTOM", "custom", [  # spec line 5201
+    ("in",   "input_list",           "tensor_list_t", "-", "-", "list"),
+    ("attr", "operator_name",        "String",        "-", "-"),
+    ("attr", "domain_name",          "String",        "-", "-"),
+    ("attr", "implementation_attrs", "String",        "-", "-"),
+    ("out",  "output_list",          "tensor_list_t", "-", "-", "list"),
+])
+
+
+# ---- control_flow -------------------------------------------------------------------------------
+
+# The spec table allows "All" types under EXT-CONTROLFLOW; no type rows are kept.
+_op("COND_IF", "control_flow", [  # spec line 5234
+    ("in",   "condition",   "T<bool_t>",     "shape", "0 to MAX_RANK"),
+    ("in",   "input_list",  "tensor_list_t", "-",     "-",             "list"),
+    ("attr", "then_graph",  "tosa_graph_t",  "-",     "-"),
+    ("attr", "else_graph",  "tosa_graph_t",  "-",     "-"),
+    ("out",  "output_list", "tensor_list_t", "-",     "-",             "list"),
+])
+
+# The spec table allows "All" types under EXT-CONTROLFLOW; no type rows are kept.
+_op("WHILE_LOOP", "control_flow", [  # spec line 5281
+    ("in",   "input_list",  "tensor_list_t", "-", "-", "list"),
+    ("attr", "cond_graph",  "tosa_graph_t",  "-", "-"),
+    ("attr", "body_graph",  "tosa_graph_t",  "-", "-"),
+    ("out",  "output_list", "tensor_list_t", "-", "-", "list"),
+])
+
+
+# ---- variable -----------------------------------------------------------------------------------
+
+# VARIABLE has no inputs or outputs in the spec: the variable tensor is declared by the attributes.
+_op("VARIABLE", "variable", [  # spec line 5339
+    ("attr", "name",          "String",           "-",         "-"),
+    ("attr", "var_shape",     "T<tensor_size_t>", "var_shape", "1"),
+    ("attr", "type",          "var_t",            "-",         "-"),
+    ("attr", "initial_value", "T<in_t>",          "shape",     "0 to MAX_RANK", "optional"),
+], "in_t", [
+    ("EXT-VARIABLE and PRO-FP",  "fp16",     "fp16_t"),
+    ("EXT-VARIABLE and PRO-FP",  "fp32",     "fp32_t"),
+    ("EXT-VARIABLE and PRO-INT", "signed 8", "i8_t"),
+])
+
+_op("VARIABLE_WRITE", "variable", [  # spec line 5402
+    ("in",   "input1", "T<in_t>", "shape", "0 to MAX_RANK"),
+    ("attr", "name",   "String",  "-",     "-"),
+], "in_t", [
+    ("EXT-VARIABLE and PRO-FP",  "fp16",     "fp16_t"),
+    ("EXT-VARIABLE and PRO-FP",  "fp32",     "fp32_t"),
+    ("EXT-VARIABLE and PRO-INT", "signed 8", "i8_t"),
+])
+
+_op("VARIABLE_READ", "variable", [  # spec line 5452
+    ("attr", "name",    "String",   "-",     "-"),
+    ("out",  "output1", "T<out_t>", "shape", "0 to MAX_RANK"),
+], "out_t", [
+    ("EXT-VARIABLE and PRO-FP",  "fp16",     "fp16_t"),
+    ("EXT-VARIABLE and PRO-FP",  "fp32",     "fp32_t"),
+    ("EXT-VARIABLE and PRO-INT", "signed 8", "i8_t"),
+])
+
+
+# ---- shape --------------------------------------------------------------------------------------
+
+_op("CONST_SHAPE", "shape", [  # spec line 5506
+    ("attr", "values", "shape_t", "-", "-"),
+    ("out",  "output", "shape_t", "-", "-"),
+], "", [
+    ("PRO-INT or PRO-FP", "shape", ""),
+])
+
+
+# The 70 operators of TOSA 1.0 conformance; the rest of OPS are format-level nodes and the experimental extras.
+TOSA_1_0_OPS: frozenset[str] = frozenset(OPS) - {"CUSTOM", "VARIABLE", "VARIABLE_WRITE", "VARIABLE_READ", "CONST_SHAPE"}

@@ -1,0 +1,611 @@
+"""Static shape and type inference for TOSA 1.0 operators.
+
+`infer(op, block, graph)` computes the output shapes / dtypes of one operator from its input tensors, its constant
+shape inputs (CONST_SHAPE values) and its attributes, following the pseudocode of each operator in the spec.
+Rules that only involve inputs and attributes (stride >= 1, axis in range, perms a permutation, broadcastable
+shapes, ...) raise `TosaError` with the spec's ERROR_IF text. Comparing the result with the *declared* outputs is
+left to `validate`, which uses `infer_detailed` to name the offending dimension and its rule.
+
+Where the spec does not determine an output type from the inputs (CAST, RESCALE, CUSTOM, MATMUL fp16
+accumulation) the declared output dtype is returned; without one, None.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import TosaError
+from .dtype import DType
+from .graph import Block, Graph, Operator, ResizeMode, Tensor
+
+Shape = tuple[int, ...]
+
+
+@dataclass
+class Inferred:
+    """One inferred output. `dims` names each dimension as the spec does ("OH") and `rules` gives the ERROR_IF that
+    defines it, so a mismatch with the declared shape can be reported against the right rule."""
+    shape: Shape | None
+    dtype: DType | None
+    rule: str = "output shape"  # the rule tying the whole output shape to the inputs
+    dims: tuple[str, ...] | None = None
+    dim_rules: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Ctx:
+    op: str
+    inputs: list[Tensor]
+    attrs: dict[str, Any]
+    declared: list[Tensor] | None  # the operator's declared outputs, when known
+    graph: Graph | None
+    out_dtype: list[DType | None] | None = None
+
+    def inp(self, i: int, name: str) -> Tensor:
+        if i >= len(self.inputs):
+            raise TosaError(f"missing input {i} ({name}): {self.op} takes it, the operator has {len(self.inputs)}")
+        return self.inputs[i]
+
+    def attr(self, name: str) -> Any:
+        if name not in self.attrs or self.attrs[name] is None:
+            raise TosaError(f"missing attribute '{name}'")
+        return self.attrs[name]
+
+    def ints(self, name: str, length: int) -> tuple[int, ...]:
+        value = self.attr(name)
+        try:
+            value = tuple(int(v) for v in value)
+        except TypeError:
+            raise TosaError(f"attribute '{name}' must be a list of {length} integers, got {value!r}") from None
+        if len(value) != length:
+            raise TosaError(f"attribute '{name}' must have {length} values, got {list(value)}")
+        return value
+
+    def declared_dtype(self, i: int = 0) -> DType | None:
+        if self.out_dtype is not None and i < len(self.out_dtype):
+            return self.out_dtype[i]
+        if self.declared is not None and i < len(self.declared):
+            return self.declared[i].dtype
+        return None
+
+    def declared_shape(self, i: int = 0) -> Shape | None:
+        if self.declared is not None and i < len(self.declared) and not self.declared[i].unranked:
+            return self.declared[i].shape
+        return None
+
+
+def shape_value(t: Tensor) -> list[int] | None:
+    """The values of a shape_t input (a CONST_SHAPE output), or None when not known statically."""
+    if t.data is None:
+        return None
+    return [int(v) for v in np.asarray(t.data).reshape(-1)]
+
+
+def const_value(t: Tensor) -> np.ndarray | None:
+    return None if t.data is None else np.asarray(t.data)
+
+
+def idiv_check(a: int, b: int, rule: str) -> int:
+    """The spec's idiv_check: exact division (ERROR_IF(input1 % input2 != 0))."""
+    if b == 0 or a % b != 0:
+        raise TosaError(f"{rule}: {a} is not a multiple of {b} (idiv_check)")
+    return a // b
+
+
+def power_of_two(v: int) -> bool:
+    return v >= 1 and (v & (v - 1)) == 0
+
+
+def _err(cond: bool, rule: str, detail: str = "") -> None:
+    if cond:
+        raise TosaError(rule + (f": {detail}" if detail else ""))
+
+
+def _rank(t: Tensor, rank: int, what: str, dims: str) -> Shape:
+    _err(t.rank != rank, f"{what} must have rank {rank} ({dims})", f"got shape {list(t.shape)}")
+    return t.shape
+
+
+def _positive(shape: Sequence[int], names: Sequence[str], rule: str) -> Shape:
+    for n, d in zip(names, shape):
+        _err(d < 1, rule, f"computed {n}={d}, output dimensions must be >= 1")
+    return tuple(int(d) for d in shape)
+
+
+def broadcast_shape(shape1: Shape, shape2: Shape) -> Shape:
+    """The spec's broadcast_shape (ranks must match, a dimension broadcasts when it is 1)."""
+    _err(len(shape1) != len(shape2), "ERROR_IF(rank(shape1) != rank(shape2)) in broadcast_shape",
+         f"{list(shape1)} vs {list(shape2)}")
+    out = list(shape1)
+    for i, (a, b) in enumerate(zip(shape1, shape2)):
+        if a == 1:
+            out[i] = b
+        else:
+            _err(b != 1 and b != a, "ERROR_IF(shape2[i] != 1 && shape2[i] != shape[i]) in broadcast_shape",
+                 f"{list(shape1)} and {list(shape2)} differ in dimension {i}")
+    return tuple(out)
+
+
+# --- operator families ------------------------------------------------------------------------------------------
+
+BINARY_SAME = ("ADD", "SUB", "MAXIMUM", "MINIMUM", "POW", "ARITHMETIC_RIGHT_SHIFT", "BITWISE_AND", "BITWISE_OR",
+               "BITWISE_XOR", "INTDIV", "LOGICAL_AND", "LOGICAL_OR", "LOGICAL_XOR", "LOGICAL_LEFT_SHIFT",
+               "LOGICAL_RIGHT_SHIFT")
+COMPARISON = ("EQUAL", "GREATER", "GREATER_EQUAL")
+UNARY_SAME = ("ABS", "BITWISE_NOT", "CEIL", "CLZ", "COS", "EXP", "FLOOR", "LOG", "LOGICAL_NOT", "NEGATE",
+              "RECIPROCAL", "RSQRT", "SIN", "ERF", "SIGMOID", "TANH", "CLAMP", "IDENTITY")
+REDUCE = ("REDUCE_ALL", "REDUCE_ANY", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PRODUCT", "REDUCE_SUM")
+
+_BROADCAST_RULE = "ERROR_IF(shape != broadcast_shape(shape1, shape2))"
+
+
+def _elementwise_binary(c: _Ctx) -> list[Inferred]:
+    a, b = c.inp(0, "input1"), c.inp(1, "input2")
+    shape = broadcast_shape(a.shape, b.shape)
+    if c.op in COMPARISON:
+        dtype = DType.BOOL
+    elif c.op == "MUL":
+        dtype = DType.INT32 if a.dtype in (DType.INT8, DType.INT16, DType.INT32) else a.dtype
+    else:
+        dtype = a.dtype
+    return [Inferred(shape, dtype, _BROADCAST_RULE)]
+
+
+def _select(c: _Ctx) -> list[Inferred]:
+    s1, s2, s3 = (c.inp(i, n).shape for i, n in enumerate(("input1", "input2", "input3")))
+    shape = broadcast_shape(broadcast_shape(s1, s2), s3)
+    return [Inferred(shape, c.inputs[1].dtype,
+                     "ERROR_IF(shape != broadcast_shape(broadcast_shape(shape1, shape2), shape3))")]
+
+
+def _elementwise_unary(c: _Ctx) -> list[Inferred]:
+    t = c.inp(0, "input")
+    if c.op in ("CAST", "RESCALE"):
+        dtype = c.declared_dtype()
+    elif c.op == "TABLE":
+        dtype = DType.INT32 if t.dtype == DType.INT16 else t.dtype
+    else:
+        dtype = t.dtype
+    return [Inferred(t.shape, dtype, "output shape must equal the input shape")]
+
+
+def _axis(c: _Ctx, rank: int, rule: str = "ERROR_IF(axis < 0 || axis >= rank(shape1))") -> int:
+    axis = int(c.attr("axis"))
+    _err(axis < 0 or axis >= rank, rule, f"axis={axis}, rank={rank}")
+    return axis
+
+
+def _argmax(c: _Ctx) -> list[Inferred]:
+    s = c.inp(0, "input").shape
+    axis = _axis(c, len(s))
+    return [Inferred(s[:axis] + s[axis + 1:], DType.INT32, "ERROR_IF(flatten(left_shape, right_shape) != shape)")]
+
+
+def _reduce(c: _Ctx) -> list[Inferred]:
+    t = c.inp(0, "input")
+    axis = _axis(c, t.rank)
+    shape = t.shape[:axis] + (1,) + t.shape[axis + 1:]
+    return [Inferred(shape, t.dtype, "output shape must equal the input shape with shape[axis] = 1",
+                     dim_rules={axis: "ERROR_IF(shape[axis] != 1)"})]
+
+
+def _pool2d(c: _Ctx) -> list[Inferred]:
+    t = c.inp(0, "input")
+    n, ih, iw, ch = _rank(t, 4, "input", "[N,IH,IW,C]")
+    ky, kx = c.ints("kernel", 2)
+    sy, sx = c.ints("stride", 2)
+    pt, pb, pl, pr = c.ints("pad", 4)
+    _err(ky < 1 or kx < 1, "ERROR_IF(kernel_y < 1 || kernel_x < 1)", f"kernel={[ky, kx]}")
+    _err(sy < 1 or sx < 1, "ERROR_IF(stride_y < 1 || stride_x < 1)", f"stride={[sy, sx]}")
+    _err(min(pt, pb, pl, pr) < 0, "ERROR_IF(pad_top < 0 || pad_bottom < 0 || pad_left < 0 || pad_right < 0)",
+         f"pad={[pt, pb, pl, pr]}")
+    _err(pr >= kx or pl >= kx, "ERROR_IF(pad_right >= kernel_x || pad_left >= kernel_x)",
+         f"pad={[pt, pb, pl, pr]}, kernel={[ky, kx]}")
+    _err(pt >= ky or pb >= ky, "ERROR_IF(pad_top >= kernel_y || pad_bottom >= kernel_y)",
+         f"pad={[pt, pb, pl, pr]}, kernel={[ky, kx]}")
+    rh = "ERROR_IF(OH != idiv_check(IH + pad_top + pad_bottom - kernel_y, stride_y) + 1)"
+    rw = "ERROR_IF(OW != idiv_check(IW + pad_left + pad_right - kernel_x, stride_x) + 1)"
+    oh = idiv_check(ih + pt + pb - ky, sy, rh) + 1
+    ow = idiv_check(iw + pl + pr - kx, sx, rw) + 1
+    _positive((oh, ow), ("OH", "OW"), rh if oh < 1 else rw)
+    return [Inferred((n, oh, ow, ch), t.dtype, "output shape [N,OH,OW,C]", ("N", "OH", "OW", "C"),
+                     {1: rh, 2: rw})]
+
+
+def _conv_out(c: _Ctx, spatial: str, ins: Shape, ks: Shape) -> tuple[list[int], dict[str, str]]:
+    """Output sizes of CONV2D / CONV3D / DEPTHWISE_CONV2D along the spatial axes (`spatial` = "HW" or "DHW")."""
+    nd = len(spatial)
+    pad = c.ints("pad", 2 * nd)
+    stride = c.ints("stride", nd)
+    dil = c.ints("dilation", nd)
+    pad_names = {"D": ("pad_d0", "pad_d1"), "H": ("pad_top", "pad_bottom"), "W": ("pad_left", "pad_right")}
+    axis_names = {"D": "d", "H": "y", "W": "x"}
+    pn = [n for a in spatial for n in pad_names[a]]
+    _err(min(pad) < 0, f"ERROR_IF({' || '.join(f'{n} < 0' for n in pn)})", f"pad={list(pad)}")
+    sn = [f"stride_{axis_names[a]}" for a in spatial]
+    _err(min(stride) < 1, f"ERROR_IF({' || '.join(f'{n} < 1' for n in sn)})", f"stride={list(stride)}")
+    dn = [f"dilation_{axis_names[a]}" for a in spatial]
+    _err(min(dil) < 1, f"ERROR_IF({' || '.join(f'{n} < 1' for n in dn)})", f"dilation={list(dil)}")
+    outs, rules = [], {}
+    for i, a in enumerate(spatial):
+        p0, p1 = pad_names[a]
+        ax = axis_names[a]
+        rule = (f"ERROR_IF(O{a} != idiv_check(I{a} - 1 + {p0} + {p1} - (K{a} - 1) * dilation_{ax}, stride_{ax}) + 1)")
+        o = idiv_check(ins[i] - 1 + pad[2 * i] + pad[2 * i + 1] - (ks[i] - 1) * dil[i], stride[i], rule) + 1
+        _positive((o,), (f"O{a}",), rule)
+        outs.append(o)
+        rules[f"O{a}"] = rule
+    return outs, rules
+
+
+def _bias(c: _Ctx, oc: int, oc_name: str) -> Tensor:
+    bias = c.inp(2, "bias")
+    _rank(bias, 1, "bias", "[BC]")
+    _err(bias.shape[0] != oc and bias.shape[0] != 1, f"ERROR_IF(BC != {oc_name} && BC != 1)",
+         f"BC={bias.shape[0]}, {oc_name}={oc}")
+    return bias
+
+
+def _conv2d(c: _Ctx) -> list[Inferred]:
+    n, ih, iw, ic = _rank(c.inp(0, "input"), 4, "input", "[N,IH,IW,IC]")
+    oc, kh, kw, wic = _rank(c.inp(1, "weight"), 4, "weight", "[OC,KH,KW,IC]")
+    _err(wic != ic, "weight [OC,KH,KW,IC] must have the input's IC", f"input IC={ic}, weight IC={wic}")
+    bias = _bias(c, oc, "OC")
+    (oh, ow), rules = _conv_out(c, "HW", (ih, iw), (kh, kw))
+    return [Inferred((n, oh, ow, oc), bias.dtype, "output shape [N,OH,OW,OC]", ("N", "OH", "OW", "OC"),
+                     {1: rules["OH"], 2: rules["OW"]})]
+
+
+def _conv3d(c: _Ctx) -> list[Inferred]:
+    n, id_, ih, iw, ic = _rank(c.inp(0, "input"), 5, "input", "[N,ID,IH,IW,IC]")
+    oc, kd, kh, kw, wic = _rank(c.inp(1, "weight"), 5, "weight", "[OC,KD,KH,KW,IC]")
+    _err(wic != ic, "weight [OC,KD,KH,KW,IC] must have the input's IC", f"input IC={ic}, weight IC={wic}")
+    bias = _bias(c, oc, "OC")
+    (od, oh, ow), rules = _conv_out(c, "DHW", (id_, ih, iw), (kd, kh, kw))
+    return [Inferred((n, od, oh, ow, oc), bias.dtype, "output shape [N,OD,OH,OW,OC]",
+                     ("N", "OD", "OH", "OW", "OC"), {1: rules["OD"], 2: rules["OH"], 3: rules["OW"]})]
+
+
+def _depthwise_conv2d(c: _Ctx) -> list[Inferred]:
+    n, ih, iw, ch = _rank(c.inp(0, "input"), 4, "input", "[N,IH,IW,C]")
+    kh, kw, wc, m = _rank(c.inp(1, "weight"), 4, "weight", "[KH,KW,C,M]")
+    _err(wc != ch, "weight [KH,KW,C,M] must have the input's C", f"input C={ch}, weight C={wc}")
+    bias = _bias(c, ch * m, "C*M")
+    (oh, ow), rules = _conv_out(c, "HW", (ih, iw), (kh, kw))
+    return [Inferred((n, oh, ow, ch * m), bias.dtype, "output shape [N,OH,OW,C*M]", ("N", "OH", "OW", "C*M"),
+                     {1: rules["OH"], 2: rules["OW"]})]
+
+
+def _transpose_conv2d(c: _Ctx) -> list[Inferred]:
+    n, ih, iw, ic = _rank(c.inp(0, "input"), 4, "input", "[N,IH,IW,IC]")
+    oc, kh, kw, wic = _rank(c.inp(1, "weight"), 4, "weight", "[OC,KH,KW,IC]")
+    _err(wic != ic, "weight [OC,KH,KW,IC] must have the input's IC", f"input IC={ic}, weight IC={wic}")
+    bias = _bias(c, oc, "OC")
+    pt, pb, pl, pr = c.ints("out_pad", 4)
+    sy, sx = c.ints("stride", 2)
+    _err(pt <= -kh or pb <= -kh, "ERROR_IF(out_pad_top <= -KH || out_pad_bottom <= -KH)",
+         f"out_pad={[pt, pb, pl, pr]}, KH={kh}")
+    _err(pl <= -kw or pr <= -kw, "ERROR_IF(out_pad_left <= -KW || out_pad_right <= -KW)",
+         f"out_pad={[pt, pb, pl, pr]}, KW={kw}")
+    _err(sy < 1 or sx < 1, "ERROR_IF(stride_y < 1 || stride_x < 1)", f"stride={[sy, sx]}")
+    rh = "ERROR_IF(OH != (IH - 1) * stride_y + out_pad_top + out_pad_bottom + KH)"
+    rw = "ERROR_IF(OW != (IW - 1) * stride_x + out_pad_left + out_pad_right + KW)"
+    oh = (ih - 1) * sy + pt + pb + kh
+    ow = (iw - 1) * sx + pl + pr + kw
+    _positive((oh, ow), ("OH", "OW"), rh if oh < 1 else rw)
+    return [Inferred((n, oh, ow, oc), bias.dtype, "output shape [N,OH,OW,OC]", ("N", "OH", "OW", "OC"),
+                     {1: rh, 2: rw})]
+
+
+_MATMUL_OUT = {DType.INT8: DType.INT32, DType.INT16: DType.INT48, DType.FP16: DType.FP16, DType.FP32: DType.FP32,
+               DType.BF16: DType.FP32, DType.FP8E4M3: DType.FP16, DType.FP8E5M2: DType.FP16}
+
+
+def _matmul(c: _Ctx) -> list[Inferred]:
+    n, h, ch = _rank(c.inp(0, "A"), 3, "A", "[N,H,C]")
+    n2, c2, w = _rank(c.inp(1, "B"), 3, "B", "[N,C,W]")
+    _err(n2 != n, "A [N,H,C] and B [N,C,W] must have the same N", f"{n} vs {n2}")
+    _err(c2 != ch, "A [N,H,C] and B [N,C,W] must have the same C", f"{ch} vs {c2}")
+    a = c.inputs[0].dtype
+    dtype = _MATMUL_OUT.get(a)
+    declared = c.declared_dtype()
+    if a == DType.FP16 and declared in (DType.FP16, DType.FP32):
+        dtype = declared  # fp16 with fp16 or fp32 accumulate
+    return [Inferred((n, h, w), dtype, "output shape [N,H,W]", ("N", "H", "W"))]
+
+
+def _fft_hw(h: int, w: int) -> None:
+    _err(not power_of_two(h), "ERROR_IF(!power_of_two(H))", f"H={h}")
+    _err(not power_of_two(w), "ERROR_IF(!power_of_two(W))", f"W={w}")
+
+
+def _fft2d(c: _Ctx) -> list[Inferred]:
+    re, im = c.inp(0, "input_real"), c.inp(1, "input_imag")
+    n, h, w = _rank(re, 3, "input_real", "[N,H,W]")
+    _err(im.shape != re.shape, "input_imag must have the shape of input_real [N,H,W]",
+         f"{list(im.shape)} vs {list(re.shape)}")
+    _fft_hw(h, w)
+    out = Inferred((n, h, w), re.dtype, "output shape [N,H,W]", ("N", "H", "W"))
+    return [out, Inferred(out.shape, out.dtype, out.rule, out.dims)]
+
+
+def _rfft2d(c: _Ctx) -> list[Inferred]:
+    t = c.inp(0, "input_real")
+    n, h, w = _rank(t, 3, "input_real", "[N,H,W]")
+    _fft_hw(h, w)
+    shape = (n, h, w // 2 + 1)
+    return [Inferred(shape, t.dtype, "output shape [N,H,W/2 + 1]", ("N", "H", "W/2 + 1")) for _ in range(2)]
+
+
+def _concat(c: _Ctx) -> list[Inferred]:
+    _err(not c.inputs, "ERROR_IF(input1 == [])", "CONCAT needs at least one input")
+    shapes = [t.shape for t in c.inputs]
+    axis = _axis(c, max(1, len(shapes[0])), "ERROR_IF(axis < 0 || axis >= max(1,rank(shapes1[0])))")
+    total = 0
+    for i, s in enumerate(shapes):
+        _err(len(s) != len(shapes[0]), "ERROR_IF(rank(shapes1[shape_index]) != rank(shapes1[0]))",
+             f"input {i} has shape {list(s)}, input 0 {list(shapes[0])}")
+        for d, (x, y) in enumerate(zip(s, shapes[0])):
+            if d == axis:
+                total += x
+            else:
+                _err(x != y, "ERROR_IF(shapes1[shape_index][axis_index] != shapes1[0][axis_index])",
+                     f"input {i} has shape {list(s)}, input 0 {list(shapes[0])}")
+    shape = list(shapes[0])
+    if shape:
+        shape[axis] = total
+    return [Inferred(tuple(shape), c.inputs[0].dtype, "output shape", dim_rules={axis: "ERROR_IF(axis_sum != shape[axis])"})]
+
+
+def _shape_input(c: _Ctx, i: int, name: str, length: int | None) -> list[int] | None:
+    t = c.inp(i, name)
+    _err(t.dtype != DType.SHAPE, f"input '{name}' must be a shape_t value (a CONST_SHAPE output)",
+         f"got a {t.dtype} tensor")
+    vals = shape_value(t)
+    if vals is not None and length is not None:
+        _err(len(vals) != length, f"input '{name}' must hold {length} values", f"got {vals}")
+    return vals
+
+
+def _pad(c: _Ctx) -> list[Inferred]:
+    t = c.inp(0, "input1")
+    pads = _shape_input(c, 1, "padding", 2 * t.rank)
+    if pads is None:
+        return [Inferred(c.declared_shape(), t.dtype)]
+    for i in range(t.rank):
+        _err(pads[2 * i] < 0 or pads[2 * i + 1] < 0, "ERROR_IF(padding[i * 2] < 0 || padding[(i * 2) + 1] < 0)",
+             f"padding={pads}")
+    shape = tuple(pads[2 * i] + d + pads[2 * i + 1] for i, d in enumerate(t.shape))
+    return [Inferred(shape, t.dtype, "ERROR_IF(rank(shape) != rank(shape1))",
+                     dim_rules={i: "ERROR_IF(shape[i] != padding[i * 2] + shape1[i] + padding[(i * 2) + 1])"
+                                for i in range(t.rank)})]
+
+
+def _reshape(c: _Ctx) -> list[Inferred]:
+    t = c.inp(0, "input1")
+    vals = _shape_input(c, 1, "shape", None)
+    if vals is None:
+        return [Inferred(c.declared_shape(), t.dtype)]
+    rule = "ERROR_IF(tensor_size(shape1) != tensor_size(shape))"
+    if vals.count(-1) == 1:  # not TOSA 1.0 (shape values must be >= 1); resolved here so validate can say so
+        rest = int(np.prod([v for v in vals if v != -1], dtype=np.int64))
+        if rest > 0 and t.size % rest == 0:
+            vals[vals.index(-1)] = t.size // rest
+    _err(any(v < 1 for v in vals), "shape values must be >= 1 (tensor_size: REQUIRE(1 <= shape[i]))",
+         f"shape={vals}")
+    size = int(np.prod(vals, dtype=np.int64))
+    _err(size != t.size, rule, f"input {list(t.shape)} has {t.size} elements, shape {vals} has {size}")
+    return [Inferred(tuple(vals), t.dtype, "output shape must equal the shape input")]
+
+
+def _reverse(c: _Ctx) -> list[Inferred]:
+    t = c.inp(0, "input1")
+    _axis(c, t.rank, "ERROR_IF(axis < 0 || axis >= rank(shape))")
+    return [Inferred(t.shape, t.dtype, "output shape must equal the input shape")]
+
+
+def _slice(c: _Ctx) -> list[Inferred]:
+    t = c.inp(0, "input1")
+    start = _shape_input(c, 1, "start", None)
+    size = _shape_input(c, 2, "size", None)
+    if start is None or size is None:
+        return [Inferred(c.declared_shape(), t.dtype)]
+    _err(t.rank != len(start) or t.rank != len(size),
+         "ERROR_IF(rank(shape1) != length(start) || rank(shape1) != length(size))",
+         f"rank {t.rank}, start={start}, size={size}")
+    for i in range(t.rank):
+        _err(start[i] < 0, "ERROR_IF(start[index] < 0)", f"start={start}")
+        _err(size[i] <= 0, "ERROR_IF(size[index] <= 0)", f"size={size}")
+        _err(start[i] + size[i] > t.shape[i], "ERROR_IF(start[index] + size[index] > shape1[index])",
+             f"input {list(t.shape)}, start={start}, size={size}")
+    return [Inferred(tuple(size), t.dtype, "ERROR_IF(rank(shape1) != rank(shape))",
+                     dim_rules={i: "ERROR_IF(shape[index] != size[index])" for i in range(t.rank)})]
+
+
+def _tile(c: _Ctx) -> list[Inferred]:
+    t = c.inp(0, "input1")
+    mult = _shape_input(c, 1, "multiples", t.rank)
+    if mult is None:
+        return [Inferred(c.declared_shape(), t.dtype)]
+    rule = "ERROR_IF(shape1[i] * multiples[i] != shape[i])"
+    _err(any(m < 1 for m in mult), "multiples must be >= 1 (output dimensions must be >= 1)", f"multiples={mult}")
+    return [Inferred(tuple(d * m for d, m in zip(t.shape, mult)), t.dtype, "ERROR_IF(rank(shape1) != rank(shape))",
+                     dim_rules={i: rule for i in range(t.rank)})]
+
+
+def _transpose(c: _Ctx) -> list[Inferred]:
+    t = c.inp(0, "input1")
+    perms = c.ints("perms", t.rank)
+    used = set()
+    for p in perms:
+        _err(p >= t.rank, "ERROR_IF(index >= rank(shape1))", f"perms={list(perms)}, rank={t.rank}")
+        _err(p < 0, "ERROR_IF(index < 0)", f"perms={list(perms)}")
+        _err(p in used, "ERROR_IF(indexes_used[index] == true)", f"perms={list(perms)} repeats {p}")
+        used.add(p)
+    return [Inferred(tuple(t.shape[p] for p in perms), t.dtype, "ERROR_IF(rank(shape1) != rank(shape))",
+                     dim_rules={i: "ERROR_IF(shape1[perms[i]] != shape[i])" for i in range(t.rank)})]
+
+
+def _gather(c: _Ctx) -> list[Inferred]:
+    values = c.inp(0, "values")
+    n, k, ch = _rank(values, 3, "values", "[N,K,C]")
+    n2, w = _rank(c.inp(1, "indices"), 2, "indices", "[N,W]")
+    _err(n2 != n, "values [N,K,C] and indices [N,W] must have the same N", f"{n} vs {n2}")
+    return [Inferred((n, w, ch), values.dtype, "output shape [N,W,C]", ("N", "W", "C"))]
+
+
+def _scatter(c: _Ctx) -> list[Inferred]:
+    values = c.inp(0, "values_in")
+    n, k, ch = _rank(values, 3, "values_in", "[N,K,C]")
+    n2, w = _rank(c.inp(1, "indices"), 2, "indices", "[N,W]")
+    ishape = _rank(c.inp(2, "input"), 3, "input", "[N,W,C]")
+    _err(n2 != n, "values_in [N,K,C] and indices [N,W] must have the same N", f"{n} vs {n2}")
+    _err(ishape != (n, w, ch), "input must have shape [N,W,C]", f"got {list(ishape)}, expected {[n, w, ch]}")
+    return [Inferred((n, k, ch), values.dtype, "values_out shape [N,K,C]", ("N", "K", "C"))]
+
+
+_RESIZE_OUT = {(DType.INT8, ResizeMode.BILINEAR): DType.INT32, (DType.INT16, ResizeMode.BILINEAR): DType.INT48}
+
+
+def _resize(c: _Ctx) -> list[Inferred]:
+    t = c.inp(0, "input")
+    n, ih, iw, ch = _rank(t, 4, "input", "[N,IH,IW,C]")
+    scale = _shape_input(c, 1, "scale", 4)
+    offset = _shape_input(c, 2, "offset", 2)
+    border = _shape_input(c, 3, "border", 2)
+    mode = c.attr("mode")
+    dtype = _RESIZE_OUT.get((t.dtype, mode), t.dtype)
+    if scale is None or offset is None or border is None:
+        return [Inferred(c.declared_shape(), dtype)]
+    syn, syd, sxn, sxd = scale
+    oy, ox = offset
+    by, bx = border
+    _err(min(scale) <= 0, "ERROR_IF(scale_y_n <= 0 || scale_y_d <= 0 || scale_x_n <= 0 || scale_x_d <= 0)",
+         f"scale={scale}")
+    _err(syn > (1 << 11) or sxn > (1 << 11), "ERROR_IF(scale_y_n > (1 << 11) || scale_x_n > (1 << 11))",
+         f"scale={scale}")
+    _err(syd >= 16 * syn or sxd >= 16 * sxn, "ERROR_IF(scale_y_d >= 16 * scale_y_n || scale_x_d >= 16 * scale_x_n)",
+         f"scale={scale}")
+    _err(oy < -syn or oy >= 16 * syn, "ERROR_IF(offset_y < -scale_y_n || offset_y >= 16 * scale_y_n)",
+         f"offset={offset}, scale={scale}")
+    _err(ox < -sxn or ox >= 16 * sxn, "ERROR_IF(offset_x < -scale_x_n || offset_x >= 16 * scale_x_n)",
+         f"offset={offset}, scale={scale}")
+    _err(by < -16 * syn or by >= syn, "ERROR_IF(border_y < -16 * scale_y_n || border_y >= scale_y_n)",
+         f"border={border}, scale={scale}")
+    _err(bx < -16 * sxn or bx >= sxn, "ERROR_IF(border_x < -16 * scale_x_n || border_x >= scale_x_n)",
+         f"border={border}, scale={scale}")
+    rh = "ERROR_IF(OH != idiv_check((IH - 1) * scale_y_n - offset_y + border_y, scale_y_d) + 1)"
+    rw = "ERROR_IF(OW != idiv_check((IW - 1) * scale_x_n - offset_x + border_x, scale_x_d) + 1)"
+    oh = idiv_check((ih - 1) * syn - oy + by, syd, rh) + 1
+    ow = idiv_check((iw - 1) * sxn - ox + bx, sxd, rw) + 1
+    _positive((oh, ow), ("OH", "OW"), rh if oh < 1 else rw)
+    _err(max(oh, ow, ih, iw) >= 16384, "ERROR_IF(max(OH,OW,IH,IW) >= 16384)", f"IH={ih} IW={iw} OH={oh} OW={ow}")
+    return [Inferred((n, oh, ow, ch), dtype, "output shape [N,OH,OW,C]", ("N", "OH", "OW", "C"), {1: rh, 2: rw})]
+
+
+def _const(c: _Ctx) -> list[Inferred]:
+    shape = c.declared_shape()
+    if c.declared and c.declared[0].data is not None and shape is None:
+        shape = tuple(np.shape(c.declared[0].data))
+    return [Inferred(shape, c.declared_dtype())]
+
+
+def _const_shape(c: _Ctx) -> list[Inferred]:
+    t = c.declared[0] if c.declared else None
+    if t is not None and t.data is not None:
+        return [Inferred((int(np.size(t.data)),), DType.SHAPE)]
+    return [Inferred(c.declared_shape(), DType.SHAPE)]
+
+
+def _declared(c: _Ctx) -> list[Inferred]:
+    """Outputs that cannot be inferred from the inputs (CUSTOM, VARIABLE_READ): the declared ones."""
+    n = len(c.declared) if c.declared is not None else len(c.out_dtype or ())
+    return [Inferred(c.declared_shape(i), c.declared_dtype(i)) for i in range(n)]
+
+
+def _region_block(c: _Ctx, attr: str) -> Block | None:
+    if c.graph is None:
+        return None
+    name = c.attr(attr)
+    try:
+        region = c.graph.region(name)
+    except KeyError:
+        raise TosaError(f"{attr} '{name}' names no region of the graph") from None
+    _err(not region.blocks, f"{attr} region '{name}' has no block")
+    return region.blocks[0]
+
+
+def _cond_if(c: _Ctx) -> list[Inferred]:
+    then = _region_block(c, "then_graph")
+    if then is None:
+        return _declared(c)
+    return [Inferred(then.tensors[n].shape if n in then.tensors else None,
+                     then.tensors[n].dtype if n in then.tensors else None,
+                     "ERROR_IF(tensor_list_shape(output_list) != tosa_output_shape(then_graph))")
+            for n in then.outputs]
+
+
+def _while_loop(c: _Ctx) -> list[Inferred]:
+    return [Inferred(t.shape, t.dtype, "ERROR_IF(tensor_list_shape(input_list) != tensor_list_shape(output_list))")
+            for t in c.inputs]
+
+
+def _none(c: _Ctx) -> list[Inferred]:
+    return []
+
+
+_FAMILIES: dict[str, Callable[[_Ctx], list[Inferred]]] = {
+    **{op: _elementwise_binary for op in BINARY_SAME + COMPARISON + ("MUL",)},
+    **{op: _elementwise_unary for op in UNARY_SAME + ("CAST", "RESCALE", "TABLE")},
+    **{op: _reduce for op in REDUCE},
+    "SELECT": _select, "ARGMAX": _argmax, "AVG_POOL2D": _pool2d, "MAX_POOL2D": _pool2d, "CONV2D": _conv2d,
+    "CONV3D": _conv3d, "DEPTHWISE_CONV2D": _depthwise_conv2d, "TRANSPOSE_CONV2D": _transpose_conv2d,
+    "MATMUL": _matmul, "FFT2D": _fft2d, "RFFT2D": _rfft2d, "CONCAT": _concat, "PAD": _pad, "RESHAPE": _reshape,
+    "REVERSE": _reverse, "SLICE": _slice, "TILE": _tile, "TRANSPOSE": _transpose, "GATHER": _gather,
+    "SCATTER": _scatter, "RESIZE": _resize, "CONST": _const, "CONST_SHAPE": _const_shape, "CUSTOM": _declared,
+    "COND_IF": _cond_if, "WHILE_LOOP": _while_loop, "VARIABLE": _none, "VARIABLE_WRITE": _none,
+    "VARIABLE_READ": _declared,
+}
+
+SUPPORTED = frozenset(_FAMILIES)
+
+
+def _run(c: _Ctx) -> list[Inferred]:
+    fn = _FAMILIES.get(c.op)
+    if fn is None:
+        raise TosaError(f"unknown operator {c.op!r}")
+    if c.op == "COND_IF":  # the condition is not part of the input list
+        c = _Ctx(c.op, c.inputs[1:], c.attrs, c.declared, c.graph, c.out_dtype)
+    return fn(c)
+
+
+def infer_detailed(op: Operator, block: Block, graph: Graph | None = None) -> list[Inferred]:
+    """Like `infer`, with the rule behind each output shape (for error messages)."""
+    try:
+        inputs = [block.tensors[n] for n in op.inputs]
+    except KeyError as err:
+        raise TosaError(f"input {err.args[0]!r} is not a tensor of block '{block.name}'") from None
+    declared = [block.tensors[n] for n in op.outputs if n in block.tensors]
+    if len(declared) != len(op.outputs):
+        declared = None
+    return _run(_Ctx(op.op, inputs, dict(op.attrs), declared, graph))
+
+
+def infer(op: Operator, block: Block, graph: Graph | None = None) -> list[tuple[Shape | None, DType | None]]:
+    """Output (shape, dtype) of `op` computed from its inputs and attributes (shape None when it depends on
+    values not known statically; dtype None when the spec leaves it to the declared output and there is none)."""
+    return [(o.shape, o.dtype) for o in infer_detailed(op, block, graph)]
+
+
+def infer_from(op_name: str, input_tensors: Sequence[Tensor], attrs: dict[str, Any],
+               out_dtype: DType | Sequence[DType | None] | None = None, graph: Graph | None = None
+               ) -> list[tuple[Shape | None, DType | None]]:
+    """`infer` without a Block, for graph builders. `out_dtype` supplies the output type where inputs don't
+    determine it (CAST, RESCALE, CUSTOM, MATMUL with fp16 inputs); a list gives one per output."""
+    if out_dtype is not None and not isinstance(out_dtype, (list, tuple)):
+        out_dtype = [out_dtype]
+    dtypes = [None if d is None else DType.of(d) for d in out_dtype] if out_dtype is not None else None
+    ctx = _Ctx(op_name, list(input_tensors), dict(attrs), None, graph, dtypes)
+    return [(o.shape, o.dtype) for o in _run(ctx)]

@@ -1,0 +1,203 @@
+"""Vulkan instance, physical-device selection and capability query, logical device with a compute queue.
+
+Device selection: an index or a name substring, else the TOSA_VK_DEVICE environment variable, else the first
+device (discrete GPUs before integrated before CPU implementations such as lavapipe).
+Set TOSA_VK_VALIDATION=1 to enable VK_LAYER_KHRONOS_validation; its messages are collected in
+`Device.validation_messages`.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import vulkan as vk
+
+API_VERSION = vk.VK_MAKE_VERSION(1, 3, 0)
+VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
+_TYPE_NAMES = {vk.VK_PHYSICAL_DEVICE_TYPE_OTHER: "other", vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: "integrated",
+               vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete", vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: "virtual",
+               vk.VK_PHYSICAL_DEVICE_TYPE_CPU: "cpu"}
+_TYPE_ORDER = ["discrete", "integrated", "virtual", "other", "cpu"]
+
+
+class VulkanError(RuntimeError):
+    """No usable Vulkan loader, driver or device, said in words a user can act on."""
+
+
+@dataclass
+class DeviceInfo:
+    """What a physical device offers: the facts that decide which shader variants are legal."""
+    index: int
+    name: str
+    type: str
+    api_version: str
+    driver_version: int
+    vendor_id: int
+    device_id: int
+    subgroup_size: int
+    features: dict[str, bool] = field(default_factory=dict)
+    limits: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _version(v: int) -> str:
+    return f"{vk.VK_VERSION_MAJOR(v)}.{vk.VK_VERSION_MINOR(v)}.{vk.VK_VERSION_PATCH(v)}"
+
+
+def validation_requested() -> bool:
+    return os.environ.get("TOSA_VK_VALIDATION", "") not in ("", "0")
+
+
+def create_instance(validation: bool = False, messages: list[str] | None = None):
+    """A Vulkan 1.3 instance (and the debug messenger collecting into `messages` when validating)."""
+    app = vk.VkApplicationInfo(sType=vk.VK_STRUCTURE_TYPE_APPLICATION_INFO, pApplicationName="tosa_vk",
+                               applicationVersion=1, pEngineName="tosa_vk", engineVersion=1, apiVersion=API_VERSION)
+    layers, extensions = [], []
+    if validation:
+        available = {p.layerName for p in vk.vkEnumerateInstanceLayerProperties()}
+        if VALIDATION_LAYER not in available:
+            raise VulkanError(f"{VALIDATION_LAYER} is not installed (Debian: apt-get install vulkan-validationlayers)")
+        layers, extensions = [VALIDATION_LAYER], [vk.VK_EXT_DEBUG_UTILS_EXTENSION_NAME]
+    info = vk.VkInstanceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, pApplicationInfo=app,
+                                   enabledLayerCount=len(layers), ppEnabledLayerNames=layers or None,
+                                   enabledExtensionCount=len(extensions), ppEnabledExtensionNames=extensions or None)
+    try:
+        instance = vk.vkCreateInstance(info, None)
+    except (vk.VkError, OSError) as err:  # OSError: no libvulkan.so.1
+        raise VulkanError(f"cannot create a Vulkan instance ({type(err).__name__}: {err}); "
+                          "is a Vulkan driver installed? (Debian: apt-get install mesa-vulkan-drivers)") from None
+    messenger = None
+    if validation:
+        def callback(severity, types, data, user):
+            messages.append(vk.ffi.string(data.pMessage).decode(errors="replace"))
+            return 0
+        create = vk.vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT")
+        messenger = create(instance, vk.VkDebugUtilsMessengerCreateInfoEXT(
+            sType=vk.VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+            messageSeverity=vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT
+            | vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+            messageType=vk.VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT
+            | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT
+            | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+            pfnUserCallback=callback), None)
+        messenger = (messenger, callback)  # keep the callback alive as long as the messenger
+    return instance, messenger
+
+
+def _query(index: int, pd) -> DeviceInfo:
+    props = vk.vkGetPhysicalDeviceProperties(pd)
+    subgroup = vk.VkPhysicalDeviceSubgroupProperties(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES)
+    vk.vkGetPhysicalDeviceProperties2(pd, vk.VkPhysicalDeviceProperties2(
+        sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, pNext=subgroup))
+    f12 = vk.VkPhysicalDeviceVulkan12Features(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES)
+    f11 = vk.VkPhysicalDeviceVulkan11Features(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+                                              pNext=f12)
+    f2 = vk.VkPhysicalDeviceFeatures2(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, pNext=f11)
+    vk.vkGetPhysicalDeviceFeatures2(pd, f2)
+    core = f2.features
+    features = {
+        "shaderInt64": core.shaderInt64, "shaderInt16": core.shaderInt16, "shaderFloat64": core.shaderFloat64,
+        "shaderInt8": f12.shaderInt8, "shaderFloat16": f12.shaderFloat16,
+        "storageBuffer8BitAccess": f12.storageBuffer8BitAccess,
+        "storageBuffer16BitAccess": f11.storageBuffer16BitAccess,
+    }
+    lim = props.limits
+    limits = {
+        "maxStorageBufferRange": lim.maxStorageBufferRange,
+        "maxComputeWorkGroupCount": list(lim.maxComputeWorkGroupCount),
+        "maxComputeWorkGroupSize": list(lim.maxComputeWorkGroupSize),
+        "maxComputeWorkGroupInvocations": lim.maxComputeWorkGroupInvocations,
+        "maxComputeSharedMemorySize": lim.maxComputeSharedMemorySize,
+        "maxPushConstantsSize": lim.maxPushConstantsSize,
+        "maxBoundDescriptorSets": lim.maxBoundDescriptorSets,
+        "minStorageBufferOffsetAlignment": lim.minStorageBufferOffsetAlignment,
+        "timestampPeriod": lim.timestampPeriod,
+    }
+    return DeviceInfo(index, props.deviceName, _TYPE_NAMES.get(props.deviceType, "other"),
+                      _version(props.apiVersion), props.driverVersion, props.vendorID, props.deviceID,
+                      subgroup.subgroupSize, {k: bool(v) for k, v in features.items()}, limits)
+
+
+def enumerate_devices() -> list[DeviceInfo]:
+    """Every Vulkan physical device, in the loader's order."""
+    instance, _ = create_instance()
+    try:
+        return [_query(i, pd) for i, pd in enumerate(vk.vkEnumeratePhysicalDevices(instance))]
+    finally:
+        vk.vkDestroyInstance(instance, None)
+
+
+def select(devices: list[DeviceInfo], selector: int | str | None = None) -> DeviceInfo:
+    """Pick a device by index or name substring (case-insensitive); default TOSA_VK_DEVICE, then by type."""
+    if not devices:
+        raise VulkanError("no Vulkan device found (Debian: apt-get install mesa-vulkan-drivers for lavapipe)")
+    if selector is None:
+        selector = os.environ.get("TOSA_VK_DEVICE") or None
+    if selector is None:
+        return min(devices, key=lambda d: (_TYPE_ORDER.index(d.type), d.index))
+    if isinstance(selector, int) or str(selector).isdigit():
+        i = int(selector)
+        if not 0 <= i < len(devices):
+            raise VulkanError(f"no Vulkan device #{i}; there are {len(devices)}: "
+                              + ", ".join(f"#{d.index} {d.name}" for d in devices))
+        return devices[i]
+    hits = [d for d in devices if str(selector).lower() in d.name.lower()]
+    if not hits:
+        raise VulkanError(f"no Vulkan device named like {selector!r}; have: "
+                          + ", ".join(f"#{d.index} {d.name}" for d in devices))
+    return hits[0]
+
+
+class Device:
+    """An open logical device with one compute queue. Use as a context manager or call close()."""
+
+    def __init__(self, selector: int | str | None = None, validation: bool | None = None):
+        self.validation_messages: list[str] = []
+        validation = validation_requested() if validation is None else validation
+        self.instance, self._messenger = create_instance(validation, self.validation_messages)
+        try:
+            physical = vk.vkEnumeratePhysicalDevices(self.instance)
+            self.info = select([_query(i, pd) for i, pd in enumerate(physical)], selector)
+            self.physical = physical[self.info.index]
+            families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)
+            compute = [i for i, q in enumerate(families) if q.queueFlags & vk.VK_QUEUE_COMPUTE_BIT]
+            if not compute:
+                raise VulkanError(f"{self.info.name} has no compute queue")
+            self.queue_family = compute[0]
+            queue_info = vk.VkDeviceQueueCreateInfo(sType=vk.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                                    queueFamilyIndex=self.queue_family, queueCount=1,
+                                                    pQueuePriorities=[1.0])
+            self.device = vk.vkCreateDevice(self.physical, vk.VkDeviceCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, queueCreateInfoCount=1,
+                pQueueCreateInfos=[queue_info]), None)
+            self.queue = vk.vkGetDeviceQueue(self.device, self.queue_family, 0)
+        except BaseException:
+            self._destroy_instance()
+            raise
+
+    def _destroy_instance(self) -> None:
+        if self._messenger is not None:
+            destroy = vk.vkGetInstanceProcAddr(self.instance, "vkDestroyDebugUtilsMessengerEXT")
+            destroy(self.instance, self._messenger[0], None)
+            self._messenger = None
+        if self.instance is not None:
+            vk.vkDestroyInstance(self.instance, None)
+            self.instance = None
+
+    def close(self) -> None:
+        if getattr(self, "device", None) is not None:
+            vk.vkDeviceWaitIdle(self.device)
+            vk.vkDestroyDevice(self.device, None)
+            self.device = None
+        self._destroy_instance()
+
+    def __enter__(self) -> "Device":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Device(#{self.info.index} {self.info.name!r}, {self.info.type}, Vulkan {self.info.api_version})"
