@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from .errors import TosaError
@@ -84,6 +85,34 @@ def cmd_devices(args) -> int:
     return 0
 
 
+def _progress(done: int, total: int) -> None:
+    if sys.stderr.isatty() or done == total:
+        width = 30
+        filled = width * done // max(total, 1)
+        end = "\n" if done == total else "\r"
+        print(f"  [{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end=end, file=sys.stderr, flush=True)
+
+
+def cmd_conformance(args) -> int:
+    from pathlib import Path
+
+    from .conformance.generate import TOSA_1_0_OPS, Selection, test_dirs
+    from .conformance.run import run_tests, table
+    ops = [o.lower() for o in args.ops] if args.ops else list(TOSA_1_0_OPS)
+    if args.dir:
+        tests = sorted(p for p in Path(args.dir).iterdir() if (p / "desc.json").exists())
+    else:
+        kind = "negative" if args.negative else "positive"
+        tests = test_dirs(Selection(tuple(TOSA_1_0_OPS), 2 if args.full else 1, kind))
+    tests = [t for t in tests if any(t.name.startswith(o + "_") for o in ops)]
+    results = run_tests(tests, args.backend, jobs=args.jobs, progress=_progress)
+    print(table(results))
+    failed = [r for r in results if r.status != "pass"]
+    for r in failed[:args.show]:
+        print(f"{r.status.upper()} {r.test}: {r.detail}")
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="tosa-vk", description="Run TOSA 1.0 graphs on Vulkan.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -91,6 +120,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_info)
+    p = sub.add_parser("conformance", help="run Arm's conformance tests on a backend, judged by tosa_verify")
+    p.add_argument("--backend", default="reference")
+    p.add_argument("--ops", nargs="*", help="operators (spec names, any case); default all 70")
+    p.add_argument("--negative", action="store_true", help="the ERROR_IF tests instead of the positive ones")
+    p.add_argument("--full", action="store_true", help="two tests per class instead of one")
+    p.add_argument("--dir", help="a folder of generated tests to run instead of the cached selection")
+    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--show", type=int, default=50, help="how many failures to list")
+    p.set_defaults(func=cmd_conformance)
     p = sub.add_parser("devices", help="list Vulkan devices (* marks the default)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_devices)

@@ -129,3 +129,24 @@ def encode(dtype: DType, values: np.ndarray) -> bytes:
     if dtype == DType.INT48:
         return values.astype("<i8").view(np.uint8).reshape(-1, 8)[:, :6].tobytes()
     return values.astype(_NUMPY[dtype]).astype(_NUMPY[dtype].newbyteorder("<")).tobytes()
+
+
+def from_npy(values: np.ndarray, dtype: DType) -> np.ndarray:
+    """An array in the encoding of Arm's conformance .npy files -> the storage dtype.
+
+    Those files hold bf16 as raw 2-byte void, fp8e4m3 as 1-byte void and fp8e5m2 as uint8 bits.
+    """
+    values = np.asarray(values)
+    target = _NUMPY[dtype]
+    if values.dtype == target:
+        return values
+    if values.dtype.kind in "Vu" and values.dtype.itemsize == target.itemsize and dtype.is_float:
+        return values.view(target)
+    return values.astype(target)
+
+
+def to_npy(values: np.ndarray, dtype: DType) -> np.ndarray:
+    """Storage dtype -> the encoding Arm's tools read (fp8e5m2 as uint8 bits; ml_dtypes bf16 / fp8e4m3 save
+    as '<V2' / '<V1' as they expect)."""
+    values = np.asarray(values, dtype=_NUMPY[dtype])
+    return values.view(np.uint8) if dtype == DType.FP8E5M2 else values

@@ -1,0 +1,18 @@
+"""The numpy reference backend: every TOSA 1.0 operator, one module per spec chapter."""
+from __future__ import annotations
+
+import importlib
+
+CHAPTERS = ("tensor_ops", "activation", "elementwise_binary", "elementwise_unary", "elementwise_ternary",
+            "comparison", "reduction", "data_layout", "scatter_gather", "image", "type_conversion", "data_node",
+            "control_flow", "variable", "custom")
+
+
+def load_all() -> None:
+    """Imports every chapter module so its operators register (idempotent)."""
+    for chapter in CHAPTERS:
+        try:
+            importlib.import_module(f"{__name__}.{chapter}")
+        except ModuleNotFoundError as err:
+            if err.name != f"{__name__}.{chapter}":
+                raise

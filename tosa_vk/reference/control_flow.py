@@ -1,0 +1,27 @@
+"""Control flow (spec 2.15, EXT-CONTROLFLOW): COND_IF and WHILE_LOOP run their regions through Call.run_region."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import TosaError
+from .registry import Call, reference
+
+
+@reference("COND_IF")
+def COND_IF(call: Call):
+    condition, *inputs = call.inputs
+    call.error_if(np.size(condition) != 1, "tensor_size(shape) != 1")
+    region = call.attr("then_graph") if bool(np.reshape(condition, -1)[0]) else call.attr("else_graph")
+    return call.run_region(region, inputs)
+
+
+@reference("WHILE_LOOP")
+def WHILE_LOOP(call: Call):
+    values = list(call.inputs)
+    cap = call.extra.get("max_iterations", 1_000_000)
+    for _ in range(cap):
+        (condition,) = call.run_region(call.attr("cond_graph"), values)
+        if not bool(np.reshape(condition, -1)[0]):
+            return values
+        values = call.run_region(call.attr("body_graph"), values)
+    raise TosaError(f"WHILE_LOOP did not finish within {cap} iterations (the session's max_iterations)")

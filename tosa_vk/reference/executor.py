@@ -1,0 +1,114 @@
+"""Interprets a Graph with the numpy reference operators, block by block in operator order.
+
+Control-flow operators get `Call.run_region` (a callable that runs a named region on a list of values) rather than
+importing this module; VARIABLE operators get `Call.state`, the session's variable store.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import TosaError
+from ..ir.graph import Block, Graph, Operator, Tensor
+from ..ir.validate import validate
+from . import registry
+from .registry import Call
+
+
+class Interpreter:
+    """Runs one validated Graph; `state` (variables) persists across run() calls of the same interpreter."""
+
+    def __init__(self, graph: Graph, file: str | None = None, check: bool = True, max_iterations: int = 1_000_000):
+        from . import load_all
+        load_all()
+        if check:
+            validate(graph, file=file)
+        self.graph = graph
+        self.file = file
+        self.state: dict = {}
+        self.max_iterations = max_iterations
+        self._regions = {r.name: r for r in graph.regions}
+
+    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Graph inputs by name -> graph outputs by name (storage dtypes, see DType.numpy)."""
+        main = self.graph.main
+        missing = [n for n in main.inputs if n not in feeds]
+        if missing:
+            raise TosaError(f"missing graph input(s) {missing}; the graph takes {main.inputs}", file=self.file)
+        unknown = sorted(set(feeds) - set(main.inputs))
+        if unknown:
+            raise TosaError(f"unknown graph input(s) {unknown}; the graph takes {main.inputs}", file=self.file)
+        values = [_coerce(main.tensors[n], feeds[n], self.file) for n in main.inputs]
+        outs = self.run_block(self.graph.regions[0].name, main, values)
+        return dict(zip(main.outputs, outs))
+
+    def run_region(self, name: str, values: list[np.ndarray]) -> list[np.ndarray]:
+        region = self._regions.get(name)
+        if region is None:
+            raise TosaError(f"no region named {name!r}", file=self.file)
+        return self.run_block(name, region.blocks[0], values)
+
+    def run_block(self, region: str, block: Block, values: list[np.ndarray]) -> list[np.ndarray]:
+        if len(values) != len(block.inputs):
+            raise TosaError(f"block '{block.name}' takes {len(block.inputs)} inputs, got {len(values)}",
+                            file=self.file, region=region)
+        env: dict[str, np.ndarray] = {}
+        for name, value in zip(block.inputs, values):
+            env[name] = value
+        for index, op in enumerate(block.operators):
+            try:
+                self._run_op(op, block, env)
+            except TosaError as err:
+                raise err.located(op=op.op, index=index, output=op.outputs[0] if op.outputs else None,
+                                  region=region, file=self.file) from None
+        return [self._value(block, env, n) for n in block.outputs]
+
+    def _value(self, block: Block, env: dict, name: str) -> np.ndarray:
+        if name in env:
+            return env[name]
+        t = block.tensors.get(name)
+        if t is not None and t.data is not None:
+            return t.data
+        raise TosaError(f"tensor '{name}' is read before it is written")
+
+    def _run_op(self, op: Operator, block: Block, env: dict) -> None:
+        if op.op in ("CONST", "CONST_SHAPE"):
+            env[op.outputs[0]] = block.tensors[op.outputs[0]].data
+            return
+        fn = registry.OPS.get(op.op)
+        if fn is None:
+            raise TosaError(f"no reference implementation of {op.op}")
+        inputs = [self._value(block, env, n) for n in op.inputs]
+        out_tensors = [block.tensors[n] for n in op.outputs]
+        call = Call(op, inputs, [block.tensors[n].dtype for n in op.inputs], [t.dtype for t in out_tensors],
+                    [t.shape for t in out_tensors], run_region=self.run_region, state=self.state,
+                    extra={"max_iterations": self.max_iterations})
+        result = fn(call)
+        results = list(result) if isinstance(result, (list, tuple)) else [result]
+        if len(results) != len(out_tensors):
+            raise TosaError(f"reference {op.op} returned {len(results)} outputs, the graph declares "
+                            f"{len(out_tensors)}")
+        for t, r in zip(out_tensors, results):
+            r = np.asarray(r)
+            if r.dtype != t.dtype.numpy or r.shape != t.shape:
+                if r.size != t.size:
+                    raise TosaError(f"output '{t.name}' computed with shape {list(r.shape)}, declared "
+                                    f"{list(t.shape)}")
+                r = r.astype(t.dtype.numpy, copy=False).reshape(t.shape)
+            env[t.name] = r
+
+
+def _coerce(t: Tensor, value, file: str | None) -> np.ndarray:
+    """A user's input array -> the input tensor's storage dtype and shape, or a clear error."""
+    from ..ir.dtype import from_npy
+    arr = from_npy(np.asarray(value), t.dtype)
+    if arr.shape != t.shape:
+        if _squeezed(arr.shape) == _squeezed(t.shape):  # e.g. [1, 8] given for [8]
+            arr = arr.reshape(t.shape)
+        else:
+            raise TosaError(f"input '{t.name}' has shape {list(np.shape(value))}, the graph declares "
+                            f"{list(t.shape)}", file=file)
+    return arr
+
+
+def _squeezed(shape) -> tuple[int, ...]:
+    return tuple(d for d in shape if d != 1)

@@ -1,0 +1,60 @@
+"""How a reference operator is called: `Call` carries one operator's inputs, types and attributes.
+
+Each spec chapter module registers its operators with `@reference("ADD")`; a function takes a Call and returns
+the output array (or a list of arrays for multi-output operators) in the storage dtype of the declared output
+(DType.numpy). Value-dependent ERROR_IF / REQUIRE rules are raised with `call.error_if` / `call.require`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import TosaError
+from ..ir.dtype import DType
+from ..ir.graph import Operator
+
+OPS: dict[str, Callable[["Call"], Any]] = {}
+
+
+def reference(*names: str):
+    """Registers a reference implementation for the named operators."""
+    def register(fn):
+        for name in names:
+            if name in OPS:
+                raise RuntimeError(f"two reference implementations of {name}")
+            OPS[name] = fn
+        return fn
+    return register
+
+
+@dataclass
+class Call:
+    """One operator invocation on concrete values."""
+    op: Operator
+    inputs: list[np.ndarray]                      # values in spec input order, storage dtypes (DType.numpy)
+    in_types: list[DType]
+    out_types: list[DType]
+    out_shapes: list[tuple[int, ...]]
+    run_region: Callable[[str, list[np.ndarray]], list[np.ndarray]] | None = None  # control flow: runs a sub-graph
+    state: Any = None                             # the session's variable store (VARIABLE ops)
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.op.op
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        value = self.op.attrs.get(name, default)
+        return default if value is None else value
+
+    def error_if(self, condition, rule: str) -> None:
+        """ERROR_IF(rule): the graph is invalid for these values."""
+        if np.any(condition):
+            raise TosaError(f"ERROR_IF({rule})")
+
+    def require(self, condition, rule: str) -> None:
+        """REQUIRE(rule): the result would be unpredictable unless `condition` holds everywhere."""
+        if not np.all(condition):
+            raise TosaError(f"REQUIRE({rule}) does not hold: the result is unpredictable")
