@@ -106,7 +106,7 @@ class Builder:
         """Adds operator `op_name` with the spec's inputs in order and attributes by name."""
         spec = catalogue.op_spec(op_name)
         try:
-            inputs, bound = self._inputs(spec, list(args))
+            inputs, bound = self._inputs(spec, _inputs_by_keyword(spec, list(args), attrs))
             full_attrs = self._attributes(spec, attrs, bound, inputs)
             tensors = [self.block.tensors[n] for n in inputs]
             outs = self._outputs(spec, tensors, full_attrs, out_dtype, out_shape)
@@ -212,6 +212,18 @@ class Builder:
         if check:
             validate(self.graph)
         return self.graph
+
+
+def _inputs_by_keyword(spec: catalogue.OpSpec, args: list, attrs: dict) -> list:
+    """Moves inputs given by name (`input_zp=-3`) from the keywords into their spec position."""
+    names = [o.name for o in spec.inputs]
+    for key in [k for k in attrs if k in names]:
+        i = names.index(key)
+        args += [None] * (i + 1 - len(args))
+        if args[i] is not None:
+            raise TosaError(f"input '{key}' given twice")
+        args[i] = attrs.pop(key)
+    return args
 
 
 def _preferred(rows: list[catalogue.TypeSupport]) -> catalogue.TypeSupport | None:

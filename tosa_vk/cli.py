@@ -96,14 +96,14 @@ def _progress(done: int, total: int) -> None:
 def cmd_conformance(args) -> int:
     from pathlib import Path
 
-    from .conformance.generate import TOSA_1_0_OPS, Selection, test_dirs
+    from .conformance.generate import TOSA_1_0_OPS, Selection, selected_tests
     from .conformance.run import run_tests, table
     ops = [o.lower() for o in args.ops] if args.ops else list(TOSA_1_0_OPS)
     if args.dir:
         tests = sorted(p for p in Path(args.dir).iterdir() if (p / "desc.json").exists())
     else:
         kind = "negative" if args.negative else "positive"
-        tests = test_dirs(Selection(tuple(TOSA_1_0_OPS), 2 if args.full else 1, kind))
+        tests = selected_tests(Selection(tuple(TOSA_1_0_OPS), 2 if args.full else 1, kind))
     tests = [t for t in tests if any(t.name.startswith(o + "_") for o in ops)]
     results = run_tests(tests, args.backend, jobs=args.jobs, progress=_progress)
     print(table(results))

@@ -5,6 +5,7 @@ published (renamed into place) after the generator finished, so an interrupted r
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.metadata
 import json
@@ -104,6 +105,14 @@ def generate(sel: Selection = Selection(), jobs: int = 2) -> Path:
     if (final / "complete.json").exists():
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
+    with open(final.parent / f".{sel.key()}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one generator per selection; other processes wait, then reuse it
+        if (final / "complete.json").exists():
+            return final
+        return _generate_into(final, sel, jobs)
+
+
+def _generate_into(final: Path, sel: Selection, jobs: int) -> Path:
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
     try:
         shards = [list(sel.ops[i::jobs]) for i in range(jobs)]
@@ -128,7 +137,7 @@ def generate(sel: Selection = Selection(), jobs: int = 2) -> Path:
     return final
 
 
-def test_dirs(sel: Selection = Selection()) -> list[Path]:
+def selected_tests(sel: Selection = Selection()) -> list[Path]:
     """Sorted test folders of a selection (generated on first use)."""
     return sorted(p for p in (generate(sel) / "tests").iterdir() if (p / "desc.json").exists())
 

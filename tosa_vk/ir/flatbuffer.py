@@ -113,7 +113,9 @@ class _Reader:
         dtype = DType(code)
         shape = tuple(int(d) for d in t.ShapeAsNumpy()) if self.count(t.ShapeLength(), 4, "shape") else ()
         data = None
-        if self.count(t.DataLength(), 1, "data"):
+        # An empty data vector means "no constant data" unless the tensor itself is empty.
+        if self.count(t.DataLength(), 1, "data") or (not t.DataIsNone() and 0 in shape
+                                                          and min(shape) >= 0):
             try:
                 data = dtypes.decode(dtype, t.DataAsNumpy(), shape)
             except ValueError as err:
@@ -125,7 +127,7 @@ class _Reader:
         name = _text(s.Name())
         rank = s.Rank()
         data = None
-        if self.count(s.DataLength(), 1, "shape data"):
+        if self.count(s.DataLength(), 1, "shape data") or (not s.DataIsNone() and rank == 0):
             try:
                 data = dtypes.decode(DType.SHAPE, s.DataAsNumpy(), (rank,))
             except ValueError as err:

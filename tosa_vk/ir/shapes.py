@@ -83,10 +83,6 @@ def shape_value(t: Tensor) -> list[int] | None:
     return [int(v) for v in np.asarray(t.data).reshape(-1)]
 
 
-def const_value(t: Tensor) -> np.ndarray | None:
-    return None if t.data is None else np.asarray(t.data)
-
-
 def idiv_check(a: int, b: int, rule: str) -> int:
     """The spec's idiv_check: exact division (ERROR_IF(input1 % input2 != 0))."""
     if b == 0 or a % b != 0:

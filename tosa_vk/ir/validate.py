@@ -140,7 +140,9 @@ class _Validator:
             loc = dict(op=op.op, index=i, output=op.outputs[0] if op.outputs else None, **where)
             for n in op.inputs:
                 if n not in block.tensors:
-                    self.fail(f"input '{n}' is not a tensor of block '{block.name}' (undefined name)", **loc)
+                    hint = "" if region is self.graph.regions[0] else (
+                        "; a control-flow graph reads only its own inputs, constants and earlier outputs")
+                    self.fail(f"input '{n}' is not a tensor of block '{block.name}' (undefined name){hint}", **loc)
                 if n not in defined:
                     later = f" (written later by operator #{producers[n]})" if n in producers else ""
                     self.fail(f"input '{n}' is used before it is defined{later}", **loc)
@@ -469,9 +471,11 @@ class _Validator:
         if shift is not None and not 0 <= shift <= 63:
             raise TosaError(f"REQUIRE(0 <= shift && shift <= 63): shift={shift}")
 
-    def op_pad(self, op: Operator, ins, outs, bound) -> None:
-        if ins[2].shape != (1,):
-            raise TosaError(f"pad_const must have shape [1], '{ins[2].name}' has {list(ins[2].shape)}")
+    def op_reshape(self, op: Operator, ins, outs, bound) -> None:
+        vals = shape_value(ins[1])
+        if vals is not None and any(v < 1 for v in vals):  # shapes.infer resolves a -1 for builders; 1.0 has none
+            raise TosaError(f"shape values must be >= 1 (tensor_size: REQUIRE(1 <= shape[i]); TOSA 1.0 has no -1 "
+                            f"placeholder): shape={vals}")
 
     def op_resize(self, op: Operator, ins, outs, bound) -> None:
         scale = shape_value(ins[1])

@@ -1,0 +1,31 @@
+"""Shared fixtures: the shipped models and Arm's generated conformance tests (generated once, then cached)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = sorted((ROOT / "resources" / "models").iterdir())
+
+
+def conformance_selection(kind: str) -> list[Path]:
+    """The default selection's test folders (every op x dtype x rank class once, special tests included)."""
+    from tosa_vk.conformance.generate import Selection, selected_tests
+    return selected_tests(Selection(test_type=kind))
+
+
+def pytest_generate_tests(metafunc):
+    if "model_dir" in metafunc.fixturenames:
+        metafunc.parametrize("model_dir", MODELS, ids=[m.name for m in MODELS])
+    for kind in ("positive", "negative"):
+        arg = f"{kind}_test"
+        if arg in metafunc.fixturenames:
+            tests = conformance_selection(kind)
+            metafunc.parametrize(arg, tests, ids=[t.name for t in tests])
+
+
+@pytest.fixture
+def model_desc(model_dir: Path) -> dict:
+    return json.loads((model_dir / "desc.json").read_text())

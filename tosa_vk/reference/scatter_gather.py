@@ -1,0 +1,40 @@
+"""Scatter / gather operators (spec 2.11): GATHER and SCATTER along K of [N, K, C] value tensors."""
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import Call, reference
+
+
+def _check_shapes(call: Call, values: np.ndarray, indices: np.ndarray, nwc_shape) -> None:
+    call.error_if(values.ndim != 3 or indices.ndim != 2 or len(nwc_shape) != 3,
+                  "values / input must be rank 3 and indices rank 2")
+    n, _, c = values.shape
+    call.error_if(indices.shape[0] != n or nwc_shape[0] != n, "N differs between values, indices and [N,W,C]")
+    call.error_if(indices.shape[1] != nwc_shape[1], "W differs between indices and [N,W,C]")
+    call.error_if(nwc_shape[2] != c, "C differs between values and [N,W,C]")
+
+
+@reference("GATHER")
+def GATHER(call: Call):
+    values, indices = call.inputs
+    _check_shapes(call, values, indices, call.out_shapes[0])
+    k = indices.astype(np.int64)
+    call.require((k >= 0) & (k < values.shape[1]), "0 <= k && k < K")
+    return np.take_along_axis(values, k[:, :, None], axis=1)
+
+
+@reference("SCATTER")
+def SCATTER(call: Call):
+    values_in, indices, data = call.inputs
+    _check_shapes(call, values_in, indices, data.shape)
+    call.error_if(tuple(call.out_shapes[0]) != values_in.shape, "shape of values_out != [N,K,C]")
+    k = indices.astype(np.int64)
+    call.require((k >= 0) & (k < values_in.shape[1]), "0 <= k && k < K")
+    # output_modified: each (n, k) may be written at most once.
+    if values_in.shape[2]:
+        ordered = np.sort(k, axis=1)
+        call.require(ordered[:, 1:] != ordered[:, :-1], "output_modified[n,k,c] == false")
+    out = values_in.copy()
+    out[np.arange(k.shape[0])[:, None], k] = data
+    return out

@@ -1,0 +1,382 @@
+"""Tensor operators (spec 2.3): ARGMAX, AVG_POOL2D, CONV2D, CONV3D, DEPTHWISE_CONV2D, FFT2D, MATMUL, MAX_POOL2D,
+RFFT2D, TRANSPOSE_CONV2D.
+
+Dot products (convolutions, MATMUL, FFTs, AVG_POOL2D) run in float64 and are rounded once to the output type: for
+floating point that meets the dot-product accuracy rule (spec 1.10.3) for every acc_type; for integers float64 BLAS is
+exact while the sum of |products| stays below 2**53 (checked, else int64 is used), and the int32 / int48
+accumulator and output ranges are REQUIREd on the final sums. Convolutions are im2col + one matmul.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ..ir.dtype import DType
+from ..ir.graph import NanPropagationMode
+from .numeric import apply_scale_32, reciprocal_scale, require_range, round_to
+from .registry import Call, reference
+
+_EXACT_F64 = float(2 ** 53)
+_IM2COL_CHUNK = 1 << 24          # im2col elements per matmul chunk (128 MB of float64)
+
+
+# ---- helpers -------------------------------------------------------------------------------------------------------
+
+def _ints(call: Call, name: str, default: int, n: int) -> list[int]:
+    v = call.attr(name)
+    return [default] * n if v is None else [int(x) for x in np.asarray(v).reshape(-1)]
+
+
+def _zp(call: Call, index: int, allowed: bool, name: str) -> int | float:
+    """A zero-point input; ERROR_IF it is non-zero for a type that has none ("Zero point only for int8_t")."""
+    z = np.asarray(call.inputs[index]).reshape(-1)[:1]
+    value = z.astype(np.float64)[0] if call.in_types[index].is_float else int(z.astype(np.int64)[0])
+    call.error_if(not allowed and value != 0, f"!is_same<{name}_t,i8_t>() && {name}_zp != 0")
+    return value
+
+
+def _values(x: np.ndarray, dtype: DType, zp=0) -> np.ndarray:
+    """Elements as accumulator values: float64 for floating point, int64 minus the zero point for integers."""
+    if dtype.is_float:
+        return x.astype(np.float64)
+    v = x.astype(np.int64)
+    return v - zp if zp else v
+
+
+def _matmul(a: np.ndarray, b: np.ndarray, integer: bool) -> np.ndarray:
+    """a @ b (batched). Integers go through float64 BLAS when every partial sum is exact, else int64."""
+    if not integer:
+        with np.errstate(invalid="ignore", over="ignore"):
+            return np.matmul(a, b)
+    if a.size == 0 or b.size == 0:
+        return np.matmul(a, b)
+    bound = float(np.abs(a).max()) * float(np.abs(b).max()) * a.shape[-1]
+    if bound < _EXACT_F64:
+        return np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(np.int64)
+    return np.matmul(a, b)
+
+
+def _finish(acc: np.ndarray, bias: np.ndarray, acc_t: DType, out_t: DType, bias_index=None) -> np.ndarray:
+    """out = static_cast<out_t>(acc) + bias[(BC == 1) ? 0 : oc]; acc's last axis is the output channel."""
+    b = bias.reshape(-1)
+    if out_t.is_float:
+        b64 = b.astype(np.float64)
+        if b64.size == 1:
+            b64 = b64[0]
+        return round_to(acc + b64, out_t)
+    require_range(acc, acc_t, "acc >= minimum_s<acc_t>() && acc <= maximum_s<acc_t>()")
+    out = acc + b.astype(np.int64)
+    require_range(out, out_t, "apply_add_s<out_t>(out, bias) in range")
+    return out.astype(out_t.numpy)
+
+
+def _bias_check(call: Call, bias: np.ndarray, oc: int) -> None:
+    bc = bias.size
+    call.error_if(bc != oc and bc != 1, "BC != OC && BC != 1")
+
+
+def _out_size(call: Call, name: str, got: int, numer: int, stride: int) -> None:
+    """ERROR_IF(O != idiv_check(numer, stride) + 1)."""
+    call.error_if(numer % stride != 0, f"{name}: idiv_check({numer}, {stride}) has a remainder")
+    call.error_if(got != numer // stride + 1, f"{name} != idiv_check({numer}, {stride}) + 1")
+
+
+def _pad_input(x: np.ndarray, pads: list[tuple[int, int]], value=0) -> np.ndarray:
+    """Pads the spatial axes (1 .. -2) of an [N, *spatial, C] array."""
+    if not any(lo or hi for lo, hi in pads):
+        return x
+    return np.pad(x, [(0, 0), *pads, (0, 0)], constant_values=value)
+
+
+def _tap_slices(xp: np.ndarray, kernel, stride, dilation, out):
+    """For each kernel tap (C order): the view of padded input xp [N, *spatial, C] it reads, [N, *out, C]."""
+    for tap in itertools.product(*(range(k) for k in kernel)):
+        idx = tuple(slice(t * d, t * d + (o - 1) * s + 1, s) for t, d, s, o in zip(tap, dilation, stride, out))
+        yield tap, xp[(slice(None), *idx, slice(None))]
+
+
+def _tap_mask(tap, stride, dilation, pads, sizes, out) -> np.ndarray:
+    """Output positions whose input for this tap is inside the (unpadded) input; shape [*out] (broadcastable)."""
+    mask = np.ones((1,) * len(out), dtype=bool)
+    for axis, (t, s, d, (lo, _), size, o) in enumerate(zip(tap, stride, dilation, pads, sizes, out)):
+        pos = np.arange(o) * s - lo + t * d
+        shape = [1] * len(out)
+        shape[axis] = o
+        mask = mask & ((pos >= 0) & (pos < size)).reshape(shape)
+    return mask
+
+
+def _conv_nd(call: Call, nd: int):
+    """CONV2D / CONV3D: input [N, *spatial, IC], weight [OC, *kernel, IC]."""
+    x, w, bias = call.inputs[:3]
+    in_t, w_t = call.in_types[0], call.in_types[1]
+    out_t = call.out_types[0]
+    acc_t = call.attr("acc_type", out_t)
+    izp = _zp(call, 3, in_t == DType.INT8, "in")
+    wzp = _zp(call, 4, w_t == DType.INT8, "weight")
+    pad = _ints(call, "pad", 0, 2 * nd)
+    stride = _ints(call, "stride", 1, nd)
+    dilation = _ints(call, "dilation", 1, nd)
+    call.error_if(any(p < 0 for p in pad), "pad < 0")
+    call.error_if(any(s < 1 for s in stride), "stride < 1")
+    call.error_if(any(d < 1 for d in dilation), "dilation < 1")
+    n, sizes, ic = x.shape[0], x.shape[1:-1], x.shape[-1]
+    oc, kernel = w.shape[0], w.shape[1:-1]
+    out_shape = call.out_shapes[0]
+    out = out_shape[1:-1]
+    pads = [(pad[2 * i], pad[2 * i + 1]) for i in range(nd)]
+    for i, axis in enumerate("DHW"[-nd:]):
+        _out_size(call, "O" + axis, out[i],
+                  sizes[i] - 1 + pads[i][0] + pads[i][1] - (kernel[i] - 1) * dilation[i], stride[i])
+    _bias_check(call, bias, oc)
+    call.error_if(out_shape[-1] != oc or out_shape[0] != n or w.shape[-1] != ic, "shape mismatch")
+    integer = not in_t.is_float
+    xv = _values(x, in_t, izp)
+    wv = _values(w, w_t, wzp).reshape(oc, -1)                      # [OC, taps * IC]
+    xp = _pad_input(xv, pads)
+    taps = int(np.prod(kernel))
+    m = n * int(np.prod(out))
+    # Padding reads zeros; a non-finite weight times a padded zero would make a NaN the spec never computes
+    # (padded multiplies are skipped), so such graphs use per-tap masked products instead.
+    masked = not integer and any(lo or hi for lo, hi in pads) and not np.isfinite(wv).all()
+    if masked or m * taps * ic > _IM2COL_CHUNK and taps > 1:
+        acc = np.zeros((n, *out, oc), dtype=np.int64 if integer else np.float64)
+        wt = wv.reshape(oc, taps, ic)
+        for i, (tap, view) in enumerate(_tap_slices(xp, kernel, stride, dilation, out)):
+            contrib = _matmul(view.reshape(-1, ic), wt[:, i, :].T, integer).reshape(acc.shape)
+            if masked:
+                mask = _tap_mask(tap, stride, dilation, pads, sizes, out)[None, ..., None]
+                contrib = np.where(mask, contrib, 0.0)
+            acc += contrib
+    else:
+        cols = np.stack([v for _, v in _tap_slices(xp, kernel, stride, dilation, out)], axis=-2)
+        acc = _matmul(cols.reshape(m, taps * ic), wv.T, integer).reshape(n, *out, oc)
+    return _finish(acc, bias, acc_t, out_t)
+
+
+# ---- operators -----------------------------------------------------------------------------------------------------
+
+@reference("ARGMAX")
+def ARGMAX(call: Call):
+    x = call.inputs[0]
+    axis = int(call.attr("axis", 0))
+    call.error_if(axis < 0 or axis >= x.ndim, "axis < 0 || axis >= rank(shape1)")
+    call.error_if(tuple(call.out_shapes[0]) != x.shape[:axis] + x.shape[axis + 1:],
+                  "flatten(left_shape, right_shape) != shape")
+    if not call.in_types[0].is_float:
+        return np.argmax(x, axis=axis).astype(np.int32)
+    v = x.astype(np.float32)  # exact for every TOSA float type
+    ignore = call.attr("nan_mode") == NanPropagationMode.IGNORE
+    with np.errstate(invalid="ignore"):
+        m = (np.fmax if ignore else np.maximum).reduce(v, axis=axis, keepdims=True)
+    # First index equal to the maximum (-0 == +0, NaN matches NaN): a NaN maximum means "propagate, first NaN"
+    # or "ignore, every value NaN" (then index 0, which the NaN test also gives).
+    hit = (v == m) | (np.isnan(v) & np.isnan(m))
+    return np.argmax(hit, axis=axis).astype(np.int32)
+
+
+def _pool_args(call: Call):
+    x = call.inputs[0]
+    kernel = _ints(call, "kernel", 1, 2)
+    stride = _ints(call, "stride", 1, 2)
+    pad = _ints(call, "pad", 0, 4)
+    call.error_if(kernel[0] < 1 or kernel[1] < 1, "kernel_y < 1 || kernel_x < 1")
+    call.error_if(stride[0] < 1 or stride[1] < 1, "stride_y < 1 || stride_x < 1")
+    call.error_if(min(pad) < 0, "pad_top < 0 || pad_bottom < 0 || pad_left < 0 || pad_right < 0")
+    call.error_if(pad[3] >= kernel[1] or pad[2] >= kernel[1], "pad_right >= kernel_x || pad_left >= kernel_x")
+    call.error_if(pad[0] >= kernel[0] or pad[1] >= kernel[0], "pad_top >= kernel_y || pad_bottom >= kernel_y")
+    n, ih, iw, c = x.shape
+    out = call.out_shapes[0]
+    _out_size(call, "OH", out[1], ih + pad[0] + pad[1] - kernel[0], stride[0])
+    _out_size(call, "OW", out[2], iw + pad[2] + pad[3] - kernel[1], stride[1])
+    call.error_if(out[0] != n or out[3] != c, "output shape != [N,OH,OW,C]")
+    return kernel, stride, [(pad[0], pad[1]), (pad[2], pad[3])], tuple(out[1:3])
+
+
+def _pool(xp: np.ndarray, kernel, stride, out, combine):
+    acc = None
+    for _, view in _tap_slices(xp, kernel, stride, (1, 1), out):
+        acc = view.copy() if acc is None else combine(acc, view, out=acc)
+    return acc
+
+
+@reference("AVG_POOL2D")
+def AVG_POOL2D(call: Call):
+    x = call.inputs[0]
+    t = call.in_types[0]
+    izp = _zp(call, 1, t == DType.INT8, "in_out")
+    ozp = _zp(call, 2, t == DType.INT8, "in_out")
+    kernel, stride, pads, out = _pool_args(call)
+    # Number of valid (non-padding) input positions per output row / column.
+    counts = []
+    for o, k, s, (lo, _), size in zip(out, kernel, stride, pads, x.shape[1:3]):
+        start = np.arange(o) * s - lo
+        counts.append(np.minimum(start + k, size) - np.maximum(start, 0))
+    count = counts[0][:, None] * counts[1][None, :]                 # [OH, OW]
+    if t.is_float:
+        acc = _pool(_pad_input(x.astype(np.float64), pads), kernel, stride, out, np.add)
+        return round_to(acc / count[None, :, :, None], t)
+    acc = _pool(_pad_input(x.astype(np.int64) - izp, pads), kernel, stride, out, np.add)
+    require_range(acc, DType.INT32, "apply_add_s<acc_t>(acc, value) in range")
+    uniq, inverse = np.unique(count, return_inverse=True)
+    scales = np.array([reciprocal_scale(int(c)) for c in uniq], dtype=np.int64)
+    mult = scales[inverse.reshape(count.shape), 0][None, :, :, None]
+    shift = scales[inverse.reshape(count.shape), 1][None, :, :, None]
+    acc = apply_scale_32(acc, mult, shift, False) + ozp
+    lo, hi = t.int_range
+    return np.clip(acc, lo, hi).astype(t.numpy)
+
+
+@reference("MAX_POOL2D")
+def MAX_POOL2D(call: Call):
+    x = call.inputs[0]
+    t = call.in_types[0]
+    kernel, stride, pads, out = _pool_args(call)
+    if not t.is_float:
+        return _pool(_pad_input(x, pads, t.int_range[0]), kernel, stride, out, np.maximum)
+    ignore = call.attr("nan_mode") == NanPropagationMode.IGNORE
+    v = x if x.dtype in (np.float32, np.float16) else x.astype(np.float32)   # exact
+    # Padding never wins: -inf under PROPAGATE (maximum), NaN under IGNORE (fmax skips NaN).
+    xp = _pad_input(v, pads, np.nan if ignore else -np.inf)
+    with np.errstate(invalid="ignore"):
+        acc = _pool(xp, kernel, stride, out, np.fmax if ignore else np.maximum)
+    return acc.astype(t.numpy)
+
+
+@reference("CONV2D")
+def CONV2D(call: Call):
+    return _conv_nd(call, 2)
+
+
+@reference("CONV3D")
+def CONV3D(call: Call):
+    return _conv_nd(call, 3)
+
+
+@reference("DEPTHWISE_CONV2D")
+def DEPTHWISE_CONV2D(call: Call):
+    x, w, bias = call.inputs[:3]
+    in_t, w_t, out_t = call.in_types[0], call.in_types[1], call.out_types[0]
+    acc_t = call.attr("acc_type", out_t)
+    izp = _zp(call, 3, in_t == DType.INT8, "in")
+    wzp = _zp(call, 4, w_t == DType.INT8, "weight")
+    pad = _ints(call, "pad", 0, 4)
+    stride = _ints(call, "stride", 1, 2)
+    dilation = _ints(call, "dilation", 1, 2)
+    call.error_if(min(pad) < 0, "pad_top < 0 || pad_bottom < 0 || pad_left < 0 || pad_right < 0")
+    call.error_if(min(stride) < 1, "stride_y < 1 || stride_x < 1")
+    call.error_if(min(dilation) < 1, "dilation_y < 1 || dilation_x < 1")
+    n, ih, iw, c = x.shape
+    kh, kw, wc, mult = w.shape
+    out_shape = call.out_shapes[0]
+    out = tuple(out_shape[1:3])
+    pads = [(pad[0], pad[1]), (pad[2], pad[3])]
+    _out_size(call, "OH", out[0], ih - 1 + pad[0] + pad[1] - (kh - 1) * dilation[0], stride[0])
+    _out_size(call, "OW", out[1], iw - 1 + pad[2] + pad[3] - (kw - 1) * dilation[1], stride[1])
+    call.error_if(bias.size != c * mult and bias.size != 1, "BC != C*M && BC != 1")
+    call.error_if(wc != c or out_shape[-1] != c * mult, "shape mismatch")
+    integer = not in_t.is_float
+    xp = _pad_input(_values(x, in_t, izp), pads)
+    wv = _values(w, w_t, wzp)
+    masked = not integer and any(lo or hi for lo, hi in pads) and not np.isfinite(wv).all()
+    acc = np.zeros((n, *out, c, mult), dtype=np.int64 if integer else np.float64)
+    for tap, view in _tap_slices(xp, (kh, kw), stride, dilation, out):
+        contrib = view[..., None] * wv[tap]
+        if masked:
+            mask = _tap_mask(tap, stride, dilation, pads, (ih, iw), out)[None, ..., None, None]
+            contrib = np.where(mask, contrib, 0.0)
+        acc += contrib
+    return _finish(acc.reshape(n, *out, c * mult), bias, acc_t, out_t)
+
+
+@reference("TRANSPOSE_CONV2D")
+def TRANSPOSE_CONV2D(call: Call):
+    x, w, bias = call.inputs[:3]
+    in_t, w_t, out_t = call.in_types[0], call.in_types[1], call.out_types[0]
+    acc_t = call.attr("acc_type", out_t)
+    izp = _zp(call, 3, in_t == DType.INT8, "in")
+    wzp = _zp(call, 4, w_t == DType.INT8, "weight")
+    top, bottom, left, right = _ints(call, "out_pad", 0, 4)
+    sy, sx = _ints(call, "stride", 1, 2)
+    n, ih, iw, ic = x.shape
+    oc, kh, kw, _ = w.shape
+    call.error_if(top <= -kh or bottom <= -kh, "out_pad_top <= -KH || out_pad_bottom <= -KH")
+    call.error_if(left <= -kw or right <= -kw, "out_pad_left <= -KW || out_pad_right <= -KW")
+    call.error_if(sy < 1 or sx < 1, "stride_y < 1 || stride_x < 1")
+    _, oh, ow, _ = call.out_shapes[0]
+    call.error_if(oh != (ih - 1) * sy + top + bottom + kh, "OH != (IH - 1) * stride_y + out_pad_top + "
+                  "out_pad_bottom + KH")
+    call.error_if(ow != (iw - 1) * sx + left + right + kw, "OW != (IW - 1) * stride_x + out_pad_left + "
+                  "out_pad_right + KW")
+    _bias_check(call, bias, oc)
+    integer = not in_t.is_float
+    xv = _values(x, in_t, izp).reshape(-1, ic)
+    wv = _values(w, w_t, wzp).transpose(3, 1, 2, 0).reshape(ic, -1)      # [IC, KH*KW*OC]
+    prod = _matmul(xv, wv, integer).reshape(n, ih, iw, kh, kw, oc)
+    # Scatter each input pixel's products: input (iy, ix) through tap (ky, kx) lands on
+    # (iy * stride_y + ky + out_pad_top, ix * stride_x + kx + out_pad_left).
+    fh, fw = (ih - 1) * sy + kh, (iw - 1) * sx + kw
+    full = np.zeros((n, fh, fw, oc), dtype=prod.dtype)
+    for ky in range(kh):
+        for kx in range(kw):
+            full[:, ky:ky + (ih - 1) * sy + 1:sy, kx:kx + (iw - 1) * sx + 1:sx] += prod[:, :, :, ky, kx]
+    acc = np.zeros((n, oh, ow, oc), dtype=prod.dtype)
+    y0, x0 = max(top, 0), max(left, 0)           # first output row / column fed by the full result
+    fy0, fx0 = max(-top, 0), max(-left, 0)        # first row / column of the full result kept
+    hh, ww = min(fh - fy0, oh - y0), min(fw - fx0, ow - x0)
+    if hh > 0 and ww > 0:
+        acc[:, y0:y0 + hh, x0:x0 + ww] = full[:, fy0:fy0 + hh, fx0:fx0 + ww]
+    return _finish(acc, bias, acc_t, out_t)
+
+
+@reference("MATMUL")
+def MATMUL(call: Call):
+    a, b = call.inputs[:2]
+    in_t, out_t = call.in_types[0], call.out_types[0]
+    # The spec's ERROR_IF reads is_same<in_t,i8_t>; its comment ("Zero point only for i8_t") means the negation.
+    azp = _zp(call, 2, in_t == DType.INT8, "A")
+    bzp = _zp(call, 3, in_t == DType.INT8, "B")
+    call.error_if(a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1], "A [N,H,C] and B [N,C,W] do not match")
+    integer = not in_t.is_float
+    acc = _matmul(_values(a, in_t, azp), _values(b, in_t, bzp), integer)
+    if out_t.is_float:
+        return round_to(acc, out_t)
+    require_range(acc, out_t, "apply_add_s<out_t>(acc, value1 * value2) in range")
+    return acc.astype(out_t.numpy)
+
+
+def _fft_shape(call: Call, x: np.ndarray) -> None:
+    h, w = x.shape[1:]
+    call.error_if(h < 1 or h & (h - 1), "!power_of_two(H)")
+    call.error_if(w < 1 or w & (w - 1), "!power_of_two(W)")
+
+
+@reference("FFT2D")
+def FFT2D(call: Call):
+    re_, im = call.inputs[:2]
+    _fft_shape(call, re_)
+    call.error_if(re_.shape != im.shape, "input_real and input_imag shapes differ")
+    z = np.empty(re_.shape, dtype=np.complex128)
+    z.real, z.imag = re_, im
+    # No normalisation either way: numpy's "forward" norm scales only the forward transform.
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = np.fft.ifft2(z, axes=(1, 2), norm="forward") if call.attr("inverse", False) else \
+            np.fft.fft2(z, axes=(1, 2))
+    t = call.out_types[0]
+    return [round_to(r.real, t), round_to(r.imag, t)]
+
+
+@reference("RFFT2D")
+def RFFT2D(call: Call):
+    x = call.inputs[0]
+    _fft_shape(call, x)
+    n, h, w = x.shape
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = np.fft.rfft2(x.astype(np.float64), axes=(1, 2))
+    imag = r.imag.copy()
+    # The imaginary part at (0,0), (0,W/2), (H/2,0), (H/2,W/2) is exactly zero (or skipped, then zero).
+    rows, cols = sorted({0, h // 2}), sorted({0, w // 2})
+    imag[:, np.ix_(rows, cols)[0], np.ix_(rows, cols)[1]] = 0.0
+    t = call.out_types[0]
+    return [round_to(r.real, t), round_to(imag, t)]

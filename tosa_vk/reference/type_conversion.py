@@ -1,0 +1,96 @@
+"""Type conversion (spec 2.13): CAST and RESCALE."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.dtype import DType
+from ..ir.graph import RoundingMode
+from .numeric import apply_scale_16, apply_scale_32, require_range, round_to, to_float64, wrap
+from .registry import Call, reference
+
+_FLOATS = (DType.FP32, DType.FP16, DType.BF16, DType.FP8E4M3, DType.FP8E5M2)
+
+
+@reference("CAST")
+def CAST(call: Call):
+    x = call.inputs[0]
+    in_t, out_t = call.in_types[0], call.out_types[0]
+    if out_t == DType.BOOL:
+        return np.asarray(x != 0)
+    if out_t in _FLOATS:
+        # Integers and narrower floats are exact in float64, so round_to is the one RNE rounding the spec asks for.
+        # fp8 outputs use OCP-OFP8's non-saturating mode: overflow gives NaN (e4m3, no Inf) or Inf (e5m2).
+        return round_to(to_float64(x), out_t)
+    if in_t == DType.BOOL:
+        return x.astype(out_t.numpy)
+    if in_t in _FLOATS:
+        # round_to_nearest_int (ties to even), then saturate to out_t; NaN gives an unpredictable result (0 here).
+        with np.errstate(invalid="ignore"):
+            v = np.rint(to_float64(x))
+            lo, hi = out_t.int_range
+            v = np.clip(np.nan_to_num(v, nan=0.0), lo, hi)
+        return v.astype(out_t.numpy)
+    # integer -> integer: sign_extend when widening, truncate (two's complement wrap) when narrowing
+    return wrap(x.astype(np.int64), out_t)
+
+
+def _extend(values, dtype: DType, unsigned: bool) -> np.ndarray:
+    """zero_extend / sign_extend of `dtype` storage values to int64."""
+    v = np.asarray(values).astype(np.int64)
+    if unsigned:
+        v = v & ((1 << dtype.bits) - 1)
+    return v
+
+
+@reference("RESCALE")
+def RESCALE(call: Call):
+    x, multiplier, shift, input_zp, output_zp = call.inputs
+    in_t, out_t = call.in_types[0], call.out_types[0]
+    scale32 = bool(call.attr("scale32", False))
+    rounding_mode = RoundingMode(call.attr("rounding_mode", RoundingMode.SINGLE_ROUND))
+    per_channel = bool(call.attr("per_channel", False))
+    in_unsigned = bool(call.attr("input_unsigned", False))
+    out_unsigned = bool(call.attr("output_unsigned", False))
+
+    in_zp = _extend(input_zp, in_t, in_unsigned).reshape(-1)[0]
+    out_zp = _extend(output_zp, out_t, out_unsigned).reshape(-1)[0]
+    # uint16 zero points may be 0 or 32768; int8/uint8 any value in range; every other type must use 0.
+    call.error_if(in_t != DType.INT8 and (in_t != DType.INT16 or not in_unsigned) and in_zp != 0,
+                  "!is_same<in_t,i8_t>() && (!is_same<in_t,i16_t>() || input_unsigned == false) && input_zp != 0")
+    call.error_if(out_t != DType.INT8 and (out_t != DType.INT16 or not out_unsigned) and out_zp != 0,
+                  "!is_same<out_t,i8_t>() && (!is_same<out_t,i16_t>() || output_unsigned == false) && output_zp != 0")
+    call.error_if(in_t == DType.INT16 and in_unsigned and in_zp not in (0, 32768),
+                  "is_same<in_t,i16_t>() && input_unsigned == true && input_zp != 0 && input_zp != 32768")
+    call.error_if(out_t == DType.INT16 and out_unsigned and out_zp not in (0, 32768),
+                  "is_same<out_t,i16_t>() && output_unsigned == true && output_zp != 0 && output_zp != 32768")
+    # Attribute / type rules (static, also checked here so a graph never runs with them broken).
+    call.error_if(scale32 and in_t == DType.INT48, "scale32 && is_same<in_t,i48_t>()")
+    call.error_if(not scale32 and rounding_mode == RoundingMode.DOUBLE_ROUND,
+                  "!scale32 && (rounding_mode == DOUBLE_ROUND)")
+    call.error_if(in_unsigned and out_unsigned, "input_unsigned && output_unsigned")
+    call.error_if(out_t == DType.INT32 and in_unsigned, "is_same<out_t,i32_t>() && input_unsigned")
+    call.error_if(in_t == DType.INT32 and out_unsigned, "is_same<in_t,i32_t>() && output_unsigned")
+    call.error_if(in_t == DType.INT48 and out_unsigned, "is_same<in_t,i48_t>() && output_unsigned")
+    call.error_if(in_t == DType.INT48 and in_unsigned, "is_same<in_t, i48_t> && input_unsigned")
+    call.error_if(in_t == DType.INT32 and in_unsigned, "is_same<in_t, i32_t> && input_unsigned")
+    call.error_if(out_t == DType.INT32 and out_unsigned, "is_same<out_t, i32_t> && output_unsigned")
+    call.error_if(per_channel and x.ndim < 1, "per_channel && rank(input) < 1")
+
+    value = _extend(x, in_t, in_unsigned) - in_zp
+    multiplier = multiplier.astype(np.int64).reshape(-1)
+    shift = shift.astype(np.int64).reshape(-1)
+    if not per_channel:
+        multiplier, shift = multiplier[:1], shift[:1]   # broadcast c = 0 over every element
+    # INEXACT_ROUND allows any result within the RESCALE_INEXACT bound; SINGLE_ROUND's exact result is within it.
+    if scale32:
+        result = apply_scale_32(value, multiplier, shift, rounding_mode == RoundingMode.DOUBLE_ROUND)
+    else:
+        result = apply_scale_16(value, multiplier, shift)
+    result = result + out_zp
+    require_range(result, DType.INT32, "apply_add_s<int32_t>(result, extended_out_zp)")
+    if out_unsigned:
+        result = np.clip(result, 0, (1 << out_t.bits) - 1)
+    else:
+        lo, hi = out_t.int_range
+        result = np.clip(result, lo, hi)
+    return wrap(result, out_t)   # static_cast<out_t>: uint8/uint16 results keep their bits in int8/int16 storage
