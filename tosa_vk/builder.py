@@ -100,6 +100,23 @@ class Builder:
         self.block.operators.append(Operator("CONST_SHAPE", [], [value.name]))
         return value
 
+    # -- variables (EXT-VARIABLE): state that persists across runs of one session
+    def variable(self, name: str, shape: Sequence[int], dtype: DType | str, initial_value=None) -> Value:
+        """Declares a variable (a VARIABLE op naming a variable tensor whose data is the initial value)."""
+        dt = DType.of(dtype)
+        data = None if initial_value is None else np.asarray(initial_value, dt.numpy).reshape(tuple(shape))
+        t = self.block.add_tensor(Tensor(self._name(name), tuple(shape), dt, data, variable=True, variable_name=name))
+        self.block.operators.append(Operator("VARIABLE", [], [t.name]))
+        return Value(t.name, t.shape, t.dtype)
+
+    def variable_write(self, var: Value, value: Value) -> None:
+        self.block.operators.append(Operator("VARIABLE_WRITE", [value.name], [var.name]))
+
+    def variable_read(self, var: Value, name: str | None = None) -> Value:
+        out = self._tensor(self._name(name or f"{var.name}_read"), var.shape, var.dtype)
+        self.block.operators.append(Operator("VARIABLE_READ", [var.name], [out.name]))
+        return out
+
     # -- operators
     def op(self, op_name: str, *args, out_dtype=None, out_shape=None, name: str | None = None,
            **attrs) -> Value | tuple[Value, ...]:

@@ -5,6 +5,10 @@ import argparse
 import json
 import os
 import sys
+import time
+from pathlib import Path
+
+import numpy as np
 
 from .errors import TosaError
 
@@ -85,6 +89,54 @@ def cmd_devices(args) -> int:
     return 0
 
 
+def _feeds_from_desc(desc_path: Path) -> tuple[Path, dict, dict]:
+    desc = json.loads(desc_path.read_text())
+    folder = desc_path.parent
+    feeds = {name: np.load(folder / f) for name, f in zip(desc["ifm_name"], desc["ifm_file"])}
+    return folder / desc["tosa_file"], feeds, dict(zip(desc["ofm_name"], desc["ofm_file"]))
+
+
+def cmd_run(args) -> int:
+    from .ir.dtype import to_npy
+    from .session import load
+    expected_dir = None
+    if args.test_desc:
+        model_path, feeds, out_files = _feeds_from_desc(Path(args.test_desc))
+        expected_dir = Path(args.test_desc).parent
+    elif args.model:
+        model_path, feeds, out_files = Path(args.model), {}, {}
+        for item in args.input or []:
+            name, _, file = item.partition("=")
+            if not file:
+                raise TosaError(f"-i takes name=file.npy, got {item!r}")
+            feeds[name] = np.load(file)
+    else:
+        raise TosaError("give a model file or --test-desc desc.json")
+    start = time.perf_counter()
+    model = load(model_path, backend=args.backend)
+    outputs = model.run(feeds)
+    seconds = time.perf_counter() - start
+    out_dir = Path(args.output_dir) if args.output_dir else None
+    if out_dir:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    dtypes = {t.name: t.dtype for t in model.graph.outputs}
+    worst = 0.0
+    for name, value in outputs.items():
+        line = f"{name}: {list(value.shape)} {dtypes[name].name}"
+        if out_dir:
+            target = out_dir / out_files.get(name, f"{name}.npy")
+            np.save(target, to_npy(value, dtypes[name]))
+            line += f" -> {target}"
+        if args.compare and expected_dir and (expected_dir / out_files.get(name, "")).is_file():
+            ref = np.load(expected_dir / out_files[name]).astype(np.float64)
+            diff = float(np.max(np.abs(value.astype(np.float64) - ref))) if ref.size else 0.0
+            worst = max(worst, diff)
+            line += f"; max |diff| vs {out_files[name]} = {diff:.3g}"
+        print(line)
+    print(f"{model_path}: ran on {args.backend} in {seconds * 1000:.1f} ms")
+    return 1 if args.compare and worst > args.tolerance else 0
+
+
 def _progress(done: int, total: int) -> None:
     if sys.stderr.isatty() or done == total:
         width = 30
@@ -94,8 +146,6 @@ def _progress(done: int, total: int) -> None:
 
 
 def cmd_conformance(args) -> int:
-    from pathlib import Path
-
     from .conformance.generate import TOSA_1_0_OPS, Selection, selected_tests
     from .conformance.run import run_tests, table
     ops = [o.lower() for o in args.ops] if args.ops else list(TOSA_1_0_OPS)
@@ -120,6 +170,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_info)
+    p = sub.add_parser("run", help="run a graph (drop-in for tosa_reference_model --test_desc)")
+    p.add_argument("model", nargs="?", help="a .tosa file (with -i name=file.npy inputs)")
+    p.add_argument("--test-desc", help="a conformance-style desc.json naming the model, inputs and output files")
+    p.add_argument("-i", "--input", action="append", help="graph input as name=file.npy")
+    p.add_argument("-o", "--output-dir", help="write each output here (desc.json's ofm_file, else <name>.npy)")
+    p.add_argument("--backend", default="reference")
+    p.add_argument("--compare", action="store_true", help="compare with the ofm_files next to desc.json")
+    p.add_argument("--tolerance", type=float, default=0.0, help="largest |diff| --compare accepts")
+    p.set_defaults(func=cmd_run)
     p = sub.add_parser("conformance", help="run Arm's conformance tests on a backend, judged by tosa_verify")
     p.add_argument("--backend", default="reference")
     p.add_argument("--ops", nargs="*", help="operators (spec names, any case); default all 70")

@@ -31,6 +31,25 @@ class Model:
     def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
         return {t.name: (t.shape, t.dtype.name) for t in self.graph.outputs}
 
+    @property
+    def variables(self) -> dict[str, np.ndarray]:
+        """Current values of the session's variables by uid (copies; declared on the first run)."""
+        return {uid: var.value.copy() for uid, var in self._impl.state.items()}
+
+    def set_variable(self, uid: str, value: np.ndarray) -> None:
+        var = self._impl.state.get(uid)
+        if var is None:
+            raise TosaError(f"no variable '{uid}' (variables are declared by the first run; have "
+                            f"{sorted(self._impl.state)})")
+        value = np.asarray(value, dtype=var.dtype.numpy)
+        if value.shape != var.shape:
+            raise TosaError(f"variable '{uid}' has shape {list(var.shape)}, got {list(value.shape)}")
+        var.value, var.is_written = value.copy(), True
+
+    def reset_variables(self) -> None:
+        """Forgets all state: the next run declares the variables again with their initial values."""
+        self._impl.state.clear()
+
     def run(self, feeds: dict[str, np.ndarray] | None = None, **named: np.ndarray) -> dict[str, np.ndarray]:
         """Runs the graph: inputs by name (a dict, keywords, or both) -> outputs by name."""
         return self._impl.run({**(feeds or {}), **named})

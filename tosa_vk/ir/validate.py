@@ -126,7 +126,8 @@ class _Validator:
         producers: dict[str, int] = {}
         for i, op in enumerate(block.operators):
             for o in op.outputs:
-                if o in producers:
+                variable = o in block.tensors and block.tensors[o].variable  # VARIABLE, then VARIABLE_WRITEs
+                if o in producers and not variable:
                     self.fail(f"tensor '{o}' is written twice (also by operator #{producers[o]})",
                               op=op.op, index=i, output=o, **where)
                 if o in block.inputs:

@@ -12,6 +12,7 @@ from ..ir.graph import Block, Graph, Operator, Tensor
 from ..ir.validate import validate
 from . import registry
 from .registry import Call
+from .variable import begin_run
 
 
 class Interpreter:
@@ -38,6 +39,7 @@ class Interpreter:
         if unknown:
             raise TosaError(f"unknown graph input(s) {unknown}; the graph takes {main.inputs}", file=self.file)
         values = [_coerce(main.tensors[n], feeds[n], self.file) for n in main.inputs]
+        begin_run(self.state)
         outs = self.run_block(self.graph.regions[0].name, main, values)
         return dict(zip(main.outputs, outs))
 
@@ -81,7 +83,7 @@ class Interpreter:
         out_tensors = [block.tensors[n] for n in op.outputs]
         call = Call(op, inputs, [block.tensors[n].dtype for n in op.inputs], [t.dtype for t in out_tensors],
                     [t.shape for t in out_tensors], run_region=self.run_region, state=self.state,
-                    extra={"max_iterations": self.max_iterations})
+                    extra={"max_iterations": self.max_iterations, "block": block})
         result = fn(call)
         results = list(result) if isinstance(result, (list, tuple)) else [result]
         if len(results) != len(out_tensors):
