@@ -8,20 +8,28 @@ import numpy as np
 from .errors import TosaError
 from .ir import Graph, load_graph
 
-BACKENDS = ("reference",)
+BACKENDS = ("reference", "vulkan")
 
 
 class Model:
     """A loaded graph bound to a backend. Variables (EXT-VARIABLE) persist across run() calls of one Model."""
 
-    def __init__(self, graph: Graph, backend: str = "reference", file: str | None = None, max_iterations=1_000_000):
+    def __init__(self, graph: Graph, backend: str = "reference", file: str | None = None, max_iterations=1_000_000,
+                 **options):
         if backend not in BACKENDS:
             raise TosaError(f"unknown backend {backend!r}; available: {', '.join(BACKENDS)}")
-        from .reference.executor import Interpreter
         self.graph = graph
         self.backend = backend
         self.file = file
-        self._impl = Interpreter(graph, file=file, max_iterations=max_iterations)
+        if backend == "vulkan":
+            from .vulkan_backend import VulkanModel
+            self._vulkan = VulkanModel(graph, file, max_iterations=max_iterations, **options)
+            self._impl = self._vulkan.host  # variables live with the host interpreter state
+            self._run = self._vulkan.run
+        else:
+            from .reference.executor import Interpreter
+            self._impl = Interpreter(graph, file=file, max_iterations=max_iterations)
+            self._run = self._impl.run
 
     @property
     def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -52,7 +60,27 @@ class Model:
 
     def run(self, feeds: dict[str, np.ndarray] | None = None, **named: np.ndarray) -> dict[str, np.ndarray]:
         """Runs the graph: inputs by name (a dict, keywords, or both) -> outputs by name."""
-        return self._impl.run({**(feeds or {}), **named})
+        return self._run({**(feeds or {}), **named})
+
+    @property
+    def placement(self) -> list[tuple[str, str]]:
+        """(operator, where it runs: "vulkan" | "host" | "alias") for the Vulkan backend."""
+        return self._vulkan.program.placement if self.backend == "vulkan" else []
+
+    def profile(self) -> list[tuple[str, float]]:
+        """Per-kernel GPU times of the last run (load with timestamps=True)."""
+        return self._vulkan.profile() if self.backend == "vulkan" else []
+
+    def close(self) -> None:
+        """Frees device resources now (they are freed at exit otherwise)."""
+        if self.backend == "vulkan":
+            self._vulkan.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def __repr__(self) -> str:
         return f"Model({self.file or 'graph'!s}, backend={self.backend!r})"

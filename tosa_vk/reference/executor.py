@@ -5,10 +5,13 @@ importing this module; VARIABLE operators get `Call.state`, the session's variab
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 import numpy as np
 
 from ..errors import TosaError
-from ..ir.graph import Block, Graph, Operator, Tensor
+from ..ir.graph import Block, Graph, Tensor
 from ..ir.validate import validate
 from . import registry
 from .registry import Call
@@ -28,6 +31,7 @@ class Interpreter:
         self.state: dict = {}
         self.max_iterations = max_iterations
         self._regions = {r.name: r for r in graph.regions}
+        self._plans: dict[int, tuple] = {}
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Graph inputs by name -> graph outputs by name (storage dtypes, see DType.numpy)."""
@@ -38,7 +42,7 @@ class Interpreter:
         unknown = sorted(set(feeds) - set(main.inputs))
         if unknown:
             raise TosaError(f"unknown graph input(s) {unknown}; the graph takes {main.inputs}", file=self.file)
-        values = [_coerce(main.tensors[n], feeds[n], self.file) for n in main.inputs]
+        values = [coerce_input(main.tensors[n], feeds[n], self.file) for n in main.inputs]
         begin_run(self.state)
         outs = self.run_block(self.graph.regions[0].name, main, values)
         return dict(zip(main.outputs, outs))
@@ -53,43 +57,49 @@ class Interpreter:
         if len(values) != len(block.inputs):
             raise TosaError(f"block '{block.name}' takes {len(block.inputs)} inputs, got {len(values)}",
                             file=self.file, region=region)
-        env: dict[str, np.ndarray] = {}
-        for name, value in zip(block.inputs, values):
-            env[name] = value
-        for index, op in enumerate(block.operators):
+        constants, steps = self._prepared(block)
+        env = dict(constants)
+        env.update(zip(block.inputs, values))
+        for step in steps:
             try:
-                self._run_op(op, block, env)
+                self._run_step(step, env)
             except TosaError as err:
-                raise err.located(op=op.op, index=index, output=op.outputs[0] if op.outputs else None,
+                op = step.call.op
+                raise err.located(op=op.op, index=step.index, output=op.outputs[0] if op.outputs else None,
                                   region=region, file=self.file) from None
-        return [self._value(block, env, n) for n in block.outputs]
+        return [_read(env, n) for n in block.outputs]
 
-    def _value(self, block: Block, env: dict, name: str) -> np.ndarray:
-        if name in env:
-            return env[name]
-        t = block.tensors.get(name)
-        if t is not None and t.data is not None:
-            return t.data
-        raise TosaError(f"tensor '{name}' is read before it is written")
+    def _prepared(self, block: Block) -> tuple[dict[str, np.ndarray], list["_Step"]]:
+        """Per block, once: its constant values and one reusable Call per operator."""
+        cached = self._plans.get(id(block))
+        if cached is None:
+            constants = {n: t.data for n, t in block.tensors.items() if t.data is not None and not t.variable}
+            steps = []
+            for index, op in enumerate(block.operators):
+                if op.op in ("CONST", "CONST_SHAPE"):
+                    continue
+                fn = registry.OPS.get(op.op)
+                if fn is None:
+                    raise TosaError(f"no reference implementation of {op.op}", op=op.op, index=index,
+                                    file=self.file)
+                outs = [block.tensors[n] for n in op.outputs]
+                call = Call(op, [], [block.tensors[n].dtype for n in op.inputs], [t.dtype for t in outs],
+                            [t.shape for t in outs], run_region=self.run_region, state=self.state,
+                            extra={"max_iterations": self.max_iterations, "block": block})
+                steps.append(_Step(index, fn, call, outs))
+            cached = self._plans[id(block)] = (constants, steps)
+        return cached
 
-    def _run_op(self, op: Operator, block: Block, env: dict) -> None:
-        if op.op in ("CONST", "CONST_SHAPE"):
-            env[op.outputs[0]] = block.tensors[op.outputs[0]].data
-            return
-        fn = registry.OPS.get(op.op)
-        if fn is None:
-            raise TosaError(f"no reference implementation of {op.op}")
-        inputs = [self._value(block, env, n) for n in op.inputs]
-        out_tensors = [block.tensors[n] for n in op.outputs]
-        call = Call(op, inputs, [block.tensors[n].dtype for n in op.inputs], [t.dtype for t in out_tensors],
-                    [t.shape for t in out_tensors], run_region=self.run_region, state=self.state,
-                    extra={"max_iterations": self.max_iterations, "block": block})
-        result = fn(call)
-        results = list(result) if isinstance(result, (list, tuple)) else [result]
-        if len(results) != len(out_tensors):
-            raise TosaError(f"reference {op.op} returned {len(results)} outputs, the graph declares "
-                            f"{len(out_tensors)}")
-        for t, r in zip(out_tensors, results):
+    @staticmethod
+    def _run_step(step: "_Step", env: dict) -> None:
+        call = step.call
+        call.inputs = [_read(env, n) for n in call.op.inputs]
+        result = step.fn(call)
+        results = result if isinstance(result, (list, tuple)) else (result,)
+        if len(results) != len(step.outputs):
+            raise TosaError(f"reference {call.op.op} returned {len(results)} outputs, the graph declares "
+                            f"{len(step.outputs)}")
+        for t, r in zip(step.outputs, results):
             r = np.asarray(r)
             if r.dtype != t.dtype.numpy or r.shape != t.shape:
                 if r.size != t.size:
@@ -99,7 +109,22 @@ class Interpreter:
             env[t.name] = r
 
 
-def _coerce(t: Tensor, value, file: str | None) -> np.ndarray:
+@dataclass
+class _Step:
+    index: int
+    fn: Callable[[Call], object]
+    call: Call
+    outputs: list[Tensor]
+
+
+def _read(env: dict, name: str) -> np.ndarray:
+    try:
+        return env[name]
+    except KeyError:
+        raise TosaError(f"tensor '{name}' is read before it is written") from None
+
+
+def coerce_input(t: Tensor, value, file: str | None) -> np.ndarray:
     """A user's input array -> the input tensor's storage dtype and shape, or a clear error."""
     from ..ir.dtype import from_npy
     arr = from_npy(np.asarray(value), t.dtype)

@@ -51,10 +51,10 @@ class Call:
 
     def error_if(self, condition, rule: str) -> None:
         """ERROR_IF(rule): the graph is invalid for these values."""
-        if np.any(condition):
+        if condition if isinstance(condition, (bool, np.bool_)) else np.any(condition):
             raise TosaError(f"ERROR_IF({rule})")
 
     def require(self, condition, rule: str) -> None:
         """REQUIRE(rule): the result would be unpredictable unless `condition` holds everywhere."""
-        if not np.all(condition):
+        if not (condition if isinstance(condition, (bool, np.bool_)) else np.all(condition)):
             raise TosaError(f"REQUIRE({rule}) does not hold: the result is unpredictable")

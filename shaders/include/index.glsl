@@ -1,0 +1,19 @@
+// Flat invocation index and broadcasting helpers shared by the element-wise kernels.
+#ifndef TOSA_VK_INDEX_GLSL
+#define TOSA_VK_INDEX_GLSL
+
+#define WORKGROUP 64
+layout(local_size_x = WORKGROUP) in;
+
+// 1-D grids may spill into y when they exceed maxComputeWorkGroupCount.x (tosa_vk/lower/__init__.py::grid_1d).
+uint flat_index() { return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * WORKGROUP; }
+
+#define MAX_RANK 6
+// Offset into a tensor whose per-dimension strides (0 where it is broadcast) are `strides`, for the element
+// `idx` of an output of shape `shape` (row-major, `rank` dimensions).
+#define BROADCAST_OFFSET(idx, rank, shape, strides, result) { \
+    uint rem_ = idx; result = 0u; \
+    for (int d_ = rank - 1; d_ >= 0; --d_) { \
+        uint c_ = rem_ % uint(shape[d_]); rem_ /= uint(shape[d_]); result += c_ * uint(strides[d_]); } }
+
+#endif

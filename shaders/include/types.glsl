@@ -1,0 +1,72 @@
+// Storage <-> compute conversions for every TOSA element type.
+// A binding X of TOSA type T is declared by the lowering with defines X_T (storage type), X_C (compute type),
+// LOAD_X(v) (storage -> compute) and STORE_X(v) (compute -> storage); see tosa_vk/lower/types.py.
+#ifndef TOSA_VK_TYPES_GLSL
+#define TOSA_VK_TYPES_GLSL
+
+#extension GL_EXT_shader_explicit_arithmetic_types : require
+#extension GL_EXT_shader_8bit_storage : require
+#extension GL_EXT_shader_16bit_storage : require
+
+// bf16: the top 16 bits of an fp32; round to nearest even, NaN stays NaN.
+float bf16_to_f32(uint16_t b) { return uintBitsToFloat(uint(b) << 16); }
+uint16_t f32_to_bf16(float f) {
+    uint u = floatBitsToUint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40u);  // quiet NaN
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return uint16_t(u >> 16);
+}
+
+// fp8 e4m3 (fn: no infinities, 0x7f / 0xff are NaN, max 448) and e5m2 (IEEE-like, max 57344).
+float fp8e4m3_to_f32(uint8_t v) {
+    uint b = uint(v);
+    uint s = b >> 7, e = (b >> 3) & 0xfu, m = b & 7u;
+    float mag;
+    if (e == 15u && m == 7u) return uintBitsToFloat(0x7fc00000u | (s << 31));
+    if (e == 0u) mag = float(m) * exp2(-9.0);           // subnormal: m * 2^-3 * 2^-6
+    else mag = (1.0 + float(m) / 8.0) * exp2(float(int(e) - 7));
+    return s == 1u ? -mag : mag;
+}
+float fp8e5m2_to_f32(uint8_t v) {
+    uint b = uint(v);
+    return unpackHalf2x16(b << 8).x;                    // e5m2 is the top byte of an fp16
+}
+
+// Rounds |x| to a float format with `mbits` mantissa bits, minimum normal exponent `emin`, to nearest even.
+float round_to_format(float x, int mbits, int emin) {
+    float a = abs(x);
+    if (a == 0.0 || isnan(a) || isinf(a)) return x;
+    int e = max(int(floor(log2(a))), emin);
+    // log2 may be off by one near powers of two: fix the exponent so 2^e <= a < 2^(e+1) (or subnormal)
+    if (exp2(float(e)) > a && e > emin) e -= 1;
+    if (exp2(float(e + 1)) <= a) e += 1;
+    float quantum = exp2(float(e - mbits));
+    float q = a / quantum;
+    float r = roundEven(q) * quantum;
+    return x < 0.0 ? -r : r;
+}
+
+uint8_t f32_to_fp8e4m3(float f) {
+    if (isnan(f)) return uint8_t(0x7f);
+    float r = round_to_format(f, 3, -6);
+    uint s = r < 0.0 || (r == 0.0 && floatBitsToUint(f) >> 31 == 1u) ? 0x80u : 0u;
+    float a = abs(r);
+    if (a > 448.0) return uint8_t(s | 0x7fu);           // overflow: NaN (no infinity in e4m3fn)
+    if (a == 0.0) return uint8_t(s);
+    int e = int(floor(log2(a)));
+    if (exp2(float(e)) > a) e -= 1;
+    if (e < -6) return uint8_t(s | uint(a * 512.0));    // subnormal: a / 2^-9
+    uint m = uint((a / exp2(float(e)) - 1.0) * 8.0);
+    return uint8_t(s | (uint(e + 7) << 3) | m);
+}
+uint8_t f32_to_fp8e5m2(float f) {
+    if (isnan(f)) return uint8_t(0x7f);
+    float r = round_to_format(f, 2, -14);
+    uint s = (floatBitsToUint(f) >> 31) << 7;
+    float a = abs(r);
+    if (a > 57344.0 || isinf(a)) return uint8_t(s | 0x7cu);  // overflow: infinity
+    uint h = packHalf2x16(vec2(a, 0.0));                 // exact: a is representable in e5m2 hence fp16
+    return uint8_t(s | (h >> 8));
+}
+
+#endif

@@ -1,0 +1,77 @@
+"""The compiled artifact both sides share: the compiler writes a Program, the Vulkan layer runs it.
+
+Nothing here imports the compiler (ir / lower / plan) or the Vulkan layer; it is plain data.
+
+A Program is a list of Steps in execution order. A Kernel step is one compute dispatch of a GLSL shader variant
+over storage buffers; a Host step runs a callable on numpy views of the same memory (a CPU fallback for an
+operator without a Vulkan kernel, or control flow). Every tensor lives at a byte offset in one arena.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """Where one tensor lives: a byte range of the arena, and how to view it from numpy."""
+    name: str
+    offset: int
+    nbytes: int
+    shape: tuple[int, ...]
+    dtype: np.dtype          # numpy view dtype of the device layout (DType.numpy: int48 as int64, ...)
+    kind: str = "intermediate"  # "input" | "output" | "intermediate" | "constant" | "variable"
+    storage: str = ""        # the tensor whose memory this one shares (RESHAPE / IDENTITY alias), else itself
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One dispatch: shader `shader` (a path under shaders/, without .comp) compiled with `defines`."""
+    op: str                               # "ADD #3 'out'" — for errors and profiles
+    shader: str
+    defines: tuple[tuple[str, str], ...]
+    bindings: tuple[str, ...]             # buffer names, bound in order at set 0, binding 0..n-1
+    push_constants: bytes
+    groups: tuple[int, int, int]          # workgroup counts
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> tuple:
+        return (self.shader, self.defines)
+
+
+@dataclass(frozen=True)
+class Host:
+    """A step run on the host over numpy views (inputs -> outputs by buffer name)."""
+    op: str
+    run: Callable[[list[np.ndarray]], list[np.ndarray]]
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+
+
+@dataclass
+class Program:
+    steps: list[Kernel | Host]
+    buffers: dict[str, Buffer]
+    arena_bytes: int
+    inputs: list[str]
+    outputs: list[str]
+    constants: dict[str, np.ndarray] = field(default_factory=dict)  # uploaded once, by tensor name
+    placement: list[tuple[str, str]] = field(default_factory=list)   # (operator, "vulkan" | "host")
+
+    def buffer(self, tensor: str) -> Buffer:
+        return self.buffers[tensor]
+
+    def storage(self, tensor: str) -> str:
+        return self.buffers[tensor].storage or tensor
+
+
+def pack_push(*values: int | float, fmt: str | None = None) -> bytes:
+    """Push-constant bytes: ints as int32 (or the struct format given), 4-byte aligned."""
+    if fmt is None:
+        fmt = "".join("f" if isinstance(v, float) else "i" for v in values)
+    return struct.pack("<" + fmt, *values)

@@ -1,0 +1,105 @@
+"""Device memory: an Arena is one storage buffer that many tensors share at aligned offsets.
+
+Where a memory type is both host-visible and device-local (lavapipe, integrated GPUs) the arena is mapped once and
+tensors are numpy views of it: inputs are written in place and outputs read in place, no staging copies. Elsewhere
+(discrete GPUs) the arena is device-local and a host-visible twin of it stages uploads and downloads; the
+Recorder copies the ranges a run needs.
+"""
+from __future__ import annotations
+
+import numpy as np
+import vulkan as vk
+
+from .device import Device, VulkanError
+
+_USAGE = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+          | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+HOST = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+LOCAL = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+
+
+def align(value: int, alignment: int) -> int:
+    return (value + alignment - 1) // alignment * alignment
+
+
+class _Allocation:
+    """A VkBuffer with its own VkDeviceMemory of the first memory type having `flags`."""
+
+    def __init__(self, device: Device, size: int, flags: int):
+        self.device = device
+        self.size = max(size, 16)
+        vkd = device.device
+        self.buffer = vk.vkCreateBuffer(vkd, vk.VkBufferCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, size=self.size, usage=_USAGE,
+            sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE), None)
+        req = vk.vkGetBufferMemoryRequirements(vkd, self.buffer)
+        props = vk.vkGetPhysicalDeviceMemoryProperties(device.physical)
+        types = [i for i in range(props.memoryTypeCount)
+                 if req.memoryTypeBits & (1 << i) and (props.memoryTypes[i].propertyFlags & flags) == flags]
+        if not types:
+            vk.vkDestroyBuffer(vkd, self.buffer, None)
+            raise VulkanError(f"{device.info.name} has no memory type with flags {flags:#x} for a storage buffer")
+        try:
+            self.memory = vk.vkAllocateMemory(vkd, vk.VkMemoryAllocateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, allocationSize=req.size,
+                memoryTypeIndex=types[0]), None)
+        except vk.VkError as err:
+            vk.vkDestroyBuffer(vkd, self.buffer, None)
+            raise VulkanError(f"cannot allocate {req.size} bytes of device memory on {device.info.name}: "
+                              f"{type(err).__name__}") from None
+        vk.vkBindBufferMemory(vkd, self.buffer, self.memory, 0)
+        self.host: np.ndarray | None = None
+        if flags & vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT:
+            mapped = vk.vkMapMemory(vkd, self.memory, 0, self.size, 0)
+            self.host = np.frombuffer(mapped, dtype=np.uint8, count=self.size)
+
+    def close(self) -> None:
+        if self.buffer is None:
+            return
+        vkd = self.device.device
+        if self.host is not None:
+            self.host = None
+            vk.vkUnmapMemory(vkd, self.memory)
+        vk.vkDestroyBuffer(vkd, self.buffer, None)
+        vk.vkFreeMemory(vkd, self.memory, None)
+        self.buffer = self.memory = None
+
+
+def host_visible_device_local(device: Device) -> bool:
+    props = vk.vkGetPhysicalDeviceMemoryProperties(device.physical)
+    return any((props.memoryTypes[i].propertyFlags & (HOST | LOCAL)) == (HOST | LOCAL)
+               for i in range(props.memoryTypeCount))
+
+
+class Arena:
+    """`size` bytes of device memory for tensors; `view(offset, shape, dtype)` is a numpy window onto it.
+
+    `staged` is True when the device memory is not host-visible: views then show the staging twin, and
+    the owner must copy ranges in (`upload_ranges`) before and out (`download_ranges`) after the GPU work.
+    """
+
+    def __init__(self, device: Device, size: int):
+        limit = device.info.limits["maxStorageBufferRange"]
+        self.size = size
+        self.device = device
+        self.staged = not host_visible_device_local(device)
+        if self.staged:
+            self.gpu = _Allocation(device, size, LOCAL)
+            self.stage = _Allocation(device, size, HOST)
+        else:
+            self.gpu = self.stage = _Allocation(device, size, HOST | LOCAL)
+        self.max_range = limit
+
+    @property
+    def buffer(self):
+        return self.gpu.buffer
+
+    def view(self, offset: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        count = int(np.prod(shape, dtype=np.int64))
+        return self.stage.host[offset:offset + count * dtype.itemsize].view(dtype).reshape(shape)
+
+    def close(self) -> None:
+        self.gpu.close()
+        if self.stage is not self.gpu:
+            self.stage.close()

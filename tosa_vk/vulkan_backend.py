@@ -1,0 +1,77 @@
+"""The Vulkan backend: lowers a graph to a Program and runs it with tosa_vk.vulkan.Runtime.
+
+Operators without a Vulkan kernel run on the host with the reference implementation, on numpy views of the same
+device memory (no copies where the memory is host-visible); `strict=True` refuses them instead.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .ir.graph import Block, Graph, Operator
+from .ir.validate import validate
+from .lower import compile_graph
+from .reference.executor import Interpreter, coerce_input
+from .reference.registry import Call
+from .vulkan import Device
+from .vulkan.memory import align
+from .vulkan.runtime import Runtime
+
+
+class VulkanModel:
+    def __init__(self, graph: Graph, file: str | None = None, device: Device | str | int | None = None,
+                 strict: bool = False, timestamps: bool = False, max_iterations: int = 1_000_000):
+        validate(graph, file=file)
+        self.graph, self.file = graph, file
+        self.host = Interpreter(graph, file=file, check=False, max_iterations=max_iterations)
+        self.device = device if isinstance(device, Device) else Device(device)
+        self.own_device = not isinstance(device, Device)
+        try:
+            limits = self.device.info.limits
+            self.program = compile_graph(graph, self.device.info.features,
+                                         align(max(16, limits["minStorageBufferOffsetAlignment"]), 16),
+                                         strict=strict, host_runner=self._host_runner)
+            self.runtime = Runtime(self.program, self.device, timestamps=timestamps)
+        except BaseException:
+            self.close()
+            raise
+
+    def _host_runner(self, op: Operator, block: Block, buffered: tuple[str, ...]):
+        """A Host step running the reference implementation of `op` on views of the arena (`buffered` inputs
+        arrive as views, the others are shape values known at compile time)."""
+        from .reference import registry
+        fn = registry.OPS[op.op]
+        outs = [block.tensors[n] for n in op.outputs]
+        call = Call(op, [], [block.tensors[n].dtype for n in op.inputs], [t.dtype for t in outs],
+                    [t.shape for t in outs], run_region=self.host.run_region, state=self.host.state,
+                    extra={"max_iterations": self.host.max_iterations, "block": block})
+
+        def run(views: list[np.ndarray]) -> list[np.ndarray]:
+            values = iter(views)
+            call.inputs = [next(values) if n in buffered else block.tensors[n].data for n in op.inputs]
+            result = fn(call)
+            return list(result) if isinstance(result, (list, tuple)) else [result]
+        return run
+
+    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        from .errors import TosaError
+        main = self.graph.main
+        missing = [n for n in main.inputs if n not in feeds]
+        unknown = sorted(set(feeds) - set(main.inputs))
+        if missing or unknown:
+            raise TosaError(f"graph inputs {main.inputs} expected; missing {missing}, unknown {unknown}",
+                            file=self.file)
+        from .reference.variable import begin_run
+        begin_run(self.host.state)
+        return self.runtime.run({n: coerce_input(main.tensors[n], feeds[n], self.file) for n in main.inputs})
+
+    def profile(self) -> list[tuple[str, float]]:
+        return self.runtime.profile()
+
+    def close(self) -> None:
+        runtime = getattr(self, "runtime", None)
+        if runtime is not None:
+            runtime.close()
+            self.runtime = None
+        if getattr(self, "own_device", False) and getattr(self, "device", None) is not None:
+            self.device.close()
+            self.device = None
