@@ -155,7 +155,7 @@ def cmd_conformance(args) -> int:
         kind = "negative" if args.negative else "positive"
         tests = selected_tests(Selection(tuple(TOSA_1_0_OPS), 2 if args.full else 1, kind))
     tests = [t for t in tests if any(t.name.startswith(o + "_") for o in ops)]
-    results = run_tests(tests, args.backend, jobs=args.jobs, progress=_progress)
+    results = run_tests(tests, args.backend, jobs=args.jobs, progress=_progress, strict=args.strict)
     print(table(results))
     failed = [r for r in results if r.status != "pass"]
     for r in failed[:args.show]:
@@ -184,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ops", nargs="*", help="operators (spec names, any case); default all 70")
     p.add_argument("--negative", action="store_true", help="the ERROR_IF tests instead of the positive ones")
     p.add_argument("--full", action="store_true", help="two tests per class instead of one")
+    p.add_argument("--strict", action="store_true", help="Vulkan: fail tests whose operators run on the host")
     p.add_argument("--dir", help="a folder of generated tests to run instead of the cached selection")
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("--show", type=int, default=50, help="how many failures to list")

@@ -72,7 +72,7 @@ class Model:
         return self._vulkan.profile() if self.backend == "vulkan" else []
 
     def close(self) -> None:
-        """Frees device resources now (they are freed at exit otherwise)."""
+        """Frees device resources now."""
         if self.backend == "vulkan":
             self._vulkan.close()
 

@@ -81,9 +81,23 @@ def load_inputs(test: Path, desc: dict, graph) -> dict[str, np.ndarray]:
             for name, f in zip(desc["ifm_name"], desc["ifm_file"])}
 
 
-def run_test(test: Path, backend: str = "reference") -> Outcome:
-    """Runs one conformance test folder on `backend` and judges it."""
+@lru_cache(maxsize=1)
+def shared_device():
+    """One Vulkan device per process, reused by every test (creating one costs more than most tests)."""
+    from ..vulkan import Device
+    return Device()
+
+
+def _load(path: Path, backend: str, strict: bool):
     from ..session import load
+    if backend == "vulkan":
+        return load(path, backend="vulkan", device=shared_device(), strict=strict)
+    return load(path, backend=backend)
+
+
+def run_test(test: Path, backend: str = "reference", strict: bool = False) -> Outcome:
+    """Runs one conformance test folder on `backend` and judges it. `strict` (Vulkan): every operator must
+    run as a Vulkan kernel, none on the host."""
     start = time.perf_counter()
     desc = json.loads((test / "desc.json").read_text())
     op = op_of(desc, test)
@@ -93,8 +107,8 @@ def run_test(test: Path, backend: str = "reference") -> Outcome:
 
     if desc.get("expected_failure"):
         try:
-            model = load(test / desc["tosa_file"], backend=backend)
-            model.run(load_inputs(test, desc, model.graph))
+            with _load(test / desc["tosa_file"], backend, strict) as model:
+                model.run(load_inputs(test, desc, model.graph))
         except TosaError as err:
             return outcome("pass", str(err))
         return outcome("fail", "accepted a graph the spec rejects (expected an ERROR_IF)")
@@ -104,8 +118,8 @@ def run_test(test: Path, backend: str = "reference") -> Outcome:
     if code != "0":
         return outcome("error", f"the reference model could not run this test (exit {code})")
     try:
-        model = load(test / desc["tosa_file"], backend=backend)
-        outputs = model.run(load_inputs(test, desc, model.graph))
+        with _load(test / desc["tosa_file"], backend, strict) as model:
+            outputs = model.run(load_inputs(test, desc, model.graph))
     except TosaError as err:
         return outcome("fail", f"raised {err}")
     compliance = desc.get("meta", {}).get("compliance")
@@ -125,27 +139,34 @@ def run_test(test: Path, backend: str = "reference") -> Outcome:
     return outcome("pass")
 
 
-def run_tests(tests: list[Path], backend: str = "reference", jobs: int = 1, progress=None) -> list[Outcome]:
+def run_tests(tests: list[Path], backend: str = "reference", jobs: int = 1, progress=None,
+              strict: bool = False) -> list[Outcome]:
     """Runs many tests (in `jobs` processes); `progress(done, total)` is called as they finish."""
     results: list[Outcome] = []
     if jobs <= 1:
         for t in tests:
-            results.append(_safe_run(t, backend))
+            results.append(_safe_run(t, backend, strict))
             if progress:
                 progress(len(results), len(tests))
         return results
     from concurrent.futures import ProcessPoolExecutor
     with ProcessPoolExecutor(jobs) as pool:
-        for r in pool.map(_safe_run, tests, [backend] * len(tests), chunksize=4):
+        for r in pool.map(_safe_run, tests, [backend] * len(tests), [strict] * len(tests), chunksize=4):
             results.append(r)
             if progress:
                 progress(len(results), len(tests))
     return results
 
 
-def _safe_run(test: Path, backend: str) -> Outcome:
+def _safe_run(test: Path, backend: str, strict: bool = False) -> Outcome:
     try:
-        return run_test(test, backend)
+        outcome = run_test(test, backend, strict)
+        if backend == "vulkan" and shared_device().validation_messages:  # TOSA_VK_VALIDATION=1
+            messages = shared_device().validation_messages
+            outcome = Outcome(outcome.test, outcome.op, "fail", "validation layer: " + " | ".join(messages[:3]),
+                              outcome.seconds)
+            messages.clear()
+        return outcome
     except Exception as err:  # a crash is a result to report, not a reason to stop the run
         return Outcome(test.name, test.name.split("_")[0].upper(), "error", f"{type(err).__name__}: {err}")
 

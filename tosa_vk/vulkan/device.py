@@ -170,12 +170,26 @@ class Device:
                                                     queueFamilyIndex=self.queue_family, queueCount=1,
                                                     pQueuePriorities=[1.0])
             self.device = vk.vkCreateDevice(self.physical, vk.VkDeviceCreateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, queueCreateInfoCount=1,
+                sType=vk.VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, pNext=self._features(), queueCreateInfoCount=1,
                 pQueueCreateInfos=[queue_info]), None)
             self.queue = vk.vkGetDeviceQueue(self.device, self.queue_family, 0)
         except BaseException:
             self._destroy_instance()
             raise
+
+    def _features(self):
+        """Enables the shader features tosa_vk's kernels use, where the device has them (see DeviceInfo)."""
+        f = self.info.features
+        f12 = vk.VkPhysicalDeviceVulkan12Features(
+            sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, shaderInt8=f["shaderInt8"],
+            shaderFloat16=f["shaderFloat16"], storageBuffer8BitAccess=f["storageBuffer8BitAccess"])
+        f11 = vk.VkPhysicalDeviceVulkan11Features(
+            sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, pNext=f12,
+            storageBuffer16BitAccess=f["storageBuffer16BitAccess"])
+        core = vk.VkPhysicalDeviceFeatures(shaderInt64=f["shaderInt64"], shaderInt16=f["shaderInt16"],
+                                           shaderFloat64=f["shaderFloat64"])
+        return vk.VkPhysicalDeviceFeatures2(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, pNext=f11,
+                                            features=core)
 
     def _destroy_instance(self) -> None:
         if self._messenger is not None:

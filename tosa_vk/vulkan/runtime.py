@@ -6,7 +6,7 @@ import numpy as np
 import vulkan as vk
 
 from ..program import Host, Kernel, Program
-from .device import Device
+from .device import Device, VulkanError
 from .memory import Arena, align
 from .pipelines import Pipelines
 from .recorder import Dispatch, Queue, Segment
@@ -50,8 +50,13 @@ class Runtime:
             pipeline = self.pipelines.get(spirv[Variant(step.shader, step.defines)], len(step.bindings),
                                           len(step.push_constants))
             ranges = []
+            limit = self.device.info.limits["maxStorageBufferRange"]
             for name in step.bindings:
                 buf = self.program.buffer(name)
+                if buf.nbytes > limit:
+                    raise VulkanError(f"{step.op}: tensor '{name}' takes {buf.nbytes} bytes, more than this "
+                                      f"device's maxStorageBufferRange ({limit}); split the graph or run it with "
+                                      f"backend='reference'")
                 ranges.append((buf.offset, max(align(buf.nbytes, 4), 4)))
             storage = self.program.storage
             pending.append(Dispatch(step.op, pipeline, ranges, step.push_constants, step.groups,
