@@ -2,7 +2,8 @@
 // Element-wise binary operators with broadcasting (spec 2.5): out = OP(a, b), computed in the compute type
 // COMPUTE_T. Defines from the lowering: A_*, B_*, O_* (tosa_vk/lower/types.py), COMPUTE_T, OP(a, b), and
 // BROADCAST when an input is broadcast (else both inputs have the output's shape). OP may call the
-// helpers of include/elementwise.glsl.
+// helpers of include/elementwise.glsl. SHIFT_BUFFER adds binding 3, S: MUL's run-time shift (T<i8_t>[1]),
+// read as SHIFT.
 #include "types.glsl"
 #include "index.glsl"
 #include "elementwise.glsl"
@@ -17,6 +18,10 @@ layout(push_constant) uniform Params {
     int stride_a[MAX_RANK];
     int stride_b[MAX_RANK];
 } p;
+#ifdef SHIFT_BUFFER
+layout(set = 0, binding = 3) readonly buffer InS { S_T s[]; };
+#define SHIFT int(s[0])
+#endif
 
 void main() {
     uint i = flat_index();

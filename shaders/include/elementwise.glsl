@@ -1,4 +1,4 @@
-// Scalar helpers of the element-wise operators (spec 4.5.1), one per spec pseudocode function.
+// Scalar helpers of the element-wise operators (spec 2.5, 2.7, 2.8, 4.5.1), one per spec pseudocode function.
 #ifndef TOSA_VK_ELEMENTWISE_GLSL
 #define TOSA_VK_ELEMENTWISE_GLSL
 
@@ -7,5 +7,86 @@ float max_propagate(float a, float b) { return (isnan(a) || isnan(b)) ? uintBits
 float min_propagate(float a, float b) { return (isnan(a) || isnan(b)) ? uintBitsToFloat(0x7fc00000u) : min(a, b); }
 float max_ignore(float a, float b) { return isnan(a) ? b : (isnan(b) ? a : max(a, b)); }
 float min_ignore(float a, float b) { return isnan(a) ? b : (isnan(b) ? a : min(a, b)); }
+
+// apply_intdiv_s (INTDIV): truncation toward zero. value2 == 0 and INT_MIN / -1 are REQUIRE violations; they
+// are kept away from the hardware divide (which may trap) and give 0 / INT_MIN.
+int intdiv_s(int a, int b) {
+    if (b == 0) return 0;
+    if (b == -1) return -a;
+    return a / b;
+}
+
+// ARITHMETIC_RIGHT_SHIFT: with `round`, add the last bit shifted out when value2 > 0 (cannot overflow: the
+// shift halved the range first).
+int arithmetic_right_shift(int a, int b, bool round_) {
+    int r = a >> b;
+    if (round_ && b > 0) r += (a >> (b - 1)) & 1;
+    return r;
+}
+
+// LOGICAL_RIGHT_SHIFT: zero_extend the `bits`-wide value (mask), shift, then the store wraps to the type.
+int logical_right_shift(int a, int b, uint mask) { return int((uint(a) & mask) >> uint(b)); }
+
+#ifdef ELEMENTWISE_INT64  // defined by lowerings that checked shaderInt64
+// MUL for i32_t: with shift > 0 the 64-bit product is rounded and shifted (REQUIRE: the result fits in i32_t),
+// else apply_mul_s keeps the low 32 bits.
+int mul_shift(int a, int b, int shift) {
+    if (shift <= 0) return a * b;
+    int64_t product = int64_t(a) * int64_t(b);
+    product = (product + (int64_t(1) << (shift - 1))) >> shift;
+    return int(product);
+}
+#endif
+
+// apply_lookup_s (spec 4.5.1.x, TABLE int16): value as 9.7 fixed point; the top 9 bits index the 513-entry
+// table, the low 7 interpolate between table[index] and table[index + 1]. Result 16.7 in an int32.
+#define LOOKUP_S(table, value, result) { \
+    int v_ = (value); int index_ = (v_ + 32768) >> 7; int fraction_ = v_ & 0x7f; \
+    int base_ = int(table[index_]); int next_ = int(table[index_ + 1]); \
+    result = (base_ << 7) + (next_ - base_) * fraction_; }
+
+#ifdef ELEMENTWISE_FP64  // defined by lowerings that checked shaderFloat64
+// POW (spec 2.5.15) computed in fp64 so the result meets the error bound for any exponent: exp(y * log(x)).
+// GLSL has no fp64 exp / log: both are range reduction + series here, accurate to a few fp64 ulp.
+const double LN2_F64 = 0.6931471805599453094LF;
+
+// log(x) for a positive finite normal double: x = m * 2^e with m in [sqrt(1/2), sqrt(2)),
+// log(m) = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.1716.
+double log_f64(double x) {
+    uvec2 w = unpackDouble2x32(x);
+    int e = int((w.y >> 20) & 0x7ffu) - 1023;
+    double m = packDouble2x32(uvec2(w.x, (w.y & 0x000fffffu) | 0x3ff00000u));
+    if (m > 1.4142135623730951LF) { m *= 0.5LF; e += 1; }
+    double s = (m - 1.0LF) / (m + 1.0LF), s2 = s * s;
+    double term = s, sum = s;
+    for (int k = 1; k <= 11; ++k) {  // s^23 / 23 < 1e-19
+        term *= s2;
+        sum += term / double(2 * k + 1);
+    }
+    return 2.0LF * sum + double(e) * LN2_F64;
+}
+
+// exp(t): t = k ln2 + r with |r| <= ln2 / 2, Taylor series of exp(r), times 2^k built from its bits.
+// |t| is clamped to 700: exp(+-700) already overflows / underflows every 32-bit-or-narrower float.
+double exp_f64(double t) {
+    t = clamp(t, -700.0LF, 700.0LF);
+    double k = roundEven(t / LN2_F64);
+    double r = t - k * LN2_F64;
+    double term = 1.0LF, sum = 1.0LF;
+    for (int n = 1; n <= 14; ++n) {  // 0.35^15 / 15! < 1e-18
+        term *= r / double(n);
+        sum += term;
+    }
+    return sum * packDouble2x32(uvec2(0u, uint(int(k) + 1023) << 20));
+}
+
+// apply_pow: REQUIRE(x >= 0, x > 0 || y > 0, both finite); x == 0 && y > 0 gives 0, y == 0 gives 1.
+float pow_f64(float x, float y) {
+    if (isnan(x) || isnan(y) || x < 0.0) return uintBitsToFloat(0x7fc00000u);
+    if (x == 0.0) return y > 0.0 ? 0.0 : (y == 0.0 ? 1.0 : uintBitsToFloat(0x7f800000u));
+    if (y == 0.0) return 1.0;
+    return float(exp_f64(double(y) * log_f64(double(x))));
+}
+#endif
 
 #endif

@@ -1,4 +1,5 @@
-"""Element-wise binary operators (spec 2.5) on Vulkan: shaders/elementwise_binary/binary.comp."""
+"""Element-wise binary operators (spec 2.5) on Vulkan: shaders/elementwise_binary/binary.comp (broadcasting
+OP(a, b)) and table.comp (TABLE). Helpers in shaders/include/elementwise.glsl."""
 from __future__ import annotations
 
 from ..ir.dtype import DType
@@ -7,6 +8,8 @@ from ..program import Kernel, pack_push
 from . import LowerCtx, lowering
 
 MAX_RANK = 6
+_INT = (DType.INT8, DType.INT16, DType.INT32)
+_FLOAT = (DType.FP16, DType.BF16, DType.FP32)
 
 
 def broadcast_push(out_shape, in_shapes) -> tuple[bytes, bool]:
@@ -27,35 +30,139 @@ def broadcast_push(out_shape, in_shapes) -> tuple[bytes, bool]:
     return pack_push(*fields, fmt="I" + "i" * (len(fields) - 1)), broadcast
 
 
-def binary(ctx: LowerCtx, op_expr: str, compute: str) -> list[Kernel]:
+def binary(ctx: LowerCtx, op_expr: str, compute: str, defines: dict[str, str] | None = None,
+           extra: dict[str, str] | None = None) -> list[Kernel]:
+    """out = OP(a, b) with broadcasting; `extra` bindings follow O (binding 3 on: SHIFT_BUFFER's S)."""
     a, b = ctx.inputs[:2]
     out = ctx.outputs[0]
     push, broadcast = broadcast_push(out.shape, [a.shape, b.shape])
-    defines = {"COMPUTE_T": compute, "OP(x, y)": op_expr}
+    all_defines = {"COMPUTE_T": compute, "OP(x, y)": op_expr, **(defines or {})}
     if broadcast:
-        defines["BROADCAST"] = "1"
-    return [ctx.kernel("elementwise_binary/binary", {"A": a.name, "B": b.name, "O": out.name}, defines, push,
-                       invocations=out.size)]
+        all_defines["BROADCAST"] = "1"
+    return [ctx.kernel("elementwise_binary/binary", {"A": a.name, "B": b.name, "O": out.name, **(extra or {})},
+                       all_defines, push, invocations=out.size)]
 
 
-def _is_float(ctx: LowerCtx) -> bool:
-    return ctx.inputs[0].dtype.is_float
+def _types(ctx: LowerCtx) -> tuple[DType, DType, DType]:
+    return ctx.inputs[0].dtype, ctx.inputs[1].dtype, ctx.outputs[0].dtype
+
+
+def _same(ctx: LowerCtx, allowed) -> DType | None:
+    """The common type of both inputs and the output if it is one of `allowed`."""
+    a, b, o = _types(ctx)
+    return a if a == b == o and a in allowed else None
 
 
 @lowering("ADD", "SUB")
 def ADD(ctx: LowerCtx):
     sign = "+" if ctx.op.op == "ADD" else "-"
-    if _is_float(ctx):
-        return binary(ctx, f"((x) {sign} (y))", "float")
-    if ctx.inputs[0].dtype == DType.INT32:
-        return binary(ctx, f"((x) {sign} (y))", "int")
-    return None
+    t = _same(ctx, _FLOAT + (DType.INT32,))
+    if t is None:
+        return None
+    return binary(ctx, f"((x) {sign} (y))", "float" if t.is_float else "int")
 
 
 @lowering("MAXIMUM", "MINIMUM")
 def MAXIMUM(ctx: LowerCtx):
     fn = "max" if ctx.op.op == "MAXIMUM" else "min"
-    if _is_float(ctx):
+    t = _same(ctx, _FLOAT + (DType.INT32,))
+    if t is None:
+        return None
+    if t.is_float:
         mode = "ignore" if ctx.attr("nan_mode") == NanPropagationMode.IGNORE else "propagate"
         return binary(ctx, f"{fn}_{mode}(x, y)", "float")
     return binary(ctx, f"{fn}(x, y)", "int")
+
+
+@lowering("BITWISE_AND", "BITWISE_OR", "BITWISE_XOR")
+def BITWISE(ctx: LowerCtx):
+    if _same(ctx, _INT) is None:
+        return None
+    sym = {"BITWISE_AND": "&", "BITWISE_OR": "|", "BITWISE_XOR": "^"}[ctx.op.op]
+    return binary(ctx, f"((x) {sym} (y))", "int")  # the store truncates to the 8 / 16-bit type
+
+
+@lowering("LOGICAL_AND", "LOGICAL_OR", "LOGICAL_XOR")
+def LOGICAL(ctx: LowerCtx):
+    if _same(ctx, (DType.BOOL,)) is None:
+        return None
+    sym = {"LOGICAL_AND": "&&", "LOGICAL_OR": "||", "LOGICAL_XOR": "^^"}[ctx.op.op]
+    return binary(ctx, f"((x) {sym} (y))", "bool")
+
+
+@lowering("ARITHMETIC_RIGHT_SHIFT")
+def ARITHMETIC_RIGHT_SHIFT(ctx: LowerCtx):
+    if _same(ctx, _INT) is None:
+        return None
+    rnd = "true" if ctx.attr("round", False) else "false"
+    return binary(ctx, f"arithmetic_right_shift(x, y, {rnd})", "int")
+
+
+@lowering("LOGICAL_LEFT_SHIFT")
+def LOGICAL_LEFT_SHIFT(ctx: LowerCtx):
+    if _same(ctx, _INT) is None:
+        return None
+    return binary(ctx, "((x) << (y))", "int")  # REQUIRE(0 <= value2 < bits); the store wraps
+
+
+@lowering("LOGICAL_RIGHT_SHIFT")
+def LOGICAL_RIGHT_SHIFT(ctx: LowerCtx):
+    t = _same(ctx, _INT)
+    if t is None:
+        return None
+    return binary(ctx, f"logical_right_shift(x, y, {(1 << t.bits) - 1:#x}u)", "int")
+
+
+@lowering("INTDIV")
+def INTDIV(ctx: LowerCtx):
+    if _same(ctx, (DType.INT32,)) is None:
+        return None
+    return binary(ctx, "intdiv_s(x, y)", "int")
+
+
+@lowering("MUL")
+def MUL(ctx: LowerCtx):
+    a, b, o = _types(ctx)
+    if a != b or len(ctx.inputs) < 3:
+        return None
+    if a.is_float:
+        if a not in _FLOAT or o != a:
+            return None
+        return binary(ctx, "((x) * (y))", "float")  # exact in fp32 for fp16 / bf16, then one rounding
+    if a not in _INT or o != DType.INT32:
+        return None
+    if a != DType.INT32:  # REQUIRE(shift == 0): the int32 product of 8 / 16-bit values is exact
+        return binary(ctx, "((x) * (y))", "int")
+    shift = ctx.constant(2)
+    if shift is not None and int(shift.reshape(-1)[0]) == 0:
+        return binary(ctx, "((x) * (y))", "int")  # apply_mul_s: low 32 bits
+    if not ctx.features.get("shaderInt64", False):
+        return None
+    defines = {"ELEMENTWISE_INT64": "1"}
+    extra = {}
+    if shift is not None:
+        defines["SHIFT"] = str(int(shift.reshape(-1)[0]))
+    else:
+        defines["SHIFT_BUFFER"] = "1"
+        extra["S"] = ctx.inputs[2].name
+    return binary(ctx, "mul_shift(x, y, SHIFT)", "int", defines, extra)
+
+
+@lowering("POW")
+def POW(ctx: LowerCtx):
+    if _same(ctx, _FLOAT) is None or not ctx.features.get("shaderFloat64", False):
+        return None
+    return binary(ctx, "pow_f64(x, y)", "float", {"ELEMENTWISE_FP64": "1"})
+
+
+@lowering("TABLE")
+def TABLE(ctx: LowerCtx):
+    a, table, o = _types(ctx)
+    if not ((a, table, o) == (DType.INT8, DType.INT8, DType.INT8) or
+            (a, table, o) == (DType.INT16, DType.INT16, DType.INT32)):
+        return None
+    out = ctx.outputs[0]
+    return [ctx.kernel("elementwise_binary/table", {"A": ctx.inputs[0].name, "T": ctx.inputs[1].name,
+                                                    "O": out.name},
+                       {"LOOKUP_INT16": "1"} if a == DType.INT16 else {}, pack_push(out.size, fmt="I"),
+                       invocations=out.size)]

@@ -74,21 +74,19 @@ def host_visible_device_local(device: Device) -> bool:
 class Arena:
     """`size` bytes of device memory for tensors; `view(offset, shape, dtype)` is a numpy window onto it.
 
-    `staged` is True when the device memory is not host-visible: views then show the staging twin, and
-    the owner must copy ranges in (`upload_ranges`) before and out (`download_ranges`) after the GPU work.
+    `staged` is True when the device memory is not host-visible: views then show the staging twin, and each
+    recorded segment copies the twin to the device first and back last (tosa_vk/vulkan/recorder.py).
     """
 
-    def __init__(self, device: Device, size: int):
-        limit = device.info.limits["maxStorageBufferRange"]
+    def __init__(self, device: Device, size: int, force_staging: bool = False):
         self.size = size
         self.device = device
-        self.staged = not host_visible_device_local(device)
+        self.staged = force_staging or not host_visible_device_local(device)
         if self.staged:
-            self.gpu = _Allocation(device, size, LOCAL)
+            self.gpu = _Allocation(device, size, LOCAL if not force_staging else HOST)
             self.stage = _Allocation(device, size, HOST)
         else:
             self.gpu = self.stage = _Allocation(device, size, HOST | LOCAL)
-        self.max_range = limit
 
     @property
     def buffer(self):

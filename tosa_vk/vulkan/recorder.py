@@ -69,6 +69,9 @@ class Segment:
         if writes:
             vk.vkUpdateDescriptorSets(vkd, len(writes), writes, 0, None)
         vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO))
+        if arena.staged:  # device-local arena: bring the host's writes over first
+            self._copy(cmd, arena.stage.buffer, arena.gpu.buffer, arena.size,
+                       vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_ACCESS_SHADER_READ_BIT)
         if self.query_pool is not None:
             vk.vkCmdResetQueryPool(cmd, self.query_pool, 0, len(self.dispatches) + 1)
             vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, self.query_pool, 0)
@@ -90,8 +93,24 @@ class Segment:
             vk.vkCmdDispatch(cmd, *d.groups)
             if self.query_pool is not None:
                 vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, self.query_pool, i + 1)
-        self._barrier(cmd, host=True)
+        if arena.staged:  # and the results back to the host-visible twin
+            vk.vkCmdPipelineBarrier(cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                    0, 1, [vk.VkMemoryBarrier(sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                                                              srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
+                                                              dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT)],
+                                    0, None, 0, None)
+            self._copy(cmd, arena.gpu.buffer, arena.stage.buffer, arena.size, vk.VK_PIPELINE_STAGE_HOST_BIT,
+                       vk.VK_ACCESS_HOST_READ_BIT)
+        else:
+            self._barrier(cmd, host=True)
         vk.vkEndCommandBuffer(cmd)
+
+    @staticmethod
+    def _copy(cmd, src, dst, size: int, dst_stage: int, dst_access: int) -> None:
+        vk.vkCmdCopyBuffer(cmd, src, dst, 1, [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=size)])
+        vk.vkCmdPipelineBarrier(cmd, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, dst_stage, 0, 1, [vk.VkMemoryBarrier(
+            sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER, srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+            dstAccessMask=dst_access)], 0, None, 0, None)
 
     def _barrier(self, cmd, host: bool = False) -> None:
         dst_stage = vk.VK_PIPELINE_STAGE_HOST_BIT if host else vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT

@@ -15,12 +15,12 @@ from .shaders import ShaderCache, Variant
 
 class Runtime:
     def __init__(self, program: Program, device: Device | None = None, cache: ShaderCache | None = None,
-                 timestamps: bool = False):
+                 timestamps: bool = False, force_staging: bool = False):
         self.program = program
         self.own_device = device is None
         self.device = device or Device()
         self.cache = cache or ShaderCache()
-        self.arena = Arena(self.device, align(max(program.arena_bytes, 16), 16))
+        self.arena = Arena(self.device, align(max(program.arena_bytes, 16), 16), force_staging)
         self.pipelines = Pipelines(self.device)
         self.queue = Queue(self.device)
         self.segments: list[Segment] = []

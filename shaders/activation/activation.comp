@@ -1,0 +1,23 @@
+#version 450
+// Activation functions (spec 2.4): out = OP(in), one element per invocation. Defines from the lowering
+// (tosa_vk/lower/activation.py): A_*, O_* (tosa_vk/lower/types.py), OP(x) on the compute value (may call
+// include/unary.glsl and include/elementwise.glsl). CLAMP defines CLAMP_T, the type of the push-constant
+// bounds lo / hi (min_val / max_val, exact in int or fp32 for every input type).
+#include "types.glsl"
+#include "index.glsl"
+#include "elementwise.glsl"
+#include "unary.glsl"
+
+#ifndef CLAMP_T
+#define CLAMP_T int
+#endif
+
+layout(set = 0, binding = 0) readonly buffer InA { A_T a[]; };
+layout(set = 0, binding = 1) writeonly buffer Out { O_T o[]; };
+layout(push_constant) uniform Params { uint total; CLAMP_T lo; CLAMP_T hi; } p;
+
+void main() {
+    uint i = flat_index();
+    if (i >= p.total) return;
+    o[i] = STORE_O(OP(LOAD_A(a[i])));
+}

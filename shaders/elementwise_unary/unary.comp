@@ -1,0 +1,32 @@
+#version 450
+// Element-wise unary operators (spec 2.6): out = OP(in), one element per invocation. Defines from the
+// lowering (tosa_vk/lower/elementwise_unary.py): A_*, O_* (tosa_vk/lower/types.py) and either
+//   OP(x)       on the compute value (LOAD_A -> OP -> STORE_O), OP may call include/unary.glsl, or
+//   BITS_OP(v)  on the stored value itself (sign-bit operations on floats: exact for every encoding);
+// NEGATE adds ZERO_POINTS: bindings Z1 / Z2 hold input1_zp / output_zp (one element each), and
+// OP(x, zp1, zp2), with the output's range O_MIN / O_MAX.
+#include "types.glsl"
+#include "index.glsl"
+#include "unary.glsl"
+
+layout(set = 0, binding = 0) readonly buffer InA { A_T a[]; };
+#ifdef ZERO_POINTS
+layout(set = 0, binding = 1) readonly buffer InZ1 { Z1_T z1[]; };
+layout(set = 0, binding = 2) readonly buffer InZ2 { Z2_T z2[]; };
+layout(set = 0, binding = 3) writeonly buffer Out { O_T o[]; };
+#else
+layout(set = 0, binding = 1) writeonly buffer Out { O_T o[]; };
+#endif
+layout(push_constant) uniform Params { uint total; } p;
+
+void main() {
+    uint i = flat_index();
+    if (i >= p.total) return;
+#if defined(BITS_OP)
+    o[i] = BITS_OP(a[i]);
+#elif defined(ZERO_POINTS)
+    o[i] = STORE_O(OP(LOAD_A(a[i]), LOAD_Z1(z1[0]), LOAD_Z2(z2[0])));
+#else
+    o[i] = STORE_O(OP(LOAD_A(a[i])));
+#endif
+}

@@ -1,0 +1,49 @@
+"""Activation functions (spec 2.4) on Vulkan: shaders/activation/activation.comp.
+
+CLAMP is exact (min_val / max_val are representable in the int / fp32 push constants). ERF, SIGMOID and TANH
+are computed in fp64 by shaders/include/unary.glsl and rounded once to fp32, then to the output type.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.dtype import DType
+from ..ir.graph import NanPropagationMode
+from ..program import Kernel, pack_push
+from . import LowerCtx, lowering
+
+FLOATS = (DType.FP32, DType.FP16, DType.BF16)
+
+
+def activation(ctx: LowerCtx, op_expr: str, defines: dict[str, str] | None = None,
+               bounds: tuple[bytes, bytes] = (b"\0\0\0\0", b"\0\0\0\0")) -> list[Kernel]:
+    a, out = ctx.inputs[0], ctx.outputs[0]
+    push = pack_push(out.size, fmt="I") + bounds[0] + bounds[1]
+    return [ctx.kernel("activation/activation", {"A": a.name, "O": out.name}, {"OP(x)": op_expr, **(defines or {})},
+                       push, invocations=out.size)]
+
+
+@lowering("CLAMP")
+def CLAMP(ctx: LowerCtx):
+    t = ctx.inputs[0].dtype
+    lo, hi = ctx.attr("min_val"), ctx.attr("max_val")
+    if t in FLOATS:
+        # apply_clip_s: max with min_val, then min with max_val; nan_mode picks the NaN rule of both
+        mode = ctx.attr("nan_mode", NanPropagationMode.PROPAGATE)
+        rule = "ignore" if mode == NanPropagationMode.IGNORE else "propagate"
+        bounds = tuple(pack_push(float(np.asarray(v).astype(np.float64)), fmt="f") for v in (lo, hi))
+        return activation(ctx, f"min_{rule}(max_{rule}(x, p.lo), p.hi)", {"CLAMP_T": "float"}, bounds)
+    if t in (DType.INT8, DType.INT16, DType.INT32):
+        bounds = tuple(pack_push(int(v), fmt="i") for v in (lo, hi))
+        return activation(ctx, "clamp(x, p.lo, p.hi)", {"CLAMP_T": "int"}, bounds)
+    return None
+
+
+_FLOAT_OPS = {"ERF": "tosa_erf(x)", "SIGMOID": "tosa_sigmoid(x)", "TANH": "tosa_tanh(x)"}
+
+
+@lowering(*_FLOAT_OPS)
+def FLOAT_ACTIVATION(ctx: LowerCtx):
+    if ctx.inputs[0].dtype not in FLOATS:
+        return None
+    return activation(ctx, _FLOAT_OPS[ctx.op.op])

@@ -1,0 +1,57 @@
+"""Scatter / gather operators (spec 2.11) on Vulkan: GATHER and SCATTER along K of [N, K, C] value tensors.
+
+Exact data movement of raw units (see data_layout.py): rows of C elements are copied as wide units when C allows.
+GATHER is one kernel (shaders/scatter_gather/gather.comp); SCATTER copies values_in to values_out
+(data_layout/copy) and then writes the input rows at their indices (shaders/scatter_gather/scatter.comp).
+"""
+from __future__ import annotations
+
+from ..ir.graph import Tensor
+from ..program import pack_push
+from . import LowerCtx, lowering
+from .data_layout import raw_kernel, row_major, strided_copy, unit_ok, width
+
+
+def _rows(ctx: LowerCtx, values: Tensor, n: int, w: int, k: int, c: int):
+    """(unit, push) for kernels walking N*W rows of C elements: the widest unit that divides a row."""
+    size = width(values)
+    unit = next((u for u in (16, 8, 4, 2, 1) if u >= size and (c * size) % u == 0 and unit_ok(ctx, u)), None)
+    if unit is None:
+        return None, b""
+    cu = c * size // unit
+    return unit, pack_push(n * w * cu, cu, w, k, fmt="IIIi")
+
+
+@lowering("GATHER")
+def GATHER(ctx: LowerCtx):
+    values, indices = ctx.inputs
+    out = ctx.outputs[0]
+    n, k, c = values.shape
+    w = indices.shape[1]
+    if out.size == 0:
+        return []
+    unit, push = _rows(ctx, values, n, w, k, c)
+    if unit is None:
+        return None
+    return [raw_kernel(ctx, "scatter_gather/gather", {"V": values.name, "I": indices.name, "O": out.name}, unit,
+                       push, out.size * width(values) // unit)]
+
+
+@lowering("SCATTER")
+def SCATTER(ctx: LowerCtx):
+    values_in, indices, data = ctx.inputs
+    out = ctx.outputs[0]
+    n, k, c = values_in.shape
+    w = indices.shape[1]
+    if out.size == 0:
+        return []
+    copy = strided_copy(ctx, values_in, out, values_in.shape, row_major(values_in.shape))
+    if copy is None:
+        return None
+    if data.size == 0:
+        return [copy]
+    unit, push = _rows(ctx, values_in, n, w, k, c)
+    if unit is None:
+        return None
+    return [copy, raw_kernel(ctx, "scatter_gather/scatter", {"I": indices.name, "A": data.name, "O": out.name},
+                             unit, push, data.size * width(data) // unit)]

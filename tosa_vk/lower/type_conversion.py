@@ -1,0 +1,83 @@
+"""Type conversion (spec 2.13) on Vulkan: CAST (shaders/type_conversion/cast.comp) and RESCALE
+(shaders/type_conversion/rescale.comp); helpers in shaders/include/conversion.glsl."""
+from __future__ import annotations
+
+from ..ir.dtype import DType
+from ..ir.graph import RoundingMode
+from ..program import pack_push
+from . import LowerCtx, lowering
+
+_FLOATS = (DType.FP32, DType.FP16, DType.BF16, DType.FP8E4M3, DType.FP8E5M2)
+_INTS = (DType.INT8, DType.INT16, DType.INT32)
+# significand bits of the float outputs an integer is rounded to (once, in conversion.glsl::int_to_float_rne)
+_SIGNIFICAND = {DType.FP32: 24, DType.FP16: 11, DType.BF16: 8}
+
+
+def _int_literal(v: int) -> str:
+    """A GLSL int expression of v (-2^31 has no literal)."""
+    return "(-2147483647 - 1)" if v == -2**31 else f"({v})"
+
+
+def _cast_expr(in_t: DType, out_t: DType) -> str | None:
+    """CONVERT(x) of cast.comp for one row of CAST's type table (x is the input's compute value)."""
+    if out_t == DType.BOOL:
+        return "((x) != 0)" if in_t in _INTS else None
+    if in_t == DType.BOOL:
+        return "int(x)" if out_t in _INTS else None
+    if in_t in _INTS and out_t in _INTS:
+        return "(x)"                                      # STORE_O truncates / the load sign-extends
+    if in_t in _FLOATS and out_t in _INTS:
+        lo, hi = out_t.int_range
+        return f"float_to_int_sat(x, {_int_literal(lo)}, {_int_literal(hi)})"
+    if in_t in _INTS and out_t in _SIGNIFICAND:
+        return f"int_to_float_rne(x, {_SIGNIFICAND[out_t]})"
+    if in_t in _FLOATS and out_t in _FLOATS:
+        return "(x)"                                      # the load is exact, the store rounds once
+    return None
+
+
+@lowering("CAST")
+def CAST(ctx: LowerCtx):
+    a, out = ctx.inputs[0], ctx.outputs[0]
+    expr = _cast_expr(a.dtype, out.dtype)
+    if expr is None:
+        return None
+    return [ctx.kernel("type_conversion/cast", {"A": a.name, "O": out.name}, {"CONVERT(x)": expr},
+                       pack_push(out.size, fmt="I"), invocations=out.size)]
+
+
+@lowering("RESCALE")
+def RESCALE(ctx: LowerCtx):
+    if not ctx.features.get("shaderInt64", False):
+        return None
+    x, multiplier, shift, input_zp, output_zp = ctx.inputs
+    out = ctx.outputs[0]
+    in_t, out_t = x.dtype, out.dtype
+    if in_t not in (DType.INT8, DType.INT16, DType.INT32, DType.INT48) or out_t not in _INTS:
+        return None
+    scale32 = bool(ctx.attr("scale32", False))
+    per_channel = bool(ctx.attr("per_channel", False))
+    in_unsigned = bool(ctx.attr("input_unsigned", False))
+    out_unsigned = bool(ctx.attr("output_unsigned", False))
+    mode = RoundingMode(ctx.attr("rounding_mode", RoundingMode.SINGLE_ROUND))
+    defines = {}
+    if scale32:
+        defines["SCALE32"] = "1"
+        if mode == RoundingMode.DOUBLE_ROUND:
+            defines["DOUBLE_ROUND"] = "1"
+    channels = 1
+    if per_channel and x.shape:
+        defines["PER_CHANNEL"] = "1"
+        channels = x.shape[-1]
+    if in_unsigned:
+        defines["IN_MASK"] = hex((1 << in_t.bits) - 1)
+    if out_unsigned:
+        defines["OUT_MASK"] = hex((1 << out_t.bits) - 1)
+        lo, hi = 0, (1 << out_t.bits) - 1
+    else:
+        lo, hi = out_t.int_range
+    defines["OUT_MIN"], defines["OUT_MAX"] = _int_literal(lo), _int_literal(hi)
+    bindings = {"A": x.name, "M": multiplier.name, "S": shift.name, "IZ": input_zp.name, "OZ": output_zp.name,
+                "O": out.name}
+    return [ctx.kernel("type_conversion/rescale", bindings, defines, pack_push(out.size, channels, fmt="II"),
+                       invocations=out.size)]
