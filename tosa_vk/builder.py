@@ -123,7 +123,7 @@ class Builder:
         """Adds operator `op_name` with the spec's inputs in order and attributes by name."""
         spec = catalogue.op_spec(op_name)
         try:
-            inputs, bound = self._inputs(spec, _inputs_by_keyword(spec, list(args), attrs))
+            inputs, bound = self._inputs(spec, _inputs_by_keyword(spec, list(args), attrs), out_dtype)
             full_attrs = self._attributes(spec, attrs, bound, inputs)
             tensors = [self.block.tensors[n] for n in inputs]
             outs = self._outputs(spec, tensors, full_attrs, out_dtype, out_shape)
@@ -139,7 +139,7 @@ class Builder:
             return lambda *args, **kw: self.op(attr.upper(), *args, **kw)
         raise AttributeError(attr)
 
-    def _inputs(self, spec: catalogue.OpSpec, args: list) -> tuple[list[str], dict[str, DType]]:
+    def _inputs(self, spec: catalogue.OpSpec, args: list, out_dtype=None) -> tuple[list[str], dict[str, DType]]:
         operands = spec.inputs
         if any(o.is_list for o in operands):  # CONCAT, CUSTOM, control flow: flatten the list argument
             flat = []
@@ -151,6 +151,8 @@ class Builder:
         args = args + [None] * (len(operands) - len(args))
         bound = {o.type: a.dtype for o, a in zip(operands, args) if isinstance(a, Value) and o.type.endswith("_t")
                  and o.type not in catalogue.SPEC_TYPES}
+        if out_dtype is not None and not isinstance(out_dtype, (list, tuple)) and spec.outputs:
+            bound.setdefault(spec.outputs[0].type, DType.of(out_dtype))  # e.g. RESCALE's output_zp is out_t
         rows = catalogue.matching_types(spec.name, bound) if spec.types else []
         row = _preferred(rows)
         names = []

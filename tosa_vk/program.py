@@ -62,6 +62,7 @@ class Program:
     outputs: list[str]
     constants: dict[str, np.ndarray] = field(default_factory=dict)  # uploaded once, by tensor name
     placement: list[tuple[str, str]] = field(default_factory=list)   # (operator, "vulkan" | "host")
+    memory: dict[str, int] = field(default_factory=dict)            # arena / lower-bound / naive bytes
 
     def buffer(self, tensor: str) -> Buffer:
         return self.buffers[tensor]

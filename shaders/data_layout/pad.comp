@@ -1,13 +1,14 @@
 #version 450
 // PAD (spec 2.10.2): out[c] = in[c - lo] where 0 <= c - lo < in_shape in every dimension, else pad_const[0].
-// ELEM_T is a raw unit of the element's width (1, 2, 4 or 8 bytes): padding is exact data movement.
+// Padding is exact data movement: ELEM_T is a raw unit of 1..16 bytes, one or several elements when the innermost
+// dimension and its padding allow; PAD_T is the raw element type and SPLAT(v) repeats one element over a unit.
 #extension GL_EXT_shader_explicit_arithmetic_types : require
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_EXT_shader_16bit_storage : require
 #include "index.glsl"
 
 layout(set = 0, binding = 0) readonly buffer In { ELEM_T a[]; };
-layout(set = 0, binding = 1) readonly buffer PadConst { ELEM_T pad_const[]; };
+layout(set = 0, binding = 1) readonly buffer PadConst { PAD_T pad_const[]; };
 layout(set = 0, binding = 2) writeonly buffer Out { ELEM_T o[]; };
 layout(push_constant) uniform Params {
     uint total;
@@ -31,5 +32,5 @@ void main() {
         inside = inside && c >= 0 && c < p.in_shape[d];
         s += c * p.in_stride[d];
     }
-    o[i] = inside ? a[s] : pad_const[0];
+    o[i] = inside ? a[s] : SPLAT(pad_const[0]);
 }

@@ -17,6 +17,7 @@ from ..errors import TosaError
 from ..ir.dtype import DType
 from ..ir.graph import Block, Graph, Operator, Tensor
 from ..program import Buffer, Host, Kernel, Program
+from ..plan import memory
 from .types import binding_defines
 
 LOWERINGS: dict[str, Callable[["LowerCtx"], list[Kernel] | None]] = {}
@@ -51,6 +52,13 @@ class LowerCtx:
     index: int
     block: Block
     features: dict[str, bool]
+    temps: dict[str, Tensor]
+
+    def temporary(self, shape: tuple[int, ...], dtype: DType) -> str:
+        """A scratch tensor for multi-pass kernels (e.g. a reduction's partial results); returns its name."""
+        name = f"{self.label}/tmp{len(self.temps)}"
+        self.temps[name] = Tensor(name, tuple(shape), dtype)
+        return name
 
     @property
     def inputs(self) -> list[Tensor]:
@@ -74,17 +82,19 @@ class LowerCtx:
 
     def kernel(self, shader: str, bindings: dict[str, str], defines: dict[str, str] | None = None,
                push: bytes = b"", groups: tuple[int, int, int] | None = None, invocations: int | None = None,
-               ) -> Kernel:
+               writes: tuple[str, ...] | None = None) -> Kernel:
         """A dispatch of shaders/<shader>.comp. `bindings` maps binding names (A, B, O, ...) -> tensor names,
-        in binding order; each gets the type defines of its tensor. Outputs are the bindings whose tensor is an
-        output of the operator. Give `groups`, or `invocations` for a 1-D grid of WORKGROUP-wide groups."""
+        in binding order; each gets the type defines of its tensor. The kernel writes the bindings whose tensor is
+        an output of the operator, or the tensors named in `writes` (e.g. a temporary). Give `groups`, or
+        `invocations` for a 1-D grid of WORKGROUP-wide groups."""
         all_defines: dict[str, str] = {}
         for bname, tensor in bindings.items():
-            all_defines.update(binding_defines(bname, self.block.tensors[tensor].dtype))
+            t = self.temps.get(tensor) or self.block.tensors[tensor]
+            all_defines.update(binding_defines(bname, t.dtype))
         all_defines.update(defines or {})
         if groups is None:
             groups = grid_1d(invocations)
-        outs = set(self.op.outputs)
+        outs = set(self.op.outputs if writes is None else writes)
         names = tuple(bindings.values())
         return Kernel(self.label, shader, tuple(sorted(all_defines.items())), names, push, groups,
                       reads=tuple(n for n in names if n not in outs), writes=tuple(n for n in names if n in outs))
@@ -99,47 +109,35 @@ def grid_1d(invocations: int) -> tuple[int, int, int]:
     return (MAX_GROUPS, -(-groups // MAX_GROUPS), 1)
 
 
-def _align(value: int, alignment: int) -> int:
-    return (value + alignment - 1) // alignment * alignment
-
-
 def compile_graph(graph: Graph, features: dict[str, bool] | None = None, alignment: int = 256,
-                  strict: bool = False, host_runner: Callable[[Operator, Block, tuple[str, ...]], Callable] | None = None) -> Program:
-    """Lowers the main block of a validated graph to a Program (buffers at `alignment`-byte offsets)."""
+                  strict: bool = False,
+                  host_runner: Callable[[Operator, Block, tuple[str, ...]], Callable] | None = None) -> Program:
+    """Lowers the main block of a validated graph to a Program whose tensors are packed into one arena by
+    liveness (tosa_vk/plan/memory.py) at `alignment`-byte offsets."""
     load_all()
     features = features or {}
     block = graph.main
-    buffers: dict[str, Buffer] = {}
-    constants: dict[str, np.ndarray] = {}
-    offset = 0
-    graph_io = set(block.inputs) | set(block.outputs)
-
-    def place(t: Tensor, kind: str) -> None:
-        nonlocal offset
-        nbytes = t.size * t.dtype.numpy.itemsize
-        buffers[t.name] = Buffer(t.name, offset, nbytes, t.shape, t.dtype.numpy, kind, t.name)
-        offset = _align(offset + max(nbytes, 1), alignment)
-
-    for name in block.inputs:
-        place(block.tensors[name], "input")
     steps: list[Kernel | Host] = []
     placement: list[tuple[str, str]] = []
+    root: dict[str, str] = {}            # alias -> the tensor whose memory it shares
+    constants: dict[str, np.ndarray] = {}
+    temps: dict[str, Tensor] = {}
+    in_memory = set(block.inputs)        # tensors that will have a buffer
+
     for index, op in enumerate(block.operators):
-        ctx = LowerCtx(op, index, block, features)
+        ctx = LowerCtx(op, index, block, features, temps)
         if op.op in ("CONST", "CONST_SHAPE"):
             t = block.tensors[op.outputs[0]]
             if t.dtype != DType.SHAPE:
-                place(t, "constant")
                 constants[t.name] = t.data
+                in_memory.add(t.name)
             continue
-        if op.op in ALIASING and op.inputs[0] in buffers and op.outputs[0] not in graph_io - set(block.outputs):
-            src, out = buffers[op.inputs[0]], block.tensors[op.outputs[0]]
-            buffers[out.name] = Buffer(out.name, src.offset, src.nbytes, out.shape, out.dtype.numpy,
-                                       "output" if out.name in block.outputs else src.kind, src.storage)
+        if op.op in ALIASING and op.inputs[0] in in_memory:
+            root[op.outputs[0]] = root.get(op.inputs[0], op.inputs[0])
+            in_memory.add(op.outputs[0])
             placement.append((ctx.label, "alias"))
             continue
-        for name in op.outputs:
-            place(block.tensors[name], "output" if name in block.outputs else "intermediate")
+        in_memory.update(op.outputs)
         fn = LOWERINGS.get(op.op)
         kernels = fn(ctx) if fn is not None else None
         if kernels is None:
@@ -148,15 +146,56 @@ def compile_graph(graph: Graph, features: dict[str, bool] | None = None, alignme
                                 f"{', '.join(t.dtype.name for t in ctx.inputs)} -> "
                                 f"{', '.join(t.dtype.name for t in ctx.outputs)})", op=op.op, index=index,
                                 output=op.outputs[0] if op.outputs else None)
-            reads = tuple(n for n in op.inputs if n in buffers)
+            reads = tuple(n for n in op.inputs if n in in_memory)
             steps.append(Host(ctx.label, host_runner(op, block, reads), reads, tuple(op.outputs)))
             placement.append((ctx.label, "host"))
         else:
             steps.extend(kernels)
             placement.append((ctx.label, "vulkan"))
-    for name in block.outputs:  # outputs that are constants or graph inputs passed through
-        if name not in buffers:
-            place(block.tensors[name], "output")
-            if block.tensors[name].data is not None:
-                constants[name] = block.tensors[name].data
-    return Program(steps, buffers, max(offset, 16), list(block.inputs), list(block.outputs), constants, placement)
+    for name in block.outputs:  # outputs that are constants or pass-through inputs need memory too
+        if name not in in_memory and block.tensors[name].data is not None:
+            constants[name] = block.tensors[name].data
+        in_memory.add(name)
+    tensors = {**{n: block.tensors[n] for n in in_memory}, **temps}
+    buffers, arena, stats = _place(tensors, steps, root, constants, block, alignment)
+    return Program(steps, buffers, arena, list(block.inputs), list(block.outputs), constants, placement, stats)
+
+
+def _place(tensors: dict[str, Tensor], steps: list, root: dict[str, str], constants: dict, block: Block,
+           alignment: int) -> tuple[dict[str, Buffer], int, dict[str, int]]:
+    """Liveness per memory root, packed into one arena."""
+    forever = len(steps) + 1
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for i, step in enumerate(steps):
+        for name in step.writes:
+            r = root.get(name, name)
+            first.setdefault(r, i)
+            last[r] = max(last.get(r, i), i)
+        for name in step.reads:
+            r = root.get(name, name)
+            last[r] = max(last.get(r, i), i)
+    pinned = set(block.inputs) | set(constants) | {n for n, t in tensors.items() if t.variable}
+    for name in block.outputs:
+        last[root.get(name, name)] = forever
+    intervals = {}
+    for name, t in tensors.items():
+        if name in root:
+            continue
+        lo = -1 if name in pinned else first.get(name, -1)
+        hi = forever if name in pinned and name not in block.inputs else last.get(name, lo)
+        if name in block.inputs:
+            hi = max(hi, last.get(name, -1))
+        intervals[name] = memory.Interval(name, t.size * t.dtype.numpy.itemsize, lo, hi)
+    arena = memory.pack(list(intervals.values()), alignment)
+    stats = {"arena_bytes": arena, "lower_bound_bytes": memory.lower_bound(list(intervals.values())),
+             "naive_bytes": sum(iv.size for iv in intervals.values())}
+    kinds = {**{n: "intermediate" for n in tensors}, **{n: "constant" for n in constants},
+             **{n: "input" for n in block.inputs}, **{n: "output" for n in block.outputs}}
+    buffers = {}
+    for name, t in tensors.items():
+        r = root.get(name, name)
+        iv = intervals[r]
+        kind = "variable" if t.variable else kinds[name]
+        buffers[name] = Buffer(name, iv.offset, t.size * t.dtype.numpy.itemsize, t.shape, t.dtype.numpy, kind, r)
+    return buffers, max(arena, 16), stats

@@ -151,16 +151,34 @@ def PAD(ctx: LowerCtx):
             dims[-1] = [on * n, oin * n, olo * n, stride]
             continue
         dims.append([n, in_n, lo, stride])
-    unit = width(x)
-    if len(dims) > MAX_RANK or not unit_ok(ctx, unit):
+    w = width(x)
+    if len(dims) > MAX_RANK or not unit_ok(ctx, w):
         return None
+    unit = w
+    if dims and dims[-1][3] == 1:  # widen the unit when the innermost run and its padding stay aligned
+        unit = next((u for u in (16, 8, 4) if u > w and all(v * w % u == 0 for v in dims[-1][:3])), w)
+        k = unit // w
+        for d in dims[:-1]:
+            d[3] //= k
+        dims[-1][:3] = [v // k for v in dims[-1][:3]]
     rank = len(dims)
-    fields = [out.size, rank]
+    count = out.size * w // unit
+    fields = [count, rank]
     for j in range(4):
         fields += [d[j] for d in dims] + [1 if j == 0 else 0] * (MAX_RANK - rank)
     push = pack_push(*fields, fmt="I" + "i" * (len(fields) - 1))
     return [raw_kernel(ctx, "data_layout/pad", {"A": x.name, "P": pad_const.name, "O": out.name}, unit, push,
-                       out.size)]
+                       count, {"PAD_T": UNIT_TYPES[w], "SPLAT(v)": _splat(w, unit)})]
+
+
+def _splat(w: int, unit: int) -> str:
+    """GLSL repeating a raw element of w bytes over a unit of `unit` bytes (unit >= 4 when unit > w)."""
+    if unit == w:
+        return "(v)"
+    if w == 8:
+        return "uvec4((v), (v))"
+    word = {1: "(uint(v) * 0x01010101u)", 2: "(uint(v) * 0x00010001u)", 4: "(v)"}[w]
+    return {4: word, 8: f"uvec2{word}", 16: f"uvec4{word}"}[unit]
 
 
 @lowering("REVERSE")

@@ -1,10 +1,11 @@
 """Tensor operators (spec 2.3): ARGMAX, AVG_POOL2D, CONV2D, CONV3D, DEPTHWISE_CONV2D, FFT2D, MATMUL, MAX_POOL2D,
 RFFT2D, TRANSPOSE_CONV2D.
 
-Dot products (convolutions, MATMUL, FFTs, AVG_POOL2D) run in float64 and are rounded once to the output type: for
-floating point that meets the dot-product accuracy rule (spec 1.10.3) for every acc_type; for integers float64 BLAS is
-exact while the sum of |products| stays below 2**53 (checked, else int64 is used), and the int32 / int48
-accumulator and output ranges are REQUIREd on the final sums. Convolutions are im2col + one matmul.
+Floating-point dot products (convolutions, MATMUL) are summed in FLOAT_DOT (float32, see below), bias-added in
+float64 and rounded once to the output type; FFTs and AVG_POOL2D run in float64. Integer dot products use float64
+BLAS, exact while every partial sum is an integer below 2**53 (checked, else int64), and REQUIRE the int32 / int48
+accumulator and output ranges on the final sums. Stride-1 convolutions are one matmul per kernel tap over contiguous
+slices of the flattened padded input ("shifted GEMM"); strided ones one matmul per tap over strided views.
 """
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from .numeric import apply_scale_32, reciprocal_scale, require_range, round_to
 from .registry import Call, reference
 
 _EXACT_F64 = float(2 ** 53)
-_IM2COL_CHUNK = 1 << 24          # im2col elements per matmul chunk (128 MB of float64)
+# Floating-point dot products are summed in float32 (exact products of fp16 / bf16 / fp8, and for fp32 a summation
+# error within the dot-product bound 2 * KS * 2**-24 * sum|in * w| of spec 1.10.3) and rounded once to the output.
+FLOAT_DOT = np.float32
 
 
 # ---- helpers -------------------------------------------------------------------------------------------------------
@@ -36,25 +39,11 @@ def _zp(call: Call, index: int, allowed: bool, name: str) -> int | float:
     return value
 
 
-def _values(x: np.ndarray, dtype: DType, zp=0) -> np.ndarray:
-    """Elements as accumulator values: float64 for floating point, int64 minus the zero point for integers."""
-    if dtype.is_float:
-        return x.astype(np.float64)
-    v = x.astype(np.int64)
-    return v - zp if zp else v
-
-
-def _matmul(a: np.ndarray, b: np.ndarray, integer: bool) -> np.ndarray:
-    """a @ b (batched). Integers go through float64 BLAS when every partial sum is exact, else int64."""
-    if not integer:
-        with np.errstate(invalid="ignore", over="ignore"):
-            return np.matmul(a, b)
-    if a.size == 0 or b.size == 0:
-        return np.matmul(a, b)
-    bound = float(np.abs(a).max()) * float(np.abs(b).max()) * a.shape[-1]
-    if bound < _EXACT_F64:
-        return np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(np.int64)
-    return np.matmul(a, b)
+def _values(x: np.ndarray, zp, ct) -> np.ndarray:
+    """x - zp in compute type ct (the zero point is 0 for every floating-point type)."""
+    if zp:
+        return np.subtract(x, zp, dtype=ct, casting="unsafe")
+    return x.astype(ct)
 
 
 def _finish(acc: np.ndarray, bias: np.ndarray, acc_t: DType, out_t: DType, bias_index=None) -> np.ndarray:
@@ -89,6 +78,19 @@ def _pad_input(x: np.ndarray, pads: list[tuple[int, int]], value=0) -> np.ndarra
     return np.pad(x, [(0, 0), *pads, (0, 0)], constant_values=value)
 
 
+def _padded(x: np.ndarray, pads: list[tuple[int, int]], dtype, zp=0) -> np.ndarray:
+    """x - zp as `dtype`, zero-padded on the spatial axes, in one contiguous copy."""
+    shape = (x.shape[0], *(s + lo + hi for s, (lo, hi) in zip(x.shape[1:-1], pads)), x.shape[-1])
+    out = np.zeros(shape, dtype=dtype)
+    inner = tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape[1:-1], pads))
+    view = out[(slice(None), *inner, slice(None))]
+    if zp:
+        np.subtract(x, zp, out=view, dtype=dtype, casting="unsafe")
+    else:
+        view[...] = x
+    return out
+
+
 def _tap_slices(xp: np.ndarray, kernel, stride, dilation, out):
     """For each kernel tap (C order): the view of padded input xp [N, *spatial, C] it reads, [N, *out, C]."""
     for tap in itertools.product(*(range(k) for k in kernel)):
@@ -107,6 +109,22 @@ def _tap_mask(tap, stride, dilation, pads, sizes, out) -> np.ndarray:
     return mask
 
 
+def _compute_type(in_t: DType, x: np.ndarray, w: np.ndarray, izp, wzp, taps):
+    """numpy type the products are summed in: FLOAT_DOT for floating point; float64 for integers while every partial
+    sum is an exact integer below 2**53, else int64."""
+    if in_t.is_float:
+        return FLOAT_DOT
+    if x.size == 0 or w.size == 0:
+        return np.int64
+    xm = max(abs(int(x.min()) - izp), abs(int(x.max()) - izp))
+    wm = max(abs(int(w.min()) - wzp), abs(int(w.max()) - wzp))
+    return np.float64 if float(xm) * wm * taps * x.shape[-1] < _EXACT_F64 else np.int64  # KS = taps * IC
+
+
+def _to_acc(acc: np.ndarray, integer: bool) -> np.ndarray:
+    return np.rint(acc).astype(np.int64) if integer and acc.dtype != np.int64 else acc.astype(np.float64, copy=False)
+
+
 def _conv_nd(call: Call, nd: int):
     """CONV2D / CONV3D: input [N, *spatial, IC], weight [OC, *kernel, IC]."""
     x, w, bias = call.inputs[:3]
@@ -122,9 +140,9 @@ def _conv_nd(call: Call, nd: int):
     call.error_if(any(s < 1 for s in stride), "stride < 1")
     call.error_if(any(d < 1 for d in dilation), "dilation < 1")
     n, sizes, ic = x.shape[0], x.shape[1:-1], x.shape[-1]
-    oc, kernel = w.shape[0], w.shape[1:-1]
+    oc, kernel = w.shape[0], tuple(w.shape[1:-1])
     out_shape = call.out_shapes[0]
-    out = out_shape[1:-1]
+    out = tuple(out_shape[1:-1])
     pads = [(pad[2 * i], pad[2 * i + 1]) for i in range(nd)]
     for i, axis in enumerate("DHW"[-nd:]):
         _out_size(call, "O" + axis, out[i],
@@ -132,27 +150,43 @@ def _conv_nd(call: Call, nd: int):
     _bias_check(call, bias, oc)
     call.error_if(out_shape[-1] != oc or out_shape[0] != n or w.shape[-1] != ic, "shape mismatch")
     integer = not in_t.is_float
-    xv = _values(x, in_t, izp)
-    wv = _values(w, w_t, wzp).reshape(oc, -1)                      # [OC, taps * IC]
-    xp = _pad_input(xv, pads)
     taps = int(np.prod(kernel))
-    m = n * int(np.prod(out))
+    ct = _compute_type(in_t, x, w, izp, wzp, taps)
+    wt = np.ascontiguousarray(_values(w, wzp, ct).reshape(oc, taps, ic).transpose(1, 2, 0))  # [T,IC,OC]
     # Padding reads zeros; a non-finite weight times a padded zero would make a NaN the spec never computes
-    # (padded multiplies are skipped), so such graphs use per-tap masked products instead.
-    masked = not integer and any(lo or hi for lo, hi in pads) and not np.isfinite(wv).all()
-    if masked or m * taps * ic > _IM2COL_CHUNK and taps > 1:
-        acc = np.zeros((n, *out, oc), dtype=np.int64 if integer else np.float64)
-        wt = wv.reshape(oc, taps, ic)
-        for i, (tap, view) in enumerate(_tap_slices(xp, kernel, stride, dilation, out)):
-            contrib = _matmul(view.reshape(-1, ic), wt[:, i, :].T, integer).reshape(acc.shape)
-            if masked:
-                mask = _tap_mask(tap, stride, dilation, pads, sizes, out)[None, ..., None]
-                contrib = np.where(mask, contrib, 0.0)
-            acc += contrib
-    else:
-        cols = np.stack([v for _, v in _tap_slices(xp, kernel, stride, dilation, out)], axis=-2)
-        acc = _matmul(cols.reshape(m, taps * ic), wv.T, integer).reshape(n, *out, oc)
-    return _finish(acc, bias, acc_t, out_t)
+    # (padded multiplies are skipped), so such graphs mask each tap's products instead.
+    masked = not integer and any(lo or hi for lo, hi in pads) and not np.isfinite(wt).all()
+    if masked or any(s != 1 for s in stride) or ct == np.int64:
+        xp = _padded(x, pads, ct, izp)
+        acc = np.zeros((n, *out, oc), dtype=ct)
+        with np.errstate(invalid="ignore", over="ignore"):
+            for i, (tap, view) in enumerate(_tap_slices(xp, kernel, stride, dilation, out)):
+                contrib = np.matmul(view.reshape(-1, ic), wt[i]).reshape(acc.shape)
+                if masked:
+                    contrib = np.where(_tap_mask(tap, stride, dilation, pads, sizes, out)[None, ..., None], contrib, 0)
+                acc += contrib
+        return _finish(_to_acc(acc, integer), bias, acc_t, out_t)
+    # Stride 1: "shifted GEMM" on the flattened padded input. Output position q (flat over the padded grid, first
+    # axis limited to the output rows) reads row q + offset(tap) for each tap, a contiguous slice: one matmul per
+    # tap without copies. Columns past the output width are computed and dropped.
+    padded = [s + lo + hi for s, (lo, hi) in zip(sizes, pads)]
+    flat = [int(np.prod(padded[i + 1:])) for i in range(nd)]   # flat stride of each spatial axis
+    offsets = [sum(t * d * f for t, d, f in zip(tap, dilation, flat))
+               for tap in itertools.product(*(range(k) for k in kernel))]
+    q_len = out[0] * flat[0]
+    extra = -(-max(0, offsets[-1] + q_len - padded[0] * flat[0]) // flat[0])   # rows so the last slice fits
+    xp = _padded(x, [(pads[0][0], pads[0][1] + extra), *pads[1:]], ct, izp)
+    per_batch = xp[0].size // ic
+    xf = xp.reshape(-1, ic)
+    acc = np.empty((n, q_len, oc), dtype=ct)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for b in range(n):
+            base = b * per_batch
+            np.matmul(xf[base + offsets[0]:base + offsets[0] + q_len], wt[0], out=acc[b])
+            for o, wk in zip(offsets[1:], wt[1:]):
+                acc[b] += xf[base + o:base + o + q_len] @ wk
+    acc = acc.reshape(n, out[0], *padded[1:], oc)[(slice(None), slice(None), *(slice(o) for o in out[1:]))]
+    return _finish(_to_acc(acc, integer), bias, acc_t, out_t)
 
 
 # ---- operators -----------------------------------------------------------------------------------------------------
@@ -277,17 +311,19 @@ def DEPTHWISE_CONV2D(call: Call):
     call.error_if(bias.size != c * mult and bias.size != 1, "BC != C*M && BC != 1")
     call.error_if(wc != c or out_shape[-1] != c * mult, "shape mismatch")
     integer = not in_t.is_float
-    xp = _pad_input(_values(x, in_t, izp), pads)
-    wv = _values(w, w_t, wzp)
+    ct = _compute_type(in_t, x, w, izp, wzp, kh * kw / max(c, 1))  # a dot product has KH * KW terms
+    xp = _padded(x, pads, ct, izp)
+    wv = _values(w, wzp, ct)
     masked = not integer and any(lo or hi for lo, hi in pads) and not np.isfinite(wv).all()
-    acc = np.zeros((n, *out, c, mult), dtype=np.int64 if integer else np.float64)
-    for tap, view in _tap_slices(xp, (kh, kw), stride, dilation, out):
-        contrib = view[..., None] * wv[tap]
-        if masked:
-            mask = _tap_mask(tap, stride, dilation, pads, (ih, iw), out)[None, ..., None, None]
-            contrib = np.where(mask, contrib, 0.0)
-        acc += contrib
-    return _finish(acc.reshape(n, *out, c * mult), bias, acc_t, out_t)
+    acc = np.zeros((n, *out, c, mult), dtype=ct)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for tap, view in _tap_slices(xp, (kh, kw), stride, dilation, out):
+            contrib = view[..., None] * wv[tap]
+            if masked:
+                mask = _tap_mask(tap, stride, dilation, pads, (ih, iw), out)[None, ..., None, None]
+                contrib = np.where(mask, contrib, 0)
+            acc += contrib
+    return _finish(_to_acc(acc.reshape(n, *out, c * mult), integer), bias, acc_t, out_t)
 
 
 @reference("TRANSPOSE_CONV2D")
@@ -311,9 +347,11 @@ def TRANSPOSE_CONV2D(call: Call):
                   "out_pad_right + KW")
     _bias_check(call, bias, oc)
     integer = not in_t.is_float
-    xv = _values(x, in_t, izp).reshape(-1, ic)
-    wv = _values(w, w_t, wzp).transpose(3, 1, 2, 0).reshape(ic, -1)      # [IC, KH*KW*OC]
-    prod = _matmul(xv, wv, integer).reshape(n, ih, iw, kh, kw, oc)
+    ct = _compute_type(in_t, x, w, izp, wzp, kh * kw)
+    xv = _values(x, izp, ct).reshape(-1, ic)
+    wv = _values(w, wzp, ct).transpose(3, 1, 2, 0).reshape(ic, -1)      # [IC, KH*KW*OC]
+    with np.errstate(invalid="ignore", over="ignore"):
+        prod = np.matmul(xv, wv).reshape(n, ih, iw, kh, kw, oc)
     # Scatter each input pixel's products: input (iy, ix) through tap (ky, kx) lands on
     # (iy * stride_y + ky + out_pad_top, ix * stride_x + kx + out_pad_left).
     fh, fw = (ih - 1) * sy + kh, (iw - 1) * sx + kw
@@ -327,7 +365,7 @@ def TRANSPOSE_CONV2D(call: Call):
     hh, ww = min(fh - fy0, oh - y0), min(fw - fx0, ow - x0)
     if hh > 0 and ww > 0:
         acc[:, y0:y0 + hh, x0:x0 + ww] = full[:, fy0:fy0 + hh, fx0:fx0 + ww]
-    return _finish(acc, bias, acc_t, out_t)
+    return _finish(_to_acc(acc, integer), bias, acc_t, out_t)
 
 
 @reference("MATMUL")
@@ -339,7 +377,9 @@ def MATMUL(call: Call):
     bzp = _zp(call, 3, in_t == DType.INT8, "B")
     call.error_if(a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1], "A [N,H,C] and B [N,C,W] do not match")
     integer = not in_t.is_float
-    acc = _matmul(_values(a, in_t, azp), _values(b, in_t, bzp), integer)
+    ct = _compute_type(in_t, a, b, azp, bzp, 1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        acc = _to_acc(np.matmul(_values(a, azp, ct), _values(b, bzp, ct)), integer)
     if out_t.is_float:
         return round_to(acc, out_t)
     require_range(acc, out_t, "apply_add_s<out_t>(acc, value1 * value2) in range")

@@ -24,8 +24,12 @@ class Dispatch:
     ranges: list[tuple[int, int]]  # (offset, nbytes) in the arena, per binding
     push: bytes
     groups: tuple[int, int, int]
-    reads: frozenset[str]
-    writes: frozenset[str]
+    reads: frozenset[tuple[int, int]]   # arena byte ranges [start, end)
+    writes: frozenset[tuple[int, int]]
+
+
+def _overlap(ranges, others) -> bool:
+    return any(a < d and c < b for a, b in ranges for c, d in others)
 
 
 class Segment:
@@ -75,15 +79,15 @@ class Segment:
         if self.query_pool is not None:
             vk.vkCmdResetQueryPool(cmd, self.query_pool, 0, len(self.dispatches) + 1)
             vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, self.query_pool, 0)
-        written: set[str] = set()
-        read: set[str] = set()
+        written: list[tuple[int, int]] = []
+        read: list[tuple[int, int]] = []
         for i, (d, dset) in enumerate(zip(self.dispatches, sets)):
-            if (d.reads | d.writes) & written or d.writes & read:  # RAW / WAW / WAR hazard: wait
+            if _overlap(d.reads | d.writes, written) or _overlap(d.writes, read):  # RAW / WAW / WAR: wait
                 self._barrier(cmd)
                 written.clear()
                 read.clear()
-            written |= d.writes
-            read |= d.reads
+            written.extend(d.writes)
+            read.extend(d.reads)
             vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline.pipeline)
             vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline.layout, 0, 1, [dset], 0,
                                        None)

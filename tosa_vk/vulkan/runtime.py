@@ -58,10 +58,13 @@ class Runtime:
                                       f"device's maxStorageBufferRange ({limit}); split the graph or run it with "
                                       f"backend='reference'")
                 ranges.append((buf.offset, max(align(buf.nbytes, 4), 4)))
-            storage = self.program.storage
             pending.append(Dispatch(step.op, pipeline, ranges, step.push_constants, step.groups,
-                                    frozenset(map(storage, step.reads)), frozenset(map(storage, step.writes))))
+                                    self._bytes(step.reads), self._bytes(step.writes)))
         self._flush(pending, timestamps)
+
+    def _bytes(self, names) -> frozenset[tuple[int, int]]:
+        """The arena byte ranges of tensors (memory is shared between tensors whose lifetimes don't overlap)."""
+        return frozenset((b.offset, b.offset + b.nbytes) for b in map(self.program.buffer, names))
 
     def _flush(self, pending: list[Dispatch], timestamps: bool) -> None:
         if pending:

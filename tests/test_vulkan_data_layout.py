@@ -1,0 +1,168 @@
+"""Vulkan kernels of the data layout (spec 2.10) and scatter / gather (spec 2.11) operators, bit-exact against the
+reference backend: every dtype, ranks 1..6, unit widening of the strided copy, negative strides (REVERSE), TILE's
+wrap and broadcast, PAD with a runtime pad_const, CONCAT into slices, grids that spill into y."""
+from __future__ import annotations
+
+import itertools
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tosa_vk
+from tosa_vk import Builder
+from tosa_vk.vulkan import Device
+
+DTYPES = {"bool": np.bool_, "int8": np.int8, "int16": np.int16, "int32": np.int32, "fp16": np.float16,
+          "fp32": np.float32, "bf16": ml_dtypes.bfloat16, "fp8e4m3": ml_dtypes.float8_e4m3fn,
+          "fp8e5m2": ml_dtypes.float8_e5m2}
+BIG = 65535 * 64 + 4097   # more invocations than one row of workgroups: the grid spills into y
+
+
+@pytest.fixture(scope="module")
+def device():
+    with Device(validation=True) as dev:
+        yield dev
+        assert dev.validation_messages == []
+
+
+def data(shape, dtype: str, seed: int = 0) -> np.ndarray:
+    """Random values; floats as random bit patterns (NaN payloads, infinities, subnormals: copies are exact)."""
+    rng = np.random.default_rng(seed)
+    np_type = np.dtype(DTYPES[dtype])
+    if dtype == "bool":
+        return rng.integers(0, 2, shape).astype(np.bool_)
+    bits = rng.integers(0, 256, (*shape, np_type.itemsize), dtype=np.uint8)
+    return bits.view(np_type).reshape(shape)
+
+
+def check(device, b: Builder, feeds: dict[str, np.ndarray]) -> None:
+    graph = b.build()
+    want = tosa_vk.load(graph).run(feeds)
+    with tosa_vk.load(graph, backend="vulkan", device=device, strict=True) as model:
+        got = model.run(feeds)
+        assert all(where in ("vulkan", "alias") for _, where in model.placement)
+    for name, w in want.items():
+        g = np.asarray(got[name])
+        assert g.shape == w.shape and g.dtype == w.dtype
+        assert g.tobytes() == np.asarray(w).tobytes(), name
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_transpose_every_dtype(device, dtype):
+    b = Builder()
+    x = b.input("x", (3, 5, 7), dtype)
+    b.output(b.transpose(x, perms=[2, 0, 1]), b.transpose(x, perms=[0, 2, 1]))
+    check(device, b, {"x": data((3, 5, 7), dtype)})
+
+
+@pytest.mark.parametrize("rank", range(1, 7))
+def test_transpose_ranks(device, rank):
+    shape = (2, 3, 4, 1, 5, 2)[:rank]
+    b = Builder()
+    x = b.input("x", shape, "int16")
+    outs = [b.transpose(x, perms=list(p)) for p in list(itertools.permutations(range(rank)))[::7][:6]]
+    b.output(*outs)
+    check(device, b, {"x": data(shape, "int16", rank)})
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "fp32"])
+def test_slice_widens_aligned_rows(device, dtype):
+    b = Builder()
+    x = b.input("x", (6, 9, 32), dtype)
+    b.output(b.slice(x, [1, 2, 0], [4, 5, 32]),     # whole rows: 16-byte units
+             b.slice(x, [0, 0, 8], [6, 9, 16]),      # aligned inner run
+             b.slice(x, [2, 3, 3], [3, 2, 7]))       # unaligned: element units
+    check(device, b, {"x": data((6, 9, 32), dtype)})
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "bf16", "fp32"])
+def test_reverse_each_axis(device, dtype):
+    shape = (4, 3, 16)
+    b = Builder()
+    x = b.input("x", shape, dtype)
+    b.output(*[b.reverse(x, axis=a) for a in range(3)])
+    check(device, b, {"x": data(shape, dtype)})
+
+
+@pytest.mark.parametrize("dtype", ["int8", "fp16", "fp8e5m2", "int32"])
+def test_tile_wrap_and_broadcast(device, dtype):
+    b = Builder()
+    x = b.input("x", (1, 3, 8), dtype)
+    b.output(b.tile(x, [4, 2, 3]), b.tile(x, [2, 1, 1]), b.tile(x, [1, 3, 1]))
+    check(device, b, {"x": data((1, 3, 8), dtype)})
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int16", "fp32"])
+def test_concat_axes(device, dtype):
+    base = (2, 3, 5)
+    for axis in range(3):
+        b = Builder()
+        xs, feeds = [], {}
+        for i, size in enumerate((3, 1, 4)):
+            s = tuple(size if d == axis else v for d, v in enumerate(base))
+            xs.append(b.input(f"x{i}", s, dtype))
+            feeds[f"x{i}"] = data(s, dtype, i)
+        b.output(b.concat(xs, axis=axis))
+        check(device, b, feeds)
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_pad(device, dtype):
+    b = Builder()
+    x = b.input("x", (3, 4, 5), dtype)
+    pad_const = b.input("p", (1,), dtype)   # a runtime pad value
+    b.output(b.pad(x, [1, 2, 0, 0, 3, 1], pad_const),
+             b.pad(x, [0, 0, 0, 0, 0, 0], pad_const),
+             b.pad(x, [2, 0, 1, 1, 0, 0], pad_const))
+    check(device, b, {"x": data((3, 4, 5), dtype), "p": data((1,), dtype, 7)})
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_pad_wide_units(device, dtype):
+    """Aligned innermost padding: the pad value is repeated over 4..16-byte units."""
+    b = Builder()
+    x = b.input("x", (2, 3, 16), dtype)
+    pad_const = b.input("p", (1,), dtype)
+    b.output(b.pad(x, [1, 0, 0, 2, 16, 0], pad_const), b.pad(x, [0, 0, 1, 1, 4, 4], pad_const),
+             b.pad(x, [0, 1, 0, 0, 8, 8], pad_const))
+    check(device, b, {"x": data((2, 3, 16), dtype), "p": data((1,), dtype, 3)})
+
+
+def test_pad_const_default_and_rank1(device):
+    b = Builder()
+    x = b.input("x", (7,), "int32")
+    b.output(b.pad(x, [3, 5]), b.pad(x, [0, 1], np.array([-9], np.int32)))
+    check(device, b, {"x": data((7,), "int32")})
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "fp16", "bf16", "fp32", "fp8e4m3"])
+@pytest.mark.parametrize("c", [1, 3, 16])
+def test_gather_scatter(device, dtype, c):
+    n, k, w = 2, 9, 5
+    rng = np.random.default_rng(c)
+    idx = np.stack([rng.permutation(k)[:w] for _ in range(n)]).astype(np.int32)  # no repeats within a batch
+    b = Builder()
+    values = b.input("values", (n, k, c), dtype)
+    indices = b.input("indices", (n, w), "int32")
+    rows = b.input("rows", (n, w, c), dtype)
+    b.output(b.gather(values, indices), b.scatter(values, indices, rows))
+    check(device, b, {"values": data((n, k, c), dtype), "indices": idx, "rows": data((n, w, c), dtype, 1)})
+
+
+def test_big_transpose_spills_into_y(device):
+    shape = (2051, BIG // 2051 + 1)
+    b = Builder()
+    x = b.input("x", shape, "int8")
+    b.output(b.transpose(x, perms=[1, 0]))
+    check(device, b, {"x": data(shape, "int8")})
+
+
+def test_big_pad_and_gather(device):
+    b = Builder()
+    x = b.input("x", (BIG,), "int16")
+    v = b.input("v", (1, 3, BIG), "int8")
+    i = b.input("i", (1, 2), "int32")
+    b.output(b.pad(x, [5, 3], np.array([7], np.int16)), b.gather(v, i))
+    check(device, b, {"x": data((BIG,), "int16"), "v": data((1, 3, BIG), "int8"),
+                      "i": np.array([[2, 0]], np.int32)})

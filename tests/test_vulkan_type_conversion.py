@@ -1,0 +1,228 @@
+"""Vulkan kernels of the type-conversion chapter (CAST, RESCALE) against the reference backend, bit-exactly:
+every CAST row of the spec's type table on exhaustive 8/16-bit inputs and fp32 / int32 edge values, NaN / overflow /
+saturation rules, RESCALE over its attribute combinations (scale32, rounding modes, per-channel, unsigned,
+zero points, int48), and tensors large enough to spill the 1-D grid into y."""
+from __future__ import annotations
+
+import itertools
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tosa_vk
+from tosa_vk import Builder
+from tosa_vk.ir.dtype import DType
+from tosa_vk.vulkan import Device
+
+NP = {"bool": np.bool_, "int8": np.int8, "int16": np.int16, "int32": np.int32, "int48": np.int64,
+      "fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16, "fp8e4m3": ml_dtypes.float8_e4m3fn,
+      "fp8e5m2": ml_dtypes.float8_e5m2}
+BITS = {"fp32": np.uint32, "fp16": np.uint16, "bf16": np.uint16, "fp8e4m3": np.uint8, "fp8e5m2": np.uint8}
+INTS = ("int8", "int16", "int32")
+
+# The 46 rows of CAST's supported-types table (spec 2.13.1).
+CAST_ROWS = [
+    *[(i, o) for i, o in itertools.permutations(("bool", "int8", "int16", "int32"), 2) if "bool" != i or o != "bool"],
+    *[(i, o) for i in INTS for o in ("fp16", "fp32", "bf16")],
+    *[(i, o) for i in ("fp16", "fp32", "bf16") for o in INTS],
+    ("fp16", "fp32"), ("fp32", "fp16"), ("bf16", "fp32"), ("fp32", "bf16"),
+    *[(i, o) for i in ("fp16", "fp32", "bf16") for o in ("fp8e4m3", "fp8e5m2")],
+    *[(i, o) for i in ("fp8e4m3", "fp8e5m2") for o in ("fp16", "fp32", "bf16")],
+]
+assert len(set(CAST_ROWS)) == 46
+
+
+@pytest.fixture(scope="module")
+def device():
+    with Device(validation=True) as dev:
+        yield dev
+        assert dev.validation_messages == []
+
+
+def run_both(graph, device, **feeds):
+    want = list(tosa_vk.load(graph).run(**feeds).values())[0]
+    with tosa_vk.load(graph, backend="vulkan", device=device, strict=True) as model:
+        got = list(model.run(**feeds).values())[0]
+    return got, want
+
+
+def cast_graph(shape, in_t: str, out_t: str):
+    b = Builder()
+    b.output(b.cast(b.input("x", shape, in_t), out_dtype=out_t))
+    return b.build()
+
+
+def cast_inputs(dtype: str, rng) -> np.ndarray:
+    """Every value of 8/16-bit types; edge values plus random bit patterns of fp32 / int32."""
+    if dtype == "bool":
+        return np.array([True, False, False, True])
+    if dtype in ("int8", "int16"):
+        info = np.iinfo(NP[dtype])
+        return np.arange(info.min, info.max + 1).astype(NP[dtype])
+    if dtype == "int32":
+        edges = [-2**31, 2**31 - 1, 0, 1, -1, 2**24 + 1, 2**24 + 3, 65504, 65519, 65520, 65535, -65520,
+                 2**31 - 128, 2**31 - 129, 2**31 - 64, 0x7fbfffff, 0x1018000]  # ties of the fp32 / bf16 / fp16 grids
+        return np.concatenate([np.array(edges, np.int64), rng.integers(-2**31, 2**31, 20000),
+                               rng.integers(-70000, 70000, 20000)]).astype(np.int32)
+    if dtype == "fp32":
+        powers = np.float32(2.0) ** np.arange(-30, 20).astype(np.float32)
+        grid = (powers[:, None] * (1 + np.arange(16) / 16)[None, :]).astype(np.float32).view(np.uint32)
+        bits = np.concatenate([
+            (grid.reshape(-1).astype(np.int64)[:, None] + np.arange(-2, 3)[None, :]).reshape(-1).astype(np.uint32),
+            rng.integers(0, 2**32, 50000, dtype=np.uint64).astype(np.uint32),
+            np.arange(0x43e00000 - 64, 0x43f00000 + 64, 37, dtype=np.uint32),     # fp8e4m3 overflow (448 / 464)
+            np.arange(0x47600000 - 64, 0x47800000 + 64, 37, dtype=np.uint32),     # fp8e5m2 / fp16 overflow
+            np.arange(0, 0x00800000, 4099, dtype=np.uint32),                      # fp32 subnormals
+            np.array([0x7f800000, 0x7fc00000, 0x7f800001, 0x7f7fffff, 0x4f000000, 0x4effffff, 0xcf000080,
+                      0x477fefff, 0x477ff000, 0x3f000000, 0x3fc00000, 0x40200000], np.uint32)])
+        return np.concatenate([bits, bits ^ np.uint32(0x80000000)]).view(np.float32)
+    n = 1 << (8 * np.dtype(BITS[dtype]).itemsize)
+    return np.arange(n, dtype=np.uint64).astype(BITS[dtype]).view(NP[dtype])
+
+
+def assert_same(got, want, out_t: str, ignore=None):
+    """Bit-exact, except that any NaN matches any NaN (and `ignore` marks unpredictable elements)."""
+    if out_t in BITS:
+        g, w = got.view(BITS[out_t]), want.view(BITS[out_t])
+        g_nan, w_nan = np.isnan(got.astype(np.float32)), np.isnan(want.astype(np.float32))
+        ok = (g_nan == w_nan) & (g_nan | (g == w))
+    else:
+        ok = got == want
+    if ignore is not None:
+        ok |= ignore
+    bad = np.flatnonzero(~ok)
+    assert bad.size == 0, f"{bad.size} mismatches, first at {bad[:5]}: got {got.reshape(-1)[bad[:5]]} " \
+                          f"want {want.reshape(-1)[bad[:5]]}"
+
+
+@pytest.mark.parametrize("in_t,out_t", CAST_ROWS, ids=[f"{i}-{o}" for i, o in CAST_ROWS])
+def test_cast_matches_reference(device, in_t, out_t):
+    x = cast_inputs(in_t, np.random.default_rng(0))
+    got, want = run_both(cast_graph(x.shape, in_t, out_t), device, x=x)
+    nan_to_int = np.isnan(x.astype(np.float32)) if in_t in BITS and out_t in INTS else None  # unpredictable
+    assert_same(got, want, out_t, nan_to_int)
+
+
+def test_cast_rounding_saturation_and_specials(device):
+    x = np.array([2.5, -2.5, 3.5, 0.5, -0.5, 1e10, -1e10, np.inf, -np.inf, 127.5, -128.5, 464.0, 470.0,
+                  61439.0, 61440.0, 1e-30], np.float32)
+    graph = lambda out_t: cast_graph(x.shape, "fp32", out_t)  # noqa: E731
+    with tosa_vk.load(graph("int8"), backend="vulkan", device=device, strict=True) as m:
+        i8 = list(m.run(x=x).values())[0]
+    assert i8.tolist() == [2, -2, 4, 0, 0, 127, -128, 127, -128, 127, -128, 127, 127, 127, 127, 0]
+    with tosa_vk.load(graph("int32"), backend="vulkan", device=device, strict=True) as m:
+        i32 = list(m.run(x=x).values())[0]
+    assert i32[5:9].tolist() == [2**31 - 1, -2**31, 2**31 - 1, -2**31]
+    with tosa_vk.load(graph("fp8e4m3"), backend="vulkan", device=device, strict=True) as m:
+        e4 = list(m.run(x=x).values())[0].astype(np.float32)
+    assert e4[11] == 448.0 and np.isnan(e4[12]) and np.isnan(e4[7]) and np.isnan(e4[8])  # OCP non-saturating
+    assert e4[15] == 0.0
+    with tosa_vk.load(graph("fp8e5m2"), backend="vulkan", device=device, strict=True) as m:
+        e5 = list(m.run(x=x).values())[0].astype(np.float32)
+    assert e5[13] == 57344.0 and e5[14] == np.inf and e5[5] == np.inf and e5[6] == -np.inf
+    nan = np.array([np.nan, -np.nan], np.float32)
+    for out_t in ("fp16", "bf16", "fp8e4m3", "fp8e5m2"):
+        with tosa_vk.load(cast_graph((2,), "fp32", out_t), backend="vulkan", device=device, strict=True) as m:
+            assert np.isnan(list(m.run(x=nan).values())[0].astype(np.float32)).all()
+
+
+def test_cast_large_tensor_spills_grid(device):
+    n = 65535 * 64 + 1000
+    x = np.random.default_rng(1).standard_normal(n).astype(np.float32) * 300
+    got, want = run_both(cast_graph((n,), "fp32", "bf16"), device, x=x)
+    assert_same(got, want, "bf16")
+    got, want = run_both(cast_graph((n,), "fp32", "int8"), device, x=x)
+    assert_same(got, want, "int8")
+
+
+# RESCALE ---------------------------------------------------------------------------------------------------------
+
+def rescale_case(rng, in_t, out_t, shape, scale32, mode, per_channel, in_unsigned, out_unsigned):
+    """A graph and input satisfying RESCALE's REQUIREs (value range for the shift, int32 result)."""
+    nc = shape[-1] if per_channel else 1
+    in_bits = DType.of(in_t).bits
+    if scale32:
+        multiplier = rng.integers(0, 2**31, nc).astype(np.int32)
+        shift = rng.integers(2, 63, nc).astype(np.int8)
+    else:
+        multiplier = rng.integers(0, 2**15, nc).astype(np.int16)
+        shift = rng.integers(2, 63, nc).astype(np.int8)
+    multiplier[0] = (1 << 30) if scale32 else (1 << 14)  # scale 1.0 on channel 0
+    shift[0] = 30 if scale32 else 14
+    if mode == "DOUBLE_ROUND" and nc > 1:
+        shift[1] = 40
+    in_zp = out_zp = 0
+    if in_t == "int8":
+        in_zp = int(rng.integers(0, 256) if in_unsigned else rng.integers(-128, 128))
+    elif in_t == "int16" and in_unsigned:
+        in_zp = 32768
+    if out_t == "int8":
+        out_zp = int(rng.integers(0, 256) if out_unsigned else rng.integers(-128, 128))
+    elif out_t == "int16" and out_unsigned:
+        out_zp = 32768
+    # value = x - in_zp must satisfy |value| < 2^(shift-1) and |value * multiplier / 2^shift| < 2^30.
+    m = multiplier.astype(np.int64) if per_channel else np.int64(multiplier[0])
+    s = shift.astype(np.int64) if per_channel else np.int64(shift[0])
+    bound = np.minimum(np.left_shift(np.int64(1), s - 1) - 1,
+                       np.left_shift(np.int64(1), np.minimum(s + 29, 62)) // np.maximum(m, 1))
+    bound = np.minimum(bound, 1 << min(in_bits, 47))
+    u = rng.random(shape) * 2 - 1
+    value = np.trunc(u * bound).astype(np.int64)
+    if in_unsigned:
+        lo, hi = 0, (1 << in_bits) - 1
+    else:
+        lo, hi = -(1 << (in_bits - 1)), (1 << (in_bits - 1)) - 1
+    x = np.clip(value + in_zp, lo, hi)
+    if shape:  # edge values on channel 0 (scale 1.0), within its REQUIRE range
+        b0 = int(bound if np.ndim(bound) == 0 else bound.reshape(-1)[0])
+        edges = np.clip([lo, hi, in_zp, in_zp + 1, in_zp - b0, in_zp + b0], max(lo, in_zp - b0), min(hi, in_zp + b0))
+        x.reshape(-1, shape[-1])[:6, 0] = edges[:x.size // shape[-1]]
+    x = x.astype(NP[in_t])  # unsigned values keep their bits
+    wrap = lambda v, t: np.array([v]).astype(np.int64).astype(NP[t])  # noqa: E731  (uint zero points as bits)
+    b = Builder()
+    xi = b.input("x", shape, in_t)
+    in_zp_v = b.const(wrap(in_zp, in_t), in_t)
+    out_zp_v = b.const(wrap(out_zp, out_t), out_t)
+    b.output(b.rescale(xi, multiplier, shift, in_zp_v, out_zp_v, scale32=scale32, rounding_mode=mode,
+                       per_channel=per_channel, input_unsigned=in_unsigned, output_unsigned=out_unsigned,
+                       out_dtype=out_t))
+    return b.build(), x
+
+
+def rescale_combos():
+    for in_t, out_t in itertools.product(("int8", "int16", "int32", "int48"), INTS):
+        for scale32, mode in ((True, "SINGLE_ROUND"), (True, "DOUBLE_ROUND"), (True, "INEXACT_ROUND"),
+                              (False, "SINGLE_ROUND"), (False, "INEXACT_ROUND")):
+            if in_t == "int48" and scale32:
+                continue
+            for in_u, out_u in ((False, False), (True, False), (False, True)):
+                if (in_u and (in_t in ("int32", "int48") or out_t == "int32")) or \
+                        (out_u and (out_t == "int32" or in_t in ("int32", "int48"))):
+                    continue
+                yield in_t, out_t, scale32, mode, in_u, out_u
+
+
+COMBOS = list(rescale_combos())
+
+
+@pytest.mark.parametrize("in_t,out_t,scale32,mode,in_u,out_u", COMBOS,
+                         ids=["-".join(str(v) for v in c) for c in COMBOS])
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_rescale_matches_reference(device, in_t, out_t, scale32, mode, in_u, out_u, per_channel):
+    rng = np.random.default_rng(hash((in_t, out_t, scale32, mode, in_u, out_u, per_channel)) % 2**32)
+    graph, x = rescale_case(rng, in_t, out_t, (7, 5, 13), scale32, mode, per_channel, in_u, out_u)
+    got, want = run_both(graph, device, x=x)
+    assert got.dtype == want.dtype
+    assert_same(got, want, out_t)
+
+
+def test_rescale_rank0_and_large_per_channel(device):
+    rng = np.random.default_rng(7)
+    graph, x = rescale_case(rng, "int32", "int8", (), True, "SINGLE_ROUND", False, False, False)
+    got, want = run_both(graph, device, x=x)
+    assert_same(got, want, "int8")
+    graph, x = rescale_case(rng, "int16", "int8", (65535 * 64 // 31 + 500, 31), True, "DOUBLE_ROUND", True,
+                            False, True)
+    got, want = run_both(graph, device, x=x)
+    assert_same(got, want, "int8")
