@@ -56,6 +56,16 @@ def test_transpose_every_dtype(device, dtype):
     check(device, b, {"x": data((3, 5, 7), dtype)})
 
 
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_transpose_tiled(device, dtype):
+    """Planes of at least 8 x 8 go through 32 x 32 shared-memory tiles (partial tiles at the edges)."""
+    shape = (9, 40, 3, 33)
+    b = Builder()
+    x = b.input("x", shape, dtype)
+    b.output(b.transpose(x, perms=[0, 3, 1, 2]), b.transpose(x, perms=[3, 2, 1, 0]), b.transpose(x, perms=[2, 3, 0, 1]))
+    check(device, b, {"x": data(shape, dtype)})
+
+
 @pytest.mark.parametrize("rank", range(1, 7))
 def test_transpose_ranks(device, rank):
     shape = (2, 3, 4, 1, 5, 2)[:rank]

@@ -136,8 +136,7 @@ def test_reduce_sum_float(device, dtype, axis):
 def test_reduce_sum_rounds_once(device):
     """fp16: 2048 + 1 + 2^-20 is just above the tie 2048 + 1, so it must round up to 2050 (rounding via fp32
     first would drop the 2^-20 and round the tie to even, 2048)."""
-    x = np.array([2048, 1, 2.0 ** -20 * 0 + 2.0 ** -14, 0], np.float16)  # 2^-14: the smallest fp16 normal
-    x[2] = np.float16(2.0 ** -14) * np.float16(2.0 ** -6)                 # 2^-20, an fp16 subnormal
+    x = np.array([2048, 1, 2.0 ** -20, 0], np.float16)  # 2^-20: an fp16 subnormal
     got, want = run_both(device, lambda b: b.output(b.reduce_sum(b.input("x", x.shape, "fp16"), axis=0)),
                          {"x": x})
     assert want[0] == 2050 and got[0] == 2050
@@ -165,6 +164,39 @@ def test_reduce_spills_into_y(device):
     got, want = run_both(device, lambda b: b.output(b.reduce_max(b.input("x", x.shape, "int32"), axis=1)),
                          {"x": x})
     assert_same(got, want)
+
+
+@pytest.mark.parametrize("op,dtype", [("reduce_sum", DType.INT32), ("reduce_sum", DType.FP32),
+                                      ("reduce_sum", DType.FP16), ("reduce_product", DType.BF16),
+                                      ("reduce_max", DType.INT8), ("reduce_min", DType.FP16),
+                                      ("reduce_all", DType.BOOL), ("reduce_any", DType.BOOL)])
+@pytest.mark.parametrize("shape,axis", [((100_003,), 0), ((3, 40_000, 2), 1)])
+def test_reduce_long_axis_in_passes(device, op, dtype, shape, axis):
+    """Axes longer than lavapipe's loop budget (65535 iterations per invocation) and than one pass's chunk."""
+    rng = np.random.default_rng(12)
+    if dtype == DType.BOOL:
+        x = rng.random(shape) < (0.99999 if op == "reduce_all" else 0.00001)
+    elif dtype.is_float:
+        x = (rng.uniform(0.9999, 1.0001, shape) if op == "reduce_product" else rng.standard_normal(shape))
+        x = x.astype(dtype.numpy)
+    else:
+        x = rng.integers(-100, 100, shape).astype(dtype.numpy)
+    kw = {"nan_mode": "IGNORE"} if op in ("reduce_max", "reduce_min") else {}
+    got, want = run_both(device, lambda b: b.output(getattr(b, op)(b.input("x", shape, dtype), axis=axis, **kw)),
+                         {"x": x})
+    assert_same(got, want, rtol={DType.FP32: 1e-6, DType.FP16: 1e-3, DType.BF16: 1e-2}.get(dtype, 0.0))
+
+
+def test_reduce_long_axis_nan_modes(device):
+    """A NaN in a late chunk, and whole chunks of NaN, through the partial results."""
+    x = np.random.default_rng(13).standard_normal((2, 90_000)).astype(np.float32)
+    x[0, 80_000] = np.nan
+    x[1, :60_000] = np.nan
+    for op in ("reduce_max", "reduce_min"):
+        for mode in ("PROPAGATE", "IGNORE"):
+            got, want = run_both(device, lambda b: b.output(
+                getattr(b, op)(b.input("x", x.shape, "fp32"), axis=1, nan_mode=mode)), {"x": x})
+            assert_same(got, want)
 
 
 # ---- ARGMAX --------------------------------------------------------------------------------------------------------
@@ -197,6 +229,26 @@ def test_argmax_float(device, dtype, nan_mode):
         got, want = run_both(device, lambda b: b.output(
             b.argmax(b.input("x", x.shape, dtype), axis=axis, nan_mode=nan_mode)), {"x": x})
         assert_same(got, want)
+
+
+@pytest.mark.parametrize("nan_mode", ["PROPAGATE", "IGNORE"])
+def test_argmax_long_axis_in_passes(device, nan_mode):
+    """First index of the maximum across chunks and passes: ties in several chunks, NaN runs, all-NaN rows."""
+    rng = np.random.default_rng(14)
+    x = rng.integers(-50, 50, (5, 150_000)).astype(np.float32)
+    x[0, [7_000, 70_000, 140_000]] = 1000.0          # tie across chunks: index 7000
+    x[1, 100_000] = np.nan                            # PROPAGATE: 100000
+    x[1, 120_000] = np.nan
+    x[2, :] = np.nan                                  # all NaN: 0
+    x[3, :130_000] = np.nan                           # IGNORE: the maximum of the tail
+    x[4, 149_999] = np.inf
+    got, want = run_both(device, lambda b: b.output(
+        b.argmax(b.input("x", x.shape, "fp32"), axis=1, nan_mode=nan_mode)), {"x": x})
+    assert_same(got, want)
+    i16 = rng.integers(-5, 5, (200_001, 2)).astype(np.int16)
+    got, want = run_both(device, lambda b: b.output(b.argmax(b.input("x", i16.shape, "int16"), axis=0)),
+                         {"x": i16})
+    assert_same(got, want)
 
 
 def test_argmax_spills_into_y(device):

@@ -234,6 +234,11 @@ def _graph_io_names(tosa_path: Path) -> tuple[list[str], list[str]]:
 # Worker side: runs in the interpreter that holds the Arm wheels; stdlib + numpy + Arm packages only.
 
 _TEMPLATE_IO = re.compile(r"TEMPLATE_PATH_\w*?(INPUT|OUTPUT)_(\d+)$")
+# Tensor formats (scenario-runner's list) -> numpy: upload wants exactly the format's element size.
+_FORMAT_DTYPES = {"VK_FORMAT_R8_BOOL_ARM": np.bool_, "VK_FORMAT_R8_UINT": np.uint8, "VK_FORMAT_R8_SINT": np.int8,
+                  "VK_FORMAT_R16_UINT": np.uint16, "VK_FORMAT_R16_SINT": np.int16, "VK_FORMAT_R32_UINT": np.uint32,
+                  "VK_FORMAT_R32_SINT": np.int32, "VK_FORMAT_R64_SINT": np.int64, "VK_FORMAT_R16_SFLOAT": np.float16,
+                  "VK_FORMAT_R32_SFLOAT": np.float32}
 
 
 def _setup_layers(workdir: Path) -> None:
@@ -284,6 +289,7 @@ class _Worker:
         self.workdir = workdir
         self.scenario = None
         self.ids: dict[str, object] = {}
+        self.formats: dict[str, str] = {}
 
     def load(self, tosa: str) -> dict:
         import scenario_runner_py as sr
@@ -324,12 +330,17 @@ class _Worker:
         outs = [outputs[i] for i in sorted(outputs)]
         for r in ins + outs:
             self.ids[r["uid"]] = getters[r["kind"]](r["uid"])
+            self.formats[r["uid"]] = r["format"]
         return {"vgf": str(vgf), "scenario": str(scenario_path), "inputs": ins, "outputs": outs,
                 "convert_seconds": convert_seconds, "load_seconds": load_seconds}
 
     def run(self, inputs: dict[str, str], repeats: int, outdir: str, tag: str) -> dict:
         for uid, path in inputs.items():
-            self.scenario.upload(self.ids[uid], np.ascontiguousarray(np.load(path)))
+            array = np.load(path)
+            dtype = _FORMAT_DTYPES.get(self.formats.get(uid))
+            if dtype is not None and array.dtype != dtype and array.dtype.kind in "biuf":
+                array = array.astype(dtype)
+            self.scenario.upload(self.ids[uid], np.ascontiguousarray(array))
         times = []
         for _ in range(repeats):
             t0 = time.perf_counter()

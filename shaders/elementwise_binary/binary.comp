@@ -1,9 +1,13 @@
 #version 450
-// Element-wise binary operators with broadcasting (spec 2.5): out = OP(a, b), computed in the compute type
-// COMPUTE_T. Defines from the lowering: A_*, B_*, O_* (tosa_vk/lower/types.py), COMPUTE_T, OP(a, b), and
-// BROADCAST when an input is broadcast (else both inputs have the output's shape). OP may call the
-// helpers of include/elementwise.glsl. SHIFT_BUFFER adds binding 3, S: MUL's run-time shift (T<i8_t>[1]),
-// read as SHIFT.
+// Element-wise binary operators with broadcasting (spec 2.5, 2.8): out = OP(a, b), computed in the compute
+// type COMPUTE_T. Defines from the lowering: A_*, B_*, O_* (tosa_vk/lower/types.py), COMPUTE_T, OP(a, b)
+// (may call the helpers of include/elementwise.glsl), and per input X = A, B one of
+//   X_SCALAR     one element, read for every output;
+//   X_BROADCAST  broadcast along some dimensions: offset from the push-constant shape / strides;
+//   (neither)    the output's shape.
+// VEC4: no input is X_BROADCAST; each invocation does 4 consecutive elements with 4-vector loads / stores
+// (X_T4: the storage 4-vector type), the last one also the tail.
+// SHIFT_BUFFER adds binding 3, S: MUL's run-time shift (T<i8_t>[1]), read as SHIFT.
 #include "types.glsl"
 #include "index.glsl"
 #include "elementwise.glsl"
@@ -11,6 +15,11 @@
 layout(set = 0, binding = 0) readonly buffer InA { A_T a[]; };
 layout(set = 0, binding = 1) readonly buffer InB { B_T b[]; };
 layout(set = 0, binding = 2) writeonly buffer Out { O_T o[]; };
+#ifdef VEC4  // the same buffers seen as 4-vectors
+layout(set = 0, binding = 0) readonly buffer InA4 { A_T4 a4[]; };
+layout(set = 0, binding = 1) readonly buffer InB4 { B_T4 b4[]; };
+layout(set = 0, binding = 2) writeonly buffer Out4 { O_T4 o4[]; };
+#endif
 layout(push_constant) uniform Params {
     uint total;
     int rank;
@@ -23,17 +32,51 @@ layout(set = 0, binding = 3) readonly buffer InS { S_T s[]; };
 #define SHIFT int(s[0])
 #endif
 
-void main() {
-    uint i = flat_index();
-    if (i >= p.total) return;
-#ifdef BROADCAST
-    uint ia, ib;
-    BROADCAST_OFFSET(i, p.rank, p.shape, p.stride_a, ia);
-    BROADCAST_OFFSET(i, p.rank, p.shape, p.stride_b, ib);
+O_T apply(A_T va, B_T vb) { return STORE_O(OP(COMPUTE_T(LOAD_A(va)), COMPUTE_T(LOAD_B(vb)))); }
+
+#if defined(A_SCALAR)
+#define OFFSET_A(i, r) r = 0u
+#elif defined(A_BROADCAST)
+#define OFFSET_A(i, r) BROADCAST_OFFSET(i, p.rank, p.shape, p.stride_a, r)
 #else
-    uint ia = i, ib = i;
+#define OFFSET_A(i, r) r = i
 #endif
-    COMPUTE_T x = COMPUTE_T(LOAD_A(a[ia]));
-    COMPUTE_T y = COMPUTE_T(LOAD_B(b[ib]));
-    o[i] = STORE_O(OP(x, y));
+#if defined(B_SCALAR)
+#define OFFSET_B(i, r) r = 0u
+#elif defined(B_BROADCAST)
+#define OFFSET_B(i, r) BROADCAST_OFFSET(i, p.rank, p.shape, p.stride_b, r)
+#else
+#define OFFSET_B(i, r) r = i
+#endif
+
+void scalar_element(uint i) {
+    uint ia, ib;
+    OFFSET_A(i, ia);
+    OFFSET_B(i, ib);
+    o[i] = apply(a[ia], b[ib]);
+}
+
+void main() {
+#ifdef VEC4
+    uint j = flat_index();
+    uint first = j * 4u;
+    if (first + 4u <= p.total) {
+#ifdef A_SCALAR
+        A_T4 va = A_T4(a[0]);
+#else
+        A_T4 va = a4[j];
+#endif
+#ifdef B_SCALAR
+        B_T4 vb = B_T4(b[0]);
+#else
+        B_T4 vb = b4[j];
+#endif
+        o4[j] = O_T4(apply(va.x, vb.x), apply(va.y, vb.y), apply(va.z, vb.z), apply(va.w, vb.w));
+    } else {
+        for (uint i = first; i < p.total; ++i) scalar_element(i);
+    }
+#else
+    uint i = flat_index();
+    if (i < p.total) scalar_element(i);
+#endif
 }

@@ -3,8 +3,8 @@
 // lowering (tosa_vk/lower/elementwise_unary.py): A_*, O_* (tosa_vk/lower/types.py) and either
 //   OP(x)       on the compute value (LOAD_A -> OP -> STORE_O), OP may call include/unary.glsl, or
 //   BITS_OP(v)  on the stored value itself (sign-bit operations on floats: exact for every encoding);
-// NEGATE adds ZERO_POINTS: bindings Z1 / Z2 hold input1_zp / output_zp (one element each), and
-// OP(x, zp1, zp2), with the output's range O_MIN / O_MAX.
+// NEGATE adds ZERO_POINTS: bindings Z1 / Z2 hold input1_zp / output_zp (one element each, constant or not)
+// and OP(x, zp1, zp2).
 #include "types.glsl"
 #include "index.glsl"
 #include "unary.glsl"

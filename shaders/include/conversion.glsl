@@ -9,7 +9,7 @@
 // 11 for fp16, 8 for bf16). The result is exact in fp32, so the STORE conversion to the output type adds no second
 // rounding (int32 -> fp32 -> bf16 would round twice).
 float int_to_float_rne(int v, int sig) {
-    uint a = v < 0 ? uint(-int64_t(v)) : uint(v);          // |INT_MIN| = 2^31 fits a uint
+    uint a = uint(v < 0 ? -v : v);                          // -INT_MIN wraps to INT_MIN: uint 2^31, right
     int msb = findMSB(a);
     int drop = msb + 1 - sig;                               // low bits that don't fit the significand
     if (drop > 0) {

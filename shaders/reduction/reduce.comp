@@ -1,12 +1,17 @@
 #version 450
-// Reductions along one axis (spec 2.9): REDUCE_ALL / ANY / MAX / MIN / PRODUCT / SUM.
-// The input is viewed as [outer, axis, inner] and the output as [outer, 1, inner]; one invocation per output
-// element folds the axis in order, as the pseudocode does. Defines from the lowering (tosa_vk/lower/reduction.py):
+// Reductions along one axis (spec 2.9): REDUCE_ALL / ANY / MAX / MIN / PRODUCT / SUM, in one or more passes.
+// A pass views its input as [outer, axis_len, inner] and splits the axis into `chunks` pieces of `chunk`
+// elements; one invocation per [outer, chunks, inner] element folds its piece in axis order. The last pass has
+// one chunk (the whole axis, possibly of the partial results of earlier passes) and writes the output.
+// Passes bound each invocation's loop: lavapipe (gallivm) ends any invocation's loops after 65535 iterations in
+// total (LP_MAX_TGSI_LOOP_ITERATIONS), and they spread a long axis over many invocations.
+// Defines from the lowering (tosa_vk/lower/reduction.py):
 //   A_*, O_*          binding types (tosa_vk/lower/types.py)
 //   ACC_T             accumulator type (bool, int, float or double)
 //   INIT              the accumulator's initial value (true / false / minimum_s / maximum_s / NaN / 1 / 0)
-//   STEP(acc, x)      the new accumulator from acc and the element x (in A's compute type)
-//   FINISH(acc)       the value handed to STORE_O
+//   READ(v)           an input element (or a partial result) from its storage value
+//   STEP(acc, x)      the new accumulator from acc and x (associative: partial results combine with it too)
+//   WRITE(acc)        the storage value of the result (the output rounded once, or a partial result)
 #include "types.glsl"
 #include "index.glsl"
 #include "elementwise.glsl"
@@ -14,9 +19,11 @@
 layout(set = 0, binding = 0) readonly buffer InA { A_T a[]; };
 layout(set = 0, binding = 1) writeonly buffer Out { O_T o[]; };
 layout(push_constant) uniform Params {
-    uint total;     // output elements = outer * inner
-    uint axis_len;  // shape1[axis]
+    uint total;     // results of this pass = outer * chunks * inner
+    uint axis_len;  // length of the axis this pass reads
     uint inner;     // product of the dimensions after the axis
+    uint chunk;     // axis elements per invocation
+    uint chunks;    // ceil(axis_len / chunk)
 } p;
 
 // fp64 -> fp32 rounded to odd: truncate, then set the last bit when inexact. Rounding that to a format with at
@@ -36,10 +43,14 @@ void main() {
     uint i = flat_index();
     if (i >= p.total) return;
     uint r = i % p.inner;
-    uint idx = (i - r) * p.axis_len + r;  // (i / inner) * axis_len * inner + r
+    uint t = i / p.inner;
+    uint j = t % p.chunks;
+    uint start = j * p.chunk;
+    uint idx = ((t / p.chunks) * p.axis_len + start) * p.inner + r;
+    uint n = min(p.chunk, p.axis_len - start);
     ACC_T acc = INIT;
-    for (uint k = 0u; k < p.axis_len; ++k, idx += p.inner) {
-        acc = STEP(acc, LOAD_A(a[idx]));
+    for (uint k = 0u; k < n; ++k, idx += p.inner) {
+        acc = STEP(acc, READ(a[idx]));
     }
-    o[i] = STORE_O(FINISH(acc));
+    o[i] = WRITE(acc);
 }

@@ -15,9 +15,11 @@ import numpy as np
 
 from ..ir.graph import Tensor
 from ..program import Kernel, pack_push
-from . import LowerCtx, lowering
+from . import WORKGROUP, LowerCtx, lowering
 
 MAX_RANK = 6
+TILE_SIZE = 32       # shaders/data_layout/transpose.comp: tiles of TILE_SIZE x TILE_SIZE elements
+TILE_MIN = 8     # both dimensions of the tiled plane at least this long, else the plain strided copy
 UNIT_TYPES = {1: "uint8_t", 2: "uint16_t", 4: "uint", 8: "uvec2", 16: "uvec4"}
 # device features a unit of this width needs (8 / 16-bit storage buffer access and the int8 / int16 types)
 UNIT_FEATURES = {1: ("storageBuffer8BitAccess", "shaderInt8"), 2: ("storageBuffer16BitAccess", "shaderInt16")}
@@ -79,6 +81,11 @@ def strided_copy(ctx: LowerCtx, src: Tensor, dst: Tensor, shape, src_strides, ds
     if len(dims) > MAX_RANK:
         return None
     w = width(src)
+    if (dims and not any(d[3] != d[0] for d in dims) and dims[-1][1] != 1 and dims[-1][0] >= TILE_MIN
+            and unit_ok(ctx, w)):
+        j = next((j for j, d in enumerate(dims) if d[1] == 1 and d[0] >= TILE_MIN), None)
+        if j is not None:
+            return _tiled(ctx, src, dst, dims, j, src_base, dst_base)
     unit = w
     # widen the unit over the innermost run when it is contiguous on both sides and everything stays aligned
     if dims and dims[-1][1] == 1 and dims[-1][2] == 1:
@@ -108,6 +115,27 @@ def strided_copy(ctx: LowerCtx, src: Tensor, dst: Tensor, shape, src_strides, ds
     defines = {"WRAP": "1"} if any(d[3] != d[0] for d in dims) else {}
     push = pack_push(*fields, fmt="I" + "i" * (len(fields) - 1))
     return raw_kernel(ctx, "data_layout/copy", {"A": src.name, "O": dst.name}, unit, push, count, defines)
+
+
+def _tiled(ctx: LowerCtx, src: Tensor, dst: Tensor, dims: list[list[int]], j: int, src_base: int,
+           dst_base: int) -> Kernel:
+    """data_layout/transpose: 32x32 tiles of the plane of the destination's innermost dimension I (strided in the
+    source) and the source's contiguous dimension J, through shared memory."""
+    n_i, ss_i, _, _ = dims[-1]
+    n_j, _, ds_j, _ = dims[j]
+    others = [d for k, d in enumerate(dims[:-1]) if k != j]
+    tiles_i, tiles_j = -(-n_i // TILE_SIZE), -(-n_j // TILE_SIZE)
+    tiles = tiles_i * tiles_j * int(np.prod([d[0] for d in others], dtype=np.int64))
+    pad = [0] * (4 - len(others))
+    fields = [tiles, len(others), src_base, dst_base, n_i, n_j, ss_i, ds_j, tiles_i, tiles_j]
+    for k in range(3):
+        fields += [d[k] for d in others] + ([1] * len(pad) if k == 0 else pad)
+    push = pack_push(*fields, fmt="I" + "i" * (len(fields) - 1))
+    w = width(src)
+    shared = {8: ("uvec2", "(v)", "(v)")}.get(w, ("uint", "uint(v)", f"{UNIT_TYPES[w]}(v)"))
+    defines = {"SHARED_T": shared[0], "TO_SHARED(v)": shared[1], "FROM_SHARED(v)": shared[2]}
+    return raw_kernel(ctx, "data_layout/transpose", {"A": src.name, "O": dst.name}, w, push, tiles * WORKGROUP,
+                      defines)
 
 
 def _done(kernels: list[Kernel | None]) -> list[Kernel] | None:

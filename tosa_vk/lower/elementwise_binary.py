@@ -6,28 +6,67 @@ from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode
 from ..program import Kernel, pack_push
 from . import LowerCtx, lowering
+from .types import glsl_storage
 
 MAX_RANK = 6
 _INT = (DType.INT8, DType.INT16, DType.INT32)
 _FLOAT = (DType.FP16, DType.BF16, DType.FP32)
 
 
+# storage type -> its 4-vector (VEC4 kernels)
+VEC4 = {"float": "vec4", "int": "ivec4", "float16_t": "f16vec4", "uint16_t": "u16vec4", "int16_t": "i16vec4",
+        "int8_t": "i8vec4", "uint8_t": "u8vec4", "int64_t": "i64vec4"}
+
+
+def _size(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
 def broadcast_push(out_shape, in_shapes) -> tuple[bytes, bool]:
-    """Push constants (total, rank, shape[6], strides per input[6]) and whether any input is broadcast."""
-    rank = len(out_shape)
-    total = 1
-    for d in out_shape:
-        total *= d
-    fields = [total, rank] + list(out_shape) + [1] * (MAX_RANK - rank)
-    broadcast = False
-    for shape in in_shapes:
+    """Push constants (total, rank, shape[6], strides per input[6]) and whether any input is broadcast.
+    Dimensions are coalesced first (size-1 output dimensions dropped, neighbours merged where every input is
+    broadcast along both or neither), so the shader's offset loop runs over as few dimensions as possible."""
+    dims = [d for d in range(len(out_shape)) if out_shape[d] != 1]
+    merged: list[list[int]] = []  # [out size, in size per input]
+    prev_key = None
+    for d in dims:
+        key = tuple(shape[d] == 1 for shape in in_shapes)  # broadcast along d?
+        sizes = [out_shape[d]] + [shape[d] for shape in in_shapes]
+        if merged and key == prev_key:
+            merged[-1] = [m * s for m, s in zip(merged[-1], sizes)]
+        else:
+            merged.append(sizes)
+        prev_key = key
+    rank = len(merged)
+    shape = [m[0] for m in merged]
+    fields = [_size(out_shape), rank] + shape + [1] * (MAX_RANK - rank)
+    for k in range(len(in_shapes)):
         strides, step = [0] * rank, 1
         for d in range(rank - 1, -1, -1):
-            strides[d] = 0 if shape[d] == 1 and out_shape[d] != 1 else step
-            step *= shape[d]
-        broadcast |= tuple(shape) != tuple(out_shape)
+            strides[d] = 0 if merged[d][k + 1] == 1 and shape[d] != 1 else step
+            step *= merged[d][k + 1]
         fields += strides + [0] * (MAX_RANK - rank)
+    broadcast = any(tuple(s) != tuple(out_shape) for s in in_shapes)
     return pack_push(*fields, fmt="I" + "i" * (len(fields) - 1)), broadcast
+
+
+def broadcast_defines(ctx: LowerCtx, names: str, tensors, out) -> tuple[dict[str, str], bool]:
+    """Per input binding X (`names[k]`): X_SCALAR (one element), X_BROADCAST (broadcast along some dimensions)
+    or nothing (the output's shape); with no X_BROADCAST, VEC4 and the X_T4 4-vector storage types."""
+    defines = {}
+    for name, t in zip(names, tensors):
+        if tuple(t.shape) == tuple(out.shape):
+            continue
+        defines[f"{name}_SCALAR" if t.size == 1 else f"{name}_BROADCAST"] = "1"
+    vec4 = not any(k.endswith("_BROADCAST") for k in defines)
+    if vec4:
+        defines["VEC4"] = "1"
+        for name, t in zip(names + "O", list(tensors) + [out]):
+            defines[f"{name}_T4"] = VEC4[glsl_storage(t.dtype)]
+    return defines, vec4
 
 
 def binary(ctx: LowerCtx, op_expr: str, compute: str, defines: dict[str, str] | None = None,
@@ -35,12 +74,11 @@ def binary(ctx: LowerCtx, op_expr: str, compute: str, defines: dict[str, str] | 
     """out = OP(a, b) with broadcasting; `extra` bindings follow O (binding 3 on: SHIFT_BUFFER's S)."""
     a, b = ctx.inputs[:2]
     out = ctx.outputs[0]
-    push, broadcast = broadcast_push(out.shape, [a.shape, b.shape])
-    all_defines = {"COMPUTE_T": compute, "OP(x, y)": op_expr, **(defines or {})}
-    if broadcast:
-        all_defines["BROADCAST"] = "1"
+    push, _ = broadcast_push(out.shape, [a.shape, b.shape])
+    layout, vec4 = broadcast_defines(ctx, "AB", [a, b], out)
+    all_defines = {"COMPUTE_T": compute, "OP(x, y)": op_expr, **layout, **(defines or {})}
     return [ctx.kernel("elementwise_binary/binary", {"A": a.name, "B": b.name, "O": out.name, **(extra or {})},
-                       all_defines, push, invocations=out.size)]
+                       all_defines, push, invocations=-(-out.size // 4) if vec4 else out.size)]
 
 
 def _types(ctx: LowerCtx) -> tuple[DType, DType, DType]:

@@ -1,10 +1,16 @@
-"""Reduction operators (spec 2.9) on Vulkan: shaders/reduction/reduce.comp, one invocation per output element
-folding the reduced axis in order. Also ARGMAX (spec 2.3.1), which belongs to the tensor_ops chapter but is a
-reduction in shape: it lives here (shaders/reduction/argmax.comp) until tosa_vk/lower/tensor_ops.py takes it over.
+"""Reduction operators (spec 2.9) on Vulkan: shaders/reduction/reduce.comp. Also ARGMAX (spec 2.3.1), which
+belongs to the tensor_ops chapter but is a reduction in shape: it lives here (shaders/reduction/argmax.comp) until
+tosa_vk/lower/tensor_ops.py takes it over.
 
-Floating-point sums and products accumulate in fp64 (as the reference does) and are rounded once to the output
-type; without shaderFloat64 they accumulate in fp32 (REDUCE_SUM's acc_t is fp32 or fp16 anyway). int32 sums wrap
-(overflow is a REQUIRE violation, so unpredictable).
+A reduction runs in passes (see _passes): each splits the axis into chunks folded in axis order by one invocation
+each, into a temporary of partial results, until one chunk covers the axis. That bounds the loop of every
+invocation (lavapipe stops an invocation's loops after 65535 iterations) and spreads long axes over the device.
+Partial results combine with the same step as the elements (sum, product, max / min with nan_mode, and / or), so
+the result equals the sequential fold up to the summation order of floating-point sums and products.
+
+Floating-point sums and products accumulate in fp64 (as the reference does; partials kept as int64 bit patterns)
+and are rounded once to the output type; without fp64 they accumulate in fp32 (REDUCE_SUM's acc_t is fp32 or fp16
+anyway). int32 sums wrap (an overflowing partial sum is a REQUIRE violation, so unpredictable).
 """
 from __future__ import annotations
 
@@ -17,6 +23,11 @@ _INT_MIN = "(-2147483647 - 1)"
 _INT_MAX = "2147483647"
 _NAN = "uintBitsToFloat(0x7fc00000u)"
 _INF = "uintBitsToFloat(0x7f800000u)"
+_FLOATS = (DType.FP32, DType.FP16, DType.BF16)
+
+MAX_CHUNK = 8192      # axis elements one invocation folds at most (lavapipe's loop budget: 65535 per invocation)
+MIN_CHUNK = 256       # below this an axis is folded in one pass
+PARALLEL = 16384      # invocations per pass worth splitting an axis for
 
 
 def _axis_view(shape, axis: int) -> tuple[int, int, int]:
@@ -29,19 +40,64 @@ def _axis_view(shape, axis: int) -> tuple[int, int, int]:
     return outer, shape[axis], inner
 
 
-def _axis_kernel(ctx: LowerCtx, shader: str, defines: dict[str, str]) -> list[Kernel] | None:
+def _passes(length: int, lanes: int) -> list[tuple[int, int, int]]:
+    """(axis length, chunk, chunks) of each pass reducing an axis of `length` for `lanes` = outer * inner outputs;
+    the last pass has one chunk."""
+    passes = []
+    while True:
+        if length <= MIN_CHUNK or (lanes >= PARALLEL and length <= MAX_CHUNK):
+            chunk = length
+        else:
+            chunk = min(MAX_CHUNK, max(MIN_CHUNK, -(-length * lanes // PARALLEL)))
+        chunks = -(-length // chunk)
+        passes.append((length, chunk, chunks))
+        if chunks == 1:
+            return passes
+        length = chunks
+
+
+def _multipass(ctx: LowerCtx, shader: str, partial, final, carry: str = "O") -> list[Kernel] | None:
+    """Kernels of the passes. partial(i, src, shape) and final(i, src) give (bindings, defines, writes) of pass i
+    reading tensor `src`: the input, then the partials of the previous pass (its binding `carry`)."""
     x, out = ctx.inputs[0], ctx.outputs[0]
-    axis = int(ctx.attr("axis", 0))
-    outer, length, inner = _axis_view(x.shape, axis)
-    if x.size >= 1 << 32 or out.size == 0:
-        return None if x.size >= 1 << 32 else []
-    push = pack_push(outer * inner, length, inner, fmt="III")
-    return [ctx.kernel(shader, {"A": x.name, "O": out.name}, defines, push, invocations=outer * inner)]
+    if out.size == 0:
+        return []
+    if x.size >= 1 << 32:
+        return None
+    outer, length, inner = _axis_view(x.shape, int(ctx.attr("axis", 0)))
+    kernels, src = [], x.name
+    plan = _passes(length, outer * inner)
+    for i, (axis_len, chunk, chunks) in enumerate(plan):
+        total = outer * chunks * inner
+        if i == len(plan) - 1:
+            bindings, defines, writes = final(i, src)
+        else:
+            bindings, defines, writes = partial(i, src, (outer, chunks, inner))
+        push = pack_push(total, axis_len, inner, chunk, chunks, fmt="IIIII")
+        kernels.append(ctx.kernel(shader, bindings, defines, push, invocations=total, writes=writes))
+        src = bindings[carry]
+    return kernels
 
 
-def _reduce(ctx: LowerCtx, acc: str, init: str, step: str, finish: str = "(acc)") -> list[Kernel] | None:
-    return _axis_kernel(ctx, "reduction/reduce",
-                        {"ACC_T": acc, "INIT": init, "STEP(acc, x)": step, "FINISH(acc)": finish})
+def _reduce(ctx: LowerCtx, acc: str, init: str, step: str, partial_dtype: DType, finish: str = "(acc)",
+            bits: bool = False) -> list[Kernel] | None:
+    """A reduction whose accumulator `acc` folds with `step`; partial results are stored as `partial_dtype`
+    (as the bit pattern of a double in int64 when `bits`) and the output as STORE_O(finish)."""
+    base = {"ACC_T": acc, "INIT": init, "STEP(acc, x)": step}
+    out = ctx.outputs[0].name
+
+    def read(i):
+        return "int64BitsToDouble(v)" if bits and i > 0 else "LOAD_A(v)"
+
+    def partial(i, src, shape):
+        tmp = ctx.temporary(shape, partial_dtype)
+        write = "doubleBitsToInt64(acc)" if bits else "STORE_O(acc)"
+        return {"A": src, "O": tmp}, {**base, "READ(v)": read(i), "WRITE(acc)": write}, (tmp,)
+
+    def final(i, src):
+        return {"A": src, "O": out}, {**base, "READ(v)": read(i), "WRITE(acc)": f"STORE_O({finish})"}, None
+
+    return _multipass(ctx, "reduction/reduce", partial, final)
 
 
 @lowering("REDUCE_ALL", "REDUCE_ANY")
@@ -49,64 +105,81 @@ def REDUCE_ALL(ctx: LowerCtx):
     if ctx.inputs[0].dtype != DType.BOOL:
         return None
     if ctx.op.op == "REDUCE_ALL":
-        return _reduce(ctx, "bool", "true", "((acc) && (x))")
-    return _reduce(ctx, "bool", "false", "((acc) || (x))")
+        return _reduce(ctx, "bool", "true", "((acc) && (x))", DType.BOOL)
+    return _reduce(ctx, "bool", "false", "((acc) || (x))", DType.BOOL)
 
 
 @lowering("REDUCE_MAX", "REDUCE_MIN")
 def REDUCE_MAX(ctx: LowerCtx):
     dtype = ctx.inputs[0].dtype
     fn = "max" if ctx.op.op == "REDUCE_MAX" else "min"
-    if dtype.is_float:
-        if dtype not in (DType.FP32, DType.FP16, DType.BF16):
-            return None
-        # acc starts at NaN for IGNORE (apply_max_s skips it), else at minimum_s (-inf) / maximum_s (+inf).
+    if dtype in _FLOATS:
+        # acc starts at NaN for IGNORE (apply_max_s skips it), else at minimum_s (-inf) / maximum_s (+inf);
+        # partial maxima are input values, stored exactly in the input type.
         if ctx.attr("nan_mode") == NanPropagationMode.IGNORE:
-            return _reduce(ctx, "float", _NAN, f"{fn}_ignore(acc, x)")
-        return _reduce(ctx, "float", f"(-{_INF})" if fn == "max" else _INF, f"{fn}_propagate(acc, x)")
+            return _reduce(ctx, "float", _NAN, f"{fn}_ignore(acc, x)", dtype)
+        return _reduce(ctx, "float", f"(-{_INF})" if fn == "max" else _INF, f"{fn}_propagate(acc, x)", dtype)
     if dtype not in (DType.INT8, DType.INT16, DType.INT32):
         return None
-    return _reduce(ctx, "int", _INT_MIN if fn == "max" else _INT_MAX, f"{fn}(acc, x)")
+    return _reduce(ctx, "int", _INT_MIN if fn == "max" else _INT_MAX, f"{fn}(acc, x)", dtype)
 
 
-def _fp_acc(ctx: LowerCtx) -> tuple[str, str]:
-    """Accumulator type and the FINISH expression rounding it once to the output type."""
-    out = ctx.outputs[0].dtype
-    if not ctx.features.get("shaderFloat64", False):
-        return "float", "(acc)"
-    return "double", "float(acc)" if out == DType.FP32 else "f64_to_f32_odd(acc)"
+def _fp_reduce(ctx: LowerCtx, init: str, op: str) -> list[Kernel] | None:
+    """Sum / product of floats: fp64 accumulation rounded once (fp32 without fp64 support)."""
+    if ctx.inputs[0].dtype not in _FLOATS:
+        return None
+    if ctx.features.get("shaderFloat64", False) and ctx.features.get("shaderInt64", False):
+        finish = "float(acc)" if ctx.outputs[0].dtype == DType.FP32 else "f64_to_f32_odd(acc)"
+        return _reduce(ctx, "double", f"double({init})", f"((acc) {op} double(x))", DType.INT48, finish, bits=True)
+    return _reduce(ctx, "float", f"float({init})", f"((acc) {op} float(x))", DType.FP32)
 
 
 @lowering("REDUCE_PRODUCT")
 def REDUCE_PRODUCT(ctx: LowerCtx):
-    if ctx.inputs[0].dtype not in (DType.FP32, DType.FP16, DType.BF16):
-        return None
-    acc, finish = _fp_acc(ctx)
-    return _reduce(ctx, acc, f"{acc}(1.0)", f"((acc) * {acc}(x))", finish)
+    return _fp_reduce(ctx, "1.0", "*")
 
 
 @lowering("REDUCE_SUM")
 def REDUCE_SUM(ctx: LowerCtx):
-    dtype = ctx.inputs[0].dtype
-    if dtype == DType.INT32:
-        return _reduce(ctx, "int", "0", "((acc) + (x))")
-    if dtype not in (DType.FP32, DType.FP16, DType.BF16):
-        return None
-    acc, finish = _fp_acc(ctx)
-    return _reduce(ctx, acc, f"{acc}(0.0)", f"((acc) + {acc}(x))", finish)
+    if ctx.inputs[0].dtype == DType.INT32:
+        return _reduce(ctx, "int", "0", "((acc) + (x))", DType.INT32)
+    return _fp_reduce(ctx, "0.0", "+")
 
 
 # ARGMAX belongs to the tensor_ops chapter (spec 2.3.1); kept here until tosa_vk/lower/tensor_ops.py exists.
 @lowering("ARGMAX")
 def ARGMAX(ctx: LowerCtx):
-    dtype = ctx.inputs[0].dtype
-    if ctx.outputs[0].dtype != DType.INT32:
+    x, out = ctx.inputs[0], ctx.outputs[0]
+    if out.dtype != DType.INT32:
         return None
-    defines: dict[str, str] = {}
-    if dtype.is_float:
-        defines["FLOAT"] = "1"
+    base: dict[str, str] = {}
+    if x.dtype.is_float:
+        base["FLOAT"] = "1"
         if ctx.attr("nan_mode") == NanPropagationMode.IGNORE:
-            defines["IGNORE"] = "1"
-    elif dtype not in (DType.INT8, DType.INT16, DType.INT32):
+            base["IGNORE"] = "1"
+    elif x.dtype not in (DType.INT8, DType.INT16, DType.INT32):
         return None
-    return _axis_kernel(ctx, "reduction/argmax", defines)
+    src_index: list[str] = []   # the indices of the partial maxima read by the next pass
+
+    def bindings_in(i, src):
+        b, d = {"A": src}, dict(base)
+        if i > 0:
+            b["AI"] = src_index[-1]
+            d.update(PARTIAL_IN="1", B_AI="1")
+        d["B_O"] = str(len(b))
+        return b, d
+
+    def partial(i, src, shape):
+        b, d = bindings_in(i, src)
+        values, index = ctx.temporary(shape, x.dtype), ctx.temporary(shape, DType.INT32)
+        b.update(O=index, PV=values)
+        d.update(PARTIAL_OUT="1", B_PV=str(len(b) - 1))
+        src_index.append(index)
+        return b, d, (index, values)
+
+    def final(i, src):
+        b, d = bindings_in(i, src)
+        b["O"] = out.name
+        return b, d, None
+
+    return _multipass(ctx, "reduction/argmax", partial, final, carry="PV")

@@ -1,0 +1,262 @@
+"""Vulkan kernels of the element-wise binary, ternary and comparison chapters (spec 2.5, 2.7, 2.8) against the
+reference backend: integers and bools bit-exact, floats bit-exact where the result is correctly rounded."""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tosa_vk
+from tosa_vk import Builder
+from tosa_vk.vulkan import Device
+
+BIG = 65535 * 64 + 1000  # past the x limit of a 1-D grid: the y-spill of flat_index()
+INT_TYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32}
+FLOAT_TYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}
+
+
+@pytest.fixture(scope="module")
+def device():
+    with Device(validation=True) as dev:
+        yield dev
+        assert dev.validation_messages == []
+
+
+def run_both(device, graph, feeds):
+    """(vulkan, reference) values of the graph's single output; the Vulkan run is strict (no host fallback)."""
+    with tosa_vk.load(graph, backend="vulkan", device=device, strict=True) as model:
+        got = model.run(feeds)
+    want = tosa_vk.load(graph).run(feeds)
+    (g,), (w,) = got.values(), want.values()
+    assert g.dtype == w.dtype and g.shape == w.shape
+    return g, w
+
+
+def same_bits(got, want):
+    return np.array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+def binary_graph(op, shape_a, shape_b, dtype, *extra, **attrs):
+    b = Builder()
+    x, y = b.input("x", shape_a, dtype), b.input("y", shape_b, dtype)
+    b.output(b.op(op, x, y, *extra, **attrs))
+    return b.build()
+
+
+def edge_ints(rng, dtype, shape):
+    info = np.iinfo(dtype)
+    values = rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=np.int64)
+    flat = values.reshape(-1)
+    edges = [info.min, info.max, 0, -1, 1, info.min + 1, info.max - 1]
+    flat[:min(len(edges), flat.size)] = edges[:flat.size]
+    return values.astype(dtype)
+
+
+# ---- bitwise, shifts, INTDIV, MUL, TABLE: bit-exact integers ---------------------------------------------------
+
+@pytest.mark.parametrize("dtype", INT_TYPES)
+@pytest.mark.parametrize("op", ["BITWISE_AND", "BITWISE_OR", "BITWISE_XOR"])
+def test_bitwise_broadcast(device, op, dtype):
+    rng = np.random.default_rng(1)
+    nt = INT_TYPES[dtype]
+    graph = binary_graph(op, (3, 1, 20), (1, 5, 20), dtype)
+    got, want = run_both(device, graph, {"x": edge_ints(rng, nt, (3, 1, 20)), "y": edge_ints(rng, nt, (1, 5, 20))})
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", INT_TYPES)
+@pytest.mark.parametrize("op,attrs", [("ARITHMETIC_RIGHT_SHIFT", {"round": False}),
+                                      ("ARITHMETIC_RIGHT_SHIFT", {"round": True}),
+                                      ("LOGICAL_LEFT_SHIFT", {}), ("LOGICAL_RIGHT_SHIFT", {})])
+def test_shifts_every_amount(device, op, attrs, dtype):
+    rng = np.random.default_rng(2)
+    nt = INT_TYPES[dtype]
+    bits = np.iinfo(nt).bits
+    values = edge_ints(rng, nt, (16, 1))
+    shifts = np.arange(bits, dtype=nt).reshape(1, bits)  # REQUIRE(0 <= value2 <= bits - 1)
+    graph = binary_graph(op, (16, 1), (1, bits), dtype, **attrs)
+    got, want = run_both(device, graph, {"x": values, "y": shifts})
+    assert np.array_equal(got, want)
+
+
+def test_intdiv_truncates_toward_zero(device):
+    a = np.array([7, -7, 7, -7, 2**31 - 1, -2**31, 0, 1, -1, 5], np.int32)
+    b = np.array([2, 2, -2, -2, 3, 7, 5, -1, 3, 2**31 - 1], np.int32)
+    got, want = run_both(device, binary_graph("INTDIV", (10,), (10,), "int32"), {"x": a, "y": b})
+    assert np.array_equal(got, want)
+    assert got.tolist()[:4] == [3, -3, -3, 3]
+
+
+@pytest.mark.parametrize("dtype", INT_TYPES)
+def test_mul_int_widens_to_int32(device, dtype):
+    rng = np.random.default_rng(3)
+    nt = INT_TYPES[dtype]
+    graph = binary_graph("MUL", (4, 33), (1, 33), dtype, np.array([0], np.int8))
+    got, want = run_both(device, graph, {"x": edge_ints(rng, nt, (4, 33)), "y": edge_ints(rng, nt, (1, 33))})
+    assert got.dtype == np.int32 and np.array_equal(got, want)
+
+
+def _mul_operands(rng, shift, n):
+    """int32 pairs whose rounded, shifted product fits int32 (REQUIRE), edge values included."""
+    a, b = edge_ints(rng, np.int32, (n,)).astype(np.int64), edge_ints(rng, np.int32, (n,))[::-1].astype(np.int64)
+    if shift:
+        r = (a * b + (1 << (shift - 1))) >> shift
+        ok = (r >= -2**31) & (r < 2**31)
+        a, b = np.where(ok, a, 3), np.where(ok, b, -5)
+    return a.astype(np.int32), b.astype(np.int32)
+
+
+@pytest.mark.parametrize("shift", [0, 1, 15, 31, 32, 63])
+def test_mul_int32_constant_shift(device, shift):
+    a, b = _mul_operands(np.random.default_rng(shift), shift, 200)
+    graph = binary_graph("MUL", (200,), (200,), "int32", np.array([shift], np.int8))
+    got, want = run_both(device, graph, {"x": a, "y": b})
+    assert np.array_equal(got, want)
+
+
+def test_mul_int32_runtime_shift(device):
+    bld = Builder()
+    x, y, s = bld.input("x", (200,), "int32"), bld.input("y", (200,), "int32"), bld.input("s", (1,), "int8")
+    bld.output(bld.mul(x, y, s))
+    graph = bld.build()
+    for shift in (0, 7, 40):
+        a, b = _mul_operands(np.random.default_rng(shift), shift, 200)
+        got, want = run_both(device, graph, {"x": a, "y": b, "s": np.array([shift], np.int8)})
+        assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", INT_TYPES.keys() - {"int32"})
+@pytest.mark.parametrize("const_table", [True, False])
+def test_table(device, dtype, const_table):
+    rng = np.random.default_rng(4)
+    nt = INT_TYPES[dtype]
+    size = 256 if dtype == "int8" else 513
+    if dtype == "int8":
+        table = rng.integers(-128, 128, size).astype(np.int8)
+    else:  # REQUIRE: |table[i + 1] - table[i]| fits int16
+        table = np.clip(np.cumsum(rng.integers(-3000, 3000, size)), -32768, 32767).astype(np.int16)
+    values = np.arange(np.iinfo(nt).min, np.iinfo(nt).max + 1).astype(nt).reshape(-1, 64)
+    bld = Builder()
+    x = bld.input("x", values.shape, dtype)
+    t = bld.const(table, dtype) if const_table else bld.input("t", (size,), dtype)
+    bld.output(bld.table(x, t))
+    feeds = {"x": values} if const_table else {"x": values, "t": table}
+    got, want = run_both(device, bld.build(), feeds)
+    assert np.array_equal(got, want)
+
+
+# ---- floating point: MUL / POW, special values ----------------------------------------------------------------
+
+SPECIALS = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 3.0e38, 1e-40, 65504.0], np.float64)
+
+
+def specials(nt, shape):
+    with np.errstate(over="ignore"):  # 3e38 -> inf in fp16
+        return SPECIALS.reshape(shape).astype(nt)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES)
+@pytest.mark.parametrize("op", ["ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM"])
+def test_float_specials_bit_exact(device, op, dtype):
+    nt = FLOAT_TYPES[dtype]
+    a, b = specials(nt, (-1, 1)), specials(nt, (1, -1))
+    graph = binary_graph(op, a.shape, b.shape, dtype, *([np.array([0], np.int8)] if op == "MUL" else []))
+    got, want = run_both(device, graph, {"x": a, "y": b})
+    nan = np.isnan(want.astype(np.float32))
+    assert np.array_equal(nan, np.isnan(got.astype(np.float32)))  # inf * 0 -> NaN etc.
+    assert same_bits(got[~nan], want[~nan])  # one rounding of the exact result (subnormals kept here)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES)
+def test_pow(device, dtype):
+    rng = np.random.default_rng(5)
+    nt = FLOAT_TYPES[dtype]
+    n = 4096
+    log_max = {"fp32": 88.0, "fp16": 11.0, "bf16": 88.0}[dtype]
+    x = np.exp(rng.uniform(-log_max, log_max, n)).astype(nt)
+    y = rng.uniform(-4, 4, n).astype(nt)
+    x[:6] = [0.0, 0.0, 1.0, 2.0, 0.5, 10.0]
+    y[:6] = [1.0, 2.5, 100.0, 0.0, 3.0, -2.0]
+    got, want = run_both(device, binary_graph("POW", (n,), (n,), dtype), {"x": x, "y": y})
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    assert g[:5].tolist() == [0.0, 0.0, 1.0, 1.0, 0.125] and g[5] == w[5]
+    with np.errstate(invalid="ignore"):  # results that overflow to inf
+        ulp = np.spacing(np.abs(want.astype(nt))).astype(np.float64)
+        assert np.all((g == w) | (np.abs(g - w) <= ulp))  # fp64 exp / log: within one rounding of the reference
+
+
+def test_pow_broadcast_rank0(device):
+    got, want = run_both(device, binary_graph("POW", (), (), "fp32"),
+                         {"x": np.array(1.5, np.float32), "y": np.array(-2.25, np.float32)})
+    assert got.shape == () and got == want
+
+
+# ---- logical, comparison, SELECT ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["LOGICAL_AND", "LOGICAL_OR", "LOGICAL_XOR"])
+def test_logical(device, op):
+    a = np.array([[False], [True]])
+    b = np.array([[False, True, True]])
+    got, want = run_both(device, binary_graph(op, (2, 1), (1, 3), "bool"), {"x": a, "y": b})
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["int32", *FLOAT_TYPES])
+@pytest.mark.parametrize("op", ["EQUAL", "GREATER", "GREATER_EQUAL"])
+def test_comparison_nan_and_signed_zero(device, op, dtype):
+    if dtype == "int32":
+        a = edge_ints(np.random.default_rng(6), np.int32, (10, 1))
+    else:
+        a = specials(FLOAT_TYPES[dtype], (-1, 1))
+    b = a.reshape(1, -1)
+    got, want = run_both(device, binary_graph(op, a.shape, b.shape, dtype), {"x": a, "y": b})
+    assert got.dtype == np.bool_ and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["bool", *INT_TYPES, *FLOAT_TYPES])
+def test_select_broadcast_bit_exact(device, dtype):
+    rng = np.random.default_rng(7)
+    cond = rng.integers(0, 2, (4, 1, 6)).astype(bool)
+    if dtype == "bool":
+        t, f = rng.integers(0, 2, (1, 5, 6)).astype(bool), rng.integers(0, 2, (4, 5, 1)).astype(bool)
+    elif dtype in INT_TYPES:
+        t, f = edge_ints(rng, INT_TYPES[dtype], (1, 5, 6)), edge_ints(rng, INT_TYPES[dtype], (4, 5, 1))
+    else:
+        nt = FLOAT_TYPES[dtype]
+        t = rng.choice(specials(nt, -1), (1, 5, 6))
+        f = rng.choice(specials(nt, -1), (4, 5, 1))
+    bld = Builder()
+    c, x, y = bld.input("c", cond.shape, "bool"), bld.input("x", t.shape, dtype), bld.input("y", f.shape, dtype)
+    bld.output(bld.select(c, x, y))
+    got, want = run_both(device, bld.build(), {"c": cond, "x": t, "y": f})
+    assert same_bits(got, want)
+
+
+# ---- big tensors: grids past 65535 workgroups in x ------------------------------------------------------------
+
+def test_big_broadcast_binary_and_select(device):
+    rng = np.random.default_rng(8)
+    a = rng.integers(-2**31, 2**31, (2, BIG // 2), dtype=np.int64).astype(np.int32)
+    b = rng.integers(-2**31, 2**31, (1, BIG // 2), dtype=np.int64).astype(np.int32)
+    cond = rng.integers(0, 2, (2, 1)).astype(bool)
+    bld = Builder()
+    x, y, c = bld.input("x", a.shape, "int32"), bld.input("y", b.shape, "int32"), bld.input("c", cond.shape, "bool")
+    bld.output(bld.select(c, bld.bitwise_xor(x, y), x))
+    got, want = run_both(device, bld.build(), {"x": a, "y": b, "c": cond})
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("op", ["GREATER_EQUAL", "TABLE"])
+def test_big_unbroadcast(device, op):
+    rng = np.random.default_rng(9)
+    a = rng.integers(-128, 128, BIG).astype(np.int8)
+    bld = Builder()
+    if op == "TABLE":
+        x = bld.input("x", (BIG,), "int8")
+        bld.output(bld.table(x, bld.const(rng.integers(-128, 128, 256).astype(np.int8), "int8")))
+        feeds = {"x": a}
+    else:
+        bld.output(bld.greater_equal(bld.input("y", (BIG,), "int32"), bld.input("z", (BIG,), "int32")))
+        feeds = {"y": a.astype(np.int32), "z": np.roll(a, 1).astype(np.int32)}
+    got, want = run_both(device, bld.build(), feeds)
+    assert np.array_equal(got, want)
