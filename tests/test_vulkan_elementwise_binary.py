@@ -10,7 +10,8 @@ import tosa_vk
 from tosa_vk import Builder
 from tosa_vk.vulkan import Device
 
-BIG = 65535 * 64 + 1000  # past the x limit of a 1-D grid: the y-spill of flat_index()
+BIG = 65535 * 64 + 1003  # past the x limit of a 1-D grid (the y-spill of flat_index()), odd
+BIG4 = 65535 * 64 * 4 + 1003  # the same for kernels doing 4 elements per invocation (VEC4)
 INT_TYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32}
 FLOAT_TYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}
 
@@ -246,17 +247,22 @@ def test_big_broadcast_binary_and_select(device):
     assert np.array_equal(got, want)
 
 
-@pytest.mark.parametrize("op", ["GREATER_EQUAL", "TABLE"])
-def test_big_unbroadcast(device, op):
+@pytest.mark.parametrize("op", ["BITWISE_AND", "TABLE", "SELECT"])
+def test_big_vec4(device, op):
+    """4 elements per invocation (inputs of the output's shape or one element), tail of 3."""
     rng = np.random.default_rng(9)
-    a = rng.integers(-128, 128, BIG).astype(np.int8)
+    a = rng.integers(-128, 128, BIG4).astype(np.int8)
     bld = Builder()
+    x = bld.input("x", (BIG4,), "int8")
     if op == "TABLE":
-        x = bld.input("x", (BIG,), "int8")
         bld.output(bld.table(x, bld.const(rng.integers(-128, 128, 256).astype(np.int8), "int8")))
         feeds = {"x": a}
+    elif op == "SELECT":
+        c = bld.input("c", (BIG4,), "bool")
+        bld.output(bld.select(c, x, bld.const(np.array([7], np.int8), "int8")))
+        feeds = {"x": a, "c": a > 0}
     else:
-        bld.output(bld.greater_equal(bld.input("y", (BIG,), "int32"), bld.input("z", (BIG,), "int32")))
-        feeds = {"y": a.astype(np.int32), "z": np.roll(a, 1).astype(np.int32)}
+        bld.output(bld.bitwise_and(x, bld.input("y", (BIG4,), "int8")))
+        feeds = {"x": a, "y": np.roll(a, 1)}
     got, want = run_both(device, bld.build(), feeds)
     assert np.array_equal(got, want)

@@ -47,14 +47,22 @@ def test_matches_reference_and_reruns_with_new_inputs(device):
         assert [where for _, where in model.placement] == ["vulkan", "vulkan", "alias"]
 
 
-def test_host_fallback_and_strict(device):
+def test_host_fallback(device):
+    """An operator without a Vulkan kernel (here a CUSTOM op with only a numpy implementation) runs on the host,
+    on views of the same device memory, between GPU kernels."""
+    @tosa_vk.custom_op("com.example.test", "halve")
+    def halve(inputs, attrs):
+        return [inputs[0] / 2]
+
     b = Builder()
     x = b.input("x", (3,), "fp32")
-    b.output(b.add(b.floor(x), x))  # FLOOR: no Vulkan kernel in this test's view once kernels exist? strict below
-    graph = b.build()
-    with tosa_vk.load(graph, backend="vulkan", device=device) as model:
+    h = b.custom([b.add(x, x)], domain_name="com.example.test", operator_name="halve", implementation_attrs=b"",
+                 out_shape=(3,), out_dtype="fp32")
+    b.output(b.add(h, x, name="y"))
+    with tosa_vk.load(b.build(), backend="vulkan", device=device) as model:
         out = model.run(x=np.array([1.5, -1.5, 2.0], np.float32))
-        assert list(out.values())[0].tolist() == [2.5, -3.5, 4.0]
+        assert out["y"].tolist() == [3.0, -3.0, 4.0]
+        assert [where for _, where in model.placement] == ["vulkan", "host", "vulkan"]
 
 
 def test_strict_names_the_operator_without_a_kernel(device):

@@ -119,7 +119,7 @@ class ArmSdkAnchor:
         self._out_uids = [r["uid"] for r in info["outputs"]]
         self.input_specs = info["inputs"]     # [{uid, shape, format}] in VGF order
         self.output_specs = info["outputs"]
-        graph_in, graph_out = _graph_io_names(self.tosa_path)
+        graph_in, graph_out, self._out_dtypes = _graph_io(self.tosa_path)
         self.input_names = graph_in if len(graph_in) == len(self._in_uids) else \
             [f"input_{i}" for i in range(len(self._in_uids))]
         self.output_names = graph_out if len(graph_out) == len(self._out_uids) else \
@@ -146,10 +146,14 @@ class ArmSdkAnchor:
             files[uid] = str(path)
         reply = self._call("run", inputs=files, repeats=int(repeats), outdir=str(io_dir), tag=str(self._calls))
         outputs = {}
-        for name, uid in zip(self.output_names, self._out_uids):
+        for i, (name, uid) in enumerate(zip(self.output_names, self._out_uids)):
             path = Path(reply["outputs"][uid])
-            outputs[name] = np.load(path)
+            array = np.load(path)
             path.unlink()
+            if array.dtype.kind == "V" and i < len(self._out_dtypes) and \
+                    array.dtype.itemsize == self._out_dtypes[i].itemsize:
+                array = array.view(self._out_dtypes[i])   # bf16 / fp8 come back as raw bytes
+            outputs[name] = array
         for path in files.values():
             Path(path).unlink()
         return outputs, reply["times"]
@@ -219,15 +223,17 @@ def _tail(text: str, lines: int = 15) -> str:
     return "\n".join(kept[-lines:]) or "(empty)"
 
 
-def _graph_io_names(tosa_path: Path) -> tuple[list[str], list[str]]:
-    """The .tosa main block's input and output tensor names (tosa_vk's reader), or empty lists without tosa_vk."""
+def _graph_io(tosa_path: Path) -> tuple[list[str], list[str], list[np.dtype]]:
+    """The .tosa main block's input names, output names and output numpy dtypes (tosa_vk's reader), or empty
+    lists when tosa_vk cannot read it."""
     try:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
         import tosa_vk
         graph = tosa_vk.load_graph(tosa_path)
-        return [t.name for t in graph.inputs], [t.name for t in graph.outputs]
+        return ([t.name for t in graph.inputs], [t.name for t in graph.outputs],
+                [np.dtype(t.dtype.numpy) for t in graph.outputs])
     except Exception:  # noqa: BLE001 - positional names still work
-        return [], []
+        return [], [], []
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 #version 450
-// SELECT (spec 2.7.1) with broadcasting: out = a ? b : c. The values are copied as stored (bit-exact, NaN
-// payloads included). BROADCAST when an input is broadcast (else all inputs have the output's shape).
+// SELECT (spec 2.7.1) with broadcasting: out = a ? b : c, the values copied as stored (bit-exact, NaN payloads
+// included). Per input X = A, B, C: X_SCALAR (one element), X_BROADCAST (offset from the push-constant shape /
+// strides) or neither (the output's shape). VEC4: no input is X_BROADCAST; 4 elements per invocation with
+// 4-vector loads / stores (X_T4), the last invocation also does the tail.
 #include "types.glsl"
 #include "index.glsl"
 
@@ -8,6 +10,12 @@ layout(set = 0, binding = 0) readonly buffer InA { A_T a[]; };
 layout(set = 0, binding = 1) readonly buffer InB { B_T b[]; };
 layout(set = 0, binding = 2) readonly buffer InC { C_T c[]; };
 layout(set = 0, binding = 3) writeonly buffer Out { O_T o[]; };
+#ifdef VEC4  // the same buffers seen as 4-vectors
+layout(set = 0, binding = 0) readonly buffer InA4 { A_T4 a4[]; };
+layout(set = 0, binding = 1) readonly buffer InB4 { B_T4 b4[]; };
+layout(set = 0, binding = 2) readonly buffer InC4 { C_T4 c4[]; };
+layout(set = 0, binding = 3) writeonly buffer Out4 { O_T4 o4[]; };
+#endif
 layout(push_constant) uniform Params {
     uint total;
     int rank;
@@ -17,16 +25,54 @@ layout(push_constant) uniform Params {
     int stride_c[MAX_RANK];
 } p;
 
-void main() {
-    uint i = flat_index();
-    if (i >= p.total) return;
-#ifdef BROADCAST
-    uint ia, ib, ic;
-    BROADCAST_OFFSET(i, p.rank, p.shape, p.stride_a, ia);
-    BROADCAST_OFFSET(i, p.rank, p.shape, p.stride_b, ib);
-    BROADCAST_OFFSET(i, p.rank, p.shape, p.stride_c, ic);
+#define OFFSET(X, strides, i, r) \
+    if (X##_MODE == 1) r = 0u; else if (X##_MODE == 2) BROADCAST_OFFSET(i, p.rank, p.shape, strides, r) else r = i;
+#if defined(A_SCALAR)
+#define A_MODE 1
+#elif defined(A_BROADCAST)
+#define A_MODE 2
 #else
-    uint ia = i, ib = i, ic = i;
+#define A_MODE 0
 #endif
+#if defined(B_SCALAR)
+#define B_MODE 1
+#elif defined(B_BROADCAST)
+#define B_MODE 2
+#else
+#define B_MODE 0
+#endif
+#if defined(C_SCALAR)
+#define C_MODE 1
+#elif defined(C_BROADCAST)
+#define C_MODE 2
+#else
+#define C_MODE 0
+#endif
+
+void scalar_element(uint i) {
+    uint ia, ib, ic;
+    OFFSET(A, p.stride_a, i, ia)
+    OFFSET(B, p.stride_b, i, ib)
+    OFFSET(C, p.stride_c, i, ic)
     o[i] = LOAD_A(a[ia]) ? b[ib] : c[ic];
+}
+
+void main() {
+#ifdef VEC4
+    uint j = flat_index();
+    uint first = j * 4u;
+    if (first + 4u <= p.total) {
+        A_T4 va = A_MODE == 1 ? A_T4(a[0]) : a4[j];
+        B_T4 vb = B_MODE == 1 ? B_T4(b[0]) : b4[j];
+        C_T4 vc = C_MODE == 1 ? C_T4(c[0]) : c4[j];
+        O_T4 r;
+        for (int k = 0; k < 4; ++k) r[k] = LOAD_A(va[k]) ? vb[k] : vc[k];
+        o4[j] = r;
+    } else {
+        for (uint i = first; i < p.total; ++i) scalar_element(i);
+    }
+#else
+    uint i = flat_index();
+    if (i < p.total) scalar_element(i);
+#endif
 }

@@ -53,7 +53,7 @@ def broadcast_push(out_shape, in_shapes) -> tuple[bytes, bool]:
     return pack_push(*fields, fmt="I" + "i" * (len(fields) - 1)), broadcast
 
 
-def broadcast_defines(ctx: LowerCtx, names: str, tensors, out) -> tuple[dict[str, str], bool]:
+def broadcast_defines(names: str, tensors, out) -> tuple[dict[str, str], bool]:
     """Per input binding X (`names[k]`): X_SCALAR (one element), X_BROADCAST (broadcast along some dimensions)
     or nothing (the output's shape); with no X_BROADCAST, VEC4 and the X_T4 4-vector storage types."""
     defines = {}
@@ -75,7 +75,7 @@ def binary(ctx: LowerCtx, op_expr: str, compute: str, defines: dict[str, str] | 
     a, b = ctx.inputs[:2]
     out = ctx.outputs[0]
     push, _ = broadcast_push(out.shape, [a.shape, b.shape])
-    layout, vec4 = broadcast_defines(ctx, "AB", [a, b], out)
+    layout, vec4 = broadcast_defines("AB", [a, b], out)
     all_defines = {"COMPUTE_T": compute, "OP(x, y)": op_expr, **layout, **(defines or {})}
     return [ctx.kernel("elementwise_binary/binary", {"A": a.name, "B": b.name, "O": out.name, **(extra or {})},
                        all_defines, push, invocations=-(-out.size // 4) if vec4 else out.size)]
@@ -199,8 +199,9 @@ def TABLE(ctx: LowerCtx):
     if not ((a, table, o) == (DType.INT8, DType.INT8, DType.INT8) or
             (a, table, o) == (DType.INT16, DType.INT16, DType.INT32)):
         return None
-    out = ctx.outputs[0]
-    return [ctx.kernel("elementwise_binary/table", {"A": ctx.inputs[0].name, "T": ctx.inputs[1].name,
-                                                    "O": out.name},
-                       {"LOOKUP_INT16": "1"} if a == DType.INT16 else {}, pack_push(out.size, fmt="I"),
-                       invocations=out.size)]
+    x, out = ctx.inputs[0], ctx.outputs[0]
+    defines = {"A_T4": VEC4[glsl_storage(a)], "O_T4": VEC4[glsl_storage(o)]}
+    if a == DType.INT16:
+        defines["LOOKUP_INT16"] = "1"
+    return [ctx.kernel("elementwise_binary/table", {"A": x.name, "T": ctx.inputs[1].name, "O": out.name},
+                       defines, pack_push(out.size, fmt="I"), invocations=-(-out.size // 4))]

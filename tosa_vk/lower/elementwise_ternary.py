@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..ir.dtype import DType
 from . import LowerCtx, lowering
-from .elementwise_binary import broadcast_push
+from .elementwise_binary import broadcast_defines, broadcast_push
 
 _TYPES = (DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.FP16, DType.BF16, DType.FP32)
 
@@ -14,7 +14,8 @@ def SELECT(ctx: LowerCtx):
     out = ctx.outputs[0]
     if cond.dtype != DType.BOOL or not (on_true.dtype == on_false.dtype == out.dtype) or out.dtype not in _TYPES:
         return None
-    push, broadcast = broadcast_push(out.shape, [cond.shape, on_true.shape, on_false.shape])
+    push, _ = broadcast_push(out.shape, [cond.shape, on_true.shape, on_false.shape])
+    defines, vec4 = broadcast_defines("ABC", [cond, on_true, on_false], out)
     return [ctx.kernel("elementwise_ternary/select",
                        {"A": cond.name, "B": on_true.name, "C": on_false.name, "O": out.name},
-                       {"BROADCAST": "1"} if broadcast else {}, push, invocations=out.size)]
+                       defines, push, invocations=-(-out.size // 4) if vec4 else out.size)]

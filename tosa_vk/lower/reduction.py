@@ -75,7 +75,7 @@ def _multipass(ctx: LowerCtx, shader: str, partial, final, carry: str = "O") -> 
             bindings, defines, writes = partial(i, src, (outer, chunks, inner))
         push = pack_push(total, axis_len, inner, chunk, chunks, fmt="IIIII")
         kernels.append(ctx.kernel(shader, bindings, defines, push, invocations=total, writes=writes))
-        src = bindings[carry]
+        src = bindings.get(carry, src)
     return kernels
 
 
