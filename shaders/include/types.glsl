@@ -54,7 +54,8 @@ uint8_t f32_to_fp8e4m3(float f) {
     if (a > 448.0) return uint8_t(s | 0x7fu);           // overflow: NaN (no infinity in e4m3fn)
     if (a == 0.0) return uint8_t(s);
     int e = int(floor(log2(a)));
-    if (exp2(float(e)) > a) e -= 1;
+    if (exp2(float(e)) > a) e -= 1;          // log2 may be off by one near powers of two, either way
+    if (exp2(float(e + 1)) <= a) e += 1;
     if (e < -6) return uint8_t(s | uint(a * 512.0));    // subnormal: a / 2^-9
     uint m = uint((a / exp2(float(e)) - 1.0) * 8.0);
     return uint8_t(s | (uint(e + 7) << 3) | m);
