@@ -1,5 +1,7 @@
 """GLSL -> SPIR-V with glslc, cached on disk by a hash of (source, includes, defines, compiler version).
 
+Includes resolve against shaders/include/ (`#include "types.glsl"`) and shaders/ (`#include "reduction/x.glsl"`).
+
 Variants are compiled several per glslc process (one process costs ~90 ms, one more shader ~13 ms). A cache entry
 is `<key>.spv` with a `<key>.sha256` of its bytes, written atomically; an entry whose bytes do not match its hash
 (or lack the SPIR-V magic) is treated as missing and rebuilt, so a damaged cache can never feed a bad module to the
@@ -59,8 +61,8 @@ def glslc_version() -> str:
 @lru_cache(maxsize=None)
 def _includes_digest() -> str:
     h = hashlib.sha256()
-    for path in sorted(INCLUDE_DIR.glob("*.glsl")) if INCLUDE_DIR.is_dir() else []:
-        h.update(path.name.encode() + path.read_bytes())
+    for path in sorted(SHADER_ROOT.rglob("*.glsl")):  # shared includes and any chapter's own
+        h.update(str(path.relative_to(SHADER_ROOT)).encode() + path.read_bytes())
     return h.hexdigest()
 
 
@@ -127,7 +129,7 @@ class ShaderCache:
                 path = tmpdir / f"v{i}.comp"
                 path.write_text(v.source())
                 sources.append((v, path))
-            cmd = ["glslc", f"--target-env={TARGET_ENV}", "-O", "-I", str(INCLUDE_DIR), "-c",
+            cmd = ["glslc", f"--target-env={TARGET_ENV}", "-O", "-I", str(INCLUDE_DIR), "-I", str(SHADER_ROOT), "-c",
                    *[str(p) for _, p in sources]]
             done = subprocess.run(cmd, cwd=tmpdir, capture_output=True, text=True)
             if done.returncode != 0:
