@@ -54,6 +54,13 @@ class LowerCtx:
     features: dict[str, bool]
     temps: dict[str, Tensor]
 
+    def add_constant(self, values: np.ndarray, dtype: DType) -> str:
+        """A constant made at load time (e.g. weights packed into the layout a kernel wants); uploaded once.
+        Returns its tensor name, usable in `kernel(bindings=...)`."""
+        name = f"{self.label}/const{len(self.temps)}"
+        self.temps[name] = Tensor(name, np.shape(values), dtype, np.asarray(values, dtype=dtype.numpy))
+        return name
+
     def temporary(self, shape: tuple[int, ...], dtype: DType) -> str:
         """A scratch tensor for multi-pass kernels (e.g. a reduction's partial results); returns its name."""
         name = f"{self.label}/tmp{len(self.temps)}"
@@ -156,6 +163,7 @@ def compile_graph(graph: Graph, features: dict[str, bool] | None = None, alignme
         if name not in in_memory and block.tensors[name].data is not None:
             constants[name] = block.tensors[name].data
         in_memory.add(name)
+    constants.update({n: t.data for n, t in temps.items() if t.data is not None})
     tensors = {**{n: block.tensors[n] for n in in_memory}, **temps}
     buffers, arena, stats = _place(tensors, steps, root, constants, block, alignment)
     return Program(steps, buffers, arena, list(block.inputs), list(block.outputs), constants, placement, stats)
