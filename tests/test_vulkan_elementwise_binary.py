@@ -146,6 +146,20 @@ def test_table(device, dtype, const_table):
     assert np.array_equal(got, want)
 
 
+@pytest.mark.parametrize("shape_a,shape_b", [((5, 7), (5, 7)), ((2, 3, 8), (2, 3, 8)), ((5, 1), (1, 1)),
+                                             ((1, 1, 1), (3, 4, 5)), ((6, 8), (1, 8)), ((6, 8), (6, 1)),
+                                             ((2, 1, 3, 4), (1, 5, 1, 4)), ((2, 1, 3, 4), (2, 5, 3, 1)),
+                                             ((7, 1, 9), (1, 2, 1)), ((), ())])
+def test_broadcast_layouts(device, shape_a, shape_b):
+    """Every kernel path: same shapes, scalars, rows read as 4-vectors or splat, general broadcasting, rank 0."""
+    rng = np.random.default_rng(10)
+    a, b = edge_ints(rng, np.int32, shape_a), edge_ints(rng, np.int32, shape_b)
+    got, want = run_both(device, binary_graph("BITWISE_XOR", shape_a, shape_b, "int32"), {"x": a, "y": b})
+    assert np.array_equal(got, want)
+    got, want = run_both(device, binary_graph("BITWISE_XOR", shape_b, shape_a, "int32"), {"x": b, "y": a})
+    assert np.array_equal(got, want)
+
+
 # ---- floating point: MUL / POW, special values ----------------------------------------------------------------
 
 SPECIALS = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 3.0e38, 1e-40, 65504.0], np.float64)
@@ -214,18 +228,25 @@ def test_comparison_nan_and_signed_zero(device, op, dtype):
     assert got.dtype == np.bool_ and np.array_equal(got, want)
 
 
+# (cond, on_true, on_false) shapes: innermost dimension not a multiple of 4 (one element per invocation), a
+# multiple of 4 with rows read as 4-vectors or splat (VEC4 with broadcasting), and a scalar.
+SELECT_SHAPES = [((4, 1, 6), (1, 5, 6), (4, 5, 1)), ((4, 1, 8), (1, 5, 8), (4, 5, 1)), ((1, 1, 1), (3, 4, 9), (3, 4, 9))]
+
+
+@pytest.mark.parametrize("shapes", SELECT_SHAPES, ids=["rows", "rows4", "scalar"])
 @pytest.mark.parametrize("dtype", ["bool", *INT_TYPES, *FLOAT_TYPES])
-def test_select_broadcast_bit_exact(device, dtype):
+def test_select_broadcast_bit_exact(device, dtype, shapes):
     rng = np.random.default_rng(7)
-    cond = rng.integers(0, 2, (4, 1, 6)).astype(bool)
+    sc, st, sf = shapes
+    cond = rng.integers(0, 2, sc).astype(bool)
     if dtype == "bool":
-        t, f = rng.integers(0, 2, (1, 5, 6)).astype(bool), rng.integers(0, 2, (4, 5, 1)).astype(bool)
+        t, f = rng.integers(0, 2, st).astype(bool), rng.integers(0, 2, sf).astype(bool)
     elif dtype in INT_TYPES:
-        t, f = edge_ints(rng, INT_TYPES[dtype], (1, 5, 6)), edge_ints(rng, INT_TYPES[dtype], (4, 5, 1))
+        t, f = edge_ints(rng, INT_TYPES[dtype], st), edge_ints(rng, INT_TYPES[dtype], sf)
     else:
         nt = FLOAT_TYPES[dtype]
-        t = rng.choice(specials(nt, -1), (1, 5, 6))
-        f = rng.choice(specials(nt, -1), (4, 5, 1))
+        t = rng.choice(specials(nt, -1), st)
+        f = rng.choice(specials(nt, -1), sf)
     bld = Builder()
     c, x, y = bld.input("c", cond.shape, "bool"), bld.input("x", t.shape, dtype), bld.input("y", f.shape, dtype)
     bld.output(bld.select(c, x, y))

@@ -5,8 +5,9 @@
 //   X_SCALAR     one element, read for every output;
 //   X_BROADCAST  broadcast along some dimensions: offset from the push-constant shape / strides;
 //   (neither)    the output's shape.
-// VEC4: no input is X_BROADCAST; each invocation does 4 consecutive elements with 4-vector loads / stores
-// (X_T4: the storage 4-vector type), the last one also the tail.
+// VEC4: each invocation does 4 consecutive elements with 4-vector loads / stores (X_T4: the storage
+// 4-vector type), the last one also the tail. With X_BROADCAST, the innermost (coalesced) dimension is a
+// multiple of 4, so the 4 outputs share a row: X's 4 elements are consecutive, or equal (X_INNER_SPLAT).
 // SHIFT_BUFFER adds binding 3, S: MUL's run-time shift (T<i8_t>[1]), read as SHIFT.
 #include "types.glsl"
 #include "index.glsl"
@@ -61,15 +62,18 @@ void main() {
     uint j = flat_index();
     uint first = j * 4u;
     if (first + 4u <= p.total) {
-#ifdef A_SCALAR
-        A_T4 va = A_T4(a[0]);
+        uint ia, ib;
+        OFFSET_A(first, ia);
+        OFFSET_B(first, ib);
+#if defined(A_SCALAR) || defined(A_INNER_SPLAT)
+        A_T4 va = A_T4(a[ia]);
 #else
-        A_T4 va = a4[j];
+        A_T4 va = a4[ia >> 2];
 #endif
-#ifdef B_SCALAR
-        B_T4 vb = B_T4(b[0]);
+#if defined(B_SCALAR) || defined(B_INNER_SPLAT)
+        B_T4 vb = B_T4(b[ib]);
 #else
-        B_T4 vb = b4[j];
+        B_T4 vb = b4[ib >> 2];
 #endif
         o4[j] = O_T4(apply(va.x, vb.x), apply(va.y, vb.y), apply(va.z, vb.z), apply(va.w, vb.w));
     } else {

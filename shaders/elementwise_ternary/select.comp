@@ -1,8 +1,9 @@
 #version 450
 // SELECT (spec 2.7.1) with broadcasting: out = a ? b : c, the values copied as stored (bit-exact, NaN payloads
 // included). Per input X = A, B, C: X_SCALAR (one element), X_BROADCAST (offset from the push-constant shape /
-// strides) or neither (the output's shape). VEC4: no input is X_BROADCAST; 4 elements per invocation with
-// 4-vector loads / stores (X_T4), the last invocation also does the tail.
+// strides) or neither (the output's shape). VEC4: 4 elements per invocation with 4-vector loads / stores
+// (X_T4), the last invocation also does the tail; with X_BROADCAST the innermost (coalesced) dimension is a
+// multiple of 4, so X's 4 elements are consecutive, or equal (X_INNER_SPLAT).
 #include "types.glsl"
 #include "index.glsl"
 
@@ -49,6 +50,24 @@ layout(push_constant) uniform Params {
 #define C_MODE 0
 #endif
 
+#ifdef A_INNER_SPLAT
+#define A_SPLAT 1
+#else
+#define A_SPLAT 0
+#endif
+#ifdef B_INNER_SPLAT
+#define B_SPLAT 1
+#else
+#define B_SPLAT 0
+#endif
+#ifdef C_INNER_SPLAT
+#define C_SPLAT 1
+#else
+#define C_SPLAT 0
+#endif
+// the 4 elements of X for 4 consecutive outputs are equal
+#define SPLAT(X) (X##_MODE == 1 || X##_SPLAT == 1)
+
 void scalar_element(uint i) {
     uint ia, ib, ic;
     OFFSET(A, p.stride_a, i, ia)
@@ -62,9 +81,13 @@ void main() {
     uint j = flat_index();
     uint first = j * 4u;
     if (first + 4u <= p.total) {
-        A_T4 va = A_MODE == 1 ? A_T4(a[0]) : a4[j];
-        B_T4 vb = B_MODE == 1 ? B_T4(b[0]) : b4[j];
-        C_T4 vc = C_MODE == 1 ? C_T4(c[0]) : c4[j];
+        uint ia, ib, ic;
+        OFFSET(A, p.stride_a, first, ia)
+        OFFSET(B, p.stride_b, first, ib)
+        OFFSET(C, p.stride_c, first, ic)
+        A_T4 va = SPLAT(A) ? A_T4(a[ia]) : a4[ia >> 2];
+        B_T4 vb = SPLAT(B) ? B_T4(b[ib]) : b4[ib >> 2];
+        C_T4 vc = SPLAT(C) ? C_T4(c[ic]) : c4[ic >> 2];
         O_T4 r;
         for (int k = 0; k < 4; ++k) r[k] = LOAD_A(va[k]) ? vb[k] : vc[k];
         o4[j] = r;

@@ -49,6 +49,9 @@ int mul_shift(int a, int b, int shift) {
 // POW (spec 2.5.15) computed in fp64 so the result meets the error bound for any exponent: exp(y * log(x)).
 // GLSL has no fp64 exp / log: both are range reduction + series here, accurate to a few fp64 ulp.
 const double LN2_F64 = 0.6931471805599453094LF;
+const double ODD_RECIPROCALS[11] = double[](1.0LF, 0.3333333333333333LF, 0.2LF, 0.14285714285714285LF, 0.1111111111111111LF, 0.09090909090909091LF, 0.07692307692307693LF, 0.06666666666666667LF, 0.058823529411764705LF, 0.05263157894736842LF, 0.047619047619047616LF);  // 1 / (2k + 1)
+const double INV_FACTORIALS[15] = double[](
+    1.0LF, 1.0LF, 0.5LF, 0.16666666666666666LF, 0.041666666666666664LF, 0.008333333333333333LF, 0.001388888888888889LF, 0.0001984126984126984LF, 2.48015873015873e-05LF, 2.7557319223985893e-06LF, 2.755731922398589e-07LF, 2.505210838544172e-08LF, 2.08767569878681e-09LF, 1.6059043836821613e-10LF, 1.1470745597729725e-11LF);  // 1 / n!
 
 // log(x) for a positive finite normal double: x = m * 2^e with m in [sqrt(1/2), sqrt(2)),
 // log(m) = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.1716.
@@ -58,11 +61,9 @@ double log_f64(double x) {
     double m = packDouble2x32(uvec2(w.x, (w.y & 0x000fffffu) | 0x3ff00000u));
     if (m > 1.4142135623730951LF) { m *= 0.5LF; e += 1; }
     double s = (m - 1.0LF) / (m + 1.0LF), s2 = s * s;
-    double term = s, sum = s;
-    for (int k = 1; k <= 11; ++k) {  // s^23 / 23 < 1e-19
-        term *= s2;
-        sum += term / double(2 * k + 1);
-    }
+    double sum = 1.0LF / 23.0LF;  // Horner: 1 + s2/3 + s2^2/5 + ... + s2^11/23 (s^23 / 23 < 1e-19)
+    for (int k = 10; k >= 0; --k) sum = sum * s2 + ODD_RECIPROCALS[k];
+    sum *= s;
     return 2.0LF * sum + double(e) * LN2_F64;
 }
 
@@ -70,13 +71,10 @@ double log_f64(double x) {
 // |t| is clamped to 700: exp(+-700) already overflows / underflows every 32-bit-or-narrower float.
 double exp_f64(double t) {
     t = clamp(t, -700.0LF, 700.0LF);
-    double k = roundEven(t / LN2_F64);
+    double k = roundEven(t * 1.4426950408889634LF);  // t / ln2
     double r = t - k * LN2_F64;
-    double term = 1.0LF, sum = 1.0LF;
-    for (int n = 1; n <= 14; ++n) {  // 0.35^15 / 15! < 1e-18
-        term *= r / double(n);
-        sum += term;
-    }
+    double sum = INV_FACTORIALS[14];  // Horner: sum r^n / n!, n <= 14 (0.35^15 / 15! < 1e-18)
+    for (int n = 13; n >= 0; --n) sum = sum * r + INV_FACTORIALS[n];
     return sum * packDouble2x32(uvec2(0u, uint(int(k) + 1023) << 20));
 }
 

@@ -22,7 +22,8 @@ from .types import binding_defines
 
 LOWERINGS: dict[str, Callable[["LowerCtx"], list[Kernel] | None]] = {}
 CHAPTERS = ("elementwise_binary", "elementwise_unary", "elementwise_ternary", "comparison", "activation",
-            "type_conversion", "reduction", "data_layout", "scatter_gather", "image", "tensor_ops")
+            "type_conversion", "reduction", "data_layout", "scatter_gather", "image", "tensor_ops",
+            "convolution")
 ALIASING = ("RESHAPE", "IDENTITY")  # outputs share the input's memory: no kernel at all
 WORKGROUP = 64                      # invocations per workgroup of the 1-D kernels
 MAX_GROUPS = 65535                  # maxComputeWorkGroupCount[0] guaranteed by the spec

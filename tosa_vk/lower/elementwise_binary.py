@@ -25,14 +25,14 @@ def _size(shape) -> int:
     return n
 
 
-def broadcast_push(out_shape, in_shapes) -> tuple[bytes, bool]:
-    """Push constants (total, rank, shape[6], strides per input[6]) and whether any input is broadcast.
-    Dimensions are coalesced first (size-1 output dimensions dropped, neighbours merged where every input is
-    broadcast along both or neither), so the shader's offset loop runs over as few dimensions as possible."""
-    dims = [d for d in range(len(out_shape)) if out_shape[d] != 1]
-    merged: list[list[int]] = []  # [out size, in size per input]
+def _coalesce(out_shape, in_shapes) -> list[list[int]]:
+    """Dimensions as [output size, size in each input]: size-1 output dimensions dropped, neighbours merged where
+    every input is broadcast along both or neither."""
+    merged: list[list[int]] = []
     prev_key = None
-    for d in dims:
+    for d in range(len(out_shape)):
+        if out_shape[d] == 1:
+            continue
         key = tuple(shape[d] == 1 for shape in in_shapes)  # broadcast along d?
         sizes = [out_shape[d]] + [shape[d] for shape in in_shapes]
         if merged and key == prev_key:
@@ -40,6 +40,13 @@ def broadcast_push(out_shape, in_shapes) -> tuple[bytes, bool]:
         else:
             merged.append(sizes)
         prev_key = key
+    return merged
+
+
+def broadcast_push(out_shape, in_shapes) -> tuple[bytes, bool]:
+    """Push constants (total, rank, shape[6], strides per input[6]) of the coalesced dimensions, so the
+    shader's offset loop runs over as few as possible, and whether any input is broadcast."""
+    merged = _coalesce(out_shape, in_shapes)
     rank = len(merged)
     shape = [m[0] for m in merged]
     fields = [_size(out_shape), rank] + shape + [1] * (MAX_RANK - rank)
@@ -54,14 +61,22 @@ def broadcast_push(out_shape, in_shapes) -> tuple[bytes, bool]:
 
 
 def broadcast_defines(names: str, tensors, out) -> tuple[dict[str, str], bool]:
-    """Per input binding X (`names[k]`): X_SCALAR (one element), X_BROADCAST (broadcast along some dimensions)
-    or nothing (the output's shape); with no X_BROADCAST, VEC4 and the X_T4 4-vector storage types."""
+    """Per input binding X (`names[k]`): X_SCALAR (one element), X_BROADCAST (broadcast along some dimensions;
+    X_INNER_SPLAT if along the innermost coalesced one) or nothing (the output's shape). VEC4 (4 elements per
+    invocation, X_T4 the 4-vector storage types) when no input is X_BROADCAST or the innermost coalesced
+    dimension is a multiple of 4 (4 consecutive outputs then read 4 consecutive or 4 equal input elements)."""
+    merged = _coalesce(out.shape, [t.shape for t in tensors])
     defines = {}
-    for name, t in zip(names, tensors):
+    for k, (name, t) in enumerate(zip(names, tensors)):
         if tuple(t.shape) == tuple(out.shape):
             continue
-        defines[f"{name}_SCALAR" if t.size == 1 else f"{name}_BROADCAST"] = "1"
-    vec4 = not any(k.endswith("_BROADCAST") for k in defines)
+        if t.size == 1:
+            defines[f"{name}_SCALAR"] = "1"
+            continue
+        defines[f"{name}_BROADCAST"] = "1"
+        if merged[-1][k + 1] == 1:
+            defines[f"{name}_INNER_SPLAT"] = "1"
+    vec4 = not any(k.endswith("_BROADCAST") for k in defines) or merged[-1][0] % 4 == 0
     if vec4:
         defines["VEC4"] = "1"
         for name, t in zip(names + "O", list(tensors) + [out]):

@@ -1,0 +1,124 @@
+#version 450
+// MATMUL (spec 2.3.7): out[n,h,w] = sum_c (A[n,h,c] - A_zp) * (B[n,c,w] - B_zp), A [N,H,C], B [N,C,W].
+// Register blocking: each invocation computes a TM x 4 tile of the output (TM rows, 4 consecutive columns as one
+// 4-vector accumulator per row), stepping c by 4 so each step is 4 A 4-vectors (rows) x 4 B 4-vectors (c rows).
+// Defines from tosa_vk/lower/tensor_ops.py:
+//   A_*, B_*, O_* binding types; ACC / ACC4 the accumulator type and its 4-vector (float / int / int64_t);
+//   MAC(acc, a, b) acc += a * b on ACC4 (a scalar broadcast); TM rows per tile (4 or 8);
+//   A_VEC (C % 4 == 0: A read as A_T4 along c), B_VEC (W % 4 == 0: B read as B_T4 and O written as O_T4);
+//   A_ZP / B_ZP zero points (expressions; ZP_BUFFER binds ZA, ZB when they are run-time inputs);
+//   PARTIAL: split s of `splits` sums c in [s * k_len, (s + 1) * k_len) into O = a temporary [N, splits, H, W]
+//   of the accumulator type, summed by matmul_sum.comp (lavapipe ends loops after 65535 iterations per invocation).
+#include "types.glsl"
+#include "index.glsl"
+
+layout(set = 0, binding = 0) readonly buffer InA { A_T a[]; };
+layout(set = 0, binding = 1) readonly buffer InB { B_T b[]; };
+layout(set = 0, binding = 2) writeonly buffer Out { O_T o[]; };
+#ifdef A_VEC
+layout(set = 0, binding = 0) readonly buffer InA4 { A_T4 a4[]; };
+#endif
+#ifdef B_VEC
+layout(set = 0, binding = 1) readonly buffer InB4 { B_T4 b4[]; };
+layout(set = 0, binding = 2) writeonly buffer Out4 { O_T4 o4[]; };
+#endif
+#ifdef ZP_BUFFER
+layout(set = 0, binding = 3) readonly buffer InZA { ZA_T za[]; };
+layout(set = 0, binding = 4) readonly buffer InZB { ZB_T zb[]; };
+#define A_ZP LOAD_ZA(za[0])
+#define B_ZP LOAD_ZB(zb[0])
+#endif
+
+layout(push_constant) uniform Params {
+    uint tiles;     // invocations: N * tiles_h * tiles_w (* splits)
+    uint H, C, W;
+    uint tiles_h, tiles_w;
+    uint k_len;     // c per split (C without PARTIAL)
+    uint splits;
+} p;
+
+#define CT A_C
+#define CT4 ACC4
+// A value / B 4-vector as the accumulator's operand type, zero point removed
+#define AV(v) ACC(CT(LOAD_A(v)) - CT(A_ZP))
+#define BV4(v) (ACC4(CT(LOAD_B(v.x)), CT(LOAD_B(v.y)), CT(LOAD_B(v.z)), CT(LOAD_B(v.w))) - ACC4(CT(B_ZP)))
+
+ACC4 loadB(uint row, uint col) {          // B[row, col .. col + 3] (row = n * C + c), columns past W read 0
+#ifdef B_VEC
+    return BV4(b4[(row * p.W + col) >> 2]);
+#else
+    uint base = row * p.W;
+    ACC4 r;
+    r.x = ACC(CT(LOAD_B(b[base + min(col, p.W - 1u)])) - CT(B_ZP));
+    r.y = ACC(CT(LOAD_B(b[base + min(col + 1u, p.W - 1u)])) - CT(B_ZP));
+    r.z = ACC(CT(LOAD_B(b[base + min(col + 2u, p.W - 1u)])) - CT(B_ZP));
+    r.w = ACC(CT(LOAD_B(b[base + min(col + 3u, p.W - 1u)])) - CT(B_ZP));
+    return r;
+#endif
+}
+
+ACC4 loadA4(uint idx) {                   // A[idx .. idx + 3] along c
+#ifdef A_VEC
+    A_T4 v = a4[idx >> 2];
+    return ACC4(AV(v.x), AV(v.y), AV(v.z), AV(v.w));
+#else
+    return ACC4(AV(a[idx]), AV(a[idx + 1u]), AV(a[idx + 2u]), AV(a[idx + 3u]));
+#endif
+}
+
+#define ROWS(X) X(0) X(1) X(2) X(3) ROWS_MORE(X)
+#if TM == 8
+#define ROWS_MORE(X) X(4) X(5) X(6) X(7)
+#else
+#define ROWS_MORE(X)
+#endif
+
+void main() {
+    uint t = flat_index();
+    if (t >= p.tiles) return;
+    uint tw = t % p.tiles_w;
+    t /= p.tiles_w;
+    uint th = t % p.tiles_h;
+    t /= p.tiles_h;
+    uint split = t % p.splits;
+    uint n = t / p.splits;
+    uint col = tw * 4u;
+    uint row0 = th * TM;
+    uint k0 = split * p.k_len;
+    uint k1 = min(k0 + p.k_len, p.C);
+    // A row offsets (rows past H clamp to the last row; their results are not stored)
+#define DECL(i) uint ra##i = ((n * p.H + min(row0 + uint(i), p.H - 1u)) * p.C); ACC4 acc##i = ACC4(0);
+    ROWS(DECL)
+    uint brow = n * p.C;
+    uint c = k0;
+    for (; c + 4u <= k1; c += 4u) {
+        ACC4 b0 = loadB(brow + c, col), b1 = loadB(brow + c + 1u, col);
+        ACC4 b2 = loadB(brow + c + 2u, col), b3 = loadB(brow + c + 3u, col);
+#define STEP(i) { ACC4 av = loadA4(ra##i + c); \
+        MAC(acc##i, av.x, b0); MAC(acc##i, av.y, b1); MAC(acc##i, av.z, b2); MAC(acc##i, av.w, b3); }
+        ROWS(STEP)
+    }
+    for (; c < k1; ++c) {
+        ACC4 bv = loadB(brow + c, col);
+#define TAIL(i) MAC(acc##i, AV(a[ra##i + c]), bv);
+        ROWS(TAIL)
+    }
+#ifdef B_VEC
+#define STORE4(oi, v) o4[(oi) >> 2] = O_T4(STORE_O(v.x), STORE_O(v.y), STORE_O(v.z), STORE_O(v.w))
+#else
+#define STORE4(oi, v) { o[oi] = STORE_O(v.x); o[oi + 1u] = STORE_O(v.y); o[oi + 2u] = STORE_O(v.z); \
+                        o[oi + 3u] = STORE_O(v.w); }
+#endif
+    uint rows = min(uint(TM), p.H - row0);
+    uint cols = min(4u, p.W - col);
+#ifdef PARTIAL
+    uint obase = ((split + p.splits * n) * p.H + row0) * p.W + col;
+#else
+    uint obase = (n * p.H + row0) * p.W + col;
+#endif
+#define STORE(i) if (uint(i) < rows) { uint oi = obase + uint(i) * p.W; \
+        if (cols == 4u) { STORE4(oi, acc##i); } else { \
+            o[oi] = STORE_O(acc##i.x); if (cols > 1u) o[oi + 1u] = STORE_O(acc##i.y); \
+            if (cols > 2u) o[oi + 2u] = STORE_O(acc##i.z); } }
+    ROWS(STORE)
+}

@@ -1,0 +1,133 @@
+"""Convolutions (spec 2.3) on Vulkan: CONV2D, CONV3D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D.
+
+Kernels in shaders/convolution/ are specialised per operator: the geometry (shapes, pads, strides, dilations,
+constant zero points) is compiled in, so index arithmetic folds and the per-tile loops unroll. Each invocation
+computes a register tile of output pixels x output channels; the channel block comes from gl_WorkGroupID.y.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..ir.dtype import DType
+from . import LowerCtx, lowering
+from .elementwise_binary import VEC4
+from .types import glsl_storage
+
+WORKGROUP = 64
+MAX_GROUPS = 65535
+# in_t -> (allowed (weight_t, out_t) pairs); acc_type is the attribute (fp16 may accumulate in fp32: the kernels
+# always sum floating-point products in fp32, which the dot-product compliance bound allows for either).
+_TYPES = {
+    DType.INT8: ((DType.INT8, DType.INT32), (DType.INT4, DType.INT32)),
+    DType.INT16: ((DType.INT8, DType.INT48),),
+    DType.FP16: ((DType.FP16, DType.FP16),),
+    DType.BF16: ((DType.BF16, DType.BF16),),
+    DType.FP32: ((DType.FP32, DType.FP32),),
+    DType.FP8E4M3: ((DType.FP8E4M3, DType.FP16),),
+    DType.FP8E5M2: ((DType.FP8E5M2, DType.FP16),),
+}
+
+
+def _ints(ctx: LowerCtx, name: str, default: int, n: int) -> list[int]:
+    v = ctx.attr(name)
+    return [default] * n if v is None else [int(a) for a in np.asarray(v).reshape(-1)]
+
+
+def _common(ctx: LowerCtx) -> tuple[dict[str, str], dict[str, str]] | None:
+    """Type defines and the zero-point / bias bindings shared by every convolution kernel, or None for an
+    unsupported type combination."""
+    x, w, bias = ctx.inputs[:3]
+    out = ctx.outputs[0]
+    if (w.dtype, out.dtype) not in _TYPES.get(x.dtype, ()) or bias.dtype != out.dtype:
+        return None
+    integer = not x.dtype.is_float
+    if out.dtype == DType.INT48 and not ctx.features.get("shaderInt64", False):
+        return None
+    defines = {"XC4": "ivec4" if integer else "vec4", "WC4": "ivec4" if integer else "vec4",
+               "X_T4": VEC4[glsl_storage(x.dtype)], "W_T4": VEC4[glsl_storage(w.dtype)],
+               "ACC_T": "int64_t" if out.dtype == DType.INT48 else "int" if integer else "float"}
+    if bias.size == 1:
+        defines["BIAS_SCALAR"] = "1"
+    extra: dict[str, str] = {}
+    if integer:
+        defines["INTEGER"] = "1"
+        izp, wzp = ctx.constant(3), ctx.constant(4)
+        if izp is not None and wzp is not None:
+            defines["IZP"] = str(int(np.asarray(izp).reshape(-1)[0]))
+            defines["WZP"] = str(int(np.asarray(wzp).reshape(-1)[0]))
+        else:
+            defines["ZP_BUFFERS"] = "1"
+            extra = {"IZ": ctx.inputs[3].name, "WZ": ctx.inputs[4].name}
+    return defines, extra
+
+
+def _skip_padded(ctx: LowerCtx, padded: bool) -> bool:
+    """Floating point with padding needs padded taps skipped unless the weights are known finite."""
+    if not padded or not ctx.inputs[0].dtype.is_float:
+        return False
+    wv = ctx.constant(1)
+    if wv is None:
+        return True
+    w = np.asarray(wv)
+    return not np.isfinite(w.astype(np.float32) if w.dtype.kind != "f" else w).all()
+
+
+def _grid(tiles: int, blocks: int) -> tuple[int, int, int]:
+    """Pixel tiles along x (spilling into z), channel blocks along y."""
+    gx = max(1, -(-tiles // WORKGROUP))
+    if gx <= MAX_GROUPS:
+        return (gx, blocks, 1)
+    return (MAX_GROUPS, blocks, -(-gx // MAX_GROUPS))
+
+
+def _tile(ic: int, oc: int) -> tuple[int, int]:
+    p = int(os.environ.get("TOSA_VK_CONV_P", 4))
+    c = int(os.environ.get("TOSA_VK_CONV_C", 4))
+    return p, min(c, oc)
+
+
+def _conv(ctx: LowerCtx, nd: int):
+    common = _common(ctx)
+    if common is None:
+        return None
+    defines, extra = common
+    x, w, bias = ctx.inputs[:3]
+    out = ctx.outputs[0]
+    pad = _ints(ctx, "pad", 0, 2 * nd)
+    stride = _ints(ctx, "stride", 1, nd)
+    dilation = _ints(ctx, "dilation", 1, nd)
+    if nd == 2:  # as CONV3D with depth 1
+        pad, stride, dilation = [0, 0] + pad, [1] + stride, [1] + dilation
+        xs = (x.shape[0], 1, *x.shape[1:])
+        ws = (w.shape[0], 1, *w.shape[1:])
+        os_ = (out.shape[0], 1, *out.shape[1:])
+    else:
+        xs, ws, os_ = x.shape, w.shape, out.shape
+    n, id_, ih, iw, ic = xs
+    oc, kd, kh, kw, _ = ws
+    _, od, oh, ow, _ = os_
+    tp, tc = _tile(ic, oc)
+    vec = 4 if ic % 4 == 0 else 1
+    defines.update({"N": n, "ID": id_, "IH": ih, "IW": iw, "IC": ic, "OC": oc, "KD": kd, "KH": kh, "KW": kw,
+                    "OD": od, "OH": oh, "OW": ow, "SD": stride[0], "SH": stride[1], "SW": stride[2],
+                    "DD": dilation[0], "DH": dilation[1], "DW": dilation[2], "PD": pad[0], "PT": pad[2],
+                    "PL": pad[4], "TILE_P": tp, "TILE_C": tc, "VEC": vec,
+                    "UNROLL_TAPS": os.environ.get("UT", ""), "UNROLL_IC": os.environ.get("UI", "")})
+    if _skip_padded(ctx, any(pad)):
+        defines["SKIP_PADDED"] = "1"
+    tiles = n * od * oh * -(-ow // tp)
+    bindings = {"X": x.name, "W": w.name, "B": bias.name, "O": out.name, **extra}
+    return [ctx.kernel("convolution/conv", bindings, {k: str(v) for k, v in defines.items()},
+                       groups=_grid(tiles, -(-oc // tc)))]
+
+
+@lowering("CONV2D")
+def CONV2D(ctx: LowerCtx):
+    return _conv(ctx, 2)
+
+
+@lowering("CONV3D")
+def CONV3D(ctx: LowerCtx):
+    return _conv(ctx, 3)

@@ -1,0 +1,125 @@
+"""How each tensor is bound: descriptor type, VkFormat, logical shape / strides, and the channel-packing rules of
+Arm's custom-operator contract (spec/arm-custom-operators-contract.md).
+
+- STORAGE_BUFFER (the default) and TENSOR_ARM: scalar, dense, row-major (NHWC for 4-D features); the format is the
+  scalar element format and channels stay in the shape, so C = 3 is fine. TENSOR_ARM is recorded for VGF export
+  and bound as a storage buffer unless the device exposes VK_ARM_tensors.
+- STORAGE_IMAGE / COMBINED_IMAGE_SAMPLER: packed texels; shape [H, W, C] or [1, H, W, C]; C must equal the
+  format's component count, which exists only for C = 1, 2, 4 (R32 / R32G32 / R32G32B32A32 SFLOAT). No implicit
+  padding or 3 -> 4 promotion.
+- Views aliasing one allocation (alias groups) must describe the same bytes: same element count and scalar type.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import TosaError
+from ..ir.dtype import DType
+
+STORAGE_BUFFER = "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER"
+STORAGE_IMAGE = "VK_DESCRIPTOR_TYPE_STORAGE_IMAGE"
+COMBINED_IMAGE_SAMPLER = "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER"
+TENSOR_ARM = "VK_DESCRIPTOR_TYPE_TENSOR_ARM"
+DESCRIPTOR_TYPES = (STORAGE_BUFFER, STORAGE_IMAGE, COMBINED_IMAGE_SAMPLER, TENSOR_ARM)
+IMAGE_TYPES = (STORAGE_IMAGE, COMBINED_IMAGE_SAMPLER)
+
+# Vulkan enum values, as VGF stores them.
+DESCRIPTOR_VALUES = {STORAGE_BUFFER: 7, STORAGE_IMAGE: 3, COMBINED_IMAGE_SAMPLER: 1, TENSOR_ARM: 1000460000}
+FORMAT_VALUES = {
+    "VK_FORMAT_R8_SINT": 14, "VK_FORMAT_R16_SINT": 75, "VK_FORMAT_R32_SINT": 99, "VK_FORMAT_R64_SINT": 111,
+    "VK_FORMAT_R16_SFLOAT": 76, "VK_FORMAT_R32_SFLOAT": 100, "VK_FORMAT_R32G32_SFLOAT": 103,
+    "VK_FORMAT_R32G32B32A32_SFLOAT": 109, "VK_FORMAT_R8_BOOL_ARM": 1000460000,
+    "VK_FORMAT_R16_SFLOAT_FPENCODING_BFLOAT16_ARM": 1000460001,
+    "VK_FORMAT_R8_SFLOAT_FPENCODING_FLOAT8E4M3_ARM": 1000460002,
+    "VK_FORMAT_R8_SFLOAT_FPENCODING_FLOAT8E5M2_ARM": 1000460003,
+}
+SCALAR_FORMATS = {
+    DType.BOOL: "VK_FORMAT_R8_BOOL_ARM", DType.INT4: "VK_FORMAT_R8_SINT", DType.INT8: "VK_FORMAT_R8_SINT",
+    DType.INT16: "VK_FORMAT_R16_SINT", DType.INT32: "VK_FORMAT_R32_SINT", DType.INT48: "VK_FORMAT_R64_SINT",
+    DType.SHAPE: "VK_FORMAT_R64_SINT", DType.FP32: "VK_FORMAT_R32_SFLOAT", DType.FP16: "VK_FORMAT_R16_SFLOAT",
+    DType.BF16: "VK_FORMAT_R16_SFLOAT_FPENCODING_BFLOAT16_ARM",
+    DType.FP8E4M3: "VK_FORMAT_R8_SFLOAT_FPENCODING_FLOAT8E4M3_ARM",
+    DType.FP8E5M2: "VK_FORMAT_R8_SFLOAT_FPENCODING_FLOAT8E5M2_ARM",
+}
+IMAGE_FORMATS = {1: "VK_FORMAT_R32_SFLOAT", 2: "VK_FORMAT_R32G32_SFLOAT", 4: "VK_FORMAT_R32G32B32A32_SFLOAT"}
+FORMAT_COMPONENTS = {"VK_FORMAT_R32_SFLOAT": 1, "VK_FORMAT_R32G32_SFLOAT": 2, "VK_FORMAT_R32G32B32A32_SFLOAT": 4}
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One tensor's binding: what a kernel, the runtime and VGF export need to know."""
+    tensor: str
+    descriptor: str
+    format: str
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]          # in elements, row-major (dense scalar linearisation)
+    dtype: DType
+    alias_group: int | None = None
+
+    @property
+    def image_extent(self) -> tuple[int, int] | None:
+        """(width, height) of an image resource."""
+        if self.descriptor not in IMAGE_TYPES:
+            return None
+        h, w = self.shape[-3], self.shape[-2]
+        return w, h
+
+
+def dense_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= d
+    return tuple(reversed(strides))
+
+
+def resource(tensor: str, shape: tuple[int, ...], dtype: DType, descriptor: str = STORAGE_BUFFER,
+             format: str | None = None, alias_group: int | None = None) -> Resource:
+    """A Resource for a tensor, checked against the contract; errors name the tensor and the rule."""
+    shape = tuple(int(d) for d in shape)
+    if descriptor not in DESCRIPTOR_TYPES:
+        raise TosaError(f"tensor '{tensor}': unknown descriptor type {descriptor!r}; one of {DESCRIPTOR_TYPES}")
+    if descriptor in IMAGE_TYPES:
+        return _image(tensor, shape, dtype, descriptor, format, alias_group)
+    want = SCALAR_FORMATS[dtype]
+    if format is not None and format != want:
+        raise TosaError(f"tensor '{tensor}': a {descriptor} resource uses the scalar element format ({want} for "
+                        f"{dtype.name}), not {format}; channels stay in the shape")
+    return Resource(tensor, descriptor, want, shape, dense_strides(shape), dtype, alias_group)
+
+
+def _image(tensor, shape, dtype, descriptor, format, alias_group) -> Resource:
+    kind = "storage image" if descriptor == STORAGE_IMAGE else "sampled image"
+    if len(shape) not in (3, 4):
+        raise TosaError(f"tensor '{tensor}': a {kind} must have shape [H,W,C] or [1,H,W,C], got {list(shape)}")
+    if len(shape) == 4 and shape[0] != 1:
+        raise TosaError(f"tensor '{tensor}': a {kind} of rank 4 must have N = 1, got shape {list(shape)}")
+    if dtype != DType.FP32:
+        raise TosaError(f"tensor '{tensor}': image resources hold fp32 texels (R32 / R32G32 / R32G32B32A32 "
+                        f"SFLOAT), got {dtype.name}")
+    c = shape[-1]
+    if c not in IMAGE_FORMATS:
+        hint = " (C = 3 has no packed format: pad to 4 channels explicitly or use a buffer / tensor resource)" \
+            if c == 3 else ""
+        raise TosaError(f"tensor '{tensor}': a {kind} needs C in {{1, 2, 4}} channels to match a packed "
+                        f"format, got C = {c}{hint}")
+    fmt = format or IMAGE_FORMATS[c]
+    if FORMAT_COMPONENTS.get(fmt) != c:
+        raise TosaError(f"tensor '{tensor}': format {fmt} has {FORMAT_COMPONENTS.get(fmt, '?')} components but "
+                        f"the image has C = {c}; no implicit padding or promotion")
+    return Resource(tensor, descriptor, fmt, shape, dense_strides(shape), dtype, alias_group)
+
+
+def check_alias_group(members: list[Resource]) -> None:
+    """Views of one allocation must describe the same data: same element count and scalar element type."""
+    if not members:
+        return
+    first = members[0]
+    size = int(np.prod(first.shape))
+    for r in members[1:]:
+        if int(np.prod(r.shape)) != size or r.dtype != first.dtype:
+            raise TosaError(f"alias group {first.alias_group}: '{r.tensor}' ({r.descriptor}, {list(r.shape)} "
+                            f"{r.dtype.name}) does not describe the same data as '{first.tensor}' "
+                            f"({first.descriptor}, {list(first.shape)} {first.dtype.name})")
