@@ -40,7 +40,7 @@ _DEFAULT_FILL = {"pad": 0, "out_pad": 0, "stride": 1, "dilation": 1}
 _DEFAULTS = {"local_bound": False, "nan_mode": NanPropagationMode.PROPAGATE, "round": False, "scale32": True,
              "rounding_mode": RoundingMode.SINGLE_ROUND, "per_channel": False, "input_unsigned": False,
              "output_unsigned": False, "inverse": False}
-_DEFAULT_ZERO_INPUTS = re.compile(r"(_zp|^pad_const)$")
+_DEFAULT_ZERO_INPUTS = re.compile(r"(_zp|^pad_const|^shift)$")  # inputs that default to 0 (MUL's shift too)
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,9 @@ class ArmSdkAnchor:
             self._proc = subprocess.Popen(
                 [worker_python(), str(Path(__file__).resolve()), "--worker", str(self.workdir)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True, bufsize=1)
-            self._finalizer = weakref.finalize(self, _stop, self._proc, self._log)
+            # Kills the worker and removes a temporary work folder if the anchor is dropped without close().
+            self._finalizer = weakref.finalize(self, _stop, self._proc, self._log,
+                                               self.workdir if self._own_dir else None)
             info = self._call("load", tosa=str(self.tosa_path))
         except BaseException:
             self.close()
@@ -159,20 +161,19 @@ class ArmSdkAnchor:
         return outputs, reply["times"]
 
     def close(self) -> None:
+        """Stops the worker (politely, then by kill) and removes the work folder if the anchor made it."""
         proc, self._proc = self._proc, None
-        if proc is not None:
+        if proc is not None and proc.poll() is None:
             try:
-                if proc.poll() is None:
-                    proc.stdin.write(json.dumps({"cmd": "close"}) + "\n")
-                    proc.stdin.flush()
-                    proc.wait(timeout=30)
+                proc.stdin.write(json.dumps({"cmd": "close"}) + "\n")
+                proc.stdin.flush()
+                proc.wait(timeout=30)
             except (OSError, ValueError, subprocess.TimeoutExpired):
                 pass
-            _stop(proc, self._log)
-        elif not self._log.closed:
-            self._log.close()
-        if self._own_dir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+        if hasattr(self, "_finalizer"):
+            self._finalizer()
+        else:
+            _stop(proc, self._log, self.workdir if self._own_dir else None)
 
     def __enter__(self) -> "ArmSdkAnchor":
         return self
@@ -206,16 +207,19 @@ class ArmSdkAnchor:
             return "(no log)"
 
 
-def _stop(proc: subprocess.Popen, log) -> None:
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
-    for stream in (proc.stdin, proc.stdout):
-        try:
-            stream.close()
-        except (OSError, ValueError):
-            pass
+def _stop(proc: subprocess.Popen | None, log, workdir: Path | None) -> None:
+    if proc is not None:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdin, proc.stdout):
+            try:
+                stream.close()
+            except (OSError, ValueError):
+                pass
     log.close()
+    if workdir is not None:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _tail(text: str, lines: int = 15) -> str:

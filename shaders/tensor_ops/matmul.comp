@@ -2,6 +2,8 @@
 // MATMUL (spec 2.3.7): out[n,h,w] = sum_c (A[n,h,c] - A_zp) * (B[n,c,w] - B_zp), A [N,H,C], B [N,C,W].
 // Register blocking: each invocation computes a TM x 4 tile of the output (TM rows, 4 consecutive columns as one
 // 4-vector accumulator per row), stepping c by 4 so each step is 4 A 4-vectors (rows) x 4 B 4-vectors (c rows).
+// A workgroup of LANES invocations shares its TM rows (LANES * 4 consecutive columns): A's addresses are then
+// uniform, which lavapipe loads once per SIMD group instead of per lane.
 // Defines from tosa_vk/lower/tensor_ops.py:
 //   A_*, B_*, O_* binding types; ACC / ACC4 the accumulator type and its 4-vector (float / int / int64_t);
 //   MAC(acc, a, b) acc += a * b on ACC4 (a scalar broadcast); TM rows per tile (4 or 8);
@@ -10,7 +12,7 @@
 //   PARTIAL: split s of `splits` sums c in [s * k_len, (s + 1) * k_len) into O = a temporary [N, splits, H, W]
 //   of the accumulator type, summed by matmul_sum.comp (lavapipe ends loops after 65535 iterations per invocation).
 #include "types.glsl"
-#include "index.glsl"
+layout(local_size_x = LANES) in;
 
 layout(set = 0, binding = 0) readonly buffer InA { A_T a[]; };
 layout(set = 0, binding = 1) readonly buffer InB { B_T b[]; };
@@ -30,9 +32,10 @@ layout(set = 0, binding = 4) readonly buffer InZB { ZB_T zb[]; };
 #endif
 
 layout(push_constant) uniform Params {
-    uint tiles;     // invocations: N * tiles_h * tiles_w (* splits)
+    uint groups;    // workgroups: N * splits * tiles_h * blocks_w
     uint H, C, W;
-    uint tiles_h, tiles_w;
+    uint tiles_h;   // tiles of TM rows
+    uint blocks_w;  // blocks of LANES * 4 columns
     uint k_len;     // c per split (C without PARTIAL)
     uint splits;
 } p;
@@ -43,7 +46,7 @@ layout(push_constant) uniform Params {
 #define AV(v) ACC(CT(LOAD_A(v)) - CT(A_ZP))
 #define BV4(v) (ACC4(CT(LOAD_B(v.x)), CT(LOAD_B(v.y)), CT(LOAD_B(v.z)), CT(LOAD_B(v.w))) - ACC4(CT(B_ZP)))
 
-ACC4 loadB(uint row, uint col) {          // B[row, col .. col + 3] (row = n * C + c), columns past W read 0
+ACC4 loadB(uint row, uint col) {          // B[row, col .. col + 3] (row = n * C + c), clamped to column W - 1
 #ifdef B_VEC
     return BV4(b4[(row * p.W + col) >> 2]);
 #else
@@ -67,22 +70,25 @@ ACC4 loadA4(uint idx) {                   // A[idx .. idx + 3] along c
 }
 
 #define ROWS(X) X(0) X(1) X(2) X(3) ROWS_MORE(X)
-#if TM == 8
+#if TM == 16
+#define ROWS_MORE(X) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+#elif TM == 8
 #define ROWS_MORE(X) X(4) X(5) X(6) X(7)
 #else
 #define ROWS_MORE(X)
 #endif
 
 void main() {
-    uint t = flat_index();
-    if (t >= p.tiles) return;
-    uint tw = t % p.tiles_w;
-    t /= p.tiles_w;
-    uint th = t % p.tiles_h;
-    t /= p.tiles_h;
-    uint split = t % p.splits;
-    uint n = t / p.splits;
-    uint col = tw * 4u;
+    // workgroup -> (n, split, row tile, column block); uniform across the workgroup, so A's loads are uniform
+    uint g = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    if (g >= p.groups) return;
+    uint tw = g % p.blocks_w;
+    g /= p.blocks_w;
+    uint th = g % p.tiles_h;
+    g /= p.tiles_h;
+    uint split = g % p.splits;
+    uint n = g / p.splits;
+    uint col = (tw * LANES + gl_LocalInvocationID.x) * 4u;
     uint row0 = th * TM;
     uint k0 = split * p.k_len;
     uint k1 = min(k0 + p.k_len, p.C);
@@ -90,19 +96,21 @@ void main() {
 #define DECL(i) uint ra##i = ((n * p.H + min(row0 + uint(i), p.H - 1u)) * p.C); ACC4 acc##i = ACC4(0);
     ROWS(DECL)
     uint brow = n * p.C;
+    uint bcol = min(col, p.W - 1u);    // columns past W read a valid column, not stored
     uint c = k0;
     for (; c + 4u <= k1; c += 4u) {
-        ACC4 b0 = loadB(brow + c, col), b1 = loadB(brow + c + 1u, col);
-        ACC4 b2 = loadB(brow + c + 2u, col), b3 = loadB(brow + c + 3u, col);
+        ACC4 b0 = loadB(brow + c, bcol), b1 = loadB(brow + c + 1u, bcol);
+        ACC4 b2 = loadB(brow + c + 2u, bcol), b3 = loadB(brow + c + 3u, bcol);
 #define STEP(i) { ACC4 av = loadA4(ra##i + c); \
         MAC(acc##i, av.x, b0); MAC(acc##i, av.y, b1); MAC(acc##i, av.z, b2); MAC(acc##i, av.w, b3); }
         ROWS(STEP)
     }
     for (; c < k1; ++c) {
-        ACC4 bv = loadB(brow + c, col);
+        ACC4 bv = loadB(brow + c, bcol);
 #define TAIL(i) MAC(acc##i, AV(a[ra##i + c]), bv);
         ROWS(TAIL)
     }
+    if (col >= p.W) return;
 #ifdef B_VEC
 #define STORE4(oi, v) o4[(oi) >> 2] = O_T4(STORE_O(v.x), STORE_O(v.y), STORE_O(v.z), STORE_O(v.w))
 #else

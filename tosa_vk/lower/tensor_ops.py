@@ -38,6 +38,14 @@ _MATMUL = {
     DType.FP8E5M2: ((DType.FP16,), "float", "vec4", DType.FP32),
 }
 MATMUL_TM = 4          # output rows per invocation (x 4 columns)
+MATMUL_LANES = 16      # invocations per workgroup (sharing their rows of A)
+
+
+def _groups(count: int) -> tuple[int, int, int]:
+    """A workgroup grid of `count` groups (x up to 65535, the rest in y; the shader skips the excess)."""
+    if count <= 65535:
+        return (max(count, 1), 1, 1)
+    return (65535, -(-count // 65535), 1)
 
 
 @lowering("MATMUL")
@@ -71,25 +79,27 @@ def MATMUL(ctx: LowerCtx):
         defines.update(A_ZP="0", B_ZP="0")   # ERROR_IF: zero points only for int8
     if c % 4 == 0:
         defines.update(A_VEC="1", A_T4=VEC4[glsl_storage(a.dtype)])
-    tiles_h, tiles_w = -(-h // MATMUL_TM), -(-w // 4)
+    lanes = max(4, min(MATMUL_LANES, 1 << max(0, (-(-w // 4) - 1).bit_length())))
+    defines["LANES"] = str(lanes)
+    tiles_h, blocks_w = -(-h // MATMUL_TM), -(-w // (4 * lanes))
     steps = c // 4 + 4
     splits = 1 if steps <= LOOP_BUDGET else -(-steps // LOOP_BUDGET)
     k_len = -(-c // splits)
     k_len += -k_len % 4
     splits = -(-c // k_len) if c else 1
-    tiles = n * tiles_h * tiles_w * splits
-    push = pack_push(tiles, h, c, w, tiles_h, tiles_w, k_len, splits, fmt="IIIIIIII")
+    groups = n * splits * tiles_h * blocks_w
+    push = pack_push(groups, h, c, w, tiles_h, blocks_w, k_len, splits, fmt="IIIIIIII")
     if splits == 1:
         if w % 4 == 0:
             defines.update(B_VEC="1", B_T4=VEC4[glsl_storage(b.dtype)], O_T4=VEC4[glsl_storage(out.dtype)])
         return [ctx.kernel("tensor_ops/matmul", {**bindings, "O": out.name, **extra}, defines, push,
-                           invocations=tiles)]
+                           groups=_groups(groups))]
     part = ctx.temporary((n, splits, h, w), partial_t)
     if w % 4 == 0:
         defines.update(B_VEC="1", B_T4=VEC4[glsl_storage(b.dtype)], O_T4=acc4)
     defines["PARTIAL"] = "1"
-    first = ctx.kernel("tensor_ops/matmul", {**bindings, "O": part, **extra}, defines, push, invocations=tiles,
-                       writes=(part,))
+    first = ctx.kernel("tensor_ops/matmul", {**bindings, "O": part, **extra}, defines, push,
+                       groups=_groups(groups), writes=(part,))
     total = n * h * w
     second = ctx.kernel("tensor_ops/matmul_sum", {"P": part, "O": out.name}, {},
                         pack_push(total, h * w, splits, fmt="III"), invocations=total)
