@@ -82,9 +82,8 @@ void main() {
     if (!live) return;
     int obase = (((n * OD + od) * OH + oh) * OW + ow0) * OC;
     [[unroll]] for (int p = 0; p < TILE_P; ++p) {
-        if (ow0 + p >= OW) break;
         [[unroll]] for (int c = 0; c < TILE_C; ++c) {
-            if (oc0 + c < OC) o[obase + p * OC + oc0 + c] = STORE_O(FINISH(acc[p][c], oc0 + c));
+            if (ow0 + p < OW && oc0 + c < OC) o[obase + p * OC + oc0 + c] = STORE_O(FINISH(acc[p][c], oc0 + c));
         }
     }
 }

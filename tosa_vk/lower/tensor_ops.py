@@ -37,7 +37,8 @@ _MATMUL = {
     DType.FP8E4M3: ((DType.FP16,), "float", "vec4", DType.FP32),
     DType.FP8E5M2: ((DType.FP16,), "float", "vec4", DType.FP32),
 }
-MATMUL_TM = 4          # output rows per invocation (x 4 columns)
+MATMUL_FAST = True     # use matmul_fast.comp where it applies
+MATMUL_TM = 8          # output rows per invocation (x 4 columns)
 MATMUL_LANES = 16      # invocations per workgroup (sharing their rows of A)
 
 
@@ -46,6 +47,35 @@ def _groups(count: int) -> tuple[int, int, int]:
     if count <= 65535:
         return (max(count, 1), 1, 1)
     return (65535, -(-count // 65535), 1)
+
+
+# fast floating-point kernel (matmul_fast.comp): in_t -> (8-element load unit, unpack define, fp8 decoder)
+_FAST_UNIT = {DType.FP32: ("u64vec4", "UNIT_FP32"), DType.FP16: ("uvec4", "UNIT_FP16"),
+              DType.BF16: ("uvec4", "UNIT_BF16"), DType.FP8E4M3: ("uvec2", "UNIT_FP8"),
+              DType.FP8E5M2: ("uvec2", "UNIT_FP8")}
+
+
+def _matmul_fast(ctx: LowerCtx) -> list[Kernel] | None:
+    """The register-tiled kernel with 8-element loads, when the shapes allow it."""
+    a, b = ctx.inputs[:2]
+    out = ctx.outputs[0]
+    n, h, c = a.shape
+    w = b.shape[2]
+    if a.dtype not in _FAST_UNIT or c % 8 or w % 8 or c // 8 > LOOP_BUDGET or not ctx.features.get("shaderInt64"):
+        return None
+    unit, kind = _FAST_UNIT[a.dtype]
+    tm = 16 if h >= 16 else (8 if h >= 8 else 4)
+    tnb = 2 if w % 16 == 0 and w >= 32 else 1
+    lanes = max(1, min(8, -(-w // (8 * tnb))))
+    tiles_h, blocks_w = -(-h // tm), -(-w // (8 * tnb * lanes))
+    groups = n * tiles_h * blocks_w
+    defines = {"UNIT": unit, kind: "1", "TM": str(tm), "TNB": str(tnb), "LANES": str(lanes),
+               "O_T4": VEC4[glsl_storage(out.dtype)]}
+    if kind == "UNIT_FP8":
+        defines["DECODE8(v)"] = "LOAD_A(v)"
+    push = pack_push(groups, h, c, w, tiles_h, blocks_w, fmt="IIIIII")
+    return [ctx.kernel("tensor_ops/matmul_fast", {"A": a.name, "B": b.name, "O": out.name}, defines, push,
+                       groups=_groups(groups))]
 
 
 @lowering("MATMUL")
@@ -62,6 +92,10 @@ def MATMUL(ctx: LowerCtx):
     w = b.shape[2]
     if out.size == 0:
         return []
+    if a.dtype.is_float and MATMUL_FAST:
+        fast = _matmul_fast(ctx)
+        if fast is not None:
+            return fast
     if a.size >= 1 << 32 or b.size >= 1 << 32 or out.size >= 1 << 32:
         return None
     defines = {"ACC": acc, "ACC4": acc4, "TM": str(MATMUL_TM),
@@ -104,3 +138,128 @@ def MATMUL(ctx: LowerCtx):
     second = ctx.kernel("tensor_ops/matmul_sum", {"P": part, "O": out.name}, {},
                         pack_push(total, h * w, splits, fmt="III"), invocations=total)
     return [first, second]
+
+
+# ---- pooling -------------------------------------------------------------------------------------------------------
+
+_POOL_INT = {DType.INT8: (-128, 127), DType.INT16: (-32768, 32767)}
+_POOL_FLOAT = (DType.FP16, DType.BF16, DType.FP32, DType.FP8E4M3, DType.FP8E5M2)
+
+
+def _pool(ctx: LowerCtx, defines: dict[str, str], extra: dict[str, str] | None = None) -> list[Kernel] | None:
+    x, out = ctx.inputs[0], ctx.outputs[0]
+    n, ih, iw, c = x.shape
+    _, oh, ow, _ = out.shape
+    kh, kw = (int(v) for v in ctx.attr("kernel"))
+    sy, sx = (int(v) for v in ctx.attr("stride"))
+    pt, _, pl, _ = (int(v) for v in ctx.attr("pad"))
+    if out.size == 0:
+        return []
+    if min(kh, ih) * min(kw, iw) + min(kh, ih) > LOOP_BUDGET or x.size >= 1 << 32:
+        return None   # a window too large for one invocation's loop budget
+    vec = c % 4 == 0
+    defines = dict(defines)
+    if vec:
+        defines.update(VEC4="1", A_T4=VEC4[glsl_storage(x.dtype)], O_T4=VEC4[glsl_storage(out.dtype)])
+    total = out.size // (4 if vec else 1)
+    push = pack_push(total, ih, iw, c, oh, ow, kh, kw, sy, sx, pt, pl, fmt="IIIIII" + "i" * 6)
+    return [ctx.kernel("tensor_ops/pool", {"A": x.name, "O": out.name, **(extra or {})}, defines, push,
+                       invocations=total)]
+
+
+@lowering("MAX_POOL2D")
+def MAX_POOL2D(ctx: LowerCtx):
+    t = ctx.inputs[0].dtype
+    if ctx.outputs[0].dtype != t:
+        return None
+    if t in _POOL_INT:
+        return _pool(ctx, {"MAX_INT": "1"})
+    if t not in _POOL_FLOAT:
+        return None
+    defines = {"MAX_FLOAT": "1"}
+    if ctx.attr("nan_mode") == NanPropagationMode.IGNORE:
+        defines["IGNORE"] = "1"
+    return _pool(ctx, defines)
+
+
+@lowering("AVG_POOL2D")
+def AVG_POOL2D(ctx: LowerCtx):
+    t = ctx.inputs[0].dtype
+    if ctx.outputs[0].dtype != t:
+        return None
+    if t in _POOL_FLOAT:
+        return _pool(ctx, {"AVG_FLOAT": "1"})   # fp32 sums for acc_type fp16 / fp32 alike
+    if t not in _POOL_INT or not ctx.features.get("shaderInt64", False):
+        return None
+    lo, hi = _POOL_INT[t]
+    defines = {"AVG_INT": "1", "LO": str(lo), "HI": str(hi)}
+    zi, zo = _scalar(ctx, 1), _scalar(ctx, 2)
+    if zi is None or zo is None:
+        defines["ZP_BUFFER"] = "1"
+        return _pool(ctx, defines, {"ZI": ctx.inputs[1].name, "ZO": ctx.inputs[2].name})
+    defines.update(IN_ZP=str(int(zi)), OUT_ZP=str(int(zo)))
+    return _pool(ctx, defines)
+
+
+# ---- FFT -----------------------------------------------------------------------------------------------------------
+
+def _fft(ctx: LowerCtx, real: bool) -> list[Kernel] | None:
+    """Radix-2 Stockham passes (fft.comp): log2(W) along W, then log2(H) along H, ping-ponging between two complex
+    temporaries; the first pass reads the input(s), the last writes both outputs. Twiddles from a table computed
+    in fp64 (fft_twiddle.comp)."""
+    re = ctx.inputs[0]
+    out_re, out_im = ctx.outputs
+    if re.dtype != DType.FP32 or out_re.dtype != DType.FP32 or out_im.dtype != DType.FP32:
+        return None
+    if not real and ctx.inputs[1].dtype != DType.FP32:
+        return None
+    if not ctx.features.get("shaderFloat64", False):
+        return None
+    n, h, w = re.shape
+    if h & (h - 1) or w & (w - 1) or re.size * 2 >= 1 << 32:
+        return None
+    if out_re.size == 0:
+        return []
+    passes = [(w, 1, 1 << s) for s in range(w.bit_length() - 1)] + \
+             [(h, w, 1 << s) for s in range(h.bit_length() - 1)]
+    inputs = {"RE": re.name} if real else {"RE": re.name, "IM": ctx.inputs[1].name}
+    outputs = {"OR": out_re.name, "OI": out_im.name}
+    in_defines = {"IN_SPLIT": "1", **({"IN_REAL": "1"} if real else {})}
+    out_defines = {"OUT_SPLIT": "1", **({"RFFT_OUT": "1"} if real else {})}
+    inverse = {} if real or not ctx.attr("inverse", False) else {"INVERSE": "1"}
+
+    def numbered(bindings: dict[str, str]) -> dict[str, str]:
+        return {f"B_{name}": str(i) for i, name in enumerate(bindings)}
+
+    if not passes:   # H = W = 1: the transform is the identity
+        bindings = {**inputs, **outputs}
+        defines = {"IDENTITY": "1", **in_defines, **out_defines, **numbered(bindings)}
+        return [ctx.kernel("tensor_ops/fft", bindings, defines, pack_push(re.size, 1, 1, 1, 1, h, w, fmt="I" * 7),
+                           invocations=re.size)]
+    tw_len = max(h, w)
+    table = ctx.temporary((tw_len // 2, 2), DType.FP32)
+    kernels = [ctx.kernel("tensor_ops/fft_twiddle", {"TW": table}, {}, pack_push(tw_len // 2, tw_len, fmt="II"),
+                          invocations=tw_len // 2, writes=(table,))]
+    temps = [ctx.temporary((n, h, w, 2), DType.FP32) for _ in range(min(2, len(passes) - 1))]
+    butterflies = re.size // 2
+    for i, (length, stride, ns) in enumerate(passes):
+        last = i == len(passes) - 1
+        src = inputs if i == 0 else {"X": temps[(i - 1) % 2]}
+        dst = outputs if last else {"Y": temps[i % 2]}
+        bindings = {**src, **dst, "TW": table}
+        defines = {**(in_defines if i == 0 else {}), **(out_defines if last else {}), **inverse,
+                   **numbered(bindings)}
+        push = pack_push(butterflies, length, stride, ns, tw_len // (2 * ns), h, w, fmt="I" * 7)
+        kernels.append(ctx.kernel("tensor_ops/fft", bindings, defines, push, invocations=butterflies,
+                                  writes=None if last else (temps[i % 2],)))
+    return kernels
+
+
+@lowering("FFT2D")
+def FFT2D(ctx: LowerCtx):
+    return _fft(ctx, real=False)
+
+
+@lowering("RFFT2D")
+def RFFT2D(ctx: LowerCtx):
+    return _fft(ctx, real=True)

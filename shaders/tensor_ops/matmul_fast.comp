@@ -1,0 +1,99 @@
+#version 450
+// MATMUL (spec 2.3.7) for floating point with C % 8 == 0 and W % (8 * TNB) == 0: out = A [N,H,C] x B [N,C,W],
+// summed in fp32 (exact products of every input type; fp32 sums meet the dot-product bound) with fma, rounded
+// once to the output type.
+// lavapipe (Mesa 22.x) reads storage buffers inside loops lane by lane: the cost is per load instruction, whatever
+// its width. So every load here is 32 or 16 bytes carrying 8 elements (UNIT: u64vec4 for fp32, uvec4 for fp16 /
+// bf16, uvec2 for fp8), and each invocation computes a large register tile, TM rows x 8 * TNB columns, so that
+// per 8 values of c it issues TM + 8 * TNB loads for 64 * TM * TNB multiply-adds.
+// A workgroup is LANES invocations side by side along W (sharing their rows of A).
+#include "types.glsl"
+#extension GL_ARB_gpu_shader_int64 : require
+layout(local_size_x = LANES) in;
+
+layout(set = 0, binding = 0) readonly buffer InA { UNIT a8[]; };
+layout(set = 0, binding = 1) readonly buffer InB { UNIT b8[]; };
+layout(set = 0, binding = 2) writeonly buffer Out4 { O_T4 o4[]; };
+layout(push_constant) uniform Params {
+    uint groups;    // N * tiles_h * blocks_w
+    uint H, C, W;
+    uint tiles_h;   // tiles of TM rows
+    uint blocks_w;  // blocks of LANES * 8 * TNB columns
+} p;
+
+// 8 consecutive elements (one UNIT) -> two vec4
+#if defined(UNIT_FP32)
+void unpack8(UNIT v, out vec4 lo, out vec4 hi) {
+    lo = uintBitsToFloat(uvec4(unpackUint2x32(v.x), unpackUint2x32(v.y)));
+    hi = uintBitsToFloat(uvec4(unpackUint2x32(v.z), unpackUint2x32(v.w)));
+}
+#elif defined(UNIT_FP16)
+void unpack8(UNIT v, out vec4 lo, out vec4 hi) {
+    lo = vec4(unpackHalf2x16(v.x), unpackHalf2x16(v.y));
+    hi = vec4(unpackHalf2x16(v.z), unpackHalf2x16(v.w));
+}
+#elif defined(UNIT_BF16)
+vec2 bf16x2(uint u) { return uintBitsToFloat(uvec2(u << 16, u & 0xffff0000u)); }
+void unpack8(UNIT v, out vec4 lo, out vec4 hi) {
+    lo = vec4(bf16x2(v.x), bf16x2(v.y));
+    hi = vec4(bf16x2(v.z), bf16x2(v.w));
+}
+#else  // fp8: UNIT uvec2, DECODE8 the fp8 -> fp32 conversion of types.glsl
+vec4 fp8x4(uint u) {
+    return vec4(DECODE8(uint8_t(u & 0xffu)), DECODE8(uint8_t((u >> 8) & 0xffu)),
+                DECODE8(uint8_t((u >> 16) & 0xffu)), DECODE8(uint8_t(u >> 24)));
+}
+void unpack8(UNIT v, out vec4 lo, out vec4 hi) { lo = fp8x4(v.x); hi = fp8x4(v.y); }
+#endif
+
+#define K8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#if TM == 16
+#define ROWS(X) K8(X) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+#elif TM == 8
+#define ROWS(X) K8(X)
+#else
+#define ROWS(X) X(0) X(1) X(2) X(3)
+#endif
+#if TNB == 2
+#define COLS(X, i) X(i, 0) X(i, 1)
+#define COLS_K(X, k) X(0, k) X(1, k)
+#else
+#define COLS(X, i) X(i, 0)
+#define COLS_K(X, k) X(0, k)
+#endif
+
+void main() {
+    uint g = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    if (g >= p.groups) return;
+    uint tw = g % p.blocks_w;
+    g /= p.blocks_w;
+    uint th = g % p.tiles_h;
+    uint n = g / p.tiles_h;
+    uint col = (tw * LANES + gl_LocalInvocationID.x) * (8u * TNB);
+    uint bcol = min(col, p.W - 8u * TNB);   // lanes past W read valid columns and store nothing
+    uint row0 = th * TM;
+    uint brow = n * p.C;
+    // acc<i>_<j>: row i, columns col + 8 j .. + 7 as two vec4 (lo, hi); rows past H read row H - 1
+#define DECLJ(i, j) vec4 lo##i##_##j = vec4(0), hi##i##_##j = vec4(0);
+#define DECL(i) uint ra##i = ((n * p.H + min(row0 + uint(i), p.H - 1u)) * p.C) >> 3; COLS(DECLJ, i)
+    ROWS(DECL)
+    for (uint c = 0u; c < p.C; c += 8u) {
+#define LB(j, k) vec4 bl##k##_##j, bh##k##_##j; \
+        unpack8(b8[((brow + c + uint(k)) * p.W + bcol + 8u * uint(j)) >> 3], bl##k##_##j, bh##k##_##j);
+#define LBK(k) COLS_K(LB, k)
+        K8(LBK)
+#define F(i, j, s, k) lo##i##_##j = fma(vec4(s), bl##k##_##j, lo##i##_##j); \
+                      hi##i##_##j = fma(vec4(s), bh##k##_##j, hi##i##_##j);
+#define FJ(i, j) F(i, j, al.x, 0) F(i, j, al.y, 1) F(i, j, al.z, 2) F(i, j, al.w, 3) \
+                 F(i, j, ah.x, 4) F(i, j, ah.y, 5) F(i, j, ah.z, 6) F(i, j, ah.w, 7)
+#define ROW(i) { vec4 al, ah; unpack8(a8[ra##i + (c >> 3)], al, ah); COLS(FJ, i) }
+        ROWS(ROW)
+    }
+    if (col >= p.W) return;
+    uint rows = min(uint(TM), p.H - row0);
+#define ST4(v) O_T4(STORE_O(v.x), STORE_O(v.y), STORE_O(v.z), STORE_O(v.w))
+#define STJ(i, j) { uint oi = ((n * p.H + row0 + uint(i)) * p.W + col + 8u * uint(j)) >> 2; \
+        o4[oi] = ST4(lo##i##_##j); o4[oi + 1u] = ST4(hi##i##_##j); }
+#define ST(i) if (uint(i) < rows) { COLS(STJ, i) }
+    ROWS(ST)
+}
