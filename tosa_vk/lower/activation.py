@@ -11,6 +11,8 @@ from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode
 from ..program import Kernel, pack_push
 from . import LowerCtx, lowering
+from .elementwise_binary import VEC4
+from .types import glsl_storage
 
 FLOATS = (DType.FP32, DType.FP16, DType.BF16)
 
@@ -19,8 +21,13 @@ def activation(ctx: LowerCtx, op_expr: str, defines: dict[str, str] | None = Non
                bounds: tuple[bytes, bytes] = (b"\0\0\0\0", b"\0\0\0\0")) -> list[Kernel]:
     a, out = ctx.inputs[0], ctx.outputs[0]
     push = pack_push(out.size, fmt="I") + bounds[0] + bounds[1]
-    return [ctx.kernel("activation/activation", {"A": a.name, "O": out.name}, {"OP(x)": op_expr, **(defines or {})},
-                       push, invocations=out.size)]
+    defines = {"OP(x)": op_expr, **(defines or {})}
+    invocations = out.size
+    if out.size % 4 == 0:  # 4-vector loads: about twice the bandwidth on lavapipe
+        defines.update({"VEC4": "1", "A_T4": VEC4[glsl_storage(a.dtype)], "O_T4": VEC4[glsl_storage(out.dtype)]})
+        invocations = out.size // 4
+    return [ctx.kernel("activation/activation", {"A": a.name, "O": out.name}, defines, push,
+                       invocations=invocations)]
 
 
 @lowering("CLAMP")

@@ -12,8 +12,6 @@ import numpy as np
 
 from ..ir.dtype import DType
 from . import LowerCtx, lowering
-from .elementwise_binary import VEC4
-from .types import glsl_storage
 
 WORKGROUP = 64
 MAX_GROUPS = 65535
@@ -28,6 +26,36 @@ _TYPES = {
     DType.FP8E4M3: ((DType.FP8E4M3, DType.FP16),),
     DType.FP8E5M2: ((DType.FP8E5M2, DType.FP16),),
 }
+
+
+# element type -> (bytes, GLSL expression of element e of 32-bit word u as the compute type)
+_UNPACK = {
+    DType.FP32: (4, "uintBitsToFloat(u)"),
+    DType.FP16: (2, "unpackHalf2x16(u)[e]"),
+    DType.BF16: (2, "uintBitsToFloat((e) == 0 ? (u) << 16 : (u) & 0xffff0000u)"),
+    DType.FP8E4M3: (1, "fp8e4m3_to_f32(uint8_t(bitfieldExtract(u, 8 * (e), 8)))"),
+    DType.FP8E5M2: (1, "unpackHalf2x16(bitfieldExtract(u, 8 * (e), 8) << 8).x"),
+    DType.INT8: (1, "bitfieldExtract(int(u), 8 * (e), 8)"),
+    DType.INT4: (1, "bitfieldExtract(int(u), 8 * (e), 8)"),
+    DType.INT16: (2, "bitfieldExtract(int(u), 16 * (e), 16)"),
+}
+
+
+def chunk_defines(k: int, types: dict[str, DType]) -> dict[str, str]:
+    """VE (elements per chunk of a reduction axis of length k) and, for VE > 1, the word-view defines of each
+    binding in `types` (name -> element type): the widest chunk (at most 16 bytes of each) that divides k in
+    whole 32-bit words; VE = 1 reads single elements."""
+    for ve in (16, 8, 4, 2):
+        sizes = {name: _UNPACK[t][0] * ve for name, t in types.items()}
+        if k % ve == 0 and all(b % 4 == 0 and b <= 16 for b in sizes.values()):
+            defines = {"VE": str(ve)}
+            for name, t in types.items():
+                size, expr = _UNPACK[t]
+                defines[f"{name}WORDS"] = str(sizes[name] // 4)
+                defines[f"{name}_EPW"] = str(4 // size)
+                defines[f"UNPACK_{name}(u, e)"] = expr
+            return defines
+    return {"VE": "1", **{f"{name}WORDS": "1" for name in types}}
 
 
 def _ints(ctx: LowerCtx, name: str, default: int, n: int) -> list[int]:
@@ -45,9 +73,7 @@ def _common(ctx: LowerCtx) -> tuple[dict[str, str], dict[str, str]] | None:
     integer = not x.dtype.is_float
     if out.dtype == DType.INT48 and not ctx.features.get("shaderInt64", False):
         return None
-    defines = {"XC4": "ivec4" if integer else "vec4", "WC4": "ivec4" if integer else "vec4",
-               "X_T4": VEC4[glsl_storage(x.dtype)], "W_T4": VEC4[glsl_storage(w.dtype)],
-               "ACC_T": "int64_t" if out.dtype == DType.INT48 else "int" if integer else "float"}
+    defines = {"ACC_T": "int64_t" if out.dtype == DType.INT48 else "int" if integer else "float"}
     if bias.size == 1:
         defines["BIAS_SCALAR"] = "1"
     extra: dict[str, str] = {}
@@ -109,12 +135,11 @@ def _conv(ctx: LowerCtx, nd: int):
     oc, kd, kh, kw, _ = ws
     _, od, oh, ow, _ = os_
     tp, tc = _tile(ic, oc)
-    vec = 4 if ic % 4 == 0 else 1
+    defines.update(chunk_defines(ic, {"X": x.dtype, "W": w.dtype}))
     defines.update({"N": n, "ID": id_, "IH": ih, "IW": iw, "IC": ic, "OC": oc, "KD": kd, "KH": kh, "KW": kw,
                     "OD": od, "OH": oh, "OW": ow, "SD": stride[0], "SH": stride[1], "SW": stride[2],
                     "DD": dilation[0], "DH": dilation[1], "DW": dilation[2], "PD": pad[0], "PT": pad[2],
-                    "PL": pad[4], "TILE_P": tp, "TILE_C": tc, "VEC": vec,
-                    "UNROLL_TAPS": os.environ.get("UT", ""), "UNROLL_IC": os.environ.get("UI", "")})
+                    "PL": pad[4], "TILE_P": tp, "TILE_C": tc})
     if _skip_padded(ctx, any(pad)):
         defines["SKIP_PADDED"] = "1"
     tiles = n * od * oh * -(-ow // tp)
