@@ -19,14 +19,22 @@ layout(set = 0, binding = 1) writeonly buffer Out { O_T o[]; };
 #endif
 layout(push_constant) uniform Params { uint total; } p;
 
-void main() {
-    uint i = flat_index();
-    if (i >= p.total) return;
-#if defined(BITS_OP)
-    o[i] = BITS_OP(a[i]);
-#elif defined(ZERO_POINTS)
-    o[i] = STORE_O(OP(LOAD_A(a[i]), LOAD_Z1(z1[0]), LOAD_Z2(z2[0])));
-#else
-    o[i] = STORE_O(OP(LOAD_A(a[i])));
+// PER_INVOCATION consecutive elements per invocation (fewer invocations: less overhead on lavapipe).
+#ifndef PER_INVOCATION
+#define PER_INVOCATION 1
 #endif
+
+void main() {
+    uint base = flat_index() * PER_INVOCATION;
+    for (uint k = 0u; k < PER_INVOCATION; ++k) {
+        uint i = base + k;
+        if (i >= p.total) return;
+#if defined(BITS_OP)
+        o[i] = BITS_OP(a[i]);
+#elif defined(ZERO_POINTS)
+        o[i] = STORE_O(OP(LOAD_A(a[i]), LOAD_Z1(z1[0]), LOAD_Z2(z2[0])));
+#else
+        o[i] = STORE_O(OP(LOAD_A(a[i])));
+#endif
+    }
 }

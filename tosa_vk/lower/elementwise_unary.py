@@ -34,12 +34,16 @@ _FLOAT_OPS = {
 }
 
 
+PER_INVOCATION = 4  # elements per invocation
+
+
 def unary(ctx: LowerCtx, defines: dict[str, str], extra: dict[str, str] | None = None) -> list[Kernel]:
     """One kernel over every element: bindings A (input), `extra` bindings, O (output)."""
     a, out = ctx.inputs[0], ctx.outputs[0]
     bindings = {"A": a.name, **(extra or {}), "O": out.name}
-    return [ctx.kernel("elementwise_unary/unary", bindings, defines, pack_push(out.size, fmt="I"),
-                       invocations=out.size)]
+    per = PER_INVOCATION
+    return [ctx.kernel("elementwise_unary/unary", bindings, {**defines, "PER_INVOCATION": f"{per}u"},
+                       pack_push(out.size, fmt="I"), invocations=-(-out.size // per))]
 
 
 def _dtype(ctx: LowerCtx) -> DType:
