@@ -180,6 +180,46 @@ def cmd_conformance(args) -> int:
     return 1 if failed else 0
 
 
+def cmd_plan(args) -> int:
+    from .ir import load_graph, validate
+    from .ir.dtype import DType
+    from .lower import compile_graph
+    from .plan.resources import STORAGE_BUFFER, resource
+    graph = load_graph(args.model)
+    validate(graph, file=args.model)
+    features = {k: True for k in ("shaderInt64", "shaderInt16", "shaderInt8", "shaderFloat16", "shaderFloat64",
+                                  "storageBuffer8BitAccess", "storageBuffer16BitAccess")}
+    program = compile_graph(graph, features, alignment=args.alignment, host_runner=lambda *a: None)
+    dtypes = {n: t.dtype for _, b in graph.blocks() for n, t in b.tensors.items()}
+    groups: dict[str, int] = {}
+    rows = []
+    for name, buf in program.buffers.items():
+        shared = [n for n, b in program.buffers.items() if b.storage == buf.storage]
+        group = groups.setdefault(buf.storage, len(groups)) if len(shared) > 1 else None
+        dtype = dtypes.get(name) or DType.INT8
+        res = resource(name, buf.shape, dtype, STORAGE_BUFFER, alias_group=group)
+        rows.append({"tensor": name, "kind": buf.kind, "descriptor": res.descriptor, "format": res.format,
+                     "shape": list(buf.shape), "offset": buf.offset, "bytes": buf.nbytes, "live": list(buf.live),
+                     "alias_group": group})
+    summary = {"file": args.model, "memory": program.memory, "tensors": rows,
+               "placement": [{"op": op, "where": where} for op, where in program.placement]}
+    if args.json:
+        print(json.dumps(summary, indent=1))
+        return 0
+    print(f"{'tensor':<40} {'kind':<12} {'descriptor':<18} {'format':<30} {'shape':<18} {'offset':>9} "
+          f"{'bytes':>9} {'live':>11} alias")
+    for r in sorted(rows, key=lambda r: (r["offset"], r["tensor"])):
+        live = "always" if r["live"][0] == -1 and r["kind"] in ("constant", "variable") else \
+            f"{r['live'][0]}..{r['live'][1]}"
+        print(f"{r['tensor'][:40]:<40} {r['kind']:<12} {r['descriptor'].removeprefix('VK_DESCRIPTOR_TYPE_'):<18} "
+              f"{r['format'].removeprefix('VK_FORMAT_'):<30} {str(r['shape']):<18} {r['offset']:>9} "
+              f"{r['bytes']:>9} {live:>11} {'' if r['alias_group'] is None else r['alias_group']}")
+    m = program.memory
+    print(f"arena {m['arena_bytes']} B = constants / variables {m['static_bytes']} B + packed {m['dynamic_bytes']} B "
+          f"(lower bound {m['dynamic_lower_bound_bytes']} B, without reuse {m['dynamic_naive_bytes']} B)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="tosa-vk", description="Run TOSA 1.0 graphs on Vulkan.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -207,6 +247,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("--show", type=int, default=50, help="how many failures to list")
     p.set_defaults(func=cmd_conformance)
+    p = sub.add_parser("plan", help="where every tensor lives: descriptor, format, offset, live range, aliases")
+    p.add_argument("model")
+    p.add_argument("--alignment", type=int, default=256, help="buffer offset alignment in bytes")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_plan)
     p = sub.add_parser("devices", help="list Vulkan devices (* marks the default)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_devices)

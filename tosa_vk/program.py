@@ -25,6 +25,7 @@ class Buffer:
     dtype: np.dtype          # numpy view dtype of the device layout (DType.numpy: int48 as int64, ...)
     kind: str = "intermediate"  # "input" | "output" | "intermediate" | "constant" | "variable"
     storage: str = ""        # the tensor whose memory this one shares (RESHAPE / IDENTITY alias), else itself
+    live: tuple[int, int] = (-1, -1)  # first and last step using the memory (-1: before the run)
 
 
 @dataclass(frozen=True)

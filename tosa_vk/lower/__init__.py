@@ -172,7 +172,7 @@ def compile_graph(graph: Graph, features: dict[str, bool] | None = None, alignme
 
 def _place(tensors: dict[str, Tensor], steps: list, root: dict[str, str], constants: dict, block: Block,
            alignment: int) -> tuple[dict[str, Buffer], int, dict[str, int]]:
-    """Liveness per memory root, packed into one arena."""
+    """Constants and variables first (uploaded once / persistent), then every other tensor packed by liveness."""
     forever = len(steps) + 1
     first: dict[str, int] = {}
     last: dict[str, int] = {}
@@ -184,27 +184,34 @@ def _place(tensors: dict[str, Tensor], steps: list, root: dict[str, str], consta
         for name in step.reads:
             r = root.get(name, name)
             last[r] = max(last.get(r, i), i)
-    pinned = set(block.inputs) | set(constants) | {n for n, t in tensors.items() if t.variable}
     for name in block.outputs:
         last[root.get(name, name)] = forever
-    intervals = {}
+    static = [n for n, t in tensors.items() if n not in root and (n in constants or t.variable)]
+    offset = 0
+    intervals: dict[str, memory.Interval] = {}
+    for name in static:
+        t = tensors[name]
+        intervals[name] = memory.Interval(name, t.size * t.dtype.numpy.itemsize, -1, forever, offset)
+        offset = memory.align(offset + max(intervals[name].size, 1), alignment)
+    dynamic = []
     for name, t in tensors.items():
-        if name in root:
+        if name in root or name in intervals:
             continue
-        lo = -1 if name in pinned else first.get(name, -1)
-        hi = forever if name in pinned and name not in block.inputs else last.get(name, lo)
-        if name in block.inputs:
-            hi = max(hi, last.get(name, -1))
-        intervals[name] = memory.Interval(name, t.size * t.dtype.numpy.itemsize, lo, hi)
-    arena = memory.pack(list(intervals.values()), alignment)
-    stats = {"arena_bytes": arena, "lower_bound_bytes": memory.lower_bound(list(intervals.values())),
-             "naive_bytes": sum(iv.size for iv in intervals.values())}
+        lo = -1 if name in block.inputs else first.get(name, -1)
+        iv = memory.Interval(name, t.size * t.dtype.numpy.itemsize, lo, max(last.get(name, lo), lo))
+        intervals[name] = iv
+        dynamic.append(iv)
+    dynamic_bytes = memory.pack(dynamic, alignment)
+    for iv in dynamic:
+        iv.offset += offset
+    stats = {"arena_bytes": offset + dynamic_bytes, "static_bytes": offset, "dynamic_bytes": dynamic_bytes,
+             "dynamic_lower_bound_bytes": memory.lower_bound(dynamic),
+             "dynamic_naive_bytes": sum(iv.size for iv in dynamic)}
     kinds = {**{n: "intermediate" for n in tensors}, **{n: "constant" for n in constants},
              **{n: "input" for n in block.inputs}, **{n: "output" for n in block.outputs}}
     buffers = {}
     for name, t in tensors.items():
-        r = root.get(name, name)
-        iv = intervals[r]
-        kind = "variable" if t.variable else kinds[name]
-        buffers[name] = Buffer(name, iv.offset, t.size * t.dtype.numpy.itemsize, t.shape, t.dtype.numpy, kind, r)
-    return buffers, max(arena, 16), stats
+        iv = intervals[root.get(name, name)]
+        buffers[name] = Buffer(name, iv.offset, t.size * t.dtype.numpy.itemsize, t.shape, t.dtype.numpy,
+                               "variable" if t.variable else kinds[name], iv.name, (iv.first, iv.last))
+    return buffers, max(offset + dynamic_bytes, 16), stats
