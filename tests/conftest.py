@@ -29,3 +29,21 @@ def pytest_generate_tests(metafunc):
 @pytest.fixture
 def model_desc(model_dir: Path) -> dict:
     return json.loads((model_dir / "desc.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def _vulkan_device():
+    """One Vulkan device per test process, with the Khronos validation layer on."""
+    from tosa_vk.vulkan import Device
+    with Device(validation=True) as dev:
+        yield dev
+
+
+@pytest.fixture
+def device(_vulkan_device):
+    """The shared device; a test fails if the validation layer said anything during it."""
+    _vulkan_device.validation_messages.clear()
+    yield _vulkan_device
+    messages = list(_vulkan_device.validation_messages)
+    _vulkan_device.validation_messages.clear()
+    assert messages == [], "validation layer: " + " | ".join(messages[:3])

@@ -11,19 +11,11 @@ import pytest
 
 import tosa_vk
 from tosa_vk import Builder
-from tosa_vk.vulkan import Device
 
 DTYPES = {"bool": np.bool_, "int8": np.int8, "int16": np.int16, "int32": np.int32, "fp16": np.float16,
           "fp32": np.float32, "bf16": ml_dtypes.bfloat16, "fp8e4m3": ml_dtypes.float8_e4m3fn,
           "fp8e5m2": ml_dtypes.float8_e5m2}
 BIG = 65535 * 64 + 4097   # more invocations than one row of workgroups: the grid spills into y
-
-
-@pytest.fixture(scope="module")
-def device():
-    with Device(validation=True) as dev:
-        yield dev
-        assert dev.validation_messages == []
 
 
 def data(shape, dtype: str, seed: int = 0) -> np.ndarray:

@@ -10,16 +10,8 @@ import pytest
 import tosa_vk
 from tosa_vk import Builder
 from tosa_vk.ir.dtype import DType
-from tosa_vk.vulkan import Device
 
 SPILL = 65535 * 64 + 1000  # invocations beyond maxComputeWorkGroupCount.x groups of 64
-
-
-@pytest.fixture(scope="module")
-def device():
-    with Device(validation=True) as dev:
-        yield dev
-        assert dev.validation_messages == []
 
 
 def run_both(device, build, feeds):

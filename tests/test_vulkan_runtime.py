@@ -9,15 +9,8 @@ import pytest
 
 import tosa_vk
 from tosa_vk import Builder, TosaError
-from tosa_vk.vulkan import Device, VulkanError
+from tosa_vk.vulkan import VulkanError
 from tosa_vk.vulkan.shaders import ShaderCache, Variant
-
-
-@pytest.fixture(scope="module")
-def device():
-    with Device(validation=True) as dev:
-        yield dev
-        assert dev.validation_messages == []
 
 
 def small_graph():

@@ -14,7 +14,6 @@ import pytest
 import tosa_vk
 from tosa_vk import Builder
 from tosa_vk.ir.dtype import DType
-from tosa_vk.vulkan import Device
 
 NP = {"bool": np.bool_, "int8": np.int8, "int16": np.int16, "int32": np.int32, "int48": np.int64,
       "fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16, "fp8e4m3": ml_dtypes.float8_e4m3fn,
@@ -32,13 +31,6 @@ CAST_ROWS = [
     *[(i, o) for i in ("fp8e4m3", "fp8e5m2") for o in ("fp16", "fp32", "bf16")],
 ]
 assert len(set(CAST_ROWS)) == 46
-
-
-@pytest.fixture(scope="module")
-def device():
-    with Device(validation=True) as dev:
-        yield dev
-        assert dev.validation_messages == []
 
 
 def run_both(graph, device, **feeds):

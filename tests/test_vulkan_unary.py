@@ -9,18 +9,10 @@ import pytest
 
 import tosa_vk
 from tosa_vk import Builder
-from tosa_vk.vulkan import Device
 
 BIG = 65535 * 64 + 77  # more workgroups than maxComputeWorkGroupCount.x: the grid spills into y
 FLOATS = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -2.5, 3.0, 100.0, -100.0, 1e-3, 1e30, -1e30]
-
-
-@pytest.fixture(scope="module")
-def device():
-    with Device(validation=True) as dev:
-        yield dev
-        assert dev.validation_messages == []
 
 
 def run_both(device, build, feeds):

@@ -220,6 +220,11 @@ def cmd_plan(args) -> int:
     return 0
 
 
+def cmd_bench(args) -> int:
+    from .bench import main_from_args
+    return main_from_args(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="tosa-vk", description="Run TOSA 1.0 graphs on Vulkan.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -255,6 +260,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("devices", help="list Vulkan devices (* marks the default)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_devices)
+    p = sub.add_parser("bench", help="benchmark ops and models on every installed backend (JSON, table, plot)")
+    from .bench import add_arguments as add_bench_arguments
+    add_bench_arguments(p)
+    p.set_defaults(func=cmd_bench)
     return ap
 
 

@@ -46,14 +46,14 @@ def _values(x: np.ndarray, zp, ct) -> np.ndarray:
     return x.astype(ct)
 
 
-def _finish(acc: np.ndarray, bias: np.ndarray, acc_t: DType, out_t: DType, bias_index=None) -> np.ndarray:
+def _finish(acc: np.ndarray, bias: np.ndarray, acc_t: DType, out_t: DType) -> np.ndarray:
     """out = static_cast<out_t>(acc) + bias[(BC == 1) ? 0 : oc]; acc's last axis is the output channel."""
     b = bias.reshape(-1)
     if out_t.is_float:
-        b64 = b.astype(np.float64)
-        if b64.size == 1:
-            b64 = b64[0]
-        return round_to(acc + b64, out_t)
+        if acc.dtype == np.float32 and out_t == DType.FP32:
+            # A float32 sum plus bias rounds once more: within the bound, whose KS counts the bias (spec 1.10.3).
+            return np.add(acc, b.astype(np.float32), dtype=np.float32)
+        return round_to(np.add(acc, b.astype(np.float64), dtype=np.float64), out_t)
     require_range(acc, acc_t, "acc >= minimum_s<acc_t>() && acc <= maximum_s<acc_t>()")
     out = acc + b.astype(np.int64)
     require_range(out, out_t, "apply_add_s<out_t>(out, bias) in range")
@@ -122,7 +122,29 @@ def _compute_type(in_t: DType, x: np.ndarray, w: np.ndarray, izp, wzp, taps):
 
 
 def _to_acc(acc: np.ndarray, integer: bool) -> np.ndarray:
-    return np.rint(acc).astype(np.int64) if integer and acc.dtype != np.int64 else acc.astype(np.float64, copy=False)
+    """Integer sums computed in float64 back to int64; floating-point sums unchanged."""
+    return np.rint(acc).astype(np.int64) if integer and acc.dtype != np.int64 else acc
+
+
+def _shifted(x: np.ndarray, pads, ct, zp, kernel, dilation, out):
+    """Stride-1 convolution layout ("shifted GEMM"): the padded input flattened per batch, xf [N, rows, C]. Output
+    position q (flat over the padded grid, the first axis limited to the output rows) reads row q + offset(tap) for
+    each tap, so each tap's operand is the contiguous slice xf[:, offset:offset + q_len]. Positions past the output
+    width (and height, for 3D) are computed too; crop(acc [N, q_len, C']) drops them -> [N, *out, C']."""
+    sizes = x.shape[1:-1]
+    padded = [s + lo + hi for s, (lo, hi) in zip(sizes, pads)]
+    flat = [int(np.prod(padded[i + 1:])) for i in range(len(padded))]   # flat stride of each spatial axis
+    offsets = [sum(t * d * f for t, d, f in zip(tap, dilation, flat))
+               for tap in itertools.product(*(range(k) for k in kernel))]
+    q_len = out[0] * flat[0]
+    extra = -(-max(0, offsets[-1] + q_len - padded[0] * flat[0]) // flat[0])   # rows so the last slice fits
+    xp = _padded(x, [(pads[0][0], pads[0][1] + extra), *pads[1:]], ct, zp)
+    xf = xp.reshape(x.shape[0], -1, x.shape[-1])
+
+    def crop(acc: np.ndarray) -> np.ndarray:
+        full = acc.reshape(x.shape[0], out[0], *padded[1:], acc.shape[-1])
+        return full[(slice(None), slice(None), *(slice(o) for o in out[1:]))]
+    return xf, offsets, q_len, crop
 
 
 def _conv_nd(call: Call, nd: int):
@@ -166,27 +188,14 @@ def _conv_nd(call: Call, nd: int):
                     contrib = np.where(_tap_mask(tap, stride, dilation, pads, sizes, out)[None, ..., None], contrib, 0)
                 acc += contrib
         return _finish(_to_acc(acc, integer), bias, acc_t, out_t)
-    # Stride 1: "shifted GEMM" on the flattened padded input. Output position q (flat over the padded grid, first
-    # axis limited to the output rows) reads row q + offset(tap) for each tap, a contiguous slice: one matmul per
-    # tap without copies. Columns past the output width are computed and dropped.
-    padded = [s + lo + hi for s, (lo, hi) in zip(sizes, pads)]
-    flat = [int(np.prod(padded[i + 1:])) for i in range(nd)]   # flat stride of each spatial axis
-    offsets = [sum(t * d * f for t, d, f in zip(tap, dilation, flat))
-               for tap in itertools.product(*(range(k) for k in kernel))]
-    q_len = out[0] * flat[0]
-    extra = -(-max(0, offsets[-1] + q_len - padded[0] * flat[0]) // flat[0])   # rows so the last slice fits
-    xp = _padded(x, [(pads[0][0], pads[0][1] + extra), *pads[1:]], ct, izp)
-    per_batch = xp[0].size // ic
-    xf = xp.reshape(-1, ic)
+    xf, offsets, q_len, crop = _shifted(x, pads, ct, izp, kernel, dilation, out)
     acc = np.empty((n, q_len, oc), dtype=ct)
     with np.errstate(invalid="ignore", over="ignore"):
         for b in range(n):
-            base = b * per_batch
-            np.matmul(xf[base + offsets[0]:base + offsets[0] + q_len], wt[0], out=acc[b])
+            np.matmul(xf[b, offsets[0]:offsets[0] + q_len], wt[0], out=acc[b])
             for o, wk in zip(offsets[1:], wt[1:]):
-                acc[b] += xf[base + o:base + o + q_len] @ wk
-    acc = acc.reshape(n, out[0], *padded[1:], oc)[(slice(None), slice(None), *(slice(o) for o in out[1:]))]
-    return _finish(_to_acc(acc, integer), bias, acc_t, out_t)
+                acc[b] += xf[b, o:o + q_len] @ wk
+    return _finish(_to_acc(crop(acc), integer), bias, acc_t, out_t)
 
 
 # ---- operators -----------------------------------------------------------------------------------------------------
@@ -312,9 +321,16 @@ def DEPTHWISE_CONV2D(call: Call):
     call.error_if(wc != c or out_shape[-1] != c * mult, "shape mismatch")
     integer = not in_t.is_float
     ct = _compute_type(in_t, x, w, izp, wzp, kh * kw / max(c, 1))  # a dot product has KH * KW terms
-    xp = _padded(x, pads, ct, izp)
     wv = _values(w, wzp, ct)
+    xp = _padded(x, pads, ct, izp)
     masked = not integer and any(lo or hi for lo, hi in pads) and not np.isfinite(wv).all()
+    if not masked and stride == [1, 1]:
+        xf, offsets, q_len, crop = _shifted(x, pads, ct, izp, (kh, kw), dilation, out)
+        acc = np.zeros((n, q_len, c, mult), dtype=ct)
+        with np.errstate(invalid="ignore", over="ignore"):
+            for o, wk in zip(offsets, wv.reshape(kh * kw, c, mult)):
+                acc += xf[:, o:o + q_len, :, None] * wk
+        return _finish(_to_acc(crop(acc.reshape(n, q_len, c * mult)), integer), bias, acc_t, out_t)
     acc = np.zeros((n, *out, c, mult), dtype=ct)
     with np.errstate(invalid="ignore", over="ignore"):
         for tap, view in _tap_slices(xp, (kh, kw), stride, dilation, out):
@@ -349,17 +365,17 @@ def TRANSPOSE_CONV2D(call: Call):
     integer = not in_t.is_float
     ct = _compute_type(in_t, x, w, izp, wzp, kh * kw)
     xv = _values(x, izp, ct).reshape(-1, ic)
-    wv = _values(w, wzp, ct).transpose(3, 1, 2, 0).reshape(ic, -1)      # [IC, KH*KW*OC]
-    with np.errstate(invalid="ignore", over="ignore"):
-        prod = np.matmul(xv, wv).reshape(n, ih, iw, kh, kw, oc)
+    wv = np.ascontiguousarray(_values(w, wzp, ct).transpose(1, 2, 3, 0))      # [KH, KW, IC, OC]
     # Scatter each input pixel's products: input (iy, ix) through tap (ky, kx) lands on
     # (iy * stride_y + ky + out_pad_top, ix * stride_x + kx + out_pad_left).
     fh, fw = (ih - 1) * sy + kh, (iw - 1) * sx + kw
-    full = np.zeros((n, fh, fw, oc), dtype=prod.dtype)
-    for ky in range(kh):
-        for kx in range(kw):
-            full[:, ky:ky + (ih - 1) * sy + 1:sy, kx:kx + (iw - 1) * sx + 1:sx] += prod[:, :, :, ky, kx]
-    acc = np.zeros((n, oh, ow, oc), dtype=prod.dtype)
+    full = np.zeros((n, fh, fw, oc), dtype=ct)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for ky in range(kh):
+            for kx in range(kw):
+                full[:, ky:ky + (ih - 1) * sy + 1:sy, kx:kx + (iw - 1) * sx + 1:sx] += \
+                    (xv @ wv[ky, kx]).reshape(n, ih, iw, oc)
+    acc = np.zeros((n, oh, ow, oc), dtype=ct)
     y0, x0 = max(top, 0), max(left, 0)           # first output row / column fed by the full result
     fy0, fx0 = max(-top, 0), max(-left, 0)        # first row / column of the full result kept
     hh, ww = min(fh - fy0, oh - y0), min(fw - fx0, ow - x0)
@@ -381,7 +397,7 @@ def MATMUL(call: Call):
     with np.errstate(invalid="ignore", over="ignore"):
         acc = _to_acc(np.matmul(_values(a, azp, ct), _values(b, bzp, ct)), integer)
     if out_t.is_float:
-        return round_to(acc, out_t)
+        return acc if acc.dtype == out_t.numpy else round_to(acc, out_t)
     require_range(acc, out_t, "apply_add_s<out_t>(acc, value1 * value2) in range")
     return acc.astype(out_t.numpy)
 

@@ -1,0 +1,123 @@
+"""The benchmark engine (tosa_vk.bench, `tosa-vk bench`, benchmarks/run.py) on two tiny cases, repeats=2, so the
+scripts cannot rot. Checks the structure of the JSON and the table, never timings."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tosa_vk
+from tosa_vk import bench
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.vulkan
+
+
+def _tiny_graph(tmp_path: Path) -> Path:
+    b = tosa_vk.Builder()
+    x = b.input("x", (1, 4, 4, 8), "fp32")
+    w = np.random.default_rng(1).standard_normal((8, 1, 1, 8)).astype(np.float32)
+    b.output(b.sigmoid(b.conv2d(x, w, np.zeros(8, np.float32))))
+    path = tmp_path / "tiny.tosa"
+    tosa_vk.save_graph(b.build(), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def backends():
+    names = list(bench.BACKENDS)
+    try:
+        import tosa_reference_model  # noqa: F401
+    except ImportError:
+        names.remove("refmodel")
+    if not (ROOT / "benchmarks" / "anchors" / "arm_sdk.py").is_file():
+        names.remove("arm_sdk")
+    else:
+        sys.path.insert(0, str(ROOT))
+        from benchmarks.anchors import arm_sdk
+        if arm_sdk.available() is not None:
+            names.remove("arm_sdk")
+    return names
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory, backends):
+    tmp = tmp_path_factory.mktemp("bench")
+    add = [c for c in bench.op_cases(quick=True) if c.info["op"] == "ADD"][:1]
+    add[0].make = lambda: bench._build_op("ADD", "fp32", (1, 8, 8, 4), {})  # tiny instead of 1x64x64x32
+    cases = add + bench.model_cases([_tiny_graph(tmp)])
+    lines = []
+    result = bench.run(cases, backends, repeats=2, warmup=1, progress=lambda text, done=False: lines.append(text))
+    result["progress"] = lines
+    bench.write(result, tmp / "out")
+    return result, tmp / "out"
+
+
+def test_report_structure(report, backends):
+    result, out = report
+    data = json.loads((out / "results.json").read_text())
+    assert data["schema"] == "tosa_vk.bench/1" and data["settings"]["repeats"] == 2
+    assert {"machine", "packages", "device"} <= set(data["environment"])
+    assert data["environment"]["device"]["name"] and data["environment"]["packages"]["numpy"]
+    assert [c["suite"] for c in data["cases"]] == ["ops", "models"]
+    assert result["progress"] and any("[2/2]" in line for line in result["progress"])
+    for case in data["cases"]:
+        assert set(backends) <= set(case["results"])
+        for name in backends:
+            res = case["results"][name]
+            if name == "numpy" and case["suite"] == "models":
+                assert res["status"] == "skipped" and "numpy" in res["note"]
+                continue
+            assert res["status"] == "ok", (case["case"], name, res.get("note"))
+            assert len(res["wall_s"]) == 2 and set(res["wall"]) == {"median", "min", "max", "q1", "q3"}
+            assert res["first_run_s"] > 0 and "method" in res["peak_mem"]
+            assert res["ok"] is True and res["max_abs_diff"] is not None
+        vk = case["results"]["vulkan"]
+        assert len(vk["device_s"]) == 2 and vk["first_run_cold_s"] > 0 and vk["placement"]["vulkan"] >= 1
+
+
+def test_markdown_table(report, backends):
+    result, out = report
+    text = (out / "results.md").read_text()
+    assert text == bench.markdown(result)
+    header = next(line for line in text.splitlines() if line.startswith("| case | Vulkan wall"))
+    for column in ("x refmodel", "x numpy", "x Arm SDK", "tosa_reference_model", "Vulkan device"):
+        assert column in header
+    rows = [line for line in text.splitlines() if line.startswith("| ADD ") or line.startswith("| tiny ")]
+    assert len(rows) == 4 and all(row.count("|") == header.count("|") for row in rows[:2])
+    assert "✗" not in text
+    if "arm_sdk" not in backends:
+        assert "—" in rows[0]
+
+
+def test_missing_backend_is_a_note_not_a_crash(monkeypatch):
+    monkeypatch.setattr(bench, "_arm_module", lambda: (None, "not installed here"))
+    case = bench.Case("broken", "ops", lambda: bench._build_op("ADD", "fp32", (2, 2), {}))
+    case.make = lambda: (_ for _ in ()).throw(RuntimeError("cannot build"))
+    result = bench.run([case] + bench.model_cases([ROOT / "nonexistent.tosa"]), ["reference", "arm_sdk"],
+                       repeats=1)
+    assert "Arm SDK anchor skipped: not installed here" in result["notes"]
+    assert all("error" in row for row in result["cases"])
+    assert "could not build" in bench.markdown(result)
+
+
+def test_compare_tolerances():
+    ints = {"y": np.array([1, 2], np.int8)}
+    assert bench.compare(ints, ints)["ok"]
+    assert not bench.compare({"y": np.array([1, 3], np.int8)}, ints)["ok"]
+    floats = {"y": np.array([1.0, 100.0], np.float32)}
+    assert bench.compare({"y": np.array([1.0, 100.001], np.float32)}, floats)["ok"]
+    assert not bench.compare({"y": np.array([1.5, 100.0], np.float32)}, floats)["ok"]
+    assert not bench.compare({}, floats)["ok"]
+
+
+def test_cli_and_script_parse():
+    from tosa_vk.cli import build_parser
+    args = build_parser().parse_args(["bench", "--suite", "ops", "--quick", "--repeats", "2", "--device", "0"])
+    assert args.func.__name__ == "cmd_bench" and args.quick and args.repeats == 2
+    assert len(bench.op_cases(quick=True)) < len(bench.op_cases()) and bench.default_models()
+    sys.path.insert(0, str(ROOT))
+    import benchmarks.run  # noqa: F401 - the thin script imports
