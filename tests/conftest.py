@@ -11,9 +11,11 @@ MODELS = sorted((ROOT / "resources" / "models").iterdir())
 
 
 def conformance_selection(kind: str) -> list[Path]:
-    """The default selection's test folders (every op x dtype x rank class once, special tests included)."""
-    from tosa_vk.conformance.generate import Selection, selected_tests
-    return selected_tests(Selection(test_type=kind))
+    """The default selection's test folders (every op x dtype x rank class once, special tests included), plus
+    the FFT tests at sizes that give DOT_PRODUCT checks."""
+    from tosa_vk.conformance.generate import FFT_SELECTION, Selection, selected_tests
+    extra = selected_tests(FFT_SELECTION) if kind == "positive" else []
+    return selected_tests(Selection(test_type=kind)) + extra
 
 
 def pytest_generate_tests(metafunc):

@@ -30,7 +30,7 @@ import statistics
 import sys
 import tempfile
 import time
-from contextlib import contextmanager, redirect_stdout
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -267,26 +267,29 @@ def _peak_since(rss0: int | None) -> dict:
 class _Vulkan:
     def __init__(self, graph, feeds, path, ctx):
         import tosa_vk
-        self.result = {}
+        load = lambda: tosa_vk.load(graph, backend="vulkan", device=ctx["device"], timestamps=True)  # noqa: E731
+        self.result, self.feeds = {}, feeds
         cache = Path(tempfile.mkdtemp(prefix="tosa_vk_bench_spirv_")) if ctx["cold"] else None
         if cache:  # cold: a fresh SPIR-V cache, so every shader goes through glslc
             ctx["cleanup"].append(cache)
             with _env("TOSA_VK_CACHE", str(cache)):
                 t = time.perf_counter()
-                model = tosa_vk.load(graph, backend="vulkan", device=ctx["device"], timestamps=True)
-                model.run(feeds)
-                self.result["first_run_cold_s"] = time.perf_counter() - t
-                model.close()
+                with load() as model:
+                    model.run(feeds)
+                    self.result["first_run_cold_s"] = time.perf_counter() - t
         rss0 = _rss_reset()
-        with _env("TOSA_VK_CACHE", str(cache)) if cache else _nullctx():  # warm: the cache the cold run filled
+        with _env("TOSA_VK_CACHE", str(cache)) if cache else nullcontext():  # warm: the cache the cold run filled
             t = time.perf_counter()
-            self.model = tosa_vk.load(graph, backend="vulkan", device=ctx["device"], timestamps=True)
-            self.outputs = self.model.run(feeds)
+            self.model = load()
+            try:
+                self.outputs = self.model.run(feeds)
+            except BaseException:
+                self.model.close()
+                raise
             self.result["first_run_s"] = time.perf_counter() - t
         self.result["peak_mem"] = _peak_since(rss0)
         where = [w for _, w in self.model.placement]
         self.result["placement"] = {k: where.count(k) for k in ("vulkan", "host", "alias")}
-        self.feeds = feeds
 
     def run(self):
         t = time.perf_counter()
@@ -296,11 +299,6 @@ class _Vulkan:
 
     def close(self):
         self.model.close()
-
-
-@contextmanager
-def _nullctx():
-    yield
 
 
 class _Reference:
@@ -447,9 +445,11 @@ def compare(got: dict, want: dict) -> dict:
 
 
 def _short(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {text[0] if text else ''}"[:300] if not isinstance(err, Skip) else \
-        " ".join(str(err).split())[:300]
+    """A one-line note: a Skip's whole reason, or an error's type and first line."""
+    if isinstance(err, Skip):
+        return " ".join(str(err).split())[:300]
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[0] if lines else ''}"[:300]
 
 
 def bench_case(case: Case, backends: list[str], settings: dict, progress=None) -> dict:
@@ -466,9 +466,7 @@ def bench_case(case: Case, backends: list[str], settings: dict, progress=None) -
     runners, results = {}, row["results"]
     truth = None
     try:
-        for name in ["reference"] + [b for b in backends if b != "reference"]:
-            if name not in backends and name != "reference":
-                continue
+        for name in ["reference", *[b for b in backends if b != "reference"]]:  # the reference is the truth
             if name == "arm_sdk" and settings.get("arm_sdk") is None:
                 results[name] = {"status": "skipped", "note": settings.get("arm_sdk_note") or "unavailable"}
                 continue
@@ -550,6 +548,13 @@ def environment(device) -> dict:
             env["packages"][dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
             env["packages"][dist] = None
+    src, dst = np.ones(32 << 20, np.uint8), np.empty(32 << 20, np.uint8)
+    copies = []
+    for _ in range(5):
+        t = time.perf_counter()
+        np.copyto(dst, src)
+        copies.append(time.perf_counter() - t)
+    env["machine"]["memcpy_GBps"] = 2 * src.nbytes / min(copies) / 1e9  # bytes read + written, best of 5
     try:
         from .vulkan import enumerate_devices, select
         from .vulkan.shaders import glslc_version
@@ -594,7 +599,8 @@ def markdown(report: dict) -> str:
     s, env = report["settings"], report["environment"]
     dev = env.get("device", {})
     lines = [f"tosa_vk benchmark, {report['created']}, {dev.get('name', '?')} ("
-             f"{dev.get('driver_info', '?')}), {env['machine']['processor']} x{env['machine']['cpus']}; "
+             f"{dev.get('driver_info', '?')}), {env['machine']['processor']} x{env['machine']['cpus']} "
+             f"(memcpy {env['machine'].get('memcpy_GBps', 0):.1f} GB/s); "
              f"median (min–max) of {s['repeats']} interleaved runs, ms. "
              f"Ratios: anchor median / tosa_vk Vulkan wall median (> 1: tosa_vk faster). ✗: outputs differ from the "
              f"reference backend beyond tolerance.", "",
@@ -627,8 +633,9 @@ def markdown(report: dict) -> str:
                 notes.append(f"{row['case']} / {name}: max |diff| {res.get('max_abs_diff')} vs reference "
                              f"{res.get('why', '')}")
     lines += ["", "| case | Vulkan first run cold / warm | reference first | refmodel first | Arm SDK first "
-                  "(convert + load + run) | Vulkan peak RSS | Vulkan kernels / host ops | max abs diff vs reference |",
-              "|---|---:|---:|---:|---:|---:|---:|---|"]
+                  "(convert + load + run) | Vulkan peak RSS | Vulkan kernels / host ops | Vulkan GB/s | "
+                  "max abs diff vs reference |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for row in report["cases"]:
         r = row["results"]
         if "error" in row:
@@ -641,14 +648,18 @@ def markdown(report: dict) -> str:
         cold = f"{vk['first_run_cold_s'] * 1e3:.0f} / " if "first_run_cold_s" in vk else ""
         mem = vk.get("peak_mem", {}).get("bytes")
         place = vk.get("placement")
+        dev_med = vk.get("device", {}).get("median")
+        gbps = f"{row['bytes_io'] / dev_med / 1e9:.2f}" if dev_med else "—"
         diffs = ", ".join(f"{n} {res['max_abs_diff']:.2g}{'' if res['ok'] else ' ✗'}" for n, res in r.items()
                           if res.get("status") == "ok" and n != "reference" and res.get("max_abs_diff") is not None)
         lines.append(f"| {row['case']} | {cold + first('vulkan') if vk.get('status') == 'ok' else '—'} | "
                      f"{first('reference')} | {first('refmodel')} | {first('arm_sdk')} | "
                      f"{f'{mem / 2**20:.1f} MiB' if mem is not None else '—'} | "
-                     f"{'{vulkan} / {host}'.format(**place) if place else '—'} | {diffs or '—'} |")
+                     f"{'{vulkan} / {host}'.format(**place) if place else '—'} | {gbps} | {diffs or '—'} |")
     lines += ["", "Cold: empty temporary SPIR-V cache (glslc runs); Mesa's own shader / pipeline caches cannot be "
-                  "cleared from here and may be warm. Peak RSS: growth of the process peak over load + first run."]
+                  "cleared from here and may be warm. Peak RSS: growth of the process peak over load + first run "
+                  "(memory the allocator kept from earlier cases is not counted). GB/s: graph input + output bytes "
+                  "/ Vulkan device time."]
     if notes or report["notes"]:
         lines += ["", "Notes:"] + [f"- {n}" for n in report["notes"] + notes]
     return "\n".join(lines) + "\n"
@@ -664,7 +675,7 @@ def plot(report: dict, path: Path) -> str | None:
         return "matplotlib not installed: no plot (pip install matplotlib)"
     rows = [r for r in report["cases"] if "results" in r and "error" not in r]
     names = [b for b in BACKENDS if any(r["results"].get(b, {}).get("status") == "ok" for r in rows)]
-    fig, ax = plt.subplots(figsize=(10, 0.45 * len(rows) * max(1, len(names)) / 2 + 1.5))
+    fig, ax = plt.subplots(figsize=(10, 0.1 * len(rows) * max(1, len(names)) + 1.5))
     height = 0.8 / max(1, len(names))
     for j, name in enumerate(names):
         ys, meds, errs = [], [], [[], []]
@@ -707,9 +718,14 @@ def run(cases: list[Case], backends=BACKENDS, repeats: int = 7, warmup: int = 1,
         elif device is not None:
             notes.append("Arm SDK anchor runs on the loader's first device (set VK_ICD_FILENAMES to pin it); "
                          "--device applies to tosa_vk only")
+    env = environment(device)
+    if device is not None and "error" in env["device"]:  # a device asked for by name / index must exist
+        from .errors import TosaError
+        raise TosaError(f"--device {device}: {env['device']['error']}")
     report = {"schema": "tosa_vk.bench/1", "created": time.strftime("%Y-%m-%d %H:%M:%S"), "settings": settings,
-              "environment": environment(device), "notes": notes, "cases": []}
+              "environment": env, "notes": notes, "cases": []}
     ctx = {**settings, "device": device, "arm_sdk": arm_sdk, "arm_sdk_note": arm_note}
+    _warm_process(backends, ctx)
     start = time.perf_counter()
     for i, case in enumerate(cases):
         say = (lambda text, i=i: progress(f"[{i + 1}/{len(cases)}] {text}")) if progress else None
@@ -721,6 +737,18 @@ def run(cases: list[Case], backends=BACKENDS, repeats: int = 7, warmup: int = 1,
                      f"{time.perf_counter() - start:.0f} s elapsed", done=True)
     report["wall_seconds"] = time.perf_counter() - start
     return report
+
+
+def _warm_process(backends: list[str], ctx: dict) -> None:
+    """One untimed tiny graph per in-process backend, so the first case does not pay for imports and driver
+    loading in its "first run"."""
+    graph, feeds, _, _ = _build_op("ADD", "fp32", (2, 2), {})
+    for name in ("reference", "vulkan", "refmodel"):
+        if name in backends or name == "reference":
+            try:
+                RUNNERS[name](graph, feeds, None, {**ctx, "cold": False, "cleanup": []}).close()
+            except Exception:  # noqa: BLE001 - the real cases report the problem
+                pass
 
 
 def write(report: dict, out: Path) -> list[str]:

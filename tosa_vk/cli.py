@@ -163,7 +163,7 @@ def _progress(done: int, total: int) -> None:
 
 
 def cmd_conformance(args) -> int:
-    from .conformance.generate import TOSA_1_0_OPS, Selection, selected_tests
+    from .conformance.generate import FFT_SELECTION, TOSA_1_0_OPS, Selection, selected_tests
     from .conformance.run import run_tests, table
     ops = [o.lower() for o in args.ops] if args.ops else list(TOSA_1_0_OPS)
     if args.dir:
@@ -171,6 +171,7 @@ def cmd_conformance(args) -> int:
     else:
         kind = "negative" if args.negative else "positive"
         tests = selected_tests(Selection(tuple(TOSA_1_0_OPS), 2 if args.full else 1, kind))
+        tests += selected_tests(FFT_SELECTION) if kind == "positive" else []
     tests = [t for t in tests if any(t.name.startswith(o + "_") for o in ops)]
     results = run_tests(tests, args.backend, jobs=args.jobs, progress=_progress, strict=args.strict)
     print(table(results))

@@ -46,6 +46,8 @@ def chunk_defines(k: int, types: dict[str, DType]) -> dict[str, str]:
     binding in `types` (name -> element type): the widest chunk (at most 16 bytes of each) that divides k in
     whole 32-bit words; VE = 1 reads single elements."""
     for ve in (16, 8, 4, 2):
+        if ve > int(os.environ.get("TOSA_VK_CONV_VE", 16)):
+            continue
         sizes = {name: _UNPACK[t][0] * ve for name, t in types.items()}
         if k % ve == 0 and all(b % 4 == 0 and b <= 16 for b in sizes.values()):
             defines = {"VE": str(ve)}

@@ -1,5 +1,6 @@
-"""Tensor operators (spec 2.3) on Vulkan: MATMUL (shaders/tensor_ops/matmul.comp, register-blocked tiles),
-AVG_POOL2D / MAX_POOL2D (pool.comp), FFT2D / RFFT2D (fft.comp: radix-2 Stockham passes over a twiddle table
+"""Tensor operators (spec 2.3) on Vulkan: MATMUL (shaders/tensor_ops/matmul_fast.comp for floating point with
+C % 8 == 0 and W % 8 == 0: 16 x 16 register tiles fed by 8-element loads; matmul.comp otherwise: 8 x 4 tiles of
+any type, zero points, long C split into passes), AVG_POOL2D / MAX_POOL2D (pool.comp), FFT2D / RFFT2D (fft.comp: radix-2 Stockham passes over a twiddle table
 from fft_twiddle.comp). ARGMAX lives in lower/reduction.py; the convolutions in lower/convolution.py.
 
 lavapipe ends an invocation's loops after 65535 iterations in total, so every loop here is bounded: MATMUL splits
@@ -16,10 +17,9 @@ from .elementwise_binary import VEC4
 from .types import glsl_storage
 
 LOOP_BUDGET = 60000   # loop iterations one invocation may run (lavapipe's limit is 65535)
-_FLOAT8 = (DType.FP8E4M3, DType.FP8E5M2)
 
 
-def _scalar(ctx: LowerCtx, i: int, default=0):
+def _scalar(ctx: LowerCtx, i: int):
     """Compile-time value of the one-element input i, or None when it is a run-time input."""
     v = ctx.constant(i)
     return None if v is None else v.reshape(-1)[0].item()
@@ -92,12 +92,12 @@ def MATMUL(ctx: LowerCtx):
     w = b.shape[2]
     if out.size == 0:
         return []
+    if a.size >= 1 << 32 or b.size >= 1 << 32 or out.size >= 1 << 32:
+        return None
     if a.dtype.is_float and MATMUL_FAST:
         fast = _matmul_fast(ctx)
         if fast is not None:
             return fast
-    if a.size >= 1 << 32 or b.size >= 1 << 32 or out.size >= 1 << 32:
-        return None
     defines = {"ACC": acc, "ACC4": acc4, "TM": str(MATMUL_TM),
                "MAC(acc, s, v)": "acc = fma(vec4(s), v, acc)" if acc == "float" else "acc += (s) * (v)"}
     bindings = {"A": a.name, "B": b.name}
