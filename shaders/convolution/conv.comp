@@ -47,7 +47,7 @@ void main() {
             int row = ((n * ID + id) * IH + ih) * IW;
             int tap0 = (kd * KH + kh) * KW;
             for (int i = 0; i < IC; i += VE) {
-                X_C xv[SPAN][VE];
+                CHUNK_T xv[SPAN][NG];
                 bool valid[SPAN];
                 [[unroll]] for (int s = 0; s < SPAN; ++s) {
                     valid[s] = row_in && iw0 + s >= 0 && iw0 + s < IW;
@@ -55,7 +55,7 @@ void main() {
                 }
                 [[unroll]] for (int kw = 0; kw < KW; ++kw) {
                     [[unroll]] for (int c = 0; c < TILE_C; ++c) {
-                        W_C wv[VE];
+                        CHUNK_T wv[NG];
                         LOAD_W_CHUNK(wv, (min(oc0 + c, OC - 1) * TAPS + tap0 + kw) * IC + i);
                         [[unroll]] for (int p = 0; p < TILE_P; ++p)
                             DOT_CHUNK(acc[p][c], xv[p * SW + kw * DW], wv, valid[p * SW + kw * DW]);

@@ -4,10 +4,12 @@
 //   ACC_T                  accumulator: float (every floating-point type), int (int8), int64_t (int16 -> int48);
 //   INTEGER                integer types: subtract the zero points, constants IZP / WZP or, with ZP_BUFFERS, read
 //                          from bindings 4 and 5 (IZ, WZ);
-//   VE                     elements per chunk: the reduction axis is read VE elements at a time. With VE > 1 each
-//                          chunk is XWORDS (WWORDS) 32-bit words (uint / uvec2 / uvec4 views of the buffers), and
-//                          X_EPW elements per word are unpacked with UNPACK_X(u, e) (likewise W). One lavapipe load
-//                          costs about the same whatever its width, so packed 8 / 16-bit data moves 2-4x faster.
+//   VE                     elements per chunk: the reduction axis is read VE elements at a time. VE = 4, 8, 16:
+//                          a chunk is XWORDS (WWORDS) 32-bit words (uint / uvec2 / uvec4 views of the buffers)
+//                          holding VE / 4 groups of 4 elements, unpacked to 4-vectors by UNPACK4_X(GROUP_X(t, q))
+//                          (likewise W). One lavapipe load costs about the same whatever its width, so packed
+//                          8 / 16-bit data moves 2-4x faster; 4-vector arithmetic keeps the SPIR-V (and glslc's
+//                          time) 4x smaller. VE = 1 reads single elements.
 #ifndef TOSA_VK_CONV_COMMON_GLSL
 #define TOSA_VK_CONV_COMMON_GLSL
 
@@ -30,65 +32,60 @@
 #ifdef INTEGER
 #define IN_VALUE(v) ((v) - IZP)
 #define W_VALUE(v) ((v) - WZP)
+#define C4 ivec4
 #else
 #define IN_VALUE(v) (v)
 #define W_VALUE(v) (v)
+#define C4 vec4
 #endif
 
-// Word views of the input and weight buffers.
 #define WORD_TYPE_1 uint
 #define WORD_TYPE_2 uvec2
 #define WORD_TYPE_4 uvec4
 #define WORD_TYPE_(n) WORD_TYPE_##n
 #define WORD_TYPE(n) WORD_TYPE_(n)
-#if VE > 1
+
+#if VE >= 4
+#define NG (VE / 4)          // 4-vector groups per chunk
+#define CHUNK_T C4
 #define XWORD_T WORD_TYPE(XWORDS)
 #define WWORD_T WORD_TYPE(WWORDS)
 #define INPUT_WORDS layout(set = 0, binding = 0) readonly buffer InXw { XWORD_T xw[]; };
 #define WEIGHT_WORDS layout(set = 0, binding = 1) readonly buffer InWw { WWORD_T ww[]; };
-#else
-#define INPUT_WORDS
-#define WEIGHT_WORDS
-#endif
-#if XWORDS == 1
-#define XWORD(t, q) (t)
-#else
-#define XWORD(t, q) (t)[q]
-#endif
-#if WWORDS == 1
-#define WWORD(t, q) (t)
-#else
-#define WWORD(t, q) (t)[q]
-#endif
-
-// The chunk of VE elements starting at element `i` (a multiple of VE) of the input / weight buffers, as values
-// (zero point subtracted); an input chunk outside the tensor (padding) reads element 0 and becomes 0.
-#if VE > 1
+// The chunk of VE elements starting at element `i` (a multiple of VE), as values (zero point subtracted); an
+// input chunk outside the tensor (padding) reads element 0 and becomes 0.
 #define LOAD_X_CHUNK(dst, i, valid) { \
     XWORD_T t_ = xw[(valid) ? (i) / VE : 0]; \
-    [[unroll]] for (int q_ = 0; q_ < XWORDS; ++q_) [[unroll]] for (int e_ = 0; e_ < X_EPW; ++e_) \
-        dst[q_ * X_EPW + e_] = (valid) ? IN_VALUE(UNPACK_X(XWORD(t_, q_), e_)) : X_C(0); }
+    [[unroll]] for (int q_ = 0; q_ < NG; ++q_) dst[q_] = (valid) ? IN_VALUE(UNPACK4_X(GROUP_X(t_, q_))) : C4(0); }
 #define LOAD_W_CHUNK(dst, i) { \
     WWORD_T t_ = ww[(i) / VE]; \
-    [[unroll]] for (int q_ = 0; q_ < WWORDS; ++q_) [[unroll]] for (int e_ = 0; e_ < W_EPW; ++e_) \
-        dst[q_ * W_EPW + e_] = W_VALUE(UNPACK_W(WWORD(t_, q_), e_)); }
-#else
-#define LOAD_X_CHUNK(dst, i, valid) { dst[0] = (valid) ? IN_VALUE(LOAD_X(x[(valid) ? (i) : 0])) : X_C(0); }
-#define LOAD_W_CHUNK(dst, i) { dst[0] = W_VALUE(LOAD_W(w[i])); }
-#endif
-
-// Sum of the products of two chunks: integer products summed in int32 (|sum| < 2^31 for VE <= 16 even for
-// int16 x int8), then widened; floating point accumulates product by product in fp32.
+    [[unroll]] for (int q_ = 0; q_ < NG; ++q_) dst[q_] = W_VALUE(UNPACK4_W(GROUP_W(t_, q_))); }
 #ifdef INTEGER
-#define DOT_CHUNK(acc, a, b, valid) { int s_ = 0; \
-    [[unroll]] for (int e_ = 0; e_ < VE; ++e_) s_ += (a)[e_] * (b)[e_]; acc += ACC_T(s_); }
+// int32 products of a chunk summed in int32 (|sum| < 2^31 for VE <= 16 even for int16 x int8), then widened
+#define DOT_CHUNK(acc, a, b, valid) { ivec4 s_ = (a)[0] * (b)[0]; \
+    [[unroll]] for (int q_ = 1; q_ < NG; ++q_) s_ += (a)[q_] * (b)[q_]; \
+    acc += ACC_T(s_.x + s_.y + s_.z + s_.w); }
 #elif defined(SKIP_PADDED)
 // Padded taps add nothing even for non-finite weights (the spec skips their multiplies; a padded input read as
 // 0 times an infinite weight would be NaN).
 #define DOT_CHUNK(acc, a, b, valid) { \
-    [[unroll]] for (int e_ = 0; e_ < VE; ++e_) acc += (valid) ? (a)[e_] * (b)[e_] : 0.0; }
+    [[unroll]] for (int q_ = 0; q_ < NG; ++q_) acc += (valid) ? dot((a)[q_], (b)[q_]) : 0.0; }
 #else
-#define DOT_CHUNK(acc, a, b, valid) { [[unroll]] for (int e_ = 0; e_ < VE; ++e_) acc += (a)[e_] * (b)[e_]; }
+#define DOT_CHUNK(acc, a, b, valid) { [[unroll]] for (int q_ = 0; q_ < NG; ++q_) acc += dot((a)[q_], (b)[q_]); }
+#endif
+
+#else  // VE == 1
+#define NG 1
+#define CHUNK_T X_C
+#define INPUT_WORDS
+#define WEIGHT_WORDS
+#define LOAD_X_CHUNK(dst, i, valid) { dst[0] = (valid) ? IN_VALUE(LOAD_X(x[(valid) ? (i) : 0])) : X_C(0); }
+#define LOAD_W_CHUNK(dst, i) { dst[0] = W_VALUE(LOAD_W(w[i])); }
+#if defined(SKIP_PADDED) && !defined(INTEGER)
+#define DOT_CHUNK(acc, a, b, valid) acc += (valid) ? (a)[0] * (b)[0] : ACC_T(0)
+#else
+#define DOT_CHUNK(acc, a, b, valid) acc += ACC_T((a)[0] * (b)[0])
+#endif
 #endif
 
 #ifdef BIAS_SCALAR

@@ -28,36 +28,42 @@ _TYPES = {
 }
 
 
-# element type -> (bytes, GLSL expression of element e of 32-bit word u as the compute type)
-_UNPACK = {
-    DType.FP32: (4, "uintBitsToFloat(u)"),
-    DType.FP16: (2, "unpackHalf2x16(u)[e]"),
-    DType.BF16: (2, "uintBitsToFloat((e) == 0 ? (u) << 16 : (u) & 0xffff0000u)"),
-    DType.FP8E4M3: (1, "fp8e4m3_to_f32(uint8_t(bitfieldExtract(u, 8 * (e), 8)))"),
-    DType.FP8E5M2: (1, "unpackHalf2x16(bitfieldExtract(u, 8 * (e), 8) << 8).x"),
-    DType.INT8: (1, "bitfieldExtract(int(u), 8 * (e), 8)"),
-    DType.INT4: (1, "bitfieldExtract(int(u), 8 * (e), 8)"),
-    DType.INT16: (2, "bitfieldExtract(int(u), 16 * (e), 16)"),
+# element type -> (bytes, GLSL 4-vector of the 4 elements packed in the words g: a uvec4 / uvec2 / uint)
+_UNPACK4 = {
+    DType.FP32: (4, "uintBitsToFloat(g)"),
+    DType.FP16: (2, "vec4(unpackHalf2x16((g).x), unpackHalf2x16((g).y))"),
+    DType.BF16: (2, "uintBitsToFloat(uvec4((g).x << 16, (g).x & 0xffff0000u, (g).y << 16, (g).y & 0xffff0000u))"),
+    DType.FP8E4M3: (1, "vec4(fp8e4m3_to_f32(uint8_t(g)), fp8e4m3_to_f32(uint8_t((g) >> 8)), "
+                       "fp8e4m3_to_f32(uint8_t((g) >> 16)), fp8e4m3_to_f32(uint8_t((g) >> 24)))"),
+    DType.FP8E5M2: (1, "vec4(unpackHalf2x16(((g) << 8) & 0xff00u).x, unpackHalf2x16((g) & 0xff00u).x, "
+                       "unpackHalf2x16(((g) >> 8) & 0xff00u).x, unpackHalf2x16(((g) >> 16) & 0xff00u).x)"),
+    DType.INT8: (1, "((ivec4(g) << ivec4(24, 16, 8, 0)) >> 24)"),
+    DType.INT4: (1, "((ivec4(g) << ivec4(24, 16, 8, 0)) >> 24)"),
+    DType.INT16: (2, "((ivec4((g).xxyy) << ivec4(16, 0, 16, 0)) >> 16)"),
+}
+_GROUP = {  # (words per chunk, words per group of 4 elements) -> GLSL words of group q of chunk t
+    (1, 1): "(t)", (2, 2): "(t)", (4, 4): "(t)", (2, 1): "(t)[q]", (4, 1): "(t)[q]",
+    (4, 2): "uvec2((t)[2 * (q)], (t)[2 * (q) + 1])",
 }
 
 
 def chunk_defines(k: int, types: dict[str, DType]) -> dict[str, str]:
     """VE (elements per chunk of a reduction axis of length k) and, for VE > 1, the word-view defines of each
-    binding in `types` (name -> element type): the widest chunk (at most 16 bytes of each) that divides k in
-    whole 32-bit words; VE = 1 reads single elements."""
-    for ve in (16, 8, 4, 2):
-        if ve > int(os.environ.get("TOSA_VK_CONV_VE", 16)):
+    binding in `types` (name -> element type): the widest chunk of 4-element groups (at most 16 bytes of each
+    tensor) that divides k; VE = 1 reads single elements."""
+    limit = int(os.environ.get("TOSA_VK_CONV_VE", 16))
+    for ve in (16, 8, 4):
+        if ve > limit or k % ve or any(_UNPACK4[t][0] * ve > 16 for t in types.values()):
             continue
-        sizes = {name: _UNPACK[t][0] * ve for name, t in types.items()}
-        if k % ve == 0 and all(b % 4 == 0 and b <= 16 for b in sizes.values()):
-            defines = {"VE": str(ve)}
-            for name, t in types.items():
-                size, expr = _UNPACK[t]
-                defines[f"{name}WORDS"] = str(sizes[name] // 4)
-                defines[f"{name}_EPW"] = str(4 // size)
-                defines[f"UNPACK_{name}(u, e)"] = expr
-            return defines
-    return {"VE": "1", **{f"{name}WORDS": "1" for name in types}}
+        defines = {"VE": str(ve)}
+        for name, t in types.items():
+            size, expr = _UNPACK4[t]
+            words = size * ve // 4
+            defines[f"{name}WORDS"] = str(words)
+            defines[f"GROUP_{name}(t, q)"] = _GROUP[(words, size)]
+            defines[f"UNPACK4_{name}(g)"] = expr
+        return defines
+    return {"VE": "1"}
 
 
 def _ints(ctx: LowerCtx, name: str, default: int, n: int) -> list[int]:
