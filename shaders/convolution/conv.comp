@@ -68,7 +68,13 @@ void main() {
     int obase = (((n * OD + od) * OH + oh) * OW + ow0) * OC;
     [[unroll]] for (int p = 0; p < TILE_P; ++p) {
         [[unroll]] for (int c = 0; c < TILE_C; ++c) {
-            if (ow0 + p < OW && oc0 + c < OC) o[obase + p * OC + oc0 + c] = STORE_O(FINISH(acc[p][c], oc0 + c));
+#if OW % TILE_P != 0
+            if (ow0 + p >= OW) continue;
+#endif
+#if OC % TILE_C != 0
+            if (oc0 + c >= OC) continue;
+#endif
+            o[obase + p * OC + oc0 + c] = STORE_O(FINISH(acc[p][c], oc0 + c));
         }
     }
 }

@@ -56,7 +56,7 @@
 // input chunk outside the tensor (padding) reads element 0 and becomes 0.
 #define LOAD_X_CHUNK(dst, i, valid) { \
     XWORD_T t_ = xw[(valid) ? (i) / VE : 0]; \
-    [[unroll]] for (int q_ = 0; q_ < NG; ++q_) dst[q_] = (valid) ? IN_VALUE(UNPACK4_X(GROUP_X(t_, q_))) : C4(0); }
+    [[unroll]] for (int q_ = 0; q_ < NG; ++q_) dst[q_] = mix(C4(0), IN_VALUE(UNPACK4_X(GROUP_X(t_, q_))), bvec4(valid)); }
 #define LOAD_W_CHUNK(dst, i) { \
     WWORD_T t_ = ww[(i) / VE]; \
     [[unroll]] for (int q_ = 0; q_ < NG; ++q_) dst[q_] = W_VALUE(UNPACK4_W(GROUP_W(t_, q_))); }
@@ -69,7 +69,7 @@
 // Padded taps add nothing even for non-finite weights (the spec skips their multiplies; a padded input read as
 // 0 times an infinite weight would be NaN).
 #define DOT_CHUNK(acc, a, b, valid) { \
-    [[unroll]] for (int q_ = 0; q_ < NG; ++q_) acc += (valid) ? dot((a)[q_], (b)[q_]) : 0.0; }
+    [[unroll]] for (int q_ = 0; q_ < NG; ++q_) acc += mix(0.0, dot((a)[q_], (b)[q_]), valid); }
 #else
 #define DOT_CHUNK(acc, a, b, valid) { [[unroll]] for (int q_ = 0; q_ < NG; ++q_) acc += dot((a)[q_], (b)[q_]); }
 #endif
@@ -79,10 +79,10 @@
 #define CHUNK_T X_C
 #define INPUT_WORDS
 #define WEIGHT_WORDS
-#define LOAD_X_CHUNK(dst, i, valid) { dst[0] = (valid) ? IN_VALUE(LOAD_X(x[(valid) ? (i) : 0])) : X_C(0); }
+#define LOAD_X_CHUNK(dst, i, valid) { dst[0] = mix(X_C(0), IN_VALUE(LOAD_X(x[(valid) ? (i) : 0])), valid); }
 #define LOAD_W_CHUNK(dst, i) { dst[0] = W_VALUE(LOAD_W(w[i])); }
 #if defined(SKIP_PADDED) && !defined(INTEGER)
-#define DOT_CHUNK(acc, a, b, valid) acc += (valid) ? (a)[0] * (b)[0] : ACC_T(0)
+#define DOT_CHUNK(acc, a, b, valid) acc += mix(0.0, (a)[0] * (b)[0], valid)
 #else
 #define DOT_CHUNK(acc, a, b, valid) acc += ACC_T((a)[0] * (b)[0])
 #endif

@@ -74,10 +74,11 @@ def tools_root() -> Path:
     return Path(tosa_reference_model.__path__[0]).parent
 
 
-# FFT2D / RFFT2D give DOT_PRODUCT tests only from about 1024 elements up: Arm's own conformance shapes (less the
-# 1x4x4096 one, whose expected results take the reference model ~40 s each), both inverse settings, both bounds.
+# FFT2D / RFFT2D give DOT_PRODUCT tests only from about 1024 elements up; larger shapes (Arm's 1x256x64,
+# 1x4x4096) cost the reference model tens of seconds per expected result, so two 1024-element shapes, both
+# inverse settings, both bounds, full-range values.
 FFT_SELECTION = Selection(ops=("fft2d", "rfft2d"), per_class=8,
-                          extra=("--fp-values-range=-max,max", "--target-shape", "1,32,32", "1,256,64"))
+                          extra=("--fp-values-range=-max,max", "--target-shape", "1,32,32", "1,16,64"))
 
 
 def cache_root() -> Path:
