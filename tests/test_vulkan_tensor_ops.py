@@ -11,14 +11,6 @@ import pytest
 import tosa_vk
 from tosa_vk import Builder
 from tosa_vk.ir.dtype import DType
-from tosa_vk.vulkan import Device
-
-
-@pytest.fixture(scope="module")
-def device():
-    with Device(validation=True) as dev:
-        yield dev
-        assert dev.validation_messages == []
 
 
 def run_both(device, build, feeds, outputs=1):
