@@ -18,6 +18,11 @@ layout(set = 0, binding = 3) writeonly buffer Out { O_T o[]; };
 INPUT_WORDS
 WEIGHT_WORDS
 ZERO_POINT_BINDINGS
+PARTIAL_BINDING
+#if defined(MAT) && OC % 4 == 0 && !defined(PARTIAL_OUT)
+#define STORE_VEC4
+OUTPUT_VEC4
+#endif
 
 const int TAPS = KD * KH * KW;
 const int OWT = (OW + TILE_P - 1) / TILE_P;          // pixel tiles per output row
@@ -36,8 +41,28 @@ void main() {
     int oc0 = int(gl_WorkGroupID.y) * TILE_C;
     int iw0 = ow0 * SW - PL;                          // input column of span position 0
 
+#ifdef MAT
+#define ACC_ELEMENT(a, p, c) a[p][(c) / 4][(c) % 4]
+#else
+#define ACC_ELEMENT(a, p, c) a[p][c]
+#endif
+#ifdef MAT
+    // 4 output channels at a time: acc[p][c4] += (4 input channels of pixel p) x (4 x 4 weights), one
+    // vector-matrix product; integers (int8) go through fp32, exact per chunk row (|partial| < 2^24, checked
+    // by the lowering), then add to int32 accumulators.
+    ACC4_T acc[TILE_P][TILE_C / 4];
+    [[unroll]] for (int p = 0; p < TILE_P; ++p) [[unroll]] for (int c = 0; c < TILE_C / 4; ++c) acc[p][c] = ACC4_T(0);
+#else
     ACC_T acc[TILE_P][TILE_C];
     [[unroll]] for (int p = 0; p < TILE_P; ++p) [[unroll]] for (int c = 0; c < TILE_C; ++c) acc[p][c] = ACC_T(0);
+#endif
+
+#ifdef PARTIAL_IN
+    [[unroll]] for (int p = 0; p < TILE_P; ++p) [[unroll]] for (int c = 0; c < TILE_C; ++c) {
+        int at = (((n * OD + od) * OH + oh) * OW + ow0 + p) * OC + oc0 + c;
+        ACC_ELEMENT(acc, p, c) = ow0 + p < OW && oc0 + c < OC ? partial[at] : ACC_T(0);
+    }
+#endif
 
     for (int kd = 0; kd < KD; ++kd) {
         int id = od * SD - PD + kd * DD;
@@ -46,13 +71,42 @@ void main() {
             bool row_in = id >= 0 && id < ID && ih >= 0 && ih < IH;
             int row = ((n * ID + id) * IH + ih) * IW;
             int tap0 = (kd * KH + kh) * KW;
-            for (int i = 0; i < IC; i += VE) {
+            for (int i = IC_BEGIN; i < IC_END; i += VE) {
                 CHUNK_T xv[SPAN][NG];
                 bool valid[SPAN];
                 [[unroll]] for (int s = 0; s < SPAN; ++s) {
                     valid[s] = row_in && iw0 + s >= 0 && iw0 + s < IW;
                     LOAD_X_CHUNK(xv[s], (row + iw0 + s) * IC + i, valid[s]);
                 }
+#ifdef MAT
+#ifdef INTEGER
+                vec4 part[TILE_P][TILE_C / 4];
+                [[unroll]] for (int p = 0; p < TILE_P; ++p) [[unroll]] for (int c = 0; c < TILE_C / 4; ++c) part[p][c] = vec4(0);
+#define PART part
+#else
+#define PART acc
+#endif
+                [[unroll]] for (int kw = 0; kw < KW; ++kw) {
+                    mat4 m[TILE_C / 4][NG];
+                    [[unroll]] for (int c = 0; c < TILE_C / 4; ++c) {
+                        CHUNK_T w0[NG], w1[NG], w2[NG], w3[NG];
+                        int wi = (tap0 + kw) * IC + i;
+                        LOAD_W_CHUNK(w0, min(4 * c + oc0, OC - 1) * TAPS * IC + wi);
+                        LOAD_W_CHUNK(w1, min(4 * c + oc0 + 1, OC - 1) * TAPS * IC + wi);
+                        LOAD_W_CHUNK(w2, min(4 * c + oc0 + 2, OC - 1) * TAPS * IC + wi);
+                        LOAD_W_CHUNK(w3, min(4 * c + oc0 + 3, OC - 1) * TAPS * IC + wi);
+                        [[unroll]] for (int q = 0; q < NG; ++q)
+                            m[c][q] = mat4(vec4(w0[q]), vec4(w1[q]), vec4(w2[q]), vec4(w3[q]));
+                    }
+                    [[unroll]] for (int p = 0; p < TILE_P; ++p) [[unroll]] for (int c = 0; c < TILE_C / 4; ++c)
+                        [[unroll]] for (int q = 0; q < NG; ++q)
+                            MAT_ACCUMULATE(PART[p][c], vec4(xv[p * SW + kw * DW][q]) * m[c][q], valid[p * SW + kw * DW]);
+                }
+#ifdef INTEGER
+                [[unroll]] for (int p = 0; p < TILE_P; ++p) [[unroll]] for (int c = 0; c < TILE_C / 4; ++c)
+                    acc[p][c] += ivec4(part[p][c]);
+#endif
+#else
                 [[unroll]] for (int kw = 0; kw < KW; ++kw) {
                     [[unroll]] for (int c = 0; c < TILE_C; ++c) {
                         CHUNK_T wv[NG];
@@ -61,20 +115,30 @@ void main() {
                             DOT_CHUNK(acc[p][c], xv[p * SW + kw * DW], wv, valid[p * SW + kw * DW]);
                     }
                 }
+#endif
             }
         }
     }
     if (!live) return;
     int obase = (((n * OD + od) * OH + oh) * OW + ow0) * OC;
     [[unroll]] for (int p = 0; p < TILE_P; ++p) {
-        [[unroll]] for (int c = 0; c < TILE_C; ++c) {
 #if OW % TILE_P != 0
-            if (ow0 + p >= OW) continue;
+        if (ow0 + p >= OW) continue;
 #endif
+#ifdef STORE_VEC4
+        [[unroll]] for (int c = 0; c < TILE_C / 4; ++c) {
+#if OC % TILE_C != 0
+            if (oc0 + 4 * c >= OC) continue;
+#endif
+            STORE4_RESULT(obase + p * OC + oc0 + 4 * c, acc[p][c], oc0 + 4 * c);
+        }
+#else
+        [[unroll]] for (int c = 0; c < TILE_C; ++c) {
 #if OC % TILE_C != 0
             if (oc0 + c >= OC) continue;
 #endif
-            o[obase + p * OC + oc0 + c] = STORE_O(FINISH(acc[p][c], oc0 + c));
+            STORE_RESULT(obase + p * OC + oc0 + c, ACC_ELEMENT(acc, p, c), oc0 + c);
         }
+#endif
     }
 }

@@ -2,6 +2,7 @@
 // the bias add. Defines from tosa_vk/lower/convolution.py:
 //   X_* / W_* / B_* / O_*  type defines of input, weight, bias, output (tosa_vk/lower/types.py);
 //   ACC_T                  accumulator: float (every floating-point type), int (int8), int64_t (int16 -> int48);
+//                          ACC4_T its 4-vector;
 //   INTEGER                integer types: subtract the zero points, constants IZP / WZP or, with ZP_BUFFERS, read
 //                          from bindings 4 and 5 (IZ, WZ);
 //   VE                     elements per chunk: the reduction axis is read VE elements at a time. VE = 4, 8, 16:
@@ -88,6 +89,19 @@
 #endif
 #endif
 
+#if defined(SKIP_PADDED) && !defined(INTEGER)
+#define MAT_ACCUMULATE(acc, v, valid) acc += mix(vec4(0), v, bvec4(valid))
+#else
+#define MAT_ACCUMULATE(acc, v, valid) acc += (v)
+#endif
+
+// Depthwise: element-wise products of 4-vectors (or scalars with VE = 1) accumulated per channel.
+#if defined(SKIP_PADDED) && !defined(INTEGER)
+#define DW_ACCUMULATE(acc, a, b, valid) acc += (valid) ? ACCV_T((a) * (b)) : ACCV_T(0)
+#else
+#define DW_ACCUMULATE(acc, a, b, valid) acc += ACCV_T((a) * (b))
+#endif
+
 #ifdef BIAS_SCALAR
 #define BIAS_INDEX(oc) 0
 #else
@@ -97,5 +111,28 @@
 // out = acc + bias[(BC == 1) ? 0 : oc]: floating point rounds once to the output type from fp32; integers are
 // exact (int32 + int32 for int8 inputs, int48 as int64 for int16).
 #define FINISH(acc, oc) ((acc) + ACC_T(LOAD_B(bias[BIAS_INDEX(oc)])))
+
+// Reductions too long for one invocation (lavapipe ends a shader's loops after 65535 iterations in total) run in
+// passes over ranges [IC_BEGIN, IC_END) of the input channels; passes but the last write their raw accumulators to
+// PARTIAL (binding PARTIAL_AT, the output's layout, ACC_T elements), passes but the first start from them.
+#ifndef IC_BEGIN
+#define IC_BEGIN 0
+#define IC_END IC
+#endif
+#if defined(PARTIAL_IN) || defined(PARTIAL_OUT)
+#define PARTIAL_BINDING layout(set = 0, binding = PARTIAL_AT) buffer Partial { ACC_T partial[]; };
+#else
+#define PARTIAL_BINDING
+#endif
+#ifdef PARTIAL_OUT
+#define STORE_RESULT(at, acc, oc) partial[at] = (acc)
+#else
+#define STORE_RESULT(at, acc, oc) o[at] = STORE_O(FINISH(acc, oc))
+#endif
+// 4 consecutive output channels from a 4-vector accumulator, one vector store (`at` a multiple of 4; O_T4 is the
+// storage 4-vector of the output, its buffer seen as `o4`).
+#define OUTPUT_VEC4 layout(set = 0, binding = 3) writeonly buffer Out4 { O_T4 o4[]; };
+#define STORE4_RESULT(at, acc, oc) o4[(at) / 4] = O_T4(STORE_O(FINISH((acc).x, oc)), \
+    STORE_O(FINISH((acc).y, (oc) + 1)), STORE_O(FINISH((acc).z, (oc) + 2)), STORE_O(FINISH((acc).w, (oc) + 3)))
 
 #endif

@@ -6,15 +6,16 @@ computes a register tile of output pixels x output channels; the channel block c
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from ..ir.dtype import DType
 from . import LowerCtx, lowering
+from .elementwise_binary import VEC4
+from .types import glsl_storage
 
 WORKGROUP = 64
 MAX_GROUPS = 65535
+LOOP_LIMIT = 60000  # loop iterations per invocation: lavapipe silently ends a shader's loops after 65535 in all
 # in_t -> (allowed (weight_t, out_t) pairs); acc_type is the attribute (fp16 may accumulate in fp32: the kernels
 # always sum floating-point products in fp32, which the dot-product compliance bound allows for either).
 _TYPES = {
@@ -47,11 +48,10 @@ _GROUP = {  # (words per chunk, words per group of 4 elements) -> GLSL words of 
 }
 
 
-def chunk_defines(k: int, types: dict[str, DType]) -> dict[str, str]:
+def chunk_defines(k: int, types: dict[str, DType], limit: int = 16) -> dict[str, str]:
     """VE (elements per chunk of a reduction axis of length k) and, for VE > 1, the word-view defines of each
     binding in `types` (name -> element type): the widest chunk of 4-element groups (at most 16 bytes of each
     tensor) that divides k; VE = 1 reads single elements."""
-    limit = int(os.environ.get("TOSA_VK_CONV_VE", 16))
     for ve in (16, 8, 4):
         if ve > limit or k % ve or any(_UNPACK4[t][0] * ve > 16 for t in types.values()):
             continue
@@ -72,8 +72,8 @@ def _ints(ctx: LowerCtx, name: str, default: int, n: int) -> list[int]:
 
 
 def _common(ctx: LowerCtx) -> tuple[dict[str, str], dict[str, str]] | None:
-    """Type defines and the zero-point / bias bindings shared by every convolution kernel, or None for an
-    unsupported type combination."""
+    """Type defines and the zero-point bindings shared by every convolution kernel, or None for an unsupported
+    type combination."""
     x, w, bias = ctx.inputs[:3]
     out = ctx.outputs[0]
     if (w.dtype, out.dtype) not in _TYPES.get(x.dtype, ()) or bias.dtype != out.dtype:
@@ -81,7 +81,9 @@ def _common(ctx: LowerCtx) -> tuple[dict[str, str], dict[str, str]] | None:
     integer = not x.dtype.is_float
     if out.dtype == DType.INT48 and not ctx.features.get("shaderInt64", False):
         return None
-    defines = {"ACC_T": "int64_t" if out.dtype == DType.INT48 else "int" if integer else "float"}
+    acc = "int64_t" if out.dtype == DType.INT48 else "int" if integer else "float"
+    defines = {"ACC_T": acc, "ACC4_T": {"int64_t": "i64vec4", "int": "ivec4", "float": "vec4"}[acc],
+               "O_T4": VEC4[glsl_storage(out.dtype)]}
     if bias.size == 1:
         defines["BIAS_SCALAR"] = "1"
     extra: dict[str, str] = {}
@@ -98,14 +100,17 @@ def _common(ctx: LowerCtx) -> tuple[dict[str, str], dict[str, str]] | None:
 
 
 def _skip_padded(ctx: LowerCtx, padded: bool) -> bool:
-    """Floating point with padding needs padded taps skipped unless the weights are known finite."""
+    """Floating point with padding must skip the padded taps' multiplies (0 x inf would be NaN) unless the
+    weights are known finite."""
     if not padded or not ctx.inputs[0].dtype.is_float:
         return False
     wv = ctx.constant(1)
     if wv is None:
         return True
     w = np.asarray(wv)
-    return not np.isfinite(w.astype(np.float32) if w.dtype.kind != "f" else w).all()
+    if w.dtype.kind != "f":
+        w = w.astype(np.float32)
+    return not bool(np.isfinite(w).all())
 
 
 def _grid(tiles: int, blocks: int) -> tuple[int, int, int]:
@@ -116,10 +121,41 @@ def _grid(tiles: int, blocks: int) -> tuple[int, int, int]:
     return (MAX_GROUPS, blocks, -(-gx // MAX_GROUPS))
 
 
-def _tile(ic: int, oc: int) -> tuple[int, int]:
-    p = int(os.environ.get("TOSA_VK_CONV_P", 4))
-    c = int(os.environ.get("TOSA_VK_CONV_C", 4))
-    return p, min(c, oc)
+def _pixels(p: int, rows: int, width: int, blocks: int) -> int:
+    """Shrinks the pixel tile p (a power of 2, at least 4) to the output width and until there are enough
+    invocations to keep every core busy."""
+    while p > 4 and (p >= 2 * width or rows * -(-width // p) * blocks < 512):
+        p //= 2
+    return p
+
+
+def _kernel(ctx: LowerCtx, shader: str, defines: dict, extra: dict, groups, outer: int = 0, k: int = 0,
+            ve: int = 1) -> list:
+    """The dispatch, or passes over ranges of the k input channels (VE at a time) when `outer` loop iterations
+    around each chunk would exceed LOOP_LIMIT: raw accumulators go through a temporary in the output's layout."""
+    x, w, bias = ctx.inputs[:3]
+    out = ctx.outputs[0]
+    bindings = {"X": x.name, "W": w.name, "B": bias.name, "O": out.name, **extra}
+    defines = {key: str(v) for key, v in defines.items()}
+    chunks = max(1, k // ve)
+    iterations = outer * (chunks + 1)
+    if iterations <= LOOP_LIMIT:
+        return [ctx.kernel(shader, bindings, defines, groups=groups)]
+    per = max(1, LOOP_LIMIT // max(outer, 1) - 1)     # chunks per pass
+    acc = DType.INT48 if out.dtype == DType.INT48 else DType.INT32 if not out.dtype.is_float else DType.FP32
+    temp = ctx.temporary(out.shape, acc)
+    bindings["P"] = temp
+    defines["PARTIAL_AT"] = str(len(bindings) - 1)
+    kernels = []
+    for begin in range(0, chunks, per):
+        end = min(chunks, begin + per)
+        d = {**defines, "IC_BEGIN": str(begin * ve), "IC_END": str(end * ve)}
+        if begin:
+            d["PARTIAL_IN"] = "1"
+        if end < chunks:
+            d["PARTIAL_OUT"] = "1"
+        kernels.append(ctx.kernel(shader, bindings, d, groups=groups, writes=(temp,) if end < chunks else None))
+    return kernels
 
 
 def _conv(ctx: LowerCtx, nd: int):
@@ -127,23 +163,30 @@ def _conv(ctx: LowerCtx, nd: int):
     if common is None:
         return None
     defines, extra = common
-    x, w, bias = ctx.inputs[:3]
+    x, w = ctx.inputs[:2]
     out = ctx.outputs[0]
     pad = _ints(ctx, "pad", 0, 2 * nd)
     stride = _ints(ctx, "stride", 1, nd)
     dilation = _ints(ctx, "dilation", 1, nd)
     if nd == 2:  # as CONV3D with depth 1
         pad, stride, dilation = [0, 0] + pad, [1] + stride, [1] + dilation
-        xs = (x.shape[0], 1, *x.shape[1:])
-        ws = (w.shape[0], 1, *w.shape[1:])
-        os_ = (out.shape[0], 1, *out.shape[1:])
+        xs, ws, os_ = ((t.shape[0], 1, *t.shape[1:]) for t in (x, w, out))
     else:
         xs, ws, os_ = x.shape, w.shape, out.shape
     n, id_, ih, iw, ic = xs
     oc, kd, kh, kw, _ = ws
     _, od, oh, ow, _ = os_
-    tp, tc = _tile(ic, oc)
-    defines.update(chunk_defines(ic, {"X": x.dtype, "W": w.dtype}))
+    defines.update(chunk_defines(ic, {"X": x.dtype, "W": w.dtype}, 8))
+    ve = int(defines["VE"])
+    # 4 output channels per vector-matrix product (fp32 arithmetic; int8 exact per chunk row: |sum| < 2^24)
+    mat = ve >= 4 and (x.dtype.is_float or (x.dtype == DType.INT8 and kw * ve * 255 * 255 < 2 ** 24))
+    if mat:
+        defines["MAT"] = "1"
+        tc = 8 if oc > 4 else 4
+        tp = 16 if kw <= 3 else 8 if kw <= 7 else 4
+    else:
+        tc, tp = min(4, oc), 8
+    tp = _pixels(tp, n * od * oh, ow, -(-oc // tc))
     defines.update({"N": n, "ID": id_, "IH": ih, "IW": iw, "IC": ic, "OC": oc, "KD": kd, "KH": kh, "KW": kw,
                     "OD": od, "OH": oh, "OW": ow, "SD": stride[0], "SH": stride[1], "SW": stride[2],
                     "DD": dilation[0], "DH": dilation[1], "DW": dilation[2], "PD": pad[0], "PT": pad[2],
@@ -151,9 +194,7 @@ def _conv(ctx: LowerCtx, nd: int):
     if _skip_padded(ctx, any(pad)):
         defines["SKIP_PADDED"] = "1"
     tiles = n * od * oh * -(-ow // tp)
-    bindings = {"X": x.name, "W": w.name, "B": bias.name, "O": out.name, **extra}
-    return [ctx.kernel("convolution/conv", bindings, {k: str(v) for k, v in defines.items()},
-                       groups=_grid(tiles, -(-oc // tc)))]
+    return _kernel(ctx, "convolution/conv", defines, extra, _grid(tiles, -(-oc // tc)), kd * kh, ic, ve)
 
 
 @lowering("CONV2D")
@@ -164,3 +205,55 @@ def CONV2D(ctx: LowerCtx):
 @lowering("CONV3D")
 def CONV3D(ctx: LowerCtx):
     return _conv(ctx, 3)
+
+
+@lowering("DEPTHWISE_CONV2D")
+def DEPTHWISE_CONV2D(ctx: LowerCtx):
+    common = _common(ctx)
+    if common is None:
+        return None
+    defines, extra = common
+    x, w = ctx.inputs[:2]
+    out = ctx.outputs[0]
+    pad = _ints(ctx, "pad", 0, 4)
+    stride = _ints(ctx, "stride", 1, 2)
+    dilation = _ints(ctx, "dilation", 1, 2)
+    n, ih, iw, c = x.shape
+    kh, kw, _, m = w.shape
+    _, oh, ow, och = out.shape
+    defines.update(chunk_defines(c, {"X": x.dtype, "W": w.dtype}, 8) if m == 1 else {"VE": "1"})
+    ve = int(defines["VE"])
+    tp = _pixels(16 if kw <= 3 else 8, n * oh, ow, och // ve)
+    defines.update({"N": n, "IH": ih, "IW": iw, "C": c, "M": m, "KH": kh, "KW": kw, "OH": oh, "OW": ow,
+                    "SH": stride[0], "SW": stride[1], "DH": dilation[0], "DW": dilation[1], "PT": pad[0],
+                    "PL": pad[2], "TILE_P": tp})
+    if _skip_padded(ctx, any(pad)):
+        defines["SKIP_PADDED"] = "1"
+    return _kernel(ctx, "convolution/depthwise", defines, extra, _grid(n * oh * -(-ow // tp), och // ve))
+
+
+@lowering("TRANSPOSE_CONV2D")
+def TRANSPOSE_CONV2D(ctx: LowerCtx):
+    common = _common(ctx)
+    if common is None:
+        return None
+    defines, extra = common
+    x, w = ctx.inputs[:2]
+    out = ctx.outputs[0]
+    top, _, left, _ = _ints(ctx, "out_pad", 0, 4)
+    sy, sx = _ints(ctx, "stride", 1, 2)
+    n, ih, iw, ic = x.shape
+    oc, kh, kw, _ = w.shape
+    _, oh, ow, _ = out.shape
+    defines.update(chunk_defines(ic, {"X": x.dtype, "W": w.dtype}, 8))
+    cols = -(-ow // sx)
+    tc = min(4, oc)
+    tp = _pixels(8, n * oh * sx, cols, -(-oc // tc))
+    defines.update({"N": n, "IH": ih, "IW": iw, "IC": ic, "OC": oc, "KH": kh, "KW": kw, "OH": oh, "OW": ow,
+                    "SY": sy, "SX": sx, "PT": top, "PL": left, "TILE_P": tp, "TILE_C": tc})
+    if _skip_padded(ctx, True):  # output positions no input reaches are "padding" too
+        defines["SKIP_PADDED"] = "1"
+    tiles = n * oh * sx * -(-cols // tp)
+    outer = -(-kh // sy) * -(-kw // sx)
+    return _kernel(ctx, "convolution/transpose_conv", defines, extra, _grid(tiles, -(-oc // tc)), outer, ic,
+                   int(defines["VE"]))

@@ -1,0 +1,83 @@
+#version 450
+// DEPTHWISE_CONV2D (spec 2.3.4): out[n, oh, ow, c * M + m] = bias[c * M + m] + sum over the taps (kh, kw) inside
+// the input of (in[n, ih, iw, c] - input_zp) * (weight[kh, kw, c, m] - weight_zp).
+// An invocation computes TILE_P consecutive output pixels of one row x one chunk of VE output channels
+// (gl_WorkGroupID.y). With M == 1 the chunk is VE channels of both input and weight, read as packed words
+// (conv_common.glsl) and multiplied as 4-vectors; otherwise VE = 1. Per input row the SPAN input columns of
+// the tile are loaded once for all KW taps.
+#include "types.glsl"
+#include "convolution/conv_common.glsl"
+
+layout(local_size_x = WORKGROUP) in;
+
+layout(set = 0, binding = 0) readonly buffer InX { X_T x[]; };
+layout(set = 0, binding = 1) readonly buffer InW { W_T w[]; };
+layout(set = 0, binding = 2) readonly buffer InB { B_T bias[]; };
+layout(set = 0, binding = 3) writeonly buffer Out { O_T o[]; };
+INPUT_WORDS
+WEIGHT_WORDS
+ZERO_POINT_BINDINGS
+#if VE >= 4
+OUTPUT_VEC4
+#endif
+
+const int OCH = C * M;                               // output channels
+const int OWT = (OW + TILE_P - 1) / TILE_P;
+const int TILES = N * OH * OWT;
+const int SPAN = (TILE_P - 1) * SW + (KW - 1) * DW + 1;
+
+#if VE >= 4
+#define ACCV_T ACC4_T
+#define ACCV(v) ACC4_T(v)
+#define ACC_ELEM(a, e) (a)[e]
+#else
+#define ACCV_T ACC_T
+#define ACCV(v) ACC_T(v)
+#define ACC_ELEM(a, e) (a)
+#endif
+
+void main() {
+    int tile = int(gl_GlobalInvocationID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x * WORKGROUP);
+    bool live = tile < TILES;
+    tile = min(tile, TILES - 1);
+    int ow0 = (tile % OWT) * TILE_P;
+    int rest = tile / OWT;
+    int oh = rest % OH;
+    int n = rest / OH;
+    int oc0 = int(gl_WorkGroupID.y) * VE;            // first output channel of the chunk
+    int c0 = oc0 / M;                                // its input channel (M == 1 whenever VE > 1)
+    int iw0 = ow0 * SW - PL;
+
+    ACCV_T acc[TILE_P][NG];
+    [[unroll]] for (int p = 0; p < TILE_P; ++p) [[unroll]] for (int q = 0; q < NG; ++q) acc[p][q] = ACCV(0);
+
+    for (int kh = 0; kh < KH; ++kh) {
+        int ih = oh * SH - PT + kh * DH;
+        bool row_in = ih >= 0 && ih < IH;
+        int row = (n * IH + ih) * IW;
+        CHUNK_T xv[SPAN][NG];
+        bool valid[SPAN];
+        [[unroll]] for (int s = 0; s < SPAN; ++s) {
+            valid[s] = row_in && iw0 + s >= 0 && iw0 + s < IW;
+            LOAD_X_CHUNK(xv[s], (row + iw0 + s) * C + c0, valid[s]);
+        }
+        [[unroll]] for (int kw = 0; kw < KW; ++kw) {
+            CHUNK_T wv[NG];
+            LOAD_W_CHUNK(wv, (kh * KW + kw) * OCH + oc0);
+            [[unroll]] for (int p = 0; p < TILE_P; ++p) [[unroll]] for (int q = 0; q < NG; ++q)
+                DW_ACCUMULATE(acc[p][q], xv[p * SW + kw * DW][q], wv[q], valid[p * SW + kw * DW]);
+        }
+    }
+    if (!live) return;
+    int obase = ((n * OH + oh) * OW + ow0) * OCH + oc0;
+    [[unroll]] for (int p = 0; p < TILE_P; ++p) {
+#if OW % TILE_P != 0
+        if (ow0 + p >= OW) continue;
+#endif
+#if VE >= 4
+        [[unroll]] for (int q = 0; q < NG; ++q) STORE4_RESULT(obase + p * OCH + q * 4, acc[p][q], oc0 + q * 4);
+#else
+        o[obase + p * OCH] = STORE_O(FINISH(acc[p][0], oc0));
+#endif
+    }
+}
