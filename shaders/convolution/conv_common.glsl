@@ -5,8 +5,8 @@
 //                          ACC4_T its 4-vector;
 //   INTEGER                integer types: subtract the zero points, constants IZP / WZP or, with ZP_BUFFERS, read
 //                          from bindings 4 and 5 (IZ, WZ);
-//   VE                     elements per chunk: the reduction axis is read VE elements at a time. VE = 4, 8, 16:
-//                          a chunk is XWORDS (WWORDS) 32-bit words (uint / uvec2 / uvec4 views of the buffers)
+//   VE                     elements per chunk: the reduction axis is read VE elements at a time. VE = 4 .. 32:
+//                          a chunk is XWORDS (WWORDS) 32-bit words (uint / uvec2 / uvec4 / u64vec4 views)
 //                          holding VE / 4 groups of 4 elements, unpacked to 4-vectors by UNPACK4_X(GROUP_X(t, q))
 //                          (likewise W). One lavapipe load costs about the same whatever its width, so packed
 //                          8 / 16-bit data moves 2-4x faster; 4-vector arithmetic keeps the SPIR-V (and glslc's
@@ -43,6 +43,7 @@
 #define WORD_TYPE_1 uint
 #define WORD_TYPE_2 uvec2
 #define WORD_TYPE_4 uvec4
+#define WORD_TYPE_8 u64vec4
 #define WORD_TYPE_(n) WORD_TYPE_##n
 #define WORD_TYPE(n) WORD_TYPE_(n)
 
