@@ -150,3 +150,11 @@ def test_staged_memory_path_matches(device):
         got = runtime.run(feeds())
     want = tosa_vk.load(graph).run(feeds())
     assert all(np.array_equal(got[k], want[k]) for k in want)
+
+
+def test_close_is_idempotent(device):
+    with tosa_vk.load(small_graph(), backend="vulkan", device=device) as model:
+        model.run(feeds())
+        runtime = model._vulkan.runtime
+    runtime.close()  # already closed by the with-block: must do nothing
+    model.close()

@@ -92,17 +92,23 @@ class Runtime:
         return [(d.name, t) for seg in self.segments for d, t in zip(seg.dispatches, seg.timings(period))]
 
     def close(self) -> None:
-        if getattr(self, "device", None) is None or self.device.device is None:
+        """Frees every Vulkan object of this runtime (idempotent; safe after a failed __init__)."""
+        device = getattr(self, "device", None)
+        if device is None or device.device is None:
             return
-        vk.vkDeviceWaitIdle(self.device.device)
-        for seg in self.segments:
-            seg.close(self.queue.pool)
-        self.segments.clear()
-        self.queue.close()
-        self.pipelines.close()
-        self.arena.close()
+        vk.vkDeviceWaitIdle(device.device)
+        queue = getattr(self, "queue", None)
+        for seg in getattr(self, "segments", []):
+            seg.close(queue.pool)
+        self.segments = []
+        for part in ("queue", "pipelines", "arena"):
+            obj = getattr(self, part, None)
+            if obj is not None:
+                obj.close()
+                setattr(self, part, None)
         if self.own_device:
-            self.device.close()
+            device.close()
+        self.device = None
 
     def __enter__(self):
         return self
