@@ -38,12 +38,9 @@ def lowering(*names: str):
 
 
 def load_all() -> None:
+    """Imports every chapter module so its lowerings register (idempotent)."""
     for chapter in CHAPTERS:
-        try:
-            importlib.import_module(f"{__name__}.{chapter}")
-        except ModuleNotFoundError as err:
-            if err.name != f"{__name__}.{chapter}":
-                raise
+        importlib.import_module(f"{__name__}.{chapter}")
 
 
 @dataclass

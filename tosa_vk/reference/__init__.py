@@ -11,8 +11,4 @@ CHAPTERS = ("tensor_ops", "activation", "elementwise_binary", "elementwise_unary
 def load_all() -> None:
     """Imports every chapter module so its operators register (idempotent)."""
     for chapter in CHAPTERS:
-        try:
-            importlib.import_module(f"{__name__}.{chapter}")
-        except ModuleNotFoundError as err:
-            if err.name != f"{__name__}.{chapter}":
-                raise
+        importlib.import_module(f"{__name__}.{chapter}")
