@@ -153,40 +153,16 @@ def MINIMUM(call: Call):
     return np.minimum(a, b).astype(t.numpy)
 
 
-@reference("BITWISE_AND")
-def BITWISE_AND(call: Call):  # (the 1.0.1 pseudocode prints `|`, a typo: the operator is AND)
+# Bit-wise and logical operators: the same broadcast, then numpy's function. (The 1.0.1 pseudocode of BITWISE_AND
+# prints `|`, a typo: the operator is AND.)
+_BITWISE_LOGICAL = {"BITWISE_AND": np.bitwise_and, "BITWISE_OR": np.bitwise_or, "BITWISE_XOR": np.bitwise_xor,
+                    "LOGICAL_AND": np.logical_and, "LOGICAL_OR": np.logical_or, "LOGICAL_XOR": np.logical_xor}
+
+
+@reference(*_BITWISE_LOGICAL)
+def BITWISE_LOGICAL(call: Call):
     a, b = broadcast_inputs(call, call.inputs)
-    return np.bitwise_and(a, b)
-
-
-@reference("BITWISE_OR")
-def BITWISE_OR(call: Call):
-    a, b = broadcast_inputs(call, call.inputs)
-    return np.bitwise_or(a, b)
-
-
-@reference("BITWISE_XOR")
-def BITWISE_XOR(call: Call):
-    a, b = broadcast_inputs(call, call.inputs)
-    return np.bitwise_xor(a, b)
-
-
-@reference("LOGICAL_AND")
-def LOGICAL_AND(call: Call):
-    a, b = broadcast_inputs(call, call.inputs)
-    return np.logical_and(a, b)
-
-
-@reference("LOGICAL_OR")
-def LOGICAL_OR(call: Call):
-    a, b = broadcast_inputs(call, call.inputs)
-    return np.logical_or(a, b)
-
-
-@reference("LOGICAL_XOR")
-def LOGICAL_XOR(call: Call):
-    a, b = broadcast_inputs(call, call.inputs)
-    return np.logical_xor(a, b)
+    return _BITWISE_LOGICAL[call.name](a, b)
 
 
 @reference("ARITHMETIC_RIGHT_SHIFT")

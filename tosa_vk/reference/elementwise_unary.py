@@ -44,39 +44,15 @@ def CLZ(call: Call):
     return count_leading_zeros(call.inputs[0]).astype(call.out_types[0].numpy)
 
 
-@reference("CEIL")
-def CEIL(call: Call):
-    return _float(call, np.ceil)
+# Floating-point unary functions, computed in float64 and rounded once (LOG: log(0) = -inf, log(x < 0) = NaN, as
+# apply_log says).
+_FLOAT_UNARY = {"CEIL": np.ceil, "FLOOR": np.floor, "EXP": np.exp, "LOG": np.log, "SIN": np.sin, "COS": np.cos,
+                "RECIPROCAL": lambda x: 1.0 / x}
 
 
-@reference("FLOOR")
-def FLOOR(call: Call):
-    return _float(call, np.floor)
-
-
-@reference("EXP")
-def EXP(call: Call):
-    return _float(call, np.exp)
-
-
-@reference("LOG")
-def LOG(call: Call):
-    return _float(call, np.log)  # log(0) = -inf, log(x < 0) = NaN (apply_log)
-
-
-@reference("SIN")
-def SIN(call: Call):
-    return _float(call, np.sin)
-
-
-@reference("COS")
-def COS(call: Call):
-    return _float(call, np.cos)
-
-
-@reference("RECIPROCAL")
-def RECIPROCAL(call: Call):
-    return _float(call, lambda x: 1.0 / x)
+@reference(*_FLOAT_UNARY)
+def FLOAT_UNARY(call: Call):
+    return _float(call, _FLOAT_UNARY[call.name])
 
 
 @reference("RSQRT")
