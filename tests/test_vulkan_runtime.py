@@ -59,11 +59,15 @@ def test_host_fallback(device):
 
 
 def test_strict_names_the_operator_without_a_kernel(device):
+    @tosa_vk.custom_op("com.example.test", "negate")
+    def negate(inputs, attrs):
+        return [-inputs[0]]
+
     b = Builder()
     x = b.input("x", (3,), "fp32")
-    h = b.variable("h", (3,), "fp32", [0, 0, 0])
-    b.output(b.add(b.variable_read(h), x))
-    with pytest.raises(TosaError, match=r"VARIABLE #0 'h'.*no Vulkan kernel"):
+    b.output(b.custom([b.add(x, x)], domain_name="com.example.test", operator_name="negate",
+                      implementation_attrs=b"", out_shape=(3,), out_dtype="fp32"))
+    with pytest.raises(TosaError, match=r"CUSTOM #1 'custom'.*no Vulkan kernel"):
         tosa_vk.load(b.build(), backend="vulkan", device=device, strict=True)
 
 

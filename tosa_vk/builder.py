@@ -117,6 +117,44 @@ class Builder:
         self.block.operators.append(Operator("VARIABLE_READ", [var.name], [out.name]))
         return out
 
+    # -- control flow (EXT-CONTROLFLOW): regions built by Python functions
+    def cond_if(self, condition: Value, inputs: Sequence[Value], then_fn, else_fn,
+                name: str = "cond_if") -> Value | tuple[Value, ...]:
+        """COND_IF: `then_fn(builder, *values)` / `else_fn(...)` build the two regions (each returns its
+        result values, alike in shape and dtype) from values shaped like `inputs`."""
+        then_name, results = self._region(f"{name}_then", inputs, then_fn)
+        else_name, _ = self._region(f"{name}_else", inputs, else_fn)
+        return self._control(name, "COND_IF", [condition, *inputs], results,
+                             {"then_graph": then_name, "else_graph": else_name})
+
+    def while_loop(self, inputs: Sequence[Value], cond_fn, body_fn,
+                   name: str = "while_loop") -> Value | tuple[Value, ...]:
+        """WHILE_LOOP: `cond_fn(builder, *values)` returns a bool [1]-shaped value, `body_fn(builder, *values)`
+        the next values; the loop's outputs are the values when the condition turns false."""
+        cond_name, _ = self._region(f"{name}_cond", inputs, cond_fn)
+        body_name, _ = self._region(f"{name}_body", inputs, body_fn)
+        return self._control(name, "WHILE_LOOP", list(inputs), list(inputs),
+                             {"cond_graph": cond_name, "body_graph": body_name})
+
+    def _region(self, base: str, inputs: Sequence[Value], fn) -> tuple[str, tuple[Value, ...]]:
+        names = {r.name for r in self.graph.regions}
+        name, n = base, 0
+        while name in names:
+            n += 1
+            name = f"{base}_{n}"
+        sub = Builder.__new__(Builder)
+        sub.graph, sub.block, sub._used = self.graph, Block(name), set()
+        self.graph.regions.append(Region(name, [sub.block]))
+        results = fn(sub, *[sub.input(v.name, v.shape, v.dtype) for v in inputs])
+        results = tuple(results) if isinstance(results, (list, tuple)) else (results,)
+        sub.output(*results)
+        return name, results
+
+    def _control(self, name: str, op: str, inputs: list[Value], results, attrs) -> Value | tuple[Value, ...]:
+        outs = [self._tensor(self._name(name), r.shape, r.dtype) for r in results]
+        self.block.operators.append(Operator(op, [v.name for v in inputs], [v.name for v in outs], attrs))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
     # -- operators
     def op(self, op_name: str, *args, out_dtype=None, out_shape=None, name: str | None = None,
            **attrs) -> Value | tuple[Value, ...]:

@@ -4,13 +4,14 @@ Nothing here imports the compiler (ir / lower / plan) or the Vulkan layer; it is
 
 A Program is a list of Steps in execution order. A Kernel step is one compute dispatch of a GLSL shader variant
 over storage buffers; a Host step runs a callable on numpy views of the same memory (a CPU fallback for an
-operator without a Vulkan kernel, or control flow). Every tensor lives at a byte offset in one arena.
+operator without a Vulkan kernel). Branch / Loop steps hold nested step lists (COND_IF / WHILE_LOOP regions) and
+StateCheck steps the variable rules. Every tensor lives at a byte offset in one arena.
 """
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -39,7 +40,6 @@ class Kernel:
     groups: tuple[int, int, int]          # workgroup counts
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
-
     @property
     def key(self) -> tuple:
         return (self.shader, self.defines)
@@ -54,9 +54,69 @@ class Host:
     writes: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class StateCheck:
+    """A host-side rule of the variable extension (declared / written / read), checked in execution order.
+
+    It touches no tensor memory (the values stay on the device), so it never splits a command buffer: the runtime
+    runs the checks of a segment just before submitting it. `check(state)` raises TosaError when a rule fails."""
+    op: str
+    check: Callable[[dict], None]
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Branch:
+    """COND_IF: runs `then` or `orelse` (step lists) by the bool scalar in buffer `condition`."""
+    op: str
+    condition: str
+    then: list
+    orelse: list
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Loop:
+    """WHILE_LOOP: runs `cond` then reads the bool scalar `condition`; while true runs `body` and repeats.
+
+    The loop-carried tensors stay on the device: the cond and body blocks read them in place, and the body's last
+    steps copy its results into them."""
+    op: str
+    cond: list
+    condition: str
+    body: list
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class VariableSpec:
+    """A variable (EXT-VARIABLE) of the program: its buffer and initial value (None: zeros, not yet written)."""
+    uid: str
+    tensor: str
+    initial: np.ndarray | None
+
+
+Step = Kernel | Host | StateCheck | Branch | Loop
+
+
+def walk(steps: list) -> "Iterator[Step]":
+    """Every step, depth first, in recorded order (a branch's then before its else, a loop's cond before its body)."""
+    for step in steps:
+        yield step
+        if isinstance(step, Branch):
+            yield from walk(step.then)
+            yield from walk(step.orelse)
+        elif isinstance(step, Loop):
+            yield from walk(step.cond)
+            yield from walk(step.body)
+
+
 @dataclass
 class Program:
-    steps: list[Kernel | Host]
+    steps: list[Step]
     buffers: dict[str, Buffer]
     arena_bytes: int
     inputs: list[str]
@@ -64,6 +124,7 @@ class Program:
     constants: dict[str, np.ndarray] = field(default_factory=dict)  # uploaded once, by tensor name
     placement: list[tuple[str, str]] = field(default_factory=list)   # (operator, "vulkan" | "host")
     memory: dict[str, int] = field(default_factory=dict)            # arena / lower-bound / naive bytes
+    variables: dict[str, VariableSpec] = field(default_factory=dict)  # by uid
 
     def buffer(self, tensor: str) -> Buffer:
         return self.buffers[tensor]

@@ -24,7 +24,7 @@ class Model:
         if backend == "vulkan":
             from .vulkan_backend import VulkanModel
             self._vulkan = VulkanModel(graph, file, max_iterations=max_iterations, **options)
-            self._impl = self._vulkan.host  # variables live with the host interpreter state
+            self._impl = self._vulkan
             self._run = self._vulkan.run
         else:
             from .reference.executor import Interpreter
@@ -42,6 +42,8 @@ class Model:
     @property
     def variables(self) -> dict[str, np.ndarray]:
         """Current values of the session's variables by uid (copies; declared on the first run)."""
+        if self.backend == "vulkan":
+            return self._vulkan.variables()
         return {uid: var.value.copy() for uid, var in self._impl.state.items()}
 
     def set_variable(self, uid: str, value: np.ndarray) -> None:
@@ -52,20 +54,46 @@ class Model:
         value = np.asarray(value, dtype=var.dtype.numpy)
         if value.shape != var.shape:
             raise TosaError(f"variable '{uid}' has shape {list(var.shape)}, got {list(value.shape)}")
-        var.value, var.is_written = value.copy(), True
+        if self.backend == "vulkan":
+            self._vulkan.set_variable(uid, value)
+        else:
+            var.value, var.is_written = value.copy(), True
 
     def reset_variables(self) -> None:
         """Forgets all state: the next run declares the variables again with their initial values."""
-        self._impl.state.clear()
+        if self.backend == "vulkan":
+            self._vulkan.reset_variables()
+        else:
+            self._impl.state.clear()
 
     def run(self, feeds: dict[str, np.ndarray] | None = None, **named: np.ndarray) -> dict[str, np.ndarray]:
         """Runs the graph: inputs by name (a dict, keywords, or both) -> outputs by name."""
         return self._run({**(feeds or {}), **named})
 
     @property
+    def transferred(self) -> dict[str, int]:
+        """Bytes that crossed between host and device memory in the last run ({"to_device", "from_device"};
+        the Vulkan backend: inputs, outputs, host steps' operands and control-flow conditions)."""
+        return dict(self._vulkan.runtime.transferred) if self.backend == "vulkan" else {}
+
+    @property
     def placement(self) -> list[tuple[str, str]]:
         """(operator, where it runs: "vulkan" | "host" | "alias") for the Vulkan backend."""
         return self._vulkan.program.placement if self.backend == "vulkan" else []
+
+    def export_vgf(self, path: str | Path | None = None):
+        """The graph as a VGF container (vgf.VGF; written to `path` if given): our SPIR-V kernels as COMPUTE
+        segments (tosa_vk/vgf_export.py). Needs every operator as a Vulkan kernel."""
+        from .vgf_export import export_vgf
+        dtypes = {n: t.dtype for n, t in self.graph.main.tensors.items()}
+        if self.backend == "vulkan":
+            return export_vgf(self._vulkan.program, path, dtypes)
+        from .vulkan_backend import VulkanModel
+        vulkan = VulkanModel(self.graph, self.file, strict=True)
+        try:
+            return export_vgf(vulkan.program, path, dtypes)
+        finally:
+            vulkan.close()
 
     def profile(self) -> list[tuple[str, float]]:
         """Per-kernel GPU times of the last run (load with timestamps=True)."""

@@ -1,6 +1,7 @@
 """The Vulkan backend: lowers a graph to a Program and runs it with tosa_vk.vulkan.Runtime.
 
-Operators without a Vulkan kernel run on the host with the reference implementation, on numpy views of the same
+Variables and control flow stay on the device (tosa_vk/lower/variable.py, control_flow.py). Operators without a
+Vulkan kernel run on the host with the reference implementation, on numpy views of the same
 device memory (no copies where the memory is host-visible); `strict=True` refuses them instead.
 """
 from __future__ import annotations
@@ -30,7 +31,7 @@ class VulkanModel:
             self.program = compile_graph(graph, self.device.info.features,
                                          align(max(16, limits["minStorageBufferOffsetAlignment"]), 16),
                                          strict=strict, host_runner=self._host_runner)
-            self.runtime = Runtime(self.program, self.device, timestamps=timestamps)
+            self.runtime = Runtime(self.program, self.device, timestamps=timestamps, max_iterations=max_iterations)
         except BaseException:
             self.close()
             raise
@@ -60,9 +61,26 @@ class VulkanModel:
         if missing or unknown:
             raise TosaError(f"graph inputs {main.inputs} expected; missing {missing}, unknown {unknown}",
                             file=self.file)
-        from .reference.variable import begin_run
-        begin_run(self.host.state)
-        return self.runtime.run({n: coerce_input(main.tensors[n], feeds[n], self.file) for n in main.inputs})
+        values = {n: coerce_input(main.tensors[n], feeds[n], self.file) for n in main.inputs}
+        try:
+            return self.runtime.run(values)
+        except TosaError as err:
+            raise err.located(file=self.file) from None
+
+    @property
+    def state(self) -> dict:
+        """The variables' flags by uid (tosa_vk.reference.variable.Variable, values in device memory)."""
+        return self.runtime.state
+
+    def variables(self) -> dict[str, np.ndarray]:
+        return {uid: self.runtime.view(self.program.variables[uid].tensor).copy() for uid in self.runtime.state}
+
+    def set_variable(self, uid: str, value: np.ndarray) -> None:
+        self.runtime.view(self.program.variables[uid].tensor)[...] = value
+        self.runtime.state[uid].is_written = True
+
+    def reset_variables(self) -> None:
+        self.runtime.reset_variables()
 
     def profile(self) -> list[tuple[str, float]]:
         return self.runtime.profile()

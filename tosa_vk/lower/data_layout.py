@@ -250,3 +250,11 @@ def TRANSPOSE(ctx: LowerCtx):
     perms = [int(p) for p in np.asarray(ctx.attr("perms", [])).reshape(-1)]
     strides = row_major(x.shape)
     return _done([strided_copy(ctx, x, out, out.shape, [strides[p] for p in perms])])
+
+
+def copy(ctx: LowerCtx, src: str, dst: str) -> Kernel | None:
+    """A whole-tensor copy `src` -> `dst` (same shape and dtype; names as LowerCtx.kernel takes them). It reads
+    `src` and writes `dst` whatever the operator's outputs are (control flow and variables copy between regions)."""
+    s, d = ctx.tensor(src), ctx.tensor(dst)
+    k = strided_copy(ctx, s, d, s.shape, row_major(s.shape))
+    return None if k is None else dataclasses.replace(k, reads=k.bindings[:1], writes=k.bindings[1:])

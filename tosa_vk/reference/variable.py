@@ -21,7 +21,7 @@ class Variable:
     uid: str
     shape: tuple[int, ...]
     dtype: DType
-    value: np.ndarray
+    value: np.ndarray | None  # None when the value lives in device memory
     is_written: bool = False
     seen: bool = False  # declared during the current run
 
@@ -44,56 +44,82 @@ def _variable_tensor(call: Call, names: list[str]) -> Tensor:
     return found[0]
 
 
-@reference("VARIABLE")
-def VARIABLE(call: Call):
-    t = _variable_tensor(call, call.op.outputs + call.op.inputs)
+def declare(state: dict, t: Tensor, keep_value: bool = True) -> Variable:
+    """VARIABLE: the first declaration creates the variable (with its initial value if it has one); a second one
+    in the same run is an error. `keep_value=False`: the value lives elsewhere (device memory)."""
     uid = uid_of(t)
-    var = call.state.get(uid)
-    if var is None:  # first run: allocate, copy the initial value if there is one
-        var = Variable(uid, t.shape, t.dtype, np.zeros(t.shape, t.dtype.numpy))
-        if t.data is not None:
-            if t.data.shape != t.shape:
-                raise TosaError(f"REQUIRE(var_shape == shape) does not hold for variable '{uid}'")
-            var.value = t.data.copy()
-            var.is_written = True
-        call.state[uid] = var
+    var = state.get(uid)
+    if var is None:
+        if t.data is not None and t.data.shape != t.shape:
+            raise TosaError(f"REQUIRE(var_shape == shape) does not hold for variable '{uid}'")
+        var = Variable(uid, t.shape, t.dtype, None, is_written=t.data is not None)
+        if keep_value:
+            var.value = t.data.copy() if t.data is not None else np.zeros(t.shape, t.dtype.numpy)
+        state[uid] = var
     elif var.seen:
         raise TosaError(f"REQUIRE(!var_tensor.seen) does not hold: variable '{uid}' is declared twice in one run")
     var.seen = True
-    return [var.value] * len(call.op.outputs)
+    return var
 
 
-def _declared(call: Call, t: Tensor) -> Variable:
-    var = call.state.get(uid_of(t))
+def declared(state: dict, t: Tensor) -> Variable:
+    var = state.get(uid_of(t))
     if var is None or not var.seen:
         raise TosaError(f"REQUIRE(var_tensor != NULL) does not hold: variable '{uid_of(t)}' is not declared "
                         "(no VARIABLE op before it in this run)")
     return var
 
 
+def check_write(state: dict, t: Tensor, shape: tuple[int, ...], dtype: DType) -> Variable:
+    """VARIABLE_WRITE's rules for a value of `dtype``shape`; marks the variable written."""
+    var = declared(state, t)
+    if tuple(shape) != var.shape or dtype != var.dtype:
+        raise TosaError(f"REQUIRE(var_tensor.type == in_t && var_tensor.shape == shape) does not hold for "
+                        f"variable '{var.uid}': it is {var.dtype}{list(var.shape)}, the value "
+                        f"{dtype}{list(shape)}")
+    var.is_written = True
+    return var
+
+
+def check_read(state: dict, t: Tensor, shape: tuple[int, ...], dtype: DType) -> Variable:
+    """VARIABLE_READ's rules for an output of `dtype``shape`."""
+    var = declared(state, t)
+    if not var.is_written:
+        raise TosaError(f"REQUIRE(var_tensor.is_written) does not hold: variable '{var.uid}' is read before any "
+                        "write")
+    if dtype != var.dtype or tuple(shape) != var.shape:
+        raise TosaError(f"REQUIRE(var_tensor.type == out_t && var_tensor.shape == shape) does not hold for "
+                        f"variable '{var.uid}'")
+    return var
+
+
+def written_value(op, block: Block) -> tuple[Tensor, Tensor]:
+    """(variable tensor, value tensor) of a VARIABLE_WRITE."""
+    names = op.outputs + op.inputs
+    found = [block.tensors[n] for n in names if n in block.tensors and block.tensors[n].variable]
+    if len(found) != 1:
+        raise TosaError(f"VARIABLE_WRITE must name exactly one variable tensor, names {names}")
+    (value,) = [block.tensors[n] for n in op.inputs if n != found[0].name]
+    return found[0], value
+
+
+@reference("VARIABLE")
+def VARIABLE(call: Call):
+    var = declare(call.state, _variable_tensor(call, call.op.outputs + call.op.inputs))
+    return [var.value] * len(call.op.outputs)
+
+
 @reference("VARIABLE_WRITE")
 def VARIABLE_WRITE(call: Call):
     t = _variable_tensor(call, call.op.outputs + call.op.inputs)
-    var = _declared(call, t)
     (i,) = [i for i, n in enumerate(call.op.inputs) if n != t.name]
     value = call.inputs[i]
-    if value.shape != var.shape or call.in_types[i] != var.dtype:
-        raise TosaError(f"REQUIRE(var_tensor.type == in_t && var_tensor.shape == shape) does not hold for "
-                        f"variable '{var.uid}': it is {var.dtype}{list(var.shape)}, the value "
-                        f"{call.in_types[i]}{list(value.shape)}")
+    var = check_write(call.state, t, value.shape, call.in_types[i])
     var.value = np.array(value, copy=True)
-    var.is_written = True
     return [var.value] * len(call.op.outputs)
 
 
 @reference("VARIABLE_READ")
 def VARIABLE_READ(call: Call):
     t = _variable_tensor(call, call.op.inputs)
-    var = _declared(call, t)
-    if not var.is_written:
-        raise TosaError(f"REQUIRE(var_tensor.is_written) does not hold: variable '{var.uid}' is read before any "
-                        "write")
-    if call.out_types[0] != var.dtype or tuple(call.out_shapes[0]) != var.shape:
-        raise TosaError(f"REQUIRE(var_tensor.type == out_t && var_tensor.shape == shape) does not hold for "
-                        f"variable '{var.uid}'")
-    return var.value.copy()
+    return check_read(call.state, t, call.out_shapes[0], call.out_types[0]).value.copy()

@@ -2,10 +2,13 @@
 recorded at load, then each run() only writes the inputs, submits the recorded segments and reads the outputs."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import vulkan as vk
 
-from ..program import Host, Kernel, Program
+from ..errors import TosaError
+from ..program import Branch, Kernel, Loop, Program, StateCheck, walk
 from .device import Device, VulkanError
 from .memory import Arena, align
 from .pipelines import Pipelines
@@ -15,8 +18,12 @@ from .shaders import ShaderCache, Variant
 
 class Runtime:
     def __init__(self, program: Program, device: Device | None = None, cache: ShaderCache | None = None,
-                 timestamps: bool = False, force_staging: bool = False):
+                 timestamps: bool = False, force_staging: bool = False, max_iterations: int = 1_000_000):
         self.program = program
+        self.max_iterations = max_iterations
+        self.state: dict = {}        # variables' seen / is_written flags by uid (values stay in the arena)
+        self.ran: list[Segment] = []  # segments submitted by the last run, in order
+        self.transferred = {"to_device": 0, "from_device": 0}
         self.own_device = device is None
         self.device = device or Device()
         self.cache = cache or ShaderCache()
@@ -24,10 +31,11 @@ class Runtime:
         self.pipelines = Pipelines(self.device)
         self.queue = Queue(self.device)
         self.segments: list[Segment] = []
-        self.plan: list[Segment | Host] = []
+        self.plan: list = []
         try:
             for name, value in program.constants.items():
                 self.view(name)[...] = value
+            self.reset_variables()
             self._build(timestamps)
         except BaseException:
             self.close()
@@ -38,58 +46,130 @@ class Runtime:
         return self.arena.view(buf.offset, buf.shape, buf.dtype)
 
     def _build(self, timestamps: bool) -> None:
-        kernels = [s for s in self.program.steps if isinstance(s, Kernel)]
+        kernels = [s for s in walk(self.program.steps) if isinstance(s, Kernel)]
         variants = list(dict.fromkeys(Variant(k.shader, k.defines) for k in kernels))
-        spirv = dict(zip(variants, self.cache.get_many(variants)))
+        self.spirv = dict(zip(variants, self.cache.get_many(variants)))
+        self.plan = self._plan(self.program.steps, timestamps)
+
+    def _plan(self, steps: list, timestamps: bool) -> list:
+        """Steps -> what run() executes: Segments (recorded command buffers of consecutive kernels, preceded by
+        the variable checks among them), Host steps, and _Branch / _Loop holding nested plans."""
+        plan: list = []
         pending: list[Dispatch] = []
-        for step in self.program.steps:
-            if isinstance(step, Host):
-                self._flush(pending, timestamps)
-                self.plan.append(step)
-                continue
-            pipeline = self.pipelines.get(spirv[Variant(step.shader, step.defines)], len(step.bindings),
-                                          len(step.push_constants))
-            ranges = []
-            limit = self.device.info.limits["maxStorageBufferRange"]
-            for name in step.bindings:
-                buf = self.program.buffer(name)
-                if buf.nbytes > limit:
-                    raise VulkanError(f"{step.op}: tensor '{name}' takes {buf.nbytes} bytes, more than this "
-                                      f"device's maxStorageBufferRange ({limit}); split the graph or run it with "
-                                      f"backend='reference'")
-                ranges.append((buf.offset, max(align(buf.nbytes, 4), 4)))
-            pending.append(Dispatch(step.op, pipeline, ranges, step.push_constants, step.groups,
-                                    self._bytes(step.reads), self._bytes(step.writes)))
-        self._flush(pending, timestamps)
+        checks: list[StateCheck] = []
+
+        def flush() -> None:
+            if checks:
+                plan.append(list(checks))
+                checks.clear()
+            if pending:
+                seg = Segment(self.device, self.arena, self.queue.pool, list(pending), timestamps)
+                self.segments.append(seg)
+                plan.append(seg)
+                pending.clear()
+
+        for step in steps:
+            if isinstance(step, Kernel):
+                pending.append(self._dispatch(step))
+            elif isinstance(step, StateCheck):
+                checks.append(step)
+            else:
+                flush()
+                if isinstance(step, Branch):
+                    plan.append(_Branch(step.condition, self._plan(step.then, timestamps),
+                                        self._plan(step.orelse, timestamps)))
+                elif isinstance(step, Loop):
+                    plan.append(_Loop(step.op, self._plan(step.cond, timestamps), step.condition,
+                                      self._plan(step.body, timestamps)))
+                else:
+                    plan.append(step)
+        flush()
+        return plan
+
+    def _dispatch(self, step: Kernel) -> Dispatch:
+        pipeline = self.pipelines.get(self.spirv[Variant(step.shader, step.defines)], len(step.bindings),
+                                      len(step.push_constants))
+        ranges = []
+        limit = self.device.info.limits["maxStorageBufferRange"]
+        for name in step.bindings:
+            buf = self.program.buffer(name)
+            if buf.nbytes > limit:
+                raise VulkanError(f"{step.op}: tensor '{name}' takes {buf.nbytes} bytes, more than this "
+                                  f"device's maxStorageBufferRange ({limit}); split the graph or run it with "
+                                  f"backend='reference'")
+            ranges.append((buf.offset, max(align(buf.nbytes, 4), 4)))
+        return Dispatch(step.op, pipeline, ranges, step.push_constants, step.groups,
+                        self._bytes(step.reads), self._bytes(step.writes))
 
     def _bytes(self, names) -> frozenset[tuple[int, int]]:
         """The arena byte ranges of tensors (memory is shared between tensors whose lifetimes don't overlap)."""
         return frozenset((b.offset, b.offset + b.nbytes) for b in map(self.program.buffer, names))
 
-    def _flush(self, pending: list[Dispatch], timestamps: bool) -> None:
-        if pending:
-            seg = Segment(self.device, self.arena, self.queue.pool, list(pending), timestamps)
-            self.segments.append(seg)
-            self.plan.append(seg)
-            pending.clear()
+    def reset_variables(self) -> None:
+        """Forgets the variables' state and writes their initial values (zeros where there is none)."""
+        self.state.clear()
+        for spec in self.program.variables.values():
+            view = self.view(spec.tensor)
+            view[...] = 0 if spec.initial is None else spec.initial
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Inputs by name (already in the storage dtype and shape) -> copies of the outputs by name."""
+        """Inputs by name (already in the storage dtype and shape) -> copies of the outputs by name.
+        `transferred` then holds the bytes that crossed between host and device memory in this run."""
+        self.transferred = {"to_device": 0, "from_device": 0}
+        self.ran: list[Segment] = []
+        for var in self.state.values():
+            var.seen = False  # a new run (tosa_execute_graph): every variable may be declared once again
         for name, value in feeds.items():
-            self.view(name)[...] = value
-        for item in self.plan:
+            self._write(name, value)
+        self._execute(self.plan)
+        return {name: self._read(name).copy() for name in self.program.outputs}
+
+    def _execute(self, plan: list) -> None:
+        for item in plan:
             if isinstance(item, Segment):
                 self.queue.submit(item)
+                self.ran.append(item)
+            elif isinstance(item, list):
+                for check in item:
+                    try:
+                        check.check(self.state)
+                    except TosaError as err:
+                        raise err.located(op=check.op) from None
+            elif isinstance(item, _Branch):
+                self._execute(item.then if self._flag(item.condition) else item.orelse)
+            elif isinstance(item, _Loop):
+                for _ in range(self.max_iterations):
+                    self._execute(item.cond)
+                    if not self._flag(item.condition):
+                        break
+                    self._execute(item.body)
+                else:
+                    raise TosaError(f"{item.op}: WHILE_LOOP did not finish within {self.max_iterations} "
+                                    "iterations (the session's max_iterations)")
             else:
-                outs = item.run([self.view(n) for n in item.reads])
+                outs = item.run([self._read(n) for n in item.reads])
                 for name, value in zip(item.writes, outs):
-                    self.view(name)[...] = value
-        return {name: self.view(name).copy() for name in self.program.outputs}
+                    self._write(name, value)
+
+    def _flag(self, name: str) -> bool:
+        """A control-flow condition: one bool read back from the device."""
+        return bool(self._read(name).reshape(-1)[0])
+
+    def _read(self, name: str) -> np.ndarray:
+        view = self.view(name)
+        self.transferred["from_device"] += view.nbytes
+        return view
+
+    def _write(self, name: str, value) -> None:
+        view = self.view(name)
+        view[...] = value
+        self.transferred["to_device"] += view.nbytes
 
     def profile(self) -> list[tuple[str, float]]:
-        """(kernel, seconds) of the last run, from GPU timestamps (build with timestamps=True)."""
+        """(kernel, seconds) of the last run, from GPU timestamps (build with timestamps=True): the segments that
+        ran, once each (a loop body's times are its last iteration's)."""
         period = self.device.info.limits["timestampPeriod"]
-        return [(d.name, t) for seg in self.segments for d, t in zip(seg.dispatches, seg.timings(period))]
+        return [(d.name, t) for seg in dict.fromkeys(self.ran) for d, t in zip(seg.dispatches, seg.timings(period))]
 
     def close(self) -> None:
         """Frees every Vulkan object of this runtime (idempotent; safe after a failed __init__)."""
@@ -115,3 +195,18 @@ class Runtime:
 
     def __exit__(self, *exc):
         self.close()
+
+
+@dataclass
+class _Branch:
+    condition: str
+    then: list
+    orelse: list
+
+
+@dataclass
+class _Loop:
+    op: str
+    cond: list
+    condition: str
+    body: list

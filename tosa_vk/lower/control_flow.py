@@ -1,0 +1,73 @@
+"""Control flow (spec 2.15, EXT-CONTROLFLOW) on Vulkan: COND_IF and WHILE_LOOP as Branch / Loop steps whose regions
+are compiled like the main block, into the same arena.
+
+A region's inputs share the memory of the values passed in (no copies in); its outputs are copied into the
+operator's outputs by kernels. WHILE_LOOP's outputs are the loop-carried tensors: the inputs are copied into them
+once, the cond and body regions read them in place, and the body's last kernels copy its results back into them
+(through a temporary where a result is another carried tensor, so a swap cannot overwrite a value still to be
+read). Only the condition, one bool, is read back by the host.
+"""
+from __future__ import annotations
+
+from ..program import Branch, Loop, Step
+from . import LowerCtx, lowering
+from .data_layout import copy
+
+
+def _region(ctx: LowerCtx, attr: str, values: list[str]) -> tuple[str, list[Step]]:
+    """Compiles region `attr` with its inputs aliased to the program-wide tensors `values`; returns the
+    region's name prefix and steps."""
+    c = ctx.compiler
+    name = ctx.attr(attr)
+    block = c.regions[name]
+    prefix = c.prefix_for(name)
+    for inner, value in zip(block.inputs, values):
+        c.alias(prefix + inner, block.tensors[inner], value)
+    return prefix, c.block(block, prefix)
+
+
+def _copies(ctx: LowerCtx, pairs) -> list[Step] | None:
+    kernels = [copy(ctx, src, dst) for src, dst in pairs]
+    return None if any(k is None for k in kernels) else kernels
+
+
+@lowering("COND_IF")
+def COND_IF(ctx: LowerCtx) -> list[Step] | None:
+    condition, *args = map(ctx.q, ctx.op.inputs)
+    outs = [ctx.q(n) for n in ctx.op.outputs]
+    branches = []
+    for attr in ("then_graph", "else_graph"):
+        prefix, steps = _region(ctx, attr, args)
+        results = [prefix + n for n in ctx.compiler.regions[ctx.attr(attr)].outputs]
+        copies = _copies(ctx, zip(results, outs))
+        if copies is None:
+            return None
+        branches.append(steps + copies)
+    return [Branch(ctx.label, condition, *branches, reads=(condition, *args), writes=tuple(outs))]
+
+
+@lowering("WHILE_LOOP")
+def WHILE_LOOP(ctx: LowerCtx) -> list[Step] | None:
+    c = ctx.compiler
+    state = [ctx.q(n) for n in ctx.op.outputs]
+    enter = _copies(ctx, zip(map(ctx.q, ctx.op.inputs), state))
+    prefix, cond = _region(ctx, "cond_graph", state)
+    condition = prefix + c.regions[ctx.attr("cond_graph")].outputs[0]
+    prefix, body = _region(ctx, "body_graph", state)
+    results = [prefix + n for n in c.regions[ctx.attr("body_graph")].outputs]
+    roots = [c.root.get(n, n) for n in state]
+    staged, back = [], []
+    for k, (src, dst) in enumerate(zip(results, state)):
+        root = c.root.get(src, src)
+        if root == roots[k]:
+            continue                      # the carried value passes through unchanged
+        if root in roots:                 # another carried tensor: stage it before any is overwritten
+            t = ctx.tensor(src)
+            tmp = ctx.temporary(t.shape, t.dtype)
+            staged.append((src, tmp))
+            src = tmp
+        back.append((src, dst))
+    staged, back = _copies(ctx, staged), _copies(ctx, back)
+    if enter is None or staged is None or back is None:
+        return None
+    return enter + [Loop(ctx.label, cond, condition, body + staged + back, writes=tuple(state))]

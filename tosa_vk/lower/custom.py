@@ -1,0 +1,1 @@
+"""custom lowerings (being written)."""
