@@ -40,9 +40,27 @@ class Kernel:
     groups: tuple[int, int, int]          # workgroup counts
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
+    # Custom shaders (tosa.CUSTOM); the defaults describe every built-in kernel.
+    source: str = ""                          # inline GLSL: `shader` is then only a name for errors
+    spirv: bytes = b""                        # ready SPIR-V (a VulkanCustomShader payload): no glslc
+    entry: str = "main"                       # SPIR-V entry point
+    slots: tuple[tuple[int, int], ...] = ()   # (set, binding) per binding; () = set 0, bindings 0..n-1
+    descriptors: tuple[str, ...] = ()         # VK_DESCRIPTOR_TYPE_* per binding; () = storage buffers
+    images: tuple["Image | None", ...] = ()   # per binding: texel format / extent / sampler of image bindings
+
     @property
     def key(self) -> tuple:
-        return (self.shader, self.defines)
+        return (self.shader, self.defines, self.source, self.spirv)
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image binding of a custom kernel: the tensor's arena bytes are copied into a width x height image of
+    `format` before the dispatch (and back after it for a storage image the kernel writes)."""
+    format: str                               # VK_FORMAT_R32_SFLOAT | R32G32_SFLOAT | R32G32B32A32_SFLOAT
+    width: int
+    height: int
+    sampler: tuple[tuple[str, str], ...] = ()  # COMBINED_IMAGE_SAMPLER: (field, VK enum name) pairs
 
 
 @dataclass(frozen=True)

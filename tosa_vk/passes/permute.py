@@ -4,11 +4,13 @@
 and makes the operator write NHWC tensors that a TRANSPOSE NHWC -> NCHW turns back into the graph's NCHW outputs.
 `elide_inverse_pairs` then removes TRANSPOSE pairs that undo each other (p followed by its inverse), as between two
 adjacent NHWC operators. Permutes never hide inside a copy: they are graph operators, visible in `tosa-vk info`.
+`apply_custom_layouts` does both for the CUSTOM operators whose registered declaration says layout="NHWC".
 """
 from __future__ import annotations
 
 from typing import Callable
 
+from .. import custom
 from ..ir.graph import Block, Graph, Operator, Tensor
 
 NCHW_TO_NHWC = (0, 2, 3, 1)
@@ -99,3 +101,22 @@ def elide_inverse_pairs(graph: Graph) -> int:
             changed = True
             break
     return removed
+
+
+def custom_nhwc(op: Operator) -> bool:
+    """A CUSTOM operator whose registered declaration has the NHWC shader-local layout (tosa_vk.custom_op)."""
+    if op.op != "CUSTOM":
+        return False
+    decl = custom.lookup(op.attrs.get("domain_name") or "", op.attrs.get("operator_name") or "")
+    return decl is not None and decl.layout == "NHWC"
+
+
+def apply_custom_layouts(graph: Graph, layouts: dict[str, str] | str) -> tuple[int, int]:
+    """The NHWC contract for registered custom ops: permutes around each NHWC-layout CUSTOM operator for the
+    tensors `layouts` names NCHW ("NCHW" alone: every 4-D tensor of the main block), then elision of inverse
+    pairs. Returns (transposes inserted, pairs removed)."""
+    if isinstance(layouts, str):
+        if layouts != "NCHW":
+            raise ValueError(f"layouts must be a dict or 'NCHW', got {layouts!r}")
+        layouts = {n: "NCHW" for n, t in graph.main.tensors.items() if t.rank == 4}
+    return insert_permutes(graph, layouts, custom_nhwc), elide_inverse_pairs(graph)

@@ -1,7 +1,10 @@
-"""Compute pipelines keyed by (SPIR-V, binding count, push-constant size), with a driver-level VkPipelineCache.
+"""Compute pipelines keyed by (SPIR-V, descriptor layout, push-constant size, entry point), with a driver-level
+VkPipelineCache.
 
-Every tosa_vk shader binds its tensors as storage buffers at set 0, bindings 0..n-1, and takes at most one
-push-constant block.
+Built-in tosa_vk shaders bind their tensors as storage buffers at set 0, bindings 0..n-1, and take at most one
+push-constant block. Custom-op kernels give a (set, binding) and a descriptor type per binding: one descriptor-set
+layout per set index up to the highest used (unused sets get an empty layout). VK_DESCRIPTOR_TYPE_TENSOR_ARM is
+bound as a storage buffer (lavapipe has no VK_ARM_tensors).
 """
 from __future__ import annotations
 
@@ -12,14 +15,38 @@ import vulkan as vk
 
 from .device import Device
 
+DESCRIPTOR_TYPES = {
+    "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+    "VK_DESCRIPTOR_TYPE_TENSOR_ARM": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,  # no VK_ARM_tensors: a storage buffer
+    "VK_DESCRIPTOR_TYPE_STORAGE_IMAGE": vk.VK_DESCRIPTOR_TYPE_STORAGE_IMAGE,
+    "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER": vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
+}
+
+Layout = tuple[tuple[int, int, int], ...]  # (set, binding, VkDescriptorType) per binding
+
+
+def descriptor_layout(count: int, slots: tuple = (), descriptors: tuple = ()) -> Layout:
+    """The layout of a kernel's bindings (defaults: storage buffers at set 0, bindings 0..count-1)."""
+    slots = slots or tuple((0, i) for i in range(count))
+    types = [DESCRIPTOR_TYPES[d] for d in descriptors] if descriptors else \
+        [vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER] * count
+    return tuple((s, b, t) for (s, b), t in zip(slots, types))
+
+
+def kernel_layout(kernel) -> Layout:
+    """The descriptor layout of a program.Kernel."""
+    return descriptor_layout(len(kernel.bindings), kernel.slots, kernel.descriptors)
+
 
 @dataclass
 class Pipeline:
     pipeline: object
     layout: object
-    set_layout: object
+    set_layout: object          # set 0's layout
     bindings: int
     push_size: int
+    set_layouts: list = None    # one per set index 0..max used
+    descriptor_layout: Layout = ()
 
 
 class Pipelines:
@@ -30,40 +57,47 @@ class Pipelines:
         self._pipelines: dict[tuple, Pipeline] = {}
         self._modules: list = []
 
-    def get(self, spirv: bytes, bindings: int, push_size: int) -> Pipeline:
-        key = (hashlib.sha256(spirv).digest(), bindings, push_size)
+    def get(self, spirv: bytes, bindings: int, push_size: int, layout: Layout | None = None,
+            entry: str = "main") -> Pipeline:
+        layout = layout or descriptor_layout(bindings)
+        key = (hashlib.sha256(spirv).digest(), layout, push_size, entry)
         found = self._pipelines.get(key)
         if found is None:
-            found = self._pipelines[key] = self._create(spirv, bindings, push_size)
+            found = self._pipelines[key] = self._create(spirv, layout, push_size, entry)
         return found
 
-    def _create(self, spirv: bytes, bindings: int, push_size: int) -> Pipeline:
+    def _create(self, spirv: bytes, layout_spec: Layout, push_size: int, entry: str) -> Pipeline:
         vkd = self.device.device
         module = vk.vkCreateShaderModule(vkd, vk.VkShaderModuleCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, codeSize=len(spirv), pCode=spirv), None)
         self._modules.append(module)
-        set_layout = vk.vkCreateDescriptorSetLayout(vkd, vk.VkDescriptorSetLayoutCreateInfo(
-            sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, bindingCount=bindings,
-            pBindings=[vk.VkDescriptorSetLayoutBinding(
-                binding=i, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=1,
-                stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT) for i in range(bindings)] or None), None)
+        n_sets = 1 + max((s for s, _, _ in layout_spec), default=0)
+        set_layouts = []
+        for set_index in range(n_sets):
+            entries = sorted((b, t) for s, b, t in layout_spec if s == set_index)
+            set_layouts.append(vk.vkCreateDescriptorSetLayout(vkd, vk.VkDescriptorSetLayoutCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, bindingCount=len(entries),
+                pBindings=[vk.VkDescriptorSetLayoutBinding(
+                    binding=b, descriptorType=t, descriptorCount=1,
+                    stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT) for b, t in entries] or None), None))
         ranges = [vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0, size=push_size)]
         layout = vk.vkCreatePipelineLayout(vkd, vk.VkPipelineLayoutCreateInfo(
-            sType=vk.VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, setLayoutCount=1, pSetLayouts=[set_layout],
+            sType=vk.VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, setLayoutCount=n_sets, pSetLayouts=set_layouts,
             pushConstantRangeCount=1 if push_size else 0, pPushConstantRanges=ranges if push_size else None), None)
         stage = vk.VkPipelineShaderStageCreateInfo(sType=vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
                                                    stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module,
-                                                   pName="main")
+                                                   pName=entry)
         pipeline = vk.vkCreateComputePipelines(vkd, self._cache, 1, [vk.VkComputePipelineCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO, stage=stage, layout=layout)], None)[0]
-        return Pipeline(pipeline, layout, set_layout, bindings, push_size)
+        return Pipeline(pipeline, layout, set_layouts[0], len(layout_spec), push_size, set_layouts, layout_spec)
 
     def close(self) -> None:
         vkd = self.device.device
         for p in self._pipelines.values():
             vk.vkDestroyPipeline(vkd, p.pipeline, None)
             vk.vkDestroyPipelineLayout(vkd, p.layout, None)
-            vk.vkDestroyDescriptorSetLayout(vkd, p.set_layout, None)
+            for set_layout in p.set_layouts:
+                vk.vkDestroyDescriptorSetLayout(vkd, set_layout, None)
         for m in self._modules:
             vk.vkDestroyShaderModule(vkd, m, None)
         vk.vkDestroyPipelineCache(vkd, self._cache, None)

@@ -3,6 +3,10 @@
 Kernels between two host steps form a segment: one command buffer, barriers only where a dispatch touches a
 buffer an earlier dispatch of the segment wrote (or writes one it read). Timestamps (optional) bracket every
 dispatch, for per-op profiles.
+
+Custom-op dispatches may bind several descriptor sets and image bindings: the segment creates their images
+(tosa_vk/vulkan/images.py), copies the tensors' arena bytes into them before the dispatch and the storage images
+the dispatch writes back into the arena after it, with full barriers on both sides.
 """
 from __future__ import annotations
 
@@ -11,7 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 import vulkan as vk
 
+from ..program import Image
 from .device import Device
+from .images import ImageResource
 from .memory import Arena
 from .pipelines import Pipeline
 
@@ -26,6 +32,20 @@ class Dispatch:
     groups: tuple[int, int, int]
     reads: frozenset[tuple[int, int]]   # arena byte ranges [start, end)
     writes: frozenset[tuple[int, int]]
+    # per binding, for image bindings: (image spec, VK_DESCRIPTOR_TYPE_* name, written by the dispatch); else None
+    images: tuple[tuple[Image, str, bool] | None, ...] = ()
+
+    @property
+    def layout(self):
+        """(set, binding, VkDescriptorType) per binding (see pipelines.descriptor_layout)."""
+        return self.pipeline.descriptor_layout or tuple((0, i, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER)
+                                                        for i in range(len(self.ranges)))
+
+
+def image_bindings(kernel) -> tuple[tuple[Image, str, bool] | None, ...]:
+    """Per binding of a program.Kernel: (image spec, descriptor type, written by the kernel) or None (a buffer)."""
+    return tuple(None if img is None else (img, kernel.descriptors[i], kernel.bindings[i] in kernel.writes)
+                 for i, img in enumerate(kernel.images))
 
 
 def _overlap(ranges, others) -> bool:
@@ -38,11 +58,16 @@ class Segment:
     def __init__(self, device: Device, arena: Arena, pool, dispatches: list[Dispatch], timestamps: bool):
         self.device, self.dispatches = device, dispatches
         vkd = device.device
-        sets_needed = max(1, len(dispatches))
+        self.images: list[ImageResource] = []
+        sets_needed = max(1, sum(len(d.pipeline.set_layouts or [None]) for d in dispatches))
+        counts: dict[int, int] = {}
+        for d in dispatches:
+            for _, _, dtype in d.layout:
+                counts[dtype] = counts.get(dtype, 0) + 1
+        counts = counts or {vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER: 1}
         self.descriptor_pool = vk.vkCreateDescriptorPool(vkd, vk.VkDescriptorPoolCreateInfo(
-            sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, maxSets=sets_needed, poolSizeCount=1,
-            pPoolSizes=[vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                                descriptorCount=max(1, sum(len(d.ranges) for d in dispatches)))]),
+            sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, maxSets=sets_needed, poolSizeCount=len(counts),
+            pPoolSizes=[vk.VkDescriptorPoolSize(type=t, descriptorCount=n) for t, n in sorted(counts.items())]),
             None)
         self.query_pool = None
         if timestamps and dispatches:
@@ -53,23 +78,44 @@ class Segment:
             sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, commandPool=pool,
             level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1))[0]
         self.barriers = 0
-        self._record(arena)
+        try:
+            self._record(arena)
+        except BaseException:  # e.g. an image format the device lacks: free what was made, then say why
+            self.close(pool)
+            raise
 
     def _record(self, arena: Arena) -> None:
         vkd, cmd = self.device.device, self.command
-        sets = []
+        layouts = [d.pipeline.set_layouts or [d.pipeline.set_layout] for d in self.dispatches]
+        flat = []
         if self.dispatches:
-            sets = vk.vkAllocateDescriptorSets(vkd, vk.VkDescriptorSetAllocateInfo(
+            flat = vk.vkAllocateDescriptorSets(vkd, vk.VkDescriptorSetAllocateInfo(
                 sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, descriptorPool=self.descriptor_pool,
-                descriptorSetCount=len(self.dispatches),
-                pSetLayouts=[d.pipeline.set_layout for d in self.dispatches]))
+                descriptorSetCount=sum(map(len, layouts)), pSetLayouts=[s for group in layouts for s in group]))
+        sets, at = [], 0
+        for group in layouts:  # the descriptor sets of each dispatch, by set index
+            sets.append(list(flat[at:at + len(group)]))
+            at += len(group)
         writes = []
-        for d, dset in zip(self.dispatches, sets):
-            for i, (offset, nbytes) in enumerate(d.ranges):
+        images: list[list[tuple[ImageResource, int, bool]]] = []
+        for d, dsets in zip(self.dispatches, sets):
+            mine = []
+            for i, ((offset, nbytes), (set_index, binding, dtype)) in enumerate(zip(d.ranges, d.layout)):
+                image = d.images[i] if i < len(d.images) else None
+                if image is None:
+                    writes.append(vk.VkWriteDescriptorSet(
+                        sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, dstSet=dsets[set_index], dstBinding=binding,
+                        descriptorCount=1, descriptorType=dtype,
+                        pBufferInfo=[vk.VkDescriptorBufferInfo(buffer=arena.buffer, offset=offset, range=nbytes)]))
+                    continue
+                spec, descriptor, written = image
+                res = ImageResource(self.device, spec, descriptor, d.name)
+                self.images.append(res)
+                mine.append((res, offset, written))
                 writes.append(vk.VkWriteDescriptorSet(
-                    sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, dstSet=dset, dstBinding=i, descriptorCount=1,
-                    descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                    pBufferInfo=[vk.VkDescriptorBufferInfo(buffer=arena.buffer, offset=offset, range=nbytes)]))
+                    sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, dstSet=dsets[set_index], dstBinding=binding,
+                    descriptorCount=1, descriptorType=dtype, pImageInfo=[res.descriptor_info()]))
+            images.append(mine)
         if writes:
             vk.vkUpdateDescriptorSets(vkd, len(writes), writes, 0, None)
         vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO))
@@ -81,22 +127,30 @@ class Segment:
             vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, self.query_pool, 0)
         written: list[tuple[int, int]] = []
         read: list[tuple[int, int]] = []
-        for i, (d, dset) in enumerate(zip(self.dispatches, sets)):
-            if _overlap(d.reads | d.writes, written) or _overlap(d.writes, read):  # RAW / WAW / WAR: wait
+        for i, (d, dsets, mine) in enumerate(zip(self.dispatches, sets, images)):
+            if mine:  # images in: every earlier access done, arena bytes copied into the images
+                self._images_in(cmd, arena, mine)
+                written.clear()
+                read.clear()
+            elif _overlap(d.reads | d.writes, written) or _overlap(d.writes, read):  # RAW / WAW / WAR: wait
                 self._barrier(cmd)
                 written.clear()
                 read.clear()
             written.extend(d.writes)
             read.extend(d.reads)
             vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline.pipeline)
-            vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline.layout, 0, 1, [dset], 0,
-                                       None)
+            vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline.layout, 0, len(dsets),
+                                       dsets, 0, None)
             if d.push:
                 vk.vkCmdPushConstants(cmd, d.pipeline.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(d.push),
                                       vk.ffi.from_buffer(d.push))
             vk.vkCmdDispatch(cmd, *d.groups)
             if self.query_pool is not None:
                 vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, self.query_pool, i + 1)
+            if any(w for _, _, w in mine):  # storage images out: back into the arena, visible to what follows
+                self._images_out(cmd, arena, mine)
+                written.clear()
+                read.clear()
         if arena.staged:  # and the results back to the host-visible twin
             vk.vkCmdPipelineBarrier(cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
                                     0, 1, [vk.VkMemoryBarrier(sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
@@ -108,6 +162,51 @@ class Segment:
         else:
             self._barrier(cmd, host=True)
         vk.vkEndCommandBuffer(cmd)
+
+    def _images_in(self, cmd, arena: Arena, images: list[tuple[ImageResource, int, bool]]) -> None:
+        """Before an image dispatch: wait for every earlier access, copy the arena bytes of the images it reads
+        into them, and put every image in the layout the shader uses."""
+        compute, transfer = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+        shader_rw = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
+        undefined, dst = vk.VK_IMAGE_LAYOUT_UNDEFINED, vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL
+        copied = [(res, offset) for res, offset, written in images if not written]
+        made = [res for res, _, written in images if written]  # outputs: contents come from the dispatch
+        vk.vkCmdPipelineBarrier(cmd, compute | transfer, compute | transfer, 0, 1, [vk.VkMemoryBarrier(
+            sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+            dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT | shader_rw)], 0, None, len(images),
+            [res.barrier(0, vk.VK_ACCESS_TRANSFER_WRITE_BIT, undefined, dst) for res, _ in copied]
+            + [res.barrier(0, shader_rw, undefined, res.layout) for res in made])
+        for res, offset in copied:
+            vk.vkCmdCopyBufferToImage(cmd, arena.buffer, res.image, dst, 1, [res.region(offset)])
+        if copied:
+            vk.vkCmdPipelineBarrier(cmd, transfer, compute, 0, 0, None, 0, None, len(copied),
+                                    [res.barrier(vk.VK_ACCESS_TRANSFER_WRITE_BIT, shader_rw, dst, res.layout)
+                                     for res, _ in copied])
+        self.barriers += 1
+
+    def _images_out(self, cmd, arena: Arena, images: list[tuple[ImageResource, int, bool]]) -> None:
+        """After an image dispatch: copy the storage images it wrote back into the arena, visible to all later
+        dispatches, copies and the host."""
+        compute, transfer = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+        src = vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL
+        out = [(res, offset) for res, offset, written in images if written]
+        vk.vkCmdPipelineBarrier(cmd, compute, transfer | compute, 0, 1, [vk.VkMemoryBarrier(
+            sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER, srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
+            dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_SHADER_READ_BIT
+            | vk.VK_ACCESS_SHADER_WRITE_BIT)], 0, None, len(out),
+            [res.barrier(vk.VK_ACCESS_SHADER_WRITE_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT, res.layout, src)
+             for res, _ in out])
+        for res, offset in out:
+            vk.vkCmdCopyImageToBuffer(cmd, res.image, src, arena.buffer, 1, [res.region(offset)])
+        vk.vkCmdPipelineBarrier(cmd, transfer, compute | transfer | vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                                [vk.VkMemoryBarrier(
+                                    sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                                    srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                                    dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
+                                    | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
+                                    | vk.VK_ACCESS_HOST_READ_BIT)], 0, None, 0, None)
+        self.barriers += 1
 
     @staticmethod
     def _copy(cmd, src, dst, size: int, dst_stage: int, dst_access: int) -> None:
@@ -140,6 +239,9 @@ class Segment:
     def close(self, pool) -> None:
         vkd = self.device.device
         vk.vkFreeCommandBuffers(vkd, pool, 1, [self.command])
+        for res in self.images:
+            res.close()
+        self.images = []
         vk.vkDestroyDescriptorPool(vkd, self.descriptor_pool, None)
         if self.query_pool is not None:
             vk.vkDestroyQueryPool(vkd, self.query_pool, None)

@@ -11,9 +11,9 @@ from ..errors import TosaError
 from ..program import Branch, Kernel, Loop, Program, StateCheck, walk
 from .device import Device, VulkanError
 from .memory import Arena, align
-from .pipelines import Pipelines
-from .recorder import Dispatch, Queue, Segment
-from .shaders import ShaderCache, Variant
+from .pipelines import Pipelines, kernel_layout
+from .recorder import Dispatch, Queue, Segment, image_bindings
+from .shaders import ShaderCache, variant_of
 
 
 class Runtime:
@@ -47,7 +47,7 @@ class Runtime:
 
     def _build(self, timestamps: bool) -> None:
         kernels = [s for s in walk(self.program.steps) if isinstance(s, Kernel)]
-        variants = list(dict.fromkeys(Variant(k.shader, k.defines) for k in kernels))
+        variants = list(dict.fromkeys(variant_of(k) for k in kernels))
         self.spirv = dict(zip(variants, self.cache.get_many(variants)))
         self.plan = self._plan(self.program.steps, timestamps)
 
@@ -87,8 +87,8 @@ class Runtime:
         return plan
 
     def _dispatch(self, step: Kernel) -> Dispatch:
-        pipeline = self.pipelines.get(self.spirv[Variant(step.shader, step.defines)], len(step.bindings),
-                                      len(step.push_constants))
+        pipeline = self.pipelines.get(self.spirv[variant_of(step)], len(step.bindings), len(step.push_constants),
+                                      kernel_layout(step), step.entry)
         ranges = []
         limit = self.device.info.limits["maxStorageBufferRange"]
         for name in step.bindings:
@@ -99,7 +99,7 @@ class Runtime:
                                   f"backend='reference'")
             ranges.append((buf.offset, max(align(buf.nbytes, 4), 4)))
         return Dispatch(step.op, pipeline, ranges, step.push_constants, step.groups,
-                        self._bytes(step.reads), self._bytes(step.writes))
+                        self._bytes(step.reads), self._bytes(step.writes), image_bindings(step))
 
     def _bytes(self, names) -> frozenset[tuple[int, int]]:
         """The arena byte ranges of tensors (memory is shared between tensors whose lifetimes don't overlap)."""

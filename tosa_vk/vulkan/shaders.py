@@ -6,6 +6,9 @@ Variants are compiled several per glslc process (one process costs ~90 ms, one m
 is `<key>.spv` with a `<key>.sha256` of its bytes, written atomically; an entry whose bytes do not match its hash
 (or lack the SPIR-V magic) is treated as missing and rebuilt, so a damaged cache can never feed a bad module to the
 driver.
+
+Custom-op kernels (tosa.CUSTOM) bring their own GLSL text (`Variant.text`, cached by the same content hash; glslc
+errors name the operator) or ready SPIR-V (`Variant.spirv`, checked with spirv-val once, never compiled).
 """
 from __future__ import annotations
 
@@ -41,13 +44,40 @@ class ShaderError(RuntimeError):
 class Variant:
     shader: str                              # path under shaders/ without .comp, e.g. "elementwise_binary/binary"
     defines: tuple[tuple[str, str], ...]     # injected as #define lines after #version
+    text: str = ""                           # inline GLSL (custom ops) instead of shaders/<shader>.comp
+    spirv: bytes = b""                       # ready SPIR-V (custom-op payloads): validated, not compiled
+    op: str = ""                             # the operator, for errors about inline sources
 
     def source(self) -> str:
-        text = (SHADER_ROOT / f"{self.shader}.comp").read_text()
+        text = self.text or (SHADER_ROOT / f"{self.shader}.comp").read_text()
         lines = text.splitlines(keepends=True)
-        at = next(i for i, line in enumerate(lines) if line.startswith("#version")) + 1
+        at = next((i for i, line in enumerate(lines) if line.lstrip().startswith("#version")), None)
+        if at is None:
+            raise ShaderError(f"{self.op or self.shader}: the GLSL source has no #version line")
+        at += 1
         extra = "".join(f"#define {k} {v}\n" for k, v in self.defines)
         return "".join(lines[:at]) + extra + f"#line {at + 1}\n" + "".join(lines[at:])
+
+
+def variant_of(kernel) -> Variant:
+    """The shader variant a program.Kernel dispatches."""
+    if kernel.source or kernel.spirv:
+        return Variant(kernel.shader, kernel.defines, kernel.source, kernel.spirv, kernel.op)
+    return Variant(kernel.shader, kernel.defines)
+
+
+def check_spirv(data: bytes, op: str) -> None:
+    """spirv-val over a ready module (skipped when spirv-val is not installed); errors name the operator."""
+    exe = shutil.which("spirv-val")
+    if exe is None:
+        return
+    with tempfile.NamedTemporaryFile(suffix=".spv") as f:
+        f.write(data)
+        f.flush()
+        done = subprocess.run([exe, "--target-env", TARGET_ENV, f.name], capture_output=True, text=True)
+    if done.returncode != 0:
+        msg = (done.stderr or done.stdout).strip().replace(f.name, "<module>")
+        raise ShaderError(f"{op}: the SPIR-V module is invalid (spirv-val):\n{msg}")
 
 
 @lru_cache(maxsize=1)
@@ -103,6 +133,10 @@ class ShaderCache:
 
     def get_many(self, variants: list[Variant]) -> list[bytes]:
         """SPIR-V for every variant, compiling the missing ones in one glslc call."""
+        for v in variants:
+            if v.spirv and v not in self.memory:
+                check_spirv(v.spirv, v.op or v.shader)
+                self.memory[v] = v.spirv
         keys = {v: self.key(v) for v in variants if v not in self.memory}
         missing = []
         for v, k in keys.items():
@@ -147,6 +181,9 @@ class ShaderCache:
             if m and m.group(1) in names:
                 v = names[m.group(1)]
                 defs = " ".join(f"{k}={val}" for k, val in v.defines)
-                line = f"shaders/{v.shader}.comp [{defs}]:{m.group(2)}"
+                if v.text:  # a custom op's shader: name the operator and where its source came from
+                    line = f"{v.op} [{v.shader.removeprefix('custom:')}]:{m.group(2)}"
+                else:
+                    line = f"shaders/{v.shader}.comp [{defs}]:{m.group(2)}"
             lines.append(line)
         return "glslc failed:\n" + "\n".join(lines)
