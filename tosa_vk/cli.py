@@ -112,6 +112,8 @@ def cmd_run(args) -> int:
             feeds[name] = np.load(file)
     else:
         raise TosaError("give a model file or --test-desc desc.json")
+    if model_path.suffix == ".vgf":
+        return _run_vgf(model_path, feeds, args)
     start = time.perf_counter()
     model = load(model_path, backend=args.backend)
     outputs = model.run(feeds)
@@ -143,6 +145,48 @@ def cmd_run(args) -> int:
               f"{where.count('alias')} free aliases")
     print(f"{model_path}: ran on {args.backend} in {seconds * 1000:.1f} ms (load + first run)")
     return 1 if (args.compare or args.check) and worst > args.tolerance else 0
+
+
+def _run_vgf(path: Path, feeds: dict, args) -> int:
+    """`tosa-vk run model.vgf`: the container's COMPUTE segments on our Vulkan runtime (tosa_vk/vgf_run.py)."""
+    from .vgf_run import VGFModel
+    start = time.perf_counter()
+    with VGFModel(path) as model:
+        outputs = model.run(feeds)
+    seconds = time.perf_counter() - start
+    out_dir = Path(args.output_dir) if args.output_dir else None
+    if out_dir:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    for name, value in outputs.items():
+        line = f"{name}: {list(value.shape)} {value.dtype}"
+        if out_dir:
+            target = out_dir / f"{name}.npy"
+            np.save(target, value)
+            line += f" -> {target}"
+        print(line)
+    print(f"{path}: ran on vulkan in {seconds * 1000:.1f} ms (load + first run)")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from .session import load
+    out = Path(args.output or Path(args.model).with_suffix(".vgf"))
+    with load(args.model, backend="vulkan", strict=True) as model:
+        vgf = model.export_vgf(out)
+    print(f"{out}: {out.stat().st_size} bytes, {len(vgf.segments)} compute segments, {len(vgf.modules)} modules, "
+          f"{len(vgf.resources)} resources, {len(vgf.constants)} constants")
+    return 0
+
+
+def cmd_inspect(args) -> int:
+    from vgf.inspect import describe, summary
+    from vgf import read_vgf
+    vgf = read_vgf(args.model)
+    if args.json:
+        print(json.dumps(summary(vgf), indent=1))
+    else:
+        print(describe(vgf, args.model))
+    return 0
 
 
 def _max_diff(a: np.ndarray, b: np.ndarray) -> float:
@@ -234,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_info)
     p = sub.add_parser("run", help="run a graph (drop-in for tosa_reference_model --test_desc)")
-    p.add_argument("model", nargs="?", help="a .tosa file (with -i name=file.npy inputs)")
+    p.add_argument("model", nargs="?", help="a .tosa or .vgf file (with -i name=file.npy inputs)")
     p.add_argument("--test-desc", help="a conformance-style desc.json naming the model, inputs and output files")
     p.add_argument("-i", "--input", action="append", help="graph input as name=file.npy")
     p.add_argument("-o", "--output-dir", help="write each output here (desc.json's ofm_file, else <name>.npy)")
@@ -253,6 +297,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("--show", type=int, default=50, help="how many failures to list")
     p.set_defaults(func=cmd_conformance)
+    p = sub.add_parser("export", help="compile a .tosa graph and write it as a VGF container (COMPUTE segments)")
+    p.add_argument("model")
+    p.add_argument("-o", "--output", help="the .vgf to write (default: the model's name with .vgf)")
+    p.set_defaults(func=cmd_export)
+    p = sub.add_parser("inspect", help="print a .vgf container: modules, segments, resources, constants")
+    p.add_argument("model")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_inspect)
     p = sub.add_parser("plan", help="where every tensor lives: descriptor, format, offset, live range, aliases")
     p.add_argument("model")
     p.add_argument("--alignment", type=int, default=256, help="buffer offset alignment in bytes")

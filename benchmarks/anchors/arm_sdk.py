@@ -90,11 +90,14 @@ def _probe(python: str) -> str | None:
     return f"Arm SDK probe failed (exit {proc.returncode}, interpreter {python}): {_tail(proc.stderr)}"
 
 
-class ArmSdkAnchor:
-    """One .tosa graph converted to VGF and loaded into Arm's scenario-runner, in a worker process."""
+class ArmSdkWorker:
+    """A worker process holding Arm's scenario-runner with the emulation layers set up (see the module doc).
 
-    def __init__(self, tosa_path: str | Path, workdir: Path | None = None):
-        self.tosa_path = Path(tosa_path).resolve()
+    `load_scenario(scenario.json, inputs=[uid...], outputs=[uid...])` loads any scenario (e.g. one written for a
+    .vgf that tosa_vk exported); `run_scenario({uid: array})` uploads, runs and downloads by resource uid. One
+    worker can load several scenarios one after the other (the last one loaded is the one that runs)."""
+
+    def __init__(self, workdir: Path | None = None):
         self._own_dir = workdir is None
         self.workdir = Path(tempfile.mkdtemp(prefix="tosa_vk_arm_")) if workdir is None else Path(workdir).resolve()
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -105,9 +108,96 @@ class ArmSdkAnchor:
             self._proc = subprocess.Popen(
                 [worker_python(), str(Path(__file__).resolve()), "--worker", str(self.workdir)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True, bufsize=1)
-            # Kills the worker and removes a temporary work folder if the anchor is dropped without close().
+            # Kills the worker and removes a temporary work folder if the worker is dropped without close().
             self._finalizer = weakref.finalize(self, _stop, self._proc, self._log,
                                                self.workdir if self._own_dir else None)
+        except BaseException:
+            self.close()
+            raise
+
+    def load_scenario(self, scenario: str | Path, inputs: list[str], outputs: list[str]) -> float:
+        """Loads a scenario whose external resources `inputs` / `outputs` (uids) are uploaded / downloaded in
+        memory; returns the load time in seconds."""
+        return self._call("load_scenario", scenario=str(Path(scenario).resolve()), inputs=list(inputs),
+                          outputs=list(outputs))["load_seconds"]
+
+    def run_scenario(self, inputs: dict[str, np.ndarray], repeats: int = 1) -> tuple[dict[str, np.ndarray],
+                                                                                         list[float]]:
+        """Uploads `inputs` by uid, runs the loaded scenario, returns the outputs by uid (raw arrays as
+        scenario-runner downloads them) and the run times."""
+        self._calls += 1
+        io_dir = self.workdir / "io"
+        io_dir.mkdir(exist_ok=True)
+        files = {}
+        for i, (uid, array) in enumerate(inputs.items()):
+            path = io_dir / f"in{self._calls}_{i}.npy"
+            np.save(path, np.ascontiguousarray(array))
+            files[uid] = str(path)
+        try:
+            reply = self._call("run", inputs=files, repeats=int(repeats), outdir=str(io_dir), tag=str(self._calls))
+        finally:
+            for path in files.values():
+                Path(path).unlink(missing_ok=True)
+        outputs = {}
+        for uid, file in reply["outputs"].items():
+            outputs[uid] = np.load(file)
+            Path(file).unlink()
+        return outputs, reply["times"]
+
+    def close(self) -> None:
+        """Stops the worker (politely, then by kill) and removes the work folder if this object made it."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            try:
+                proc.stdin.write(json.dumps({"cmd": "close"}) + "\n")
+                proc.stdin.flush()
+                proc.wait(timeout=30)
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                pass
+        if hasattr(self, "_finalizer"):
+            self._finalizer()
+        else:
+            _stop(proc, self._log, self.workdir if self._own_dir else None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _call(self, cmd: str, **args) -> dict:
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            raise ArmSdkError(f"Arm SDK worker is not running; log: {self._log_tail()}")
+        try:
+            proc.stdin.write(json.dumps({"cmd": cmd, **args}) + "\n")
+            proc.stdin.flush()
+            line = proc.stdout.readline()
+        except OSError as err:
+            raise ArmSdkError(f"Arm SDK worker pipe failed ({err}); log: {self._log_tail()}") from None
+        if not line:
+            proc.wait(timeout=30)
+            raise ArmSdkError(f"Arm SDK worker exited ({proc.returncode}) during {cmd!r}; log: {self._log_tail()}")
+        reply = json.loads(line)
+        if not reply.get("ok"):
+            raise ArmSdkError(f"{cmd}: {reply.get('error')}")
+        return reply
+
+    def _log_tail(self) -> str:
+        self._log.flush()
+        try:
+            return _tail((self.workdir / "worker.log").read_text(errors="replace"))
+        except OSError:
+            return "(no log)"
+
+
+class ArmSdkAnchor(ArmSdkWorker):
+    """One .tosa graph converted to VGF and loaded into Arm's scenario-runner, in a worker process."""
+
+    def __init__(self, tosa_path: str | Path, workdir: Path | None = None):
+        self.tosa_path = Path(tosa_path).resolve()
+        super().__init__(workdir)
+        try:
             info = self._call("load", tosa=str(self.tosa_path))
         except BaseException:
             self.close()
@@ -160,51 +250,8 @@ class ArmSdkAnchor:
             Path(path).unlink()
         return outputs, reply["times"]
 
-    def close(self) -> None:
-        """Stops the worker (politely, then by kill) and removes the work folder if the anchor made it."""
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            try:
-                proc.stdin.write(json.dumps({"cmd": "close"}) + "\n")
-                proc.stdin.flush()
-                proc.wait(timeout=30)
-            except (OSError, ValueError, subprocess.TimeoutExpired):
-                pass
-        if hasattr(self, "_finalizer"):
-            self._finalizer()
-        else:
-            _stop(proc, self._log, self.workdir if self._own_dir else None)
-
     def __enter__(self) -> "ArmSdkAnchor":
         return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def _call(self, cmd: str, **args) -> dict:
-        proc = self._proc
-        if proc is None or proc.poll() is not None:
-            raise ArmSdkError(f"Arm SDK worker is not running; log: {self._log_tail()}")
-        try:
-            proc.stdin.write(json.dumps({"cmd": cmd, **args}) + "\n")
-            proc.stdin.flush()
-            line = proc.stdout.readline()
-        except OSError as err:
-            raise ArmSdkError(f"Arm SDK worker pipe failed ({err}); log: {self._log_tail()}") from None
-        if not line:
-            proc.wait(timeout=30)
-            raise ArmSdkError(f"Arm SDK worker exited ({proc.returncode}) during {cmd!r}; log: {self._log_tail()}")
-        reply = json.loads(line)
-        if not reply.get("ok"):
-            raise ArmSdkError(f"{cmd}: {reply.get('error')}")
-        return reply
-
-    def _log_tail(self) -> str:
-        self._log.flush()
-        try:
-            return _tail((self.workdir / "worker.log").read_text(errors="replace"))
-        except OSError:
-            return "(no log)"
 
 
 def _stop(proc: subprocess.Popen | None, log, workdir: Path | None) -> None:
@@ -343,6 +390,24 @@ class _Worker:
             self.formats[r["uid"]] = r["format"]
         return {"vgf": str(vgf), "scenario": str(scenario_path), "inputs": ins, "outputs": outs,
                 "convert_seconds": convert_seconds, "load_seconds": load_seconds}
+
+    def load_scenario(self, scenario: str, inputs: list[str], outputs: list[str]) -> dict:
+        import scenario_runner_py as sr
+        t0 = time.perf_counter()
+        self.scenario = sr.load_scenario(scenario, work_dir=str(self.workdir), output_dir=str(self.workdir))
+        load_seconds = time.perf_counter() - t0
+        self.ids, self.formats = {}, {}
+        kinds = {}
+        for resource in json.loads(Path(scenario).read_text())["resources"]:
+            (kind, body), = resource.items()
+            kinds[body.get("uid")] = (kind, body.get("format"))
+        getters = {"tensor": self.scenario.get_tensor_id, "buffer": self.scenario.get_buffer_id,
+                   "image": self.scenario.get_image_id}
+        for uid in list(inputs) + list(outputs):
+            kind, fmt = kinds[uid]
+            self.ids[uid] = getters[kind](uid)
+            self.formats[uid] = fmt
+        return {"load_seconds": load_seconds}
 
     def run(self, inputs: dict[str, str], repeats: int, outdir: str, tag: str) -> dict:
         for uid, path in inputs.items():
