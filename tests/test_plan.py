@@ -132,3 +132,27 @@ def test_plan_cli_json(model_dir):
     assert plan["memory"]["arena_bytes"] >= plan["memory"]["static_bytes"] + plan["memory"]["dynamic_lower_bound_bytes"]
     aliases = [r for r in plan["tensors"] if r["alias_group"] is not None]
     assert all(sum(a["alias_group"] == r["alias_group"] for a in aliases) >= 2 for r in aliases)
+
+
+def test_program_records_each_tensors_resource():
+    """Kernels' image / TENSOR_ARM bindings reach the plan (what VGF export and `tosa-vk plan` show); other tensors
+    are storage buffers with scalar formats; RESHAPE aliases form a checked alias group."""
+    import importlib.util
+    from pathlib import Path
+    from tosa_vk import custom
+    path = Path(__file__).resolve().parent.parent / "resources" / "custom_ops" / "grid_sample.py"
+    spec = importlib.util.spec_from_file_location("custom_op_example_grid_sample", path)
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    b = Builder()
+    img = b.input("img", (1, 4, 4, 4), "fp32")
+    grid = b.input("grid", (1, 2, 2, 2), "fp32")
+    y = custom.call(b, "com.example", "grid_sample", [img, grid], name_hint="y")
+    b.output(b.reshape(y, [16]))
+    program = compile_graph(b.build(), strict=True)
+    res = program.resources
+    assert (res["img"].descriptor, res["img"].format) == (COMBINED_IMAGE_SAMPLER, "VK_FORMAT_R32G32B32A32_SFLOAT")
+    assert res["img"].image_extent == (4, 4)
+    assert (res["grid"].descriptor, res["grid"].format) == (STORAGE_BUFFER, "VK_FORMAT_R32_SFLOAT")
+    (out,) = program.outputs
+    assert res["y"].alias_group is not None and res["y"].alias_group == res[out].alias_group
+    assert res["grid"].alias_group is None

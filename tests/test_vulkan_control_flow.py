@@ -123,3 +123,28 @@ def test_profile_lists_the_segments_that_ran(device):
         model.run(v=np.zeros(5, np.int32))
         names = [name for name, _ in model.profile()]
     assert any("cond_if_then" in n for n in names) and any("cond_if_else" in n for n in names)
+
+
+def test_custom_shader_op_inside_a_region(device):
+    """A registered GLSL op in a COND_IF branch binds the region's tensors (names qualified by region)."""
+    import importlib.util
+    from pathlib import Path
+    from tosa_vk import custom
+    path = Path(__file__).resolve().parent.parent / "resources" / "custom_ops" / "color_matrix.py"
+    spec = importlib.util.spec_from_file_location("custom_op_example_color_matrix", path)
+    cm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cm)
+    attrs = cm.attrs(np.eye(3) * 2, [1.0, 0.0, -1.0])
+    b = Builder()
+    c = b.input("c", (1,), "bool")
+    x = b.input("x", (1, 2, 3, 3), "fp32")
+    b.output(b.cond_if(c, [x], lambda t, w: custom.call(t, cm.DOMAIN, cm.NAME, [w], attrs, name_hint="y"),
+                       lambda e, w: e.negate(w)))
+    graph = b.build()
+    xv = np.arange(18, dtype=np.float32).reshape(1, 2, 3, 3)
+    with tosa_vk.load(graph, backend="vulkan", device=device, strict=True) as model:
+        for flag in (True, False):
+            got = model.run(c=np.array([flag]), x=xv)
+            want = tosa_vk.load(graph).run(c=np.array([flag]), x=xv)
+            (name,) = want
+            np.testing.assert_allclose(got[name], want[name], rtol=1e-6)

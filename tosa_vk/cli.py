@@ -227,25 +227,18 @@ def cmd_conformance(args) -> int:
 
 def cmd_plan(args) -> int:
     from .ir import load_graph, validate
-    from .ir.dtype import DType
     from .lower import compile_graph
-    from .plan.resources import STORAGE_BUFFER, resource
     graph = load_graph(args.model)
     validate(graph, file=args.model)
     features = {k: True for k in ("shaderInt64", "shaderInt16", "shaderInt8", "shaderFloat16", "shaderFloat64",
                                   "storageBuffer8BitAccess", "storageBuffer16BitAccess")}
     program = compile_graph(graph, features, alignment=args.alignment, host_runner=lambda *a: None)
-    dtypes = {n: t.dtype for _, b in graph.blocks() for n, t in b.tensors.items()}
-    groups: dict[str, int] = {}
     rows = []
     for name, buf in program.buffers.items():
-        shared = [n for n, b in program.buffers.items() if b.storage == buf.storage]
-        group = groups.setdefault(buf.storage, len(groups)) if len(shared) > 1 else None
-        dtype = dtypes.get(name) or DType.INT8
-        res = resource(name, buf.shape, dtype, STORAGE_BUFFER, alias_group=group)
+        res = program.resources[name]
         rows.append({"tensor": name, "kind": buf.kind, "descriptor": res.descriptor, "format": res.format,
                      "shape": list(buf.shape), "offset": buf.offset, "bytes": buf.nbytes, "live": list(buf.live),
-                     "alias_group": group})
+                     "alias_group": res.alias_group})
     summary = {"file": args.model, "memory": program.memory, "tensors": rows,
                "placement": [{"op": op, "where": where} for op, where in program.placement]}
     if args.json:

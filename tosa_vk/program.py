@@ -143,6 +143,7 @@ class Program:
     placement: list[tuple[str, str]] = field(default_factory=list)   # (operator, "vulkan" | "host")
     memory: dict[str, int] = field(default_factory=dict)            # arena / lower-bound / naive bytes
     variables: dict[str, VariableSpec] = field(default_factory=dict)  # by uid
+    resources: dict = field(default_factory=dict)  # tensor -> tosa_vk.plan.resources.Resource (descriptor, format)
 
     def buffer(self, tensor: str) -> Buffer:
         return self.buffers[tensor]

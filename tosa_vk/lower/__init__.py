@@ -18,7 +18,7 @@ from ..errors import TosaError
 from ..ir.dtype import DType
 from ..ir.graph import Block, Graph, Operator, Tensor
 from ..program import Branch, Buffer, Host, Kernel, Loop, Program, Step, VariableSpec
-from ..plan import memory
+from ..plan import memory, resources
 from .types import binding_defines
 
 LOWERINGS: dict[str, Callable[["LowerCtx"], list[Step] | None]] = {}
@@ -146,7 +146,7 @@ def compile_graph(graph: Graph, features: dict[str, bool] | None = None, alignme
     tensors = {**c.tensors, **c.temps}
     buffers, arena, stats = _place(tensors, steps, c.root, c.constants, block, alignment)
     return Program(steps, buffers, arena, list(block.inputs), list(block.outputs), c.constants, c.placement,
-                   stats, c.variables)
+                   stats, c.variables, resources.plan_resources(tensors, steps, c.root))
 
 
 class Compilation:

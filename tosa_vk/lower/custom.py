@@ -104,7 +104,7 @@ def _kernel(ctx: LowerCtx, where: str, decls: list[custom.Binding], groups, push
             images.append(Image(r.format, w, h, b.sampler.items() if b.sampler else ()))
         else:
             images.append(None)
-    names = tuple(t.name for t in tensors)
+    names = tuple(ctx.q(t.name) for t in tensors)
     label = origin or f"{ctx.attr('domain_name', '')}::{ctx.attr('operator_name', '')}"
     return Kernel(where, f"custom:{label}", tuple(defines), names, push, tuple(groups),
                   reads=names[:n_in], writes=names[n_in:], source=source, spirv=spirv, entry=entry,

@@ -123,3 +123,27 @@ def check_alias_group(members: list[Resource]) -> None:
             raise TosaError(f"alias group {first.alias_group}: '{r.tensor}' ({r.descriptor}, {list(r.shape)} "
                             f"{r.dtype.name}) does not describe the same data as '{first.tensor}' "
                             f"({first.descriptor}, {list(first.shape)} {first.dtype.name})")
+
+
+def plan_resources(tensors: dict, steps: list, root: dict[str, str]) -> dict[str, Resource]:
+    """Every tensor's Resource in a compiled program: a storage buffer unless a kernel binds it otherwise (a custom
+    op's image or TENSOR_ARM binding); tensors sharing one allocation (RESHAPE / IDENTITY, region inputs, one
+    variable's declarations) form an alias group, checked to describe the same data."""
+    from ..program import Kernel, walk
+    asked: dict[str, tuple[str, str | None]] = {}
+    for k in walk(steps):
+        if isinstance(k, Kernel):
+            for name, descriptor, image in zip(k.bindings, k.descriptors, k.images or (None,) * len(k.bindings)):
+                if descriptor != STORAGE_BUFFER:
+                    asked.setdefault(name, (descriptor, image.format if image is not None else None))
+    members: dict[str, list[str]] = {}
+    for name in tensors:
+        members.setdefault(root.get(name, name), []).append(name)
+    groups = {r: i for i, r in enumerate(r for r, names in members.items() if len(names) > 1)}
+    out = {}
+    for name, t in tensors.items():
+        descriptor, fmt = asked.get(name, (STORAGE_BUFFER, None))
+        out[name] = resource(name, t.shape, t.dtype, descriptor, fmt, groups.get(root.get(name, name)))
+    for r, i in groups.items():
+        check_alias_group([out[n] for n in members[r]])
+    return out
