@@ -1,5 +1,5 @@
-"""Reference backend: variables (seen / is_written rules of the stateful-ops proposal), CUSTOM via the registry,
-and the session API."""
+"""Reference backend: variables across runs and sessions, CUSTOM via the registry, and the session API. The
+seen / is_written rules are tested on both backends in test_vulkan_variable.py."""
 from __future__ import annotations
 
 import numpy as np
@@ -31,33 +31,6 @@ def test_variables_persist_across_runs_and_sessions_are_independent():
     assert one.run(x=ones)["add"].tolist() == [11, 21]
     one.reset_variables()
     assert one.run(x=ones)["add"].tolist() == [1, 1]
-
-
-def test_read_before_any_write_is_an_error():
-    b = Builder()
-    h = b.variable("h", (2,), "fp32")  # no initial value
-    b.output(b.variable_read(h))
-    with pytest.raises(TosaError, match="is_written"):
-        tosa_vk.load(b.build()).run({})
-
-
-def test_double_declaration_in_one_run_is_an_error():
-    b = Builder()
-    h = b.variable("h", (1,), "int8", [1])
-    b.variable("h", (1,), "int8", [1])  # same uid, second declaration
-    b.output(b.variable_read(h))
-    with pytest.raises(TosaError, match="declared twice"):
-        tosa_vk.load(b.build()).run({})
-
-
-def test_write_with_wrong_shape_is_an_error():
-    b = Builder()
-    x = b.input("x", (3,), "fp32")
-    h = b.variable("h", (2,), "fp32", [0, 0])
-    b.variable_write(h, x)
-    b.output(b.variable_read(h))
-    with pytest.raises(TosaError, match="VARIABLE_WRITE.*shape"):
-        tosa_vk.load(b.build(), ).run(x=np.zeros(3, np.float32))
 
 
 def test_custom_op_registry():

@@ -10,18 +10,9 @@ import pytest
 
 import tosa_vk
 from tosa_vk import Builder, TosaError
+from test_reference_stateful import accumulator
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "resources" / "examples" / "rnn_cell.py"
-
-
-def accumulator():
-    b = Builder()
-    x = b.input("x", (2,), "fp32")
-    h = b.variable("h", (2,), "fp32", [0.0, 0.0])
-    new = b.add(b.variable_read(h), x)
-    b.variable_write(h, new)
-    b.output(new)
-    return b.build()
 
 
 def test_state_persists_on_the_device_and_sessions_are_independent(device):

@@ -79,8 +79,9 @@ class Runtime:
                     plan.append(_Branch(step.condition, self._plan(step.then, timestamps),
                                         self._plan(step.orelse, timestamps)))
                 elif isinstance(step, Loop):
+                    # the body is recorded with the next test after it: one submit per iteration
                     plan.append(_Loop(step.op, self._plan(step.cond, timestamps), step.condition,
-                                      self._plan(step.body, timestamps)))
+                                      self._plan(step.body + step.cond, timestamps)))
                 else:
                     plan.append(step)
         flush()
@@ -138,11 +139,11 @@ class Runtime:
             elif isinstance(item, _Branch):
                 self._execute(item.then if self._flag(item.condition) else item.orelse)
             elif isinstance(item, _Loop):
+                self._execute(item.cond)
                 for _ in range(self.max_iterations):
-                    self._execute(item.cond)
                     if not self._flag(item.condition):
                         break
-                    self._execute(item.body)
+                    self._execute(item.body_and_cond)
                 else:
                     raise TosaError(f"{item.op}: WHILE_LOOP did not finish within {self.max_iterations} "
                                     "iterations (the session's max_iterations)")
@@ -207,6 +208,6 @@ class _Branch:
 @dataclass
 class _Loop:
     op: str
-    cond: list
+    cond: list            # the first test
     condition: str
-    body: list
+    body_and_cond: list   # an iteration and the test after it
