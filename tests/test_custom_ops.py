@@ -68,17 +68,24 @@ def test_buffer_op_with_three_channels(backend, device):
     assert err <= 1e-5
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_sampled_image_grid_sample(backend, device):
+def grid_sample_graph():
+    """The grid_sample example on a 6x10 RGBA image: (module, graph, feeds); some samples fall beyond the edge."""
     gs = example("grid_sample")
     rng = np.random.default_rng(1)
     b = Builder()
     img = b.input("img", (1, 6, 10, 4), "fp32")
     grid = b.input("grid", (1, 5, 7, 2), "fp32")
     b.output(custom.call(b, gs.DOMAIN, gs.NAME, [img, grid], name_hint="y"))
-    iv = rng.standard_normal((1, 6, 10, 4)).astype(np.float32)
-    gv = rng.uniform(-1.2, 1.2, (1, 5, 7, 2)).astype(np.float32)  # some samples beyond the edge: clamped
-    got = run(b.build(), backend, device, img=iv, grid=gv)["y"]
+    feeds = {"img": rng.standard_normal((1, 6, 10, 4)).astype(np.float32),
+             "grid": rng.uniform(-1.2, 1.2, (1, 5, 7, 2)).astype(np.float32)}
+    return gs, b.build(), feeds
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sampled_image_grid_sample(backend, device):
+    gs, graph, feeds = grid_sample_graph()
+    iv, gv = feeds["img"], feeds["grid"]
+    got = run(graph, backend, device, **feeds)["y"]
     want = gs.bilinear(iv, gv)
     err = float(np.abs(got - want).max())
     print(f"\ngrid_sample ({backend}): max |err| vs numpy twin {err:.3g}")
@@ -233,10 +240,7 @@ def test_image_payload_with_explicit_permutes_runs_unregistered(tmp_path, device
     np.testing.assert_allclose(out, xv + np.array([10, 20, 30, 40], np.float32).reshape(1, 4, 1, 1), atol=1e-6)
 
 
-def test_glsl_payload_with_sets_tensor_descriptors_and_push_constants(device):
-    """GLSL source in the payload, bindings spread over two sets, TENSOR_ARM recorded (bound as a storage buffer
-    here), and payload push constants (zeros of the declared size)."""
-    glsl = """#version 450
+GLSL_SUB = """#version 450
 layout(local_size_x = 16) in;
 layout(set = 1, binding = 3) readonly buffer A { float a[]; };
 layout(set = 0, binding = 5) readonly buffer B { float b[]; };
@@ -244,7 +248,12 @@ layout(set = 1, binding = 0) writeonly buffer O { float o[]; };
 layout(push_constant) uniform P { float offset; uint pad; } pc;
 void main() { uint i = gl_GlobalInvocationID.x; if (i < 12) o[i] = a[i] - b[i] + pc.offset; }
 """
-    attrs = custom_payload.make(glsl=glsl, workgroup_sizes=[1, 1, 1], push_constants="offset: 4, pad: 4",
+
+
+def test_glsl_payload_with_sets_tensor_descriptors_and_push_constants(device):
+    """GLSL source in the payload, bindings spread over two sets, TENSOR_ARM recorded (bound as a storage buffer
+    here), and payload push constants (zeros of the declared size)."""
+    attrs = custom_payload.make(glsl=GLSL_SUB, workgroup_sizes=[1, 1, 1], push_constants="offset: 4, pad: 4",
                                 inputs=[resource("Tensor", custom.TENSOR_ARM, F32, 3, set=1),
                                         resource("BUFFER", custom.STORAGE_BUFFER, F32, 5, set=0)],
                                 outputs=[resource("TENSOR", custom.TENSOR_ARM, F32, 0, set=1)])

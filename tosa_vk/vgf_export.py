@@ -6,15 +6,25 @@
   `layout(push_constant) uniform Params {...} p;` block turned into `const Params p = Params(<this dispatch's
   values>);` (std430 offsets decode the bytes). Its segment then declares no push-constant range and the file is
   self-contained. Dispatches with equal shader, defines and values share one module.
-- Resources (one MRT entry per distinct memory, tosa_vk/plan/resources.py formats, STORAGE_BUFFER descriptors):
-  graph inputs INPUT, graph outputs OUTPUT, every other tensor memory INTERMEDIATE (scenario-runner allocates
-  each; no arena packing), RESHAPE / IDENTITY aliases bind their storage's entry.
+- Resources: one MRT entry per distinct memory (tosa_vk/plan/resources.py formats). Graph inputs INPUT, graph
+  outputs OUTPUT, every other tensor memory INTERMEDIATE (scenario-runner allocates each; no arena packing); RESHAPE /
+  IDENTITY aliases bind their storage's entry. Descriptor types follow the kernels: STORAGE_BUFFER, or for custom
+  ops STORAGE_IMAGE / COMBINED_IMAGE_SAMPLER (shape [H, W, C] / [1, H, W, C], the packed texel format, a sampler's
+  SamplerConfig in extra_config). A custom op's TENSOR_ARM binding is written as STORAGE_BUFFER: its shader declares
+  a buffer (the runtime binds one there), and scenario-runner 0.11 binding a VkTensorARM to such a binding computes
+  zeros. A memory bound as an image by one kernel and otherwise by another is refused (one descriptor type per
+  entry; scenario-runner does not alias images with buffers).
+- Custom kernels: inline GLSL (registered declarations, GLSL payloads) is compiled and baked like built-in kernels,
+  with its (set, binding) slots and entry point; ready SPIR-V (SPIR-V payloads) is written as is, and refused when
+  it has push constants (no values to give it, no source to bake them into).
 - Constants: CONSTANT entries whose bytes are in the constant section. Scenario-runner only binds model-sequence
   I/O and INTERMEDIATE entries to compute segments, so each constant is also listed as a model-sequence input
   (named after its tensor) that a runner fills from the constant section (tosa_vk/vgf_run.py and the tests do);
   a runner that does not know this fails on the missing input instead of computing with garbage.
-Anything VGF cannot express (host steps, control flow, variables, an output sharing memory with an input or a
-constant) raises a TosaError naming the step / tensor: the exporter never writes a file that would run wrong.
+- An output sharing memory with an input, a constant or another output (RESHAPE(input), a repeated output) gets an
+  OUTPUT entry of its own, filled by a data_layout/copy dispatch after all others.
+Anything VGF cannot express (host steps, control flow, variables, the cases above) raises a TosaError naming the
+step / tensor: the exporter never writes a file that would run wrong.
 """
 from __future__ import annotations
 
@@ -23,16 +33,20 @@ import shutil
 import struct
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import vulkan as vk
 
 from vgf import VGF, Binding, Constant, DescriptorSet, Module, Resource, Segment, save_vgf
 
 from .errors import TosaError
 from .ir.dtype import DType
-from .plan.resources import DESCRIPTOR_VALUES, FORMAT_VALUES, SCALAR_FORMATS, STORAGE_BUFFER
-from .program import Kernel, Program
+from .lower import grid_1d
+from .lower.data_layout import MAX_RANK, UNIT_TYPES
+from .plan.resources import DESCRIPTOR_VALUES, FORMAT_VALUES, IMAGE_TYPES, SCALAR_FORMATS, STORAGE_BUFFER
+from .program import Kernel, Program, pack_push
 from .vulkan.shaders import INCLUDE_DIR, SHADER_ROOT, TARGET_ENV, ShaderCache, ShaderError, Variant, variant_of
 
 # numpy storage dtype -> VkFormat value (tensors the lowering made, which carry no TOSA DType)
@@ -44,6 +58,23 @@ _NUMPY_FORMATS[DType.INT8.numpy] = FORMAT_VALUES["VK_FORMAT_R8_SINT"]
 _NUMPY_FORMATS[DType.BOOL.numpy] = FORMAT_VALUES["VK_FORMAT_R8_BOOL_ARM"]
 
 STORAGE_BUFFER_TYPE = DESCRIPTOR_VALUES[STORAGE_BUFFER]
+
+
+@dataclass(frozen=True)
+class _View:
+    """How one tensor memory is bound in the exported file (one MRT entry): descriptor / format values, shape,
+    and for a sampled image its SamplerConfig."""
+    descriptor: int
+    format: int | None                 # None: the scalar format of the tensor's element type
+    sampler: tuple = ()                # (field, VK enum name) pairs
+    shape: tuple[int, ...] | None = None
+
+    @property
+    def label(self) -> str:
+        return _DESCRIPTOR_NAMES[self.descriptor]
+
+
+_DESCRIPTOR_NAMES = {v: k.replace("VK_DESCRIPTOR_TYPE_", "") for k, v in DESCRIPTOR_VALUES.items()}
 
 
 def export_vgf(program: Program, path: str | Path | None = None, dtypes: dict[str, DType] | None = None,
@@ -60,7 +91,9 @@ class _Exporter:
     def __init__(self, program: Program, dtypes: dict[str, DType], cache: ShaderCache):
         self.p, self.dtypes, self.cache = program, dtypes, cache
         self.vgf = VGF()
-        self.mrt: dict[str, int] = {}      # storage tensor -> MRT index
+        self.mrt: dict[str, int] = {}      # storage tensor (or a copied output) -> MRT index
+        self.views: dict[str, _View] = {}  # storage tensor -> how every kernel binds it
+        self.kernels: list[Kernel] = []
 
     def run(self) -> VGF:
         p = self.p
@@ -70,26 +103,69 @@ class _Exporter:
                 where = "runs on the host" if kind == "Host" else f"is a {kind} step"
                 raise TosaError(f"{where}; VGF export needs every operator as a Vulkan compute kernel "
                                 f"(load the graph with strict=True to see which operators lack one)", op=step.op)
+        self.kernels = list(p.steps)
+        self._views()
         self._resources()
         self._segments()
         return self.vgf
 
     # -- resources
-    def _add(self, storage: str, category: str, shape=None) -> int:
+    def _views(self) -> None:
+        """One view per tensor memory; a memory bound as an image by one kernel and otherwise by another has no
+        sound VGF form (MRT entries have one descriptor type; scenario-runner cannot alias images with buffers)."""
+        p = self.p
+        uses: dict[str, list[tuple[_View, str, str]]] = {}
+        for k in self.kernels:
+            for i, name in enumerate(k.bindings):
+                desc = k.descriptors[i] if k.descriptors else STORAGE_BUFFER
+                img = k.images[i] if k.images and i < len(k.images) else None
+                if desc in IMAGE_TYPES:
+                    if img is None:
+                        raise TosaError(f"binds tensor '{name}' as {desc} without an image description", op=k.op)
+                    shape = tuple(int(d) for d in p.buffer(name).shape)
+                    if len(shape) not in (3, 4) or shape[-3:-1] != (img.height, img.width):
+                        raise TosaError(f"image binding of tensor '{name}': shape {list(shape)} is not [H, W, C] / "
+                                        f"[1, H, W, C] of the {img.width}x{img.height} image", op=k.op)
+                    view = _View(DESCRIPTOR_VALUES[desc], FORMAT_VALUES[img.format], tuple(sorted(img.sampler)),
+                                 shape)
+                else:   # TENSOR_ARM bindings too: the shader declares a buffer (the runtime binds one)
+                    view = _View(STORAGE_BUFFER_TYPE, None)
+                uses.setdefault(p.storage(name), []).append((view, name, k.op))
+        for storage, found in uses.items():
+            kinds = list(dict.fromkeys(v for v, _, _ in found))
+            if len(kinds) == 1:
+                self.views[storage] = kinds[0]
+                continue
+            (a, name_a, op_a), (b, name_b, op_b) = found[0], next(u for u in found if u[0] != found[0][0])
+            raise TosaError(f"tensor memory '{storage}' is bound as {a.label} ('{name_a}' by {op_a}) and as "
+                            f"{b.label} ('{name_b}' by {op_b}); a VGF resource has one descriptor type and "
+                            f"scenario-runner cannot alias an image with other memory, so this graph cannot be "
+                            f"exported (bind the tensor the same way everywhere, e.g. as a buffer)")
+
+    def _add(self, storage: str, category: str, shape=None, key: str | None = None) -> int:
         buf = self.p.buffer(storage)
         if buf.kind == "variable":
             raise TosaError(f"tensor '{storage}' is a variable (state kept across runs), which VGF cannot hold")
-        fmt = self._format(storage, buf.dtype)
+        view = self.views.get(storage, _View(STORAGE_BUFFER_TYPE, None))
         itemsize = np.dtype(buf.dtype).itemsize
-        shape = tuple(buf.shape if shape is None else shape)
-        if int(np.prod(shape, dtype=np.int64)) * itemsize != buf.nbytes:
-            if category in ("INPUT", "OUTPUT"):
-                raise TosaError(f"tensor '{storage}': {buf.nbytes} bytes do not match shape {list(shape)} of "
-                                f"{np.dtype(buf.dtype).name}; VGF I/O must be dense")
-            shape = (-(-buf.nbytes // itemsize),)
-        self.vgf.resources.append(Resource(category, STORAGE_BUFFER_TYPE, fmt, shape))
-        self.mrt[storage] = len(self.vgf.resources) - 1
-        return self.mrt[storage]
+        if view.format is not None:   # an image: [H, W, C] / [1, H, W, C] texels, C packed into the format
+            fmt, shape = view.format, view.shape
+            if int(np.prod(shape, dtype=np.int64)) * itemsize != buf.nbytes:
+                raise TosaError(f"image tensor '{storage}': {buf.nbytes} bytes do not match shape {list(shape)}")
+        else:
+            fmt = self._format(storage, buf.dtype)
+            shape = tuple(buf.shape if shape is None else shape)
+            if int(np.prod(shape, dtype=np.int64)) * itemsize != buf.nbytes:
+                if category in ("INPUT", "OUTPUT"):
+                    raise TosaError(f"tensor '{storage}': {buf.nbytes} bytes do not match shape {list(shape)} of "
+                                    f"{np.dtype(buf.dtype).name}; VGF I/O must be dense")
+                shape = (-(-buf.nbytes // itemsize),)
+        sampler = None
+        if view.sampler:
+            sampler = {field: int(getattr(vk, name)) for field, name in view.sampler}
+        self.vgf.resources.append(Resource(category, view.descriptor, fmt, shape, sampler=sampler))
+        self.mrt[key or storage] = len(self.vgf.resources) - 1
+        return self.mrt[key or storage]
 
     def _format(self, name: str, dtype) -> int:
         dt = self.dtypes.get(name)
@@ -121,37 +197,51 @@ class _Exporter:
         for name in p.outputs:
             root = p.storage(name)
             if root in self.mrt:
-                other = next(n for n, i in self.mrt.items() if i == self.mrt[root])
-                kind = vgf.resources[self.mrt[root]].category.lower()
-                raise TosaError(f"graph output '{name}' shares memory with {kind} '{other}' (a RESHAPE / IDENTITY "
-                                f"chain or a repeated output); VGF outputs need memory of their own")
-            shape = p.buffer(name).shape if p.buffer(name).nbytes == p.buffer(root).nbytes else None
-            vgf.outputs.append(Binding(binding, self._add(root, "OUTPUT", shape)))
+                # Shares memory with an input, a constant or another output (a RESHAPE / IDENTITY chain, a repeated
+                # output): the file gives it memory of its own, filled by a copy after every other dispatch.
+                index = self._own_output(name, root)
+            else:
+                shape = p.buffer(name).shape if p.buffer(name).nbytes == p.buffer(root).nbytes else None
+                index = self._add(root, "OUTPUT", shape)
+            vgf.outputs.append(Binding(binding, index))
             vgf.output_names.append(name)
             binding += 1
-        for step in p.steps:
-            for name in step.bindings:
-                root = p.storage(name)
-                if root not in self.mrt:
-                    self._add(root, "INTERMEDIATE")
+        for k in self.kernels:
+            for name in k.bindings:
+                if name not in self.mrt and p.storage(name) not in self.mrt:
+                    self._add(p.storage(name), "INTERMEDIATE")
+
+    def _own_output(self, name: str, root: str) -> int:
+        p = self.p
+        if self.views.get(root, _View(STORAGE_BUFFER_TYPE, None)).format is not None:
+            raise TosaError(f"graph output '{name}' shares the memory of image tensor '{root}'; a copy of an image "
+                            f"into an output of its own is not supported")
+        buf = p.buffer(name)
+        key = f"{name} (VGF copy)"
+        index = self._add(root, "OUTPUT", buf.shape, key=key)
+        self.kernels.append(_copy_kernel(f"VGF output copy '{root}' -> '{name}'", root, key, p.buffer(root).nbytes))
+        return index
+
+    def _mrt_of(self, name: str) -> int:
+        return self.mrt[name] if name in self.mrt else self.mrt[self.p.storage(name)]
 
     # -- modules and segments
     def _segments(self) -> None:
-        p, vgf = self.p, self.vgf
-        kernels = [s for s in p.steps if isinstance(s, Kernel)]
+        vgf = self.vgf
+        kernels = self.kernels
         spirv = self._spirv(kernels)
         modules: dict[bytes, int] = {}
         for i, (k, code) in enumerate(zip(kernels, spirv)):
             if code not in modules:
                 modules[code] = len(vgf.modules)
                 label = re.sub(r"\W", "_", k.shader)
-                vgf.modules.append(Module(f"{label}_{len(vgf.modules)}", "COMPUTE",
-                                          getattr(k, "entry", "") or "main", code, "SPIR-V"))
-            where = list(getattr(k, "slots", ()) or ()) or [(0, b) for b in range(len(k.bindings))]
-            slot = {name: Binding(b, self.mrt[p.storage(name)]) for (_, b), name in zip(where, k.bindings)}
+                vgf.modules.append(Module(f"{label}_{len(vgf.modules)}", "COMPUTE", k.entry or "main", code,
+                                          "SPIR-V"))
+            where = list(k.slots) or [(0, b) for b in range(len(k.bindings))]
+            slot = {name: Binding(b, self._mrt_of(name)) for (_, b), name in zip(where, k.bindings)}
             sets: dict[int, list[Binding]] = {}
             for (set_index, b), name in zip(where, k.bindings):
-                sets.setdefault(set_index, []).append(Binding(b, self.mrt[p.storage(name)]))
+                sets.setdefault(set_index, []).append(Binding(b, self._mrt_of(name)))
             vgf.segments.append(Segment(
                 f"compute_segment_{i}", modules[code], "COMPUTE",
                 [DescriptorSet(sets[n], n) for n in sorted(sets)],
@@ -162,21 +252,28 @@ class _Exporter:
     def _spirv(self, kernels: list[Kernel]) -> list[bytes]:
         variants = []
         for k in kernels:
-            descriptors = getattr(k, "descriptors", ()) or ()
-            if any(d != STORAGE_BUFFER for d in descriptors) or any(getattr(k, "images", ()) or ()):
-                raise TosaError(f"binds {', '.join(sorted(set(descriptors) - {STORAGE_BUFFER}))}; VGF export "
-                                f"writes storage-buffer kernels only so far", op=k.op)
-            spirv = getattr(k, "spirv", b"")
-            if spirv:
+            if k.spirv:
                 if k.push_constants:
-                    raise TosaError("a ready SPIR-V kernel with push-constant values cannot be exported: VGF "
-                                    "carries no push-constant values and SPIR-V cannot be re-baked", op=k.op)
-                variants.append(Variant(k.shader, k.defines, spirv=spirv, op=k.op))
+                    raise TosaError(f"a ready SPIR-V kernel (a VulkanCustomShader payload) declares "
+                                    f"{len(k.push_constants)} bytes of push constants: VGF carries no push-constant "
+                                    f"values and SPIR-V cannot be re-baked, so it cannot be exported", op=k.op)
+                variants.append(Variant(k.shader, k.defines, spirv=k.spirv, op=k.op))
             elif k.push_constants:
                 variants.append(Variant(k.shader, (), text=_bake(variant_of(k), k), op=k.op))
             else:
                 variants.append(variant_of(k))
         return self.cache.get_many(variants)
+
+
+def _copy_kernel(op: str, src: str, dst: str, nbytes: int) -> Kernel:
+    """shaders/data_layout/copy.comp over `nbytes` bytes as one contiguous run (push layout: tosa_vk/lower/
+    data_layout.py strided_copy)."""
+    unit = 4 if nbytes % 4 == 0 else 1
+    count = nbytes // unit
+    pad = [0] * (MAX_RANK - 1)
+    fields = [count, 1, 0, 0, count, *([1] * (MAX_RANK - 1)), 1, *pad, 1, *pad, count, *([1] * (MAX_RANK - 1))]
+    return Kernel(op, "data_layout/copy", (("ELEM_T", UNIT_TYPES[unit]),), (src, dst),
+                  pack_push(*fields, fmt="I" + "i" * (len(fields) - 1)), grid_1d(count), reads=(src,), writes=(dst,))
 
 
 # ---------------------------------------------------------------------------------------------------------------

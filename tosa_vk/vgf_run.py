@@ -1,10 +1,14 @@
 """VGF -> run on tosa_vk's Vulkan runtime: each COMPUTE segment becomes a Kernel whose SPIR-V comes from the file.
 
-Supported: COMPUTE segments with SPIR-V modules (entry point `main`), storage-buffer resources bound at set 0,
-bindings 0..n-1, no push-constant ranges (VGF carries no push-constant values). Every MRT entry gets its own
-range of one arena (alias groups share one range); CONSTANT entries are filled from the constant section, also
-when they are listed as model-sequence inputs (as tosa_vk's exporter does), so callers feed only the real inputs.
-GRAPH segments (TOSA graphs for VK_ARM_data_graph) are refused with a clear error for now.
+Supported: COMPUTE segments with SPIR-V or GLSL modules (any entry point, any descriptor sets / bindings), no
+push-constant ranges (VGF carries no push-constant values); resources bound as STORAGE_BUFFER, TENSOR_ARM (bound as
+a storage buffer: the shaders tosa_vk and Arm's model-converter embed for custom ops declare buffers), STORAGE_IMAGE
+and COMBINED_IMAGE_SAMPLER (fp32 texels of an [H, W, C] / [1, H, W, C] resource, the sampler from the entry's
+SamplerConfig; the runtime copies them between the arena and VkImages around the dispatch). Every MRT entry gets
+its own range of one arena (alias groups share one range); CONSTANT entries are filled from the constant section,
+also when they are listed as model-sequence inputs (as tosa_vk's exporter does), so callers feed only the real
+inputs. This runs the VGFs tosa_vk exports and those Arm's model-converter writes for graphs of
+com.arm.VulkanCustomShader operators. GRAPH segments (TOSA graphs for VK_ARM_data_graph) are refused clearly.
 """
 from __future__ import annotations
 
@@ -13,18 +17,33 @@ from pathlib import Path
 import numpy as np
 
 from vgf import VGF, read_vgf
-from vgf.scenario import FORMAT_SIZES, STORAGE_BUFFER
+from vgf.scenario import FORMAT_SIZES, IMAGE_DESCRIPTORS, image_extent
 
 from .errors import TosaError
-from .plan.resources import FORMAT_VALUES, SCALAR_FORMATS
-from .program import Buffer, Kernel, Program
+from .plan.resources import DESCRIPTOR_VALUES, FORMAT_COMPONENTS, FORMAT_VALUES, SCALAR_FORMATS, STORAGE_BUFFER
+from .program import Buffer, Image, Kernel, Program
 from .vulkan import Device
 from .vulkan.memory import align
+from .vulkan_backend import OnDevice
 
 # VkFormat value -> numpy storage dtype
 _DTYPES = {13: np.uint8, 74: np.uint16, 98: np.uint32, 110: np.uint64, 112: np.float64}
 for _dt, _fmt in SCALAR_FORMATS.items():
     _DTYPES.setdefault(FORMAT_VALUES[_fmt], _dt.numpy)
+_DTYPES[FORMAT_VALUES["VK_FORMAT_R32G32_SFLOAT"]] = _DTYPES[FORMAT_VALUES["VK_FORMAT_R32G32B32A32_SFLOAT"]] = np.float32
+_DESCRIPTORS = {v: k for k, v in DESCRIPTOR_VALUES.items()}            # VkDescriptorType value -> name
+_FORMAT_NAMES = {v: k for k, v in FORMAT_VALUES.items()}
+# SamplerConfig values -> the Vulkan enum names program.Image carries
+_SAMPLER_NAMES = {
+    "min_filter": {0: "VK_FILTER_NEAREST", 1: "VK_FILTER_LINEAR"},
+    "mag_filter": {0: "VK_FILTER_NEAREST", 1: "VK_FILTER_LINEAR"},
+    "address_mode_u": {0: "VK_SAMPLER_ADDRESS_MODE_REPEAT", 1: "VK_SAMPLER_ADDRESS_MODE_MIRRORED_REPEAT",
+                       2: "VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE", 3: "VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_BORDER"},
+    "border_color": {0: "VK_BORDER_COLOR_FLOAT_TRANSPARENT_BLACK", 1: "VK_BORDER_COLOR_INT_TRANSPARENT_BLACK",
+                     2: "VK_BORDER_COLOR_FLOAT_OPAQUE_BLACK", 3: "VK_BORDER_COLOR_INT_OPAQUE_BLACK",
+                     4: "VK_BORDER_COLOR_FLOAT_OPAQUE_WHITE", 5: "VK_BORDER_COLOR_INT_OPAQUE_WHITE"},
+}
+_SAMPLER_NAMES["address_mode_v"] = _SAMPLER_NAMES["address_mode_u"]
 
 
 def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Program:
@@ -48,12 +67,23 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
         dtype = _DTYPES.get(r.format)
         if dtype is None or r.format not in FORMAT_SIZES:
             raise fail(f"resource {index} '{name}': VkFormat {r.format} is not supported")
-        if r.descriptor_type not in (STORAGE_BUFFER, None):
-            raise fail(f"resource {index} '{name}': descriptor type {r.descriptor_type} is not supported (only "
-                       f"storage buffers, {STORAGE_BUFFER})")
+        if r.descriptor_type is not None and r.descriptor_type not in _DESCRIPTORS:
+            raise fail(f"resource {index} '{name}': descriptor type {r.descriptor_type} is not supported (storage "
+                       f"buffers, tensors, storage images, combined image samplers)")
         shape = tuple(int(d) for d in r.shape)
         if any(d < 0 for d in shape):
             raise fail(f"resource {index} '{name}': shape {list(shape)} has unknown dimensions")
+        if r.descriptor_type in IMAGE_DESCRIPTORS:
+            try:
+                image_extent(r)
+            except ValueError as err:
+                raise fail(f"resource {index} '{name}': {err}") from None
+            channels = FORMAT_COMPONENTS.get(_FORMAT_NAMES.get(r.format, ""))
+            if channels != shape[-1]:
+                raise fail(f"resource {index} '{name}': an image of format {r.format} needs C = {channels} "
+                           f"channels, the shape is {list(shape)}")
+        elif FORMAT_SIZES[r.format] != np.dtype(dtype).itemsize:
+            raise fail(f"resource {index} '{name}': VkFormat {r.format} is not a scalar format for a buffer / tensor")
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
         if r.alias_group is not None and r.alias_group in offsets:
             offset = offsets[r.alias_group]
@@ -75,9 +105,9 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
     steps = []
     for s in vgf.segments:
         module = vgf.modules[s.module_index]
-        if module.language != "SPIR-V" or not module.code:
+        if module.language not in ("SPIR-V", "GLSL") or not module.code:
             raise fail(f"module {s.module_index} '{module.name}' holds {module.language or 'no'} code; only SPIR-V "
-                       f"modules run here", op=s.name)
+                       f"and GLSL modules run here", op=s.name)
         if s.push_constant_ranges:
             raise fail("the segment declares push-constant ranges, but a VGF carries no push-constant values",
                        op=s.name)
@@ -91,15 +121,28 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
             slots = ()
         reads = tuple(names[b.mrt_index] for b in s.inputs) if s.inputs or s.outputs else bound
         writes = tuple(names[b.mrt_index] for b in s.outputs) if s.inputs or s.outputs else bound
+        descriptors, images = [], []
+        for _, _, m in where:
+            r = vgf.resources[m]
+            descriptors.append(_DESCRIPTORS.get(r.descriptor_type, STORAGE_BUFFER))
+            if r.descriptor_type in IMAGE_DESCRIPTORS:
+                w, h = image_extent(r)
+                sampler = tuple(sorted((k, _SAMPLER_NAMES[k].get(v, str(v))) for k, v in (r.sampler or {}).items()))
+                images.append(Image(_FORMAT_NAMES[r.format], w, h, sampler))
+            else:
+                images.append(None)
+        if all(d == STORAGE_BUFFER for d in descriptors):
+            descriptors, images = [], []
+        code = {"spirv": bytes(module.code)} if module.language == "SPIR-V" else {"source": str(module.code)}
         steps.append(Kernel(s.name, f"vgf:{module.name or s.module_index}", (), bound, b"", tuple(s.dispatch_shape),
-                            reads, writes, spirv=bytes(module.code), entry=module.entry_point or "main",
-                            slots=slots))
+                            reads, writes, entry=module.entry_point or "main", slots=slots,
+                            descriptors=tuple(descriptors), images=tuple(images), **code))
     inputs = [names[b.mrt_index] for b in vgf.inputs if vgf.resources[b.mrt_index].category != "CONSTANT"]
     outputs = [names[b.mrt_index] for b in vgf.outputs]
     return Program(steps, buffers, max(arena, 16), inputs, outputs, constants)
 
 
-class VGFModel:
+class VGFModel(OnDevice):
     """A .vgf loaded onto a Vulkan device: run(feeds by input name) -> outputs by name."""
 
     def __init__(self, source: str | Path | VGF, device: Device | None = None, file: str | None = None):
@@ -142,18 +185,3 @@ class VGFModel:
                                 file=self.file)
             cast[name] = value.astype(buf.dtype, copy=False).reshape(buf.shape)
         return self.runtime.run(cast)
-
-    def close(self) -> None:
-        runtime = getattr(self, "runtime", None)
-        if runtime is not None:
-            runtime.close()
-            self.runtime = None
-        if getattr(self, "own_device", False) and getattr(self, "device", None) is not None:
-            self.device.close()
-            self.device = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

@@ -18,7 +18,28 @@ from .vulkan.memory import align
 from .vulkan.runtime import Runtime
 
 
-class VulkanModel:
+class OnDevice:
+    """Owns a Runtime on a Device (and the device too unless it was given): close() frees both; idempotent and
+    safe after a failed __init__."""
+    runtime = device = None
+    own_device = False
+
+    def close(self) -> None:
+        if self.runtime is not None:
+            self.runtime.close()
+            self.runtime = None
+        if self.own_device and self.device is not None:
+            self.device.close()
+            self.device = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class VulkanModel(OnDevice):
     def __init__(self, graph: Graph, file: str | None = None, device: Device | str | int | None = None,
                  strict: bool = False, timestamps: bool = False, max_iterations: int = 1_000_000):
         validate(graph, file=file)
@@ -84,12 +105,3 @@ class VulkanModel:
 
     def profile(self) -> list[tuple[str, float]]:
         return self.runtime.profile()
-
-    def close(self) -> None:
-        runtime = getattr(self, "runtime", None)
-        if runtime is not None:
-            runtime.close()
-            self.runtime = None
-        if getattr(self, "own_device", False) and getattr(self, "device", None) is not None:
-            self.device.close()
-            self.device = None
