@@ -32,14 +32,11 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .errors import TosaError
+from .plan.resources import COMBINED_IMAGE_SAMPLER, STORAGE_BUFFER, STORAGE_IMAGE, TENSOR_ARM  # noqa: F401
 
 Reference = Callable[[list[np.ndarray], bytes], list[np.ndarray]]
 VULKAN_CUSTOM_SHADER = "com.arm.VulkanCustomShader"
 
-STORAGE_BUFFER = "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER"
-STORAGE_IMAGE = "VK_DESCRIPTOR_TYPE_STORAGE_IMAGE"
-COMBINED_IMAGE_SAMPLER = "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER"
-TENSOR_ARM = "VK_DESCRIPTOR_TYPE_TENSOR_ARM"
 
 
 @dataclass(frozen=True)
