@@ -7,6 +7,7 @@ import pytest
 
 import tosa_vk
 from tosa_vk import Builder, TosaError
+from tosa_vk.vulkan.runtime import BATCH_ITERATIONS
 
 
 def counting_loop(limit: int = 10):
@@ -48,8 +49,23 @@ def test_while_loop_matches_reference_on_the_device(device, limit):
         assert np.array_equal(got[name], want[name]), name
     assert all(where == "vulkan" for _, where in model.placement)
     inputs = 12 * 4 + 2 * 4 + 2 * 4
-    # the loop-carried tensors never leave the device: only the inputs, the outputs and one bool per test
-    assert moved == {"to_device": inputs, "from_device": 4 + inputs + (limit + 1)}
+    # the loop-carried tensors never leave the device: only the inputs, the outputs and one bool per test read
+    # back (one per batch of BATCH_ITERATIONS iterations where the device has conditional rendering)
+    batch = BATCH_ITERATIONS if device.info.features["conditionalRendering"] else 1
+    tests = 1 + -(-limit // batch)
+    assert moved == {"to_device": inputs, "from_device": 4 + inputs + tests}
+
+
+@pytest.mark.parametrize("iterations", [BATCH_ITERATIONS * 2 + 3, BATCH_ITERATIONS * 2 + 4])
+def test_iteration_cap_is_exact_with_batched_iterations(device, iterations):
+    """max_iterations = 2 batches + 3: a loop of exactly that many iterations finishes, one more raises."""
+    cap = BATCH_ITERATIONS * 2 + 3
+    with tosa_vk.load(counting_loop(iterations), backend="vulkan", device=device, max_iterations=cap) as model:
+        if iterations <= cap:
+            assert model.run(feeds())["while_loop"].tolist() == [iterations]
+        else:
+            with pytest.raises(TosaError, match=f"within {cap} iterations"):
+                model.run(feeds())
 
 
 def test_while_loop_iteration_cap(device):
@@ -148,3 +164,16 @@ def test_custom_shader_op_inside_a_region(device):
             want = tosa_vk.load(graph).run(c=np.array([flag]), x=xv)
             (name,) = want
             np.testing.assert_allclose(got[name], want[name], rtol=1e-6)
+
+
+def test_batched_loop_with_a_staged_arena(device):
+    """The discrete-GPU memory path (device-local arena, copies in every command buffer) with batched iterations."""
+    from tosa_vk.lower import compile_graph
+    from tosa_vk.vulkan.runtime import Runtime
+    graph = counting_loop(BATCH_ITERATIONS + 5)
+    program = compile_graph(graph, device.info.features, strict=True)
+    with Runtime(program, device, force_staging=True) as runtime:
+        assert runtime.arena.staged
+        got = runtime.run(feeds())
+    want = tosa_vk.load(graph).run(feeds())
+    assert all(np.array_equal(got[k], want[k]) for k in want)

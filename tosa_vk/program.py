@@ -107,6 +107,7 @@ class Loop:
     body: list
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
+    predicate: str = ""   # the condition as a uint32 (cond's last kernel writes it) for conditional rendering
 
 
 @dataclass(frozen=True)

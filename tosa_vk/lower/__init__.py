@@ -241,7 +241,8 @@ def _liveness(steps: list[Step], root: dict[str, str]) -> tuple[dict[str, int], 
                 visit(step.cond)
                 visit(step.body)
                 end, count = count, count + 1
-                use(step.condition, end, False)
+                for name in filter(None, (step.condition, step.predicate)):  # read between iterations
+                    use(name, end, False)
                 for r, lo in list(last.items()):
                     if lo >= i and first.get(r, -1) < i:
                         last[r] = end

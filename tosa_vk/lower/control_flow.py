@@ -5,10 +5,12 @@ A region's inputs share the memory of the values passed in (no copies in); its o
 operator's outputs by kernels. WHILE_LOOP's outputs are the loop-carried tensors: the inputs are copied into them
 once, the cond and body regions read them in place, and the body's last kernels copy its results back into them
 (through a temporary where a result is another carried tensor, so a swap cannot overwrite a value still to be
-read). Only the condition, one bool, is read back by the host.
+read). Only the condition, one bool, is read back by the host; where the device has conditional rendering, the cond
+region also writes it as a uint32 predicate so the runtime can record iterations ahead (tosa_vk/vulkan/runtime.py).
 """
 from __future__ import annotations
 
+from ..ir.dtype import DType
 from ..program import Branch, Loop, Step
 from . import LowerCtx, lowering
 from .data_layout import copy
@@ -70,4 +72,10 @@ def WHILE_LOOP(ctx: LowerCtx) -> list[Step] | None:
     staged, back = _copies(ctx, staged), _copies(ctx, back)
     if enter is None or staged is None or back is None:
         return None
-    return enter + [Loop(ctx.label, cond, condition, body + staged + back, writes=tuple(state))]
+    predicate = ""
+    if ctx.features.get("conditionalRendering"):
+        predicate = ctx.temporary((1,), DType.INT32)
+        cond.append(ctx.kernel("control_flow/predicate", {"A": condition, "O": predicate}, groups=(1, 1, 1),
+                               writes=(predicate,)))
+    return enter + [Loop(ctx.label, cond, condition, body + staged + back, writes=tuple(state),
+                         predicate=predicate)]

@@ -14,6 +14,7 @@ import vulkan as vk
 
 API_VERSION = vk.VK_MAKE_VERSION(1, 3, 0)
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
+CONDITIONAL_RENDERING = "VK_EXT_conditional_rendering"
 _TYPE_NAMES = {vk.VK_PHYSICAL_DEVICE_TYPE_OTHER: "other", vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: "integrated",
                vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete", vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: "virtual",
                vk.VK_PHYSICAL_DEVICE_TYPE_CPU: "cpu"}
@@ -91,7 +92,11 @@ def _query(index: int, pd) -> DeviceInfo:
     subgroup = vk.VkPhysicalDeviceSubgroupProperties(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES)
     vk.vkGetPhysicalDeviceProperties2(pd, vk.VkPhysicalDeviceProperties2(
         sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, pNext=subgroup))
-    f12 = vk.VkPhysicalDeviceVulkan12Features(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES)
+    extensions = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(pd, None)}
+    conditional = vk.VkPhysicalDeviceConditionalRenderingFeaturesEXT(
+        sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT)
+    f12 = vk.VkPhysicalDeviceVulkan12Features(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                              pNext=conditional if CONDITIONAL_RENDERING in extensions else None)
     f11 = vk.VkPhysicalDeviceVulkan11Features(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
                                               pNext=f12)
     f2 = vk.VkPhysicalDeviceFeatures2(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, pNext=f11)
@@ -102,6 +107,9 @@ def _query(index: int, pd) -> DeviceInfo:
         "shaderInt8": f12.shaderInt8, "shaderFloat16": f12.shaderFloat16,
         "storageBuffer8BitAccess": f12.storageBuffer8BitAccess,
         "storageBuffer16BitAccess": f11.storageBuffer16BitAccess,
+        # VK_EXT_conditional_rendering: a WHILE_LOOP's iterations recorded ahead, skipped on the device once its
+        # condition is false (tosa_vk/vulkan/runtime.py)
+        "conditionalRendering": CONDITIONAL_RENDERING in extensions and conditional.conditionalRendering,
     }
     lim = props.limits
     limits = {
@@ -169,10 +177,15 @@ class Device:
             queue_info = vk.VkDeviceQueueCreateInfo(sType=vk.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                                     queueFamilyIndex=self.queue_family, queueCount=1,
                                                     pQueuePriorities=[1.0])
+            extensions = [CONDITIONAL_RENDERING] if self.info.features["conditionalRendering"] else []
             self.device = vk.vkCreateDevice(self.physical, vk.VkDeviceCreateInfo(
                 sType=vk.VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, pNext=self._features(), queueCreateInfoCount=1,
-                pQueueCreateInfos=[queue_info]), None)
+                pQueueCreateInfos=[queue_info], enabledExtensionCount=len(extensions),
+                ppEnabledExtensionNames=extensions or None), None)
             self.queue = vk.vkGetDeviceQueue(self.device, self.queue_family, 0)
+            if extensions:
+                self.begin_conditional = vk.vkGetDeviceProcAddr(self.device, "vkCmdBeginConditionalRenderingEXT")
+                self.end_conditional = vk.vkGetDeviceProcAddr(self.device, "vkCmdEndConditionalRenderingEXT")
         except BaseException:
             self._destroy_instance()
             raise
@@ -180,8 +193,11 @@ class Device:
     def _features(self):
         """Enables the shader features tosa_vk's kernels use, where the device has them (see DeviceInfo)."""
         f = self.info.features
+        conditional = vk.VkPhysicalDeviceConditionalRenderingFeaturesEXT(
+            sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT, conditionalRendering=True)
         f12 = vk.VkPhysicalDeviceVulkan12Features(
-            sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, shaderInt8=f["shaderInt8"],
+            sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+            pNext=conditional if f["conditionalRendering"] else None, shaderInt8=f["shaderInt8"],
             shaderFloat16=f["shaderFloat16"], storageBuffer8BitAccess=f["storageBuffer8BitAccess"])
         f11 = vk.VkPhysicalDeviceVulkan11Features(
             sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, pNext=f12,

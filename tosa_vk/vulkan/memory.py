@@ -30,7 +30,9 @@ class _Allocation:
         self.size = max(size, 16)
         vkd = device.device
         self.buffer = vk.vkCreateBuffer(vkd, vk.VkBufferCreateInfo(
-            sType=vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, size=self.size, usage=_USAGE,
+            sType=vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, size=self.size,
+            usage=_USAGE | (vk.VK_BUFFER_USAGE_CONDITIONAL_RENDERING_BIT_EXT
+                            if device.info.features.get("conditionalRendering") else 0),
             sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE), None)
         req = vk.vkGetBufferMemoryRequirements(vkd, self.buffer)
         props = vk.vkGetPhysicalDeviceMemoryProperties(device.physical)

@@ -7,6 +7,9 @@ dispatch, for per-op profiles.
 Custom-op dispatches may bind several descriptor sets and image bindings: the segment creates their images
 (tosa_vk/vulkan/images.py), copies the tensors' arena bytes into them before the dispatch and the storage images
 the dispatch writes back into the arena after it, with full barriers on both sides.
+
+A dispatch with a `predicate` is recorded inside a conditional-rendering block (VK_EXT_conditional_rendering) that
+reads a uint32 at that arena offset: the device skips it when the value is 0 (batched WHILE_LOOP iterations).
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ class Dispatch:
     writes: frozenset[tuple[int, int]]
     # per binding, for image bindings: (image spec, VK_DESCRIPTOR_TYPE_* name, written by the dispatch); else None
     images: tuple[tuple[Image, str, bool] | None, ...] = ()
+    predicate: int | None = None  # arena offset of a uint32: the dispatch is skipped when it is 0 (conditional rendering)
 
     @property
     def layout(self):
@@ -127,7 +131,25 @@ class Segment:
             vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, self.query_pool, 0)
         written: list[tuple[int, int]] = []
         read: list[tuple[int, int]] = []
+        active = None  # the predicate of the open conditional-rendering block
         for i, (d, dsets, mine) in enumerate(zip(self.dispatches, sets, images)):
+            if d.predicate != active:
+                if active is not None:
+                    self.device.end_conditional(cmd)
+                if d.predicate is not None:  # every earlier write (the predicate's too) visible to the test
+                    vk.vkCmdPipelineBarrier(
+                        cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                        vk.VK_PIPELINE_STAGE_CONDITIONAL_RENDERING_BIT_EXT | vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                        0, 1, [vk.VkMemoryBarrier(
+                            sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER, srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
+                            dstAccessMask=vk.VK_ACCESS_CONDITIONAL_RENDERING_READ_BIT_EXT
+                            | vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT)], 0, None, 0, None)
+                    written.clear()
+                    read.clear()
+                    self.device.begin_conditional(cmd, vk.VkConditionalRenderingBeginInfoEXT(
+                        sType=vk.VK_STRUCTURE_TYPE_CONDITIONAL_RENDERING_BEGIN_INFO_EXT, buffer=arena.buffer,
+                        offset=d.predicate))
+                active = d.predicate
             if mine:  # images in: every earlier access done, arena bytes copied into the images
                 self._images_in(cmd, arena, mine)
                 written.clear()
@@ -151,6 +173,8 @@ class Segment:
                 self._images_out(cmd, arena, mine)
                 written.clear()
                 read.clear()
+        if active is not None:
+            self.device.end_conditional(cmd)
         if arena.staged:  # and the results back to the host-visible twin
             vk.vkCmdPipelineBarrier(cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
                                     0, 1, [vk.VkMemoryBarrier(sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,

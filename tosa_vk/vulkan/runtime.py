@@ -2,7 +2,7 @@
 recorded at load, then each run() only writes the inputs, submits the recorded segments and reads the outputs."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import vulkan as vk
@@ -14,6 +14,10 @@ from .memory import Arena, align
 from .pipelines import Pipelines, kernel_layout
 from .recorder import Dispatch, Queue, Segment, image_bindings
 from .shaders import ShaderCache, variant_of
+
+
+BATCH_ITERATIONS = 16   # WHILE_LOOP iterations recorded ahead per command buffer (conditional rendering)
+BATCH_DISPATCHES = 512  # ... at most this many dispatches in all
 
 
 class Runtime:
@@ -79,13 +83,35 @@ class Runtime:
                     plan.append(_Branch(step.condition, self._plan(step.then, timestamps),
                                         self._plan(step.orelse, timestamps)))
                 elif isinstance(step, Loop):
-                    # the body is recorded with the next test after it: one submit per iteration
-                    plan.append(_Loop(step.op, self._plan(step.cond, timestamps), step.condition,
-                                      self._plan(step.body + step.cond, timestamps)))
+                    # the body is recorded with the next test after it: one submit per iteration, or per batch
+                    body = self._plan(step.body + step.cond, timestamps)
+                    plan.append(_Loop(step.op, self._plan(step.cond, timestamps), step.condition, body,
+                                      *self._batch(step, body, timestamps)))
                 else:
                     plan.append(step)
         flush()
         return plan
+
+    def _batch(self, loop: Loop, body: list, timestamps: bool) -> tuple[Segment | None, int]:
+        """WHILE_LOOP iterations recorded ahead into one command buffer, each under conditional rendering on the
+        loop's predicate (which the iteration's last kernel rewrites, unconditionally, from the condition): the
+        device skips the iterations after the condition turned false, so the host reads the condition once per
+        batch instead of once per iteration. (None, 1) when the device lacks conditional rendering or an
+        iteration is more than plain kernels (host work, nested control flow, images)."""
+        if not loop.predicate or len(body) != 1 or not isinstance(body[0], Segment):
+            return None, 1
+        iteration = body[0].dispatches
+        if any(image is not None for d in iteration for image in d.images):
+            return None, 1
+        count = min(BATCH_ITERATIONS, BATCH_DISPATCHES // len(iteration))
+        if count < 2:
+            return None, 1
+        offset, rewrite = self.program.buffer(loop.predicate).offset, self._bytes((loop.predicate,))
+        dispatches = [replace(d, predicate=None if d.writes == rewrite else offset)
+                      for _ in range(count) for d in iteration]
+        seg = Segment(self.device, self.arena, self.queue.pool, dispatches, timestamps)
+        self.segments.append(seg)
+        return seg, count
 
     def _dispatch(self, step: Kernel) -> Dispatch:
         pipeline = self.pipelines.get(self.spirv[variant_of(step)], len(step.bindings), len(step.push_constants),
@@ -140,13 +166,17 @@ class Runtime:
                 self._execute(item.then if self._flag(item.condition) else item.orelse)
             elif isinstance(item, _Loop):
                 self._execute(item.cond)
-                for _ in range(self.max_iterations):
-                    if not self._flag(item.condition):
-                        break
-                    self._execute(item.body_and_cond)
-                else:
-                    raise TosaError(f"{item.op}: WHILE_LOOP did not finish within {self.max_iterations} "
-                                    "iterations (the session's max_iterations)")
+                done = 0  # iterations run (or skipped on the device after the condition turned false)
+                while self._flag(item.condition):
+                    if done >= self.max_iterations:
+                        raise TosaError(f"{item.op}: WHILE_LOOP did not finish within {self.max_iterations} "
+                                        "iterations (the session's max_iterations)")
+                    if item.batch is not None and self.max_iterations - done >= item.batch_size:
+                        self._execute([item.batch])
+                        done += item.batch_size
+                    else:
+                        self._execute(item.body_and_cond)
+                        done += 1
             else:
                 outs = item.run([self._read(n) for n in item.reads])
                 for name, value in zip(item.writes, outs):
@@ -211,3 +241,5 @@ class _Loop:
     cond: list            # the first test
     condition: str
     body_and_cond: list   # an iteration and the test after it
+    batch: Segment | None = None  # batch_size iterations under conditional rendering (see Runtime._batch)
+    batch_size: int = 1
