@@ -112,18 +112,19 @@ def test_gradient_storage_images_in_and_out(device, worker, tmp_path):
     assert float(np.abs(ours["grad"] - gr.central_differences(feeds["img"])).max()) <= 1e-5
 
 
-def test_image_bound_as_a_buffer_elsewhere_is_refused(device):
-    """gradient's storage image read by ADD as a buffer: no sound VGF form (an MRT entry has one descriptor type and
-    scenario-runner does not alias images with buffers)."""
+def test_storage_image_read_as_a_buffer_is_converted(device, worker, tmp_path):
+    """gradient's storage image read by ADD as a buffer: the image gets an entry of its own and an image_to_buffer
+    dispatch fills the (buffer) output-side tensor after gradient, before ADD."""
     gr = example("gradient")
     b = Builder()
     img = b.input("img", (1, 9, 13, 1), "fp32")
     y = custom.call(b, gr.DOMAIN, gr.NAME, [img], name_hint="grad")
     b.output(b.add(y, y, name="y"))
-    with vulkan(b.build(), device) as model:
-        with pytest.raises(TosaError, match=r"tensor memory 'grad' is bound as STORAGE_IMAGE .* and as "
-                                            r"STORAGE_BUFFER \('grad' by ADD"):
-            export_vgf(model.program)
+    b.output(y)
+    feeds = {"img": np.random.default_rng(3).standard_normal((1, 9, 13, 1)).astype(np.float32)}
+    vgf, _, ours = export_and_check(b.build(), feeds, device, worker, tmp_path)
+    assert [vgf.modules[s.module_index].name.split("_")[:3] for s in vgf.segments][1] == ["custom", "image", "to"]
+    _same_bits(ours["y"], ours["grad"] * 2, "y")
 
 
 # ---- export: VulkanCustomShader payloads (the ExecuTorch way) -----------------------------------------------------
@@ -138,11 +139,15 @@ def test_spirv_payload_buffers(device, worker, tmp_path):
     np.testing.assert_allclose(ours["y"], x * 2 + 5, atol=1e-6)
 
 
-def rgba_bias_graph(tmp_path: Path, permutes: bool):
-    attrs = custom_payload.make(
+def rgba_bias_attrs(tmp_path: Path) -> dict:
+    return custom_payload.make(
         entry_point="main", workgroup_sizes=[1, 1, 1], spirv=glsl_to_spirv(RGBA_BIAS, tmp_path),
         inputs=[resource("Image", custom.COMBINED_IMAGE_SAMPLER, RGBA, 0, sampler=LINEAR_BORDER)],
         outputs=[resource("Image", custom.STORAGE_IMAGE, RGBA, 1)])
+
+
+def rgba_bias_graph(tmp_path: Path, permutes: bool):
+    attrs = rgba_bias_attrs(tmp_path)
     b = Builder()
     if permutes:   # ExecuTorch's NCHW graph: permute -> CUSTOM -> permute back
         x = b.input("x", (1, 4, 3, 5), "fp32")
@@ -163,10 +168,37 @@ def test_spirv_payload_sampled_image_to_storage_image(device, worker, tmp_path):
     assert dumped["resources"][0]["sampler_config"]["address_mode_u"] == "VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_BORDER"
 
 
-def test_image_payload_between_permutes_is_refused(device, tmp_path):
-    with vulkan(rgba_bias_graph(tmp_path, True), device) as model:
-        with pytest.raises(TosaError, match="is bound as STORAGE_BUFFER .* and as COMBINED_IMAGE_SAMPLER"):
-            export_vgf(model.program)
+def test_image_payload_between_permutes(device, worker, tmp_path):
+    """ExecuTorch's NCHW graph: TRANSPOSE (a buffer) -> VulkanCustomShader sampling it as an RGBA image and writing
+    a storage image -> TRANSPOSE back. Exported with buffer_to_image into a storage image aliased with the sampled
+    image (one alias group) and image_to_buffer after the custom dispatch."""
+    x = np.arange(1.0, 61.0, dtype=np.float32).reshape(1, 4, 3, 5)
+    vgf, dumped, ours = export_and_check(rgba_bias_graph(tmp_path, True), {"x": x}, device, worker, tmp_path)
+    np.testing.assert_allclose(ours["out"], x + np.array([10, 20, 30, 40], np.float32)[None, :, None, None],
+                               atol=1e-6)
+    groups = [(r.descriptor_type, r.alias_group) for r in vgf.resources if r.alias_group is not None]
+    assert groups == [(1, 0), (3, 0)]
+
+
+def test_image_views_of_an_input_and_between_custom_ops(device, worker, tmp_path):
+    """An input read as a storage image (gradient) and as a buffer (ADD); gradient's storage image sampled by the
+    next custom op and also a graph output: mixed I/O entries are buffers, one conversion per stale view, none
+    repeated."""
+    gr = example("gradient")
+    b = Builder()
+    img = b.input("img", (1, 3, 5, 1), "fp32")
+    grad = custom.call(b, gr.DOMAIN, gr.NAME, [img], name_hint="grad")
+    b.output(b.custom([grad], domain_name=DOMAIN, operator_name="rgba_bias", implementation_attrs=rgba_bias_attrs(
+        tmp_path), out_shape=(1, 3, 5, 4), out_dtype="fp32", name="out"))
+    b.output(grad)
+    b.output(b.add(img, img, name="twice"))
+    feeds = {"img": np.random.default_rng(5).standard_normal((1, 3, 5, 1)).astype(np.float32)}
+    vgf, _, ours = export_and_check(b.build(), feeds, device, worker, tmp_path)
+    # img and grad (both mixed) are buffers; out is written only as a storage image, so it stays one
+    assert [r.descriptor_type for r in vgf.resources if r.category in ("INPUT", "OUTPUT")] == [7, 3, 7, 7]
+    shaders = [vgf.modules[s.module_index].name.rsplit("_", 1)[0] for s in vgf.segments]
+    assert shaders.count("custom_buffer_to_image") == 2 and shaders.count("custom_image_to_buffer") == 1, shaders
+    np.testing.assert_allclose(ours["out"], ours["grad"] + np.float32([10, 20, 30, 40]), atol=1e-5)
 
 
 def glsl_sub_graph(push: str = "offset: 4, pad: 4"):

@@ -12,8 +12,15 @@
   ops STORAGE_IMAGE / COMBINED_IMAGE_SAMPLER (shape [H, W, C] / [1, H, W, C], the packed texel format, a sampler's
   SamplerConfig in extra_config). A custom op's TENSOR_ARM binding is written as STORAGE_BUFFER: its shader declares
   a buffer (the runtime binds one there), and scenario-runner 0.11 binding a VkTensorARM to such a binding computes
-  zeros. A memory bound as an image by one kernel and otherwise by another is refused (one descriptor type per
-  entry; scenario-runner does not alias images with buffers).
+  zeros.
+- A tensor memory bound as a buffer by one kernel and as an image by another (ExecuTorch's TRANSPOSE -> image
+  CUSTOM -> TRANSPOSE, a storage image read by ADD) keeps the runtime's model: the buffer entry holds the truth
+  (the graph I/O entry if it is one), each image view is an INTERMEDIATE entry of its own, and conversion dispatches
+  (shaders/custom/buffer_to_image.comp, image_to_buffer.comp) are inserted where a view is stale: before a kernel
+  binds it, and before the end for an output. A sampled image (COMBINED_IMAGE_SAMPLER) cannot be written, so its
+  conversion writes a STORAGE_IMAGE entry of the same format and extent in the same alias group (scenario-runner
+  gives an alias group one memory; two images of equal create info share one layout). A buffer cannot alias an
+  image (linear images have padded rows: lavapipe aligns a row to 64 bytes), hence the copies.
 - Custom kernels: inline GLSL (registered declarations, GLSL payloads) is compiled and baked like built-in kernels,
   with its (set, binding) slots and entry point; ready SPIR-V (SPIR-V payloads) is written as is, and refused when
   it has push constants (no values to give it, no source to bake them into).
@@ -33,7 +40,7 @@ import shutil
 import struct
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -45,8 +52,9 @@ from .errors import TosaError
 from .ir.dtype import DType
 from .lower import grid_1d
 from .lower.data_layout import MAX_RANK, UNIT_TYPES
-from .plan.resources import DESCRIPTOR_VALUES, FORMAT_VALUES, IMAGE_TYPES, SCALAR_FORMATS, STORAGE_BUFFER
-from .program import Kernel, Program, pack_push
+from .plan.resources import (COMBINED_IMAGE_SAMPLER, DESCRIPTOR_VALUES, FORMAT_COMPONENTS, FORMAT_VALUES, IMAGE_TYPES,
+                             SCALAR_FORMATS, STORAGE_BUFFER, STORAGE_IMAGE)
+from .program import Image, Kernel, Program, pack_push
 from .vulkan.shaders import INCLUDE_DIR, SHADER_ROOT, TARGET_ENV, ShaderCache, ShaderError, Variant, variant_of
 
 # numpy storage dtype -> VkFormat value (tensors the lowering made, which carry no TOSA DType)
@@ -58,6 +66,12 @@ _NUMPY_FORMATS[DType.INT8.numpy] = FORMAT_VALUES["VK_FORMAT_R8_SINT"]
 _NUMPY_FORMATS[DType.BOOL.numpy] = FORMAT_VALUES["VK_FORMAT_R8_BOOL_ARM"]
 
 STORAGE_BUFFER_TYPE = DESCRIPTOR_VALUES[STORAGE_BUFFER]
+STORAGE_IMAGE_TYPE = DESCRIPTOR_VALUES[STORAGE_IMAGE]
+SAMPLED_TYPE = DESCRIPTOR_VALUES[COMBINED_IMAGE_SAMPLER]
+_FORMAT_NAMES = {v: k for k, v in FORMAT_VALUES.items()}
+# image VkFormat name -> GLSL image format qualifier of the conversion shaders (shaders/custom/*_to_*.comp)
+_GLSL_FORMATS = {"VK_FORMAT_R32_SFLOAT": "r32f", "VK_FORMAT_R32G32_SFLOAT": "rg32f",
+                 "VK_FORMAT_R32G32B32A32_SFLOAT": "rgba32f"}
 
 
 @dataclass(frozen=True)
@@ -92,7 +106,11 @@ class _Exporter:
         self.p, self.dtypes, self.cache = program, dtypes, cache
         self.vgf = VGF()
         self.mrt: dict[str, int] = {}      # storage tensor (or a copied output) -> MRT index
-        self.views: dict[str, _View] = {}  # storage tensor -> how every kernel binds it
+        self.views: dict[str, _View] = {}  # storage tensor -> how every kernel binds it (the buffer when mixed)
+        # storage bound as a buffer and as image(s): image view -> its MRT key; sampled view key -> STORAGE_IMAGE
+        # key written by conversions (same alias group)
+        self.mixed: dict[str, dict[_View, str]] = {}
+        self.writers: dict[str, str] = {}
         self.kernels: list[Kernel] = []
 
     def run(self) -> VGF:
@@ -105,42 +123,106 @@ class _Exporter:
                                 f"(load the graph with strict=True to see which operators lack one)", op=step.op)
         self.kernels = list(p.steps)
         self._views()
+        self._convert()
         self._resources()
         self._segments()
         return self.vgf
 
     # -- resources
+    def _view_of(self, k: Kernel, i: int, name: str) -> _View:
+        desc = k.descriptors[i] if k.descriptors else STORAGE_BUFFER
+        img = k.images[i] if k.images and i < len(k.images) else None
+        if desc not in IMAGE_TYPES:   # TENSOR_ARM bindings too: the shader declares a buffer (the runtime binds one)
+            return _View(STORAGE_BUFFER_TYPE, None)
+        if img is None:
+            raise TosaError(f"binds tensor '{name}' as {desc} without an image description", op=k.op)
+        shape = tuple(int(d) for d in self.p.buffer(name).shape)
+        if len(shape) not in (3, 4) or shape[-3:-1] != (img.height, img.width):
+            raise TosaError(f"image binding of tensor '{name}': shape {list(shape)} is not [H, W, C] / "
+                            f"[1, H, W, C] of the {img.width}x{img.height} image", op=k.op)
+        return _View(DESCRIPTOR_VALUES[desc], FORMAT_VALUES[img.format], tuple(sorted(img.sampler)), shape)
+
     def _views(self) -> None:
-        """One view per tensor memory; a memory bound as an image by one kernel and otherwise by another has no
-        sound VGF form (MRT entries have one descriptor type; scenario-runner cannot alias images with buffers)."""
+        """One view per tensor memory bound one way; a memory bound in several ways (buffer and image, or two
+        image kinds) keeps a buffer entry plus one entry per image view, kept in step by _convert()."""
         p = self.p
         uses: dict[str, list[tuple[_View, str, str]]] = {}
         for k in self.kernels:
             for i, name in enumerate(k.bindings):
-                desc = k.descriptors[i] if k.descriptors else STORAGE_BUFFER
-                img = k.images[i] if k.images and i < len(k.images) else None
-                if desc in IMAGE_TYPES:
-                    if img is None:
-                        raise TosaError(f"binds tensor '{name}' as {desc} without an image description", op=k.op)
-                    shape = tuple(int(d) for d in p.buffer(name).shape)
-                    if len(shape) not in (3, 4) or shape[-3:-1] != (img.height, img.width):
-                        raise TosaError(f"image binding of tensor '{name}': shape {list(shape)} is not [H, W, C] / "
-                                        f"[1, H, W, C] of the {img.width}x{img.height} image", op=k.op)
-                    view = _View(DESCRIPTOR_VALUES[desc], FORMAT_VALUES[img.format], tuple(sorted(img.sampler)),
-                                 shape)
-                else:   # TENSOR_ARM bindings too: the shader declares a buffer (the runtime binds one)
-                    view = _View(STORAGE_BUFFER_TYPE, None)
-                uses.setdefault(p.storage(name), []).append((view, name, k.op))
+                uses.setdefault(p.storage(name), []).append((self._view_of(k, i, name), name, k.op))
         for storage, found in uses.items():
             kinds = list(dict.fromkeys(v for v, _, _ in found))
             if len(kinds) == 1:
                 self.views[storage] = kinds[0]
                 continue
             (a, name_a, op_a), (b, name_b, op_b) = found[0], next(u for u in found if u[0] != found[0][0])
-            raise TosaError(f"tensor memory '{storage}' is bound as {a.label} ('{name_a}' by {op_a}) and as "
-                            f"{b.label} ('{name_b}' by {op_b}); a VGF resource has one descriptor type and "
-                            f"scenario-runner cannot alias an image with other memory, so this graph cannot be "
-                            f"exported (bind the tensor the same way everywhere, e.g. as a buffer)")
+            why = (f"tensor memory '{storage}' is bound as {a.label} ('{name_a}' by {op_a}) and as {b.label} "
+                   f"('{name_b}' by {op_b})")
+            dtype = np.dtype(p.buffer(storage).dtype)
+            if dtype != np.float32:
+                raise TosaError(f"{why}; VGF export converts between the two with fp32 copy shaders, but the "
+                                f"tensor is {dtype.name}")
+            self.views[storage] = _View(STORAGE_BUFFER_TYPE, None)
+            images = [v for v in kinds if v.format is not None]
+            self.mixed[storage] = {v: f"{storage} (VGF {v.label} view {j})" for j, v in enumerate(images)}
+            for v, key in self.mixed[storage].items():
+                if v.descriptor == SAMPLED_TYPE:
+                    self.writers[key] = f"{storage} (VGF STORAGE_IMAGE writer of view {images.index(v)})"
+
+    def _convert(self) -> None:
+        """Conversion dispatches for mixed memories, mirroring the runtime (the arena, here the buffer entry, is
+        the truth; images are filled before a dispatch reads them and a written storage image is copied back):
+        before a kernel binds a stale view (except a storage image it only writes) and, for graph outputs, before
+        the end. Image bindings are renamed to their view's MRT key."""
+        if not self.mixed:
+            return
+        p = self.p
+        fresh: dict[str, list[str | None]] = {s: [None] for s in self.mixed}   # None: the buffer entry
+        kernels = []
+        for k in self.kernels:
+            keys: dict[str, str] = {}
+            bindings = list(k.bindings)
+            for i, name in enumerate(k.bindings):
+                s = p.storage(name)
+                if s not in self.mixed:
+                    continue
+                view = self._view_of(k, i, name)
+                key = self.mixed[s].get(view)
+                if key is not None:
+                    if keys.get(name, key) != key:
+                        raise TosaError(f"binds tensor '{name}' in two ways; VGF export cannot rename both "
+                                        f"bindings", op=k.op)
+                    keys[name] = bindings[i] = key
+                only_written = key is not None and name in k.writes and name not in k.reads
+                if key not in fresh[s] and not only_written:
+                    kernels += self._refresh(s, key, fresh)
+            for name in k.writes:
+                if p.storage(name) in self.mixed:
+                    fresh[p.storage(name)] = [keys.get(name)]
+            if keys:
+                k = replace(k, bindings=tuple(bindings), reads=tuple(keys.get(n, n) for n in k.reads),
+                            writes=tuple(keys.get(n, n) for n in k.writes))
+            kernels.append(k)
+        outputs = {p.storage(n) for n in p.outputs}
+        for s in self.mixed:
+            if s in outputs and None not in fresh[s]:
+                kernels += self._refresh(s, None, fresh)
+        self.kernels = kernels
+
+    def _refresh(self, storage: str, key: str | None, fresh: dict) -> list[Kernel]:
+        """Dispatches making view `key` (None: the buffer entry) of `storage` current; updates `fresh`."""
+        done = []
+        views = {k: v for v, k in self.mixed[storage].items()}
+        if None not in fresh[storage]:   # the newest data is in a storage image (sampled views are never written)
+            src = fresh[storage][0]
+            done.append(_texel_kernel(f"VGF image -> buffer '{storage}'", "image_to_buffer", src, storage,
+                                      views[src]))
+            fresh[storage].append(None)
+        if key is not None:
+            done.append(_texel_kernel(f"VGF buffer -> image '{storage}'", "buffer_to_image", storage,
+                                      self.writers.get(key, key), views[key]))
+            fresh[storage].append(key)
+        return done
 
     def _add(self, storage: str, category: str, shape=None, key: str | None = None) -> int:
         buf = self.p.buffer(storage)
@@ -206,10 +288,22 @@ class _Exporter:
             vgf.outputs.append(Binding(binding, index))
             vgf.output_names.append(name)
             binding += 1
+        for views in self.mixed.values():   # image views: INTERMEDIATE entries; sampled ones alias their writer
+            for view, key in views.items():
+                group = list(self.writers).index(key) if key in self.writers else None
+                self._add_view(key, view, group)
+                if group is not None:
+                    self._add_view(self.writers[key], _View(STORAGE_IMAGE_TYPE, view.format, (), view.shape), group)
         for k in self.kernels:
             for name in k.bindings:
                 if name not in self.mrt and p.storage(name) not in self.mrt:
                     self._add(p.storage(name), "INTERMEDIATE")
+
+    def _add_view(self, key: str, view: _View, alias_group: int | None) -> None:
+        sampler = {field: int(getattr(vk, name)) for field, name in view.sampler} if view.sampler else None
+        self.vgf.resources.append(Resource("INTERMEDIATE", view.descriptor, view.format, view.shape,
+                                           alias_group=alias_group, sampler=sampler))
+        self.mrt[key] = len(self.vgf.resources) - 1
 
     def _own_output(self, name: str, root: str) -> int:
         p = self.p
@@ -263,6 +357,19 @@ class _Exporter:
             else:
                 variants.append(variant_of(k))
         return self.cache.get_many(variants)
+
+
+def _texel_kernel(op: str, shader: str, src: str, dst: str, view: _View) -> Kernel:
+    """shaders/custom/<shader>.comp between a buffer and a storage image of `view`'s format and extent."""
+    fmt = _FORMAT_NAMES[view.format]
+    height, width = view.shape[-3:-1]
+    image = Image(fmt, width, height)
+    to_image = shader == "buffer_to_image"
+    defines = (("IMAGE_FORMAT", _GLSL_FORMATS[fmt]), ("CHANNELS", f"{FORMAT_COMPONENTS[fmt]}u"))
+    return Kernel(op, f"custom/{shader}", defines, (src, dst), b"", (-(-width // 8), -(-height // 8), 1),
+                  reads=(src,), writes=(dst,),
+                  descriptors=(STORAGE_BUFFER, STORAGE_IMAGE) if to_image else (STORAGE_IMAGE, STORAGE_BUFFER),
+                  images=(None, image) if to_image else (image, None))
 
 
 def _copy_kernel(op: str, src: str, dst: str, nbytes: int) -> Kernel:
