@@ -57,7 +57,7 @@ def export_and_check(graph, feeds: dict, device, worker, tmp_path: Path, exact: 
     with vulkan(graph, device) as model:
         ours = model.run(feeds)
         path = tmp_path / "model.vgf"
-        vgf = export_vgf(model.program, path, {n: t.dtype for n, t in graph.main.tensors.items()})
+        vgf = export_vgf(model.program, path)
     assert all(s.type == "COMPUTE" and not s.push_constant_ranges for s in vgf.segments)
     dumped = _vgf_dump(path)
     assert [r["vk_descriptor_type"] for r in dumped["resources"]] == [

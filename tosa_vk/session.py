@@ -85,13 +85,12 @@ class Model:
         """The graph as a VGF container (vgf.VGF; written to `path` if given): our SPIR-V kernels as COMPUTE
         segments (tosa_vk/vgf_export.py). Needs every operator as a Vulkan kernel."""
         from .vgf_export import export_vgf
-        dtypes = {n: t.dtype for n, t in self.graph.main.tensors.items()}
         if self.backend == "vulkan":
-            return export_vgf(self._vulkan.program, path, dtypes)
+            return export_vgf(self._vulkan.program, path)
         from .vulkan_backend import VulkanModel
         vulkan = VulkanModel(self.graph, self.file, strict=True)
         try:
-            return export_vgf(vulkan.program, path, dtypes)
+            return export_vgf(vulkan.program, path)
         finally:
             vulkan.close()
 

@@ -49,21 +49,12 @@ import vulkan as vk
 from vgf import VGF, Binding, Constant, DescriptorSet, Module, Resource, Segment, save_vgf
 
 from .errors import TosaError
-from .ir.dtype import DType
 from .lower import grid_1d
 from .lower.data_layout import MAX_RANK, UNIT_TYPES
 from .plan.resources import (COMBINED_IMAGE_SAMPLER, DESCRIPTOR_VALUES, FORMAT_COMPONENTS, FORMAT_VALUES, IMAGE_TYPES,
                              SCALAR_FORMATS, STORAGE_BUFFER, STORAGE_IMAGE)
 from .program import Image, Kernel, Program, pack_push
 from .vulkan.shaders import INCLUDE_DIR, SHADER_ROOT, TARGET_ENV, ShaderCache, ShaderError, Variant, variant_of
-
-# numpy storage dtype -> VkFormat value (tensors the lowering made, which carry no TOSA DType)
-_NUMPY_FORMATS = {np.dtype(np.uint8): 13, np.dtype(np.uint16): 74, np.dtype(np.uint32): 98,
-                  np.dtype(np.uint64): 110, np.dtype(np.float64): 112}
-for _dt, _fmt in SCALAR_FORMATS.items():
-    _NUMPY_FORMATS.setdefault(_dt.numpy, FORMAT_VALUES[_fmt])
-_NUMPY_FORMATS[DType.INT8.numpy] = FORMAT_VALUES["VK_FORMAT_R8_SINT"]
-_NUMPY_FORMATS[DType.BOOL.numpy] = FORMAT_VALUES["VK_FORMAT_R8_BOOL_ARM"]
 
 STORAGE_BUFFER_TYPE = DESCRIPTOR_VALUES[STORAGE_BUFFER]
 STORAGE_IMAGE_TYPE = DESCRIPTOR_VALUES[STORAGE_IMAGE]
@@ -91,19 +82,17 @@ class _View:
 _DESCRIPTOR_NAMES = {v: k.replace("VK_DESCRIPTOR_TYPE_", "") for k, v in DESCRIPTOR_VALUES.items()}
 
 
-def export_vgf(program: Program, path: str | Path | None = None, dtypes: dict[str, DType] | None = None,
-               cache: ShaderCache | None = None) -> VGF:
-    """The VGF container of `program` (written to `path` if given). `dtypes` (tensor -> TOSA DType) picks the
-    exact VkFormat where numpy storage is ambiguous (bf16 / fp8); other tensors are described by numpy dtype."""
-    vgf = _Exporter(program, dtypes or {}, cache or ShaderCache()).run()
+def export_vgf(program: Program, path: str | Path | None = None, cache: ShaderCache | None = None) -> VGF:
+    """The VGF container of `program` (written to `path` if given); formats from the planner's resources."""
+    vgf = _Exporter(program, cache or ShaderCache()).run()
     if path is not None:
         save_vgf(vgf, path)
     return vgf
 
 
 class _Exporter:
-    def __init__(self, program: Program, dtypes: dict[str, DType], cache: ShaderCache):
-        self.p, self.dtypes, self.cache = program, dtypes, cache
+    def __init__(self, program: Program, cache: ShaderCache):
+        self.p, self.cache = program, cache
         self.vgf = VGF()
         self.mrt: dict[str, int] = {}      # storage tensor (or a copied output) -> MRT index
         self.views: dict[str, _View] = {}  # storage tensor -> how every kernel binds it (the buffer when mixed)
@@ -235,7 +224,7 @@ class _Exporter:
             if int(np.prod(shape, dtype=np.int64)) * itemsize != buf.nbytes:
                 raise TosaError(f"image tensor '{storage}': {buf.nbytes} bytes do not match shape {list(shape)}")
         else:
-            fmt = self._format(storage, buf.dtype)
+            fmt = self._format(storage)
             shape = tuple(buf.shape if shape is None else shape)
             if int(np.prod(shape, dtype=np.int64)) * itemsize != buf.nbytes:
                 if category in ("INPUT", "OUTPUT"):
@@ -249,14 +238,9 @@ class _Exporter:
         self.mrt[key or storage] = len(self.vgf.resources) - 1
         return self.mrt[key or storage]
 
-    def _format(self, name: str, dtype) -> int:
-        dt = self.dtypes.get(name)
-        if dt is not None and dt in SCALAR_FORMATS:
-            return FORMAT_VALUES[SCALAR_FORMATS[dt]]
-        fmt = _NUMPY_FORMATS.get(np.dtype(dtype))
-        if fmt is None:
-            raise TosaError(f"tensor '{name}': no Vulkan format for element type {np.dtype(dtype).name}")
-        return fmt
+    def _format(self, name: str) -> int:
+        """The scalar VkFormat of a tensor's elements, from the planner's resource (TOSA dtypes: bf16 / fp8 exact)."""
+        return FORMAT_VALUES[SCALAR_FORMATS[self.p.resources[name].dtype]]
 
     def _resources(self) -> None:
         p, vgf = self.p, self.vgf
