@@ -202,7 +202,8 @@ class Compilation:
                     raise TosaError(f"no Vulkan kernel for this operator (types "
                                     f"{', '.join(t.dtype.name for t in ctx.inputs)} -> "
                                     f"{', '.join(t.dtype.name for t in ctx.outputs)})", op=op.op, index=index,
-                                    output=op.outputs[0] if op.outputs else None)
+                                    output=op.outputs[0] if op.outputs else None,
+                                    region=prefix.removesuffix("::") or None)
                 reads = tuple(n for n in op.inputs if ctx.q(n) in self.tensors)
                 steps.append(Host(ctx.label, self.host_runner(op, block, reads), tuple(map(ctx.q, reads)),
                                   tuple(map(ctx.q, op.outputs))))
