@@ -168,12 +168,5 @@ def test_custom_shader_op_inside_a_region(device):
 
 def test_batched_loop_with_a_staged_arena(device):
     """The discrete-GPU memory path (device-local arena, copies in every command buffer) with batched iterations."""
-    from tosa_vk.lower import compile_graph
-    from tosa_vk.vulkan.runtime import Runtime
-    graph = counting_loop(BATCH_ITERATIONS + 5)
-    program = compile_graph(graph, device.info.features, strict=True)
-    with Runtime(program, device, force_staging=True) as runtime:
-        assert runtime.arena.staged
-        got = runtime.run(feeds())
-    want = tosa_vk.load(graph).run(feeds())
-    assert all(np.array_equal(got[k], want[k]) for k in want)
+    from test_vulkan_runtime import check_staged
+    check_staged(counting_loop(BATCH_ITERATIONS + 5), feeds(), device)

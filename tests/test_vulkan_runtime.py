@@ -143,17 +143,21 @@ def test_no_leaks_over_2000_runs(device):
     assert after_cycles - after_runs < 16 * 1024, f"RSS grew {after_cycles - after_runs} KiB over 50 load/close"
 
 
-def test_staged_memory_path_matches(device):
-    """The discrete-GPU path (device-local arena + host-visible twin, copies in the command buffer), forced."""
+def check_staged(graph, values: dict, device) -> None:
+    """Runs `graph` on the discrete-GPU path (device-local arena + host-visible twin, copies in the command buffer),
+    forced, and checks it against the reference backend."""
     from tosa_vk.lower import compile_graph
     from tosa_vk.vulkan.runtime import Runtime
-    graph = small_graph()
     program = compile_graph(graph, device.info.features, strict=True)
     with Runtime(program, device, force_staging=True) as runtime:
         assert runtime.arena.staged
-        got = runtime.run(feeds())
-    want = tosa_vk.load(graph).run(feeds())
+        got = runtime.run(values)
+    want = tosa_vk.load(graph).run(values)
     assert all(np.array_equal(got[k], want[k]) for k in want)
+
+
+def test_staged_memory_path_matches(device):
+    check_staged(small_graph(), feeds(), device)
 
 
 def test_close_is_idempotent(device):

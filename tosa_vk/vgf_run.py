@@ -171,11 +171,7 @@ class VGFModel(OnDevice):
 
     def run(self, feeds: dict[str, np.ndarray] | None = None, **named) -> dict[str, np.ndarray]:
         feeds = {**(feeds or {}), **named}
-        missing = [n for n in self.program.inputs if n not in feeds]
-        unknown = sorted(set(feeds) - set(self.program.inputs))
-        if missing or unknown:
-            raise TosaError(f"VGF inputs {self.program.inputs} expected; missing {missing}, unknown {unknown}",
-                            file=self.file)
+        self.check_feeds(self.program.inputs, feeds, "VGF")
         cast = {}
         for name in self.program.inputs:
             buf = self.program.buffer(name)

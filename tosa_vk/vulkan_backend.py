@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import TosaError
 from .ir.graph import Block, Graph, Operator
 from .ir.validate import validate
 from .lower import compile_graph
 from .reference.executor import Interpreter, coerce_input
 from .reference.registry import Call
+from .reference.variable import begin_run
 from .vulkan import Device
 from .vulkan.memory import align
 from .vulkan.runtime import Runtime
@@ -21,8 +23,16 @@ from .vulkan.runtime import Runtime
 class OnDevice:
     """Owns a Runtime on a Device (and the device too unless it was given): close() frees both; idempotent and
     safe after a failed __init__."""
-    runtime = device = None
+    runtime = device = file = None
     own_device = False
+
+    def check_feeds(self, expected: list[str], feeds: dict, what: str) -> None:
+        """Every input in `expected` given, nothing else; `what` names them in the error ("graph", "VGF")."""
+        missing = [n for n in expected if n not in feeds]
+        unknown = sorted(set(feeds) - set(expected))
+        if missing or unknown:
+            raise TosaError(f"{what} inputs {expected} expected; missing {missing}, unknown {unknown}",
+                            file=self.file)
 
     def close(self) -> None:
         if self.runtime is not None:
@@ -75,14 +85,10 @@ class VulkanModel(OnDevice):
         return run
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from .errors import TosaError
         main = self.graph.main
-        missing = [n for n in main.inputs if n not in feeds]
-        unknown = sorted(set(feeds) - set(main.inputs))
-        if missing or unknown:
-            raise TosaError(f"graph inputs {main.inputs} expected; missing {missing}, unknown {unknown}",
-                            file=self.file)
+        self.check_feeds(main.inputs, feeds, "graph")
         values = {n: coerce_input(main.tensors[n], feeds[n], self.file) for n in main.inputs}
+        begin_run(self.runtime.state)  # a new run: every variable may be declared once again
         try:
             return self.runtime.run(values)
         except TosaError as err:

@@ -11,14 +11,13 @@ from functools import partial
 
 from ..ir.graph import Tensor
 from ..program import StateCheck, Step, VariableSpec
-from ..reference.variable import check_read, check_write, declare, uid_of
+from ..reference.variable import check_read, check_write, declare, uid_of, variable_tensor
 from . import LowerCtx, lowering
 from .data_layout import copy
 
 
 def _variable(ctx: LowerCtx, names: list[str]) -> Tensor:
-    (t,) = [ctx.block.tensors[n] for n in names if ctx.block.tensors[n].variable]
-    return t
+    return variable_tensor(ctx.block, names, ctx.label)
 
 
 @lowering("VARIABLE")

@@ -36,11 +36,11 @@ def begin_run(state: dict) -> None:
         var.seen = False
 
 
-def _variable_tensor(call: Call, names: list[str]) -> Tensor:
-    block: Block = call.extra["block"]
+def variable_tensor(block: Block, names: list[str], op: str) -> Tensor:
+    """The one variable tensor among an operator's tensor `names` (see the module docstring)."""
     found = [block.tensors[n] for n in names if n in block.tensors and block.tensors[n].variable]
     if len(found) != 1:
-        raise TosaError(f"{call.name} must name exactly one variable tensor, names {names}")
+        raise TosaError(f"{op} must name exactly one variable tensor, names {names}")
     return found[0]
 
 
@@ -93,25 +93,15 @@ def check_read(state: dict, t: Tensor, shape: tuple[int, ...], dtype: DType) -> 
     return var
 
 
-def written_value(op, block: Block) -> tuple[Tensor, Tensor]:
-    """(variable tensor, value tensor) of a VARIABLE_WRITE."""
-    names = op.outputs + op.inputs
-    found = [block.tensors[n] for n in names if n in block.tensors and block.tensors[n].variable]
-    if len(found) != 1:
-        raise TosaError(f"VARIABLE_WRITE must name exactly one variable tensor, names {names}")
-    (value,) = [block.tensors[n] for n in op.inputs if n != found[0].name]
-    return found[0], value
-
-
 @reference("VARIABLE")
 def VARIABLE(call: Call):
-    var = declare(call.state, _variable_tensor(call, call.op.outputs + call.op.inputs))
+    var = declare(call.state, variable_tensor(call.extra["block"], call.op.outputs + call.op.inputs, call.name))
     return [var.value] * len(call.op.outputs)
 
 
 @reference("VARIABLE_WRITE")
 def VARIABLE_WRITE(call: Call):
-    t = _variable_tensor(call, call.op.outputs + call.op.inputs)
+    t = variable_tensor(call.extra["block"], call.op.outputs + call.op.inputs, call.name)
     (i,) = [i for i, n in enumerate(call.op.inputs) if n != t.name]
     value = call.inputs[i]
     var = check_write(call.state, t, value.shape, call.in_types[i])
@@ -121,5 +111,5 @@ def VARIABLE_WRITE(call: Call):
 
 @reference("VARIABLE_READ")
 def VARIABLE_READ(call: Call):
-    t = _variable_tensor(call, call.op.inputs)
+    t = variable_tensor(call.extra["block"], call.op.inputs, call.name)
     return check_read(call.state, t, call.out_shapes[0], call.out_types[0]).value.copy()

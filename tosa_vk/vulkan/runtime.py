@@ -144,8 +144,6 @@ class Runtime:
         `transferred` then holds the bytes that crossed between host and device memory in this run."""
         self.transferred = {"to_device": 0, "from_device": 0}
         self.ran: list[Segment] = []
-        for var in self.state.values():
-            var.seen = False  # a new run (tosa_execute_graph): every variable may be declared once again
         for name, value in feeds.items():
             self._write(name, value)
         self._execute(self.plan)
