@@ -1,17 +1,15 @@
 """Element-wise and data-layout operators on tosa_vk's Vulkan backend against numpy and Arm's ML SDK pipeline.
-Now a preset of the benchmark engine (tosa_vk/bench.py, `tosa-vk bench`); extra arguments are passed on.
+A preset of the benchmark engine (the installed package tosa_vk.bench, `tosa-vk bench`); extra arguments are
+passed on.
 
-    python benchmarks/elementwise_vulkan.py [--repeats 9] [--device lavapipe] [--out results/]
+    .venv/bin/python benchmarks/elementwise_vulkan.py [--repeats 9] [--device lavapipe] [--out results/]
 """
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from tosa_vk import bench  # noqa: E402
+from tosa_vk import bench
 
 OPS = ("ADD", "MUL", "CLAMP", "SIGMOID", "TRANSPOSE", "CONCAT", "PAD")
 

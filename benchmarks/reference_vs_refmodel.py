@@ -1,18 +1,16 @@
 """tosa_vk's numpy reference backend against Arm's C++ reference model (tosa-tools, in-process), same inputs,
-interleaved runs. Now a preset of the benchmark engine (tosa_vk/bench.py, `tosa-vk bench`): the CONV2D cases and
-the shipped models on backends reference and refmodel; the table's "ref x refmodel" column is the speed-up.
+interleaved runs. A preset of the benchmark engine (the installed package tosa_vk.bench, `tosa-vk bench`): the
+CONV2D cases and the shipped models on backends reference and refmodel; the table's "ref x refmodel" column is the
+speed-up.
 
-    python benchmarks/reference_vs_refmodel.py [--repeats 7] [--out results/]
+    .venv/bin/python benchmarks/reference_vs_refmodel.py [--repeats 7] [--out results/]
 """
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from tosa_vk import bench  # noqa: E402
+from tosa_vk import bench
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -1,4 +1,9 @@
-"""Shared fixtures: the shipped models and Arm's generated conformance tests (generated once, then cached)."""
+"""Shared fixtures: the shipped models and Arm's generated conformance tests (generated once, then cached).
+
+`tests/` is on sys.path (pytest's default "prepend" import mode), so test modules import the shared helpers as
+`from helpers import ...`. A run whose `-m` expression deselects a conformance-parametrized test (e.g.
+`-m "not conformance"`, the fast tier) does not generate the conformance selection at all.
+"""
 from __future__ import annotations
 
 import json
@@ -18,13 +23,41 @@ def conformance_selection(kind: str) -> list[Path]:
     return selected_tests(Selection(test_type=kind)) + extra
 
 
+def one_positive_test_per_op() -> list[Path]:
+    """The first positive test of every operator in the selection."""
+    seen, picked = set(), []
+    for t in conformance_selection("positive"):
+        op = json.loads((t / "desc.json").read_text())["test_details"]["operator"]
+        if op not in seen:
+            seen.add(op)
+            picked.append(t)
+    return picked
+
+
+# Fixture name -> the generated test folders it is parametrized with (computed only for tests that will run).
+CONFORMANCE_PARAMS = {
+    "positive_test": lambda: conformance_selection("positive"),
+    "negative_test": lambda: conformance_selection("negative"),
+    "op_positive_test": one_positive_test_per_op,
+}
+
+
+def _deselected_by_mark(metafunc) -> bool:
+    """True when the run's `-m` expression deselects this test anyway (so its parameters need not be generated)."""
+    expression = metafunc.config.option.markexpr
+    if not expression:
+        return False
+    from _pytest.mark.expression import Expression  # what `-m` itself evaluates
+    names = {mark.name for mark in metafunc.definition.iter_markers()}
+    return not Expression.compile(expression).evaluate(lambda name, /, **kwargs: name in names)
+
+
 def pytest_generate_tests(metafunc):
     if "model_dir" in metafunc.fixturenames:
         metafunc.parametrize("model_dir", MODELS, ids=[m.name for m in MODELS])
-    for kind in ("positive", "negative"):
-        arg = f"{kind}_test"
+    for arg, tests_of in CONFORMANCE_PARAMS.items():
         if arg in metafunc.fixturenames:
-            tests = conformance_selection(kind)
+            tests = [] if _deselected_by_mark(metafunc) else tests_of()
             metafunc.parametrize(arg, tests, ids=[t.name for t in tests])
 
 

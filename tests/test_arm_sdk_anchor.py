@@ -1,20 +1,13 @@
-"""The Arm ML SDK for Vulkan benchmark anchor (benchmarks/anchors/arm_sdk.py): .tosa -> model-converter -> VGF ->
-scenario-runner in a worker process. Skipped when Arm's wheels (or their Vulkan layers) are not usable here; set
+"""The Arm ML SDK for Vulkan benchmark anchor (tosa_vk/bench/anchors/arm_sdk.py): .tosa -> model-converter ->
+VGF -> scenario-runner in a worker process. Skipped when Arm's wheels (or their Vulkan layers) are not usable here; set
 TOSA_VK_ARM_SDK_PYTHON to an interpreter that has them to use a separate environment."""
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tosa_vk
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from benchmarks.anchors import arm_sdk  # noqa: E402
+from tosa_vk.bench.anchors import arm_sdk
 
 pytestmark = pytest.mark.vulkan
 

@@ -16,7 +16,6 @@ import tosa_vk
 from tosa_vk import Builder, TosaError
 from tosa_vk import custom, custom_payload
 from tosa_vk.custom import Sampler, buffer, sampled_image, storage_image, tensor
-from tosa_vk.lower import compile_graph
 from tosa_vk.passes.permute import apply_custom_layouts
 from tosa_vk.vulkan.shaders import ShaderError
 
@@ -113,7 +112,7 @@ def test_kernels_record_bindings_and_descriptor_types():
     img = b.input("img", (1, 4, 4, 4), "fp32")
     grid = b.input("grid", (1, 2, 2, 2), "fp32")
     b.output(custom.call(b, "com.example", "grid_sample", [img, grid], name_hint="y"))
-    (k,) = compile_graph(b.build(), strict=True).steps
+    (k,) = tosa_vk.compile(b.build(), strict=True).steps
     assert k.slots == ((0, 0), (0, 1), (0, 2))
     assert k.descriptors == (custom.COMBINED_IMAGE_SAMPLER, custom.STORAGE_BUFFER, custom.STORAGE_BUFFER)
     assert k.images[0].format == "VK_FORMAT_R32G32B32A32_SFLOAT" and (k.images[0].width, k.images[0].height) == (4, 4)
@@ -258,7 +257,7 @@ def test_glsl_payload_with_sets_tensor_descriptors_and_push_constants(device):
                                         resource("BUFFER", custom.STORAGE_BUFFER, F32, 5, set=0)],
                                 outputs=[resource("TENSOR", custom.TENSOR_ARM, F32, 0, set=1)])
     graph = single_custom_graph(attrs, shape=(3, 4), name="sub", n_inputs=2)
-    (k,) = compile_graph(graph, strict=True).steps
+    (k,) = tosa_vk.compile(graph, strict=True).steps
     assert k.descriptors == (custom.TENSOR_ARM, custom.STORAGE_BUFFER, custom.TENSOR_ARM)
     assert k.slots == ((1, 3), (0, 5), (1, 0)) and k.push_constants == bytes(8) and k.groups == (1, 1, 1)
     a, b = np.arange(12, dtype=np.float32).reshape(3, 4), np.full((3, 4), 0.5, np.float32)
@@ -320,7 +319,7 @@ def payload(**changes) -> bytes:
 def test_bad_payloads_are_rejected_with_the_op_named(attrs, message):
     graph = single_custom_graph(attrs, name="bad_op")
     with pytest.raises(TosaError, match=r"CUSTOM #\d+ 'y' \(com.arm.VulkanCustomShader::bad_op\).*" + message):
-        compile_graph(graph, strict=True)
+        tosa_vk.compile(graph, strict=True)
 
 
 def test_spirv_entry_point_must_exist(tmp_path):
@@ -328,7 +327,7 @@ def test_spirv_entry_point_must_exist(tmp_path):
     data["entry_point"] = "forward"
     graph = single_custom_graph(json.dumps(data).encode())
     with pytest.raises(TosaError, match="entry_point 'forward' is not a GLCompute entry point.*it has main"):
-        compile_graph(graph, strict=True)
+        tosa_vk.compile(graph, strict=True)
 
 
 @pytest.mark.parametrize("shape,fmt,message", [
@@ -344,7 +343,7 @@ def test_image_packing_rules_apply_to_payloads(shape, fmt, message):
     b.output(b.custom([x], domain_name=DOMAIN, operator_name="img_op", implementation_attrs=attrs,
                       out_shape=shape, out_dtype="fp32", name="y"))
     with pytest.raises(TosaError, match="img_op.*input 0: tensor 'x': .*" + message):
-        compile_graph(b.build(), strict=True)
+        tosa_vk.compile(b.build(), strict=True)
 
 
 def test_three_channel_image_rejected_for_registered_ops():
@@ -356,7 +355,7 @@ def test_three_channel_image_rejected_for_registered_ops():
         b.output(b.custom([x], domain_name="com.example.test", operator_name="rgb_image", implementation_attrs=b"",
                           out_shape=(1, 4, 4, 3), out_dtype="fp32", name="y"))
         with pytest.raises(TosaError, match="rgb_image.*C = 3 has no packed format: pad to 4 channels"):
-            compile_graph(b.build(), strict=True)
+            tosa_vk.compile(b.build(), strict=True)
     finally:
         del custom.REGISTRY[("com.example.test", "rgb_image")]
 
@@ -402,14 +401,14 @@ def test_declaration_binding_count_and_inferred_shapes_must_match_the_node():
                       implementation_attrs=cm.attrs(np.eye(3), [0, 0, 0]), out_shape=(1, 2, 2, 3), out_dtype="fp32",
                       name="y"))
     with pytest.raises(TosaError, match="binding mismatch: the declaration binds 1 input.*node has 2"):
-        compile_graph(b.build(), strict=True)
+        tosa_vk.compile(b.build(), strict=True)
     b = Builder()
     x = b.input("x", (1, 2, 2, 3), "fp32")
     b.output(b.custom([x], domain_name=cm.DOMAIN, operator_name=cm.NAME,
                       implementation_attrs=cm.attrs(np.eye(3), [0, 0, 0]), out_shape=(1, 2, 2, 4), out_dtype="fp32",
                       name="y"))
     with pytest.raises(TosaError, match="outputs .* differ from what the declaration infers"):
-        compile_graph(b.build(), strict=True)
+        tosa_vk.compile(b.build(), strict=True)
 
 
 def test_declaration_mistakes_are_caught_at_registration():
@@ -455,7 +454,7 @@ def test_images_with_a_staged_arena(device):
     grad = custom.call(b, gr.DOMAIN, gr.NAME, [img], name_hint="grad")
     grid = b.input("grid", (1, 3, 3, 2), "fp32")
     b.output(custom.call(b, gs.DOMAIN, gs.NAME, [grad, grid], name_hint="y"))  # storage image out -> sampled in
-    program = compile_graph(b.build(), strict=True)
+    program = tosa_vk.compile(b.build(), strict=True)
     rng = np.random.default_rng(6)
     iv = rng.standard_normal((1, 5, 6, 1)).astype(np.float32)
     gv = rng.uniform(-1, 1, (1, 3, 3, 2)).astype(np.float32)

@@ -4,7 +4,6 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -104,7 +103,8 @@ def test_dtype_mismatch():
 
 
 def test_fuzzed_models_fail_cleanly():
-    """Random byte flips, truncations and splices of a real model: TosaError or success, fast, nothing else."""
+    """Random byte flips, truncations and splices of a real model: TosaError or success, nothing else (a mutant that
+    hangs the reader is caught by the suite's per-test timeout, pyproject.toml)."""
     original = MODEL.read_bytes()
     rng = random.Random(1234)
     for i in range(400):
@@ -118,7 +118,6 @@ def test_fuzzed_models_fail_cleanly():
         else:
             pos = rng.randrange(8, len(buf) - 4)
             buf[pos:pos + 4] = rng.randrange(1 << 32).to_bytes(4, "little")
-        start = time.perf_counter()
         try:
             graph = read_graph(bytes(buf), file=f"mutant{i}")
         except TosaFormatError as err:
@@ -128,7 +127,6 @@ def test_fuzzed_models_fail_cleanly():
                 validate(graph)
             except TosaError:
                 pass
-        assert time.perf_counter() - start < 5.0, f"mutant {i} took too long"
 
 
 def test_format_error_names_file():

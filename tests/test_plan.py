@@ -6,7 +6,6 @@ import pytest
 
 import tosa_vk
 from tosa_vk import Builder, DType, TosaError
-from tosa_vk.lower import compile_graph
 from tosa_vk.passes.permute import NCHW_TO_NHWC, elide_inverse_pairs, insert_permutes
 from tosa_vk.plan.resources import (COMBINED_IMAGE_SAMPLER, STORAGE_BUFFER, STORAGE_IMAGE, TENSOR_ARM,
                                     check_alias_group, resource)
@@ -110,7 +109,7 @@ def test_adjacent_inverse_permutes_are_elided(nhwc_scale):
 
 def test_memory_packing_on_the_shipped_models(model_dir):
     graph = tosa_vk.load_graph(model_dir / "model.tosa")
-    program = compile_graph(graph, alignment=16, host_runner=lambda *a: None)
+    program = tosa_vk.compile(graph, alignment=16)
     mem = program.memory
     print(f"\n{model_dir.name}: intermediates {mem['dynamic_bytes']} B, lower bound "
           f"{mem['dynamic_lower_bound_bytes']} B, no reuse {mem['dynamic_naive_bytes']} B; constants "
@@ -148,7 +147,7 @@ def test_program_records_each_tensors_resource():
     grid = b.input("grid", (1, 2, 2, 2), "fp32")
     y = custom.call(b, "com.example", "grid_sample", [img, grid], name_hint="y")
     b.output(b.reshape(y, [16]))
-    program = compile_graph(b.build(), strict=True)
+    program = tosa_vk.compile(b.build(), strict=True)
     res = program.resources
     assert (res["img"].descriptor, res["img"].format) == (COMBINED_IMAGE_SAMPLER, "VK_FORMAT_R32G32B32A32_SFLOAT")
     assert res["img"].image_extent == (4, 4)

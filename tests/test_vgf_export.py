@@ -126,7 +126,7 @@ def test_push_constants_are_baked_with_std430_offsets():
 
 def test_host_steps_are_refused(tmp_path):
     from tosa_vk.program import Host, Program
-    program = Program([Host("WHILE_LOOP #0 'x'", lambda v: v, (), ())], {}, 0, [], [])
+    program = Program([Host("WHILE_LOOP #0 'x'", "WHILE_LOOP", {}, (), (), (), (), ())], {}, 0, [], [])
     with pytest.raises(TosaError, match="WHILE_LOOP #0 'x': runs on the host"):
         export_vgf(program)
 

@@ -9,8 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import tosa_vk
-from tosa_vk import Builder
+from helpers import assert_same, compare, graph_of, run_both, run_reference
 from tosa_vk.lower import convolution
 
 NP = {"int8": np.int8, "int4": np.int8, "int16": np.int16, "fp32": np.float32, "fp16": np.float16,
@@ -37,34 +36,10 @@ def bias_values(rng, n: int, out: str) -> np.ndarray:
     return (rng.standard_normal(n)).astype(NP[out])
 
 
-def run(device, build, feeds):
-    """(vulkan, reference) outputs of the graph built by `build(builder)` (reference only without a device)."""
-    b = Builder()
-    build(b)
-    graph = b.build()
-    want = list(tosa_vk.load(graph).run(feeds).values())[0]
-    if device is None:
-        return None, want
-    with tosa_vk.load(graph, backend="vulkan", device=device, strict=True) as model:
-        got = list(model.run(feeds).values())[0]
-        assert all(where == "vulkan" for _, where in model.placement)
-    return got, want
-
-
-def check(got, want, bound=None, ks: int = 1, out: str = "fp32"):
-    """Integers bit-exact; floats: same NaNs, else |got - want| within the dot-product error bound
-    (ks roundings of fp32 accumulation relative to `bound`, the result of the op on absolute values, plus
-    the output rounding)."""
-    assert got.shape == want.shape and got.dtype == want.dtype
-    if got.dtype.kind in "iu":
-        np.testing.assert_array_equal(got, want)
-        return
-    g, w = got.astype(np.float64), want.astype(np.float64)
-    np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
-    ok = np.isfinite(w)
-    np.testing.assert_array_equal(g[~ok & ~np.isnan(w)], w[~ok & ~np.isnan(w)])
-    tol = bound.astype(np.float64)[ok] * (2 * ks * 2.0 ** -24 + 2.0 ** -MANTISSA[out]) + 1e-30
-    assert np.all(np.abs(g[ok] - w[ok]) <= tol)
+def dot_product_tolerance(bound: np.ndarray, ks: int, out: str) -> np.ndarray:
+    """The dot-product error bound: ks roundings of fp32 accumulation relative to `bound` (the result of the op on
+    absolute values), plus the output rounding."""
+    return bound.astype(np.float64) * (2 * ks * 2.0 ** -24 + 2.0 ** -MANTISSA[out]) + 1e-30
 
 
 def conv_case(device, dtype, x_shape, w_shape, *, wdtype=None, op="conv2d", zps=(0, 0), bias_n=None, seed=0,
@@ -95,13 +70,15 @@ def conv_case(device, dtype, x_shape, w_shape, *, wdtype=None, op="conv2d", zps=
         return feeds
 
     feeds = {}
-    got, want = run(device, lambda b: feeds.update(graph(b, x, w, bias)), feeds)
-    bound = None
-    if dtype not in ("int8", "int16"):  # the dot-product bound: the op on absolute values
+    got, want = run_both(device, graph_of(lambda b: feeds.update(graph(b, x, w, bias))), feeds)
+    if dtype in ("int8", "int16"):
+        assert_same(got, want)
+    else:  # the dot-product bound: the op on absolute values
         abs_feeds = {}
-        _, bound = run(None, lambda b: abs_feeds.update(graph(b, np.abs(x), np.abs(w), np.abs(bias))), abs_feeds)
-    ks = int(np.prod(w_shape[1:])) if op != "depthwise_conv2d" else w_shape[0] * w_shape[1]
-    check(got, want, bound, ks, out)
+        abs_graph = graph_of(lambda b: abs_feeds.update(graph(b, np.abs(x), np.abs(w), np.abs(bias))))
+        (bound,) = run_reference(abs_graph, abs_feeds)
+        ks = int(np.prod(w_shape[1:])) if op != "depthwise_conv2d" else w_shape[0] * w_shape[1]
+        assert_same(got, want, atol=dot_product_tolerance(bound, ks, out))
 
 
 # ---- CONV2D --------------------------------------------------------------------------------------------------------
@@ -126,8 +103,7 @@ def test_conv2d_int8_extreme_values_exact(device):
     def build(b):
         x = b.input("x", b_x.shape, "int8")
         b.output(b.conv2d(x, w, np.zeros(8, np.int32), np.int8(-128), np.int8(-128), pad=[1, 1, 1, 1]))
-    got, want = run(device, build, {"x": b_x})
-    check(got, want)
+    compare(device, build, {"x": b_x})
 
 
 @pytest.mark.parametrize("oc", [1, 4, 13])
@@ -158,9 +134,8 @@ def test_conv2d_padding_skips_infinite_weights(device):
 
     def build(b):
         b.output(b.conv2d(b.input("x", x.shape, "fp32"), w, np.zeros(2, np.float32), pad=[1, 1, 1, 1]))
-    got, want = run(device, build, {"x": x})
+    _, want = compare(device, build, {"x": x})
     assert not np.isnan(want).all()
-    np.testing.assert_array_equal(got, want)
 
 
 def test_conv2d_nan_and_infinity_inputs(device):
@@ -171,8 +146,7 @@ def test_conv2d_nan_and_infinity_inputs(device):
 
     def build(b):
         b.output(b.conv2d(b.input("x", x.shape, "fp32"), w, np.zeros(4, np.float32), pad=[1, 1, 1, 1]))
-    got, want = run(device, build, {"x": x})
-    np.testing.assert_array_equal(got, want)
+    compare(device, build, {"x": x})
 
 
 def test_conv2d_grid_spills_into_z(device, monkeypatch):
@@ -230,5 +204,4 @@ def test_transpose_conv2d_split_and_infinite_weights(device, monkeypatch):
 
     def build(b):
         b.output(b.transpose_conv2d(b.input("x", x.shape, "fp32"), w, np.zeros(2, np.float32), stride=[2, 2]))
-    got, want = run(device, build, {"x": x})
-    np.testing.assert_array_equal(got, want)
+    compare(device, build, {"x": x})

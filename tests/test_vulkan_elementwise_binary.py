@@ -6,43 +6,13 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import tosa_vk
+from helpers import assert_same, compare, edge_ints, op_graph, run_both
 from tosa_vk import Builder
 
 BIG = 65535 * 64 + 1003  # past the x limit of a 1-D grid (the y-spill of flat_index()), odd
 BIG4 = 65535 * 64 * 4 + 1003  # the same for kernels doing 4 elements per invocation (VEC4)
 INT_TYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32}
 FLOAT_TYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}
-
-
-def run_both(device, graph, feeds):
-    """(vulkan, reference) values of the graph's single output; the Vulkan run is strict (no host fallback)."""
-    with tosa_vk.load(graph, backend="vulkan", device=device, strict=True) as model:
-        got = model.run(feeds)
-    want = tosa_vk.load(graph).run(feeds)
-    (g,), (w,) = got.values(), want.values()
-    assert g.dtype == w.dtype and g.shape == w.shape
-    return g, w
-
-
-def same_bits(got, want):
-    return np.array_equal(got.view(np.uint8), want.view(np.uint8))
-
-
-def binary_graph(op, shape_a, shape_b, dtype, *extra, **attrs):
-    b = Builder()
-    x, y = b.input("x", shape_a, dtype), b.input("y", shape_b, dtype)
-    b.output(b.op(op, x, y, *extra, **attrs))
-    return b.build()
-
-
-def edge_ints(rng, dtype, shape):
-    info = np.iinfo(dtype)
-    values = rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=np.int64)
-    flat = values.reshape(-1)
-    edges = [info.min, info.max, 0, -1, 1, info.min + 1, info.max - 1]
-    flat[:min(len(edges), flat.size)] = edges[:flat.size]
-    return values.astype(dtype)
 
 
 # ---- bitwise, shifts, INTDIV, MUL, TABLE: bit-exact integers ---------------------------------------------------
@@ -52,9 +22,8 @@ def edge_ints(rng, dtype, shape):
 def test_bitwise_broadcast(device, op, dtype):
     rng = np.random.default_rng(1)
     nt = INT_TYPES[dtype]
-    graph = binary_graph(op, (3, 1, 20), (1, 5, 20), dtype)
-    got, want = run_both(device, graph, {"x": edge_ints(rng, nt, (3, 1, 20)), "y": edge_ints(rng, nt, (1, 5, 20))})
-    assert np.array_equal(got, want)
+    graph = op_graph(op, [(3, 1, 20), (1, 5, 20)], dtype)
+    compare(device, graph, {"x": edge_ints(rng, nt, (3, 1, 20)), "y": edge_ints(rng, nt, (1, 5, 20))})
 
 
 @pytest.mark.parametrize("dtype", INT_TYPES)
@@ -67,16 +36,14 @@ def test_shifts_every_amount(device, op, attrs, dtype):
     bits = np.iinfo(nt).bits
     values = edge_ints(rng, nt, (16, 1))
     shifts = np.arange(bits, dtype=nt).reshape(1, bits)  # REQUIRE(0 <= value2 <= bits - 1)
-    graph = binary_graph(op, (16, 1), (1, bits), dtype, **attrs)
-    got, want = run_both(device, graph, {"x": values, "y": shifts})
-    assert np.array_equal(got, want)
+    graph = op_graph(op, [(16, 1), (1, bits)], dtype, **attrs)
+    compare(device, graph, {"x": values, "y": shifts})
 
 
 def test_intdiv_truncates_toward_zero(device):
     a = np.array([7, -7, 7, -7, 2**31 - 1, -2**31, 0, 1, -1, 5], np.int32)
     b = np.array([2, 2, -2, -2, 3, 7, 5, -1, 3, 2**31 - 1], np.int32)
-    got, want = run_both(device, binary_graph("INTDIV", (10,), (10,), "int32"), {"x": a, "y": b})
-    assert np.array_equal(got, want)
+    got, _ = compare(device, op_graph("INTDIV", [(10,), (10,)], "int32"), {"x": a, "y": b})
     assert got.tolist()[:4] == [3, -3, -3, 3]
 
 
@@ -84,9 +51,9 @@ def test_intdiv_truncates_toward_zero(device):
 def test_mul_int_widens_to_int32(device, dtype):
     rng = np.random.default_rng(3)
     nt = INT_TYPES[dtype]
-    graph = binary_graph("MUL", (4, 33), (1, 33), dtype, np.array([0], np.int8))
-    got, want = run_both(device, graph, {"x": edge_ints(rng, nt, (4, 33)), "y": edge_ints(rng, nt, (1, 33))})
-    assert got.dtype == np.int32 and np.array_equal(got, want)
+    graph = op_graph("MUL", [(4, 33), (1, 33)], dtype, np.array([0], np.int8))
+    got, _ = compare(device, graph, {"x": edge_ints(rng, nt, (4, 33)), "y": edge_ints(rng, nt, (1, 33))})
+    assert got.dtype == np.int32
 
 
 def _mul_operands(rng, shift, n):
@@ -102,9 +69,8 @@ def _mul_operands(rng, shift, n):
 @pytest.mark.parametrize("shift", [0, 1, 15, 31, 32, 63])
 def test_mul_int32_constant_shift(device, shift):
     a, b = _mul_operands(np.random.default_rng(shift), shift, 200)
-    graph = binary_graph("MUL", (200,), (200,), "int32", np.array([shift], np.int8))
-    got, want = run_both(device, graph, {"x": a, "y": b})
-    assert np.array_equal(got, want)
+    graph = op_graph("MUL", [(200,), (200,)], "int32", np.array([shift], np.int8))
+    compare(device, graph, {"x": a, "y": b})
 
 
 def test_mul_int32_runtime_shift(device):
@@ -114,8 +80,7 @@ def test_mul_int32_runtime_shift(device):
     graph = bld.build()
     for shift in (0, 7, 40):
         a, b = _mul_operands(np.random.default_rng(shift), shift, 200)
-        got, want = run_both(device, graph, {"x": a, "y": b, "s": np.array([shift], np.int8)})
-        assert np.array_equal(got, want)
+        compare(device, graph, {"x": a, "y": b, "s": np.array([shift], np.int8)})
 
 
 @pytest.mark.parametrize("dtype", sorted(INT_TYPES.keys() - {"int32"}))
@@ -134,8 +99,7 @@ def test_table(device, dtype, const_table):
     t = bld.const(table, dtype) if const_table else bld.input("t", (size,), dtype)
     bld.output(bld.table(x, t))
     feeds = {"x": values} if const_table else {"x": values, "t": table}
-    got, want = run_both(device, bld.build(), feeds)
-    assert np.array_equal(got, want)
+    compare(device, bld.build(), feeds)
 
 
 @pytest.mark.parametrize("shape_a,shape_b", [((5, 7), (5, 7)), ((2, 3, 8), (2, 3, 8)), ((5, 1), (1, 1)),
@@ -146,10 +110,8 @@ def test_broadcast_layouts(device, shape_a, shape_b):
     """Every kernel path: same shapes, scalars, rows read as 4-vectors or splat, general broadcasting, rank 0."""
     rng = np.random.default_rng(10)
     a, b = edge_ints(rng, np.int32, shape_a), edge_ints(rng, np.int32, shape_b)
-    got, want = run_both(device, binary_graph("BITWISE_XOR", shape_a, shape_b, "int32"), {"x": a, "y": b})
-    assert np.array_equal(got, want)
-    got, want = run_both(device, binary_graph("BITWISE_XOR", shape_b, shape_a, "int32"), {"x": b, "y": a})
-    assert np.array_equal(got, want)
+    compare(device, op_graph("BITWISE_XOR", [shape_a, shape_b], "int32"), {"x": a, "y": b})
+    compare(device, op_graph("BITWISE_XOR", [shape_b, shape_a], "int32"), {"x": b, "y": a})
 
 
 # ---- floating point: MUL / POW, special values ----------------------------------------------------------------
@@ -167,11 +129,10 @@ def specials(nt, shape):
 def test_float_specials_bit_exact(device, op, dtype):
     nt = FLOAT_TYPES[dtype]
     a, b = specials(nt, (-1, 1)), specials(nt, (1, -1))
-    graph = binary_graph(op, a.shape, b.shape, dtype, *([np.array([0], np.int8)] if op == "MUL" else []))
-    got, want = run_both(device, graph, {"x": a, "y": b})
-    nan = np.isnan(want.astype(np.float32))
-    assert np.array_equal(nan, np.isnan(got.astype(np.float32)))  # inf * 0 -> NaN etc.
-    assert same_bits(got[~nan], want[~nan])  # one rounding of the exact result (subnormals kept here)
+    graph = op_graph(op, [a.shape, b.shape], dtype, *([np.array([0], np.int8)] if op == "MUL" else []))
+    # NaN where the reference has one (inf * 0 etc.), else the same bits: one rounding of the exact result
+    # (subnormals kept here)
+    compare(device, graph, {"x": a, "y": b}, zero_sign=True)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_TYPES)
@@ -184,18 +145,17 @@ def test_pow(device, dtype):
     y = rng.uniform(-4, 4, n).astype(nt)
     x[:6] = [0.0, 0.0, 1.0, 2.0, 0.5, 10.0]
     y[:6] = [1.0, 2.5, 100.0, 0.0, 3.0, -2.0]
-    got, want = run_both(device, binary_graph("POW", (n,), (n,), dtype), {"x": x, "y": y})
-    g, w = got.astype(np.float64), want.astype(np.float64)
-    assert g[:5].tolist() == [0.0, 0.0, 1.0, 1.0, 0.125] and g[5] == w[5]
-    with np.errstate(invalid="ignore"):  # results that overflow to inf
-        ulp = np.spacing(np.abs(want.astype(nt))).astype(np.float64)
-        assert np.all((g == w) | (np.abs(g - w) <= ulp))  # fp64 exp / log: within one rounding of the reference
+    got, want = run_both(device, op_graph("POW", [(n,), (n,)], dtype), {"x": x, "y": y})
+    assert got[:5].astype(np.float64).tolist() == [0.0, 0.0, 1.0, 1.0, 0.125] and got[5] == want[5]
+    with np.errstate(invalid="ignore"):  # results that overflow to inf (equal to the reference's then)
+        ulp = np.spacing(np.abs(want)).astype(np.float64)
+    assert_same(got, want, atol=ulp)  # fp64 exp / log: within one rounding of the reference
 
 
 def test_pow_broadcast_rank0(device):
-    got, want = run_both(device, binary_graph("POW", (), (), "fp32"),
-                         {"x": np.array(1.5, np.float32), "y": np.array(-2.25, np.float32)})
-    assert got.shape == () and got == want
+    got, _ = compare(device, op_graph("POW", [(), ()], "fp32"),
+                     {"x": np.array(1.5, np.float32), "y": np.array(-2.25, np.float32)})
+    assert got.shape == ()
 
 
 # ---- logical, comparison, SELECT ---------------------------------------------------------------------------
@@ -204,8 +164,7 @@ def test_pow_broadcast_rank0(device):
 def test_logical(device, op):
     a = np.array([[False], [True]])
     b = np.array([[False, True, True]])
-    got, want = run_both(device, binary_graph(op, (2, 1), (1, 3), "bool"), {"x": a, "y": b})
-    assert np.array_equal(got, want)
+    compare(device, op_graph(op, [(2, 1), (1, 3)], "bool"), {"x": a, "y": b})
 
 
 @pytest.mark.parametrize("dtype", ["int32", *FLOAT_TYPES])
@@ -216,13 +175,14 @@ def test_comparison_nan_and_signed_zero(device, op, dtype):
     else:
         a = specials(FLOAT_TYPES[dtype], (-1, 1))
     b = a.reshape(1, -1)
-    got, want = run_both(device, binary_graph(op, a.shape, b.shape, dtype), {"x": a, "y": b})
-    assert got.dtype == np.bool_ and np.array_equal(got, want)
+    got, _ = compare(device, op_graph(op, [a.shape, b.shape], dtype), {"x": a, "y": b})
+    assert got.dtype == np.bool_
 
 
 # (cond, on_true, on_false) shapes: innermost dimension not a multiple of 4 (one element per invocation), a
 # multiple of 4 with rows read as 4-vectors or splat (VEC4 with broadcasting), and a scalar.
-SELECT_SHAPES = [((4, 1, 6), (1, 5, 6), (4, 5, 1)), ((4, 1, 8), (1, 5, 8), (4, 5, 1)), ((1, 1, 1), (3, 4, 9), (3, 4, 9))]
+SELECT_SHAPES = [((4, 1, 6), (1, 5, 6), (4, 5, 1)), ((4, 1, 8), (1, 5, 8), (4, 5, 1)),
+                 ((1, 1, 1), (3, 4, 9), (3, 4, 9))]
 
 
 @pytest.mark.parametrize("shapes", SELECT_SHAPES, ids=["rows", "rows4", "scalar"])
@@ -242,8 +202,7 @@ def test_select_broadcast_bit_exact(device, dtype, shapes):
     bld = Builder()
     c, x, y = bld.input("c", cond.shape, "bool"), bld.input("x", t.shape, dtype), bld.input("y", f.shape, dtype)
     bld.output(bld.select(c, x, y))
-    got, want = run_both(device, bld.build(), {"c": cond, "x": t, "y": f})
-    assert same_bits(got, want)
+    compare(device, bld.build(), {"c": cond, "x": t, "y": f}, bits=True)
 
 
 # ---- big tensors: grids past 65535 workgroups in x ------------------------------------------------------------
@@ -256,8 +215,7 @@ def test_big_broadcast_binary_and_select(device):
     bld = Builder()
     x, y, c = bld.input("x", a.shape, "int32"), bld.input("y", b.shape, "int32"), bld.input("c", cond.shape, "bool")
     bld.output(bld.select(c, bld.bitwise_xor(x, y), x))
-    got, want = run_both(device, bld.build(), {"x": a, "y": b, "c": cond})
-    assert np.array_equal(got, want)
+    compare(device, bld.build(), {"x": a, "y": b, "c": cond})
 
 
 @pytest.mark.parametrize("op", ["BITWISE_AND", "TABLE", "SELECT"])
@@ -277,5 +235,4 @@ def test_big_vec4(device, op):
     else:
         bld.output(bld.bitwise_and(x, bld.input("y", (BIG4,), "int8")))
         feeds = {"x": a, "y": np.roll(a, 1)}
-    got, want = run_both(device, bld.build(), feeds)
-    assert np.array_equal(got, want)
+    compare(device, bld.build(), feeds)

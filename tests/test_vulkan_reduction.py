@@ -3,52 +3,19 @@ every dtype of their type tables, every axis, NaN / infinity / signed-zero handl
 to spill into y (more than 65535 * 64 invocations)."""
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 import pytest
 
-import tosa_vk
-from tosa_vk import Builder
+from helpers import compare, run_both, with_specials
 from tosa_vk.ir.dtype import DType
 
 SPILL = 65535 * 64 + 1000  # invocations beyond maxComputeWorkGroupCount.x groups of 64
 
 
-def run_both(device, build, feeds):
-    """(vulkan outputs, reference outputs) of the graph `build(builder)`, requiring every op on the GPU."""
-    b = Builder()
-    build(b)
-    graph = b.build()
-    want = tosa_vk.load(graph).run(feeds)
-    with tosa_vk.load(graph, backend="vulkan", device=device, strict=True) as model:
-        got = model.run(feeds)
-    return list(got.values())[0], list(want.values())[0]
-
-
-def assert_same(got, want, rtol=0.0):
-    """Bit-exact for integers / bool; floats equal (NaN matches NaN, either zero sign), or within rtol."""
-    assert got.dtype == want.dtype and got.shape == want.shape
-    if got.dtype.kind in "biu":
-        np.testing.assert_array_equal(got, want)
-        return
-    g, w = got.astype(np.float64), want.astype(np.float64)
-    np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
-    ok = ~np.isnan(w)
-    if rtol:
-        np.testing.assert_allclose(g[ok], w[ok], rtol=rtol, atol=0)
-    else:
-        np.testing.assert_array_equal(g[ok], w[ok])
-
-
 def float_data(rng, shape, dtype: DType, specials=True):
     x = rng.standard_normal(shape) * 4
     if specials:
-        flat = x.reshape(-1)
-        picks = rng.choice(flat.size, size=max(1, flat.size // 20), replace=False)
-        flat[picks[0::4]] = np.nan
-        flat[picks[1::4]] = np.inf
-        flat[picks[2::4]] = -np.inf
-        flat[picks[3::4]] = -0.0
+        with_specials(x, rng, every=20)
     return x.astype(dtype.numpy)
 
 
@@ -63,9 +30,7 @@ INTS = [DType.INT8, DType.INT16, DType.INT32]
 def test_reduce_bool(device, op, axis):
     rng = np.random.default_rng(axis)
     x = rng.random((5, 7, 3)) < (0.9 if op == "reduce_all" else 0.1)
-    got, want = run_both(device, lambda b: b.output(getattr(b, op)(b.input("x", x.shape, "bool"), axis=axis)),
-                         {"x": x})
-    assert_same(got, want)
+    _, want = compare(device, lambda b: b.output(getattr(b, op)(b.input("x", x.shape, "bool"), axis=axis)), {"x": x})
     assert want.any() and not want.all()
 
 
@@ -80,9 +45,8 @@ def test_reduce_extreme_int(device, op, dtype):
     x[0, :, 0] = info.min
     x[1, :, 1] = info.max
     for axis in range(3):
-        got, want = run_both(device, lambda b: b.output(getattr(b, op)(b.input("x", x.shape, dtype), axis=axis)),
-                             {"x": x})
-        assert_same(got, want)
+        compare(device, lambda b: b.output(getattr(b, op)(b.input("x", x.shape, dtype), axis=axis)),
+                {"x": x})
 
 
 @pytest.mark.parametrize("op", ["reduce_max", "reduce_min"])
@@ -95,9 +59,8 @@ def test_reduce_extreme_float(device, op, dtype, nan_mode):
     x[1, :, 1] = np.inf if op == "reduce_max" else -np.inf
     x[2, :, 2] = -np.inf if op == "reduce_max" else np.inf  # the initial value of PROPAGATE is the answer
     for axis in range(3):
-        got, want = run_both(device, lambda b: b.output(
+        compare(device, lambda b: b.output(
             getattr(b, op)(b.input("x", x.shape, dtype), axis=axis, nan_mode=nan_mode)), {"x": x})
-        assert_same(got, want)
 
 
 # ---- REDUCE_SUM / REDUCE_PRODUCT -----------------------------------------------------------------------------------
@@ -106,9 +69,8 @@ def test_reduce_extreme_float(device, op, dtype, nan_mode):
 def test_reduce_sum_int32(device, axis):
     rng = np.random.default_rng(3)
     x = rng.integers(-(1 << 24), 1 << 24, (7, 13, 5)).astype(np.int32)
-    got, want = run_both(device, lambda b: b.output(b.reduce_sum(b.input("x", x.shape, "int32"), axis=axis)),
-                         {"x": x})
-    assert_same(got, want)
+    compare(device, lambda b: b.output(b.reduce_sum(b.input("x", x.shape, "int32"), axis=axis)),
+            {"x": x})
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -119,18 +81,16 @@ def test_reduce_sum_float(device, dtype, axis):
     x[0, 0, 0] = np.nan
     x[1, 1, 1] = np.inf
     x[2, 2, 2], x[2, 3, 2] = np.inf, -np.inf   # inf - inf = NaN along axis 1
-    got, want = run_both(device, lambda b: b.output(b.reduce_sum(b.input("x", x.shape, dtype), axis=axis)),
-                         {"x": x})
     # Both round the fp64 sum once; only the fp64 summation order may differ.
-    assert_same(got, want, rtol=1e-6 if dtype == DType.FP32 else 0.0)
+    compare(device, lambda b: b.output(b.reduce_sum(b.input("x", x.shape, dtype), axis=axis)), {"x": x},
+            rtol=1e-6 if dtype == DType.FP32 else 0.0)
 
 
 def test_reduce_sum_rounds_once(device):
     """fp16: 2048 + 1 + 2^-20 is just above the tie 2048 + 1, so it must round up to 2050 (rounding via fp32
     first would drop the 2^-20 and round the tie to even, 2048)."""
     x = np.array([2048, 1, 2.0 ** -20, 0], np.float16)  # 2^-20: an fp16 subnormal
-    got, want = run_both(device, lambda b: b.output(b.reduce_sum(b.input("x", x.shape, "fp16"), axis=0)),
-                         {"x": x})
+    got, want = run_both(device, lambda b: b.output(b.reduce_sum(b.input("x", x.shape, "fp16"), axis=0)), {"x": x})
     assert want[0] == 2050 and got[0] == 2050
 
 
@@ -142,20 +102,17 @@ def test_reduce_product(device, dtype, axis):
     x[0, 0] = np.nan
     x[1, 1] = np.inf
     x[2, 2], x[2, 3] = np.inf, 0.0              # inf * 0 = NaN
-    got, want = run_both(device, lambda b: b.output(b.reduce_product(b.input("x", x.shape, dtype), axis=axis)),
-                         {"x": x})
-    assert_same(got, want, rtol=1e-6 if dtype == DType.FP32 else 0.0)
+    compare(device, lambda b: b.output(b.reduce_product(b.input("x", x.shape, dtype), axis=axis)), {"x": x},
+            rtol=1e-6 if dtype == DType.FP32 else 0.0)
 
 
 def test_reduce_spills_into_y(device):
     rng = np.random.default_rng(6)
     x = rng.integers(-1000, 1000, (SPILL, 3)).astype(np.int32)
-    got, want = run_both(device, lambda b: b.output(b.reduce_sum(b.input("x", x.shape, "int32"), axis=1)),
-                         {"x": x})
-    assert_same(got, want)
-    got, want = run_both(device, lambda b: b.output(b.reduce_max(b.input("x", x.shape, "int32"), axis=1)),
-                         {"x": x})
-    assert_same(got, want)
+    compare(device, lambda b: b.output(b.reduce_sum(b.input("x", x.shape, "int32"), axis=1)),
+            {"x": x})
+    compare(device, lambda b: b.output(b.reduce_max(b.input("x", x.shape, "int32"), axis=1)),
+            {"x": x})
 
 
 @pytest.mark.parametrize("op,dtype", [("reduce_sum", DType.INT32), ("reduce_sum", DType.FP32),
@@ -174,9 +131,8 @@ def test_reduce_long_axis_in_passes(device, op, dtype, shape, axis):
     else:
         x = rng.integers(-100, 100, shape).astype(dtype.numpy)
     kw = {"nan_mode": "IGNORE"} if op in ("reduce_max", "reduce_min") else {}
-    got, want = run_both(device, lambda b: b.output(getattr(b, op)(b.input("x", shape, dtype), axis=axis, **kw)),
-                         {"x": x})
-    assert_same(got, want, rtol={DType.FP32: 1e-6, DType.FP16: 1e-3, DType.BF16: 1e-2}.get(dtype, 0.0))
+    compare(device, lambda b: b.output(getattr(b, op)(b.input("x", shape, dtype), axis=axis, **kw)),
+            {"x": x}, rtol={DType.FP32: 1e-6, DType.FP16: 1e-3, DType.BF16: 1e-2}.get(dtype, 0.0))
 
 
 def test_reduce_long_axis_nan_modes(device):
@@ -186,9 +142,8 @@ def test_reduce_long_axis_nan_modes(device):
     x[1, :60_000] = np.nan
     for op in ("reduce_max", "reduce_min"):
         for mode in ("PROPAGATE", "IGNORE"):
-            got, want = run_both(device, lambda b: b.output(
+            compare(device, lambda b: b.output(
                 getattr(b, op)(b.input("x", x.shape, "fp32"), axis=1, nan_mode=mode)), {"x": x})
-            assert_same(got, want)
 
 
 # ---- ARGMAX --------------------------------------------------------------------------------------------------------
@@ -199,9 +154,8 @@ def test_argmax_int_first_of_ties(device, dtype):
     x = rng.integers(-3, 3, (6, 11, 5)).astype(dtype.numpy)  # many ties
     x[0, :, 0] = np.iinfo(dtype.numpy).min
     for axis in range(3):
-        got, want = run_both(device, lambda b: b.output(b.argmax(b.input("x", x.shape, dtype), axis=axis)),
-                             {"x": x})
-        assert_same(got, want)
+        compare(device, lambda b: b.output(b.argmax(b.input("x", x.shape, dtype), axis=axis)),
+                {"x": x})
 
 
 @pytest.mark.parametrize("dtype", FLOATS + [DType.FP8E4M3, DType.FP8E5M2])
@@ -218,9 +172,8 @@ def test_argmax_float(device, dtype, nan_mode):
     x[3, :, 3] = np.arange(9)[::-1]
     x[3, 0, 3] = np.nan                        # NaN first, then a maximum
     for axis in range(3):
-        got, want = run_both(device, lambda b: b.output(
+        compare(device, lambda b: b.output(
             b.argmax(b.input("x", x.shape, dtype), axis=axis, nan_mode=nan_mode)), {"x": x})
-        assert_same(got, want)
 
 
 @pytest.mark.parametrize("nan_mode", ["PROPAGATE", "IGNORE"])
@@ -234,20 +187,17 @@ def test_argmax_long_axis_in_passes(device, nan_mode):
     x[2, :] = np.nan                                  # all NaN: 0
     x[3, :130_000] = np.nan                           # IGNORE: the maximum of the tail
     x[4, 149_999] = np.inf
-    got, want = run_both(device, lambda b: b.output(
+    compare(device, lambda b: b.output(
         b.argmax(b.input("x", x.shape, "fp32"), axis=1, nan_mode=nan_mode)), {"x": x})
-    assert_same(got, want)
     i16 = rng.integers(-5, 5, (200_001, 2)).astype(np.int16)
-    got, want = run_both(device, lambda b: b.output(b.argmax(b.input("x", i16.shape, "int16"), axis=0)),
-                         {"x": i16})
-    assert_same(got, want)
+    compare(device, lambda b: b.output(b.argmax(b.input("x", i16.shape, "int16"), axis=0)),
+            {"x": i16})
 
 
 def test_argmax_spills_into_y(device):
     rng = np.random.default_rng(9)
     x = rng.standard_normal((2, SPILL)).astype(np.float16)
-    got, want = run_both(device, lambda b: b.output(b.argmax(b.input("x", x.shape, "fp16"), axis=0)), {"x": x})
-    assert_same(got, want)
+    compare(device, lambda b: b.output(b.argmax(b.input("x", x.shape, "fp16"), axis=0)), {"x": x})
 
 
 # ---- RESIZE --------------------------------------------------------------------------------------------------------
@@ -284,22 +234,19 @@ def test_resize(device, geometry, dtype, out_dtype, mode):
         info = np.iinfo(d.numpy)
         x = rng.integers(info.min, info.max, (2, ih, iw, 3), endpoint=True).astype(d.numpy)
         x.reshape(-1)[:4] = [info.min, info.max, info.min, info.max]
-    got, want = run_both(device, _resize_graph(dtype, out_dtype, mode, ih, iw, scale, offset, border), {"x": x})
+    tol = 0.0
     if d.is_float and mode == "BILINEAR":
         # spec bound: max(|input|) * 0.006 at worst; fp32 / fp16 / bf16 arithmetic is far tighter
         tol = {"fp32": 1e-5, "fp16": 2e-3, "bf16": 2e-2}[dtype] * float(np.abs(x.astype(np.float32)).max())
-        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=0, atol=tol)
-    else:
-        assert_same(got, want)
+    compare(device, _resize_graph(dtype, out_dtype, mode, ih, iw, scale, offset, border), {"x": x}, atol=tol)
 
 
 def test_resize_bilinear_specials(device):
     """inf / NaN samples: a zero weight times inf is NaN, as in the pseudocode's four terms."""
     x = np.arange(2 * 4 * 4 * 1, dtype=np.float32).reshape(2, 4, 4, 1)
     x[0, 1, 1, 0], x[1, 2, 2, 0] = np.inf, np.nan
-    got, want = run_both(device, _resize_graph("fp32", "fp32", "BILINEAR", 4, 4, [2, 1, 2, 1], [0, 0], [0, 0],
-                                               c=1), {"x": x})
-    assert_same(got, want, rtol=1e-6)
+    compare(device, _resize_graph("fp32", "fp32", "BILINEAR", 4, 4, [2, 1, 2, 1], [0, 0], [0, 0], c=1), {"x": x},
+            rtol=1e-6)
 
 
 def test_resize_spills_into_y(device):
@@ -307,6 +254,5 @@ def test_resize_spills_into_y(device):
     x = rng.integers(-128, 128, (1, 80, 1025, 2)).astype(np.int8)
     # 16x in y, 2x in x: OH = 79 * 16 + 1, OW = 1024 * 2 + 1, 1265 * 2049 * 2 outputs
     build = _resize_graph("int8", "int32", "BILINEAR", 80, 1025, [32, 2, 4, 2], [0, 0], [0, 0], n=1, c=2)
-    got, want = run_both(device, build, {"x": x})
+    got, _ = compare(device, build, {"x": x})
     assert got.size > SPILL
-    assert_same(got, want)

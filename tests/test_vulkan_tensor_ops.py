@@ -8,44 +8,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import tosa_vk
-from tosa_vk import Builder
+from helpers import assert_same, compare, run_both, ulp, with_specials
 from tosa_vk.ir.dtype import DType
-
-
-def run_both(device, build, feeds, outputs=1):
-    """(vulkan outputs, reference outputs) of the graph `build(builder)`, requiring every op on the GPU."""
-    b = Builder()
-    build(b)
-    graph = b.build()
-    want = list(tosa_vk.load(graph).run(feeds).values())
-    with tosa_vk.load(graph, backend="vulkan", device=device, strict=True) as model:
-        got = list(model.run(feeds).values())
-    return (got[0], want[0]) if outputs == 1 else (got, want)
-
-
-def assert_close(got, want, bound=None):
-    """Same dtype / shape / NaN positions; integers equal; floats equal or within `bound` (array or scalar)."""
-    assert got.dtype == want.dtype and got.shape == want.shape
-    if got.dtype.kind in "iu":
-        np.testing.assert_array_equal(got, want)
-        return
-    g, w = got.astype(np.float64), want.astype(np.float64)
-    np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
-    ok = ~np.isnan(w)
-    if bound is None:
-        np.testing.assert_array_equal(g[ok], w[ok])
-    else:
-        with np.errstate(invalid="ignore"):
-            err = np.abs(np.where(ok, g, 0) - np.where(ok, w, 0))   # inf - inf: NaN, then g == w decides
-            assert ((err <= bound) | (g == w)).all(), float(np.nanmax(err - bound))
-
-
-def ulp(dtype: DType, x):
-    """One unit in the last place of values x of `dtype` (floats)."""
-    bits = {DType.FP32: 23, DType.FP16: 10, DType.BF16: 7}[dtype]
-    tiny = {DType.FP32: 2.0 ** -126, DType.FP16: 2.0 ** -14, DType.BF16: 2.0 ** -126}[dtype]
-    return np.maximum(np.abs(x), tiny) * 2.0 ** -bits
 
 
 def floats(rng, shape, dtype: DType, scale=1.0):
@@ -85,7 +49,7 @@ def test_matmul_float(device, types, shape):
     assert got.dtype == out_t.numpy
     # the dot-product bound: KS rounding errors of the fp32 accumulator on sum |a| |b|, plus the output rounding
     mag = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
-    assert_close(got, want, 2 * c * 2.0 ** -24 * mag + ulp(out_t, want.astype(np.float64)))
+    assert_same(got, want, atol=2 * c * 2.0 ** -24 * mag + ulp(out_t, want.astype(np.float64)))
 
 
 @pytest.mark.parametrize("shape", [(1, 16, 32, 32), (2, 3, 5, 7)], ids=lambda s: "x".join(map(str, s)))
@@ -101,7 +65,8 @@ def test_matmul_float_specials(device, shape):
     a[-1, -1, -1] = np.nan
     got, want = _matmul(device, a, b)
     mag = np.abs(np.nan_to_num(a, posinf=0).astype(np.float64)) @ np.abs(b.astype(np.float64))
-    assert_close(got, want, 2 * c * 2.0 ** -24 * mag + ulp(DType.FP32, np.nan_to_num(want.astype(np.float64))))
+    assert_same(got, want,
+                atol=2 * c * 2.0 ** -24 * mag + ulp(DType.FP32, np.nan_to_num(want.astype(np.float64))))
     assert np.isnan(got[0, 0, 1]) and np.isnan(got[0, 1, 2]) and np.isnan(got[-1, -1]).all()
 
 
@@ -113,7 +78,7 @@ def test_matmul_int8(device, shape, zps):
     a = rng.integers(-128, 128, (n, h, c)).astype(np.int8)
     b = rng.integers(-128, 128, (n, c, w)).astype(np.int8)
     got, want = _matmul(device, a, b, A_zp=np.array([zps[0]], np.int8), B_zp=np.array([zps[1]], np.int8))
-    assert_close(got, want)
+    assert_same(got, want)
 
 
 @pytest.mark.parametrize("shape", MATMUL_SHAPES[:3], ids=lambda s: "x".join(map(str, s)))
@@ -126,7 +91,7 @@ def test_matmul_int16(device, shape):
     b[0, :, 0] = -32768                         # sums of 2^30 products: past int32, within int48
     got, want = _matmul(device, a, b)
     assert want.dtype == np.int64 and abs(int(want[0, 0, 0])) > 1 << 31
-    assert_close(got, want)
+    assert_same(got, want)
 
 
 def test_matmul_long_c_splits(device):
@@ -136,11 +101,11 @@ def test_matmul_long_c_splits(device):
     a = rng.integers(-4, 5, (1, 3, c)).astype(np.int8)
     b = rng.integers(-4, 5, (1, c, 5)).astype(np.int8)
     got, want = _matmul(device, a, b, A_zp=np.array([1], np.int8), B_zp=np.array([-1], np.int8))
-    assert_close(got, want)
+    assert_same(got, want)
     af, bf = floats(rng, (1, 2, c), DType.FP32), floats(rng, (1, c, 3), DType.FP32)
     got, want = _matmul(device, af, bf)
     mag = np.abs(af.astype(np.float64)) @ np.abs(bf.astype(np.float64))
-    assert_close(got, want, 2 * c * 2.0 ** -24 * mag)
+    assert_same(got, want, atol=2 * c * 2.0 ** -24 * mag)
 
 
 @pytest.mark.parametrize("c, w", [(1, 1), (8, 8)])
@@ -150,7 +115,7 @@ def test_matmul_many_groups(device, c, w):
     a, b = floats(rng, (70_000, 1, c), DType.FP32), floats(rng, (70_000, c, w), DType.FP32)
     got, want = _matmul(device, a, b)
     mag = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
-    assert_close(got, want, 2 * c * 2.0 ** -24 * mag)
+    assert_same(got, want, atol=2 * c * 2.0 ** -24 * mag)
 
 
 def test_matmul_const_b(device):
@@ -159,7 +124,7 @@ def test_matmul_const_b(device):
     got, want = run_both(device, lambda bb: bb.output(bb.matmul(bb.input("a", a.shape, "fp32"), bb.const(bv))),
                          {"a": a})
     mag = np.abs(a.astype(np.float64)) @ np.abs(bv.astype(np.float64))
-    assert_close(got, want, 2 * 64 * 2.0 ** -24 * mag)
+    assert_same(got, want, atol=2 * 64 * 2.0 ** -24 * mag)
 
 
 # ---- pooling -------------------------------------------------------------------------------------------------------
@@ -174,16 +139,6 @@ def _pool_args(shape, kernel, stride, pad):
     return dict(kernel=list(kernel), stride=list(stride), pad=list(pad))
 
 
-def _with_specials(x, rng):
-    flat = x.reshape(-1)
-    picks = rng.choice(flat.size, size=max(4, flat.size // 15), replace=False)
-    flat[picks[0::4]] = np.nan
-    flat[picks[1::4]] = np.inf
-    flat[picks[2::4]] = -np.inf
-    flat[picks[3::4]] = -0.0
-    return x
-
-
 @pytest.mark.parametrize("dtype", POOL_FLOAT + [DType.INT8, DType.INT16])
 @pytest.mark.parametrize("case", POOL_CASES, ids=lambda c: "x".join(map(str, c[0])))
 @pytest.mark.parametrize("nan_mode", ["PROPAGATE", "IGNORE"])
@@ -191,14 +146,13 @@ def test_max_pool(device, dtype, case, nan_mode):
     shape, kernel, stride, pad = case
     rng = np.random.default_rng(len(shape) + kernel[0])
     if dtype.is_float:
-        x = _with_specials(rng.standard_normal(shape) * 8, rng).astype(dtype.numpy)
+        x = with_specials(rng.standard_normal(shape) * 8, rng, every=15, at_least=4).astype(dtype.numpy)
         x[0, :2, :2, 0] = np.nan                   # an all-NaN window
     else:
         info = np.iinfo(dtype.numpy)
         x = rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype.numpy)
-    got, want = run_both(device, lambda b: b.output(b.max_pool2d(b.input("x", shape, dtype), nan_mode=nan_mode,
-                                                                 **_pool_args(*case))), {"x": x})
-    assert_close(got, want)
+    compare(device, lambda b: b.output(b.max_pool2d(b.input("x", shape, dtype), nan_mode=nan_mode,
+                                                    **_pool_args(*case))), {"x": x})
 
 
 @pytest.mark.parametrize("dtype, acc", [(DType.FP32, "FP32"), (DType.FP16, "FP16"), (DType.FP16, "FP32"),
@@ -214,8 +168,8 @@ def test_avg_pool_float(device, dtype, acc, case):
                                                                  **_pool_args(*case))), {"x": x})
     # fp32 sums of at most 25 values, divided once: within a few fp32 ulps of the fp64 mean before rounding
     kh, kw = case[1]
-    assert_close(got, want, ulp(DType.FP16 if dtype in (DType.FP8E4M3, DType.FP8E5M2) else dtype,
-                               np.nan_to_num(want.astype(np.float64))) + kh * kw * 2.0 ** -22 * 4 * 8)
+    assert_same(got, want, atol=ulp(DType.FP16 if dtype in (DType.FP8E4M3, DType.FP8E5M2) else dtype,
+                                    np.nan_to_num(want.astype(np.float64))) + kh * kw * 2.0 ** -22 * 4 * 8)
 
 
 @pytest.mark.parametrize("dtype", [DType.INT8, DType.INT16])
@@ -229,9 +183,8 @@ def test_avg_pool_int(device, dtype, case, zps):
     rng = np.random.default_rng(shape[2])
     x = rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype.numpy)
     zi, zo = (np.array([z], dtype.numpy) for z in zps)
-    got, want = run_both(device, lambda b: b.output(b.avg_pool2d(b.input("x", shape, dtype), zi, zo,
-                                                                 **_pool_args(*case))), {"x": x})
-    assert_close(got, want)
+    compare(device, lambda b: b.output(b.avg_pool2d(b.input("x", shape, dtype), zi, zo, **_pool_args(*case))),
+            {"x": x})
 
 
 def test_max_pool_big_grid(device):
@@ -239,9 +192,8 @@ def test_max_pool_big_grid(device):
     shape = (1, 2, 2_100_000, 8)
     rng = np.random.default_rng(10)
     x = rng.integers(-128, 128, shape).astype(np.int8)
-    got, want = run_both(device, lambda b: b.output(b.max_pool2d(b.input("x", shape, "int8"), kernel=[2, 1],
-                                                                 stride=[1, 1], pad=[0, 0, 0, 0])), {"x": x})
-    assert_close(got, want)
+    compare(device, lambda b: b.output(b.max_pool2d(b.input("x", shape, "int8"), kernel=[2, 1], stride=[1, 1],
+                                                    pad=[0, 0, 0, 0])), {"x": x})
 
 
 # ---- FFT2D / RFFT2D ------------------------------------------------------------------------------------------------
@@ -262,7 +214,7 @@ def test_fft2d(device, shape, inverse):
     re, im = floats(rng, shape, DType.FP32), floats(rng, shape, DType.FP32)
     (gr, gi), (wr, wi) = run_both(device, lambda b: b.output(*b.fft2d(b.input("re", shape, "fp32"),
                                                                       b.input("im", shape, "fp32"),
-                                                                      inverse=inverse)), {"re": re, "im": im}, 2)
+                                                                      inverse=inverse)), {"re": re, "im": im})
     z = re.astype(np.complex128) + 1j * im
     exact = np.fft.ifft2(z, axes=(1, 2), norm="forward") if inverse else np.fft.fft2(z, axes=(1, 2))
     bound = _fft_bound(re, im)
@@ -270,8 +222,8 @@ def test_fft2d(device, shape, inverse):
     # far tighter in practice: log2(H W) fp32 butterfly stages
     scale = np.sqrt(shape[1] * shape[2]) * max(np.abs(re).max(), np.abs(im).max())
     assert np.abs(gr - exact.real).max() <= 1e-5 * scale * (1 + np.log2(shape[1] * shape[2]))
-    assert_close(gr, wr, 1e-5 * scale * 20)
-    assert_close(gi, wi, 1e-5 * scale * 20)
+    assert_same(gr, wr, atol=1e-5 * scale * 20)
+    assert_same(gi, wi, atol=1e-5 * scale * 20)
 
 
 @pytest.mark.parametrize("shape", [(1, 1, 1), (2, 1, 8), (1, 16, 1), (3, 8, 32), (1, 64, 16), (1, 4, 2)],
@@ -279,7 +231,7 @@ def test_fft2d(device, shape, inverse):
 def test_rfft2d(device, shape):
     rng = np.random.default_rng(shape[2])
     x = floats(rng, shape, DType.FP32)
-    (gr, gi), _ = run_both(device, lambda b: b.output(*b.rfft2d(b.input("x", shape, "fp32"))), {"x": x}, 2)
+    (gr, gi), _ = run_both(device, lambda b: b.output(*b.rfft2d(b.input("x", shape, "fp32"))), {"x": x})
     exact = np.fft.rfft2(x.astype(np.float64), axes=(1, 2))
     h, w = shape[1:]
     assert gr.shape == gi.shape == (shape[0], h, w // 2 + 1)
@@ -296,7 +248,7 @@ def test_rfft2d_specials(device):
     of the spec would give infinities), but the skipped imaginary parts stay zero."""
     x = np.zeros((1, 4, 8), np.float32)
     x[0, 1, 2] = np.inf
-    (gr, gi), _ = run_both(device, lambda b: b.output(*b.rfft2d(b.input("x", x.shape, "fp32"))), {"x": x}, 2)
+    (gr, gi), _ = run_both(device, lambda b: b.output(*b.rfft2d(b.input("x", x.shape, "fp32"))), {"x": x})
     assert gi[0, 0, 0] == 0 and gi[0, 2, 4] == 0 and gi[0, 0, 4] == 0 and gi[0, 2, 0] == 0
     assert not np.isfinite(gr).any()
 
@@ -305,7 +257,7 @@ def test_rfft2d_big_grid(device):
     """N * H * W / 2 butterflies past 65535 * 64: the grid spills into y; long axes (2048, 4096)."""
     shape = (1, 2048, 4096)
     x = np.random.default_rng(11).standard_normal(shape).astype(np.float32)
-    (gr, gi), _ = run_both(device, lambda b: b.output(*b.rfft2d(b.input("x", shape, "fp32"))), {"x": x}, 2)
+    (gr, gi), _ = run_both(device, lambda b: b.output(*b.rfft2d(b.input("x", shape, "fp32"))), {"x": x})
     exact = np.fft.rfft2(x.astype(np.float64), axes=(1, 2))
     scale = np.sqrt(x.size) * np.abs(x).max()
     assert np.abs(gr - exact.real).max() <= 1e-5 * scale * 24

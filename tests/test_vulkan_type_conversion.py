@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import tosa_vk
+from helpers import compare, op_graph
 from tosa_vk import Builder
 from tosa_vk.ir.dtype import DType
 
@@ -33,17 +34,8 @@ CAST_ROWS = [
 assert len(set(CAST_ROWS)) == 46
 
 
-def run_both(graph, device, **feeds):
-    want = list(tosa_vk.load(graph).run(**feeds).values())[0]
-    with tosa_vk.load(graph, backend="vulkan", device=device, strict=True) as model:
-        got = list(model.run(**feeds).values())[0]
-    return got, want
-
-
 def cast_graph(shape, in_t: str, out_t: str):
-    b = Builder()
-    b.output(b.cast(b.input("x", shape, in_t), out_dtype=out_t))
-    return b.build()
+    return op_graph("CAST", [shape], in_t, out_dtype=out_t)
 
 
 def cast_inputs(dtype: str, rng) -> np.ndarray:
@@ -74,27 +66,12 @@ def cast_inputs(dtype: str, rng) -> np.ndarray:
     return np.arange(n, dtype=np.uint64).astype(BITS[dtype]).view(NP[dtype])
 
 
-def assert_same(got, want, out_t: str, ignore=None):
-    """Bit-exact, except that any NaN matches any NaN (and `ignore` marks unpredictable elements)."""
-    if out_t in BITS:
-        g, w = got.view(BITS[out_t]), want.view(BITS[out_t])
-        g_nan, w_nan = np.isnan(got.astype(np.float32)), np.isnan(want.astype(np.float32))
-        ok = (g_nan == w_nan) & (g_nan | (g == w))
-    else:
-        ok = got == want
-    if ignore is not None:
-        ok |= ignore
-    bad = np.flatnonzero(~ok)
-    assert bad.size == 0, f"{bad.size} mismatches, first at {bad[:5]}: got {got.reshape(-1)[bad[:5]]} " \
-                          f"want {want.reshape(-1)[bad[:5]]}"
-
-
 @pytest.mark.parametrize("in_t,out_t", CAST_ROWS, ids=[f"{i}-{o}" for i, o in CAST_ROWS])
 def test_cast_matches_reference(device, in_t, out_t):
     x = cast_inputs(in_t, np.random.default_rng(0))
-    got, want = run_both(cast_graph(x.shape, in_t, out_t), device, x=x)
     nan_to_int = np.isnan(x.astype(np.float32)) if in_t in BITS and out_t in INTS else None  # unpredictable
-    assert_same(got, want, out_t, nan_to_int)
+    # bit-exact, except that any NaN matches any NaN
+    compare(device, cast_graph(x.shape, in_t, out_t), {"x": x}, zero_sign=True, ignore=nan_to_int)
 
 
 def test_cast_rounding_saturation_and_specials(device):
@@ -123,10 +100,8 @@ def test_cast_rounding_saturation_and_specials(device):
 def test_cast_large_tensor_spills_grid(device):
     n = 65535 * 64 + 1000
     x = np.random.default_rng(1).standard_normal(n).astype(np.float32) * 300
-    got, want = run_both(cast_graph((n,), "fp32", "bf16"), device, x=x)
-    assert_same(got, want, "bf16")
-    got, want = run_both(cast_graph((n,), "fp32", "int8"), device, x=x)
-    assert_same(got, want, "int8")
+    compare(device, cast_graph((n,), "fp32", "bf16"), {"x": x}, zero_sign=True)
+    compare(device, cast_graph((n,), "fp32", "int8"), {"x": x})
 
 
 # RESCALE ---------------------------------------------------------------------------------------------------------
@@ -207,17 +182,13 @@ COMBOS = list(rescale_combos())
 def test_rescale_matches_reference(device, in_t, out_t, scale32, mode, in_u, out_u, per_channel):
     rng = np.random.default_rng(zlib.crc32(repr((in_t, out_t, scale32, mode, in_u, out_u, per_channel)).encode()))
     graph, x = rescale_case(rng, in_t, out_t, (7, 5, 13), scale32, mode, per_channel, in_u, out_u)
-    got, want = run_both(graph, device, x=x)
-    assert got.dtype == want.dtype
-    assert_same(got, want, out_t)
+    compare(device, graph, {"x": x})
 
 
 def test_rescale_rank0_and_large_per_channel(device):
     rng = np.random.default_rng(7)
     graph, x = rescale_case(rng, "int32", "int8", (), True, "SINGLE_ROUND", False, False, False)
-    got, want = run_both(graph, device, x=x)
-    assert_same(got, want, "int8")
+    compare(device, graph, {"x": x})
     graph, x = rescale_case(rng, "int16", "int8", (65535 * 64 // 31 + 500, 31), True, "DOUBLE_ROUND", True,
                             False, True)
-    got, want = run_both(graph, device, x=x)
-    assert_same(got, want, "int8")
+    compare(device, graph, {"x": x})

@@ -7,31 +7,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import tosa_vk
-from tosa_vk import Builder
+from helpers import assert_same, compare, op_graph, run_both, ulp_distance
 
 BIG = 65535 * 64 + 77  # more workgroups than maxComputeWorkGroupCount.x: the grid spills into y
 FLOATS = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -2.5, 3.0, 100.0, -100.0, 1e-3, 1e30, -1e30]
-
-
-def run_both(device, build, feeds):
-    """(vulkan, reference) outputs of the one-output graph `build(builder)`; the Vulkan run is strict."""
-    b = Builder()
-    b.output(build(b))
-    graph = b.build()
-    want = list(tosa_vk.load(graph).run(feeds).values())[0]
-    with tosa_vk.load(graph, backend="vulkan", device=device, strict=True) as model:
-        got = list(model.run(feeds).values())[0]
-    return got, want
-
-
-def unary(device, op, x, dtype, **attrs):
-    return run_both(device, lambda b: b.op(op.upper(), b.input("x", x.shape, dtype), **attrs), {"x": x})
-
-
-def bits(a: np.ndarray) -> np.ndarray:
-    return a.view({1: np.uint8, 2: np.uint16, 4: np.uint32}[a.dtype.itemsize])
 
 
 def float_data(np_t, n=4096, seed=0) -> np.ndarray:
@@ -41,40 +21,28 @@ def float_data(np_t, n=4096, seed=0) -> np.ndarray:
         return np.concatenate([np.array(SPECIALS), wide, rng.uniform(-8, 8, n)]).astype(np_t)
 
 
-def ulp_diff(got, want) -> np.ndarray:
-    """Distance in representable values (NaN vs NaN counts 0, NaN vs number a huge distance)."""
-    g, w = bits(got).astype(np.int64), bits(want).astype(np.int64)
-    sign = 1 << (got.dtype.itemsize * 8 - 1)
-    g = np.where(g >= sign, sign - g, g)  # sign-magnitude -> monotonic integers
-    w = np.where(w >= sign, sign - w, w)
-    gn, wn = np.isnan(got.astype(np.float64)), np.isnan(want.astype(np.float64))
-    return np.where(gn & wn, 0, np.where(gn | wn, 1 << 40, np.abs(g - w)))
-
-
 # -- integers: bit-exact --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype,np_t", [("int8", np.int8), ("int16", np.int16), ("int32", np.int32)])
 def test_bitwise_not(device, dtype, np_t):
     info = np.iinfo(np_t)
     x = np.array([0, 1, -1, info.min, info.max, 5, -77], np_t)
-    got, want = unary(device, "bitwise_not", x, dtype)
-    assert np.array_equal(got, want) and np.array_equal(got, ~x)
+    got, _ = compare(device, op_graph("BITWISE_NOT", [x.shape], dtype), {"x": x})
+    assert np.array_equal(got, ~x)
 
 
 def test_abs_clz_int32(device):
     x = np.array([0, 1, -1, 2, 3, 0x7fffffff, -0x7fffffff, 1 << 30, 12345, -54321, 255, 256], np.int32)
-    got, want = unary(device, "abs", x, "int32")
-    assert np.array_equal(got, want)
+    compare(device, op_graph("ABS", [x.shape], "int32"), {"x": x})
     x = np.append(x, np.int32(-0x80000000))
-    got, want = unary(device, "clz", x, "int32")
-    assert np.array_equal(got, want)
+    got, _ = compare(device, op_graph("CLZ", [x.shape], "int32"), {"x": x})
     assert got[:4].tolist() == [32, 31, 0, 30]
 
 
 def test_logical_not(device):
     x = np.array([True, False, False, True, True])
-    got, want = unary(device, "logical_not", x, "bool")
-    assert np.array_equal(got, want) and np.array_equal(got, ~x)
+    got, _ = compare(device, op_graph("LOGICAL_NOT", [x.shape], "bool"), {"x": x})
+    assert np.array_equal(got, ~x)
 
 
 @pytest.mark.parametrize("dtype,np_t,zps", [("int8", np.int8, [(0, 0), (-128, 127), (5, -3), (127, -128)]),
@@ -83,24 +51,21 @@ def test_negate_int_zero_points_saturate(device, dtype, np_t, zps):
     info = np.iinfo(np_t)
     x = np.array([0, 1, -1, info.min + 1, info.max, info.min if np_t != np.int32 else 0, 42, -42], np_t)
     for zp1, zp2 in zps:
-        got, want = run_both(device, lambda b: b.negate(b.input("x", x.shape, dtype), np.array([zp1], np_t),
-                                                         np.array([zp2], np_t)), {"x": x})
-        assert np.array_equal(got, want), (zp1, zp2)
+        compare(device, op_graph("NEGATE", [x.shape], dtype, np.array([zp1], np_t), np.array([zp2], np_t)),
+                {"x": x})
 
 
 def test_negate_zero_points_as_graph_inputs(device):
     x = np.array([1, 2, -128, 127, 0], np.int8)
     feeds = {"x": x, "z1": np.array([3], np.int8), "z2": np.array([-2], np.int8)}
-    got, want = run_both(device, lambda b: b.negate(b.input("x", x.shape, "int8"), b.input("z1", (1,), "int8"),
-                                                     b.input("z2", (1,), "int8")), feeds)
-    assert np.array_equal(got, want) and got.tolist() == [0, -1, 127, -126, 1]
+    got, _ = compare(device, lambda b: b.negate(b.input("x", x.shape, "int8"), b.input("z1", (1,), "int8"),
+                                                b.input("z2", (1,), "int8")), feeds)
+    assert got.tolist() == [0, -1, 127, -126, 1]
 
 
 def test_negate_int8_big_grid(device):
     x = np.random.default_rng(1).integers(-128, 128, BIG).astype(np.int8)
-    got, want = run_both(device, lambda b: b.negate(b.input("x", x.shape, "int8"), np.array([3], np.int8),
-                                                     np.array([-7], np.int8)), {"x": x})
-    assert np.array_equal(got, want)
+    compare(device, op_graph("NEGATE", [x.shape], "int8", np.array([3], np.int8), np.array([-7], np.int8)), {"x": x})
 
 
 @pytest.mark.parametrize("dtype,np_t", [("int8", np.int8), ("int16", np.int16)])
@@ -108,8 +73,7 @@ def test_clamp_int(device, dtype, np_t):
     info = np.iinfo(np_t)
     x = np.arange(info.min, info.max + 1, 7 if np_t == np.int8 else 997).astype(np_t).reshape(1, -1)
     for lo, hi in ((info.min, info.max), (-5, 17), (3, 3), (info.min, 0)):
-        got, want = unary(device, "clamp", x, dtype, min_val=lo, max_val=hi)
-        assert np.array_equal(got, want), (lo, hi)
+        compare(device, op_graph("CLAMP", [x.shape], dtype, min_val=lo, max_val=hi), {"x": x})
 
 
 # -- floats: sign-bit operations and CLAMP are exact for every encoding -------------------------------------
@@ -121,12 +85,9 @@ def test_exact_float_ops(device, dtype, op):
     x = float_data(np_t)
     tiny = np.array([1e-40, -1e-40, 1e-45] if dtype != "fp16" else [6e-8, -6e-8], np.float32).astype(np_t)
     x = np.concatenate([x, tiny])  # subnormals
-    if op == "negate":
-        z = np.zeros(1, np_t)
-        got, want = run_both(device, lambda b: b.negate(b.input("x", x.shape, dtype), z, z), {"x": x})
-    else:
-        got, want = unary(device, op, x, dtype)
-    assert np.array_equal(bits(got), bits(want)) if op in ("abs", "negate") else np.all(ulp_diff(got, want) == 0)
+    zero_points = [np.zeros(1, np_t)] * 2 if op == "negate" else []
+    # sign-bit operations keep every bit (NaN payloads too); CEIL / FLOOR give the same values (any NaN)
+    compare(device, op_graph(op.upper(), [x.shape], dtype, *zero_points), {"x": x}, bits=op in ("abs", "negate"))
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -135,8 +96,8 @@ def test_clamp_float_nan_mode(device, dtype, mode):
     np_t = FLOATS[dtype]
     x = float_data(np_t, n=256)[:512].reshape(2, -1)
     for lo, hi in ((-1.5, 2.0), (0.0, 0.0), (-np.inf, np.inf), (-3e3, -2.0)):
-        got, want = unary(device, "clamp", x, dtype, min_val=lo, max_val=hi, nan_mode=mode)
-        assert np.all(ulp_diff(got, want) == 0), (lo, hi)
+        got, _ = compare(device, op_graph("CLAMP", [x.shape], dtype, min_val=lo, max_val=hi, nan_mode=mode),
+                         {"x": x})
         if mode == "IGNORE":
             assert not np.isnan(got.astype(np.float32)).any()
 
@@ -153,9 +114,8 @@ def test_transcendental(device, dtype, op):
     x = float_data(np_t, seed=3)
     if op in ("sin", "cos"):  # the spec's bound grows with |x|: compare where the reduction is exact
         x = x[~(np.abs(x.astype(np.float64)) > 1e5)]
-    got, want = unary(device, op, x, dtype)
-    d = ulp_diff(got, want)
-    assert d.max() <= 1, (x[np.argmax(d)], got[np.argmax(d)], want[np.argmax(d)])
+    got, want = compare(device, op_graph(op.upper(), [x.shape], dtype), {"x": x}, ulps=1)
+    d = ulp_distance(got, want)
     if dtype == "fp32":
         assert np.mean(d == 0) > 0.999
     special = np.isin(x.astype(np.float64), [0.0, np.inf, -np.inf]) | np.isnan(x.astype(np.float64))
@@ -176,15 +136,13 @@ def test_special_values_fp32(device):
         "tanh": [0.0, -0.0, 1, -1, np.nan, np.tanh(-1.0)],
     }
     for op, values in expect.items():
-        got, _ = unary(device, op, x, "fp32")
-        assert np.array_equal(bits(got), bits(np.array(values, np.float32))) or \
-            np.all(ulp_diff(got, np.array(values, np.float32)) == 0), op
+        got, _ = run_both(device, op_graph(op.upper(), [x.shape], "fp32"), {"x": x})
+        assert_same(got, np.array(values, np.float32))  # the correctly rounded values (any NaN, either zero)
 
 
 def test_big_grid_and_scalar(device):
     x = np.random.default_rng(2).uniform(-10, 10, BIG).astype(np.float16)
-    got, want = unary(device, "sigmoid", x, "fp16")
-    assert ulp_diff(got, want).max() <= 1
+    compare(device, op_graph("SIGMOID", [x.shape], "fp16"), {"x": x}, ulps=1)
     s = np.array(0.75, np.float32)  # rank 0
-    got, want = unary(device, "tanh", s, "fp32")
-    assert got.shape == () and got == want
+    got, _ = compare(device, op_graph("TANH", [s.shape], "fp32"), {"x": s})
+    assert got.shape == ()

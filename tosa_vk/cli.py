@@ -140,7 +140,7 @@ def cmd_run(args) -> int:
             line += f"; max |diff| vs reference backend = {diff:.3g}"
         print(line)
     if args.backend == "vulkan":
-        where = [w for _, w in model.placement]
+        where = [p.where for p in model.placement]
         print(f"placement: {where.count('vulkan')} operators as Vulkan kernels, {where.count('host')} on the host, "
               f"{where.count('alias')} free aliases")
     print(f"{model_path}: ran on {args.backend} in {seconds * 1000:.1f} ms (load + first run)")
@@ -149,9 +149,9 @@ def cmd_run(args) -> int:
 
 def _run_vgf(path: Path, feeds: dict, args) -> int:
     """`tosa-vk run model.vgf`: the container's COMPUTE segments on our Vulkan runtime (tosa_vk/vgf_run.py)."""
-    from .vgf_run import VGFModel
+    from .session import load
     start = time.perf_counter()
-    with VGFModel(path) as model:
+    with load(path) as model:
         outputs = model.run(feeds)
     seconds = time.perf_counter() - start
     out_dir = Path(args.output_dir) if args.output_dir else None
@@ -226,21 +226,23 @@ def cmd_conformance(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from .ir import load_graph, validate
-    from .lower import compile_graph
-    graph = load_graph(args.model)
-    validate(graph, file=args.model)
-    features = {k: True for k in ("shaderInt64", "shaderInt16", "shaderInt8", "shaderFloat16", "shaderFloat64",
-                                  "storageBuffer8BitAccess", "storageBuffer16BitAccess")}
-    program = compile_graph(graph, features, alignment=args.alignment, host_runner=lambda *a: None)
+    from .compiler import compile
+    from .ir import load_graph
+    from .target import named
+    if args.target == "device":
+        from .vulkan import enumerate_devices, select
+        target = select(enumerate_devices()).target
+    else:
+        target = named(args.target)
+    program = compile(load_graph(args.model), target, alignment=args.alignment, file=args.model)
     rows = []
     for name, buf in program.buffers.items():
         res = program.resources[name]
         rows.append({"tensor": name, "kind": buf.kind, "descriptor": res.descriptor, "format": res.format,
                      "shape": list(buf.shape), "offset": buf.offset, "bytes": buf.nbytes, "live": list(buf.live),
                      "alias_group": res.alias_group})
-    summary = {"file": args.model, "memory": program.memory, "tensors": rows,
-               "placement": [{"op": op, "where": where} for op, where in program.placement]}
+    summary = {"file": args.model, "target": target.as_dict(), "memory": program.memory, "tensors": rows,
+               "placement": [p._asdict() for p in program.placement]}
     if args.json:
         print(json.dumps(summary, indent=1))
         return 0
@@ -253,6 +255,10 @@ def cmd_plan(args) -> int:
               f"{r['format'].removeprefix('VK_FORMAT_'):<30} {str(r['shape']):<18} {r['offset']:>9} "
               f"{r['bytes']:>9} {live:>11} {'' if r['alias_group'] is None else r['alias_group']}")
     m = program.memory
+    hosted = [p for p in program.placement if p.where == "host"]
+    for p in hosted:
+        print(f"host: {p.op}: {p.reason}")
+    print(f"target {target.name}: {len(program.placement) - len(hosted)} operators on Vulkan, {len(hosted)} on the host")
     print(f"arena {m['arena_bytes']} B = constants / variables {m['static_bytes']} B + packed {m['dynamic_bytes']} B "
           f"(lower bound {m['dynamic_lower_bound_bytes']} B, without reuse {m['dynamic_naive_bytes']} B)")
     return 0
@@ -300,7 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_inspect)
     p = sub.add_parser("plan", help="where every tensor lives: descriptor, format, offset, live range, aliases")
     p.add_argument("model")
-    p.add_argument("--alignment", type=int, default=256, help="buffer offset alignment in bytes")
+    p.add_argument("--target", default="lavapipe",
+                   help="a named target (lavapipe, minimum) or 'device' to query the Vulkan device")
+    p.add_argument("--alignment", type=int, help="buffer offset alignment in bytes (default: the target's)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_plan)
     p = sub.add_parser("devices", help="list Vulkan devices (* marks the default)")

@@ -1,19 +1,23 @@
 """The compiled artifact both sides share: the compiler writes a Program, the Vulkan layer runs it.
 
-Nothing here imports the compiler (ir / lower / plan) or the Vulkan layer; it is plain data.
+Nothing here imports the compiler (ir / lower / plan) or the Vulkan layer. It is plain data — no callables — so
+`Program.to_bytes()` / `from_bytes()` round-trip it exactly (the program cache and VGF export read it).
 
 A Program is a list of Steps in execution order. A Kernel step is one compute dispatch of a GLSL shader variant
-over storage buffers; a Host step runs a callable on numpy views of the same memory (a CPU fallback for an
-operator without a Vulkan kernel). Branch / Loop steps hold nested step lists (COND_IF / WHILE_LOOP regions) and
-StateCheck steps the variable rules. Every tensor lives at a byte offset in one arena.
+over storage buffers; a Host step names an operator the runtime runs on numpy views of the same memory with a host
+kernel looked up by the operator's name (a CPU fallback for an operator without a Vulkan kernel). Branch / Loop
+steps hold nested step lists (COND_IF / WHILE_LOOP regions) and StateCheck steps name a variable rule
+(tosa_vk/variables.py). Every tensor lives at a byte offset in one arena.
 """
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Any, Iterator, NamedTuple
 
 import numpy as np
+
+from . import serial
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,9 @@ class Kernel:
     slots: tuple[tuple[int, int], ...] = ()   # (set, binding) per binding; () = set 0, bindings 0..n-1
     descriptors: tuple[str, ...] = ()         # VK_DESCRIPTOR_TYPE_* per binding; () = storage buffers
     images: tuple["Image | None", ...] = ()   # per binding: texel format / extent / sampler of image bindings
+    # The push-constant block as the shader declares it: (member, GLSL type, array length or 0) in order; VGF
+    # export bakes `push_constants` into the module with it. () for custom kernels (their payload says).
+    push_layout: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def key(self) -> tuple:
@@ -64,22 +71,55 @@ class Image:
 
 
 @dataclass(frozen=True)
+class Resource:
+    """One tensor's binding, as the plan stage decided it: what a kernel, the runtime and VGF export need to know."""
+    tensor: str
+    descriptor: str                   # VK_DESCRIPTOR_TYPE_*
+    format: str                       # VK_FORMAT_*
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]          # in elements, row-major (dense scalar linearisation)
+    dtype: str                        # DType name
+    alias_group: int | None = None
+
+    @property
+    def image_extent(self) -> tuple[int, int] | None:
+        """(width, height) of an image resource ([..., H, W, C])."""
+        if self.descriptor not in ("VK_DESCRIPTOR_TYPE_STORAGE_IMAGE", "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER"):
+            return None
+        h, w = self.shape[-3], self.shape[-2]
+        return w, h
+
+
+@dataclass(frozen=True)
 class Host:
-    """A step run on the host over numpy views (inputs -> outputs by buffer name)."""
-    op: str
-    run: Callable[[list[np.ndarray]], list[np.ndarray]]
-    reads: tuple[str, ...]
-    writes: tuple[str, ...]
+    """An operator run on the host (`operator`, e.g. "CUSTOM", by a host kernel registered under that name) over
+    numpy views: `inputs` per operator input is a buffer name, or "" for a compile-time constant held in
+    `constants` at the same position. Outputs are written to `writes`."""
+    op: str                                   # "CUSTOM #3 'y'" — for errors and profiles
+    operator: str
+    attrs: dict[str, Any]
+    inputs: tuple[str, ...]
+    constants: tuple[np.ndarray | None, ...]
+    in_types: tuple[str, ...]                 # DType names
+    out_types: tuple[str, ...]
+    out_shapes: tuple[tuple[int, ...], ...]
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class StateCheck:
-    """A host-side rule of the variable extension (declared / written / read), checked in execution order.
+    """A host-side rule of the variable extension (tosa_vk/variables.py: "declare" / "write" / "read") for
+    variable `uid`, checked in execution order.
 
     It touches no tensor memory (the values stay on the device), so it never splits a command buffer: the runtime
-    runs the checks of a segment just before submitting it. `check(state)` raises TosaError when a rule fails."""
+    runs the checks of a segment just before submitting it."""
     op: str
-    check: Callable[[dict], None]
+    rule: str
+    uid: str
+    shape: tuple[int, ...]
+    dtype: str                                 # DType name
+    initial_shape: tuple[int, ...] | None = None  # "declare": the initial value's shape, None without one
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
 
@@ -108,6 +148,14 @@ class Loop:
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
     predicate: str = ""   # the condition as a uint32 (cond's last kernel writes it) for conditional rendering
+
+
+class Placement(NamedTuple):
+    """Where one operator runs: "vulkan" (kernels), "host" (a Host step), "alias" (no work: it shares its input's
+    memory) or "constant" (CONST / CONST_SHAPE: data, uploaded once or known at compile time), and why."""
+    op: str
+    where: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -141,10 +189,10 @@ class Program:
     inputs: list[str]
     outputs: list[str]
     constants: dict[str, np.ndarray] = field(default_factory=dict)  # uploaded once, by tensor name
-    placement: list[tuple[str, str]] = field(default_factory=list)   # (operator, "vulkan" | "host")
+    placement: list[Placement] = field(default_factory=list)
     memory: dict[str, int] = field(default_factory=dict)            # arena / lower-bound / naive bytes
     variables: dict[str, VariableSpec] = field(default_factory=dict)  # by uid
-    resources: dict = field(default_factory=dict)  # tensor -> tosa_vk.plan.resources.Resource (descriptor, format)
+    resources: dict[str, Resource] = field(default_factory=dict)  # by tensor: descriptor, format, alias group
 
     def buffer(self, tensor: str) -> Buffer:
         return self.buffers[tensor]
@@ -152,9 +200,24 @@ class Program:
     def storage(self, tensor: str) -> str:
         return self.buffers[tensor].storage or tensor
 
+    def to_bytes(self) -> bytes:
+        return serial.dumps(self, TYPES)
+
+    @staticmethod
+    def from_bytes(data: bytes) -> "Program":
+        program = serial.loads(data, TYPES)
+        if not isinstance(program, Program):
+            raise serial.SerialError("the data holds no Program")
+        return program
+
 
 def pack_push(*values: int | float, fmt: str | None = None) -> bytes:
     """Push-constant bytes: ints as int32 (or the struct format given), 4-byte aligned."""
     if fmt is None:
         fmt = "".join("f" if isinstance(v, float) else "i" for v in values)
     return struct.pack("<" + fmt, *values)
+
+
+# Every type a Program may hold, by the name its serialised form uses (tosa_vk/serial.py refuses any other).
+TYPES: dict[str, type] = {cls.__name__: cls for cls in (Program, Buffer, Kernel, Image, Resource, Host, StateCheck,
+                                                         Branch, Loop, Placement, VariableSpec)}

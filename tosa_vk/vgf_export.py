@@ -49,6 +49,7 @@ import vulkan as vk
 from vgf import VGF, Binding, Constant, DescriptorSet, Module, Resource, Segment, save_vgf
 
 from .errors import TosaError
+from .ir.dtype import DType
 from .lower import grid_1d
 from .lower.data_layout import MAX_RANK, UNIT_TYPES
 from .plan.resources import (COMBINED_IMAGE_SAMPLER, DESCRIPTOR_VALUES, FORMAT_COMPONENTS, FORMAT_VALUES, IMAGE_TYPES,
@@ -240,7 +241,7 @@ class _Exporter:
 
     def _format(self, name: str) -> int:
         """The scalar VkFormat of a tensor's elements, from the planner's resource (TOSA dtypes: bf16 / fp8 exact)."""
-        return FORMAT_VALUES[SCALAR_FORMATS[self.p.resources[name].dtype]]
+        return FORMAT_VALUES[SCALAR_FORMATS[DType[self.p.resources[name].dtype]]]
 
     def _resources(self) -> None:
         p, vgf = self.p, self.vgf

@@ -20,6 +20,7 @@ from vgf import VGF, read_vgf
 from vgf.scenario import FORMAT_SIZES, IMAGE_DESCRIPTORS, image_extent
 
 from .errors import TosaError
+from .ir.dtype import DType
 from .plan.resources import DESCRIPTOR_VALUES, FORMAT_COMPONENTS, FORMAT_VALUES, SCALAR_FORMATS, STORAGE_BUFFER
 from .program import Buffer, Image, Kernel, Program
 from .vulkan import Device
@@ -144,6 +145,7 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
 
 class VGFModel(OnDevice):
     """A .vgf loaded onto a Vulkan device: run(feeds by input name) -> outputs by name."""
+    backend = "vulkan"
 
     def __init__(self, source: str | Path | VGF, device: Device | None = None, file: str | None = None):
         from .vulkan.runtime import Runtime
@@ -163,11 +165,18 @@ class VGFModel(OnDevice):
 
     @property
     def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        return {n: (self.program.buffer(n).shape, self.program.buffer(n).dtype.name) for n in self.program.inputs}
+        return {n: self._signature(n) for n in self.program.inputs}
 
     @property
     def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        return {n: (self.program.buffer(n).shape, self.program.buffer(n).dtype.name) for n in self.program.outputs}
+        return {n: self._signature(n) for n in self.program.outputs}
+
+    def _signature(self, name: str) -> tuple[tuple[int, ...], str]:
+        """(shape, TOSA dtype name) of a resource, the type read from its storage format (as the other backends
+        name their inputs; a format no TOSA type stores keeps the numpy name)."""
+        buf = self.program.buffer(name)
+        names = {np.dtype(d.numpy): d.name for d in reversed(DType) if d not in (DType.UNKNOWN, DType.SHAPE, DType.INT4)}
+        return buf.shape, names.get(np.dtype(buf.dtype), np.dtype(buf.dtype).name)
 
     def run(self, feeds: dict[str, np.ndarray] | None = None, **named) -> dict[str, np.ndarray]:
         feeds = {**(feeds or {}), **named}

@@ -1,30 +1,49 @@
-"""The Vulkan backend: lowers a graph to a Program and runs it with tosa_vk.vulkan.Runtime.
+"""The Vulkan backend: compiles a graph for the device (tosa_vk.compile) and runs the Program with
+tosa_vk.vulkan.Runtime.
 
-Variables and control flow stay on the device (tosa_vk/lower/variable.py, control_flow.py). Operators without a
-Vulkan kernel run on the host with the reference implementation, on numpy views of the same
-device memory (no copies where the memory is host-visible); `strict=True` refuses them instead.
+Variables and control flow stay on the device (tosa_vk/lower/variable.py, control_flow.py). Operators the partition
+places on the host run as host kernels (tosa_vk/host_kernels.py) on numpy views of the same device memory (no copies
+where the memory is host-visible); `strict=True` refuses them instead.
 """
 from __future__ import annotations
 
+from collections.abc import Collection
+from pathlib import Path
+
 import numpy as np
 
+from . import compiler, host_kernels
 from .errors import TosaError
-from .ir.graph import Block, Graph, Operator
-from .ir.validate import validate
-from .lower import compile_graph
-from .reference.executor import Interpreter, coerce_input
-from .reference.registry import Call
-from .reference.variable import begin_run
+from .ir.dtype import DType
+from .ir.graph import Graph
+from .program import Placement
+from .reference.executor import coerce_input
+from .session import Model, Timing
 from .vulkan import Device
-from .vulkan.memory import align
 from .vulkan.runtime import Runtime
 
 
-class OnDevice:
-    """Owns a Runtime on a Device (and the device too unless it was given): close() frees both; idempotent and
-    safe after a failed __init__."""
-    runtime = device = file = None
+class OnDevice(Model):
+    """A Model that owns a Runtime on a Device (and the device too unless it was given): close() frees both;
+    idempotent and safe after a failed __init__."""
+    runtime: Runtime | None = None
+    device: Device | None = None
     own_device = False
+
+    @property
+    def open_runtime(self) -> Runtime:
+        """The runtime; a clear error once the model is closed."""
+        if self.runtime is None:
+            raise TosaError("the model is closed", file=self.file)
+        return self.runtime
+
+    def profile(self) -> list[Timing]:
+        """Per-kernel device times of the last run (GPU timestamps: load with timestamps=True)."""
+        return [Timing(op, "device", float(seconds) * 1e6) for op, seconds in self.open_runtime.profile()]
+
+    @property
+    def transferred(self) -> dict[str, int]:
+        return dict(self.open_runtime.transferred)
 
     def check_feeds(self, expected: list[str], feeds: dict, what: str) -> None:
         """Every input in `expected` given, nothing else; `what` names them in the error ("graph", "VGF")."""
@@ -42,72 +61,74 @@ class OnDevice:
             self.device.close()
             self.device = None
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
 
 class VulkanModel(OnDevice):
-    def __init__(self, graph: Graph, file: str | None = None, device: Device | str | int | None = None,
-                 strict: bool = False, timestamps: bool = False, max_iterations: int = 1_000_000):
-        validate(graph, file=file)
-        self.graph, self.file = graph, file
-        self.host = Interpreter(graph, file=file, check=False, max_iterations=max_iterations)
+    """A graph compiled for a Vulkan device (tosa_vk.compile) and run by tosa_vk.vulkan.Runtime.
+
+    Options: device (a Device, an index or a name), strict (no host steps), timestamps (GPU times for profile()),
+    max_iterations (WHILE_LOOP cap), force_host (operator or output names to run on the host), layouts (tensors
+    the graph holds as NCHW, for custom ops with an NHWC shader)."""
+    backend = "vulkan"
+
+    def __init__(self, source: Graph, *, file: str | None = None, device: Device | str | int | None = None,
+                 strict: bool = False, timestamps: bool = False, max_iterations: int = 1_000_000,
+                 force_host: Collection[str] = (), layouts: dict[str, str] | str | None = None):
+        self.graph, self.file = source, file
         self.device = device if isinstance(device, Device) else Device(device)
         self.own_device = not isinstance(device, Device)
         try:
-            limits = self.device.info.limits
-            self.program = compile_graph(graph, self.device.info.features,
-                                         align(max(16, limits["minStorageBufferOffsetAlignment"]), 16),
-                                         strict=strict, host_runner=self._host_runner)
-            self.runtime = Runtime(self.program, self.device, timestamps=timestamps, max_iterations=max_iterations)
+            self.program = compiler.compile(source, self.device.info.target, strict=strict, force_host=force_host,
+                                   layouts=layouts, file=file)
+            self.runtime = Runtime(self.program, self.device, timestamps=timestamps, max_iterations=max_iterations,
+                                   host=host_kernels.run)
         except BaseException:
             self.close()
             raise
 
-    def _host_runner(self, op: Operator, block: Block, buffered: tuple[str, ...]):
-        """A Host step running the reference implementation of `op` on views of the arena (`buffered` inputs
-        arrive as views, the others are shape values known at compile time)."""
-        from .reference import registry
-        fn = registry.OPS[op.op]
-        outs = [block.tensors[n] for n in op.outputs]
-        call = Call(op, [], [block.tensors[n].dtype for n in op.inputs], [t.dtype for t in outs],
-                    [t.shape for t in outs], run_region=self.host.run_region, state=self.host.state,
-                    extra={"max_iterations": self.host.max_iterations, "block": block})
-
-        def run(views: list[np.ndarray]) -> list[np.ndarray]:
-            values = iter(views)
-            call.inputs = [next(values) if n in buffered else block.tensors[n].data for n in op.inputs]
-            result = fn(call)
-            return list(result) if isinstance(result, (list, tuple)) else [result]
-        return run
-
-    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def run(self, feeds: dict[str, np.ndarray] | None = None, **named: np.ndarray) -> dict[str, np.ndarray]:
+        feeds = {**(feeds or {}), **named}
         main = self.graph.main
         self.check_feeds(main.inputs, feeds, "graph")
         values = {n: coerce_input(main.tensors[n], feeds[n], self.file) for n in main.inputs}
-        begin_run(self.runtime.state)  # a new run: every variable may be declared once again
         try:
-            return self.runtime.run(values)
+            return self.open_runtime.run(values)
         except TosaError as err:
             raise err.located(file=self.file) from None
 
     @property
-    def state(self) -> dict:
-        """The variables' flags by uid (tosa_vk.reference.variable.Variable, values in device memory)."""
-        return self.runtime.state
+    def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        return {t.name: (t.shape, t.dtype.name) for t in self.graph.inputs}
 
+    @property
+    def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        return {t.name: (t.shape, t.dtype.name) for t in self.graph.outputs}
+
+    @property
     def variables(self) -> dict[str, np.ndarray]:
-        return {uid: self.runtime.view(self.program.variables[uid].tensor).copy() for uid in self.runtime.state}
+        runtime = self.open_runtime
+        return {uid: runtime.view(self.program.variables[uid].tensor).copy() for uid in runtime.state}
 
     def set_variable(self, uid: str, value: np.ndarray) -> None:
-        self.runtime.view(self.program.variables[uid].tensor)[...] = value
-        self.runtime.state[uid].is_written = True
+        runtime = self.open_runtime
+        var = runtime.state.get(uid)
+        if var is None:
+            super().set_variable(uid, value)
+            return
+        value = np.asarray(value, dtype=DType[var.dtype].numpy)
+        if value.shape != var.shape:
+            raise TosaError(f"variable '{uid}' has shape {list(var.shape)}, got {list(value.shape)}")
+        runtime.view(self.program.variables[uid].tensor)[...] = value
+        var.is_written = True
 
     def reset_variables(self) -> None:
-        self.runtime.reset_variables()
+        self.open_runtime.reset_variables()
 
-    def profile(self) -> list[tuple[str, float]]:
-        return self.runtime.profile()
+    @property
+    def placement(self) -> list[Placement]:
+        return list(self.program.placement)
+
+    def export_vgf(self, path: str | Path | None = None):
+        """The program as a VGF container (vgf.VGF; written to `path` if given): our SPIR-V kernels as COMPUTE
+        segments (tosa_vk/vgf_export.py). Needs every operator as a Vulkan kernel."""
+        from .vgf_export import export_vgf
+        return export_vgf(self.program, path)

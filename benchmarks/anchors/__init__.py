@@ -1,4 +1,1 @@
-"""Third-party runtimes that the benchmarks compare tosa_vk against ("anchors").
-
-    from benchmarks.anchors.arm_sdk import ArmSdkAnchor, available   # Arm's ML SDK for Vulkan (VGF)
-"""
+"""Moved: the anchors live in tosa_vk/bench/anchors/ (the installed package cannot reach outside itself)."""

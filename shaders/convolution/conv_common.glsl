@@ -16,9 +16,7 @@
 
 #extension GL_EXT_control_flow_attributes : enable
 
-#ifndef WORKGROUP
-#define WORKGROUP 64
-#endif
+// WORKGROUP is #defined by the shader compiler from tosa_vk/shader_abi.py.
 
 #ifdef ZP_BUFFERS
 #define ZERO_POINT_BINDINGS \

@@ -2,13 +2,12 @@
 #ifndef TOSA_VK_INDEX_GLSL
 #define TOSA_VK_INDEX_GLSL
 
-#define WORKGROUP 64
+// WORKGROUP and MAX_RANK are #defined by the shader compiler from tosa_vk/shader_abi.py.
 layout(local_size_x = WORKGROUP) in;
 
 // 1-D grids may spill into y when they exceed maxComputeWorkGroupCount.x (tosa_vk/lower/__init__.py::grid_1d).
 uint flat_index() { return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * WORKGROUP; }
 
-#define MAX_RANK 6
 // Offset into a tensor whose per-dimension strides (0 where it is broadcast) are `strides`, for the element
 // `idx` of an output of shape `shape` (row-major, `rank` dimensions).
 #define BROADCAST_OFFSET(idx, rank, shape, strides, result) { \

@@ -1,33 +1,36 @@
-"""The graph lowerer: TOSA operators -> Kernels (GLSL shader variants + bindings + push constants + grid).
+"""The lower stage: TOSA operators -> Kernels (GLSL shader variants + bindings + push constants + grid).
 
-Each spec chapter module registers lowerings with `@lowering("ADD")` on `def ADD(ctx: LowerCtx) -> list[Kernel]`.
-An operator without a lowering (or whose lowering returns None for this variant) runs on the host with the
-reference implementation, unless the caller asks for `strict` placement. CONST / CONST_SHAPE values are uploaded
-once; RESHAPE and IDENTITY share their input's memory.
+Each spec chapter module registers lowerings with `@lowering("ADD")` on `def ADD(ctx: LowerCtx) -> list[Kernel]`;
+a lowering returns None when no kernel does this variant (types, device features), and the partition stage
+(tosa_vk/partition.py) then places the operator on the host: lower() turns it into a Host step. CONST /
+CONST_SHAPE values are uploaded once; RESHAPE and IDENTITY share their input's memory. Memory is the plan stage's.
 """
 from __future__ import annotations
 
-import importlib
 import dataclasses
+import importlib
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ..errors import TosaError
 from ..ir.dtype import DType
 from ..ir.graph import Block, Graph, Operator, Tensor
-from ..program import Branch, Buffer, Host, Kernel, Loop, Program, Step, VariableSpec
-from ..plan import memory, resources
+from ..program import Host, Kernel, Placement, Step, VariableSpec
+from ..shader_abi import WORKGROUP
+from ..target import Target
 from .types import binding_defines
+
+if TYPE_CHECKING:
+    from ..partition import Partition
 
 LOWERINGS: dict[str, Callable[["LowerCtx"], list[Step] | None]] = {}
 CHAPTERS = ("elementwise_binary", "elementwise_unary", "elementwise_ternary", "comparison", "activation",
             "type_conversion", "reduction", "data_layout", "scatter_gather", "image", "tensor_ops",
             "convolution", "control_flow", "variable", "custom")
 ALIASING = ("RESHAPE", "IDENTITY")  # outputs share the input's memory: no kernel at all
-WORKGROUP = 64                      # invocations per workgroup of the 1-D kernels
-MAX_GROUPS = 65535                  # maxComputeWorkGroupCount[0] guaranteed by the spec
+MAX_GROUPS = 65535                  # maxComputeWorkGroupCount[0] every Vulkan device offers (the spec's minimum)
 
 
 def lowering(*names: str):
@@ -51,10 +54,15 @@ class LowerCtx:
     op: Operator
     index: int
     block: Block
-    features: dict[str, bool]
-    temps: dict[str, Tensor]
+    target: Target
+    temps: dict[str, Tensor]                  # the constants and scratch tensors this operator's kernels add
     prefix: str = ""                          # "" in the main block
     compiler: "Compilation | None" = None     # for operators with regions or program-wide state
+
+    @property
+    def features(self) -> dict[str, bool]:
+        """The target's optional features, as a dict ({name: True})."""
+        return dict.fromkeys(self.target.features, True)
 
     def add_constant(self, values: np.ndarray, dtype: DType) -> str:
         """A constant made at load time (e.g. weights packed into the layout a kernel wants); uploaded once.
@@ -127,40 +135,63 @@ def grid_1d(invocations: int) -> tuple[int, int, int]:
     return (MAX_GROUPS, -(-groups // MAX_GROUPS), 1)
 
 
-def compile_graph(graph: Graph, features: dict[str, bool] | None = None, alignment: int = 256,
-                  strict: bool = False,
-                  host_runner: Callable[[Operator, Block, tuple[str, ...]], Callable] | None = None) -> Program:
-    """Lowers a validated graph (its main block, and the regions its control-flow operators run) to a Program
-    whose tensors are packed into one arena by liveness (tosa_vk/plan/memory.py) at `alignment`-byte offsets."""
+@dataclass
+class Lowered:
+    """The lower stage's result, the plan stage's input: steps over program-wide tensor names, every tensor that
+    needs memory, which share memory (`root`), constants (uploaded once) and variables."""
+    steps: list[Step]
+    tensors: dict[str, Tensor]
+    root: dict[str, str]
+    constants: dict[str, np.ndarray]
+    variables: dict[str, VariableSpec]
+    placement: list[Placement]
+    inputs: list[str]
+    outputs: list[str]
+
+
+def lower(graph: Graph, target: Target, partition: Partition) -> Lowered:
+    """Lowers a validated, partitioned graph (its main block, and the regions its control-flow operators run) to
+    steps: the operators placed on Vulkan become kernels, the others Host steps."""
     load_all()
-    c = Compilation(graph, features or {}, strict, host_runner)
+    c = Compilation(graph, target, partition)
     block = graph.main
     for name in block.inputs:
         c.declare(name, block.tensors[name])
-    steps = c.block(block)
+    steps = c.block(block, graph.regions[0].name)
     for name in block.outputs:  # outputs that are constants or pass-through inputs need memory too
         if name not in c.tensors and block.tensors[name].data is not None:
             c.constants[name] = block.tensors[name].data
         c.declare(name, block.tensors[name])
     c.constants.update({n: t.data for n, t in c.temps.items() if t.data is not None})
-    tensors = {**c.tensors, **c.temps}
-    buffers, arena, stats = _place(tensors, steps, c.root, c.constants, block, alignment)
-    return Program(steps, buffers, arena, list(block.inputs), list(block.outputs), c.constants, c.placement,
-                   stats, c.variables, resources.plan_resources(tensors, steps, c.root))
+    return Lowered(steps, {**c.tensors, **c.temps}, c.root, c.constants, c.variables, c.placement,
+                   list(block.inputs), list(block.outputs))
+
+
+def try_lower(op: Operator, index: int, block: Block, target: Target) -> tuple[list[Step], dict[str, Tensor]] | None:
+    """The kernels of one operator of `block` and the temporaries they use, or None when no Vulkan kernel does
+    this variant. Only for operators that need no program-wide state (not control flow or variables): the
+    partition stage asks this, and the lower stage reuses the answer for the main block."""
+    load_all()
+    fn = LOWERINGS.get(op.op)
+    if fn is None:
+        return None
+    ctx = LowerCtx(op, index, block, target, {})
+    steps = fn(ctx)
+    return None if steps is None else (steps, ctx.temps)
 
 
 class Compilation:
-    """The state of one compile_graph call: every tensor that gets memory (by program-wide name), which ones
-    share memory (`root`), constants, variables and where each operator runs."""
+    """The state of one lower() call: every tensor that gets memory (by program-wide name), which ones share
+    memory (`root`), constants, variables and where each operator runs."""
 
-    def __init__(self, graph: Graph, features: dict[str, bool], strict: bool, host_runner):
+    def __init__(self, graph: Graph, target: Target, partition: Partition):
         self.regions = {r.name: r.blocks[0] for r in graph.regions}
-        self.features, self.strict, self.host_runner = features, strict, host_runner
+        self.target, self.partition = target, partition
         self.tensors: dict[str, Tensor] = {}      # program-wide name -> tensor (named so)
         self.root: dict[str, str] = {}            # alias -> the tensor whose memory it shares
         self.constants: dict[str, np.ndarray] = {}
         self.temps: dict[str, Tensor] = {}
-        self.placement: list[tuple[str, str]] = []
+        self.placement: list[Placement] = []
         self.variables: dict[str, VariableSpec] = {}
         self._instances: dict[str, int] = {}
 
@@ -178,112 +209,60 @@ class Compilation:
         self.declare(name, t)
         self.root[name] = self.root.get(target, target)
 
-    def block(self, block: Block, prefix: str = "") -> list[Step]:
-        """The steps of one block; a region's inputs must already be aliased (see control_flow.py)."""
+    def block(self, block: Block, region: str, prefix: str = "") -> list[Step]:
+        """The steps of one block of `region`; a region's inputs must already be aliased (see control_flow.py)."""
         steps: list[Step] = []
         for index, op in enumerate(block.operators):
-            ctx = LowerCtx(op, index, block, self.features, self.temps, prefix, self)
+            ctx = LowerCtx(op, index, block, self.target, {}, prefix, self)
+            placed = self.partition.of(region, index)
             if op.op in ("CONST", "CONST_SHAPE"):
                 t = block.tensors[op.outputs[0]]
                 if t.dtype != DType.SHAPE:
                     self.constants[ctx.q(t.name)] = t.data
                     self.declare(ctx.q(t.name), t)
                 continue
-            if op.op in ALIASING and ctx.q(op.inputs[0]) in self.tensors:
+            if placed.where == "alias":
                 self.alias(ctx.q(op.outputs[0]), ctx.outputs[0], ctx.q(op.inputs[0]))
-                self.placement.append((ctx.label, "alias"))
+                self.placement.append(Placement(ctx.label, placed.where, placed.reason))
                 continue
             for t in ctx.outputs:
                 self.declare(ctx.q(t.name), t)
-            fn = LOWERINGS.get(op.op)
-            lowered = fn(ctx) if fn is not None else None
-            if lowered is None:
-                if self.strict or self.host_runner is None:
-                    raise TosaError(f"no Vulkan kernel for this operator (types "
-                                    f"{', '.join(t.dtype.name for t in ctx.inputs)} -> "
-                                    f"{', '.join(t.dtype.name for t in ctx.outputs)})", op=op.op, index=index,
-                                    output=op.outputs[0] if op.outputs else None,
-                                    region=prefix.removesuffix("::") or None)
-                reads = tuple(n for n in op.inputs if ctx.q(n) in self.tensors)
-                steps.append(Host(ctx.label, self.host_runner(op, block, reads), tuple(map(ctx.q, reads)),
-                                  tuple(map(ctx.q, op.outputs))))
-                self.placement.append((ctx.label, "host"))
+            if placed.where == "host":
+                steps.append(host_step(ctx, self.tensors))
             else:
-                steps.extend(lowered)
-                self.placement.append((ctx.label, "vulkan"))
+                found = self.partition.lowered.pop((region, index), None) if not prefix else None
+                if found is None:
+                    lowered = LOWERINGS[op.op](ctx)
+                    found = None if lowered is None else (lowered, ctx.temps)
+                if found is None:   # the partition saw a kernel for this variant: the lowering must agree
+                    raise TosaError("internal: the lowering declined an operator placed on Vulkan", op=op.op,
+                                    index=index, region=prefix.removesuffix("::") or None)
+                steps.extend(found[0])
+                self.temps.update(found[1])
+            self.placement.append(Placement(ctx.label, placed.where, placed.reason))
         return steps
 
 
-def _liveness(steps: list[Step], root: dict[str, str]) -> tuple[dict[str, int], dict[str, int], int]:
-    """First write and last use of every memory root, in a depth-first numbering of the (nested) steps. A tensor
-    used inside a WHILE_LOOP but made before it lives across the whole loop (the next iteration reads it again)."""
-    first: dict[str, int] = {}
-    last: dict[str, int] = {}
-    count = 0
-
-    def use(name: str, i: int, write: bool) -> None:
-        r = root.get(name, name)
-        if write:
-            first.setdefault(r, i)
-        last[r] = max(last.get(r, i), i)
-
-    def visit(items: list[Step]) -> None:
-        nonlocal count
-        for step in items:
-            i, count = count, count + 1
-            for name in step.writes:
-                use(name, i, True)
-            for name in step.reads:
-                use(name, i, False)
-            if isinstance(step, Branch):
-                visit(step.then)
-                visit(step.orelse)
-            elif isinstance(step, Loop):
-                visit(step.cond)
-                visit(step.body)
-                end, count = count, count + 1
-                for name in filter(None, (step.condition, step.predicate)):  # read between iterations
-                    use(name, end, False)
-                for r, lo in list(last.items()):
-                    if lo >= i and first.get(r, -1) < i:
-                        last[r] = end
-    visit(steps)
-    return first, last, count
+def copy_step(ctx: LowerCtx, src: str, dst: str) -> Step:
+    """A whole-tensor copy between regions or into a variable (names as LowerCtx.kernel takes them): a copy kernel,
+    or a host copy where the device cannot move elements of this width (no 8 / 16-bit storage access)."""
+    from .data_layout import copy
+    kernel = copy(ctx, src, dst)
+    if kernel is not None:
+        return kernel
+    s, d = ctx.tensor(src), ctx.tensor(dst)
+    return Host(f"{ctx.label} copy", "IDENTITY", {}, (ctx.q(src),), (None,), (s.dtype.name,), (d.dtype.name,),
+                (d.shape,), reads=(ctx.q(src),), writes=(ctx.q(dst),))
 
 
-def _place(tensors: dict[str, Tensor], steps: list, root: dict[str, str], constants: dict, block: Block,
-           alignment: int) -> tuple[dict[str, Buffer], int, dict[str, int]]:
-    """Constants and variables first (uploaded once / persistent), then every other tensor packed by liveness."""
-    first, last, count = _liveness(steps, root)
-    forever = count + 1
-    for name in block.outputs:
-        last[root.get(name, name)] = forever
-    static = [n for n, t in tensors.items() if n not in root and (n in constants or t.variable)]
-    offset = 0
-    intervals: dict[str, memory.Interval] = {}
-    for name in static:
-        t = tensors[name]
-        intervals[name] = memory.Interval(name, t.size * t.dtype.numpy.itemsize, -1, forever, offset)
-        offset = memory.align(offset + max(intervals[name].size, 1), alignment)
-    dynamic = []
-    for name, t in tensors.items():
-        if name in root or name in intervals:
-            continue
-        lo = -1 if name in block.inputs else first.get(name, -1)
-        iv = memory.Interval(name, t.size * t.dtype.numpy.itemsize, lo, max(last.get(name, lo), lo))
-        intervals[name] = iv
-        dynamic.append(iv)
-    dynamic_bytes = memory.pack(dynamic, alignment)
-    for iv in dynamic:
-        iv.offset += offset
-    stats = {"arena_bytes": offset + dynamic_bytes, "static_bytes": offset, "dynamic_bytes": dynamic_bytes,
-             "dynamic_lower_bound_bytes": memory.lower_bound(dynamic),
-             "dynamic_naive_bytes": sum(iv.size for iv in dynamic)}
-    kinds = {**{n: "intermediate" for n in tensors}, **{n: "constant" for n in constants},
-             **{n: "input" for n in block.inputs}, **{n: "output" for n in block.outputs}}
-    buffers = {}
-    for name, t in tensors.items():
-        iv = intervals[root.get(name, name)]
-        buffers[name] = Buffer(name, iv.offset, t.size * t.dtype.numpy.itemsize, t.shape, t.dtype.numpy,
-                               "variable" if t.variable else kinds[name], iv.name, (iv.first, iv.last))
-    return buffers, max(offset + dynamic_bytes, 16), stats
+def host_step(ctx: LowerCtx, tensors: dict[str, Tensor]) -> Host:
+    """A Host step running `ctx.op` (inputs in memory are read from the arena; the others are compile-time
+    constants, e.g. shape values)."""
+    op = ctx.op
+    names = tuple(ctx.q(n) if ctx.q(n) in tensors else "" for n in op.inputs)
+    constants = tuple(None if name else ctx.block.tensors[n].data for name, n in zip(names, op.inputs))
+    return Host(ctx.label, op.op, dict(op.attrs), names, constants, tuple(t.dtype.name for t in ctx.inputs),
+                tuple(t.dtype.name for t in ctx.outputs), tuple(t.shape for t in ctx.outputs),
+                reads=tuple(n for n in names if n), writes=tuple(map(ctx.q, op.outputs)))
+
+

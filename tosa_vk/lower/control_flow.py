@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from ..ir.dtype import DType
 from ..program import Branch, Loop, Step
-from . import LowerCtx, lowering
-from .data_layout import copy
+from . import LowerCtx, copy_step, lowering
 
 
 def _region(ctx: LowerCtx, attr: str, values: list[str]) -> tuple[str, list[Step]]:
@@ -25,31 +24,27 @@ def _region(ctx: LowerCtx, attr: str, values: list[str]) -> tuple[str, list[Step
     prefix = c.prefix_for(name)
     for inner, value in zip(block.inputs, values):
         c.alias(prefix + inner, block.tensors[inner], value)
-    return prefix, c.block(block, prefix)
+    return prefix, c.block(block, name, prefix)
 
 
-def _copies(ctx: LowerCtx, pairs) -> list[Step] | None:
-    kernels = [copy(ctx, src, dst) for src, dst in pairs]
-    return None if any(k is None for k in kernels) else kernels
+def _copies(ctx: LowerCtx, pairs) -> list[Step]:
+    return [copy_step(ctx, src, dst) for src, dst in pairs]
 
 
 @lowering("COND_IF")
-def COND_IF(ctx: LowerCtx) -> list[Step] | None:
+def COND_IF(ctx: LowerCtx) -> list[Step]:
     condition, *args = map(ctx.q, ctx.op.inputs)
     outs = [ctx.q(n) for n in ctx.op.outputs]
     branches = []
     for attr in ("then_graph", "else_graph"):
         prefix, steps = _region(ctx, attr, args)
         results = [prefix + n for n in ctx.compiler.regions[ctx.attr(attr)].outputs]
-        copies = _copies(ctx, zip(results, outs))
-        if copies is None:
-            return None
-        branches.append(steps + copies)
+        branches.append(steps + _copies(ctx, zip(results, outs)))
     return [Branch(ctx.label, condition, *branches, reads=(condition, *args), writes=tuple(outs))]
 
 
 @lowering("WHILE_LOOP")
-def WHILE_LOOP(ctx: LowerCtx) -> list[Step] | None:
+def WHILE_LOOP(ctx: LowerCtx) -> list[Step]:
     c = ctx.compiler
     state = [ctx.q(n) for n in ctx.op.outputs]
     enter = _copies(ctx, zip(map(ctx.q, ctx.op.inputs), state))
@@ -70,10 +65,8 @@ def WHILE_LOOP(ctx: LowerCtx) -> list[Step] | None:
             src = tmp
         back.append((src, dst))
     staged, back = _copies(ctx, staged), _copies(ctx, back)
-    if enter is None or staged is None or back is None:
-        return None
     predicate = ""
-    if ctx.features.get("conditionalRendering"):
+    if ctx.target.has("conditionalRendering"):
         predicate = ctx.temporary((1,), DType.INT32)
         cond.append(ctx.kernel("control_flow/predicate", {"A": condition, "O": predicate}, groups=(1, 1, 1),
                                writes=(predicate,)))

@@ -7,13 +7,10 @@ seen / is_written rules run on the host as StateCheck steps (no data crosses), w
 """
 from __future__ import annotations
 
-from functools import partial
-
 from ..ir.graph import Tensor
 from ..program import StateCheck, Step, VariableSpec
-from ..reference.variable import check_read, check_write, declare, uid_of, variable_tensor
-from . import LowerCtx, lowering
-from .data_layout import copy
+from ..variables import uid_of, variable_tensor
+from . import LowerCtx, copy_step, lowering
 
 
 def _variable(ctx: LowerCtx, names: list[str]) -> Tensor:
@@ -29,26 +26,25 @@ def VARIABLE(ctx: LowerCtx) -> list[Step]:
         c.variables[uid_of(t)] = VariableSpec(uid_of(t), name, t.data)
     elif spec.tensor != name and (c.tensors[spec.tensor].shape, c.tensors[spec.tensor].dtype) == (t.shape, t.dtype):
         c.alias(name, t, spec.tensor)
-    return [StateCheck(ctx.label, partial(declare, t=t, keep_value=False))]
+    return [StateCheck(ctx.label, "declare", uid_of(t), t.shape, t.dtype.name,
+                       None if t.data is None else tuple(t.data.shape))]
 
 
 @lowering("VARIABLE_WRITE")
-def VARIABLE_WRITE(ctx: LowerCtx) -> list[Step] | None:
+def VARIABLE_WRITE(ctx: LowerCtx) -> list[Step]:
     t = _variable(ctx, ctx.op.outputs + ctx.op.inputs)
     (value,) = [ctx.block.tensors[n] for n in ctx.op.inputs if n != t.name]
-    steps: list[Step] = [StateCheck(ctx.label, partial(check_write, t=t, shape=value.shape, dtype=value.dtype))]
+    steps: list[Step] = [StateCheck(ctx.label, "write", uid_of(t), value.shape, value.dtype.name)]
     if (value.shape, value.dtype) != (t.shape, t.dtype) or ctx.q(t.name) not in ctx.compiler.tensors:
         return steps                      # the check fails at run time, as the spec says
-    kernel = copy(ctx, value.name, t.name)
-    return None if kernel is None else steps + [kernel]
+    return steps + [copy_step(ctx, value.name, t.name)]
 
 
 @lowering("VARIABLE_READ")
-def VARIABLE_READ(ctx: LowerCtx) -> list[Step] | None:
+def VARIABLE_READ(ctx: LowerCtx) -> list[Step]:
     t = _variable(ctx, ctx.op.inputs)
     out = ctx.outputs[0]
-    steps: list[Step] = [StateCheck(ctx.label, partial(check_read, t=t, shape=out.shape, dtype=out.dtype))]
+    steps: list[Step] = [StateCheck(ctx.label, "read", uid_of(t), out.shape, out.dtype.name)]
     if (out.shape, out.dtype) != (t.shape, t.dtype) or ctx.q(t.name) not in ctx.compiler.tensors:
         return steps
-    kernel = copy(ctx, t.name, out.name)
-    return None if kernel is None else steps + [kernel]
+    return steps + [copy_step(ctx, t.name, out.name)]

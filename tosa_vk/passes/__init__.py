@@ -1,1 +1,35 @@
-"""Graph-to-graph passes run before lowering (explicit permutes around NHWC-ABI operators, and their elision)."""
+"""The passes stage: graph-to-graph rewrites before partitioning that never change a result.
+
+Run in order on a copy of the graph's structure (tensors and their data are shared, never modified):
+- permutes: a TRANSPOSE before and after each custom operator whose shader wants NHWC, for the tensors the caller
+  says are NCHW (permute.py; only when `layouts` is given);
+- elision: TRANSPOSE pairs that undo each other disappear (permute.py).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..ir.graph import Block, Graph, Region
+from .permute import apply_custom_layouts, elide_inverse_pairs
+
+
+def run(graph: Graph, layouts: dict[str, str] | str | None = None) -> Graph:
+    """The graph after every pass; `graph` itself is returned when no pass would change it."""
+    if layouts is None and not any(op.op == "TRANSPOSE" for op in graph.main.operators):
+        return graph
+    graph = copy_structure(graph)
+    if layouts is not None:
+        apply_custom_layouts(graph, layouts)   # both passes
+    else:
+        elide_inverse_pairs(graph)
+    return graph
+
+
+def copy_structure(graph: Graph) -> Graph:
+    """A graph whose operator lists, tensor tables and operators are new (tensors are shared: passes replace
+    tensors, never change one)."""
+    def block(b: Block) -> Block:
+        ops = [replace(op, inputs=list(op.inputs), outputs=list(op.outputs), attrs=dict(op.attrs))
+               for op in b.operators]
+        return Block(b.name, ops, dict(b.tensors), list(b.inputs), list(b.outputs))
+    return Graph([Region(r.name, [block(b) for b in r.blocks]) for r in graph.regions], graph.version)

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import TosaError
 from ..ir.dtype import DType
+from ..program import Resource
 
 STORAGE_BUFFER = "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER"
 STORAGE_IMAGE = "VK_DESCRIPTOR_TYPE_STORAGE_IMAGE"
@@ -47,26 +48,6 @@ IMAGE_FORMATS = {1: "VK_FORMAT_R32_SFLOAT", 2: "VK_FORMAT_R32G32_SFLOAT", 4: "VK
 FORMAT_COMPONENTS = {"VK_FORMAT_R32_SFLOAT": 1, "VK_FORMAT_R32G32_SFLOAT": 2, "VK_FORMAT_R32G32B32A32_SFLOAT": 4}
 
 
-@dataclass(frozen=True)
-class Resource:
-    """One tensor's binding: what a kernel, the runtime and VGF export need to know."""
-    tensor: str
-    descriptor: str
-    format: str
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]          # in elements, row-major (dense scalar linearisation)
-    dtype: DType
-    alias_group: int | None = None
-
-    @property
-    def image_extent(self) -> tuple[int, int] | None:
-        """(width, height) of an image resource."""
-        if self.descriptor not in IMAGE_TYPES:
-            return None
-        h, w = self.shape[-3], self.shape[-2]
-        return w, h
-
-
 def dense_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, step = [], 1
     for d in reversed(shape):
@@ -87,7 +68,7 @@ def resource(tensor: str, shape: tuple[int, ...], dtype: DType, descriptor: str 
     if format is not None and format != want:
         raise TosaError(f"tensor '{tensor}': a {descriptor} resource uses the scalar element format ({want} for "
                         f"{dtype.name}), not {format}; channels stay in the shape")
-    return Resource(tensor, descriptor, want, shape, dense_strides(shape), dtype, alias_group)
+    return Resource(tensor, descriptor, want, shape, dense_strides(shape), dtype.name, alias_group)
 
 
 def _image(tensor, shape, dtype, descriptor, format, alias_group) -> Resource:
@@ -109,7 +90,7 @@ def _image(tensor, shape, dtype, descriptor, format, alias_group) -> Resource:
     if FORMAT_COMPONENTS.get(fmt) != c:
         raise TosaError(f"tensor '{tensor}': format {fmt} has {FORMAT_COMPONENTS.get(fmt, '?')} components but "
                         f"the image has C = {c}; no implicit padding or promotion")
-    return Resource(tensor, descriptor, fmt, shape, dense_strides(shape), dtype, alias_group)
+    return Resource(tensor, descriptor, fmt, shape, dense_strides(shape), dtype.name, alias_group)
 
 
 def check_alias_group(members: list[Resource]) -> None:
@@ -121,8 +102,8 @@ def check_alias_group(members: list[Resource]) -> None:
     for r in members[1:]:
         if int(np.prod(r.shape)) != size or r.dtype != first.dtype:
             raise TosaError(f"alias group {first.alias_group}: '{r.tensor}' ({r.descriptor}, {list(r.shape)} "
-                            f"{r.dtype.name}) does not describe the same data as '{first.tensor}' "
-                            f"({first.descriptor}, {list(first.shape)} {first.dtype.name})")
+                            f"{r.dtype}) does not describe the same data as '{first.tensor}' "
+                            f"({first.descriptor}, {list(first.shape)} {first.dtype})")
 
 
 def plan_resources(tensors: dict, steps: list, root: dict[str, str]) -> dict[str, Resource]:

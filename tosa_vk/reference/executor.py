@@ -5,6 +5,7 @@ importing this module; VARIABLE operators get `Call.state`, the session's variab
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -15,7 +16,7 @@ from ..ir.graph import Block, Graph, Tensor
 from ..ir.validate import validate
 from . import registry
 from .registry import Call
-from .variable import begin_run
+from ..variables import begin_run
 
 
 class Interpreter:
@@ -29,6 +30,7 @@ class Interpreter:
         self.graph = graph
         self.file = file
         self.state: dict = {}
+        self.timings: list[tuple[str, float]] = []   # (operator, seconds) of the last run
         self.max_iterations = max_iterations
         self._regions = {r.name: r for r in graph.regions}
         self._plans: dict[int, tuple] = {}
@@ -44,6 +46,7 @@ class Interpreter:
             raise TosaError(f"unknown graph input(s) {unknown}; the graph takes {main.inputs}", file=self.file)
         values = [coerce_input(main.tensors[n], feeds[n], self.file) for n in main.inputs]
         begin_run(self.state)
+        self.timings = []
         outs = self.run_block(self.graph.regions[0].name, main, values)
         return dict(zip(main.outputs, outs))
 
@@ -61,12 +64,14 @@ class Interpreter:
         env = dict(constants)
         env.update(zip(block.inputs, values))
         for step in steps:
+            start = time.perf_counter()
             try:
                 self._run_step(step, env)
             except TosaError as err:
                 op = step.call.op
                 raise err.located(op=op.op, index=step.index, output=op.outputs[0] if op.outputs else None,
                                   region=region, file=self.file) from None
+            self.timings.append((step.label, time.perf_counter() - start))
         return [_read(env, n) for n in block.outputs]
 
     def _prepared(self, block: Block) -> tuple[dict[str, np.ndarray], list["_Step"]]:
@@ -86,7 +91,8 @@ class Interpreter:
                 call = Call(op, [], [block.tensors[n].dtype for n in op.inputs], [t.dtype for t in outs],
                             [t.shape for t in outs], run_region=self.run_region, state=self.state,
                             extra={"max_iterations": self.max_iterations, "block": block})
-                steps.append(_Step(index, fn, call, outs))
+                label = f"{op.op} #{index}" + (f" '{op.outputs[0]}'" if op.outputs else "")
+                steps.append(_Step(index, fn, call, outs, label))
             cached = self._plans[id(block)] = (constants, steps)
         return cached
 
@@ -115,6 +121,7 @@ class _Step:
     fn: Callable[[Call], object]
     call: Call
     outputs: list[Tensor]
+    label: str
 
 
 def _read(env: dict, name: str) -> np.ndarray:

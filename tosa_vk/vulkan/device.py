@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 import vulkan as vk
+
+from ..target import Target, for_driver
 
 API_VERSION = vk.VK_MAKE_VERSION(1, 3, 0)
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
@@ -37,10 +40,23 @@ class DeviceInfo:
     device_id: int
     subgroup_size: int
     features: dict[str, bool] = field(default_factory=dict)
-    limits: dict[str, int] = field(default_factory=dict)
+    limits: dict[str, Any] = field(default_factory=dict)
+    driver_name: str = ""
+    uuid: str = ""            # VkPhysicalDeviceIDProperties.deviceUUID, hex
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
+
+    @property
+    def target(self) -> Target:
+        """What the compiler may assume about this device (tosa_vk/target.py)."""
+        lim = self.limits
+        return for_driver(Target(
+            self.name, frozenset(k for k, v in self.features.items() if v),
+            tuple(lim["maxComputeWorkGroupCount"]), lim["maxComputeWorkGroupInvocations"],
+            lim["maxStorageBufferRange"], lim["minStorageBufferOffsetAlignment"], lim["maxPushConstantsSize"],
+            self.subgroup_size, driver=f"{self.driver_name or self.name} {self.driver_version}",
+            device_uuid=self.uuid), f"{self.driver_name} {self.name}")
 
 
 def _version(v: int) -> str:
@@ -89,7 +105,11 @@ def create_instance(validation: bool = False, messages: list[str] | None = None)
 
 def _query(index: int, pd) -> DeviceInfo:
     props = vk.vkGetPhysicalDeviceProperties(pd)
-    subgroup = vk.VkPhysicalDeviceSubgroupProperties(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES)
+    ids = vk.VkPhysicalDeviceIDProperties(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES)
+    driver = vk.VkPhysicalDeviceDriverProperties(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES,
+                                                 pNext=ids)
+    subgroup = vk.VkPhysicalDeviceSubgroupProperties(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+                                                     pNext=driver)
     vk.vkGetPhysicalDeviceProperties2(pd, vk.VkPhysicalDeviceProperties2(
         sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, pNext=subgroup))
     extensions = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(pd, None)}
@@ -125,7 +145,9 @@ def _query(index: int, pd) -> DeviceInfo:
     }
     return DeviceInfo(index, props.deviceName, _TYPE_NAMES.get(props.deviceType, "other"),
                       _version(props.apiVersion), props.driverVersion, props.vendorID, props.deviceID,
-                      subgroup.subgroupSize, {k: bool(v) for k, v in features.items()}, limits)
+                      subgroup.subgroupSize, {k: bool(v) for k, v in features.items()}, limits,
+                      vk.ffi.string(driver.driverName).decode(errors="replace"),
+                      bytes(vk.ffi.buffer(ids.deviceUUID)).hex())
 
 
 def enumerate_devices() -> list[DeviceInfo]:

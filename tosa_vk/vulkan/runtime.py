@@ -3,12 +3,15 @@ recorded at load, then each run() only writes the inputs, submits the recorded s
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Callable
 
 import numpy as np
 import vulkan as vk
 
 from ..errors import TosaError
-from ..program import Branch, Kernel, Loop, Program, StateCheck, walk
+from ..program import Branch, Host, Kernel, Loop, Program, StateCheck, walk
+from .. import variables
+from ..variables import Variable, begin_run
 from .device import Device, VulkanError
 from .memory import Arena, align
 from .pipelines import Pipelines, kernel_layout
@@ -20,12 +23,19 @@ BATCH_ITERATIONS = 16   # WHILE_LOOP iterations recorded ahead per command buffe
 BATCH_DISPATCHES = 512  # ... at most this many dispatches in all
 
 
+HostKernels = Callable[[Host, list[np.ndarray]], list[np.ndarray]]
+
+
 class Runtime:
+    """`host` runs the program's Host steps (tosa_vk/host_kernels.py; the Vulkan layer imports no backend)."""
+
     def __init__(self, program: Program, device: Device | None = None, cache: ShaderCache | None = None,
-                 timestamps: bool = False, force_staging: bool = False, max_iterations: int = 1_000_000):
+                 timestamps: bool = False, force_staging: bool = False, max_iterations: int = 1_000_000,
+                 host: HostKernels | None = None):
         self.program = program
         self.max_iterations = max_iterations
-        self.state: dict = {}        # variables' seen / is_written flags by uid (values stay in the arena)
+        self.host = host
+        self.state: dict[str, Variable] = {}  # variables' seen / is_written flags by uid (values stay in the arena)
         self.ran: list[Segment] = []  # segments submitted by the last run, in order
         self.transferred = {"to_device": 0, "from_device": 0}
         self.own_device = device is None
@@ -36,6 +46,9 @@ class Runtime:
         self.queue = Queue(self.device)
         self.segments: list[Segment] = []
         self.plan: list = []
+        hosted = [s.op for s in walk(program.steps) if isinstance(s, Host)]
+        if hosted and host is None:
+            raise TosaError(f"the program runs {hosted[0]} on the host, and no host kernels were given")
         try:
             for name, value in program.constants.items():
                 self.view(name)[...] = value
@@ -143,7 +156,8 @@ class Runtime:
         """Inputs by name (already in the storage dtype and shape) -> copies of the outputs by name.
         `transferred` then holds the bytes that crossed between host and device memory in this run."""
         self.transferred = {"to_device": 0, "from_device": 0}
-        self.ran: list[Segment] = []
+        self.ran = []
+        begin_run(self.state)  # a new run: every variable may be declared once again
         for name, value in feeds.items():
             self._write(name, value)
         self._execute(self.plan)
@@ -157,7 +171,8 @@ class Runtime:
             elif isinstance(item, list):
                 for check in item:
                     try:
-                        check.check(self.state)
+                        variables.apply(self.state, check.rule, check.uid, check.shape, check.dtype,
+                                        check.initial_shape)
                     except TosaError as err:
                         raise err.located(op=check.op) from None
             elif isinstance(item, _Branch):
@@ -176,7 +191,11 @@ class Runtime:
                         self._execute(item.body_and_cond)
                         done += 1
             else:
-                outs = item.run([self._read(n) for n in item.reads])
+                assert self.host is not None  # checked in __init__
+                try:
+                    outs = self.host(item, [self._read(n) for n in item.reads])
+                except TosaError as err:
+                    raise err.located(op=item.op) from None
                 for name, value in zip(item.writes, outs):
                     self._write(name, value)
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from ..shader_abi import PRELUDE
+
 SPIRV_MAGIC = 0x07230203
 
 def _shader_root() -> Path:
@@ -55,7 +57,8 @@ class Variant:
         if at is None:
             raise ShaderError(f"{self.op or self.shader}: the GLSL source has no #version line")
         at += 1
-        extra = "".join(f"#define {k} {v}\n" for k, v in self.defines)
+        prelude = () if self.text else PRELUDE   # custom GLSL gets only its own defines
+        extra = "".join(f"#define {k} {v}\n" for k, v in (*prelude, *self.defines))
         return "".join(lines[:at]) + extra + f"#line {at + 1}\n" + "".join(lines[at:])
 
 

@@ -1,0 +1,154 @@
+"""Shared test helpers: run a graph on the Vulkan and the reference backends and compare the outputs with one rule
+(integers and bools bit-exact, floats with a tolerance given per call), plus the small builders and value makers
+the Vulkan test files share. Imported as `from helpers import ...` (tests/ is on sys.path, see conftest.py)."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+import tosa_vk
+from tosa_vk import Builder
+from tosa_vk.ir import DType, Graph
+
+Build = Callable[[Builder], object]  # adds operators to a Builder; returns the outputs or calls builder.output
+
+
+# ---- graphs --------------------------------------------------------------------------------------------------------
+
+def graph_of(build: Build) -> Graph:
+    """The graph `build(builder)` makes: it adds operators and either calls `builder.output(...)` itself or returns
+    the output value(s)."""
+    b = Builder()
+    out = build(b)
+    if out is not None:
+        b.output(*(out if isinstance(out, (tuple, list)) else (out,)))
+    return b.build()
+
+
+def op_graph(op: str, shapes: Sequence[Sequence[int]], dtype: DType | str, *operands, **attrs) -> Graph:
+    """A graph of one operator on graph inputs x, y, z, ... (`shapes`, one `dtype`), followed by constant `operands`
+    (numpy arrays) and attributes."""
+    b = Builder()
+    inputs = [b.input(name, shape, dtype) for name, shape in zip("xyzw", shapes)]
+    b.output(b.op(op, *inputs, *operands, **attrs))
+    return b.build()
+
+
+# ---- running -------------------------------------------------------------------------------------------------------
+
+def run_reference(graph: Graph, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """The graph's outputs on the reference backend, in graph order."""
+    return list(tosa_vk.load(graph, backend="reference").run(feeds).values())
+
+
+def run_both(device, graph: Graph | Build, feeds: dict[str, np.ndarray]):
+    """(vulkan, reference) outputs of `graph` (a Graph or a build function, see graph_of). The Vulkan run is strict:
+    no operator on the host. One output: the two arrays; several: two lists in graph order. Checks names, dtypes and
+    shapes, not values (see compare / assert_same)."""
+    if callable(graph):
+        graph = graph_of(graph)
+    want = tosa_vk.load(graph, backend="reference").run(feeds)
+    with tosa_vk.load(graph, backend="vulkan", device=device, strict=True) as model:
+        got = model.run(feeds)
+        on_host = [p for p in model.placement if p.where == "host"]
+    assert on_host == [], f"strict placement put operators on the host: {on_host}"
+    assert list(got) == list(want)
+    for name in want:
+        assert got[name].dtype == want[name].dtype and got[name].shape == want[name].shape, name
+    got, want = list(got.values()), list(want.values())
+    return (got[0], want[0]) if len(want) == 1 else (got, want)
+
+
+def compare(device, graph: Graph | Build, feeds: dict[str, np.ndarray], **tolerance):
+    """Runs `graph` on both backends (run_both) and checks every output with assert_same(got, want, **tolerance);
+    returns what run_both returns, for further checks."""
+    got, want = run_both(device, graph, feeds)
+    for g, w in zip(*((got, want) if isinstance(want, list) else ([got], [want]))):
+        assert_same(g, w, **tolerance)
+    return got, want
+
+
+# ---- comparing -----------------------------------------------------------------------------------------------------
+
+def assert_same(got: np.ndarray, want: np.ndarray, *, bits: bool = False, atol=0.0, rtol=0.0, ulps: int = 0,
+                zero_sign: bool = False, ignore: np.ndarray | None = None) -> None:
+    """Same dtype and shape, and per element:
+    - `bits`: identical bit patterns (NaN payloads and zero signs included), for any dtype;
+    - integers and bools: equal;
+    - floats: a NaN where the reference has a NaN (any NaN), infinities equal, finite values equal (0 == -0 unless
+      `zero_sign`) or within `atol + rtol * |want|` (atol: a scalar or an array of want's shape) or within `ulps`
+      representable values of the reference (for infinite references too: the largest finite value is one away).
+    `ignore` marks elements not checked (e.g. unspecified results)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
+    if bits:
+        ok = bit_view(got) == bit_view(want)
+    elif got.dtype.kind in "biu":
+        ok = got == want
+    else:
+        with np.errstate(invalid="ignore"):  # NaN and infinity arithmetic (and casts of NaN) are expected here
+            g, w = got.astype(np.float64), want.astype(np.float64)
+            g_nan, w_nan = np.isnan(g), np.isnan(w)
+            equal = g == w
+            if zero_sign:
+                equal &= np.signbit(g) == np.signbit(w)
+            ok = np.where(w_nan, g_nan, equal)
+            if np.any(atol) or rtol:
+                ok |= np.isfinite(w) & (np.abs(g - w) <= atol + rtol * np.abs(w))
+            if ulps:
+                ok |= ~w_nan & (ulp_distance(got, want) <= ulps)
+    if ignore is not None:
+        ok = ok | ignore
+    ok = np.broadcast_to(ok, want.shape)
+    bad = np.flatnonzero(~ok)
+    assert bad.size == 0, (f"{bad.size} of {want.size} elements differ, first at {bad[:5].tolist()}: "
+                           f"got {got.reshape(-1)[bad[:5]].tolist()} want {want.reshape(-1)[bad[:5]].tolist()}")
+
+
+def bit_view(a: np.ndarray) -> np.ndarray:
+    """The array's bit patterns as unsigned integers of its element size."""
+    return a.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
+
+
+def ulp_distance(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Distance in representable values of the floats' dtype (0 == -0; NaN vs NaN counts 0, NaN vs a number a huge
+    distance)."""
+    g, w = bit_view(got).astype(np.int64), bit_view(want).astype(np.int64)
+    sign = 1 << (got.dtype.itemsize * 8 - 1)
+    g = np.where(g >= sign, sign - g, g)  # sign-magnitude -> monotonic integers
+    w = np.where(w >= sign, sign - w, w)
+    with np.errstate(invalid="ignore"):
+        gn, wn = np.isnan(got.astype(np.float64)), np.isnan(want.astype(np.float64))
+    return np.where(gn & wn, 0, np.where(gn | wn, 1 << 40, np.abs(g - w)))
+
+
+def ulp(dtype: DType, x) -> np.ndarray:
+    """One unit in the last place of values x of the float `dtype` (fp32, fp16, bf16), subnormals as the smallest
+    normal."""
+    mantissa = {DType.FP32: 23, DType.FP16: 10, DType.BF16: 7}[dtype]
+    tiny = {DType.FP32: 2.0 ** -126, DType.FP16: 2.0 ** -14, DType.BF16: 2.0 ** -126}[dtype]
+    return np.maximum(np.abs(x), tiny) * 2.0 ** -mantissa
+
+
+# ---- values --------------------------------------------------------------------------------------------------------
+
+def edge_ints(rng: np.random.Generator, dtype, shape) -> np.ndarray:
+    """Random integers of the whole range of `dtype`, the first elements its edge values (min, max, 0, -1, 1, ...)."""
+    info = np.iinfo(dtype)
+    values = rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=np.int64)
+    flat = values.reshape(-1)
+    edges = [info.min, info.max, 0, -1, 1, info.min + 1, info.max - 1]
+    flat[:min(len(edges), flat.size)] = edges[:flat.size]
+    return values.astype(dtype)
+
+
+def with_specials(x: np.ndarray, rng: np.random.Generator, every: int, at_least: int = 1) -> np.ndarray:
+    """x (float64, in place) with one in `every` elements (at least `at_least`) set to NaN, inf, -inf and -0."""
+    flat = x.reshape(-1)
+    picks = rng.choice(flat.size, size=max(at_least, flat.size // every), replace=False)
+    flat[picks[0::4]] = np.nan
+    flat[picks[1::4]] = np.inf
+    flat[picks[2::4]] = -np.inf
+    flat[picks[3::4]] = -0.0
+    return x

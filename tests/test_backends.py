@@ -1,0 +1,83 @@
+"""One backend interface: tosa_vk.load(source, backend=..., **options) -> a Model with the same methods for a .tosa
+path, a Graph or a .vgf path; options a backend does not take are errors naming them."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tosa_vk
+from tosa_vk import Builder, Model, Timing, TosaError
+
+ROOT = Path(__file__).resolve().parent.parent
+METHODS = ("run", "inputs", "outputs", "variables", "set_variable", "reset_variables", "profile", "transferred",
+           "placement", "close")
+
+
+def graph():
+    b = Builder()
+    x = b.input("x", (2, 3), "fp32")
+    b.output(b.add(x, x, name="y"))
+    return b.build()
+
+
+@pytest.fixture
+def sources(tmp_path, device):
+    g = graph()
+    tosa_vk.save_graph(g, tmp_path / "g.tosa")
+    with tosa_vk.load(g, backend="vulkan", device=device, strict=True) as model:
+        model.export_vgf(tmp_path / "g.vgf")
+    return {"graph": g, "tosa": tmp_path / "g.tosa", "vgf": tmp_path / "g.vgf"}
+
+
+@pytest.mark.parametrize("source,backend", [("graph", "reference"), ("tosa", "reference"), ("graph", "vulkan"),
+                                            ("tosa", "vulkan"), ("vgf", None)])
+def test_every_source_and_backend_gives_a_model(sources, device, source, backend):
+    options = {} if backend == "reference" else {"device": device}
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with tosa_vk.load(sources[source], backend=backend, **options) as model:
+        assert isinstance(model, Model)
+        assert all(hasattr(model, m) for m in METHODS)
+        assert model.inputs == {"x": ((2, 3), "FP32")} and list(model.outputs) == ["y"]
+        assert np.array_equal(model.run(x=x)["y"], x + x)
+        assert model.variables == {}
+        assert all(isinstance(t, Timing) for t in model.profile())
+    model.close()   # idempotent
+
+
+@pytest.mark.parametrize("backend,option", [("reference", "strict"), ("reference", "device"),
+                                            ("vulkan", "devcie"), ("vulkan", "timestamp")])
+def test_an_option_the_backend_does_not_take_is_an_error(backend, option):
+    with pytest.raises(TosaError, match=f"{backend} backend takes no option '{option}'"):
+        tosa_vk.load(graph(), backend=backend, **{option: True})
+
+
+def test_a_vgf_runs_on_vulkan_only(sources):
+    with pytest.raises(TosaError, match="vulkan backend, not 'reference'"):
+        tosa_vk.load(sources["vgf"], backend="reference")
+    with pytest.raises(TosaError, match="takes no option 'strict'"):
+        tosa_vk.load(sources["vgf"], strict=True)
+
+
+def test_profile_records_carry_units(device):
+    with tosa_vk.load(graph(), backend="vulkan", device=device, timestamps=True) as model:
+        model.run(x=np.ones((2, 3), np.float32))
+        (t,) = model.profile()
+    assert t.where == "device" and t.microseconds > 0 and t.op.startswith("ADD")
+    ref = tosa_vk.load(graph())
+    ref.run(x=np.ones((2, 3), np.float32))
+    (t,) = ref.profile()
+    assert t.where == "host" and t.microseconds > 0
+
+
+def test_unknown_backend():
+    with pytest.raises(TosaError, match="unknown backend 'cuda'"):
+        tosa_vk.load(graph(), backend="cuda")
+
+
+def test_a_closed_model_says_so(device):
+    model = tosa_vk.load(graph(), backend="vulkan", device=device)
+    model.close()
+    with pytest.raises(TosaError, match="the model is closed"):
+        model.run(x=np.ones((2, 3), np.float32))

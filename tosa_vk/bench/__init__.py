@@ -1,0 +1,123 @@
+"""The benchmark engine behind `tosa-vk bench` and the presets in benchmarks/.
+
+    tosa-vk bench --suite ops --quick            # a small subset (minutes)
+    tosa-vk bench model.tosa other.tosa          # any graphs; inputs from a desc.json next to them, else random
+    tosa-vk bench --device 1 --out results/      # another Vulkan device; JSON, markdown and PNG into results/
+
+Per case every available backend is loaded (first run = load + compile + first run, timed), warmed up, then run
+`repeats` times interleaved; a missing backend, or one that cannot run a case, is skipped with a note.
+  cases.py    the op suite and model files with their inputs
+  runners.py  one runner per backend (tosa_vk Vulkan / reference, Arm's reference model, numpy, Arm SDK)
+  stats.py    one case: interleaved runs, medians, correctness against the reference backend
+  report.py   environment header, JSON / markdown / PNG
+  anchors/    third-party runtimes run out of process (Arm's ML SDK for Vulkan)
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from .cases import Case, build_op, default_models, model_cases, op_cases, select_cases
+from .report import cell, environment, markdown, plot, write
+from .runners import BACKENDS, LABELS, RUNNERS, Skip, arm_sdk_unavailable, warm_process
+from .stats import bench_case, compare, summary
+
+__all__ = ["BACKENDS", "LABELS", "RUNNERS", "Case", "Skip", "add_arguments", "bench_case", "build_op", "compare",
+           "default_models", "environment", "main", "main_from_args", "markdown", "model_cases", "op_cases", "plot",
+           "run", "select_cases", "summary", "write"]
+
+
+def run(cases: list[Case], backends=BACKENDS, repeats: int = 7, warmup: int = 1, device=None, cold: bool = True,
+        progress: Callable[[str], None] | None = None) -> dict:
+    """Runs every case; the report dict (settings, environment, notes, cases with every sample)."""
+    backends = [b for b in backends if b in BACKENDS]
+    notes = []
+    settings = {"repeats": repeats, "warmup": warmup, "device": device, "cold": cold, "backends": backends}
+    if isinstance(device, str) and device.isdigit():
+        device = int(device)
+    arm_note = None
+    if "arm_sdk" in backends:
+        arm_note = arm_sdk_unavailable()
+        if arm_note:
+            notes.append(f"Arm SDK anchor skipped: {arm_note}")
+        elif device is not None:
+            notes.append("Arm SDK anchor runs on the loader's first device (set VK_ICD_FILENAMES to pin it); "
+                         "--device applies to tosa_vk only")
+    env = environment(device)
+    if device is not None and "error" in env["device"]:  # a device asked for by name / index must exist
+        from ..errors import TosaError
+        raise TosaError(f"--device {device}: {env['device']['error']}")
+    report = {"schema": "tosa_vk.bench/1", "created": time.strftime("%Y-%m-%d %H:%M:%S"), "settings": settings,
+              "environment": env, "notes": notes, "cases": []}
+    ctx = {**settings, "device": device, "arm_sdk_note": arm_note}
+    warm_process(backends, ctx)
+    start = time.perf_counter()
+    for i, case in enumerate(cases):
+        say = (lambda text, i=i: progress(f"[{i + 1}/{len(cases)}] {text}")) if progress else None
+        row = bench_case(case, backends, ctx, say)
+        report["cases"].append(row)
+        if progress:
+            vk = row["results"].get("vulkan", {})
+            progress(f"[{i + 1}/{len(cases)}] {case.name}: Vulkan {cell(vk)} ms, "
+                     f"{time.perf_counter() - start:.0f} s elapsed", done=True)
+    report["wall_seconds"] = time.perf_counter() - start
+    return report
+
+
+class Progress:
+    """One line on stderr, rewritten in place on a terminal; only finished cases otherwise."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream, self.tty = stream, stream.isatty()
+
+    def __call__(self, text: str, done: bool = False) -> None:
+        if self.tty:
+            end = "\n" if done else ""
+            self.stream.write("\r\033[K" + text[:150] + end)
+        elif done:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+def add_arguments(p) -> None:
+    p.add_argument("models", nargs="*", help=".tosa files for the model suite (default: resources/models/*)")
+    p.add_argument("--suite", choices=("ops", "models", "all"), help="default: models if files are given, else all")
+    p.add_argument("--quick", action="store_true", help="a small subset (a few minutes on 2 CPU cores)")
+    p.add_argument("--filter", help="only cases whose name contains this (case-insensitive)")
+    p.add_argument("--repeats", type=int, default=7, help="timed runs per backend and case")
+    p.add_argument("--warmup", type=int, default=1, help="untimed runs after the first one")
+    p.add_argument("--device", help="Vulkan device for tosa_vk: index or name substring (tosa-vk devices)")
+    p.add_argument("--backends", default=",".join(BACKENDS), help=f"comma list from {','.join(BACKENDS)}")
+    p.add_argument("--no-cold", action="store_true", help="skip the cold (empty SPIR-V cache) first run")
+    p.add_argument("--out", default="bench_results", help="folder for results.json / .md / .png")
+
+
+def main_from_args(args, cases: list[Case] | None = None) -> int:
+    if cases is None:
+        cases = select_cases(args.suite, args.models, args.quick)
+    if args.filter:
+        cases = [c for c in cases if args.filter.lower() in c.name.lower()]
+    if not cases:
+        print("tosa-vk bench: no cases selected", file=sys.stderr)
+        return 2
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    unknown = sorted(set(backends) - set(BACKENDS))
+    if unknown:
+        print(f"tosa-vk bench: unknown backend(s) {unknown}; choose from {', '.join(BACKENDS)}", file=sys.stderr)
+        return 2
+    report = run(cases, backends, args.repeats, args.warmup, args.device, not args.no_cold, Progress())
+    skipped = write(report, Path(args.out))
+    print(markdown(report))
+    plotted = "" if skipped else " and plot"
+    print(f"{len(cases)} cases in {report['wall_seconds']:.0f} s; JSON, markdown{plotted} in {args.out}/",
+          file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    p = argparse.ArgumentParser(prog="benchmarks/run.py", description="tosa_vk benchmark suite (= tosa-vk bench)")
+    add_arguments(p)
+    return main_from_args(p.parse_args(argv))

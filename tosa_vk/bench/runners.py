@@ -1,0 +1,258 @@
+"""One runner per backend. Constructing a runner loads the graph and runs it once (timed: the first run, with its
+peak memory); runner.run() -> (outputs by name, wall seconds, device seconds or None); close() frees it. A runner
+raises Skip when its backend cannot run a case (not installed, no numpy equivalent, ...).
+
+  vulkan    tosa_vk Vulkan: host wall time of Model.run (input write, submit, wait, output copy) and device time
+            (sum of the kernels' timestamp queries, from a second model of the graph: on lavapipe the queries
+            about double the wall time of graphs of small kernels, so the timed model is not the one with a wall
+            clock). First run cold (empty temporary SPIR-V cache, so glslc runs;
+            Mesa's own pipeline / shader caches are not cleared) and warm (the same cache, now filled).
+  reference tosa_vk's numpy reference backend (also the truth every backend's outputs are compared with).
+  refmodel  Arm's C++ reference model in-process (tosa_reference_model.run; parses the flatbuffer on every call).
+  numpy     a direct numpy expression, for ops that have one.
+  arm_sdk   Arm's ML SDK pipeline (model-converter -> VGF -> scenario-runner + emulation layers) in a worker
+            process (anchors/arm_sdk.py): the time of Scenario.run() there; its first run is convert +
+            load_scenario + first run.
+Peak memory: growth of the process's peak RSS (VmHWM, reset through /proc/self/clear_refs) over load + first run,
+so device memory of lavapipe counts too; for arm_sdk the worker process's peak RSS.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+
+from .cases import build_op
+
+LABELS = {"vulkan": "tosa_vk Vulkan", "reference": "tosa_vk reference", "refmodel": "tosa_reference_model",
+          "numpy": "numpy", "arm_sdk": "Arm ML SDK + emulation"}
+
+
+class Skip(Exception):
+    pass
+
+
+def short(err: BaseException) -> str:
+    """A one-line note: a Skip's whole reason, or an error's type and first line."""
+    if isinstance(err, Skip):
+        return " ".join(str(err).split())[:300]
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[0] if lines else ''}"[:300]
+
+
+@contextmanager
+def _env(name: str, value: str):
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+
+
+@contextmanager
+def _quiet_fd1():
+    """Silences native writes to stdout (the reference model warns on every parse)."""
+    sys.stdout.flush()
+    saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+
+
+def _rss_reset() -> int | None:
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return _status_kb("self", "VmRSS")
+    except OSError:
+        return None
+
+
+def _status_kb(pid, key: str) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _peak_since(rss0: int | None) -> dict:
+    peak = _status_kb("self", "VmHWM")
+    if rss0 is None or peak is None:
+        return {"bytes": None, "method": "unavailable (no /proc/self/clear_refs)"}
+    return {"bytes": (peak - rss0) * 1024, "method": "peak RSS growth (VmHWM) over load + first run"}
+
+
+class _Vulkan:
+    def __init__(self, graph, feeds, path, ctx):
+        import tosa_vk
+        def load(timestamps: bool = False):
+            return tosa_vk.load(graph, backend="vulkan", device=ctx["device"], timestamps=timestamps)
+        self.load, self.timed = load, None
+        self.result, self.feeds = {}, feeds
+        cache = Path(tempfile.mkdtemp(prefix="tosa_vk_bench_spirv_")) if ctx["cold"] else None
+        if cache:  # cold: a fresh SPIR-V cache, so every shader goes through glslc
+            ctx["cleanup"].append(cache)
+            with _env("TOSA_VK_CACHE", str(cache)):
+                t = time.perf_counter()
+                with load() as model:
+                    model.run(feeds)
+                    self.result["first_run_cold_s"] = time.perf_counter() - t
+        rss0 = _rss_reset()
+        with _env("TOSA_VK_CACHE", str(cache)) if cache else nullcontext():  # warm: the cache the cold run filled
+            t = time.perf_counter()
+            self.model = load()
+            try:
+                self.outputs = self.model.run(feeds)
+            except BaseException:
+                self.model.close()
+                raise
+            self.result["first_run_s"] = time.perf_counter() - t
+        self.result["peak_mem"] = _peak_since(rss0)
+        where = [p.where for p in self.model.placement]
+        self.result["placement"] = {k: where.count(k) for k in ("vulkan", "host", "alias")}
+
+    def run(self):
+        t = time.perf_counter()
+        out = self.model.run(self.feeds)
+        wall = time.perf_counter() - t
+        if self.timed is None:  # device time from a twin with timestamp queries, which would inflate the wall time
+            self.timed = self.load(timestamps=True)
+        self.timed.run(self.feeds)
+        device_us = sum(t.microseconds for t in self.timed.profile() if t.where == "device")
+        return out, wall, device_us * 1e-6 or None
+
+    def close(self):
+        self.model.close()
+        if self.timed is not None:
+            self.timed.close()
+
+
+class _Reference:
+    def __init__(self, graph, feeds, path, ctx):
+        import tosa_vk
+        rss0 = _rss_reset()
+        t = time.perf_counter()
+        self.model = tosa_vk.load(graph, backend="reference")
+        self.outputs = self.model.run(feeds)
+        self.result = {"first_run_s": time.perf_counter() - t, "peak_mem": _peak_since(rss0)}
+        self.feeds = feeds
+
+    def run(self):
+        t = time.perf_counter()
+        out = self.model.run(self.feeds)
+        return out, time.perf_counter() - t, None
+
+    def close(self):
+        self.model.close()
+
+
+class _RefModel:
+    def __init__(self, graph, feeds, path, ctx):
+        try:
+            import tosa_reference_model
+        except ImportError as err:
+            raise Skip(f"tosa_reference_model not importable ({err}; pip install tosa-tools)") from None
+        from ..ir import write_graph
+        self.fn, self.names = tosa_reference_model.run, [t.name for t in graph.outputs]
+        rss0 = _rss_reset()
+        t = time.perf_counter()
+        self.binary = write_graph(graph)
+        self.inputs = [feeds[n] for n in graph.main.inputs]
+        self.outputs = self.run()[0]
+        self.result = {"first_run_s": time.perf_counter() - t, "peak_mem": _peak_since(rss0)}
+
+    def run(self):
+        with _quiet_fd1():
+            t = time.perf_counter()
+            outs, status = self.fn(self.binary, self.inputs)
+            wall = time.perf_counter() - t
+        if "VALID" not in str(status):
+            raise Skip(f"tosa_reference_model returned {status}")
+        return dict(zip(self.names, outs)), wall, None
+
+    def close(self):
+        pass
+
+
+class _Numpy:
+    def __init__(self, graph, feeds, path, ctx):
+        if ctx["numpy_fn"] is None:
+            raise Skip("no direct numpy equivalent")
+        self.fn, self.feeds, self.name = ctx["numpy_fn"], feeds, graph.outputs[0].name
+        rss0 = _rss_reset()
+        t = time.perf_counter()
+        self.outputs = self.run()[0]
+        self.result = {"first_run_s": time.perf_counter() - t, "peak_mem": _peak_since(rss0)}
+
+    def run(self):
+        t = time.perf_counter()
+        out = self.fn(self.feeds)
+        return {self.name: out}, time.perf_counter() - t, None
+
+    def close(self):
+        pass
+
+
+class _ArmSdk:
+    def __init__(self, graph, feeds, path, ctx):
+        from .anchors import arm_sdk
+        if path is None:
+            from ..ir import save_graph
+            tmp = Path(tempfile.mkdtemp(prefix="tosa_vk_bench_arm_"))
+            ctx["cleanup"].append(tmp)
+            path = tmp / "graph.tosa"
+            save_graph(graph, path)
+        try:
+            self.anchor = arm_sdk.ArmSdkAnchor(path)
+            self.feeds = feeds
+            self.outputs, times = self.anchor.run(feeds)
+        except (arm_sdk.ArmSdkError, OSError, KeyError, ValueError) as err:
+            if hasattr(self, "anchor"):
+                self.anchor.close()
+            raise Skip(str(err)) from None
+        hwm = _status_kb(self.anchor._proc.pid, "VmHWM")
+        self.result = {"first_run_s": self.anchor.convert_seconds + self.anchor.load_seconds + times[0],
+                       "convert_s": self.anchor.convert_seconds, "load_scenario_s": self.anchor.load_seconds,
+                       "peak_mem": {"bytes": hwm * 1024 if hwm else None, "method": "worker process peak RSS"}}
+
+    def run(self):
+        outs, times = self.anchor.run(self.feeds)
+        return outs, times[0], None
+
+    def close(self):
+        self.anchor.close()
+
+
+RUNNERS = {"vulkan": _Vulkan, "reference": _Reference, "refmodel": _RefModel, "numpy": _Numpy, "arm_sdk": _ArmSdk}
+BACKENDS = tuple(RUNNERS)
+
+
+def arm_sdk_unavailable() -> str | None:
+    """Why the Arm SDK anchor cannot run here (probed once per worker interpreter), or None."""
+    from .anchors import arm_sdk
+    return arm_sdk.available()
+
+
+def warm_process(backends: list[str], ctx: dict) -> None:
+    """One untimed tiny graph per in-process backend, so the first case does not pay for imports and driver
+    loading in its "first run"."""
+    graph, feeds, _, _ = build_op("ADD", "fp32", (2, 2), {})
+    for name in ("reference", "vulkan", "refmodel"):
+        if name in backends or name == "reference":
+            try:
+                RUNNERS[name](graph, feeds, None, {**ctx, "cold": False, "cleanup": []}).close()
+            except Exception:  # noqa: BLE001 - the real cases report the problem
+                pass

@@ -1,0 +1,41 @@
+"""tosa_vk.compile(graph, target) -> Program: the compile pipeline, one stage after another.
+
+    validate   the spec's structural, type, shape and level rules (tosa_vk/ir/validate.py)
+    passes     graph rewrites that keep every result: permutes around NHWC custom ops, transpose pairs elided
+               (tosa_vk/passes/)
+    partition  every operator placed on Vulkan or the host, with the reason (tosa_vk/partition.py)
+    lower      operators -> kernels and host steps over program-wide tensor names (tosa_vk/lower/)
+    plan       live ranges, arena offsets, descriptors and formats -> the Program (tosa_vk/plan/)
+
+The Program is plain data (tosa_vk/program.py): the Vulkan runtime runs it, VGF export writes it, and
+Program.to_bytes() stores it.
+"""
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from . import passes
+from .ir.graph import Graph
+from .ir.validate import validate
+from .lower import lower
+from .partition import partition
+from .plan import plan
+from .program import Program
+from .target import Target, named
+
+
+def compile(graph: Graph, target: Target | str = "lavapipe", *, strict: bool = False,
+            force_host: Collection[str] = (), layouts: dict[str, str] | str | None = None,
+            alignment: int | None = None, file: str | None = None) -> Program:
+    """Compiles `graph` for `target` (a Target, e.g. Device.target, or a named one: tosa_vk.target.NAMED).
+
+    strict: an operator without a Vulkan kernel is an error instead of a host step. force_host: operator names or
+    output tensor names to run on the host. layouts: the tensors the graph holds as NCHW ({name: "NCHW"}, or
+    "NCHW" for every 4-D tensor) — permutes are inserted around custom ops whose shader wants NHWC. alignment:
+    overrides the target's tensor alignment in the arena. The caller's graph is never changed."""
+    target = named(target) if isinstance(target, str) else target
+    validate(graph, file=file)
+    graph = passes.run(graph, layouts)
+    placed = partition(graph, target, strict=strict, force_host=force_host)
+    lowered = lower(graph, target, placed)
+    return plan(lowered, target, alignment)

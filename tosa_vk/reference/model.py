@@ -1,0 +1,59 @@
+"""The reference backend as a Model: the numpy interpreter (executor.py) behind tosa_vk's session API."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import TosaError
+from ..ir.dtype import DType
+from ..ir.graph import Graph
+from ..session import Model, Timing
+from ..target import Target
+from .executor import Interpreter
+
+
+class ReferenceModel(Model):
+    backend = "reference"
+
+    def __init__(self, source: Graph, *, file: str | None = None, max_iterations: int = 1_000_000):
+        self.graph, self.file = source, file
+        self.interpreter = Interpreter(source, file=file, max_iterations=max_iterations)
+
+    def run(self, feeds: dict[str, np.ndarray] | None = None, **named: np.ndarray) -> dict[str, np.ndarray]:
+        return self.interpreter.run({**(feeds or {}), **named})
+
+    @property
+    def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        return {t.name: (t.shape, t.dtype.name) for t in self.graph.inputs}
+
+    @property
+    def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        return {t.name: (t.shape, t.dtype.name) for t in self.graph.outputs}
+
+    @property
+    def variables(self) -> dict[str, np.ndarray]:
+        return {uid: var.value.copy() for uid, var in self.interpreter.state.items()}
+
+    def set_variable(self, uid: str, value: np.ndarray) -> None:
+        var = self.interpreter.state.get(uid)
+        if var is None:
+            super().set_variable(uid, value)
+            return
+        value = np.asarray(value, dtype=DType[var.dtype].numpy)
+        if value.shape != var.shape:
+            raise TosaError(f"variable '{uid}' has shape {list(var.shape)}, got {list(value.shape)}")
+        var.value, var.is_written = value.copy(), True
+
+    def reset_variables(self) -> None:
+        self.interpreter.state.clear()
+
+    def export_vgf(self, path: str | Path | None = None, target: Target | str = "lavapipe"):
+        """The graph compiled for `target` (strict: every operator a Vulkan kernel) as a VGF container (vgf.VGF;
+        written to `path` if given). Needs no device."""
+        from ..compiler import compile
+        from ..vgf_export import export_vgf
+        return export_vgf(compile(self.graph, target, strict=True, file=self.file), path)
+
+    def profile(self) -> list[Timing]:
+        return [Timing(op, "host", seconds * 1e6) for op, seconds in self.interpreter.timings]

@@ -1,0 +1,81 @@
+"""What the compiler may assume about a Vulkan device: its limits, optional features and driver quirks.
+
+A Target is plain data. `tosa_vk.vulkan.Device.target` queries one from a real device; `named()` gives the ones
+kept for offline use (`tosa-vk plan --target lavapipe`). The lowering reads every device number from here, never
+from a constant of its own, so a program compiled for a target runs on any device that offers at least as much.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from .errors import TosaError
+
+# Optional device features the kernels use (tosa_vk/vulkan/device.py enables the ones a device has).
+FEATURES = ("shaderInt64", "shaderInt16", "shaderInt8", "shaderFloat16", "shaderFloat64",
+            "storageBuffer8BitAccess", "storageBuffer16BitAccess", "conditionalRendering")
+
+# Mesa's lavapipe silently ends an invocation's loops after 65,535 iterations in total: kernels keep every loop
+# under this budget (with a margin for the loops around the inner one).
+LAVAPIPE_LOOP_BUDGET = 60_000
+# A budget for drivers without that quirk: loops bounded only to keep one invocation's work (and a GPU's watchdog)
+# reasonable.
+DEFAULT_LOOP_BUDGET = 1 << 20
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    features: frozenset[str] = frozenset()
+    max_workgroup_count: tuple[int, int, int] = (65535, 65535, 65535)
+    max_workgroup_invocations: int = 128
+    max_storage_buffer_range: int = 1 << 27
+    min_storage_buffer_offset_alignment: int = 256
+    max_push_constants_size: int = 128
+    subgroup_size: int = 1
+    loop_budget: int = DEFAULT_LOOP_BUDGET     # loop iterations one invocation may run in total
+    driver: str = ""                           # driver name and version, for caches and reports
+    device_uuid: str = ""                      # "" for a named (offline) target
+    quirks: tuple[str, ...] = field(default=())
+
+    def has(self, feature: str) -> bool:
+        return feature in self.features
+
+    @property
+    def alignment(self) -> int:
+        """Byte alignment of every tensor in the arena: the device's storage-buffer offset alignment, at least 16
+        (a vec4 load)."""
+        a = max(16, self.min_storage_buffer_offset_alignment)
+        return -(-a // 16) * 16
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "features": sorted(self.features),
+                "max_workgroup_count": list(self.max_workgroup_count),
+                "max_workgroup_invocations": self.max_workgroup_invocations,
+                "max_storage_buffer_range": self.max_storage_buffer_range,
+                "min_storage_buffer_offset_alignment": self.min_storage_buffer_offset_alignment,
+                "max_push_constants_size": self.max_push_constants_size, "subgroup_size": self.subgroup_size,
+                "loop_budget": self.loop_budget, "driver": self.driver, "device_uuid": self.device_uuid,
+                "quirks": list(self.quirks)}
+
+
+def for_driver(base: Target, driver_name: str) -> Target:
+    """`base` with the quirks of the named driver applied (the only one known: lavapipe's loop budget)."""
+    if "llvmpipe" in driver_name.lower() or "lavapipe" in driver_name.lower():
+        return replace(base, loop_budget=LAVAPIPE_LOOP_BUDGET, quirks=(*base.quirks, "loop_budget"))
+    return base
+
+
+# Measured on Mesa 22.3.6 lavapipe (LLVM 15, 256-bit), the device CI has.
+LAVAPIPE = for_driver(Target("lavapipe", frozenset(FEATURES), (65535, 65535, 65535), 1024, 1 << 27, 16, 128, 8,
+                             driver="llvmpipe"), "llvmpipe")
+# What every Vulkan 1.3 device offers: the spec's required limits and no optional feature.
+MINIMUM = Target("minimum")
+
+NAMED = {t.name: t for t in (LAVAPIPE, MINIMUM)}
+
+
+def named(name: str) -> Target:
+    try:
+        return NAMED[name]
+    except KeyError:
+        raise TosaError(f"unknown target {name!r}; named targets: {', '.join(NAMED)} (or query a device)") from None
