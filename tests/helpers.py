@@ -3,6 +3,7 @@
 the Vulkan test files share. Imported as `from helpers import ...` (tests/ is on sys.path, see conftest.py)."""
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -31,7 +32,8 @@ def op_graph(op: str, shapes: Sequence[Sequence[int]], dtype: DType | str, *oper
     (numpy arrays) and attributes."""
     b = Builder()
     inputs = [b.input(name, shape, dtype) for name, shape in zip("xyzw", shapes)]
-    b.output(b.op(op, *inputs, *operands, **attrs))
+    out = b.op(op, *inputs, *operands, **attrs)
+    b.output(*(out if isinstance(out, tuple) else (out,)))
     return b.build()
 
 
@@ -56,8 +58,8 @@ def run_both(device, graph: Graph | Build, feeds: dict[str, np.ndarray]):
     assert list(got) == list(want)
     for name in want:
         assert got[name].dtype == want[name].dtype and got[name].shape == want[name].shape, name
-    got, want = list(got.values()), list(want.values())
-    return (got[0], want[0]) if len(want) == 1 else (got, want)
+    outs, refs = list(got.values()), list(want.values())
+    return (outs[0], refs[0]) if len(refs) == 1 else (outs, refs)
 
 
 def compare(device, graph: Graph | Build, feeds: dict[str, np.ndarray], **tolerance):
@@ -152,3 +154,10 @@ def with_specials(x: np.ndarray, rng: np.random.Generator, every: int, at_least:
     flat[picks[2::4]] = -np.inf
     flat[picks[3::4]] = -0.0
     return x
+
+
+def shrink_target(monkeypatch, device, **limits) -> None:
+    """For one test, the device compiles for its own target with smaller `limits` (Target fields such as
+    max_workgroup_count or loop_budget), so kernels split grids and loops as on such a device."""
+    target = dataclasses.replace(device.info.target, **limits)
+    monkeypatch.setattr(type(device.info), "target", property(lambda self: target))

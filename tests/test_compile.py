@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def example(name: str):
     """A custom-op example module of resources/custom_ops (registers its op)."""
     spec = importlib.util.spec_from_file_location(f"example_{name}", ROOT / "resources" / "custom_ops" / f"{name}.py")
+    assert spec is not None and spec.loader is not None, f"no custom-op example {name!r}"
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

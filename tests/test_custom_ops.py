@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 import tosa_vk
-from tosa_vk import Builder, TosaError
-from tosa_vk import custom, custom_payload
+from tosa_vk import Builder, TosaError, custom, custom_payload
 from tosa_vk.custom import Sampler, buffer, sampled_image, storage_image, tensor
 from tosa_vk.passes.permute import apply_custom_layouts
 from tosa_vk.vulkan.shaders import ShaderError
@@ -27,6 +26,7 @@ BACKENDS = ["reference", "vulkan"]
 def example(name: str):
     """Imports resources/custom_ops/<name>.py (registers its op) and returns the module."""
     spec = importlib.util.spec_from_file_location(f"custom_op_example_{name}", EXAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None, f"no custom-op example {name!r}"
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -45,7 +45,9 @@ def run(graph, backend: str, device, **feeds) -> dict:
 def glsl_to_spirv(source: str, tmp_path: Path) -> bytes:
     src, out = tmp_path / "shader.comp", tmp_path / "shader.spv"
     src.write_text(source)
-    subprocess.run([shutil.which("glslc"), str(src), "-o", str(out)], check=True, capture_output=True)
+    glslc = shutil.which("glslc")
+    assert glslc is not None, "glslc is not on PATH"
+    subprocess.run([glslc, str(src), "-o", str(out)], check=True, capture_output=True)
     return out.read_bytes()
 
 

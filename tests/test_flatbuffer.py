@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tosa_vk.ir import read_graph, validate, write_graph, load_graph, save_graph
+from tosa_vk.ir import load_graph, read_graph, save_graph, validate, write_graph
 from tosa_vk.ir.dtype import DType, decode, encode
 
 

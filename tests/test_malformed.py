@@ -6,12 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from tosa_vk import Builder, TosaError, TosaFormatError
-from tosa_vk.ir import Operator, read_graph, validate, write_graph
-from tosa_vk.ir import flatbuffer
+from tosa_vk.ir import flatbuffer, read_graph, validate, write_graph
 
 MODEL = Path(__file__).resolve().parent.parent / "resources" / "models" / "lstm_unrolled_fp32" / "model.tosa"
 

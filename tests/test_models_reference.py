@@ -2,7 +2,6 @@
 `tosa-vk run` drop-in for tosa_reference_model."""
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
@@ -41,7 +40,8 @@ def test_run_cli_with_named_inputs(tmp_path):
                            f"x={tmp_path / 'x.npy'}", "-o", str(tmp_path / "out")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     y = np.load(tmp_path / "out" / "y.npy")
-    assert y.dtype.kind == "V" and y.dtype.itemsize == 2 and from_npy(y, tosa_vk.DType.BF16).astype(np.float32).tolist() == [2, 4, 6]
+    assert y.dtype.kind == "V" and y.dtype.itemsize == 2
+    assert from_npy(y, tosa_vk.DType.BF16).astype(np.float32).tolist() == [2, 4, 6]
 
 
 def test_run_cli_error_exit_code(tmp_path):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,9 @@ sub table tanh tile transpose transpose_conv2d while_loop""".upper().split()
 
 
 def schema_op_names() -> list[str]:
-    block = re.search(r"enum Op\b[^{]*\{(.*?)\}", SCHEMA.read_text(), re.S).group(1)
-    names = [n.split("=")[0].strip() for n in block.split(",")]
+    found = re.search(r"enum Op\b[^{]*\{(.*?)\}", SCHEMA.read_text(), re.S)
+    assert found is not None, f"no 'enum Op' in {SCHEMA}"
+    names = [n.split("=")[0].strip() for n in found.group(1).split(",")]
     return [n for n in names if n and n != "UNKNOWN"]
 
 
@@ -160,7 +162,7 @@ def test_matching_types():
 
 # ---- requirements ------------------------------------------------------------------------------------------------
 
-def graph_of(ops: list[Operator], tensors: list[Tensor], extra_regions: list[Region] = ()) -> Graph:
+def graph_of(ops: list[Operator], tensors: list[Tensor], extra_regions: Sequence[Region] = ()) -> Graph:
     block = Block("main", ops, {t.name: t for t in tensors})
     return Graph([Region("main", [block]), *extra_regions])
 
@@ -177,7 +179,9 @@ def conv(dtype: DType, wtype: DType, otype: DType, acc: DType) -> Graph:
 
 
 def test_requirements_simple():
-    add = lambda dt: graph_of([Operator("ADD", ["a", "b"], ["c"])], [t("a", dt), t("b", dt), t("c", dt)])
+    def add(dt):
+        return graph_of([Operator("ADD", ["a", "b"], ["c"])], [t("a", dt), t("b", dt), t("c", dt)])
+
     assert requirements(add(DType.BF16)) == (["PRO-FP"], ["EXT-BF16"])
     assert requirements(add(DType.FP32)) == (["PRO-FP"], [])
     assert requirements(add(DType.INT32)) == (["PRO-INT"], [])

@@ -7,9 +7,14 @@ import pytest
 import tosa_vk
 from tosa_vk import Builder, DType, TosaError
 from tosa_vk.passes.permute import NCHW_TO_NHWC, elide_inverse_pairs, insert_permutes
-from tosa_vk.plan.resources import (COMBINED_IMAGE_SAMPLER, STORAGE_BUFFER, STORAGE_IMAGE, TENSOR_ARM,
-                                    check_alias_group, resource)
-
+from tosa_vk.plan.resources import (
+    COMBINED_IMAGE_SAMPLER,
+    STORAGE_BUFFER,
+    STORAGE_IMAGE,
+    TENSOR_ARM,
+    check_alias_group,
+    resource,
+)
 
 # ---- descriptor / format rules ---------------------------------------------------------------------------------
 
@@ -138,6 +143,7 @@ def test_program_records_each_tensors_resource():
     are storage buffers with scalar formats; RESHAPE aliases form a checked alias group."""
     import importlib.util
     from pathlib import Path
+
     from tosa_vk import custom
     path = Path(__file__).resolve().parent.parent / "resources" / "custom_ops" / "grid_sample.py"
     spec = importlib.util.spec_from_file_location("custom_op_example_grid_sample", path)

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from tosa_vk.errors import TosaError
-from tosa_vk.ir.flatbuffer import load_graph
 from tosa_vk.ir.dtype import DType
+from tosa_vk.ir.flatbuffer import load_graph
 from tosa_vk.ir.graph import Block, Graph, Operator, Region, Tensor
 from tosa_vk.ir.shapes import infer, infer_from
 from tosa_vk.ir.validate import validate
@@ -261,7 +261,7 @@ def test_control_flow_body_cannot_read_outer_names():
 def _nested(depth: int) -> Graph:
     """main -> l1 -> ... -> l<depth>, each level a COND_IF on a constant wrapping an ABS at the bottom."""
     def level(name: str, child: str | None) -> Block:
-        ts = {"a": Tensor("a", (2,), "FP32"), "r": Tensor("r", (2,), "FP32")}
+        ts = {"a": Tensor("a", (2,), DType.FP32), "r": Tensor("r", (2,), DType.FP32)}
         if child is None:
             return Block(name, [Operator("ABS", ["a"], ["r"])], ts, ["a"], ["r"])
         ts["c"] = _const("c", [True], "BOOL")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import compare
 
 import tosa_vk
-from helpers import compare
 from tosa_vk import Builder, TosaError
 from tosa_vk.vulkan.runtime import BATCH_ITERATIONS
 
@@ -28,6 +28,7 @@ def counting_loop(limit: int = 10):
         return i, acc, q, p       # p and q swap: each is read after the other is written
 
     outs = b.while_loop([zero, x, a, c], cond, body)
+    assert isinstance(outs, tuple)  # four loop values
     b.output(*outs)
     return b.build()
 
@@ -142,6 +143,7 @@ def test_custom_shader_op_inside_a_region(device):
     """A registered GLSL op in a COND_IF branch binds the region's tensors (names qualified by region)."""
     import importlib.util
     from pathlib import Path
+
     from tosa_vk import custom
     path = Path(__file__).resolve().parent.parent / "resources" / "custom_ops" / "color_matrix.py"
     spec = importlib.util.spec_from_file_location("custom_op_example_color_matrix", path)

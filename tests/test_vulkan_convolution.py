@@ -8,9 +8,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-
-from helpers import assert_same, compare, graph_of, run_both, run_reference
-from tosa_vk.lower import convolution
+from helpers import assert_same, compare, graph_of, run_both, run_reference, shrink_target
 
 NP = {"int8": np.int8, "int4": np.int8, "int16": np.int16, "fp32": np.float32, "fp16": np.float16,
       "bf16": ml_dtypes.bfloat16, "fp8e4m3": ml_dtypes.float8_e4m3fn, "fp8e5m2": ml_dtypes.float8_e5m2}
@@ -150,7 +148,7 @@ def test_conv2d_nan_and_infinity_inputs(device):
 
 
 def test_conv2d_grid_spills_into_z(device, monkeypatch):
-    monkeypatch.setattr(convolution, "MAX_GROUPS", 2)
+    shrink_target(monkeypatch, device, max_workgroup_count=(2, 65535, 65535))
     conv_case(device, "int8", (3, 20, 33, 8), (6, 3, 3, 8), pad=[1, 1, 1, 1], zps=(1, 2))
     conv_case(device, "fp32", (3, 20, 33, 8), (6, 3, 3, 8), pad=[1, 1, 1, 1])
 
@@ -158,7 +156,7 @@ def test_conv2d_grid_spills_into_z(device, monkeypatch):
 @pytest.mark.parametrize("dtype", ["int8", "int16", "fp32"])
 def test_conv2d_reduction_split_into_passes(device, monkeypatch, dtype):
     """Past the loop-iteration limit the input channels are summed in passes through a temporary."""
-    monkeypatch.setattr(convolution, "LOOP_LIMIT", 7)
+    shrink_target(monkeypatch, device, loop_budget=7)
     conv_case(device, dtype, (1, 6, 6, 9), (4, 3, 3, 9), pad=[1, 1, 1, 1])
     conv_case(device, dtype, (1, 6, 6, 32), (8, 3, 2, 32), pad=[1, 1, 1, 0])
 
@@ -181,7 +179,7 @@ def test_depthwise(device, dtype, c, m):
 
 
 def test_depthwise_runtime_and_spill(device, monkeypatch):
-    monkeypatch.setattr(convolution, "MAX_GROUPS", 3)
+    shrink_target(monkeypatch, device, max_workgroup_count=(3, 65535, 65535))
     conv_case(device, "int8", (2, 17, 19, 8), (3, 3, 8, 1), op="depthwise_conv2d", zps=(-9, 1), runtime=True,
               pad=[1, 1, 1, 1])
 
@@ -196,7 +194,7 @@ def test_transpose_conv2d(device, dtype, stride, out_pad):
 
 
 def test_transpose_conv2d_split_and_infinite_weights(device, monkeypatch):
-    monkeypatch.setattr(convolution, "LOOP_LIMIT", 5)
+    shrink_target(monkeypatch, device, loop_budget=5)
     conv_case(device, "int8", (1, 4, 5, 12), (3, 3, 3, 12), op="transpose_conv2d", stride=[2, 2])
     x = np.ones((1, 3, 3, 4), np.float32)
     w = np.ones((2, 3, 3, 4), np.float32)

@@ -8,8 +8,8 @@ import itertools
 import ml_dtypes
 import numpy as np
 import pytest
-
 from helpers import compare
+
 from tosa_vk import Builder
 
 DTYPES = {"bool": np.bool_, "int8": np.int8, "int16": np.int16, "int32": np.int32, "fp16": np.float16,

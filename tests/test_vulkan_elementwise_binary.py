@@ -5,8 +5,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-
 from helpers import assert_same, compare, edge_ints, op_graph, run_both
+
 from tosa_vk import Builder
 
 BIG = 65535 * 64 + 1003  # past the x limit of a 1-D grid (the y-spill of flat_index()), odd

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from helpers import compare, run_both, with_specials
+
 from tosa_vk.ir.dtype import DType
 
 SPILL = 65535 * 64 + 1000  # invocations beyond maxComputeWorkGroupCount.x groups of 64

@@ -7,8 +7,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-
 from helpers import assert_same, compare, run_both, ulp, with_specials
+
 from tosa_vk.ir.dtype import DType
 
 

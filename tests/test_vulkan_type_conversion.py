@@ -10,9 +10,9 @@ import zlib
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers import compare, op_graph
 
 import tosa_vk
-from helpers import compare, op_graph
 from tosa_vk import Builder
 from tosa_vk.ir.dtype import DType
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-
 from helpers import assert_same, compare, op_graph, run_both, ulp_distance
 
 BIG = 65535 * 64 + 77  # more workgroups than maxComputeWorkGroupCount.x: the grid spills into y

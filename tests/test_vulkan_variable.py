@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_reference_stateful import accumulator
 
 import tosa_vk
 from tosa_vk import Builder, TosaError
-from test_reference_stateful import accumulator
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "resources" / "examples" / "rnn_cell.py"
 

@@ -17,8 +17,9 @@ inferred (tosa_vk.ir.shapes); pass `out_dtype=` where the inputs do not determin
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -180,7 +181,7 @@ class Builder:
     def _inputs(self, spec: catalogue.OpSpec, args: list, out_dtype=None) -> tuple[list[str], dict[str, DType]]:
         operands = spec.inputs
         if any(o.is_list for o in operands):  # CONCAT, CUSTOM, control flow: flatten the list argument
-            flat = []
+            flat: list[Any] = []  # Values or array-likes, as the caller passed them
             for o, a in zip(operands, args):
                 flat.extend(a if o.is_list else [a])
             return [self._as_value(a, None, o).name for a, o in zip(flat, _repeat_list(operands, len(flat)))], {}
@@ -241,7 +242,9 @@ class Builder:
     def _attribute(self, key: str, value, inputs: list[str]):
         if key in _ENUMS:
             enum = _ENUMS[key]
-            return DType.of(value) if enum is DType else (enum[value.upper()] if isinstance(value, str) else enum(value))
+            if enum is DType:
+                return DType.of(value)
+            return enum[value.upper()] if isinstance(value, str) else enum(value)
         if key in ("min_val", "max_val"):
             return np.asarray(value, dtype=self.block.tensors[inputs[0]].dtype.numpy)[()]
         if key == "implementation_attrs" and isinstance(value, str):

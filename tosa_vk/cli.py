@@ -7,10 +7,15 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .errors import TosaError
+
+if TYPE_CHECKING:
+    from .ir.graph import Graph
+    from .session import Model
 
 
 def _summary(path: str) -> dict:
@@ -55,10 +60,10 @@ def _print_summary(s: dict) -> None:
     print(f"  operators:  {s['num_operators']}")
     for name, n in s["op_counts"].items():
         print(f"    {name:<24}{n:>6}")
-    print(f"  dtypes:     " + ", ".join(f"{k} x{v}" for k, v in s["tensor_dtypes"].items()))
+    print("  dtypes:     " + ", ".join(f"{k} x{v}" for k, v in s["tensor_dtypes"].items()))
     print(f"  constants:  {s['const_bytes']} bytes")
-    print(f"  needs:      " + " ".join(s["profiles"] + s["extensions"]))
-    print(f"  validation: " + ("ok" if s["valid"] else s["validation_error"]))
+    print("  needs:      " + " ".join(s["profiles"] + s["extensions"]))
+    print("  validation: " + ("ok" if s["valid"] else s["validation_error"]))
 
 
 def cmd_info(args) -> int:
@@ -96,6 +101,16 @@ def _feeds_from_desc(desc_path: Path) -> tuple[Path, dict, dict]:
     return folder / desc["tosa_file"], feeds, dict(zip(desc["ofm_name"], desc["ofm_file"]))
 
 
+def _graph_of(model: Model) -> Graph:
+    """The graph a .tosa model runs (the reference and vulkan backends keep it)."""
+    from .reference.model import ReferenceModel
+    if isinstance(model, ReferenceModel):
+        return model.graph
+    from .vulkan_backend import VulkanModel  # only when load() already imported it: not on reference runs
+    assert isinstance(model, VulkanModel), f"{type(model).__name__} is no backend of .tosa graphs"
+    return model.graph
+
+
 def cmd_run(args) -> int:
     from .ir.dtype import to_npy
     from .session import load
@@ -118,11 +133,12 @@ def cmd_run(args) -> int:
     model = load(model_path, backend=args.backend)
     outputs = model.run(feeds)
     seconds = time.perf_counter() - start
-    checked = load(model.graph, backend="reference").run(feeds) if args.check else {}
+    graph = _graph_of(model)
+    checked = load(graph, backend="reference").run(feeds) if args.check else {}
     out_dir = Path(args.output_dir) if args.output_dir else None
     if out_dir:
         out_dir.mkdir(parents=True, exist_ok=True)
-    dtypes = {t.name: t.dtype for t in model.graph.outputs}
+    dtypes = {t.name: t.dtype for t in graph.outputs}
     worst = 0.0
     for name, value in outputs.items():
         line = f"{name}: {list(value.shape)} {dtypes[name].name}"
@@ -179,8 +195,8 @@ def cmd_export(args) -> int:
 
 
 def cmd_inspect(args) -> int:
-    from vgf.inspect import describe, summary
     from vgf import read_vgf
+    from vgf.inspect import describe, summary
     vgf = read_vgf(args.model)
     if args.json:
         print(json.dumps(summary(vgf), indent=1))
@@ -235,7 +251,7 @@ def cmd_plan(args) -> int:
     else:
         target = named(args.target)
     program = compile(load_graph(args.model), target, alignment=args.alignment, file=args.model)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, buf in program.buffers.items():
         res = program.resources[name]
         rows.append({"tensor": name, "kind": buf.kind, "descriptor": res.descriptor, "format": res.format,
@@ -258,7 +274,8 @@ def cmd_plan(args) -> int:
     hosted = [p for p in program.placement if p.where == "host"]
     for p in hosted:
         print(f"host: {p.op}: {p.reason}")
-    print(f"target {target.name}: {len(program.placement) - len(hosted)} operators on Vulkan, {len(hosted)} on the host")
+    print(f"target {target.name}: {len(program.placement) - len(hosted)} operators on Vulkan, "
+          f"{len(hosted)} on the host")
     print(f"arena {m['arena_bytes']} B = constants / variables {m['static_bytes']} B + packed {m['dynamic_bytes']} B "
           f"(lower bound {m['dynamic_lower_bound_bytes']} B, without reuse {m['dynamic_naive_bytes']} B)")
     return 0

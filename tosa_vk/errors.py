@@ -1,6 +1,16 @@
 """Errors a user can act on: each names the file, the operator and the rule that failed."""
 from __future__ import annotations
 
+from typing import TypedDict
+
+
+class Site(TypedDict, total=False):
+    """Where in a graph an error is: keyword arguments of TosaError / TosaError.located, passed along as `**site`."""
+    op: str | None
+    index: int | None
+    output: str | None
+    region: str | None
+
 
 class TosaError(Exception):
     """A graph breaks a rule of the TOSA specification (an ERROR_IF, REQUIRE or level check) or of the format.
@@ -31,11 +41,15 @@ class TosaError(Exception):
             where.append(site + ":")
         return " ".join(where + [self.rule])
 
-    def located(self, **where) -> "TosaError":
+    def located(self, *, op: str | None = None, index: int | None = None, output: str | None = None,
+                file: str | None = None, region: str | None = None) -> TosaError:
         """The same error with more context filled in (fields already set are kept)."""
-        fields = dict(op=self.op, index=self.index, output=self.output, file=self.file, region=self.region)
-        fields.update({k: v for k, v in where.items() if fields.get(k) is None})
-        return type(self)(self.rule, **fields)
+        return type(self)(self.rule,
+                          op=self.op if self.op is not None else op,
+                          index=self.index if self.index is not None else index,
+                          output=self.output if self.output is not None else output,
+                          file=self.file if self.file is not None else file,
+                          region=self.region if self.region is not None else region)
 
 
 class TosaFormatError(TosaError):

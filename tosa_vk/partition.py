@@ -1,7 +1,8 @@
 """The partition stage: every operator of every block placed on Vulkan or on the host, with the reason.
 
-RESHAPE and IDENTITY are aliases (no work at all). An operator goes to Vulkan when a lowering (tosa_vk/lower/) has a kernel for its variant on the target: the
-partition asks the lowering, and keeps the kernels it got for the main block so the lower stage does not redo them.
+RESHAPE and IDENTITY are aliases (no work at all). An operator goes to Vulkan when a lowering (tosa_vk/lower/) has a
+kernel for its variant on the target: the partition asks the lowering, and keeps the kernels it got for the main
+block so the lower stage does not redo them.
 Otherwise it goes to the host, where the reference implementation runs on views of the device memory — unless the
 compile is strict, which makes that an error naming the operator. `force_host` moves operators to the host by
 operator name ("CUSTOM") or output tensor name. Control flow and variables always stay on Vulkan: their regions are
@@ -14,8 +15,8 @@ from dataclasses import dataclass, field
 
 from . import host_kernels
 from .errors import TosaError
-from .ir.graph import Block, Graph, Operator
 from .ir.dtype import DType
+from .ir.graph import Block, Graph, Operator
 from .lower import ALIASING, LOWERINGS, load_all, try_lower
 from .program import Placement, Step
 from .target import Target

@@ -12,8 +12,9 @@ steps hold nested step lists (COND_IF / WHILE_LOOP regions) and StateCheck steps
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -50,7 +51,7 @@ class Kernel:
     entry: str = "main"                       # SPIR-V entry point
     slots: tuple[tuple[int, int], ...] = ()   # (set, binding) per binding; () = set 0, bindings 0..n-1
     descriptors: tuple[str, ...] = ()         # VK_DESCRIPTOR_TYPE_* per binding; () = storage buffers
-    images: tuple["Image | None", ...] = ()   # per binding: texel format / extent / sampler of image bindings
+    images: tuple[Image | None, ...] = ()   # per binding: texel format / extent / sampler of image bindings
     # The push-constant block as the shader declares it: (member, GLSL type, array length or 0) in order; VGF
     # export bakes `push_constants` into the module with it. () for custom kernels (their payload says).
     push_layout: tuple[tuple[str, str, int], ...] = ()
@@ -169,7 +170,7 @@ class VariableSpec:
 Step = Kernel | Host | StateCheck | Branch | Loop
 
 
-def walk(steps: list) -> "Iterator[Step]":
+def walk(steps: list) -> Iterator[Step]:
     """Every step, depth first, in recorded order (a branch's then before its else, a loop's cond before its body)."""
     for step in steps:
         yield step
@@ -204,7 +205,7 @@ class Program:
         return serial.dumps(self, TYPES)
 
     @staticmethod
-    def from_bytes(data: bytes) -> "Program":
+    def from_bytes(data: bytes) -> Program:
         program = serial.loads(data, TYPES)
         if not isinstance(program, Program):
             raise serial.SerialError("the data holds no Program")

@@ -1,7 +1,8 @@
 """Plain data <-> bytes without pickle: tagged JSON for the structure, numpy arrays as raw blobs after it.
 
-Only the dataclasses and NamedTuples named in the caller's type table (and None, bool, int, float, str, bytes, list, tuple, dict,
-numpy arrays, scalars and dtypes) can be written, so loading a file never runs code or builds arbitrary objects.
+Only the dataclasses and NamedTuples named in the caller's type table (and None, bool, int, float, str, bytes, list,
+tuple, dict, numpy arrays, scalars and dtypes) can be written, so loading a file never runs code or builds arbitrary
+objects.
 Layout: MAGIC, u64 length of the JSON, the JSON (utf-8), then every array's bytes, each at the offset it names.
 """
 from __future__ import annotations
@@ -50,7 +51,7 @@ def dumps(obj, types: dict[str, type]) -> bytes:
         if isinstance(x, bytes):
             return {"@b": base64.b64encode(x).decode()}
         if isinstance(x, tuple) and type(x) in names:  # a NamedTuple of the table
-            return {"@c": names[type(x)], "f": {k: enc(v) for k, v in zip(x._fields, x)}}  # type: ignore[attr-defined]
+            return {"@c": names[type(x)], "f": {k: enc(v) for k, v in zip(x._fields, x)}}
         if isinstance(x, tuple):
             return {"@t": [enc(v) for v in x]}
         if isinstance(x, list):

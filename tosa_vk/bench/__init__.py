@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Protocol
 
 from .cases import Case, build_op, default_models, model_cases, op_cases, select_cases
 from .report import cell, environment, markdown, plot, write
@@ -29,12 +29,19 @@ __all__ = ["BACKENDS", "LABELS", "RUNNERS", "Case", "Skip", "add_arguments", "be
            "run", "select_cases", "summary", "write"]
 
 
+class ProgressFn(Protocol):
+    """Where run() reports: a line per step, done=True once a case has finished (Progress below is one)."""
+
+    def __call__(self, text: str, done: bool = False) -> None: ...
+
+
 def run(cases: list[Case], backends=BACKENDS, repeats: int = 7, warmup: int = 1, device=None, cold: bool = True,
-        progress: Callable[[str], None] | None = None) -> dict:
+        progress: ProgressFn | None = None) -> dict[str, Any]:
     """Runs every case; the report dict (settings, environment, notes, cases with every sample)."""
     backends = [b for b in backends if b in BACKENDS]
-    notes = []
-    settings = {"repeats": repeats, "warmup": warmup, "device": device, "cold": cold, "backends": backends}
+    notes: list[str] = []
+    settings: dict[str, Any] = {"repeats": repeats, "warmup": warmup, "device": device, "cold": cold,
+                                "backends": backends}
     if isinstance(device, str) and device.isdigit():
         device = int(device)
     arm_note = None
@@ -49,8 +56,8 @@ def run(cases: list[Case], backends=BACKENDS, repeats: int = 7, warmup: int = 1,
     if device is not None and "error" in env["device"]:  # a device asked for by name / index must exist
         from ..errors import TosaError
         raise TosaError(f"--device {device}: {env['device']['error']}")
-    report = {"schema": "tosa_vk.bench/1", "created": time.strftime("%Y-%m-%d %H:%M:%S"), "settings": settings,
-              "environment": env, "notes": notes, "cases": []}
+    report: dict[str, Any] = {"schema": "tosa_vk.bench/1", "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+                              "settings": settings, "environment": env, "notes": notes, "cases": []}
     ctx = {**settings, "device": device, "arm_sdk_note": arm_note}
     warm_process(backends, ctx)
     start = time.perf_counter()

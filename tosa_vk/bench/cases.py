@@ -4,9 +4,10 @@ seeded random)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -139,7 +140,7 @@ def op_cases(quick: bool = False) -> list[Case]:
             continue
         extra = "".join(f" {k}{v}" for k, v in opts.items())
         name = f"{op} {'x'.join(map(str, shape))}{extra} {dtype}"
-        cases.append(Case(name, "ops", lambda a=(op, dtype, shape, opts): build_op(*a),
+        cases.append(Case(name, "ops", partial(build_op, op, dtype, shape, opts),
                           {"op": op, "dtype": dtype, "shape": list(shape), **opts}))
     return cases
 
@@ -148,8 +149,8 @@ def default_models() -> list[Path]:
     return sorted(MODELS_DIR.glob("*/model.tosa"))
 
 
-def model_cases(paths: list[str | Path]) -> list[Case]:
-    return [Case(_model_name(Path(p)), "models", lambda p=Path(p): _load_model(p), {"file": str(p)}) for p in paths]
+def model_cases(paths: Sequence[str | Path]) -> list[Case]:
+    return [Case(_model_name(Path(p)), "models", partial(_load_model, Path(p)), {"file": str(p)}) for p in paths]
 
 
 def _model_name(path: Path) -> str:

@@ -8,18 +8,20 @@ import platform
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .runners import BACKENDS, LABELS, short
 
 
-def environment(device) -> dict:
+def environment(device) -> dict[str, Any]:
     from importlib import metadata
+
     import tosa_vk
-    env = {"machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-                       "cpus": os.cpu_count(), "python": sys.version.split()[0]},
-           "packages": {"tosa_vk": tosa_vk.__version__}}
+    machine = {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+               "cpus": os.cpu_count(), "python": sys.version.split()[0]}
+    env: dict[str, Any] = {"machine": machine, "packages": {"tosa_vk": tosa_vk.__version__}}
     for dist in ("numpy", "ml_dtypes", "vulkan", "tosa-tools", "matplotlib", "ai-ml-sdk-model-converter",
                  "ai-ml-sdk-vgf-library", "ai-ml-sdk-scenario-runner", "ai-ml-emulation-layer-for-vulkan"):
         try:
@@ -51,6 +53,7 @@ def environment(device) -> dict:
 def _driver(index: int) -> dict:
     """VkPhysicalDeviceDriverProperties of device `index`: e.g. llvmpipe, "Mesa 22.3.6 (LLVM 15.0.6)"."""
     import vulkan as vk
+
     from ..vulkan.device import create_instance
     instance, _ = create_instance()
     try:
@@ -94,7 +97,7 @@ def markdown(report: dict) -> str:
         vk = r.get("vulkan", {})
         base = vk.get("wall", {}).get("median") if vk.get("status") == "ok" else None
 
-        def ratio(anchor, over=base):
+        def ratio(anchor, over=base, r=r):
             a = r.get(anchor, {})
             med = a.get("wall", {}).get("median") if a.get("status") == "ok" else None
             return f"{med / over:.2f}" if med and over else "—"
@@ -120,7 +123,7 @@ def markdown(report: dict) -> str:
             continue
         vk = r.get("vulkan", {})
 
-        def first(name):
+        def first(name, r=r):
             res = r.get(name, {})
             return f"{res['first_run_s'] * 1e3:.0f} ms" if res.get("status") == "ok" else "—"
         cold = f"{vk['first_run_cold_s'] * 1e3:.0f} / " if "first_run_cold_s" in vk else ""
@@ -156,7 +159,9 @@ def plot(report: dict, path: Path) -> str | None:
     fig, ax = plt.subplots(figsize=(10, 0.1 * len(rows) * max(1, len(names)) + 1.5))
     height = 0.8 / max(1, len(names))
     for j, name in enumerate(names):
-        ys, meds, errs = [], [], [[], []]
+        ys: list[float] = []
+        meds: list[float] = []
+        errs: list[list[float]] = [[], []]  # below and above the median
         for i, r in enumerate(rows):
             st = r["results"].get(name, {}).get("wall") if r["results"].get(name, {}).get("status") == "ok" else None
             if st:

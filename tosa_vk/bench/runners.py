@@ -22,10 +22,17 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
 
 from .cases import build_op
+
+if TYPE_CHECKING:
+    from ..ir.graph import Graph
 
 LABELS = {"vulkan": "tosa_vk Vulkan", "reference": "tosa_vk reference", "refmodel": "tosa_reference_model",
           "numpy": "numpy", "arm_sdk": "Arm ML SDK + emulation"}
@@ -33,6 +40,16 @@ LABELS = {"vulkan": "tosa_vk Vulkan", "reference": "tosa_vk reference", "refmode
 
 class Skip(Exception):
     pass
+
+
+class Runner(Protocol):
+    """What each runner class below is, once constructed (loaded and run once)."""
+    outputs: dict[str, np.ndarray]
+    result: dict[str, Any]    # first-run time, peak memory, ... (merged into the case's results)
+
+    def run(self) -> tuple[dict[str, np.ndarray], float, float | None]: ...  # outputs, wall s, device s or None
+
+    def close(self) -> None: ...
 
 
 def short(err: BaseException) -> str:
@@ -236,7 +253,9 @@ class _ArmSdk:
         self.anchor.close()
 
 
-RUNNERS = {"vulkan": _Vulkan, "reference": _Reference, "refmodel": _RefModel, "numpy": _Numpy, "arm_sdk": _ArmSdk}
+# runner(graph, feeds, path of the .tosa file or None, settings) -> Runner
+RUNNERS: dict[str, Callable[[Graph, dict[str, np.ndarray], Path | None, dict[str, Any]], Runner]] = {
+    "vulkan": _Vulkan, "reference": _Reference, "refmodel": _RefModel, "numpy": _Numpy, "arm_sdk": _ArmSdk}
 BACKENDS = tuple(RUNNERS)
 
 

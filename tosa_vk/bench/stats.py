@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import shutil
 import statistics
+from typing import Any
 
 import numpy as np
 
 from .cases import Case
-from .runners import RUNNERS, Skip, short
+from .runners import RUNNERS, Runner, Skip, short
 
 RTOL = {2: 1e-2, 4: 1e-4, 8: 1e-9}                   # float tolerance by element size (fp16 / bf16, fp32, fp64)
 
@@ -45,9 +46,9 @@ def compare(got: dict, want: dict) -> dict:
     return {"max_abs_diff": worst, "ok": bool(ok)}
 
 
-def bench_case(case: Case, backends: list[str], settings: dict, progress=None) -> dict:
+def bench_case(case: Case, backends: list[str], settings: dict, progress=None) -> dict[str, Any]:
     """Measures one case on every backend in `backends`; never raises for a backend's failure."""
-    row = {"case": case.name, "suite": case.suite, **case.info, "results": {}}
+    row: dict[str, Any] = {"case": case.name, "suite": case.suite, **case.info, "results": {}}
     try:
         graph, feeds, numpy_fn, path = case.make()
     except Exception as err:  # noqa: BLE001 - a case that cannot be built is reported, not fatal
@@ -56,7 +57,8 @@ def bench_case(case: Case, backends: list[str], settings: dict, progress=None) -
     row["bytes_io"] = int(sum(v.nbytes for v in feeds.values()) +
                           sum(int(np.prod(t.shape)) * np.dtype(t.dtype.numpy).itemsize for t in graph.outputs))
     ctx = {**settings, "numpy_fn": numpy_fn, "cleanup": []}
-    runners, results = {}, row["results"]
+    runners: dict[str, Runner] = {}
+    results = row["results"]
     truth = None
     try:
         for name in ["reference", *[b for b in backends if b != "reference"]]:  # the reference is the truth
@@ -98,7 +100,7 @@ def bench_case(case: Case, backends: list[str], settings: dict, progress=None) -
     return row
 
 
-def _interleave(runners: dict, results: dict, warmup: int, repeats: int, progress=None) -> None:
+def _interleave(runners: dict[str, Runner], results: dict, warmup: int, repeats: int, progress=None) -> None:
     """Warm-up rounds, then `repeats` timed rounds whose order rotates by one backend each round."""
     order = list(runners)
     for _ in range(warmup):

@@ -29,7 +29,7 @@ class DType(enum.IntEnum):
     FP8E5M2 = 12
 
     @classmethod
-    def of(cls, value: "DType | str | int") -> "DType":
+    def of(cls, value: DTypeLike) -> DType:
         """Accepts a DType, its name in any case ("fp32", "INT8") or its number."""
         if isinstance(value, DType):
             return value
@@ -66,6 +66,8 @@ class DType(enum.IntEnum):
     def __str__(self) -> str:
         return self.name
 
+
+DTypeLike = DType | str | int  # what DType.of accepts: a DType, its name in any case or its number
 
 _NUMPY = {
     DType.BOOL: np.dtype(np.bool_),

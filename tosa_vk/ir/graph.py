@@ -7,8 +7,9 @@ is [rank]. Constant data is numpy in the storage dtype of `DType.numpy`.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 

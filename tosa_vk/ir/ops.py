@@ -6,9 +6,10 @@ order, which is also their order in a .tosa file.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import TosaError
 from .dtype import DType
@@ -89,7 +90,8 @@ OPS: dict[str, OpSpec] = {}
 _KINDS = {"in": "input", "attr": "attribute", "out": "output"}
 
 
-def _op(name: str, chapter: str, operands: list[tuple], type_vars: str = "", rows: list[tuple] = ()) -> None:
+def _op(name: str, chapter: str, operands: list[tuple], type_vars: str = "",
+        rows: Sequence[tuple[str, str, str]] = ()) -> None:
     """Registers one operator from its literal tables below.
 
     operands: (kind, name, spec type, shape, rank[, flags]) with kind in/attr/out, type "T<x>" for a tensor of x,

@@ -11,13 +11,14 @@ accumulation) the declared output dtype is returned; without one, None.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import TosaError
-from .dtype import DType
+from .dtype import DType, DTypeLike
 from .graph import Block, Graph, Operator, ResizeMode, Tensor
 
 Shape = tuple[int, ...]
@@ -352,7 +353,8 @@ def _concat(c: _Ctx) -> list[Inferred]:
     shape = list(shapes[0])
     if shape:
         shape[axis] = total
-    return [Inferred(tuple(shape), c.inputs[0].dtype, "output shape", dim_rules={axis: "ERROR_IF(axis_sum != shape[axis])"})]
+    return [Inferred(tuple(shape), c.inputs[0].dtype, "output shape",
+                     dim_rules={axis: "ERROR_IF(axis_sum != shape[axis])"})]
 
 
 def _shape_input(c: _Ctx, i: int, name: str, length: int | None) -> list[int] | None:
@@ -584,9 +586,8 @@ def infer_detailed(op: Operator, block: Block, graph: Graph | None = None) -> li
     except KeyError as err:
         raise TosaError(f"input {err.args[0]!r} is not a tensor of block '{block.name}'") from None
     declared = [block.tensors[n] for n in op.outputs if n in block.tensors]
-    if len(declared) != len(op.outputs):
-        declared = None
-    return _run(_Ctx(op.op, inputs, dict(op.attrs), declared, graph))
+    complete = len(declared) == len(op.outputs)
+    return _run(_Ctx(op.op, inputs, dict(op.attrs), declared if complete else None, graph))
 
 
 def infer(op: Operator, block: Block, graph: Graph | None = None) -> list[tuple[Shape | None, DType | None]]:
@@ -596,12 +597,16 @@ def infer(op: Operator, block: Block, graph: Graph | None = None) -> list[tuple[
 
 
 def infer_from(op_name: str, input_tensors: Sequence[Tensor], attrs: dict[str, Any],
-               out_dtype: DType | Sequence[DType | None] | None = None, graph: Graph | None = None
-               ) -> list[tuple[Shape | None, DType | None]]:
+               out_dtype: DTypeLike | list[DTypeLike | None] | tuple[DTypeLike | None, ...] | None = None,
+               graph: Graph | None = None) -> list[tuple[Shape | None, DType | None]]:
     """`infer` without a Block, for graph builders. `out_dtype` supplies the output type where inputs don't
     determine it (CAST, RESCALE, CUSTOM, MATMUL with fp16 inputs); a list gives one per output."""
-    if out_dtype is not None and not isinstance(out_dtype, (list, tuple)):
-        out_dtype = [out_dtype]
-    dtypes = [None if d is None else DType.of(d) for d in out_dtype] if out_dtype is not None else None
+    dtypes: list[DType | None] | None
+    if out_dtype is None:
+        dtypes = None
+    elif isinstance(out_dtype, (list, tuple)):
+        dtypes = [None if d is None else DType.of(d) for d in out_dtype]
+    else:
+        dtypes = [DType.of(out_dtype)]
     ctx = _Ctx(op_name, list(input_tensors), dict(attrs), None, graph, dtypes)
     return [(o.shape, o.dtype) for o in _run(ctx)]

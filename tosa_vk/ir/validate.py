@@ -17,11 +17,11 @@ from __future__ import annotations
 import enum
 import re
 from fractions import Fraction
-from typing import Any
+from typing import Any, NoReturn, Unpack
 
 import numpy as np
 
-from ..errors import TosaError
+from ..errors import Site, TosaError
 from . import ops as _ops
 from .dtype import DType
 from .graph import Block, Graph, NanPropagationMode, Operator, Region, ResizeMode, RoundingMode, Tensor
@@ -74,7 +74,7 @@ class _Validator:
             for block in region.blocks:
                 self.block(region, block)
 
-    def fail(self, rule: str, **where) -> None:
+    def fail(self, rule: str, **where: Unpack[Site]) -> NoReturn:
         raise TosaError(rule, file=self.file, **where)
 
     def structure(self) -> None:
@@ -100,7 +100,7 @@ class _Validator:
                 for i, op in enumerate(block.operators):
                     for attr in _CONTROL_FLOW.get(op.op, ()):
                         sub = op.attrs.get(attr)
-                        where = dict(op=op.op, index=i, output=op.outputs[0] if op.outputs else None, region=name)
+                        where = Site(op=op.op, index=i, output=op.outputs[0] if op.outputs else None, region=name)
                         if not isinstance(sub, str) or sub not in self.regions:
                             self.fail(f"{attr} '{sub}' names no region of the graph", **where)
                         if sub in path:
@@ -115,7 +115,7 @@ class _Validator:
     # --- one block ---------------------------------------------------------------------------------------------
 
     def block(self, region: Region, block: Block) -> None:
-        where = dict(region=region.name)
+        where = Site(region=region.name)
         for name in block.inputs + block.outputs:
             if name not in block.tensors:
                 self.fail(f"block '{block.name}' lists '{name}' as input or output but has no such tensor", **where)
@@ -129,16 +129,16 @@ class _Validator:
                 variable = o in block.tensors and block.tensors[o].variable  # VARIABLE, then VARIABLE_WRITEs
                 if o in producers and not variable:
                     self.fail(f"tensor '{o}' is written twice (also by operator #{producers[o]})",
-                              op=op.op, index=i, output=o, **where)
+                              op=op.op, index=i, output=o, region=region.name)
                 if o in block.inputs:
                     self.fail(f"tensor '{o}' is a block input and may not be written by an operator",
-                              op=op.op, index=i, output=o, **where)
+                              op=op.op, index=i, output=o, region=region.name)
                 producers[o] = i
         # Defined before use: block inputs, variables, constant data without a producer, earlier outputs.
         defined = set(block.inputs)
         defined |= {n for n, t in block.tensors.items() if n not in producers and (t.variable or t.data is not None)}
         for i, op in enumerate(block.operators):
-            loc = dict(op=op.op, index=i, output=op.outputs[0] if op.outputs else None, **where)
+            loc = Site(op=op.op, index=i, output=op.outputs[0] if op.outputs else None, **where)
             for n in op.inputs:
                 if n not in block.tensors:
                     hint = "" if region is self.graph.regions[0] else (
@@ -166,7 +166,7 @@ class _Validator:
             raise TosaError(f"LEVEL_CHECK(rank(shape) <= MAX_RANK): tensor '{t.name}' has rank {t.rank}, "
                             f"MAX_RANK={self.L['MAX_RANK']}", file=self.file)
 
-    def tensor(self, t: Tensor, where: dict) -> None:
+    def tensor(self, t: Tensor, where: Site) -> None:
         if t.unranked:
             return
         if t.dtype != DType.SHAPE and any(d < 1 for d in t.shape):
@@ -321,9 +321,9 @@ class _Validator:
             if acc is not None:
                 bound["acc_t"] = acc
                 seen.append(f"acc_type={acc}")
-        rows = _ops.matching_types(op.op, bound) or [r for r in _LATER_TYPES.get(op.op, ())
-                                                      if all(r.get(k, v) == v for k, v in bound.items())]
-        if not rows:
+        supported = bool(_ops.matching_types(op.op, bound)) or any(
+            all(r.get(k, v) == v for k, v in bound.items()) for r in _LATER_TYPES.get(op.op, ()))
+        if not supported:
             allowed = "; ".join(dict.fromkeys(
                 ", ".join(f"{k}={v}" for k, v in r.types.items() if k in bound) for r in spec.types))
             rule = ("ERROR_IF(acc_type does not match acc_t in Supported Data Types)"
@@ -340,7 +340,7 @@ class _Validator:
             return
         if len(inferred) != len(outs):
             raise TosaError(f"{op.op} produces {len(inferred)} outputs, {len(outs)} are declared")
-        for k, (inf, t) in enumerate(zip(inferred, outs)):
+        for inf, t in zip(inferred, outs):
             if inf.dtype is not None and t.dtype != inf.dtype:
                 raise TosaError(f"{_out_rule(op, inf.rule, 'dtype')}: output '{t.name}' is declared {t.dtype}, "
                                 f"computed {inf.dtype}")
@@ -381,7 +381,7 @@ class _Validator:
         w = ins[1].shape
         if op.op == "CONV3D":
             ks, axes = w[1:4], "dyx"
-            pads = ("pad_d0", "pad_d1", "pad_top", "pad_bottom", "pad_left", "pad_right")
+            pads: tuple[str, ...] = ("pad_d0", "pad_d1", "pad_top", "pad_bottom", "pad_left", "pad_right")
         else:
             ks, axes = (w[0:2] if op.op == "DEPTHWISE_CONV2D" else w[1:3]), "yx"
             pads = ("pad_top", "pad_bottom", "pad_left", "pad_right")

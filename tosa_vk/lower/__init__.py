@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from .types import binding_defines
 if TYPE_CHECKING:
     from ..partition import Partition
 
-LOWERINGS: dict[str, Callable[["LowerCtx"], list[Step] | None]] = {}
+LOWERINGS: dict[str, Callable[[LowerCtx], list[Step] | None]] = {}
 CHAPTERS = ("elementwise_binary", "elementwise_unary", "elementwise_ternary", "comparison", "activation",
             "type_conversion", "reduction", "data_layout", "scatter_gather", "image", "tensor_ops",
             "convolution", "control_flow", "variable", "custom")
@@ -57,13 +58,9 @@ class LowerCtx:
     target: Target
     temps: dict[str, Tensor]                  # the constants and scratch tensors this operator's kernels add
     prefix: str = ""                          # "" in the main block
-    compiler: "Compilation | None" = None     # for operators with regions or program-wide state
+    compiler: Compilation | None = None     # for operators with regions or program-wide state
 
     @property
-    def features(self) -> dict[str, bool]:
-        """The target's optional features, as a dict ({name: True})."""
-        return dict.fromkeys(self.target.features, True)
-
     def add_constant(self, values: np.ndarray, dtype: DType) -> str:
         """A constant made at load time (e.g. weights packed into the layout a kernel wants); uploaded once.
         Returns its tensor name, usable in `kernel(bindings=...)`."""
@@ -84,7 +81,14 @@ class LowerCtx:
     def tensor(self, name: str) -> Tensor:
         """A tensor by block-local or program-wide name."""
         found = self.temps.get(name) or self.block.tensors.get(name)
-        return found if found is not None else self.compiler.tensors[name]
+        return found if found is not None else self.compilation.tensors[name]
+
+    @property
+    def compilation(self) -> Compilation:
+        """The lower() call this operator is part of: program-wide state (regions, aliases, variables)."""
+        if self.compiler is None:
+            raise TosaError("internal: lowered outside a compilation", op=self.op.op, index=self.index)
+        return self.compiler
 
     @property
     def inputs(self) -> list[Tensor]:
@@ -98,6 +102,10 @@ class LowerCtx:
     def label(self) -> str:
         where = f"{self.prefix}{self.op.op} #{self.index}"
         return f"{where} '{self.op.outputs[0]}'" if self.op.outputs else where
+
+    def groups(self, count: int) -> tuple[int, int, int]:
+        """A grid of `count` workgroups on this target (x, spilling into y)."""
+        return spill(count, self.target.max_workgroup_count[0])
 
     def attr(self, name: str, default: Any = None) -> Any:
         value = self.op.attrs.get(name, default)
@@ -119,20 +127,27 @@ class LowerCtx:
             all_defines.update(binding_defines(bname, self.tensor(tensor).dtype))
         all_defines.update(defines or {})
         if groups is None:
-            groups = grid_1d(invocations)
+            assert invocations is not None, "give groups or invocations"
+            groups = grid_1d(invocations, self.target.max_workgroup_count[0])
         outs = {self.q(n) for n in (self.op.outputs if writes is None else writes)}
         names = tuple(self.q(n) for n in bindings.values())
         return Kernel(self.label, shader, tuple(sorted(all_defines.items())), names, push, groups,
                       reads=tuple(n for n in names if n not in outs), writes=tuple(n for n in names if n in outs))
 
 
-def grid_1d(invocations: int) -> tuple[int, int, int]:
-    """Workgroup counts covering `invocations` (x up to MAX_GROUPS, the rest in y); shaders flatten with
-    `gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * WORKGROUP`."""
-    groups = max(1, -(-invocations // WORKGROUP))
-    if groups <= MAX_GROUPS:
+def spill(groups: int, max_x: int = MAX_GROUPS) -> tuple[int, int, int]:
+    """`groups` workgroups along x, spilling into y past `max_x` (the device's maxComputeWorkGroupCount[0]); the
+    shader skips the excess of the last row."""
+    groups = max(1, groups)
+    if groups <= max_x:
         return (groups, 1, 1)
-    return (MAX_GROUPS, -(-groups // MAX_GROUPS), 1)
+    return (max_x, -(-groups // max_x), 1)
+
+
+def grid_1d(invocations: int, max_x: int = MAX_GROUPS) -> tuple[int, int, int]:
+    """Workgroup counts covering `invocations` in WORKGROUP-wide groups; shaders flatten with
+    `gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * WORKGROUP`."""
+    return spill(-(-invocations // WORKGROUP), max_x)
 
 
 @dataclass
@@ -159,8 +174,9 @@ def lower(graph: Graph, target: Target, partition: Partition) -> Lowered:
         c.declare(name, block.tensors[name])
     steps = c.block(block, graph.regions[0].name)
     for name in block.outputs:  # outputs that are constants or pass-through inputs need memory too
-        if name not in c.tensors and block.tensors[name].data is not None:
-            c.constants[name] = block.tensors[name].data
+        data = block.tensors[name].data
+        if name not in c.tensors and data is not None:
+            c.constants[name] = data
         c.declare(name, block.tensors[name])
     c.constants.update({n: t.data for n, t in c.temps.items() if t.data is not None})
     return Lowered(steps, {**c.tensors, **c.temps}, c.root, c.constants, c.variables, c.placement,
@@ -217,7 +233,7 @@ class Compilation:
             placed = self.partition.of(region, index)
             if op.op in ("CONST", "CONST_SHAPE"):
                 t = block.tensors[op.outputs[0]]
-                if t.dtype != DType.SHAPE:
+                if t.dtype != DType.SHAPE and t.data is not None:
                     self.constants[ctx.q(t.name)] = t.data
                     self.declare(ctx.q(t.name), t)
                 continue

@@ -18,7 +18,7 @@ from . import LowerCtx, copy_step, lowering
 def _region(ctx: LowerCtx, attr: str, values: list[str]) -> tuple[str, list[Step]]:
     """Compiles region `attr` with its inputs aliased to the program-wide tensors `values`; returns the
     region's name prefix and steps."""
-    c = ctx.compiler
+    c = ctx.compilation
     name = ctx.attr(attr)
     block = c.regions[name]
     prefix = c.prefix_for(name)
@@ -35,17 +35,20 @@ def _copies(ctx: LowerCtx, pairs) -> list[Step]:
 def COND_IF(ctx: LowerCtx) -> list[Step]:
     condition, *args = map(ctx.q, ctx.op.inputs)
     outs = [ctx.q(n) for n in ctx.op.outputs]
-    branches = []
-    for attr in ("then_graph", "else_graph"):
-        prefix, steps = _region(ctx, attr, args)
-        results = [prefix + n for n in ctx.compiler.regions[ctx.attr(attr)].outputs]
-        branches.append(steps + _copies(ctx, zip(results, outs)))
-    return [Branch(ctx.label, condition, *branches, reads=(condition, *args), writes=tuple(outs))]
+    then, orelse = (_branch(ctx, attr, args, outs) for attr in ("then_graph", "else_graph"))
+    return [Branch(ctx.label, condition, then, orelse, reads=(condition, *args), writes=tuple(outs))]
+
+
+def _branch(ctx: LowerCtx, attr: str, args: list[str], outs: list[str]) -> list[Step]:
+    """One COND_IF region's steps, then copies of its results into the operator's outputs."""
+    prefix, steps = _region(ctx, attr, args)
+    results = [prefix + n for n in ctx.compilation.regions[ctx.attr(attr)].outputs]
+    return steps + _copies(ctx, zip(results, outs))
 
 
 @lowering("WHILE_LOOP")
 def WHILE_LOOP(ctx: LowerCtx) -> list[Step]:
-    c = ctx.compiler
+    c = ctx.compilation
     state = [ctx.q(n) for n in ctx.op.outputs]
     enter = _copies(ctx, zip(map(ctx.q, ctx.op.inputs), state))
     prefix, cond = _region(ctx, "cond_graph", state)
@@ -53,7 +56,8 @@ def WHILE_LOOP(ctx: LowerCtx) -> list[Step]:
     prefix, body = _region(ctx, "body_graph", state)
     results = [prefix + n for n in c.regions[ctx.attr("body_graph")].outputs]
     roots = [c.root.get(n, n) for n in state]
-    staged, back = [], []
+    staged: list[tuple[str, str]] = []
+    back: list[tuple[str, str]] = []
     for k, (src, dst) in enumerate(zip(results, state)):
         root = c.root.get(src, src)
         if root == roots[k]:
@@ -64,11 +68,11 @@ def WHILE_LOOP(ctx: LowerCtx) -> list[Step]:
             staged.append((src, tmp))
             src = tmp
         back.append((src, dst))
-    staged, back = _copies(ctx, staged), _copies(ctx, back)
+    stage_steps, back_steps = _copies(ctx, staged), _copies(ctx, back)
     predicate = ""
     if ctx.target.has("conditionalRendering"):
         predicate = ctx.temporary((1,), DType.INT32)
         cond.append(ctx.kernel("control_flow/predicate", {"A": condition, "O": predicate}, groups=(1, 1, 1),
                                writes=(predicate,)))
-    return enter + [Loop(ctx.label, cond, condition, body + staged + back, writes=tuple(state),
+    return enter + [Loop(ctx.label, cond, condition, body + stage_steps + back_steps, writes=tuple(state),
                          predicate=predicate)]

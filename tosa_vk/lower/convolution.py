@@ -9,13 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.dtype import DType
-from . import LowerCtx, lowering
+from ..shader_abi import WORKGROUP
+from . import LowerCtx, lowering, spill
 from .elementwise_binary import VEC4
 from .types import glsl_storage
 
-WORKGROUP = 64
-MAX_GROUPS = 65535
-LOOP_LIMIT = 60000  # loop iterations per invocation: lavapipe silently ends a shader's loops after 65535 in all
 # in_t -> (allowed (weight_t, out_t) pairs); acc_type is the attribute (fp16 may accumulate in fp32: the kernels
 # always sum floating-point products in fp32, which the dot-product compliance bound allows for either).
 _TYPES = {
@@ -81,7 +79,7 @@ def _common(ctx: LowerCtx) -> tuple[dict[str, str], dict[str, str]] | None:
     if (w.dtype, out.dtype) not in _TYPES.get(x.dtype, ()) or bias.dtype != out.dtype:
         return None
     integer = not x.dtype.is_float
-    if out.dtype == DType.INT48 and not ctx.features.get("shaderInt64", False):
+    if out.dtype == DType.INT48 and not ctx.target.has("shaderInt64"):
         return None
     acc = "int64_t" if out.dtype == DType.INT48 else "int" if integer else "float"
     defines = {"ACC_T": acc, "ACC4_T": {"int64_t": "i64vec4", "int": "ivec4", "float": "vec4"}[acc],
@@ -115,12 +113,10 @@ def _skip_padded(ctx: LowerCtx, padded: bool) -> bool:
     return not bool(np.isfinite(w).all())
 
 
-def _grid(tiles: int, blocks: int) -> tuple[int, int, int]:
+def _grid(ctx: LowerCtx, tiles: int, blocks: int) -> tuple[int, int, int]:
     """Pixel tiles along x (spilling into z), channel blocks along y."""
-    gx = max(1, -(-tiles // WORKGROUP))
-    if gx <= MAX_GROUPS:
-        return (gx, blocks, 1)
-    return (MAX_GROUPS, blocks, -(-gx // MAX_GROUPS))
+    x, z, _ = spill(-(-tiles // WORKGROUP), ctx.target.max_workgroup_count[0])
+    return (x, blocks, z)
 
 
 def _pixels(p: int, rows: int, width: int, blocks: int) -> int:
@@ -134,16 +130,17 @@ def _pixels(p: int, rows: int, width: int, blocks: int) -> int:
 def _kernel(ctx: LowerCtx, shader: str, defines: dict, extra: dict, groups, outer: int = 0, k: int = 0,
             ve: int = 1) -> list:
     """The dispatch, or passes over ranges of the k input channels (VE at a time) when `outer` loop iterations
-    around each chunk would exceed LOOP_LIMIT: raw accumulators go through a temporary in the output's layout."""
+    around each chunk would exceed the target's loop budget: raw accumulators go through a temporary in the output's
+    layout."""
     x, w, bias = ctx.inputs[:3]
     out = ctx.outputs[0]
     bindings = {"X": x.name, "W": w.name, "B": bias.name, "O": out.name, **extra}
     defines = {key: str(v) for key, v in defines.items()}
     chunks = max(1, k // ve)
     iterations = outer * (chunks + 1)
-    if iterations <= LOOP_LIMIT:
+    if iterations <= ctx.target.loop_budget:
         return [ctx.kernel(shader, bindings, defines, groups=groups)]
-    per = max(1, LOOP_LIMIT // max(outer, 1) - 1)     # chunks per pass
+    per = max(1, ctx.target.loop_budget // max(outer, 1) - 1)     # chunks per pass
     acc = DType.INT48 if out.dtype == DType.INT48 else DType.INT32 if not out.dtype.is_float else DType.FP32
     temp = ctx.temporary(out.shape, acc)
     bindings["P"] = temp
@@ -179,7 +176,7 @@ def _conv(ctx: LowerCtx, nd: int):
     oc, kd, kh, kw, _ = ws
     _, od, oh, ow, _ = os_
     # chunks of 8 input channels, fp32 ones in 32-byte loads (lavapipe: ~15% faster than 16)
-    defines.update(chunk_defines(ic, {"X": x.dtype, "W": w.dtype}, 8, 32 if ctx.features.get("shaderInt64") else 16))
+    defines.update(chunk_defines(ic, {"X": x.dtype, "W": w.dtype}, 8, 32 if ctx.target.has("shaderInt64") else 16))
     ve = int(defines["VE"])
     # 4 output channels per vector-matrix product (fp32 arithmetic; int8 exact per chunk row: |sum| < 2^24)
     mat = ve >= 4 and (x.dtype.is_float or (x.dtype == DType.INT8 and kw * ve * 255 * 255 < 2 ** 24))
@@ -197,7 +194,7 @@ def _conv(ctx: LowerCtx, nd: int):
     if _skip_padded(ctx, any(pad)):
         defines["SKIP_PADDED"] = "1"
     tiles = n * od * oh * -(-ow // tp)
-    return _kernel(ctx, "convolution/conv", defines, extra, _grid(tiles, -(-oc // tc)), kd * kh, ic, ve)
+    return _kernel(ctx, "convolution/conv", defines, extra, _grid(ctx, tiles, -(-oc // tc)), kd * kh, ic, ve)
 
 
 @lowering("CONV2D")
@@ -232,7 +229,7 @@ def DEPTHWISE_CONV2D(ctx: LowerCtx):
                     "PL": pad[2], "TILE_P": tp})
     if _skip_padded(ctx, any(pad)):
         defines["SKIP_PADDED"] = "1"
-    return _kernel(ctx, "convolution/depthwise", defines, extra, _grid(n * oh * -(-ow // tp), och // ve))
+    return _kernel(ctx, "convolution/depthwise", defines, extra, _grid(ctx, n * oh * -(-ow // tp), och // ve))
 
 
 @lowering("TRANSPOSE_CONV2D")
@@ -258,5 +255,5 @@ def TRANSPOSE_CONV2D(ctx: LowerCtx):
         defines["SKIP_PADDED"] = "1"
     tiles = n * oh * sx * -(-cols // tp)
     outer = -(-kh // sy) * -(-kw // sx)
-    return _kernel(ctx, "convolution/transpose_conv", defines, extra, _grid(tiles, -(-oc // tc)), outer, ic,
+    return _kernel(ctx, "convolution/transpose_conv", defines, extra, _grid(ctx, tiles, -(-oc // tc)), outer, ic,
                    int(defines["VE"]))

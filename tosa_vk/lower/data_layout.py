@@ -31,7 +31,7 @@ def width(t: Tensor) -> int:
 
 
 def unit_ok(ctx: LowerCtx, unit: int) -> bool:
-    return all(ctx.features.get(f, False) for f in UNIT_FEATURES.get(unit, ()))
+    return all(ctx.target.has(f) for f in UNIT_FEATURES.get(unit, ()))
 
 
 def raw_kernel(ctx: LowerCtx, shader: str, bindings: dict[str, str], unit: int, push: bytes, invocations: int,

@@ -189,7 +189,7 @@ def MUL(ctx: LowerCtx):
     shift = ctx.constant(2)
     if shift is not None and int(shift.reshape(-1)[0]) == 0:
         return binary(ctx, "((x) * (y))", "int")  # apply_mul_s: low 32 bits
-    if not ctx.features.get("shaderInt64", False):
+    if not ctx.target.has("shaderInt64"):
         return None
     defines = {"ELEMENTWISE_INT64": "1"}
     extra = {}
@@ -203,7 +203,7 @@ def MUL(ctx: LowerCtx):
 
 @lowering("POW")
 def POW(ctx: LowerCtx):
-    if _same(ctx, _FLOAT) is None or not ctx.features.get("shaderFloat64", False):
+    if _same(ctx, _FLOAT) is None or not ctx.target.has("shaderFloat64"):
         return None
     return binary(ctx, "pow_f64(x, y)", "float", {"ELEMENTWISE_FP64": "1"})
 

@@ -38,10 +38,10 @@ def RESIZE(ctx: LowerCtx):
         defines["NEAREST"] = "1"
     elif mode == ResizeMode.BILINEAR:
         if x.dtype in _FLOATS and out.dtype == x.dtype:
-            wide = x.dtype == DType.FP32 and ctx.features.get("shaderFloat64", False)
+            wide = x.dtype == DType.FP32 and ctx.target.has("shaderFloat64")
             defines.update(BILINEAR_FLOAT="1", ACC_T="double" if wide else "float")
         elif _INT_BILINEAR.get(x.dtype, (None,))[0] == out.dtype:
-            if out.dtype == DType.INT48 and not ctx.features.get("shaderInt64", False):
+            if out.dtype == DType.INT48 and not ctx.target.has("shaderInt64"):
                 return None
             defines.update(BILINEAR_INT="1", ACC_T=_INT_BILINEAR[x.dtype][1])
         else:

@@ -25,7 +25,7 @@ _NAN = "uintBitsToFloat(0x7fc00000u)"
 _INF = "uintBitsToFloat(0x7f800000u)"
 _FLOATS = (DType.FP32, DType.FP16, DType.BF16)
 
-MAX_CHUNK = 8192      # axis elements one invocation folds at most (lavapipe's loop budget: 65535 per invocation)
+MAX_CHUNK = 8192      # axis elements one invocation folds at most (well inside every target's loop budget)
 MIN_CHUNK = 256       # below this an axis is folded in one pass
 PARALLEL = 16384      # invocations per pass worth splitting an axis for
 
@@ -128,7 +128,7 @@ def _fp_reduce(ctx: LowerCtx, init: str, op: str) -> list[Kernel] | None:
     """Sum / product of floats: fp64 accumulation rounded once (fp32 without fp64 support)."""
     if ctx.inputs[0].dtype not in _FLOATS:
         return None
-    if ctx.features.get("shaderFloat64", False) and ctx.features.get("shaderInt64", False):
+    if ctx.target.has("shaderFloat64") and ctx.target.has("shaderInt64"):
         finish = "float(acc)" if ctx.outputs[0].dtype == DType.FP32 else "f64_to_f32_odd(acc)"
         return _reduce(ctx, "double", f"double({init})", f"((acc) {op} double(x))", DType.INT48, finish, bits=True)
     return _reduce(ctx, "float", f"float({init})", f"((acc) {op} float(x))", DType.FP32)

@@ -1,11 +1,12 @@
 """Tensor operators (spec 2.3) on Vulkan: MATMUL (shaders/tensor_ops/matmul_fast.comp for floating point with
 C % 8 == 0 and W % 8 == 0: 16 x 16 register tiles fed by 8-element loads; matmul.comp otherwise: 8 x 4 tiles of
-any type, zero points, long C split into passes), AVG_POOL2D / MAX_POOL2D (pool.comp), FFT2D / RFFT2D (fft.comp: radix-2 Stockham passes over a twiddle table
-from fft_twiddle.comp). ARGMAX lives in lower/reduction.py; the convolutions in lower/convolution.py.
+any type, zero points, long C split into passes), AVG_POOL2D / MAX_POOL2D (pool.comp), FFT2D / RFFT2D (fft.comp:
+radix-2 Stockham passes over a twiddle table from fft_twiddle.comp). ARGMAX lives in lower/reduction.py; the
+convolutions in lower/convolution.py.
 
-lavapipe ends an invocation's loops after 65535 iterations in total, so every loop here is bounded: MATMUL splits
-a long C into partial sums (a second pass adds them), pooling windows are bounded by LOOP_BUDGET, and each FFT pass
-is one butterfly per invocation.
+Every loop here stays within the target's loop budget (lavapipe ends an invocation's loops after 65535 iterations in
+total): MATMUL splits a long C into partial sums (a second pass adds them), pooling windows are bounded, and each FFT
+pass is one butterfly per invocation.
 """
 from __future__ import annotations
 
@@ -15,8 +16,6 @@ from ..program import Kernel, pack_push
 from . import LowerCtx, lowering
 from .elementwise_binary import VEC4
 from .types import glsl_storage
-
-LOOP_BUDGET = 60000   # loop iterations one invocation may run (lavapipe's limit is 65535)
 
 
 def _scalar(ctx: LowerCtx, i: int):
@@ -42,13 +41,6 @@ MATMUL_TM = 8          # output rows per invocation (x 4 columns)
 MATMUL_LANES = 16      # invocations per workgroup (sharing their rows of A)
 
 
-def _groups(count: int) -> tuple[int, int, int]:
-    """A workgroup grid of `count` groups (x up to 65535, the rest in y; the shader skips the excess)."""
-    if count <= 65535:
-        return (max(count, 1), 1, 1)
-    return (65535, -(-count // 65535), 1)
-
-
 # fast floating-point kernel (matmul_fast.comp): in_t -> (8-element load unit, unpack define, fp8 decoder)
 _FAST_UNIT = {DType.FP32: ("u64vec4", "UNIT_FP32"), DType.FP16: ("uvec4", "UNIT_FP16"),
               DType.BF16: ("uvec4", "UNIT_BF16"), DType.FP8E4M3: ("uvec2", "UNIT_FP8"),
@@ -61,7 +53,8 @@ def _matmul_fast(ctx: LowerCtx) -> list[Kernel] | None:
     out = ctx.outputs[0]
     n, h, c = a.shape
     w = b.shape[2]
-    if a.dtype not in _FAST_UNIT or c % 8 or w % 8 or c // 8 > LOOP_BUDGET or not ctx.features.get("shaderInt64"):
+    if a.dtype not in _FAST_UNIT or c % 8 or w % 8 or c // 8 > ctx.target.loop_budget \
+            or not ctx.target.has("shaderInt64"):
         return None
     unit, kind = _FAST_UNIT[a.dtype]
     tm = 16 if h >= 16 else (8 if h >= 8 else 4)
@@ -75,7 +68,7 @@ def _matmul_fast(ctx: LowerCtx) -> list[Kernel] | None:
         defines["DECODE8(v)"] = "LOAD_A(v)"
     push = pack_push(groups, h, c, w, tiles_h, blocks_w, fmt="IIIIII")
     return [ctx.kernel("tensor_ops/matmul_fast", {"A": a.name, "B": b.name, "O": out.name}, defines, push,
-                       groups=_groups(groups))]
+                       groups=ctx.groups(groups))]
 
 
 @lowering("MATMUL")
@@ -86,7 +79,7 @@ def MATMUL(ctx: LowerCtx):
     if spec is None or b.dtype != a.dtype or out.dtype not in spec[0]:
         return None
     _, acc, acc4, partial_t = spec
-    if acc == "int64_t" and not ctx.features.get("shaderInt64", False):
+    if acc == "int64_t" and not ctx.target.has("shaderInt64"):
         return None
     n, h, c = a.shape
     w = b.shape[2]
@@ -117,7 +110,7 @@ def MATMUL(ctx: LowerCtx):
     defines["LANES"] = str(lanes)
     tiles_h, blocks_w = -(-h // MATMUL_TM), -(-w // (4 * lanes))
     steps = c // 4 + 4
-    splits = 1 if steps <= LOOP_BUDGET else -(-steps // LOOP_BUDGET)
+    splits = 1 if steps <= ctx.target.loop_budget else -(-steps // ctx.target.loop_budget)
     k_len = -(-c // splits)
     k_len += -k_len % 4
     splits = -(-c // k_len) if c else 1
@@ -127,13 +120,13 @@ def MATMUL(ctx: LowerCtx):
         if w % 4 == 0:
             defines.update(B_VEC="1", B_T4=VEC4[glsl_storage(b.dtype)], O_T4=VEC4[glsl_storage(out.dtype)])
         return [ctx.kernel("tensor_ops/matmul", {**bindings, "O": out.name, **extra}, defines, push,
-                           groups=_groups(groups))]
+                           groups=ctx.groups(groups))]
     part = ctx.temporary((n, splits, h, w), partial_t)
     if w % 4 == 0:
         defines.update(B_VEC="1", B_T4=VEC4[glsl_storage(b.dtype)], O_T4=acc4)
     defines["PARTIAL"] = "1"
     first = ctx.kernel("tensor_ops/matmul", {**bindings, "O": part, **extra}, defines, push,
-                       groups=_groups(groups), writes=(part,))
+                       groups=ctx.groups(groups), writes=(part,))
     total = n * h * w
     second = ctx.kernel("tensor_ops/matmul_sum", {"P": part, "O": out.name}, {},
                         pack_push(total, h * w, splits, fmt="III"), invocations=total)
@@ -155,7 +148,7 @@ def _pool(ctx: LowerCtx, defines: dict[str, str], extra: dict[str, str] | None =
     pt, _, pl, _ = (int(v) for v in ctx.attr("pad"))
     if out.size == 0:
         return []
-    if min(kh, ih) * min(kw, iw) + min(kh, ih) > LOOP_BUDGET or x.size >= 1 << 32:
+    if min(kh, ih) * min(kw, iw) + min(kh, ih) > ctx.target.loop_budget or x.size >= 1 << 32:
         return None   # a window too large for one invocation's loop budget
     vec = c % 4 == 0
     defines = dict(defines)
@@ -189,7 +182,7 @@ def AVG_POOL2D(ctx: LowerCtx):
         return None
     if t in _POOL_FLOAT:
         return _pool(ctx, {"AVG_FLOAT": "1"})   # fp32 sums for acc_type fp16 / fp32 alike
-    if t not in _POOL_INT or not ctx.features.get("shaderInt64", False):
+    if t not in _POOL_INT or not ctx.target.has("shaderInt64"):
         return None
     lo, hi = _POOL_INT[t]
     defines = {"AVG_INT": "1", "LO": str(lo), "HI": str(hi)}
@@ -213,7 +206,7 @@ def _fft(ctx: LowerCtx, real: bool) -> list[Kernel] | None:
         return None
     if not real and ctx.inputs[1].dtype != DType.FP32:
         return None
-    if not ctx.features.get("shaderFloat64", False):
+    if not ctx.target.has("shaderFloat64"):
         return None
     n, h, w = re.shape
     if h & (h - 1) or w & (w - 1) or re.size * 2 >= 1 << 32:

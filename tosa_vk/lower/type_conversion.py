@@ -48,7 +48,7 @@ def CAST(ctx: LowerCtx):
 
 @lowering("RESCALE")
 def RESCALE(ctx: LowerCtx):
-    if not ctx.features.get("shaderInt64", False):
+    if not ctx.target.has("shaderInt64"):
         return None
     x, multiplier, shift, input_zp, output_zp = ctx.inputs
     out = ctx.outputs[0]

@@ -20,7 +20,7 @@ def _variable(ctx: LowerCtx, names: list[str]) -> Tensor:
 @lowering("VARIABLE")
 def VARIABLE(ctx: LowerCtx) -> list[Step]:
     t = _variable(ctx, ctx.op.outputs + ctx.op.inputs)
-    c, name = ctx.compiler, ctx.q(t.name)
+    c, name = ctx.compilation, ctx.q(t.name)
     spec = c.variables.get(uid_of(t))
     if spec is None:
         c.variables[uid_of(t)] = VariableSpec(uid_of(t), name, t.data)
@@ -35,7 +35,7 @@ def VARIABLE_WRITE(ctx: LowerCtx) -> list[Step]:
     t = _variable(ctx, ctx.op.outputs + ctx.op.inputs)
     (value,) = [ctx.block.tensors[n] for n in ctx.op.inputs if n != t.name]
     steps: list[Step] = [StateCheck(ctx.label, "write", uid_of(t), value.shape, value.dtype.name)]
-    if (value.shape, value.dtype) != (t.shape, t.dtype) or ctx.q(t.name) not in ctx.compiler.tensors:
+    if (value.shape, value.dtype) != (t.shape, t.dtype) or ctx.q(t.name) not in ctx.compilation.tensors:
         return steps                      # the check fails at run time, as the spec says
     return steps + [copy_step(ctx, value.name, t.name)]
 
@@ -45,6 +45,6 @@ def VARIABLE_READ(ctx: LowerCtx) -> list[Step]:
     t = _variable(ctx, ctx.op.inputs)
     out = ctx.outputs[0]
     steps: list[Step] = [StateCheck(ctx.label, "read", uid_of(t), out.shape, out.dtype.name)]
-    if (out.shape, out.dtype) != (t.shape, t.dtype) or ctx.q(t.name) not in ctx.compiler.tensors:
+    if (out.shape, out.dtype) != (t.shape, t.dtype) or ctx.q(t.name) not in ctx.compilation.tensors:
         return steps
     return steps + [copy_step(ctx, t.name, out.name)]

@@ -8,7 +8,7 @@ adjacent NHWC operators. Permutes never hide inside a copy: they are graph opera
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .. import custom
 from ..ir.graph import Block, Graph, Operator, Tensor

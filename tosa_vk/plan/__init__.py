@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ..lower import Lowered
 
 
-def plan(lowered: "Lowered", target: Target, alignment: int | None = None) -> Program:
+def plan(lowered: Lowered, target: Target, alignment: int | None = None) -> Program:
     """The Program of `lowered` for `target` (tensor offsets aligned to the target's, or to `alignment`)."""
     buffers, size, stats = arena.place(lowered.tensors, lowered.steps, lowered.root, lowered.constants,
                                        lowered.inputs, lowered.outputs, alignment or target.alignment)

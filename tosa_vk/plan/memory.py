@@ -18,7 +18,7 @@ class Interval:
     last: int    # last step index that reads it (a large number: after the run)
     offset: int = -1
 
-    def overlaps(self, other: "Interval") -> bool:
+    def overlaps(self, other: Interval) -> bool:
         return self.first <= other.last and other.first <= self.last
 
 

@@ -9,19 +9,23 @@ from .registry import Call, reference
 
 @reference("COND_IF")
 def COND_IF(call: Call):
+    run_region = call.run_region
+    assert run_region is not None, "the executor gives control-flow operators a run_region"
     condition, *inputs = call.inputs
     call.error_if(np.size(condition) != 1, "tensor_size(shape) != 1")
     region = call.attr("then_graph") if bool(np.reshape(condition, -1)[0]) else call.attr("else_graph")
-    return call.run_region(region, inputs)
+    return run_region(region, inputs)
 
 
 @reference("WHILE_LOOP")
 def WHILE_LOOP(call: Call):
+    run_region = call.run_region
+    assert run_region is not None, "the executor gives control-flow operators a run_region"
     values = list(call.inputs)
     cap = call.extra.get("max_iterations", 1_000_000)
     for _ in range(cap):
-        (condition,) = call.run_region(call.attr("cond_graph"), values)
+        (condition,) = run_region(call.attr("cond_graph"), values)
         if not bool(np.reshape(condition, -1)[0]):
             return values
-        values = call.run_region(call.attr("body_graph"), values)
+        values = run_region(call.attr("body_graph"), values)
     raise TosaError(f"WHILE_LOOP did not finish within {cap} iterations (the session's max_iterations)")

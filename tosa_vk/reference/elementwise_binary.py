@@ -13,7 +13,6 @@ from ..ir.graph import NanPropagationMode
 from .numeric import require_range, round_to, to_float64, wrap
 from .registry import Call, reference
 
-
 # ---- helpers shared by the elementwise chapters (binary, ternary, comparison) ---------------------------------
 
 def broadcast_inputs(call: Call, arrays: list[np.ndarray]) -> list[np.ndarray]:
@@ -40,14 +39,14 @@ def nan_mode(call: Call) -> NanPropagationMode:
     return NanPropagationMode.PROPAGATE if mode == NanPropagationMode.UNKNOWN else NanPropagationMode(mode)
 
 
-def float_max(a: np.ndarray, b: np.ndarray, mode: NanPropagationMode) -> np.ndarray:
+def float_max(a: np.ndarray | float, b: np.ndarray | float, mode: NanPropagationMode) -> np.ndarray:
     """apply_max_s on float64 arrays: NaN propagates, or is ignored (compare_nan) in IGNORE mode."""
     if mode == NanPropagationMode.IGNORE:
         return np.fmax(a, b)
     return np.maximum(a, b)
 
 
-def float_min(a: np.ndarray, b: np.ndarray, mode: NanPropagationMode) -> np.ndarray:
+def float_min(a: np.ndarray | float, b: np.ndarray | float, mode: NanPropagationMode) -> np.ndarray:
     if mode == NanPropagationMode.IGNORE:
         return np.fmin(a, b)
     return np.minimum(a, b)

@@ -6,17 +6,17 @@ importing this module; VARIABLE operators get `Call.state`, the session's variab
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 from ..errors import TosaError
 from ..ir.graph import Block, Graph, Tensor
 from ..ir.validate import validate
+from ..variables import begin_run
 from . import registry
 from .registry import Call
-from ..variables import begin_run
 
 
 class Interpreter:
@@ -74,7 +74,7 @@ class Interpreter:
             self.timings.append((step.label, time.perf_counter() - start))
         return [_read(env, n) for n in block.outputs]
 
-    def _prepared(self, block: Block) -> tuple[dict[str, np.ndarray], list["_Step"]]:
+    def _prepared(self, block: Block) -> tuple[dict[str, np.ndarray], list[_Step]]:
         """Per block, once: its constant values and one reusable Call per operator."""
         cached = self._plans.get(id(block))
         if cached is None:
@@ -97,7 +97,7 @@ class Interpreter:
         return cached
 
     @staticmethod
-    def _run_step(step: "_Step", env: dict) -> None:
+    def _run_step(step: _Step, env: dict) -> None:
         call = step.call
         call.inputs = [_read(env, n) for n in call.op.inputs]
         result = step.fn(call)

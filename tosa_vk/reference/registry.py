@@ -6,8 +6,9 @@ the output array (or a list of arrays for multi-output operators) in the storage
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from ..errors import TosaError
 from ..ir.dtype import DType
 from ..ir.graph import Operator
 
-OPS: dict[str, Callable[["Call"], Any]] = {}
+OPS: dict[str, Callable[[Call], Any]] = {}
 
 
 def reference(*names: str):

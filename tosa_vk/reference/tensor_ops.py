@@ -3,9 +3,10 @@ RFFT2D, TRANSPOSE_CONV2D.
 
 Floating-point dot products (convolutions, MATMUL) are summed in FLOAT_DOT (float32, see below), then bias-added
 and rounded to the output type; FFTs and AVG_POOL2D run in float64 and round once. Integer dot products use float32 /
-float64 BLAS, exact while every partial sum is an integer below 2**24 / 2**53 (checked, else int64), and REQUIRE the int32 / int48
-accumulator and output ranges on the final sums. Stride-1 convolutions are one matmul per kernel tap over contiguous
-slices of the flattened padded input ("shifted GEMM"); strided ones one matmul per tap over strided views.
+float64 BLAS, exact while every partial sum is an integer below 2**24 / 2**53 (checked, else int64), and REQUIRE the
+int32 / int48 accumulator and output ranges on the final sums. Stride-1 convolutions are one matmul per kernel tap
+over contiguous slices of the flattened padded input ("shifted GEMM"); strided ones one matmul per tap over strided
+views.
 """
 from __future__ import annotations
 

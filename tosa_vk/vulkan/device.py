@@ -245,7 +245,7 @@ class Device:
             self.device = None
         self._destroy_instance()
 
-    def __enter__(self) -> "Device":
+    def __enter__(self) -> Device:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -97,7 +97,9 @@ class Arena:
     def view(self, offset: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         dtype = np.dtype(dtype)
         count = int(np.prod(shape, dtype=np.int64))
-        return self.stage.host[offset:offset + count * dtype.itemsize].view(dtype).reshape(shape)
+        host = self.stage.host
+        assert host is not None, "the stage allocation is host-visible, so mapped until close()"
+        return host[offset:offset + count * dtype.itemsize].view(dtype).reshape(shape)
 
     def close(self) -> None:
         self.gpu.close()

@@ -9,7 +9,7 @@ bound as a storage buffer (lavapipe has no VK_ARM_tensors).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import vulkan as vk
 
@@ -45,7 +45,7 @@ class Pipeline:
     set_layout: object          # set 0's layout
     bindings: int
     push_size: int
-    set_layouts: list = None    # one per set index 0..max used
+    set_layouts: list[object] = field(default_factory=list)  # one per set index 0..max used
     descriptor_layout: Layout = ()
 
 

@@ -37,7 +37,8 @@ class Dispatch:
     writes: frozenset[tuple[int, int]]
     # per binding, for image bindings: (image spec, VK_DESCRIPTOR_TYPE_* name, written by the dispatch); else None
     images: tuple[tuple[Image, str, bool] | None, ...] = ()
-    predicate: int | None = None  # arena offset of a uint32: the dispatch is skipped when it is 0 (conditional rendering)
+    # arena offset of a uint32: the dispatch is skipped when it is 0 (conditional rendering)
+    predicate: int | None = None
 
     @property
     def layout(self):
@@ -112,10 +113,10 @@ class Segment:
                         descriptorCount=1, descriptorType=dtype,
                         pBufferInfo=[vk.VkDescriptorBufferInfo(buffer=arena.buffer, offset=offset, range=nbytes)]))
                     continue
-                spec, descriptor, written = image
+                spec, descriptor, image_written = image
                 res = ImageResource(self.device, spec, descriptor, d.name)
                 self.images.append(res)
-                mine.append((res, offset, written))
+                mine.append((res, offset, image_written))
                 writes.append(vk.VkWriteDescriptorSet(
                     sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, dstSet=dsets[set_index], dstBinding=binding,
                     descriptorCount=1, descriptorType=dtype, pImageInfo=[res.descriptor_info()]))

@@ -2,22 +2,21 @@
 recorded at load, then each run() only writes the inputs, submits the recorded segments and reads the outputs."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 
 import numpy as np
 import vulkan as vk
 
+from .. import variables
 from ..errors import TosaError
 from ..program import Branch, Host, Kernel, Loop, Program, StateCheck, walk
-from .. import variables
 from ..variables import Variable, begin_run
 from .device import Device, VulkanError
 from .memory import Arena, align
 from .pipelines import Pipelines, kernel_layout
 from .recorder import Dispatch, Queue, Segment, image_bindings
 from .shaders import ShaderCache, variant_of
-
 
 BATCH_ITERATIONS = 16   # WHILE_LOOP iterations recorded ahead per command buffer (conditional rendering)
 BATCH_DISPATCHES = 512  # ... at most this many dispatches in all
@@ -39,7 +38,7 @@ class Runtime:
         self.ran: list[Segment] = []  # segments submitted by the last run, in order
         self.transferred = {"to_device": 0, "from_device": 0}
         self.own_device = device is None
-        self.device = device or Device()
+        self.device: Device | None = device or Device()  # None once closed
         self.cache = cache or ShaderCache()
         self.arena = Arena(self.device, align(max(program.arena_bytes, 16), 16), force_staging)
         self.pipelines = Pipelines(self.device)
@@ -57,6 +56,11 @@ class Runtime:
         except BaseException:
             self.close()
             raise
+
+    @property
+    def _device(self) -> Device:
+        assert self.device is not None, "the runtime is closed"
+        return self.device
 
     def view(self, tensor: str) -> np.ndarray:
         buf = self.program.buffer(tensor)
@@ -80,7 +84,7 @@ class Runtime:
                 plan.append(list(checks))
                 checks.clear()
             if pending:
-                seg = Segment(self.device, self.arena, self.queue.pool, list(pending), timestamps)
+                seg = Segment(self._device, self.arena, self.queue.pool, list(pending), timestamps)
                 self.segments.append(seg)
                 plan.append(seg)
                 pending.clear()
@@ -122,7 +126,7 @@ class Runtime:
         offset, rewrite = self.program.buffer(loop.predicate).offset, self._bytes((loop.predicate,))
         dispatches = [replace(d, predicate=None if d.writes == rewrite else offset)
                       for _ in range(count) for d in iteration]
-        seg = Segment(self.device, self.arena, self.queue.pool, dispatches, timestamps)
+        seg = Segment(self._device, self.arena, self.queue.pool, dispatches, timestamps)
         self.segments.append(seg)
         return seg, count
 
@@ -130,7 +134,7 @@ class Runtime:
         pipeline = self.pipelines.get(self.spirv[variant_of(step)], len(step.bindings), len(step.push_constants),
                                       kernel_layout(step), step.entry)
         ranges = []
-        limit = self.device.info.limits["maxStorageBufferRange"]
+        limit = self._device.info.limits["maxStorageBufferRange"]
         for name in step.bindings:
             buf = self.program.buffer(name)
             if buf.nbytes > limit:
@@ -216,7 +220,7 @@ class Runtime:
     def profile(self) -> list[tuple[str, float]]:
         """(kernel, seconds) of the last run, from GPU timestamps (build with timestamps=True): the segments that
         ran, once each (a loop body's times are its last iteration's)."""
-        period = self.device.info.limits["timestampPeriod"]
+        period = self._device.info.limits["timestampPeriod"]
         return [(d.name, t) for seg in dict.fromkeys(self.ran) for d, t in zip(seg.dispatches, seg.timings(period))]
 
     def close(self) -> None:
@@ -226,8 +230,9 @@ class Runtime:
             return
         vk.vkDeviceWaitIdle(device.device)
         queue = getattr(self, "queue", None)
-        for seg in getattr(self, "segments", []):
-            seg.close(queue.pool)
+        if queue is not None:  # segments are recorded from the queue's pool: none exist without it
+            for seg in getattr(self, "segments", []):
+                seg.close(queue.pool)
         self.segments = []
         for part in ("queue", "pipelines", "arena"):
             obj = getattr(self, part, None)

@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from ..shader_abi import PRELUDE
@@ -91,7 +91,7 @@ def glslc_version() -> str:
     return subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _includes_digest() -> str:
     h = hashlib.sha256()
     for path in sorted(SHADER_ROOT.rglob("*.glsl")):  # shared includes and any chapter's own

@@ -46,6 +46,7 @@ import time
 import traceback
 import weakref
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -139,8 +140,8 @@ class ArmSdkWorker:
         try:
             reply = self._call("run", inputs=files, repeats=int(repeats), outdir=str(io_dir), tag=str(self._calls))
         finally:
-            for path in files.values():
-                Path(path).unlink(missing_ok=True)
+            for file in files.values():
+                Path(file).unlink(missing_ok=True)
         outputs = {}
         for uid, file in reply["outputs"].items():
             outputs[uid] = np.load(file)
@@ -151,6 +152,7 @@ class ArmSdkWorker:
         """Stops the worker (politely, then by kill) and removes the work folder if this object made it."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
+            assert proc.stdin is not None  # Popen(stdin=PIPE)
             try:
                 proc.stdin.write(json.dumps({"cmd": "close"}) + "\n")
                 proc.stdin.flush()
@@ -172,6 +174,7 @@ class ArmSdkWorker:
         proc = self._proc
         if proc is None or proc.poll() is not None:
             raise ArmSdkError(f"Arm SDK worker is not running; log: {self._log_tail()}")
+        assert proc.stdin is not None and proc.stdout is not None  # Popen(stdin=PIPE, stdout=PIPE)
         try:
             proc.stdin.write(json.dumps({"cmd": cmd, **args}) + "\n")
             proc.stdin.flush()
@@ -249,11 +252,11 @@ class ArmSdkAnchor(ArmSdkWorker):
                     array.dtype.itemsize == self._out_dtypes[i].itemsize:
                 array = array.view(self._out_dtypes[i])   # bf16 / fp8 come back as raw bytes
             outputs[name] = array
-        for path in files.values():
-            Path(path).unlink()
+        for file in files.values():
+            Path(file).unlink()
         return outputs, reply["times"]
 
-    def __enter__(self) -> "ArmSdkAnchor":
+    def __enter__(self) -> ArmSdkAnchor:
         return self
 
 
@@ -263,6 +266,8 @@ def _stop(proc: subprocess.Popen | None, log, workdir: Path | None) -> None:
             proc.kill()
             proc.wait()
         for stream in (proc.stdin, proc.stdout):
+            if stream is None:
+                continue
             try:
                 stream.close()
             except (OSError, ValueError):
@@ -326,6 +331,7 @@ def _setup_layers(workdir: Path) -> None:
 
 def _tool(package: str, binary: str) -> str:
     module = __import__(package)
+    assert module.__file__ is not None, f"{package} is a regular package (it ships its binaries)"
     path = Path(module.__file__).resolve().parent / "binaries" / "bin" / binary
     if path.is_file():
         return str(path)
@@ -346,9 +352,9 @@ def _run_tool(args: list[str]) -> str:
 class _Worker:
     def __init__(self, workdir: Path):
         self.workdir = workdir
-        self.scenario = None
+        self.scenario: Any | None = None  # a scenario_runner_py Scenario (an untyped package) once loaded
         self.ids: dict[str, object] = {}
-        self.formats: dict[str, str] = {}
+        self.formats: dict[str, str | None] = {}  # uid -> tensor format, when the scenario gives one
 
     def load(self, tosa: str) -> dict:
         import scenario_runner_py as sr
@@ -363,7 +369,8 @@ class _Worker:
         template = self.workdir / f"{stem}.template.json"
         _run_tool([_tool("vgf_lib", "vgf_dump"), "-i", str(vgf), "-o", str(template), "--scenario-template"])
         scenario = json.loads(template.read_text())
-        inputs, outputs = {}, {}
+        inputs: dict[int, dict[str, Any]] = {}  # input_<i> / output_<i> -> uid, kind, shape, format
+        outputs: dict[int, dict[str, Any]] = {}
         for resource in scenario["resources"]:
             (kind, body), = resource.items()
             if kind == "graph":
@@ -380,11 +387,10 @@ class _Worker:
         scenario_path = self.workdir / f"{stem}.scenario.json"
         scenario_path.write_text(json.dumps(scenario, indent=1))
         t0 = time.perf_counter()
-        self.scenario = sr.load_scenario(str(scenario_path), work_dir=str(self.workdir),
-                                         output_dir=str(self.workdir))
+        self.scenario = loaded = sr.load_scenario(str(scenario_path), work_dir=str(self.workdir),
+                                                  output_dir=str(self.workdir))
         load_seconds = time.perf_counter() - t0
-        getters = {"tensor": self.scenario.get_tensor_id, "buffer": self.scenario.get_buffer_id,
-                   "image": self.scenario.get_image_id}
+        getters = {"tensor": loaded.get_tensor_id, "buffer": loaded.get_buffer_id, "image": loaded.get_image_id}
         ins = [inputs[i] for i in sorted(inputs)]
         outs = [outputs[i] for i in sorted(outputs)]
         for r in ins + outs:
@@ -396,15 +402,14 @@ class _Worker:
     def load_scenario(self, scenario: str, inputs: list[str], outputs: list[str]) -> dict:
         import scenario_runner_py as sr
         t0 = time.perf_counter()
-        self.scenario = sr.load_scenario(scenario, work_dir=str(self.workdir), output_dir=str(self.workdir))
+        self.scenario = loaded = sr.load_scenario(scenario, work_dir=str(self.workdir), output_dir=str(self.workdir))
         load_seconds = time.perf_counter() - t0
         self.ids, self.formats = {}, {}
         kinds = {}
         for resource in json.loads(Path(scenario).read_text())["resources"]:
             (kind, body), = resource.items()
             kinds[body.get("uid")] = (kind, body.get("format"))
-        getters = {"tensor": self.scenario.get_tensor_id, "buffer": self.scenario.get_buffer_id,
-                   "image": self.scenario.get_image_id}
+        getters = {"tensor": loaded.get_tensor_id, "buffer": loaded.get_buffer_id, "image": loaded.get_image_id}
         for uid in list(inputs) + list(outputs):
             kind, fmt = kinds[uid]
             self.ids[uid] = getters[kind](uid)
@@ -412,22 +417,26 @@ class _Worker:
         return {"load_seconds": load_seconds}
 
     def run(self, inputs: dict[str, str], repeats: int, outdir: str, tag: str) -> dict:
-        for uid, path in inputs.items():
-            array = np.load(path)
-            dtype = _FORMAT_DTYPES.get(self.formats.get(uid))
+        scenario = self.scenario
+        if scenario is None:
+            raise ArmSdkError("run: no scenario loaded")
+        for uid, file in inputs.items():
+            array = np.load(file)
+            fmt = self.formats.get(uid)
+            dtype = None if fmt is None else _FORMAT_DTYPES.get(fmt)
             if dtype is not None and array.dtype != dtype and array.dtype.kind in "biuf":
                 array = array.astype(dtype)
-            self.scenario.upload(self.ids[uid], np.ascontiguousarray(array))
+            scenario.upload(self.ids[uid], np.ascontiguousarray(array))
         times = []
         for _ in range(repeats):
             t0 = time.perf_counter()
-            self.scenario.run()
+            scenario.run()
             times.append(time.perf_counter() - t0)
         outputs = {}
         for uid, ident in self.ids.items():
             if uid not in inputs:
                 path = Path(outdir) / f"out{tag}_{uid}.npy"
-                np.save(path, self.scenario.download(ident))
+                np.save(path, scenario.download(ident))
                 outputs[uid] = str(path)
         return {"times": times, "outputs": outputs}
 
@@ -438,6 +447,7 @@ def _worker_main(workdir: Path) -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     worker = _Worker(workdir)
+    setup_error: str | None
     try:
         _setup_layers(workdir)
     except Exception as err:  # noqa: BLE001 - reported on the first request
