@@ -82,3 +82,14 @@ def device(_vulkan_device):
     messages = list(_vulkan_device.validation_messages)
     _vulkan_device.validation_messages.clear()
     assert messages == [], "validation layer: " + " | ".join(messages[:3])
+
+
+@pytest.fixture(scope="module")
+def worker():
+    """Arm's scenario-runner (ML emulation layer on this device) in a worker process (tosa_vk/bench/anchors)."""
+    from tosa_vk.bench.anchors import arm_sdk
+    reason = arm_sdk.available()
+    if reason is not None:
+        pytest.skip(reason)
+    with arm_sdk.ArmSdkWorker() as w:
+        yield w

@@ -161,3 +161,23 @@ def shrink_target(monkeypatch, device, **limits) -> None:
     max_workgroup_count or loop_budget), so kernels split grids and loops as on such a device."""
     target = dataclasses.replace(device.info.target, **limits)
     monkeypatch.setattr(type(device.info), "target", property(lambda self: target))
+
+
+def vgf_dump(path) -> dict:
+    """Arm's vgf_dump on a .vgf: its JSON view (the decoder accepts the file)."""
+    import json
+    import subprocess
+    from pathlib import Path
+
+    import vgf_lib
+    exe = Path(vgf_lib.__file__).resolve().parent / "binaries" / "bin" / "vgf_dump"
+    out = subprocess.run([str(exe), "-i", str(path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout)
+
+
+def same_bits(got: np.ndarray, want: np.ndarray, what: str) -> None:
+    """Bit-exact, byte for byte (NaN payloads included; also for bf16 / fp8, whose NaNs numpy cannot compare)."""
+    assert got.shape == want.shape, what
+    g, w = np.ascontiguousarray(got).view(np.uint8), np.ascontiguousarray(want).view(np.uint8)
+    assert np.array_equal(g, w), f"{what}: {np.count_nonzero(g != w)} bytes differ"

@@ -6,8 +6,6 @@ import json
 import random
 import struct
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -115,10 +113,9 @@ def test_malformed_inputs_give_clear_errors():
 
 def test_fuzz_never_crashes_or_hangs():
     """A few thousand random mutations (bytes flipped, ranges zeroed, truncations): each read returns a VGF or
-    raises VGFError, quickly."""
+    raises VGFError (a hang is caught by the suite's timeout)."""
     rng = random.Random(1234)
     data = vgf.write_vgf(sample())
-    start = time.perf_counter()
     outcomes = {"ok": 0, "error": 0}
     for i in range(3000):
         buf = bytearray(data)
@@ -132,13 +129,37 @@ def test_fuzz_never_crashes_or_hangs():
         elif kind == 2:
             buf = buf[:rng.randrange(len(buf))]
         else:
-            at = rng.randrange(HEADER := 128, len(buf))
+            at = rng.randrange(128, len(buf))   # past the header
             buf[at:at + rng.randint(1, 64)] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 64)))
-        t0 = time.perf_counter()
         try:
             vgf.read_vgf(bytes(buf))
             outcomes["ok"] += 1
         except VGFError:
             outcomes["error"] += 1
-        assert time.perf_counter() - t0 < 1.0, f"mutation {i} took too long"
-    assert outcomes["error"] > 1000 and time.perf_counter() - start < 30
+    assert outcomes["error"] > 1000
+
+
+def test_vgf_stands_alone():
+    """`import vgf` (and its scenario / enum modules) loads nothing of tosa_vk."""
+    import subprocess
+    import sys
+    code = ("import sys, vgf, vgf.scenario, vgf.inspect, vgf.vk_enums; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'tosa_vk'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_enum_values_match_the_vulkan_headers():
+    """vgf/vk_enums.py against the `vulkan` package's values (the *_ARM ones are newer than its headers)."""
+    import vulkan as vk
+
+    from vgf import vk_enums
+    tables = (vk_enums.DESCRIPTOR_TYPES, {n: f.value for n, f in vk_enums.FORMATS.items()}, vk_enums.FILTERS,
+              vk_enums.ADDRESS_MODES, vk_enums.BORDER_COLORS)
+    checked = 0
+    for table in tables:
+        for name, value in table.items():
+            if not name.endswith("_ARM"):
+                assert getattr(vk, name) == value, name
+                checked += 1
+    assert checked >= 25

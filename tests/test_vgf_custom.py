@@ -8,28 +8,35 @@ direct run of the .tosa (and scenario-runner's run of the same file)."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import same_bits, vgf_dump
+from test_custom_ops import (
+    DOMAIN,
+    F32,
+    GLSL_SUB,
+    LINEAR_BORDER,
+    RGBA,
+    RGBA_BIAS,
+    SCALE_ADD,
+    example,
+    glsl_to_spirv,
+    grid_sample_graph,
+    resource,
+    single_custom_graph,
+)
 
 from tosa_vk import Builder, TosaError, custom, custom_payload
+from tosa_vk.bench.anchors import arm_sdk
 from tosa_vk.ir.flatbuffer import save_graph
 from tosa_vk.vgf_export import export_vgf
 from tosa_vk.vgf_run import VGFModel
 from tosa_vk.vulkan_backend import VulkanModel
 from vgf import read_vgf
 from vgf.scenario import downloaded_array, upload_array, write_scenario
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-from benchmarks.anchors import arm_sdk  # noqa: E402
-from test_custom_ops import (DOMAIN, F32, GLSL_SUB, LINEAR_BORDER, RGBA, RGBA_BIAS, SCALE_ADD,  # noqa: E402
-                             example, glsl_to_spirv, grid_sample_graph, resource, single_custom_graph)
-from test_vgf_export import _same_bits, _vgf_dump, worker  # noqa: E402,F401 (worker: the scenario-runner fixture)
 
 pytestmark = pytest.mark.vulkan
 
@@ -59,7 +66,7 @@ def export_and_check(graph, feeds: dict, device, worker, tmp_path: Path, exact: 
         path = tmp_path / "model.vgf"
         vgf = export_vgf(model.program, path)
     assert all(s.type == "COMPUTE" and not s.push_constant_ranges for s in vgf.segments)
-    dumped = _vgf_dump(path)
+    dumped = vgf_dump(path)
     assert [r["vk_descriptor_type"] for r in dumped["resources"]] == [
         "VK_DESCRIPTOR_TYPE_" + {1: "COMBINED_IMAGE_SAMPLER", 3: "STORAGE_IMAGE", 7: "STORAGE_BUFFER",
                                  1000460000: "TENSOR_ARM"}[r.descriptor_type] for r in vgf.resources]
@@ -68,9 +75,9 @@ def export_and_check(graph, feeds: dict, device, worker, tmp_path: Path, exact: 
     arm = scenario_run(worker, vgf, path, feeds, tmp_path)
     for name, value in ours.items():
         theirs = downloaded_array(arm[name], value.dtype, value.shape)
-        _same_bits(theirs, again[name], f"scenario-runner vs tosa_vk VGF runner, output {name}")
+        same_bits(theirs, again[name], f"scenario-runner vs tosa_vk VGF runner, output {name}")
         if exact:
-            _same_bits(again[name], value, f"tosa_vk VGF runner, output {name}")
+            same_bits(again[name], value, f"tosa_vk VGF runner, output {name}")
         else:
             np.testing.assert_allclose(again[name], value, rtol=1e-6, atol=1e-6)
     return vgf, dumped, ours
@@ -124,7 +131,7 @@ def test_storage_image_read_as_a_buffer_is_converted(device, worker, tmp_path):
     feeds = {"img": np.random.default_rng(3).standard_normal((1, 9, 13, 1)).astype(np.float32)}
     vgf, _, ours = export_and_check(b.build(), feeds, device, worker, tmp_path)
     assert [vgf.modules[s.module_index].name.split("_")[:3] for s in vgf.segments][1] == ["custom", "image", "to"]
-    _same_bits(ours["y"], ours["grad"] * 2, "y")
+    same_bits(ours["y"], ours["grad"] * 2, "y")
 
 
 # ---- export: VulkanCustomShader payloads (the ExecuTorch way) -----------------------------------------------------
@@ -244,8 +251,8 @@ def test_outputs_sharing_memory_are_copied(device, worker, tmp_path):
     vgf, _, ours = export_and_check(b.build(), feeds, device, worker, tmp_path)
     assert vgf.output_names == ["x_flat", "y", "y_flat", "c_t"]
     assert len({o.mrt_index for o in vgf.outputs} | {i.mrt_index for i in vgf.inputs}) == 7  # 3 in, 4 out
-    _same_bits(ours["x_flat"], feeds["x"].reshape(6, 4), "x_flat")
-    _same_bits(ours["c_t"], np.arange(6, dtype=np.int32).reshape(3, 2), "c_t")
+    same_bits(ours["x_flat"], feeds["x"].reshape(6, 4), "x_flat")
+    same_bits(ours["c_t"], np.arange(6, dtype=np.int32).reshape(3, 2), "c_t")
 
 
 # ---- import: VGFs written by Arm's model-converter ----------------------------------------------------------------
@@ -288,12 +295,12 @@ def test_model_converter_vgf_runs_on_tosa_vk(case, device, worker, tmp_path):
     tensors = any(r.descriptor_type == 1000460000 for r in vgf.resources)
     for i, name in enumerate(graph.main.outputs):
         value = want[name]
-        _same_bits(got[f"output_{i}"].reshape(value.shape), value, f"{case}: tosa_vk runs Arm's VGF")
+        same_bits(got[f"output_{i}"].reshape(value.shape), value, f"{case}: tosa_vk runs Arm's VGF")
         theirs = downloaded_array(arm[f"output_{i}"], value.dtype, value.shape)
         if tensors:   # Arm keeps TENSOR_ARM for buffer-declared shader bindings; scenario-runner 0.11 then gives 0s
             assert not theirs.any(), f"{case}: scenario-runner now computes something; compare it again"
         else:
-            _same_bits(theirs, value, f"{case}: scenario-runner runs Arm's VGF")
+            same_bits(theirs, value, f"{case}: scenario-runner runs Arm's VGF")
 
 
 def test_model_converter_graph_segments_are_refused(tmp_path):

@@ -5,12 +5,11 @@ tosa_vk's own Vulkan backend computes (bit-exact: the same SPIR-V runs on the sa
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import same_bits, vgf_dump
 
 import vgf as V
 from tosa_vk.errors import TosaError
@@ -22,8 +21,6 @@ from tosa_vk.vulkan_backend import VulkanModel
 from vgf.scenario import write_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from benchmarks.anchors import arm_sdk  # noqa: E402
 
 pytestmark = pytest.mark.vulkan
 MODELS = sorted(Path("/work/shared/models").glob("*/desc.json")) or sorted((ROOT / "resources" / "models").glob(
@@ -37,23 +34,6 @@ def _single_op_tests() -> list[Path]:
     from tosa_vk.conformance.generate import Selection, selected_tests
     tests = selected_tests(Selection(test_type="positive"))
     return [next(t for t in tests if t.name.startswith(prefix)) for prefix in OPS]
-
-
-@pytest.fixture(scope="module")
-def worker():
-    reason = arm_sdk.available()
-    if reason is not None:
-        pytest.skip(reason)
-    with arm_sdk.ArmSdkWorker() as w:
-        yield w
-
-
-def _vgf_dump(path: Path) -> dict:
-    import vgf_lib
-    exe = Path(vgf_lib.__file__).resolve().parent / "binaries" / "bin" / "vgf_dump"
-    out = subprocess.run([str(exe), "-i", str(path)], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr[-2000:]
-    return json.loads(out.stdout)
 
 
 def _check(desc_path: Path, device, worker, tmp_path: Path) -> None:
@@ -72,13 +52,13 @@ def _check(desc_path: Path, device, worker, tmp_path: Path) -> None:
         model.close()
     assert vgf.output_names == list(main.outputs) and vgf.input_names[:len(main.inputs)] == list(main.inputs)
     assert all(s.type == "COMPUTE" and not s.push_constant_ranges for s in vgf.segments)
-    dumped = _vgf_dump(path)   # Arm's decoder accepts the file and sees what we wrote
+    dumped = vgf_dump(path)   # Arm's decoder accepts the file and sees what we wrote
     assert len(dumped["model_sequence"]["segments"]) == len(vgf.segments)
     assert [r["category"] for r in dumped["resources"]] == [r.category for r in vgf.resources]
     with VGFModel(path, device) as imported:  # round trip: export -> run the .vgf on our runtime
         again = imported.run(feeds)
     for name, value in ours.items():
-        _same_bits(again[name], value, f"round trip output {name}")
+        same_bits(again[name], value, f"round trip output {name}")
     ins, outs = write_scenario(vgf, path, tmp_path / "scenario.json")
     worker.load_scenario(tmp_path / "scenario.json", ins, outs)
     uploads = {}
@@ -90,14 +70,7 @@ def _check(desc_path: Path, device, worker, tmp_path: Path) -> None:
     for uid, name in zip(outs, vgf.output_names):
         want = np.ascontiguousarray(ours[name])
         arm = got[uid].view(np.uint8).reshape(-1).view(want.dtype).reshape(want.shape)
-        _same_bits(arm, want, f"scenario-runner output {name}")
-
-
-def _same_bits(got: np.ndarray, want: np.ndarray, what: str) -> None:
-    """Bit-exact (NaN payloads included; also for bf16 / fp8, whose NaNs numpy cannot compare)."""
-    assert got.shape == want.shape, what
-    g, w = np.ascontiguousarray(got).view(np.uint8), np.ascontiguousarray(want).view(np.uint8)
-    assert np.array_equal(g, w), f"{what}: {np.count_nonzero(g != w)} bytes differ"
+        same_bits(arm, want, f"scenario-runner output {name}")
 
 
 @pytest.mark.parametrize("desc", MODELS, ids=[d.parent.name for d in MODELS])
@@ -140,8 +113,8 @@ def test_graph_segments_are_refused(tmp_path):
 
 
 def test_cli_export_inspect_run(tmp_path):
-    from tosa_vk.cli import main
     import tosa_vk
+    from tosa_vk.cli import main
     b = tosa_vk.Builder()
     x = b.input("x", (2, 3), "fp32")
     b.output(b.add(x, np.ones((2, 3), np.float32), name="y"))

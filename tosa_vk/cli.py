@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from vgf import VGFError
+
 from .errors import TosaError
 
 if TYPE_CHECKING:
@@ -342,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except TosaError as err:
+    except (TosaError, VGFError) as err:
         print(f"tosa-vk: error: {err}", file=sys.stderr)
         return 2
     except Exception as err:  # Vulkan / OS problems: one line, not a traceback

@@ -25,14 +25,15 @@ import importlib
 import importlib.util
 import inspect
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
+from vgf.vk_enums import COMBINED_IMAGE_SAMPLER, STORAGE_BUFFER, STORAGE_IMAGE, TENSOR_ARM  # noqa: F401 (declarations use them)
+
 from .errors import TosaError
-from .plan.resources import COMBINED_IMAGE_SAMPLER, STORAGE_BUFFER, STORAGE_IMAGE, TENSOR_ARM  # noqa: F401
 
 Reference = Callable[[list[np.ndarray], bytes], list[np.ndarray]]
 VULKAN_CUSTOM_SHADER = "com.arm.VulkanCustomShader"

@@ -18,6 +18,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from vgf.vk_enums import IMAGE_DESCRIPTORS
+
 from . import serial
 
 
@@ -85,7 +87,7 @@ class Resource:
     @property
     def image_extent(self) -> tuple[int, int] | None:
         """(width, height) of an image resource ([..., H, W, C])."""
-        if self.descriptor not in ("VK_DESCRIPTOR_TYPE_STORAGE_IMAGE", "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER"):
+        if self.descriptor not in IMAGE_DESCRIPTORS:
             return None
         h, w = self.shape[-3], self.shape[-2]
         return w, h

@@ -47,23 +47,29 @@ import numpy as np
 import vulkan as vk
 
 from vgf import VGF, Binding, Constant, DescriptorSet, Module, Resource, Segment, save_vgf
+from vgf.vk_enums import (
+    COMBINED_IMAGE_SAMPLER,
+    DESCRIPTOR_NAMES,
+    DESCRIPTOR_TYPES,
+    FORMAT_NAMES,
+    FORMATS,
+    IMAGE_DESCRIPTORS,
+    STORAGE_BUFFER,
+    STORAGE_IMAGE,
+    short,
+)
 
 from .errors import TosaError
 from .ir.dtype import DType
 from .lower import grid_1d
 from .lower.data_layout import MAX_RANK, UNIT_TYPES
-from .plan.resources import (COMBINED_IMAGE_SAMPLER, DESCRIPTOR_VALUES, FORMAT_COMPONENTS, FORMAT_VALUES, IMAGE_TYPES,
-                             SCALAR_FORMATS, STORAGE_BUFFER, STORAGE_IMAGE)
+from .plan.resources import SCALAR_FORMATS
 from .program import Image, Kernel, Program, pack_push
 from .vulkan.shaders import INCLUDE_DIR, SHADER_ROOT, TARGET_ENV, ShaderCache, ShaderError, Variant, variant_of
 
-STORAGE_BUFFER_TYPE = DESCRIPTOR_VALUES[STORAGE_BUFFER]
-STORAGE_IMAGE_TYPE = DESCRIPTOR_VALUES[STORAGE_IMAGE]
-SAMPLED_TYPE = DESCRIPTOR_VALUES[COMBINED_IMAGE_SAMPLER]
-_FORMAT_NAMES = {v: k for k, v in FORMAT_VALUES.items()}
-# image VkFormat name -> GLSL image format qualifier of the conversion shaders (shaders/custom/*_to_*.comp)
-_GLSL_FORMATS = {"VK_FORMAT_R32_SFLOAT": "r32f", "VK_FORMAT_R32G32_SFLOAT": "rg32f",
-                 "VK_FORMAT_R32G32B32A32_SFLOAT": "rgba32f"}
+STORAGE_BUFFER_TYPE = DESCRIPTOR_TYPES[STORAGE_BUFFER]
+STORAGE_IMAGE_TYPE = DESCRIPTOR_TYPES[STORAGE_IMAGE]
+SAMPLED_TYPE = DESCRIPTOR_TYPES[COMBINED_IMAGE_SAMPLER]
 
 
 @dataclass(frozen=True)
@@ -77,10 +83,7 @@ class _View:
 
     @property
     def label(self) -> str:
-        return _DESCRIPTOR_NAMES[self.descriptor]
-
-
-_DESCRIPTOR_NAMES = {v: k.replace("VK_DESCRIPTOR_TYPE_", "") for k, v in DESCRIPTOR_VALUES.items()}
+        return short(DESCRIPTOR_NAMES[self.descriptor])
 
 
 def export_vgf(program: Program, path: str | Path | None = None, cache: ShaderCache | None = None) -> VGF:
@@ -122,7 +125,8 @@ class _Exporter:
     def _view_of(self, k: Kernel, i: int, name: str) -> _View:
         desc = k.descriptors[i] if k.descriptors else STORAGE_BUFFER
         img = k.images[i] if k.images and i < len(k.images) else None
-        if desc not in IMAGE_TYPES:   # TENSOR_ARM bindings too: the shader declares a buffer (the runtime binds one)
+        # TENSOR_ARM bindings too: the shader declares a buffer (the runtime binds one)
+        if desc not in IMAGE_DESCRIPTORS:
             return _View(STORAGE_BUFFER_TYPE, None)
         if img is None:
             raise TosaError(f"binds tensor '{name}' as {desc} without an image description", op=k.op)
@@ -130,7 +134,7 @@ class _Exporter:
         if len(shape) not in (3, 4) or shape[-3:-1] != (img.height, img.width):
             raise TosaError(f"image binding of tensor '{name}': shape {list(shape)} is not [H, W, C] / "
                             f"[1, H, W, C] of the {img.width}x{img.height} image", op=k.op)
-        return _View(DESCRIPTOR_VALUES[desc], FORMAT_VALUES[img.format], tuple(sorted(img.sampler)), shape)
+        return _View(DESCRIPTOR_TYPES[desc], FORMATS[img.format].value, tuple(sorted(img.sampler)), shape)
 
     def _views(self) -> None:
         """One view per tensor memory bound one way; a memory bound in several ways (buffer and image, or two
@@ -241,7 +245,7 @@ class _Exporter:
 
     def _format(self, name: str) -> int:
         """The scalar VkFormat of a tensor's elements, from the planner's resource (TOSA dtypes: bf16 / fp8 exact)."""
-        return FORMAT_VALUES[SCALAR_FORMATS[DType[self.p.resources[name].dtype]]]
+        return FORMATS[SCALAR_FORMATS[DType[self.p.resources[name].dtype]]].value
 
     def _resources(self) -> None:
         p, vgf = self.p, self.vgf
@@ -346,11 +350,12 @@ class _Exporter:
 
 def _texel_kernel(op: str, shader: str, src: str, dst: str, view: _View) -> Kernel:
     """shaders/custom/<shader>.comp between a buffer and a storage image of `view`'s format and extent."""
-    fmt = _FORMAT_NAMES[view.format]
+    name = FORMAT_NAMES[view.format]
+    fmt = FORMATS[name]
     height, width = view.shape[-3:-1]
-    image = Image(fmt, width, height)
+    image = Image(name, width, height)
     to_image = shader == "buffer_to_image"
-    defines = (("IMAGE_FORMAT", _GLSL_FORMATS[fmt]), ("CHANNELS", f"{FORMAT_COMPONENTS[fmt]}u"))
+    defines = (("IMAGE_FORMAT", fmt.glsl), ("CHANNELS", f"{fmt.components}u"))
     return Kernel(op, f"custom/{shader}", defines, (src, dst), b"", (-(-width // 8), -(-height // 8), 1),
                   reads=(src,), writes=(dst,),
                   descriptors=(STORAGE_BUFFER, STORAGE_IMAGE) if to_image else (STORAGE_IMAGE, STORAGE_BUFFER),

@@ -16,35 +16,19 @@ from pathlib import Path
 
 import numpy as np
 
-from vgf import VGF, read_vgf
+from vgf import VGF, VGFError, read_vgf
 from vgf.scenario import FORMAT_SIZES, IMAGE_DESCRIPTORS, image_extent
+from vgf.vk_enums import DESCRIPTOR_NAMES, FORMAT_BY_VALUE, FORMAT_NAMES, FORMATS, SAMPLER_NAMES, STORAGE_BUFFER
 
-from .errors import TosaError
+from .errors import TosaError, TosaFormatError
 from .ir.dtype import DType
-from .plan.resources import DESCRIPTOR_VALUES, FORMAT_COMPONENTS, FORMAT_VALUES, SCALAR_FORMATS, STORAGE_BUFFER
 from .program import Buffer, Image, Kernel, Program
 from .vulkan import Device
 from .vulkan.memory import align
 from .vulkan_backend import OnDevice
 
-# VkFormat value -> numpy storage dtype
-_DTYPES = {13: np.uint8, 74: np.uint16, 98: np.uint32, 110: np.uint64, 112: np.float64}
-for _dt, _fmt in SCALAR_FORMATS.items():
-    _DTYPES.setdefault(FORMAT_VALUES[_fmt], _dt.numpy)
-_DTYPES[FORMAT_VALUES["VK_FORMAT_R32G32_SFLOAT"]] = _DTYPES[FORMAT_VALUES["VK_FORMAT_R32G32B32A32_SFLOAT"]] = np.float32
-_DESCRIPTORS = {v: k for k, v in DESCRIPTOR_VALUES.items()}            # VkDescriptorType value -> name
-_FORMAT_NAMES = {v: k for k, v in FORMAT_VALUES.items()}
-# SamplerConfig values -> the Vulkan enum names program.Image carries
-_SAMPLER_NAMES = {
-    "min_filter": {0: "VK_FILTER_NEAREST", 1: "VK_FILTER_LINEAR"},
-    "mag_filter": {0: "VK_FILTER_NEAREST", 1: "VK_FILTER_LINEAR"},
-    "address_mode_u": {0: "VK_SAMPLER_ADDRESS_MODE_REPEAT", 1: "VK_SAMPLER_ADDRESS_MODE_MIRRORED_REPEAT",
-                       2: "VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE", 3: "VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_BORDER"},
-    "border_color": {0: "VK_BORDER_COLOR_FLOAT_TRANSPARENT_BLACK", 1: "VK_BORDER_COLOR_INT_TRANSPARENT_BLACK",
-                     2: "VK_BORDER_COLOR_FLOAT_OPAQUE_BLACK", 3: "VK_BORDER_COLOR_INT_OPAQUE_BLACK",
-                     4: "VK_BORDER_COLOR_FLOAT_OPAQUE_WHITE", 5: "VK_BORDER_COLOR_INT_OPAQUE_WHITE"},
-}
-_SAMPLER_NAMES["address_mode_v"] = _SAMPLER_NAMES["address_mode_u"]
+# VkFormat value -> numpy dtype of the arena view (a component's storage type; ml_dtypes names for bf16 / fp8)
+_DTYPES = {f.value: np.dtype(f.numpy) for f in FORMATS.values()}
 
 
 def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Program:
@@ -68,7 +52,7 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
         dtype = _DTYPES.get(r.format)
         if dtype is None or r.format not in FORMAT_SIZES:
             raise fail(f"resource {index} '{name}': VkFormat {r.format} is not supported")
-        if r.descriptor_type is not None and r.descriptor_type not in _DESCRIPTORS:
+        if r.descriptor_type is not None and r.descriptor_type not in DESCRIPTOR_NAMES:
             raise fail(f"resource {index} '{name}': descriptor type {r.descriptor_type} is not supported (storage "
                        f"buffers, tensors, storage images, combined image samplers)")
         shape = tuple(int(d) for d in r.shape)
@@ -79,7 +63,7 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
                 image_extent(r)
             except ValueError as err:
                 raise fail(f"resource {index} '{name}': {err}") from None
-            channels = FORMAT_COMPONENTS.get(_FORMAT_NAMES.get(r.format, ""))
+            channels = FORMAT_BY_VALUE[r.format].components if r.format in FORMAT_BY_VALUE else None
             if channels != shape[-1]:
                 raise fail(f"resource {index} '{name}': an image of format {r.format} needs C = {channels} "
                            f"channels, the shape is {list(shape)}")
@@ -125,11 +109,11 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
         descriptors, images = [], []
         for _, _, m in where:
             r = vgf.resources[m]
-            descriptors.append(_DESCRIPTORS.get(r.descriptor_type, STORAGE_BUFFER))
+            descriptors.append(DESCRIPTOR_NAMES.get(r.descriptor_type, STORAGE_BUFFER))
             if r.descriptor_type in IMAGE_DESCRIPTORS:
                 w, h = image_extent(r)
-                sampler = tuple(sorted((k, _SAMPLER_NAMES[k].get(v, str(v))) for k, v in (r.sampler or {}).items()))
-                images.append(Image(_FORMAT_NAMES[r.format], w, h, sampler))
+                sampler = tuple(sorted((k, SAMPLER_NAMES[k].get(v, str(v))) for k, v in (r.sampler or {}).items()))
+                images.append(Image(FORMAT_NAMES[r.format], w, h, sampler))
             else:
                 images.append(None)
         if all(d == STORAGE_BUFFER for d in descriptors):
@@ -153,7 +137,10 @@ class VGFModel(OnDevice):
             self.vgf, self.file = source, file
         else:
             self.file = file or str(source)
-            self.vgf = read_vgf(source, file=self.file)
+            try:
+                self.vgf = read_vgf(source, file=self.file)
+            except VGFError as err:
+                raise TosaFormatError(err.rule, file=err.file) from None
         self.program = vgf_program(self.vgf, self.file)
         self.own_device = device is None
         self.device = device or Device()
@@ -175,7 +162,8 @@ class VGFModel(OnDevice):
         """(shape, TOSA dtype name) of a resource, the type read from its storage format (as the other backends
         name their inputs; a format no TOSA type stores keeps the numpy name)."""
         buf = self.program.buffer(name)
-        names = {np.dtype(d.numpy): d.name for d in reversed(DType) if d not in (DType.UNKNOWN, DType.SHAPE, DType.INT4)}
+        names = {np.dtype(d.numpy): d.name for d in reversed(DType)
+                 if d not in (DType.UNKNOWN, DType.SHAPE, DType.INT4)}
         return buf.shape, names.get(np.dtype(buf.dtype), np.dtype(buf.dtype).name)
 
     def run(self, feeds: dict[str, np.ndarray] | None = None, **named) -> dict[str, np.ndarray]:

@@ -24,14 +24,13 @@ from pathlib import Path
 import flatbuffers
 import numpy as np
 
-from tosa_vk.errors import TosaFormatError
-
+from .fbs import GLSL as fb_glsl
+from .fbs import HLSL as fb_hlsl
+from .fbs import SPIRV as fb_spirv
 from .fbs import BindingSlot as fb_slot
 from .fbs import Description as fb_desc
 from .fbs import DescriptorSetInfo as fb_set
-from .fbs import GLSL as fb_glsl
 from .fbs import GraphConstantBinding as fb_gcb
-from .fbs import HLSL as fb_hlsl
 from .fbs import ModelResourceTable as fb_mrt
 from .fbs import ModelResourceTableEntry as fb_entry
 from .fbs import ModelSequenceTable as fb_seq
@@ -40,7 +39,6 @@ from .fbs import ModuleTable as fb_modules
 from .fbs import PushConstantRange as fb_push
 from .fbs import SamplerConfig as fb_sampler
 from .fbs import SegmentInfo as fb_segment
-from .fbs import SPIRV as fb_spirv
 from .fbs.ExtraConfig import ExtraConfig
 from .fbs.ModuleCode import ModuleCode
 
@@ -57,8 +55,13 @@ CODE_KINDS = {ModuleCode.SPIRV: "SPIR-V", ModuleCode.GLSL: "GLSL", ModuleCode.HL
 SECTIONS = ("module", "model-sequence", "model-resource", "constant")
 
 
-class VGFError(TosaFormatError):
-    """A file is not a readable VGF container (truncated, wrong magic, newer version, bad offsets, corrupt)."""
+class VGFError(ValueError):
+    """A file is not a readable VGF container (truncated, wrong magic, newer version, bad offsets, corrupt).
+    str(err) reads `file: rule`; tosa_vk turns it into a TosaFormatError where it reads a VGF."""
+
+    def __init__(self, rule: str, *, file: str | None = None):
+        self.rule, self.file = rule, file
+        super().__init__(f"{file}: {rule}" if file else rule)
 
 
 @dataclass

@@ -2,14 +2,11 @@
 from __future__ import annotations
 
 from .container import VGF
+from .vk_enums import DESCRIPTOR_NAMES, FORMAT_NAMES, short
 
-DESCRIPTORS = {1: "COMBINED_IMAGE_SAMPLER", 3: "STORAGE_IMAGE", 6: "UNIFORM_BUFFER", 7: "STORAGE_BUFFER",
-               1000460000: "TENSOR_ARM"}
-FORMATS = {13: "R8_UINT", 14: "R8_SINT", 74: "R16_UINT", 75: "R16_SINT", 76: "R16_SFLOAT", 98: "R32_UINT",
-           99: "R32_SINT", 100: "R32_SFLOAT", 103: "R32G32_SFLOAT", 109: "R32G32B32A32_SFLOAT", 110: "R64_UINT",
-           111: "R64_SINT", 112: "R64_SFLOAT", 1000460000: "R8_BOOL_ARM",
-           1000460001: "R16_SFLOAT_FPENCODING_BFLOAT16_ARM", 1000460002: "R8_SFLOAT_FPENCODING_FLOAT8E4M3_ARM",
-           1000460003: "R8_SFLOAT_FPENCODING_FLOAT8E5M2_ARM"}
+# value -> the short names tools print ("STORAGE_BUFFER", "R32_SFLOAT")
+DESCRIPTORS = {v: short(name) for v, name in DESCRIPTOR_NAMES.items()}
+FORMATS = {v: short(name) for v, name in FORMAT_NAMES.items()}
 
 
 def _slots(slots) -> str:

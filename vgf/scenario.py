@@ -3,25 +3,28 @@ output to a scenario resource of the kind its MRT entry's descriptor type asks f
 STORAGE_BUFFER -> `buffer` (size in bytes), TENSOR_ARM -> `tensor` (dims, format), STORAGE_IMAGE /
 COMBINED_IMAGE_SAMPLER -> `image` (dims [1, W, H, 1] for a [H, W, C] / [1, H, W, C] resource, the format packing
 C; a sampled image carries its sampler settings). Inputs and outputs carry no files (the caller uploads and
-downloads them in memory, e.g. benchmarks/anchors/arm_sdk.py's ArmSdkWorker)."""
+downloads them in memory, e.g. tosa_vk/bench/anchors/arm_sdk.py's ArmSdkWorker)."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from .container import VGF, Resource
-from .inspect import FORMATS
+import numpy as np
 
-# VkFormat value -> bytes per element (the formats tosa_vk writes, plus the common unsigned / packed ones)
-FORMAT_SIZES = {13: 1, 14: 1, 74: 2, 75: 2, 76: 2, 98: 4, 99: 4, 100: 4, 103: 8, 109: 16, 110: 8, 111: 8, 112: 8,
-                1000460000: 1, 1000460001: 2, 1000460002: 1, 1000460003: 1}
-COMBINED_IMAGE_SAMPLER, STORAGE_IMAGE, STORAGE_BUFFER, TENSOR_ARM = 1, 3, 7, 1000460000
-IMAGE_DESCRIPTORS = (COMBINED_IMAGE_SAMPLER, STORAGE_IMAGE)
-# VkFilter / VkSamplerAddressMode / VkBorderColor values -> the scenario's sampler enum names
-_FILTERS = {0: "NEAREST", 1: "LINEAR"}
-_ADDRESS = {0: "REPEAT", 1: "MIRRORED_REPEAT", 2: "CLAMP_EDGE", 3: "CLAMP_BORDER"}
-_BORDERS = {0: "FLOAT_TRANSPARENT_BLACK", 1: "INT_TRANSPARENT_BLACK", 2: "FLOAT_OPAQUE_BLACK", 3: "INT_OPAQUE_BLACK",
-            4: "FLOAT_OPAQUE_WHITE", 5: "INT_OPAQUE_WHITE"}
+from . import vk_enums
+from .container import VGF, Resource
+
+# VkFormat value -> bytes per element
+FORMAT_SIZES = {f.value: f.size for f in vk_enums.FORMATS.values()}
+COMBINED_IMAGE_SAMPLER, STORAGE_IMAGE, STORAGE_BUFFER, TENSOR_ARM = (
+    vk_enums.DESCRIPTOR_TYPES[d] for d in (vk_enums.COMBINED_IMAGE_SAMPLER, vk_enums.STORAGE_IMAGE,
+                                          vk_enums.STORAGE_BUFFER, vk_enums.TENSOR_ARM))
+IMAGE_DESCRIPTORS = tuple(vk_enums.DESCRIPTOR_TYPES[d] for d in vk_enums.IMAGE_DESCRIPTORS)
+# VkFilter / VkSamplerAddressMode / VkBorderColor values -> scenario-runner's own sampler enum names
+_FILTERS = {v: name.removeprefix("VK_FILTER_") for name, v in vk_enums.FILTERS.items()}
+_ADDRESS = {v: name.removeprefix("VK_SAMPLER_ADDRESS_MODE_").replace("CLAMP_TO_", "CLAMP_")   # CLAMP_EDGE
+            for name, v in vk_enums.ADDRESS_MODES.items()}
+_BORDERS = {v: name.removeprefix("VK_BORDER_COLOR_") for name, v in vk_enums.BORDER_COLORS.items()}
 
 
 def resource_bytes(vgf: VGF, mrt_index: int) -> int:
@@ -41,7 +44,7 @@ def image_extent(r: Resource) -> tuple[int, int]:
 
 def _resource(vgf: VGF, index: int, uid: str, access: str) -> dict:
     r = vgf.resources[index]
-    fmt = "VK_FORMAT_" + str(FORMATS.get(r.format, r.format))
+    fmt = vk_enums.FORMAT_NAMES.get(r.format, f"VK_FORMAT_{r.format}")
     if r.descriptor_type == STORAGE_BUFFER:
         return {"buffer": {"uid": uid, "size": resource_bytes(vgf, index), "shader_access": access}}
     if r.descriptor_type == TENSOR_ARM:
@@ -78,11 +81,10 @@ def write_scenario(vgf: VGF, vgf_path: str | Path, scenario_path: str | Path) ->
     return ins, outs
 
 
-def upload_array(vgf: VGF, mrt_index: int, data) -> "np.ndarray":
+def upload_array(vgf: VGF, mrt_index: int, data) -> np.ndarray:
     """`data` (a tensor's values) as scenario-runner uploads it into the resource bound to `mrt_index`: raw bytes for
     a buffer, the array itself for a tensor, texels (one packed void element each) of shape [1, W, H, 1] holding the
     row-major H x W texels for an image."""
-    import numpy as np
     r = vgf.resources[mrt_index]
     a = np.ascontiguousarray(data)
     if r.descriptor_type in IMAGE_DESCRIPTORS:
@@ -94,7 +96,6 @@ def upload_array(vgf: VGF, mrt_index: int, data) -> "np.ndarray":
     return a.view(np.uint8).reshape(-1)
 
 
-def downloaded_array(data, dtype, shape) -> "np.ndarray":
+def downloaded_array(data, dtype, shape) -> np.ndarray:
     """A scenario-runner download (bytes of a buffer, a tensor, or packed texels) as `dtype` values of `shape`."""
-    import numpy as np
     return np.ascontiguousarray(data).view(np.uint8).reshape(-1).view(dtype).reshape(shape)

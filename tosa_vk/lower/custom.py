@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 
+from vgf.vk_enums import IMAGE_DESCRIPTORS
+
 from .. import custom, custom_payload
 from ..errors import TosaError
-from ..program import Image, Kernel
 from ..plan import resources
+from ..program import Image, Kernel
 from . import LowerCtx, lowering
 
 
@@ -99,7 +101,7 @@ def _kernel(ctx: LowerCtx, where: str, decls: list[custom.Binding], groups, push
             raise TosaError(f"{where}: {role}: {err.rule}") from None
         slots.append((b.set, b.binding))
         descriptors.append(b.descriptor)
-        if b.descriptor in resources.IMAGE_TYPES:
+        if b.descriptor in IMAGE_DESCRIPTORS:
             w, h = r.image_extent
             images.append(Image(r.format, w, h, b.sampler.items() if b.sampler else ()))
         else:

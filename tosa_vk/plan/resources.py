@@ -11,31 +11,25 @@ Arm's custom-operator contract (spec/arm-custom-operators-contract.md).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+
+from vgf.vk_enums import (
+    COMBINED_IMAGE_SAMPLER,
+    FORMATS,
+    IMAGE_DESCRIPTORS,
+    IMAGE_FORMATS,
+    STORAGE_BUFFER,
+    STORAGE_IMAGE,
+    TENSOR_ARM,
+)
 
 from ..errors import TosaError
 from ..ir.dtype import DType
 from ..program import Resource
 
-STORAGE_BUFFER = "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER"
-STORAGE_IMAGE = "VK_DESCRIPTOR_TYPE_STORAGE_IMAGE"
-COMBINED_IMAGE_SAMPLER = "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER"
-TENSOR_ARM = "VK_DESCRIPTOR_TYPE_TENSOR_ARM"
+# the descriptor types a tosa_vk tensor can be bound as (names and values: vgf/vk_enums.py)
 DESCRIPTOR_TYPES = (STORAGE_BUFFER, STORAGE_IMAGE, COMBINED_IMAGE_SAMPLER, TENSOR_ARM)
-IMAGE_TYPES = (STORAGE_IMAGE, COMBINED_IMAGE_SAMPLER)
-
-# Vulkan enum values, as VGF stores them.
-DESCRIPTOR_VALUES = {STORAGE_BUFFER: 7, STORAGE_IMAGE: 3, COMBINED_IMAGE_SAMPLER: 1, TENSOR_ARM: 1000460000}
-FORMAT_VALUES = {
-    "VK_FORMAT_R8_SINT": 14, "VK_FORMAT_R16_SINT": 75, "VK_FORMAT_R32_SINT": 99, "VK_FORMAT_R64_SINT": 111,
-    "VK_FORMAT_R16_SFLOAT": 76, "VK_FORMAT_R32_SFLOAT": 100, "VK_FORMAT_R32G32_SFLOAT": 103,
-    "VK_FORMAT_R32G32B32A32_SFLOAT": 109, "VK_FORMAT_R8_BOOL_ARM": 1000460000,
-    "VK_FORMAT_R16_SFLOAT_FPENCODING_BFLOAT16_ARM": 1000460001,
-    "VK_FORMAT_R8_SFLOAT_FPENCODING_FLOAT8E4M3_ARM": 1000460002,
-    "VK_FORMAT_R8_SFLOAT_FPENCODING_FLOAT8E5M2_ARM": 1000460003,
-}
+# the scalar format of each element type (buffer and TENSOR_ARM resources)
 SCALAR_FORMATS = {
     DType.BOOL: "VK_FORMAT_R8_BOOL_ARM", DType.INT4: "VK_FORMAT_R8_SINT", DType.INT8: "VK_FORMAT_R8_SINT",
     DType.INT16: "VK_FORMAT_R16_SINT", DType.INT32: "VK_FORMAT_R32_SINT", DType.INT48: "VK_FORMAT_R64_SINT",
@@ -44,8 +38,6 @@ SCALAR_FORMATS = {
     DType.FP8E4M3: "VK_FORMAT_R8_SFLOAT_FPENCODING_FLOAT8E4M3_ARM",
     DType.FP8E5M2: "VK_FORMAT_R8_SFLOAT_FPENCODING_FLOAT8E5M2_ARM",
 }
-IMAGE_FORMATS = {1: "VK_FORMAT_R32_SFLOAT", 2: "VK_FORMAT_R32G32_SFLOAT", 4: "VK_FORMAT_R32G32B32A32_SFLOAT"}
-FORMAT_COMPONENTS = {"VK_FORMAT_R32_SFLOAT": 1, "VK_FORMAT_R32G32_SFLOAT": 2, "VK_FORMAT_R32G32B32A32_SFLOAT": 4}
 
 
 def dense_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -62,7 +54,7 @@ def resource(tensor: str, shape: tuple[int, ...], dtype: DType, descriptor: str 
     shape = tuple(int(d) for d in shape)
     if descriptor not in DESCRIPTOR_TYPES:
         raise TosaError(f"tensor '{tensor}': unknown descriptor type {descriptor!r}; one of {DESCRIPTOR_TYPES}")
-    if descriptor in IMAGE_TYPES:
+    if descriptor in IMAGE_DESCRIPTORS:
         return _image(tensor, shape, dtype, descriptor, format, alias_group)
     want = SCALAR_FORMATS[dtype]
     if format is not None and format != want:
@@ -87,8 +79,9 @@ def _image(tensor, shape, dtype, descriptor, format, alias_group) -> Resource:
         raise TosaError(f"tensor '{tensor}': a {kind} needs C in {{1, 2, 4}} channels to match a packed "
                         f"format, got C = {c}{hint}")
     fmt = format or IMAGE_FORMATS[c]
-    if FORMAT_COMPONENTS.get(fmt) != c:
-        raise TosaError(f"tensor '{tensor}': format {fmt} has {FORMAT_COMPONENTS.get(fmt, '?')} components but "
+    components = FORMATS[fmt].components if fmt in FORMATS else "?"
+    if components != c:
+        raise TosaError(f"tensor '{tensor}': format {fmt} has {components} components but "
                         f"the image has C = {c}; no implicit padding or promotion")
     return Resource(tensor, descriptor, fmt, shape, dense_strides(shape), dtype.name, alias_group)
 
@@ -125,6 +118,6 @@ def plan_resources(tensors: dict, steps: list, root: dict[str, str]) -> dict[str
     for name, t in tensors.items():
         descriptor, fmt = asked.get(name, (STORAGE_BUFFER, None))
         out[name] = resource(name, t.shape, t.dtype, descriptor, fmt, groups.get(root.get(name, name)))
-    for r, i in groups.items():
+    for r in groups:
         check_alias_group([out[n] for n in members[r]])
     return out

@@ -50,6 +50,8 @@ from typing import Any
 
 import numpy as np
 
+from vgf.vk_enums import FORMATS  # absolute: the worker runs this file as a script
+
 PYTHON_ENV = "TOSA_VK_ARM_SDK_PYTHON"
 ARM_MODULES = ("model_converter", "vgf_lib", "scenario_runner_py", "emulation_layer")
 LAYERS = ("VK_LAYER_ML_Graph_Emulation", "VK_LAYER_ML_Tensor_Emulation")
@@ -298,11 +300,10 @@ def _graph_io(tosa_path: Path) -> tuple[list[str], list[str], list[np.dtype]]:
 # Worker side: runs in the interpreter that holds the Arm wheels; stdlib + numpy + Arm packages only.
 
 _TEMPLATE_IO = re.compile(r"TEMPLATE_PATH_\w*?(INPUT|OUTPUT)_(\d+)$")
-# Tensor formats (scenario-runner's list) -> numpy: upload wants exactly the format's element size.
-_FORMAT_DTYPES = {"VK_FORMAT_R8_BOOL_ARM": np.bool_, "VK_FORMAT_R8_UINT": np.uint8, "VK_FORMAT_R8_SINT": np.int8,
-                  "VK_FORMAT_R16_UINT": np.uint16, "VK_FORMAT_R16_SINT": np.int16, "VK_FORMAT_R32_UINT": np.uint32,
-                  "VK_FORMAT_R32_SINT": np.int32, "VK_FORMAT_R64_SINT": np.int64, "VK_FORMAT_R16_SFLOAT": np.float16,
-                  "VK_FORMAT_R32_SFLOAT": np.float32}
+# Tensor formats -> numpy: upload wants exactly the format's element size (one-component formats numpy itself
+# knows: the worker needs no ml_dtypes).
+_FORMAT_DTYPES = {name: np.dtype(f.numpy) for name, f in FORMATS.items()
+                  if f.components == 1 and f.numpy in np.sctypeDict}
 
 
 def _setup_layers(workdir: Path) -> None:

@@ -1,1 +1,0 @@
-"""Moved: the anchors live in tosa_vk/bench/anchors/ (the installed package cannot reach outside itself)."""
