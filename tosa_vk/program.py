@@ -11,7 +11,6 @@ steps hold nested step lists (COND_IF / WHILE_LOOP regions) and StateCheck steps
 """
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -213,12 +212,6 @@ class Program:
             raise serial.SerialError("the data holds no Program")
         return program
 
-
-def pack_push(*values: int | float, fmt: str | None = None) -> bytes:
-    """Push-constant bytes: ints as int32 (or the struct format given), 4-byte aligned."""
-    if fmt is None:
-        fmt = "".join("f" if isinstance(v, float) else "i" for v in values)
-    return struct.pack("<" + fmt, *values)
 
 
 # Every type a Program may hold, by the name its serialised form uses (tosa_vk/serial.py refuses any other).

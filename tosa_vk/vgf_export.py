@@ -2,10 +2,11 @@
 
 - Modules: our SPIR-V, deduplicated by identical bytes. VGF carries push-constant *ranges* but no values (Arm's
   scenario-runner takes values from the scenario, per module name), while every tosa_vk dispatch has its own
-  values. So a kernel with push constants is compiled as a baked variant: its preprocessed GLSL with the
-  `layout(push_constant) uniform Params {...} p;` block turned into `const Params p = Params(<this dispatch's
-  values>);` (std430 offsets decode the bytes). Its segment then declares no push-constant range and the file is
-  self-contained. Dispatches with equal shader, defines and values share one module.
+  values. So a kernel with push constants is compiled as a baked variant: a built-in shader with PUSH_BAKED
+  defined to `const Params p = Params(<this dispatch's values>);`, built from the layout the lowering packed the
+  values with (Kernel.push_layout, tosa_vk/lower/push.py); a user's GLSL with its own push-constant block parsed
+  and replaced the same way. Its segment then declares no push-constant range and the file is self-contained.
+  Dispatches with equal shader, defines and values share one module.
 - Resources: one MRT entry per distinct memory (tosa_vk/plan/resources.py formats). Graph inputs INPUT, graph
   outputs OUTPUT, every other tensor memory INTERMEDIATE (scenario-runner allocates each; no arena packing); RESHAPE /
   IDENTITY aliases bind their storage's entry. Descriptor types follow the kernels: STORAGE_BUFFER, or for custom
@@ -62,9 +63,10 @@ from vgf.vk_enums import (
 from .errors import TosaError
 from .ir.dtype import DType
 from .lower import grid_1d
-from .lower.data_layout import MAX_RANK, UNIT_TYPES
+from .lower.data_layout import UNIT_TYPES, copy_push
+from .lower.push import baked, literal
 from .plan.resources import SCALAR_FORMATS
-from .program import Image, Kernel, Program, pack_push
+from .program import Image, Kernel, Program
 from .vulkan.shaders import INCLUDE_DIR, SHADER_ROOT, TARGET_ENV, ShaderCache, ShaderError, Variant, variant_of
 
 STORAGE_BUFFER_TYPE = DESCRIPTOR_TYPES[STORAGE_BUFFER]
@@ -342,7 +344,7 @@ class _Exporter:
                                     f"values and SPIR-V cannot be re-baked, so it cannot be exported", op=k.op)
                 variants.append(Variant(k.shader, k.defines, spirv=k.spirv, op=k.op))
             elif k.push_constants:
-                variants.append(Variant(k.shader, (), text=_bake(variant_of(k), k), op=k.op))
+                variants.append(_bake(variant_of(k), k))
             else:
                 variants.append(variant_of(k))
         return self.cache.get_many(variants)
@@ -363,18 +365,16 @@ def _texel_kernel(op: str, shader: str, src: str, dst: str, view: _View) -> Kern
 
 
 def _copy_kernel(op: str, src: str, dst: str, nbytes: int) -> Kernel:
-    """shaders/data_layout/copy.comp over `nbytes` bytes as one contiguous run (push layout: tosa_vk/lower/
-    data_layout.py strided_copy)."""
+    """shaders/data_layout/copy.comp over `nbytes` bytes as one contiguous run."""
     unit = 4 if nbytes % 4 == 0 else 1
     count = nbytes // unit
-    pad = [0] * (MAX_RANK - 1)
-    fields = [count, 1, 0, 0, count, *([1] * (MAX_RANK - 1)), 1, *pad, 1, *pad, count, *([1] * (MAX_RANK - 1))]
-    return Kernel(op, "data_layout/copy", (("ELEM_T", UNIT_TYPES[unit]),), (src, dst),
-                  pack_push(*fields, fmt="I" + "i" * (len(fields) - 1)), grid_1d(count), reads=(src,), writes=(dst,))
+    data, layout = copy_push(count, 0, 0, [[count, 1, 1, count]])
+    return Kernel(op, "data_layout/copy", (("ELEM_T", UNIT_TYPES[unit]),), (src, dst), data, grid_1d(count),
+                  reads=(src,), writes=(dst,), push_layout=layout)
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Push constants baked into the shader source
+# Push constants baked into a user's GLSL (custom ops: their source is the only declaration of the block)
 
 _PUSH_BLOCK = re.compile(r"layout\s*\(\s*push_constant\s*\)\s*uniform\s+(\w+)\s*\{([^}]*)\}\s*(\w+)\s*;")
 _MEMBER = re.compile(r"^(\w+)\s+(.+)$", re.S)
@@ -396,23 +396,9 @@ def _member_type(name: str) -> tuple[str, int]:
     raise ValueError(f"push-constant member type {name!r} is not supported by VGF export")
 
 
-def _literal(kind: str, value) -> str:
-    if kind in ("float", "half", "double"):
-        v = float(value)
-        if np.isnan(v):
-            raise ValueError("a NaN push-constant value cannot be baked exactly")
-        text = "(1.0/0.0)" if v == np.inf else "(-1.0/0.0)" if v == -np.inf else repr(v)
-        if "e" not in text and "." not in text and "(" not in text:
-            text += ".0"
-        return {"float": text, "half": f"float16_t({text})", "double": f"double({text})"}[kind]
-    v = int(value)
-    return {"int": f"int(0x{v & 0xFFFFFFFF:08x}u)", "uint": f"0x{v:08x}u", "int16": f"int16_t({v})",
-            "uint16": f"uint16_t({v})", "int64": f"int64_t(0x{v & (2 ** 64 - 1):016x}ul)",
-            "uint64": f"uint64_t(0x{v:016x}ul)"}[kind]
-
-
 def bake_push_constants(source: str, push: bytes, where: str = "") -> str:
-    """Preprocessed GLSL with its push-constant block replaced by a const struct holding `push` (std430)."""
+    """A user's preprocessed GLSL with its push-constant block replaced by a const struct holding `push`
+    (std430)."""
     m = _PUSH_BLOCK.search(source)
     if m is None:
         raise ValueError(f"{where}: no push-constant block found to bake {len(push)} bytes of values into")
@@ -440,7 +426,7 @@ def bake_push_constants(source: str, push: bytes, where: str = "") -> str:
                     raise ValueError(f"{where}: push-constant member '{dm.group(1)}' ends at byte {end}, past the "
                                      f"{len(push)} bytes the dispatch supplies")
                 vals = struct.unpack_from("<" + code * comps, push, offset)
-                lits = [_literal(kind, v) for v in vals]
+                lits = [literal(kind, v) for v in vals]
                 elems.append(lits[0] if comps == 1 else f"{mm.group(1)}({', '.join(lits)})")
                 offset += size * comps if count is None else (size if comps == 1 else align)
             members.append(f"{mm.group(1)} {name};")
@@ -470,8 +456,17 @@ def _preprocess(variant: Variant) -> str:
     return _PREPROCESSED[variant]
 
 
-def _bake(variant: Variant, kernel: Kernel) -> str:
+def _bake(variant: Variant, kernel: Kernel) -> Variant:
+    """The kernel's variant with its push-constant values compiled in: built-in shaders from their declared
+    layout (tosa_vk/lower/push.py; PUSH_BAKED replaces the block), users' GLSL from its own block."""
+    if kernel.push_layout:
+        try:
+            const = baked(kernel.push_layout, kernel.push_constants)
+        except ValueError as err:
+            raise TosaError(f"cannot bake push constants for VGF: {err}", op=kernel.op) from None
+        return Variant(variant.shader, (*variant.defines, ("PUSH_BAKED", const)), op=kernel.op)
     try:
-        return bake_push_constants(_preprocess(variant), kernel.push_constants, f"shaders/{variant.shader}.comp")
+        text = bake_push_constants(_preprocess(variant), kernel.push_constants, f"{kernel.op} ({variant.shader})")
     except ValueError as err:
         raise TosaError(f"cannot bake push constants for VGF: {err}", op=kernel.op) from None
+    return Variant(variant.shader, (), text=text, op=kernel.op)

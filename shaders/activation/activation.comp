@@ -12,7 +12,11 @@
 #define CLAMP_T int
 #endif
 
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
 layout(push_constant) uniform Params { uint total; CLAMP_T lo; CLAMP_T hi; } p;
+#endif
 
 #ifdef VEC4
 // Four elements per invocation through 4-vector loads and stores (total is a multiple of 4).

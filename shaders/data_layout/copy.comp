@@ -11,6 +11,9 @@
 
 layout(set = 0, binding = 0) readonly buffer Src { ELEM_T src[]; };
 layout(set = 0, binding = 1) writeonly buffer Dst { ELEM_T dst[]; };
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
 layout(push_constant) uniform Params {
     uint total;
     int rank;
@@ -21,6 +24,7 @@ layout(push_constant) uniform Params {
     int dst_stride[MAX_RANK];
     int wrap[MAX_RANK];
 } p;
+#endif
 
 void main() {
     uint i = flat_index();

@@ -10,6 +10,9 @@
 layout(set = 0, binding = 0) readonly buffer In { ELEM_T a[]; };
 layout(set = 0, binding = 1) readonly buffer PadConst { PAD_T pad_const[]; };
 layout(set = 0, binding = 2) writeonly buffer Out { ELEM_T o[]; };
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
 layout(push_constant) uniform Params {
     uint total;
     int rank;
@@ -18,6 +21,7 @@ layout(push_constant) uniform Params {
     int lo[MAX_RANK];         // padding before, per dimension
     int in_stride[MAX_RANK];
 } p;
+#endif
 
 void main() {
     uint i = flat_index();

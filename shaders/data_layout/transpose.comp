@@ -15,6 +15,9 @@
 
 layout(set = 0, binding = 0) readonly buffer Src { ELEM_T src[]; };
 layout(set = 0, binding = 1) writeonly buffer Dst { ELEM_T dst[]; };
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
 layout(push_constant) uniform Params {
     uint tiles;          // workgroups that do work: tiles_i * tiles_j * prod(shape)
     int rank;            // other dimensions
@@ -28,6 +31,7 @@ layout(push_constant) uniform Params {
     int src_stride[4];
     int dst_stride[4];
 } p;
+#endif
 
 shared SHARED_T tile[TILE][TILE + 1];
 

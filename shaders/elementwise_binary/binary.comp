@@ -21,6 +21,9 @@ layout(set = 0, binding = 0) readonly buffer InA4 { A_T4 a4[]; };
 layout(set = 0, binding = 1) readonly buffer InB4 { B_T4 b4[]; };
 layout(set = 0, binding = 2) writeonly buffer Out4 { O_T4 o4[]; };
 #endif
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
 layout(push_constant) uniform Params {
     uint total;
     int rank;
@@ -28,6 +31,7 @@ layout(push_constant) uniform Params {
     int stride_a[MAX_RANK];
     int stride_b[MAX_RANK];
 } p;
+#endif
 #ifdef SHIFT_BUFFER
 layout(set = 0, binding = 3) readonly buffer InS { S_T s[]; };
 #define SHIFT int(s[0])

@@ -11,7 +11,11 @@ layout(set = 0, binding = 0) readonly buffer InA4 { A_T4 a4[]; };
 layout(set = 0, binding = 1) readonly buffer InT { T_T table[]; };
 layout(set = 0, binding = 2) writeonly buffer Out { O_T o[]; };
 layout(set = 0, binding = 2) writeonly buffer Out4 { O_T4 o4[]; };
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
 layout(push_constant) uniform Params { uint total; } p;
+#endif
 
 O_T lookup(A_T v) {
     int value = LOAD_A(v);

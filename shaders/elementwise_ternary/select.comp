@@ -17,6 +17,9 @@ layout(set = 0, binding = 1) readonly buffer InB4 { B_T4 b4[]; };
 layout(set = 0, binding = 2) readonly buffer InC4 { C_T4 c4[]; };
 layout(set = 0, binding = 3) writeonly buffer Out4 { O_T4 o4[]; };
 #endif
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
 layout(push_constant) uniform Params {
     uint total;
     int rank;
@@ -25,6 +28,7 @@ layout(push_constant) uniform Params {
     int stride_b[MAX_RANK];
     int stride_c[MAX_RANK];
 } p;
+#endif
 
 #define OFFSET(X, strides, i, r) \
     if (X##_MODE == 1) r = 0u; else if (X##_MODE == 2) BROADCAST_OFFSET(i, p.rank, p.shape, strides, r) else r = i;

@@ -17,7 +17,11 @@ layout(set = 0, binding = 3) writeonly buffer Out { O_T o[]; };
 #else
 layout(set = 0, binding = 1) writeonly buffer Out { O_T o[]; };
 #endif
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
 layout(push_constant) uniform Params { uint total; } p;
+#endif
 
 // PER_INVOCATION consecutive elements per invocation (fewer invocations: less overhead on lavapipe).
 #ifndef PER_INVOCATION

@@ -12,12 +12,16 @@
 
 layout(set = 0, binding = 0) readonly buffer InA { A_T a[]; };
 layout(set = 0, binding = 1) writeonly buffer Out { O_T o[]; };
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
 layout(push_constant) uniform Params {
     uint total;
     int C, OW, OH, IW, IH;
     int sy_n, sy_d, sx_n, sx_d;
     int off_y, off_x;
 } p;
+#endif
 
 // idiv_floor for a positive divisor (GLSL leaves / of negative operands undefined).
 int idiv_floor(int a, int b) { return a >= 0 ? a / b : -((b - 1 - a) / b); }

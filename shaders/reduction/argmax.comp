@@ -20,6 +20,9 @@ layout(set = 0, binding = B_O) writeonly buffer Out { O_T o[]; };
 #ifdef PARTIAL_OUT
 layout(set = 0, binding = B_PV) writeonly buffer OutV { PV_T pv[]; };
 #endif
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
 layout(push_constant) uniform Params {
     uint total;     // results of this pass = outer * chunks * inner
     uint axis_len;
@@ -27,6 +30,7 @@ layout(push_constant) uniform Params {
     uint chunk;
     uint chunks;
 } p;
+#endif
 
 #ifdef PARTIAL_IN
 #define INDEX(idx, k) ai[idx]

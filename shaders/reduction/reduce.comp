@@ -18,6 +18,9 @@
 
 layout(set = 0, binding = 0) readonly buffer InA { A_T a[]; };
 layout(set = 0, binding = 1) writeonly buffer Out { O_T o[]; };
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
 layout(push_constant) uniform Params {
     uint total;     // results of this pass = outer * chunks * inner
     uint axis_len;  // length of the axis this pass reads
@@ -25,6 +28,7 @@ layout(push_constant) uniform Params {
     uint chunk;     // axis elements per invocation
     uint chunks;    // ceil(axis_len / chunk)
 } p;
+#endif
 
 // fp64 -> fp32 rounded to odd: truncate, then set the last bit when inexact. Rounding that to a format with at
 // most 22 fraction bits (fp16, bf16) to nearest gives the correctly rounded result of the fp64 value (no double

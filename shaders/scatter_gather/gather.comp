@@ -10,12 +10,16 @@
 layout(set = 0, binding = 0) readonly buffer Values { ELEM_T values[]; };
 layout(set = 0, binding = 1) readonly buffer Indices { int indices[]; };
 layout(set = 0, binding = 2) writeonly buffer Out { ELEM_T o[]; };
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
 layout(push_constant) uniform Params {
     uint total;   // N * W * C
     uint C;
     uint W;
     int K;
 } p;
+#endif
 
 void main() {
     uint i = flat_index();

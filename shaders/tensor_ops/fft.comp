@@ -27,6 +27,9 @@ layout(set = 0, binding = B_Y) writeonly buffer OutY { vec2 y[]; };
 #ifndef IDENTITY
 layout(set = 0, binding = B_TW) readonly buffer InTw { vec2 tw[]; };
 #endif
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
 layout(push_constant) uniform Params {
     uint total;     // butterflies: N * H * W / 2 (elements for IDENTITY)
     uint L;         // transform length
@@ -35,6 +38,7 @@ layout(push_constant) uniform Params {
     uint tw_step;   // table index per k: tw_len / (2 Ns)
     uint H, W;
 } p;
+#endif
 
 vec2 load(uint i) {
 #ifdef IN_SPLIT

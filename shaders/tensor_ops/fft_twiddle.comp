@@ -6,10 +6,14 @@
 #include "index.glsl"
 
 layout(set = 0, binding = 0) writeonly buffer Out { vec2 tw[]; };
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
 layout(push_constant) uniform Params {
     uint count;     // L / 2
     uint L;
 } p;
+#endif
 
 const double TWO_PI = 6.283185307179586476925286766559LF;
 

@@ -31,6 +31,9 @@ layout(set = 0, binding = 4) readonly buffer InZB { ZB_T zb[]; };
 #define B_ZP LOAD_ZB(zb[0])
 #endif
 
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
 layout(push_constant) uniform Params {
     uint groups;    // workgroups: N * splits * tiles_h * blocks_w
     uint H, C, W;
@@ -39,6 +42,7 @@ layout(push_constant) uniform Params {
     uint k_len;     // c per split (C without PARTIAL)
     uint splits;
 } p;
+#endif
 
 #define CT A_C
 #define CT4 ACC4

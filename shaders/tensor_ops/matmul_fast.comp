@@ -14,12 +14,16 @@ layout(local_size_x = LANES) in;
 layout(set = 0, binding = 0) readonly buffer InA { UNIT a8[]; };
 layout(set = 0, binding = 1) readonly buffer InB { UNIT b8[]; };
 layout(set = 0, binding = 2) writeonly buffer Out4 { O_T4 o4[]; };
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
 layout(push_constant) uniform Params {
     uint groups;    // N * tiles_h * blocks_w
     uint H, C, W;
     uint tiles_h;   // tiles of TM rows
     uint blocks_w;  // blocks of LANES * 8 * TNB columns
 } p;
+#endif
 
 // 8 consecutive elements (one UNIT) -> two vec4
 #if defined(UNIT_FP32)

@@ -6,11 +6,15 @@
 
 layout(set = 0, binding = 0) readonly buffer InP { P_T part[]; };
 layout(set = 0, binding = 1) writeonly buffer Out { O_T o[]; };
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
 layout(push_constant) uniform Params {
     uint total;     // N * H * W
     uint plane;     // H * W
     uint splits;
 } p;
+#endif
 
 void main() {
     uint i = flat_index();

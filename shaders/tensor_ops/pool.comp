@@ -25,11 +25,15 @@ layout(set = 0, binding = 3) readonly buffer InZO { ZO_T zo[]; };
 #define IN_ZP LOAD_ZI(zi[0])
 #define OUT_ZP LOAD_ZO(zo[0])
 #endif
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
 layout(push_constant) uniform Params {
     uint total;     // invocations: N * OH * OW * C / V
     uint IH, IW, C, OH, OW;
     int KH, KW, SY, SX, PT, PL;
 } p;
+#endif
 
 #if defined(MAX_INT) || defined(AVG_INT)
 #define S int

@@ -15,7 +15,11 @@ layout(set = 0, binding = 2) readonly buffer InS { S_T s[]; };
 layout(set = 0, binding = 3) readonly buffer InIZ { IZ_T iz[]; };
 layout(set = 0, binding = 4) readonly buffer InOZ { OZ_T oz[]; };
 layout(set = 0, binding = 5) writeonly buffer Out { O_T o[]; };
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
 layout(push_constant) uniform Params { uint total; uint channels; } p;
+#endif
 
 // zero_extend (unsigned) or sign_extend of a loaded value to int64
 #ifdef IN_MASK

@@ -21,6 +21,7 @@ from ..ir.graph import Block, Graph, Operator, Tensor
 from ..program import Host, Kernel, Placement, Step, VariableSpec
 from ..shader_abi import WORKGROUP
 from ..target import Target
+from .push import Push
 from .types import binding_defines
 
 if TYPE_CHECKING:
@@ -116,12 +117,13 @@ class LowerCtx:
         return self.inputs[i].data
 
     def kernel(self, shader: str, bindings: dict[str, str], defines: dict[str, str] | None = None,
-               push: bytes = b"", groups: tuple[int, int, int] | None = None, invocations: int | None = None,
-               writes: tuple[str, ...] | None = None) -> Kernel:
+               push: Push | None = None, groups: tuple[int, int, int] | None = None,
+               invocations: int | None = None, writes: tuple[str, ...] | None = None) -> Kernel:
         """A dispatch of shaders/<shader>.comp. `bindings` maps binding names (A, B, O, ...) -> tensor names,
-        in binding order; each gets the type defines of its tensor. The kernel writes the bindings whose tensor is
-        an output of the operator, or the tensors named in `writes` (e.g. a temporary). Give `groups`, or
-        `invocations` for a 1-D grid of WORKGROUP-wide groups."""
+        in binding order; each gets the type defines of its tensor. `push`: the values packed by the shader's
+        layout (tosa_vk/lower/push.py). The kernel writes the bindings whose tensor is an output of the operator,
+        or the tensors named in `writes` (e.g. a temporary). Give `groups`, or `invocations` for a 1-D grid of
+        WORKGROUP-wide groups."""
         all_defines: dict[str, str] = {}
         for bname, tensor in bindings.items():
             all_defines.update(binding_defines(bname, self.tensor(tensor).dtype))
@@ -131,8 +133,10 @@ class LowerCtx:
             groups = grid_1d(invocations, self.target.max_workgroup_count[0])
         outs = {self.q(n) for n in (self.op.outputs if writes is None else writes)}
         names = tuple(self.q(n) for n in bindings.values())
-        return Kernel(self.label, shader, tuple(sorted(all_defines.items())), names, push, groups,
-                      reads=tuple(n for n in names if n not in outs), writes=tuple(n for n in names if n in outs))
+        data, layout = push if push is not None else (b"", ())
+        return Kernel(self.label, shader, tuple(sorted(all_defines.items())), names, data, groups,
+                      reads=tuple(n for n in names if n not in outs), writes=tuple(n for n in names if n in outs),
+                      push_layout=layout)
 
 
 def spill(groups: int, max_x: int = MAX_GROUPS) -> tuple[int, int, int]:

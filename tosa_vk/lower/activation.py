@@ -9,24 +9,26 @@ import numpy as np
 
 from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode
-from ..program import Kernel, pack_push
-from . import LowerCtx, lowering
+from ..program import Kernel
+from . import LowerCtx, lowering, push
 from .elementwise_binary import VEC4
+from .push import PushLayout
 from .types import glsl_storage
 
 FLOATS = (DType.FP32, DType.FP16, DType.BF16)
 
 
 def activation(ctx: LowerCtx, op_expr: str, defines: dict[str, str] | None = None,
-               bounds: tuple[bytes, bytes] = (b"\0\0\0\0", b"\0\0\0\0")) -> list[Kernel]:
+               bounds: tuple[int, int] | tuple[float, float] = (0, 0), block: PushLayout = push.CLAMP_INT
+               ) -> list[Kernel]:
     a, out = ctx.inputs[0], ctx.outputs[0]
-    push = pack_push(out.size, fmt="I") + bounds[0] + bounds[1]
+    values = block.pack(out.size, *bounds)
     defines = {"OP(x)": op_expr, **(defines or {})}
     invocations = out.size
     if out.size % 4 == 0:  # 4-vector loads: about twice the bandwidth on lavapipe
         defines.update({"VEC4": "1", "A_T4": VEC4[glsl_storage(a.dtype)], "O_T4": VEC4[glsl_storage(out.dtype)]})
         invocations = out.size // 4
-    return [ctx.kernel("activation/activation", {"A": a.name, "O": out.name}, defines, push,
+    return [ctx.kernel("activation/activation", {"A": a.name, "O": out.name}, defines, values,
                        invocations=invocations)]
 
 
@@ -38,11 +40,11 @@ def CLAMP(ctx: LowerCtx):
         # apply_clip_s: max with min_val, then min with max_val; nan_mode picks the NaN rule of both
         mode = ctx.attr("nan_mode", NanPropagationMode.PROPAGATE)
         rule = "ignore" if mode == NanPropagationMode.IGNORE else "propagate"
-        bounds = tuple(pack_push(float(np.asarray(v).astype(np.float64)), fmt="f") for v in (lo, hi))
-        return activation(ctx, f"min_{rule}(max_{rule}(x, p.lo), p.hi)", {"CLAMP_T": "float"}, bounds)
+        fbounds = (float(np.asarray(lo).astype(np.float64)), float(np.asarray(hi).astype(np.float64)))
+        return activation(ctx, f"min_{rule}(max_{rule}(x, p.lo), p.hi)", {"CLAMP_T": "float"}, fbounds,
+                          push.CLAMP_FLOAT)
     if t in (DType.INT8, DType.INT16, DType.INT32):
-        bounds = tuple(pack_push(int(v), fmt="i") for v in (lo, hi))
-        return activation(ctx, "clamp(x, p.lo, p.hi)", {"CLAMP_T": "int"}, bounds)
+        return activation(ctx, "clamp(x, p.lo, p.hi)", {"CLAMP_T": "int"}, (int(lo), int(hi)))
     return None
 
 

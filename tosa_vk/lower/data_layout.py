@@ -14,10 +14,11 @@ import dataclasses
 import numpy as np
 
 from ..ir.graph import Tensor
-from ..program import Kernel, pack_push
-from . import WORKGROUP, LowerCtx, lowering
+from ..program import Kernel
+from ..shader_abi import MAX_RANK, WORKGROUP
+from . import LowerCtx, lowering, push
+from .push import Push
 
-MAX_RANK = 6
 TILE_SIZE = 32       # shaders/data_layout/transpose.comp: tiles of TILE_SIZE x TILE_SIZE elements
 TILE_MIN = 8     # both dimensions of the tiled plane at least this long, else the plain strided copy
 UNIT_TYPES = {1: "uint8_t", 2: "uint16_t", 4: "uint", 8: "uvec2", 16: "uvec4"}
@@ -34,10 +35,10 @@ def unit_ok(ctx: LowerCtx, unit: int) -> bool:
     return all(ctx.target.has(f) for f in UNIT_FEATURES.get(unit, ()))
 
 
-def raw_kernel(ctx: LowerCtx, shader: str, bindings: dict[str, str], unit: int, push: bytes, invocations: int,
+def raw_kernel(ctx: LowerCtx, shader: str, bindings: dict[str, str], unit: int, values: Push, invocations: int,
                defines: dict[str, str] | None = None) -> Kernel:
     """A kernel moving raw `unit`-byte values: only ELEM_T (not the tensors' dtypes) shapes the shader variant."""
-    k = ctx.kernel(shader, bindings, push=push, invocations=invocations)
+    k = ctx.kernel(shader, bindings, push=values, invocations=invocations)
     defs = {"ELEM_T": UNIT_TYPES[unit], **(defines or {})}
     return dataclasses.replace(k, defines=tuple(sorted(defs.items())))
 
@@ -107,14 +108,20 @@ def strided_copy(ctx: LowerCtx, src: Tensor, dst: Tensor, shape, src_strides, ds
         return None
     count = int(np.prod([d[0] for d in dims], dtype=np.int64))
     assert count * unit == total * w
+    defines = {"WRAP": "1"} if any(d[3] != d[0] for d in dims) else {}
+    return raw_kernel(ctx, "data_layout/copy", {"A": src.name, "O": dst.name}, unit,
+                      copy_push(count, src_base, dst_base, dims), count, defines)
+
+
+def copy_push(count: int, src_base: int, dst_base: int, dims: list[list[int]]) -> Push:
+    """data_layout/copy's push constants (its ABI, also for VGF export's copies): `count` units over `dims`, each
+    [extent, source stride, destination stride, wrap] outermost first, at most MAX_RANK of them."""
     rank = len(dims)
     pad = [0] * (MAX_RANK - rank)
     fields = [count, rank, src_base, dst_base]
     for j in range(4):
         fields += [d[j] for d in dims] + ([1] * (MAX_RANK - rank) if j in (0, 3) else pad)
-    defines = {"WRAP": "1"} if any(d[3] != d[0] for d in dims) else {}
-    push = pack_push(*fields, fmt="I" + "i" * (len(fields) - 1))
-    return raw_kernel(ctx, "data_layout/copy", {"A": src.name, "O": dst.name}, unit, push, count, defines)
+    return push.COPY.pack(*fields)
 
 
 def _tiled(ctx: LowerCtx, src: Tensor, dst: Tensor, dims: list[list[int]], j: int, src_base: int,
@@ -130,11 +137,11 @@ def _tiled(ctx: LowerCtx, src: Tensor, dst: Tensor, dims: list[list[int]], j: in
     fields = [tiles, len(others), src_base, dst_base, n_i, n_j, ss_i, ds_j, tiles_i, tiles_j]
     for k in range(3):
         fields += [d[k] for d in others] + ([1] * len(pad) if k == 0 else pad)
-    push = pack_push(*fields, fmt="I" + "i" * (len(fields) - 1))
     w = width(src)
     shared = {8: ("uvec2", "(v)", "(v)")}.get(w, ("uint", "uint(v)", f"{UNIT_TYPES[w]}(v)"))
     defines = {"SHARED_T": shared[0], "TO_SHARED(v)": shared[1], "FROM_SHARED(v)": shared[2]}
-    return raw_kernel(ctx, "data_layout/transpose", {"A": src.name, "O": dst.name}, w, push, tiles * WORKGROUP,
+    return raw_kernel(ctx, "data_layout/transpose", {"A": src.name, "O": dst.name}, w, push.TRANSPOSE.pack(*fields),
+                      tiles * WORKGROUP,
                       defines)
 
 
@@ -194,8 +201,8 @@ def PAD(ctx: LowerCtx):
     fields = [count, rank]
     for j in range(4):
         fields += [d[j] for d in dims] + [1 if j == 0 else 0] * (MAX_RANK - rank)
-    push = pack_push(*fields, fmt="I" + "i" * (len(fields) - 1))
-    return [raw_kernel(ctx, "data_layout/pad", {"A": x.name, "P": pad_const.name, "O": out.name}, unit, push,
+    return [raw_kernel(ctx, "data_layout/pad", {"A": x.name, "P": pad_const.name, "O": out.name}, unit,
+                       push.PAD.pack(*fields),
                        count, {"PAD_T": UNIT_TYPES[w], "SPLAT(v)": _splat(w, unit)})]
 
 

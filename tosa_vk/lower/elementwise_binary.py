@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode
-from ..program import Kernel, pack_push
-from . import LowerCtx, lowering
+from ..program import Kernel
+from . import LowerCtx, lowering, push
+from .push import Push
 from .types import glsl_storage
 
 MAX_RANK = 6
@@ -43,7 +44,7 @@ def _coalesce(out_shape, in_shapes) -> list[list[int]]:
     return merged
 
 
-def broadcast_push(out_shape, in_shapes) -> tuple[bytes, bool]:
+def broadcast_push(out_shape, in_shapes) -> tuple[Push, bool]:
     """Push constants (total, rank, shape[6], strides per input[6]) of the coalesced dimensions, so the
     shader's offset loop runs over as few as possible, and whether any input is broadcast."""
     merged = _coalesce(out_shape, in_shapes)
@@ -57,7 +58,7 @@ def broadcast_push(out_shape, in_shapes) -> tuple[bytes, bool]:
             step *= merged[d][k + 1]
         fields += strides + [0] * (MAX_RANK - rank)
     broadcast = any(tuple(s) != tuple(out_shape) for s in in_shapes)
-    return pack_push(*fields, fmt="I" + "i" * (len(fields) - 1)), broadcast
+    return (push.BINARY if len(in_shapes) == 2 else push.SELECT).pack(*fields), broadcast
 
 
 def broadcast_defines(names: str, tensors, out) -> tuple[dict[str, str], bool]:
@@ -89,11 +90,11 @@ def binary(ctx: LowerCtx, op_expr: str, compute: str, defines: dict[str, str] | 
     """out = OP(a, b) with broadcasting; `extra` bindings follow O (binding 3 on: SHIFT_BUFFER's S)."""
     a, b = ctx.inputs[:2]
     out = ctx.outputs[0]
-    push, _ = broadcast_push(out.shape, [a.shape, b.shape])
+    values, _ = broadcast_push(out.shape, [a.shape, b.shape])
     layout, vec4 = broadcast_defines("AB", [a, b], out)
     all_defines = {"COMPUTE_T": compute, "OP(x, y)": op_expr, **layout, **(defines or {})}
     return [ctx.kernel("elementwise_binary/binary", {"A": a.name, "B": b.name, "O": out.name, **(extra or {})},
-                       all_defines, push, invocations=-(-out.size // 4) if vec4 else out.size)]
+                       all_defines, values, invocations=-(-out.size // 4) if vec4 else out.size)]
 
 
 def _types(ctx: LowerCtx) -> tuple[DType, DType, DType]:
@@ -219,4 +220,4 @@ def TABLE(ctx: LowerCtx):
     if a == DType.INT16:
         defines["LOOKUP_INT16"] = "1"
     return [ctx.kernel("elementwise_binary/table", {"A": x.name, "T": ctx.inputs[1].name, "O": out.name},
-                       defines, pack_push(out.size, fmt="I"), invocations=-(-out.size // 4))]
+                       defines, push.TOTAL.pack(out.size), invocations=-(-out.size // 4))]

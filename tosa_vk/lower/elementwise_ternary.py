@@ -14,8 +14,8 @@ def SELECT(ctx: LowerCtx):
     out = ctx.outputs[0]
     if cond.dtype != DType.BOOL or not (on_true.dtype == on_false.dtype == out.dtype) or out.dtype not in _TYPES:
         return None
-    push, _ = broadcast_push(out.shape, [cond.shape, on_true.shape, on_false.shape])
+    values, _ = broadcast_push(out.shape, [cond.shape, on_true.shape, on_false.shape])
     defines, vec4 = broadcast_defines("ABC", [cond, on_true, on_false], out)
     return [ctx.kernel("elementwise_ternary/select",
                        {"A": cond.name, "B": on_true.name, "C": on_false.name, "O": out.name},
-                       defines, push, invocations=-(-out.size // 4) if vec4 else out.size)]
+                       defines, values, invocations=-(-out.size // 4) if vec4 else out.size)]

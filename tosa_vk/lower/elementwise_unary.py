@@ -7,8 +7,8 @@ stored value, so they are exact for every encoding (subnormals, NaN payloads inc
 from __future__ import annotations
 
 from ..ir.dtype import DType
-from ..program import Kernel, pack_push
-from . import LowerCtx, lowering
+from ..program import Kernel
+from . import LowerCtx, lowering, push
 
 FLOATS = (DType.FP32, DType.FP16, DType.BF16)
 
@@ -43,7 +43,7 @@ def unary(ctx: LowerCtx, defines: dict[str, str], extra: dict[str, str] | None =
     bindings = {"A": a.name, **(extra or {}), "O": out.name}
     per = PER_INVOCATION
     return [ctx.kernel("elementwise_unary/unary", bindings, {**defines, "PER_INVOCATION": f"{per}u"},
-                       pack_push(out.size, fmt="I"), invocations=-(-out.size // per))]
+                       push.TOTAL.pack(out.size), invocations=-(-out.size // per))]
 
 
 def _dtype(ctx: LowerCtx) -> DType:

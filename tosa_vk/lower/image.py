@@ -11,8 +11,7 @@ import numpy as np
 
 from ..ir.dtype import DType
 from ..ir.graph import ResizeMode
-from ..program import pack_push
-from . import LowerCtx, lowering
+from . import LowerCtx, lowering, push
 
 _FLOATS = (DType.FP32, DType.FP16, DType.BF16)
 _INT_BILINEAR = {DType.INT8: (DType.INT32, "int"), DType.INT16: (DType.INT48, "int64_t")}
@@ -48,5 +47,5 @@ def RESIZE(ctx: LowerCtx):
             return None
     else:
         return None
-    push = pack_push(out.size, c, ow, oh, iw, ih, sy_n, sy_d, sx_n, sx_d, off_y, off_x, fmt="I" + "i" * 11)
-    return [ctx.kernel("image/resize", {"A": x.name, "O": out.name}, defines, push, invocations=out.size)]
+    values = push.RESIZE.pack(out.size, c, ow, oh, iw, ih, sy_n, sy_d, sx_n, sx_d, off_y, off_x)
+    return [ctx.kernel("image/resize", {"A": x.name, "O": out.name}, defines, values, invocations=out.size)]

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode
-from ..program import Kernel, pack_push
-from . import LowerCtx, lowering
+from ..program import Kernel
+from . import LowerCtx, lowering, push
 
 _INT_MIN = "(-2147483647 - 1)"
 _INT_MAX = "2147483647"
@@ -73,8 +73,8 @@ def _multipass(ctx: LowerCtx, shader: str, partial, final, carry: str = "O") -> 
             bindings, defines, writes = final(i, src)
         else:
             bindings, defines, writes = partial(i, src, (outer, chunks, inner))
-        push = pack_push(total, axis_len, inner, chunk, chunks, fmt="IIIII")
-        kernels.append(ctx.kernel(shader, bindings, defines, push, invocations=total, writes=writes))
+        values = push.REDUCE.pack(total, axis_len, inner, chunk, chunks)
+        kernels.append(ctx.kernel(shader, bindings, defines, values, invocations=total, writes=writes))
         src = bindings.get(carry, src)
     return kernels
 

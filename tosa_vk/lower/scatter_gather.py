@@ -7,8 +7,7 @@ GATHER is one kernel (shaders/scatter_gather/gather.comp); SCATTER copies values
 from __future__ import annotations
 
 from ..ir.graph import Tensor
-from ..program import pack_push
-from . import LowerCtx, lowering
+from . import LowerCtx, lowering, push
 from .data_layout import raw_kernel, row_major, strided_copy, unit_ok, width
 
 
@@ -19,7 +18,7 @@ def _rows(ctx: LowerCtx, values: Tensor, n: int, w: int, k: int, c: int):
     if unit is None:
         return None, b""
     cu = c * size // unit
-    return unit, pack_push(n * w * cu, cu, w, k, fmt="IIIi")
+    return unit, push.GATHER.pack(n * w * cu, cu, w, k)
 
 
 @lowering("GATHER")
@@ -30,11 +29,11 @@ def GATHER(ctx: LowerCtx):
     w = indices.shape[1]
     if out.size == 0:
         return []
-    unit, push = _rows(ctx, values, n, w, k, c)
+    unit, rows = _rows(ctx, values, n, w, k, c)
     if unit is None:
         return None
     return [raw_kernel(ctx, "scatter_gather/gather", {"V": values.name, "I": indices.name, "O": out.name}, unit,
-                       push, out.size * width(values) // unit)]
+                       rows, out.size * width(values) // unit)]
 
 
 @lowering("SCATTER")
@@ -50,8 +49,8 @@ def SCATTER(ctx: LowerCtx):
         return None
     if data.size == 0:
         return [copy]
-    unit, push = _rows(ctx, values_in, n, w, k, c)
+    unit, rows = _rows(ctx, values_in, n, w, k, c)
     if unit is None:
         return None
     return [copy, raw_kernel(ctx, "scatter_gather/scatter", {"I": indices.name, "A": data.name, "O": out.name},
-                             unit, push, data.size * width(data) // unit)]
+                             unit, rows, data.size * width(data) // unit)]

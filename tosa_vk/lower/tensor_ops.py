@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode
-from ..program import Kernel, pack_push
-from . import LowerCtx, lowering
+from ..program import Kernel
+from . import LowerCtx, lowering, push
 from .elementwise_binary import VEC4
 from .types import glsl_storage
 
@@ -66,8 +66,8 @@ def _matmul_fast(ctx: LowerCtx) -> list[Kernel] | None:
                "O_T4": VEC4[glsl_storage(out.dtype)]}
     if kind == "UNIT_FP8":
         defines["DECODE8(v)"] = "LOAD_A(v)"
-    push = pack_push(groups, h, c, w, tiles_h, blocks_w, fmt="IIIIII")
-    return [ctx.kernel("tensor_ops/matmul_fast", {"A": a.name, "B": b.name, "O": out.name}, defines, push,
+    values = push.MATMUL_FAST.pack(groups, h, c, w, tiles_h, blocks_w)
+    return [ctx.kernel("tensor_ops/matmul_fast", {"A": a.name, "B": b.name, "O": out.name}, defines, values,
                        groups=ctx.groups(groups))]
 
 
@@ -115,21 +115,21 @@ def MATMUL(ctx: LowerCtx):
     k_len += -k_len % 4
     splits = -(-c // k_len) if c else 1
     groups = n * splits * tiles_h * blocks_w
-    push = pack_push(groups, h, c, w, tiles_h, blocks_w, k_len, splits, fmt="IIIIIIII")
+    values = push.MATMUL.pack(groups, h, c, w, tiles_h, blocks_w, k_len, splits)
     if splits == 1:
         if w % 4 == 0:
             defines.update(B_VEC="1", B_T4=VEC4[glsl_storage(b.dtype)], O_T4=VEC4[glsl_storage(out.dtype)])
-        return [ctx.kernel("tensor_ops/matmul", {**bindings, "O": out.name, **extra}, defines, push,
+        return [ctx.kernel("tensor_ops/matmul", {**bindings, "O": out.name, **extra}, defines, values,
                            groups=ctx.groups(groups))]
     part = ctx.temporary((n, splits, h, w), partial_t)
     if w % 4 == 0:
         defines.update(B_VEC="1", B_T4=VEC4[glsl_storage(b.dtype)], O_T4=acc4)
     defines["PARTIAL"] = "1"
-    first = ctx.kernel("tensor_ops/matmul", {**bindings, "O": part, **extra}, defines, push,
+    first = ctx.kernel("tensor_ops/matmul", {**bindings, "O": part, **extra}, defines, values,
                        groups=ctx.groups(groups), writes=(part,))
     total = n * h * w
     second = ctx.kernel("tensor_ops/matmul_sum", {"P": part, "O": out.name}, {},
-                        pack_push(total, h * w, splits, fmt="III"), invocations=total)
+                        push.MATMUL_SUM.pack(total, h * w, splits), invocations=total)
     return [first, second]
 
 
@@ -155,8 +155,8 @@ def _pool(ctx: LowerCtx, defines: dict[str, str], extra: dict[str, str] | None =
     if vec:
         defines.update(VEC4="1", A_T4=VEC4[glsl_storage(x.dtype)], O_T4=VEC4[glsl_storage(out.dtype)])
     total = out.size // (4 if vec else 1)
-    push = pack_push(total, ih, iw, c, oh, ow, kh, kw, sy, sx, pt, pl, fmt="IIIIII" + "i" * 6)
-    return [ctx.kernel("tensor_ops/pool", {"A": x.name, "O": out.name, **(extra or {})}, defines, push,
+    values = push.POOL.pack(total, ih, iw, c, oh, ow, kh, kw, sy, sx, pt, pl)
+    return [ctx.kernel("tensor_ops/pool", {"A": x.name, "O": out.name, **(extra or {})}, defines, values,
                        invocations=total)]
 
 
@@ -227,11 +227,11 @@ def _fft(ctx: LowerCtx, real: bool) -> list[Kernel] | None:
     if not passes:   # H = W = 1: the transform is the identity
         bindings = {**inputs, **outputs}
         defines = {"IDENTITY": "1", **in_defines, **out_defines, **numbered(bindings)}
-        return [ctx.kernel("tensor_ops/fft", bindings, defines, pack_push(re.size, 1, 1, 1, 1, h, w, fmt="I" * 7),
+        return [ctx.kernel("tensor_ops/fft", bindings, defines, push.FFT.pack(re.size, 1, 1, 1, 1, h, w),
                            invocations=re.size)]
     tw_len = max(h, w)
     table = ctx.temporary((tw_len // 2, 2), DType.FP32)
-    kernels = [ctx.kernel("tensor_ops/fft_twiddle", {"TW": table}, {}, pack_push(tw_len // 2, tw_len, fmt="II"),
+    kernels = [ctx.kernel("tensor_ops/fft_twiddle", {"TW": table}, {}, push.FFT_TWIDDLE.pack(tw_len // 2, tw_len),
                           invocations=tw_len // 2, writes=(table,))]
     temps = [ctx.temporary((n, h, w, 2), DType.FP32) for _ in range(min(2, len(passes) - 1))]
     butterflies = re.size // 2
@@ -242,8 +242,8 @@ def _fft(ctx: LowerCtx, real: bool) -> list[Kernel] | None:
         bindings = {**src, **dst, "TW": table}
         defines = {**(in_defines if i == 0 else {}), **(out_defines if last else {}), **inverse,
                    **numbered(bindings)}
-        push = pack_push(butterflies, length, stride, ns, tw_len // (2 * ns), h, w, fmt="I" * 7)
-        kernels.append(ctx.kernel("tensor_ops/fft", bindings, defines, push, invocations=butterflies,
+        values = push.FFT.pack(butterflies, length, stride, ns, tw_len // (2 * ns), h, w)
+        kernels.append(ctx.kernel("tensor_ops/fft", bindings, defines, values, invocations=butterflies,
                                   writes=None if last else (temps[i % 2],)))
     return kernels
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from ..ir.dtype import DType
 from ..ir.graph import RoundingMode
-from ..program import pack_push
-from . import LowerCtx, lowering
+from . import LowerCtx, lowering, push
 
 _FLOATS = (DType.FP32, DType.FP16, DType.BF16, DType.FP8E4M3, DType.FP8E5M2)
 _INTS = (DType.INT8, DType.INT16, DType.INT32)
@@ -43,7 +42,7 @@ def CAST(ctx: LowerCtx):
     if expr is None:
         return None
     return [ctx.kernel("type_conversion/cast", {"A": a.name, "O": out.name}, {"CONVERT(x)": expr},
-                       pack_push(out.size, fmt="I"), invocations=out.size)]
+                       push.TOTAL.pack(out.size), invocations=out.size)]
 
 
 @lowering("RESCALE")
@@ -79,5 +78,5 @@ def RESCALE(ctx: LowerCtx):
     defines["OUT_MIN"], defines["OUT_MAX"] = _int_literal(lo), _int_literal(hi)
     bindings = {"A": x.name, "M": multiplier.name, "S": shift.name, "IZ": input_zp.name, "OZ": output_zp.name,
                 "O": out.name}
-    return [ctx.kernel("type_conversion/rescale", bindings, defines, pack_push(out.size, channels, fmt="II"),
+    return [ctx.kernel("type_conversion/rescale", bindings, defines, push.RESCALE.pack(out.size, channels),
                        invocations=out.size)]
