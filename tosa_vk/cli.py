@@ -7,17 +7,13 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from vgf import VGFError
 
 from .errors import TosaError
-
-if TYPE_CHECKING:
-    from .ir.graph import Graph
-    from .session import Model
 
 
 def _summary(path: str) -> dict:
@@ -103,19 +99,9 @@ def _feeds_from_desc(desc_path: Path) -> tuple[Path, dict, dict]:
     return folder / desc["tosa_file"], feeds, dict(zip(desc["ofm_name"], desc["ofm_file"]))
 
 
-def _graph_of(model: Model) -> Graph:
-    """The graph a .tosa model runs (the reference and vulkan backends keep it)."""
-    from .reference.model import ReferenceModel
-    if isinstance(model, ReferenceModel):
-        return model.graph
-    from .vulkan_backend import VulkanModel  # only when load() already imported it: not on reference runs
-    assert isinstance(model, VulkanModel), f"{type(model).__name__} is no backend of .tosa graphs"
-    return model.graph
-
-
 def cmd_run(args) -> int:
     from .ir.dtype import to_npy
-    from .session import load
+    from .session import GraphModel, load
     expected_dir = None
     if args.test_desc:
         model_path, feeds, out_files = _feeds_from_desc(Path(args.test_desc))
@@ -135,7 +121,8 @@ def cmd_run(args) -> int:
     model = load(model_path, backend=args.backend)
     outputs = model.run(feeds)
     seconds = time.perf_counter() - start
-    graph = _graph_of(model)
+    assert isinstance(model, GraphModel), "a .tosa file loads as a graph model"
+    graph = model.graph
     checked = load(graph, backend="reference").run(feeds) if args.check else {}
     out_dir = Path(args.output_dir) if args.output_dir else None
     if out_dir:

@@ -57,7 +57,7 @@ class Model:
         return {}
 
     def set_variable(self, uid: str, value: np.ndarray) -> None:
-        raise TosaError(f"no variable '{uid}' (variables are declared by the first run; have {sorted(self.variables)})")
+        raise TosaError(f"no variable '{uid}': this model has no variables")
 
     def reset_variables(self) -> None:
         """Forgets all state: the next run declares the variables again with their initial values."""
@@ -87,6 +87,19 @@ class Model:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.file or 'graph'!s}, backend={self.backend!r})"
+
+
+class GraphModel(Model):
+    """A Model of a TOSA graph (`graph`): its signature is the graph's."""
+    graph: Graph
+
+    @property
+    def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        return {t.name: (t.shape, t.dtype.name) for t in self.graph.inputs}
+
+    @property
+    def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        return {t.name: (t.shape, t.dtype.name) for t in self.graph.outputs}
 
 
 def load(source: str | Path | Graph, backend: str | None = None, **options: Any) -> Model:

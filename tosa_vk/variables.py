@@ -11,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .errors import TosaError
+from .ir.dtype import DType
 from .ir.graph import Block, Tensor
 
 
@@ -87,6 +90,18 @@ def check_read(state: dict[str, Variable], uid: str, shape: tuple[int, ...], dty
         raise TosaError(f"REQUIRE(var_tensor.type == out_t && var_tensor.shape == shape) does not hold for "
                         f"variable '{uid}'")
     return var
+
+
+def new_value(state: dict[str, Variable], uid: str, value) -> tuple[Variable, np.ndarray]:
+    """A value a session sets a variable to (Model.set_variable): the variable must exist (a run declared it) and
+    the value have its shape; returned in the variable's storage dtype."""
+    var = state.get(uid)
+    if var is None:
+        raise TosaError(f"no variable '{uid}' (variables are declared by the first run; have {sorted(state)})")
+    array = np.asarray(value, dtype=DType[var.dtype].numpy)
+    if array.shape != var.shape:
+        raise TosaError(f"variable '{uid}' has shape {list(var.shape)}, got {list(array.shape)}")
+    return var, array
 
 
 def apply(state: dict[str, Variable], rule: str, uid: str, shape: tuple[int, ...], dtype: str,

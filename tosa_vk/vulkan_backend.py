@@ -14,11 +14,11 @@ import numpy as np
 
 from . import compiler, host_kernels
 from .errors import TosaError
-from .ir.dtype import DType
 from .ir.graph import Graph
 from .program import Placement
 from .reference.executor import coerce_input
-from .session import Model, Timing
+from .session import GraphModel, Model, Timing
+from .variables import new_value
 from .vulkan import Device
 from .vulkan.runtime import Runtime
 
@@ -62,7 +62,7 @@ class OnDevice(Model):
             self.device = None
 
 
-class VulkanModel(OnDevice):
+class VulkanModel(OnDevice, GraphModel):
     """A graph compiled for a Vulkan device (tosa_vk.compile) and run by tosa_vk.vulkan.Runtime.
 
     Options: device (a Device, an index or a name), strict (no host steps), timestamps (GPU times for profile()),
@@ -96,28 +96,14 @@ class VulkanModel(OnDevice):
             raise err.located(file=self.file) from None
 
     @property
-    def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        return {t.name: (t.shape, t.dtype.name) for t in self.graph.inputs}
-
-    @property
-    def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        return {t.name: (t.shape, t.dtype.name) for t in self.graph.outputs}
-
-    @property
     def variables(self) -> dict[str, np.ndarray]:
         runtime = self.open_runtime
         return {uid: runtime.view(self.program.variables[uid].tensor).copy() for uid in runtime.state}
 
     def set_variable(self, uid: str, value: np.ndarray) -> None:
         runtime = self.open_runtime
-        var = runtime.state.get(uid)
-        if var is None:
-            super().set_variable(uid, value)
-            return
-        value = np.asarray(value, dtype=DType[var.dtype].numpy)
-        if value.shape != var.shape:
-            raise TosaError(f"variable '{uid}' has shape {list(var.shape)}, got {list(value.shape)}")
-        runtime.view(self.program.variables[uid].tensor)[...] = value
+        var, array = new_value(runtime.state, uid, value)
+        runtime.view(self.program.variables[uid].tensor)[...] = array
         var.is_written = True
 
     def reset_variables(self) -> None:

@@ -61,7 +61,6 @@ class LowerCtx:
     prefix: str = ""                          # "" in the main block
     compiler: Compilation | None = None     # for operators with regions or program-wide state
 
-    @property
     def add_constant(self, values: np.ndarray, dtype: DType) -> str:
         """A constant made at load time (e.g. weights packed into the layout a kernel wants); uploaded once.
         Returns its tensor name, usable in `kernel(bindings=...)`."""

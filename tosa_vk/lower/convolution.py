@@ -99,6 +99,11 @@ def _common(ctx: LowerCtx) -> tuple[dict[str, str], dict[str, str]] | None:
     return defines, extra
 
 
+def geometry(values: dict[str, int]) -> dict[str, str]:
+    """Layer geometry as shader defines."""
+    return {k: str(v) for k, v in values.items()}
+
+
 def _skip_padded(ctx: LowerCtx, padded: bool) -> bool:
     """Floating point with padding must skip the padded taps' multiplies (0 x inf would be NaN) unless the
     weights are known finite."""
@@ -187,10 +192,10 @@ def _conv(ctx: LowerCtx, nd: int):
     else:
         tc, tp = min(4, oc), 8
     tp = _pixels(tp, n * od * oh, ow, -(-oc // tc))
-    defines.update({"N": n, "ID": id_, "IH": ih, "IW": iw, "IC": ic, "OC": oc, "KD": kd, "KH": kh, "KW": kw,
+    defines.update(geometry({"N": n, "ID": id_, "IH": ih, "IW": iw, "IC": ic, "OC": oc, "KD": kd, "KH": kh, "KW": kw,
                     "OD": od, "OH": oh, "OW": ow, "SD": stride[0], "SH": stride[1], "SW": stride[2],
                     "DD": dilation[0], "DH": dilation[1], "DW": dilation[2], "PD": pad[0], "PT": pad[2],
-                    "PL": pad[4], "TILE_P": tp, "TILE_C": tc})
+                    "PL": pad[4], "TILE_P": tp, "TILE_C": tc}))
     if _skip_padded(ctx, any(pad)):
         defines["SKIP_PADDED"] = "1"
     tiles = n * od * oh * -(-ow // tp)
@@ -224,9 +229,9 @@ def DEPTHWISE_CONV2D(ctx: LowerCtx):
     defines.update(chunk_defines(c, {"X": x.dtype, "W": w.dtype}, 8) if m == 1 else {"VE": "1"})
     ve = int(defines["VE"])
     tp = _pixels(16 if kw <= 3 else 8, n * oh, ow, och // ve)
-    defines.update({"N": n, "IH": ih, "IW": iw, "C": c, "M": m, "KH": kh, "KW": kw, "OH": oh, "OW": ow,
+    defines.update(geometry({"N": n, "IH": ih, "IW": iw, "C": c, "M": m, "KH": kh, "KW": kw, "OH": oh, "OW": ow,
                     "SH": stride[0], "SW": stride[1], "DH": dilation[0], "DW": dilation[1], "PT": pad[0],
-                    "PL": pad[2], "TILE_P": tp})
+                    "PL": pad[2], "TILE_P": tp}))
     if _skip_padded(ctx, any(pad)):
         defines["SKIP_PADDED"] = "1"
     return _kernel(ctx, "convolution/depthwise", defines, extra, _grid(ctx, n * oh * -(-ow // tp), och // ve))
@@ -249,8 +254,8 @@ def TRANSPOSE_CONV2D(ctx: LowerCtx):
     cols = -(-ow // sx)
     tc = min(4, oc)
     tp = _pixels(8, n * oh * sx, cols, -(-oc // tc))
-    defines.update({"N": n, "IH": ih, "IW": iw, "IC": ic, "OC": oc, "KH": kh, "KW": kw, "OH": oh, "OW": ow,
-                    "SY": sy, "SX": sx, "PT": top, "PL": left, "TILE_P": tp, "TILE_C": tc})
+    defines.update(geometry({"N": n, "IH": ih, "IW": iw, "IC": ic, "OC": oc, "KH": kh, "KW": kw, "OH": oh, "OW": ow,
+                    "SY": sy, "SX": sx, "PT": top, "PL": left, "TILE_P": tp, "TILE_C": tc}))
     if _skip_padded(ctx, True):  # output positions no input reaches are "padding" too
         defines["SKIP_PADDED"] = "1"
     tiles = n * oh * sx * -(-cols // tp)

@@ -146,7 +146,8 @@ def _tiled(ctx: LowerCtx, src: Tensor, dst: Tensor, dims: list[list[int]], j: in
 
 
 def _done(kernels: list[Kernel | None]) -> list[Kernel] | None:
-    return None if any(k is None for k in kernels) else kernels
+    done = [k for k in kernels if k is not None]
+    return done if len(done) == len(kernels) else None
 
 
 def _shape_values(ctx: LowerCtx, i: int) -> list[int] | None:

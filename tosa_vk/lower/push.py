@@ -41,7 +41,7 @@ class PushLayout(NamedTuple):
 
 
 def layout(*members: tuple[str, str] | Member) -> PushLayout:
-    return PushLayout(tuple((m[0], m[1], m[2] if len(m) > 2 else 0) for m in members))  # type: ignore[misc]
+    return PushLayout(tuple((m[0], m[1], m[2] if len(m) > 2 else 0) for m in members))
 
 
 def _uints(*names: str) -> list[tuple[str, str]]:

@@ -5,15 +5,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import TosaError
-from ..ir.dtype import DType
 from ..ir.graph import Graph
-from ..session import Model, Timing
+from ..session import GraphModel, Timing
 from ..target import Target
+from ..variables import new_value
 from .executor import Interpreter
 
 
-class ReferenceModel(Model):
+class ReferenceModel(GraphModel):
     backend = "reference"
 
     def __init__(self, source: Graph, *, file: str | None = None, max_iterations: int = 1_000_000):
@@ -24,26 +23,12 @@ class ReferenceModel(Model):
         return self.interpreter.run({**(feeds or {}), **named})
 
     @property
-    def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        return {t.name: (t.shape, t.dtype.name) for t in self.graph.inputs}
-
-    @property
-    def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        return {t.name: (t.shape, t.dtype.name) for t in self.graph.outputs}
-
-    @property
     def variables(self) -> dict[str, np.ndarray]:
         return {uid: var.value.copy() for uid, var in self.interpreter.state.items()}
 
     def set_variable(self, uid: str, value: np.ndarray) -> None:
-        var = self.interpreter.state.get(uid)
-        if var is None:
-            super().set_variable(uid, value)
-            return
-        value = np.asarray(value, dtype=DType[var.dtype].numpy)
-        if value.shape != var.shape:
-            raise TosaError(f"variable '{uid}' has shape {list(var.shape)}, got {list(value.shape)}")
-        var.value, var.is_written = value.copy(), True
+        var, array = new_value(self.interpreter.state, uid, value)
+        var.value, var.is_written = array.copy(), True
 
     def reset_variables(self) -> None:
         self.interpreter.state.clear()

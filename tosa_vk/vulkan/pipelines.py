@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 
 import vulkan as vk
 
+from vgf import vk_enums
+
 from .device import Device
 
-DESCRIPTOR_TYPES = {
-    "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-    "VK_DESCRIPTOR_TYPE_TENSOR_ARM": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,  # no VK_ARM_tensors: a storage buffer
-    "VK_DESCRIPTOR_TYPE_STORAGE_IMAGE": vk.VK_DESCRIPTOR_TYPE_STORAGE_IMAGE,
-    "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER": vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
-}
+# how each descriptor type a kernel names is bound here (values: vgf/vk_enums.py); TENSOR_ARM as a storage buffer
+DESCRIPTOR_TYPES = {name: vk_enums.DESCRIPTOR_TYPES[vk_enums.STORAGE_BUFFER if name == vk_enums.TENSOR_ARM else name]
+                    for name in (vk_enums.STORAGE_BUFFER, vk_enums.TENSOR_ARM, vk_enums.STORAGE_IMAGE,
+                                 vk_enums.COMBINED_IMAGE_SAMPLER)}
 
 Layout = tuple[tuple[int, int, int], ...]  # (set, binding, VkDescriptorType) per binding
 
