@@ -37,6 +37,7 @@ from tosa_vk.vgf_run import VGFModel
 from tosa_vk.vulkan_backend import VulkanModel
 from vgf import read_vgf
 from vgf.scenario import downloaded_array, upload_array, write_scenario
+from vgf.vk_enums import DESCRIPTOR_NAMES
 
 pytestmark = pytest.mark.vulkan
 
@@ -68,8 +69,7 @@ def export_and_check(graph, feeds: dict, device, worker, tmp_path: Path, exact: 
     assert all(s.type == "COMPUTE" and not s.push_constant_ranges for s in vgf.segments)
     dumped = vgf_dump(path)
     assert [r["vk_descriptor_type"] for r in dumped["resources"]] == [
-        "VK_DESCRIPTOR_TYPE_" + {1: "COMBINED_IMAGE_SAMPLER", 3: "STORAGE_IMAGE", 7: "STORAGE_BUFFER",
-                                 1000460000: "TENSOR_ARM"}[r.descriptor_type] for r in vgf.resources]
+        DESCRIPTOR_NAMES[r.descriptor_type] for r in vgf.resources if r.descriptor_type is not None]
     with VGFModel(path, device) as imported:
         again = imported.run({n: feeds[n] for n in imported.program.inputs})
     arm = scenario_run(worker, vgf, path, feeds, tmp_path)
@@ -146,7 +146,7 @@ def test_spirv_payload_buffers(device, worker, tmp_path):
     np.testing.assert_allclose(ours["y"], x * 2 + 5, atol=1e-6)
 
 
-def rgba_bias_attrs(tmp_path: Path) -> dict:
+def rgba_bias_attrs(tmp_path: Path) -> bytes:
     return custom_payload.make(
         entry_point="main", workgroup_sizes=[1, 1, 1], spirv=glsl_to_spirv(RGBA_BIAS, tmp_path),
         inputs=[resource("Image", custom.COMBINED_IMAGE_SAMPLER, RGBA, 0, sampler=LINEAR_BORDER)],

@@ -102,7 +102,7 @@ class Shader:
     inputs: tuple[Binding, ...]
     outputs: tuple[Binding, ...]
     workgroup_size: tuple[int, int, int] = (64, 1, 1)  # the shader's local size (also #define LOCAL_SIZE_X/Y/Z)
-    grid: Callable[[Shapes], Sequence[int]] | None = None      # invocations (x, y, z): groups = ceil(grid / wg)
+    grid: Callable[[Shapes], Sequence[int]] | Sequence[int] | None = None  # invocations: groups = ceil(grid / wg)
     dispatch: Callable[[Shapes], Sequence[int]] | Sequence[int] | None = None  # or group counts directly
     push_constants: Callable[[Shapes], bytes] | bytes = b""
     defines: tuple[tuple[str, str], ...] = ()
@@ -198,6 +198,8 @@ def load_plugins() -> None:
         try:
             if entry.endswith(".py"):
                 spec = importlib.util.spec_from_file_location(f"tosa_vk_custom_ops_{Path(entry).stem}", entry)
+                if spec is None or spec.loader is None:
+                    raise ImportError(f"not a Python file: {entry}")
                 module = importlib.util.module_from_spec(spec)
                 spec.loader.exec_module(module)
             else:

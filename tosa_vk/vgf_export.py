@@ -45,7 +45,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-import vulkan as vk
 
 from vgf import VGF, Binding, Constant, DescriptorSet, Module, Resource, Segment, save_vgf
 from vgf.vk_enums import (
@@ -55,6 +54,7 @@ from vgf.vk_enums import (
     FORMAT_NAMES,
     FORMATS,
     IMAGE_DESCRIPTORS,
+    SAMPLER_FIELDS,
     STORAGE_BUFFER,
     STORAGE_IMAGE,
     short,
@@ -116,7 +116,7 @@ class _Exporter:
                 where = "runs on the host" if kind == "Host" else f"is a {kind} step"
                 raise TosaError(f"{where}; VGF export needs every operator as a Vulkan compute kernel "
                                 f"(load the graph with strict=True to see which operators lack one)", op=step.op)
-        self.kernels = list(p.steps)
+        self.kernels = [s for s in p.steps if isinstance(s, Kernel)]
         self._views()
         self._convert()
         self._resources()
@@ -240,7 +240,7 @@ class _Exporter:
                 shape = (-(-buf.nbytes // itemsize),)
         sampler = None
         if view.sampler:
-            sampler = {field: int(getattr(vk, name)) for field, name in view.sampler}
+            sampler = {field: SAMPLER_FIELDS[field][name] for field, name in view.sampler}
         self.vgf.resources.append(Resource(category, view.descriptor, fmt, shape, sampler=sampler))
         self.mrt[key or storage] = len(self.vgf.resources) - 1
         return self.mrt[key or storage]
@@ -291,7 +291,8 @@ class _Exporter:
                     self._add(p.storage(name), "INTERMEDIATE")
 
     def _add_view(self, key: str, view: _View, alias_group: int | None) -> None:
-        sampler = {field: int(getattr(vk, name)) for field, name in view.sampler} if view.sampler else None
+        assert view.format is not None and view.shape is not None, "only image views get entries of their own"
+        sampler = {field: SAMPLER_FIELDS[field][name] for field, name in view.sampler} if view.sampler else None
         self.vgf.resources.append(Resource("INTERMEDIATE", view.descriptor, view.format, view.shape,
                                            alias_group=alias_group, sampler=sampler))
         self.mrt[key] = len(self.vgf.resources) - 1
@@ -352,6 +353,7 @@ class _Exporter:
 
 def _texel_kernel(op: str, shader: str, src: str, dst: str, view: _View) -> Kernel:
     """shaders/custom/<shader>.comp between a buffer and a storage image of `view`'s format and extent."""
+    assert view.format is not None and view.shape is not None, "an image view"
     name = FORMAT_NAMES[view.format]
     fmt = FORMATS[name]
     height, width = view.shape[-3:-1]

@@ -22,7 +22,7 @@ from vgf.vk_enums import DESCRIPTOR_NAMES, FORMAT_BY_VALUE, FORMAT_NAMES, FORMAT
 
 from .errors import TosaError, TosaFormatError
 from .ir.dtype import DType
-from .program import Buffer, Image, Kernel, Program
+from .program import Buffer, Image, Kernel, Program, Step
 from .vulkan import Device
 from .vulkan.memory import align
 from .vulkan_backend import OnDevice
@@ -40,8 +40,8 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
         raise fail(f"graph segments are not supported (segment '{graph[0]}'; {len(graph)} of "
                    f"{len(vgf.segments)} segments are GRAPH): only COMPUTE segments run on tosa_vk")
     names: dict[int, str] = {}
-    for slots, labels in ((vgf.inputs, vgf.input_names), (vgf.outputs, vgf.output_names)):
-        for i, slot in enumerate(slots):
+    for io, labels in ((vgf.inputs, vgf.input_names), (vgf.outputs, vgf.output_names)):
+        for i, slot in enumerate(io):
             names.setdefault(slot.mrt_index, labels[i] if i < len(labels) and labels[i] else f"mrt_{slot.mrt_index}")
     buffers: dict[str, Buffer] = {}
     offsets: dict[int, int] = {}      # alias group -> offset
@@ -87,7 +87,7 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
                 raise fail(f"constant resource {index} '{name}': {len(c.data)} bytes of data for shape "
                            f"{list(shape)} ({nbytes} bytes)")
             constants[name] = np.frombuffer(c.data, dtype).reshape(shape)
-    steps = []
+    steps: list[Step] = []
     for s in vgf.segments:
         module = vgf.modules[s.module_index]
         if module.language not in ("SPIR-V", "GLSL") or not module.code:
@@ -106,10 +106,12 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
             slots = ()
         reads = tuple(names[b.mrt_index] for b in s.inputs) if s.inputs or s.outputs else bound
         writes = tuple(names[b.mrt_index] for b in s.outputs) if s.inputs or s.outputs else bound
-        descriptors, images = [], []
+        descriptors: list[str] = []
+        images: list[Image | None] = []
         for _, _, m in where:
             r = vgf.resources[m]
-            descriptors.append(DESCRIPTOR_NAMES.get(r.descriptor_type, STORAGE_BUFFER))
+            descriptors.append(STORAGE_BUFFER if r.descriptor_type is None else
+                               DESCRIPTOR_NAMES.get(r.descriptor_type, STORAGE_BUFFER))
             if r.descriptor_type in IMAGE_DESCRIPTORS:
                 w, h = image_extent(r)
                 sampler = tuple(sorted((k, SAMPLER_NAMES[k].get(v, str(v))) for k, v in (r.sampler or {}).items()))
@@ -118,10 +120,12 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
                 images.append(None)
         if all(d == STORAGE_BUFFER for d in descriptors):
             descriptors, images = [], []
-        code = {"spirv": bytes(module.code)} if module.language == "SPIR-V" else {"source": str(module.code)}
-        steps.append(Kernel(s.name, f"vgf:{module.name or s.module_index}", (), bound, b"", tuple(s.dispatch_shape),
+        spirv = module.code if isinstance(module.code, bytes) and module.language == "SPIR-V" else b""
+        source = str(module.code) if not spirv else ""
+        x, y, z = s.dispatch_shape
+        steps.append(Kernel(s.name, f"vgf:{module.name or s.module_index}", (), bound, b"", (x, y, z),
                             reads, writes, entry=module.entry_point or "main", slots=slots,
-                            descriptors=tuple(descriptors), images=tuple(images), **code))
+                            descriptors=tuple(descriptors), images=tuple(images), source=source, spirv=spirv))
     inputs = [names[b.mrt_index] for b in vgf.inputs if vgf.resources[b.mrt_index].category != "CONSTANT"]
     outputs = [names[b.mrt_index] for b in vgf.outputs]
     return Program(steps, buffers, max(arena, 16), inputs, outputs, constants)
@@ -177,4 +181,4 @@ class VGFModel(OnDevice):
                 raise TosaError(f"input '{name}' has shape {list(value.shape)}, the VGF expects {list(buf.shape)}",
                                 file=self.file)
             cast[name] = value.astype(buf.dtype, copy=False).reshape(buf.shape)
-        return self.runtime.run(cast)
+        return self.open_runtime.run(cast)

@@ -201,17 +201,18 @@ def _read_modules(sec: _Section) -> list[Module]:
         kind = m.Type()
         if kind >= len(MODULE_TYPES):
             raise sec.error(f"module {i} has type {kind}, not COMPUTE (0) or GRAPH (1)")
-        code_type, code, language = m.CodeType(), None, None
-        table = m.Code()
+        code_type, table = m.CodeType(), m.Code()
+        code: bytes | str | None = None
+        language: str | None = None
         if code_type == ModuleCode.SPIRV and table is not None:
-            t = fb_spirv.SPIRV()
-            t.Init(table.Bytes, table.Pos)
-            code = sec.array(t, "Words", np.uint32).astype("<u4").tobytes()
+            words = fb_spirv.SPIRV()
+            words.Init(table.Bytes, table.Pos)
+            code = sec.array(words, "Words", np.uint32).astype("<u4").tobytes()
             language = "SPIR-V"
         elif code_type in (ModuleCode.GLSL, ModuleCode.HLSL) and table is not None:
-            t = (fb_glsl.GLSL if code_type == ModuleCode.GLSL else fb_hlsl.HLSL)()
-            t.Init(table.Bytes, table.Pos)
-            code, language = _text(t.Code()), CODE_KINDS[code_type]
+            text = (fb_glsl.GLSL if code_type == ModuleCode.GLSL else fb_hlsl.HLSL)()
+            text.Init(table.Bytes, table.Pos)
+            code, language = _text(text.Code()), CODE_KINDS[code_type]
         elif code_type not in (ModuleCode.NONE, *CODE_KINDS):
             raise sec.error(f"module {i} has code type {code_type}, not SPIR-V / GLSL / HLSL")
         modules.append(Module(_text(m.Name()), MODULE_TYPES[kind], _text(m.EntryPoint()), code, language))
@@ -315,13 +316,13 @@ def _check(vgf: VGF, where: str | None) -> None:
             slot("model-sequence", f"model {what}", b)
         if names and len(names) != len(slots):
             raise error("model-sequence", f"{len(names)} {what} names for {len(slots)} {what}s")
-    for i, c in enumerate(vgf.constants):
-        if c.mrt_index >= n_mrt:
-            raise error("constant", f"constant {i} names resource {c.mrt_index}, but the resource table has "
+    for i, const in enumerate(vgf.constants):
+        if const.mrt_index >= n_mrt:
+            raise error("constant", f"constant {i} names resource {const.mrt_index}, but the resource table has "
                                     f"{n_mrt} entries")
-        if vgf.resources[c.mrt_index].category != "CONSTANT":
-            raise error("constant", f"constant {i} names resource {c.mrt_index}, which is "
-                                    f"{vgf.resources[c.mrt_index].category}, not CONSTANT")
+        if vgf.resources[const.mrt_index].category != "CONSTANT":
+            raise error("constant", f"constant {i} names resource {const.mrt_index}, which is "
+                                    f"{vgf.resources[const.mrt_index].category}, not CONSTANT")
 
 
 def read_vgf(source: bytes | bytearray | memoryview | str | Path, file: str | None = None) -> VGF:
@@ -341,7 +342,7 @@ def read_vgf(source: bytes | bytearray | memoryview | str | Path, file: str | No
     if len(buf) < HEADER_SIZE:
         raise VGFError(f"truncated: {len(buf)} bytes is too short for the {HEADER_SIZE}-byte VGF header", file=file)
     vk_header, = struct.unpack_from("<H", buf, 4)
-    version = tuple(buf[8:11])
+    version = (buf[8], buf[9], buf[10])
     if version[0] != VERSION[0] or version[1] > VERSION[1]:
         raise VGFError(f"VGF format {'.'.join(map(str, version))} is newer than this reader supports "
                        f"({VERSION[0]}.{VERSION[1]}.x and older)", file=file)
@@ -414,6 +415,8 @@ def _write_modules(modules: list[Module]) -> bytes:
         code, code_type = None, ModuleCode.NONE
         if m.code is not None:
             if m.language == "SPIR-V":
+                if isinstance(m.code, str):
+                    raise ValueError(f"module '{m.name}': SPIR-V code must be bytes, not text")
                 data = bytes(m.code)
                 if len(data) % 4:
                     raise ValueError(f"module '{m.name}': SPIR-V is {len(data)} bytes, not a multiple of 4")

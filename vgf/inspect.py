@@ -9,6 +9,11 @@ DESCRIPTORS = {v: short(name) for v, name in DESCRIPTOR_NAMES.items()}
 FORMATS = {v: short(name) for v, name in FORMAT_NAMES.items()}
 
 
+def _descriptor(value: int | None) -> str | int | None:
+    """A descriptor type's short name (the value itself when unknown; None for a plain constant)."""
+    return None if value is None else DESCRIPTORS.get(value, value)
+
+
 def _slots(slots) -> str:
     return ", ".join(f"{b.binding}->mrt{b.mrt_index}" for b in slots) or "-"
 
@@ -28,7 +33,7 @@ def summary(vgf: VGF) -> dict:
                       "push_constant_ranges": [[p.stage_flags, p.offset, p.size] for p in s.push_constant_ranges],
                       "constants": s.constants} for s in vgf.segments],
         "resources": [{"category": r.category,
-                       "descriptor": DESCRIPTORS.get(r.descriptor_type, r.descriptor_type),
+                       "descriptor": _descriptor(r.descriptor_type),
                        "format": FORMATS.get(r.format, r.format), "shape": list(r.shape),
                        "strides": list(r.strides), "alias_group": r.alias_group} for r in vgf.resources],
         "constants": [{"mrt_index": c.mrt_index, "bytes": len(c.data), "sparsity_dim": c.sparsity_dim}
@@ -59,7 +64,7 @@ def describe(vgf: VGF, file: str = "") -> str:
                      f"in [{_slots(s.inputs)}] out [{_slots(s.outputs)}]" + (f" push {push}" if push else ""))
     lines.append("  resources:")
     for i, r in enumerate(vgf.resources):
-        desc = DESCRIPTORS.get(r.descriptor_type, "none" if r.descriptor_type is None else r.descriptor_type)
+        desc = str(_descriptor(r.descriptor_type) or "none")
         alias = f" alias {r.alias_group}" if r.alias_group is not None else ""
         lines.append(f"    mrt{i} {r.category:<12} {desc:<16} {FORMATS.get(r.format, r.format)} {list(r.shape)}{alias}")
     for i, c in enumerate(vgf.constants):

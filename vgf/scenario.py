@@ -66,7 +66,9 @@ def _resource(vgf: VGF, index: int, uid: str, access: str) -> dict:
 def write_scenario(vgf: VGF, vgf_path: str | Path, scenario_path: str | Path) -> tuple[list[str], list[str]]:
     """Writes the scenario; returns the resource uids of the model-sequence inputs and outputs, in order."""
     resources: list[dict] = [{"graph": {"uid": "vgf", "src": str(Path(vgf_path).resolve())}}]
-    bindings, ins, outs = [], [], []
+    bindings: list[dict] = []
+    ins: list[str] = []
+    outs: list[str] = []
     for kind, slots, uids in (("input", vgf.inputs, ins), ("output", vgf.outputs, outs)):
         for i, slot in enumerate(slots):
             uid = f"{kind}_{i}"

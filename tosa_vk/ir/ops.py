@@ -238,6 +238,8 @@ def requirements(graph: Any) -> tuple[list[str], list[str]]:
 
 # ==== The catalogue ============================================================================================
 # _op(NAME, chapter, [(kind, name, spec type, shape, rank[, flags]), ...], "type variables", [(profile, mode, types)])
+# The rows are aligned like the spec's tables, so the formatter leaves them alone.
+# fmt: off
 
 # ---- tensor_ops ---------------------------------------------------------------------------------
 
@@ -1256,6 +1258,7 @@ _op("CONST_SHAPE", "shape", [  # spec line 5506
 ], "", [
     ("PRO-INT or PRO-FP", "shape", ""),
 ])
+# fmt: on
 
 
 # The 70 operators of TOSA 1.0 conformance; the rest of OPS are format-level nodes and the experimental extras.

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 
-from vgf.vk_enums import IMAGE_DESCRIPTORS
-
 from .. import custom, custom_payload
 from ..errors import TosaError
 from ..plan import resources
@@ -32,7 +30,7 @@ def CUSTOM(ctx: LowerCtx) -> list[Kernel] | None:
                         f"with a shader payload; registered: {custom.known()})")
     if op.shader is None:
         return None
-    return [_from_declaration(ctx, where, op, attrs)]
+    return [_from_declaration(ctx, where, op, op.shader, attrs)]
 
 
 def _from_payload(ctx: LowerCtx, where: str, attrs: bytes) -> Kernel:
@@ -42,8 +40,7 @@ def _from_payload(ctx: LowerCtx, where: str, attrs: bytes) -> Kernel:
                    spirv=p.spirv, entry=p.entry_point, defines=())
 
 
-def _from_declaration(ctx: LowerCtx, where: str, op: custom.CustomOp, attrs: bytes) -> Kernel:
-    s = op.shader
+def _from_declaration(ctx: LowerCtx, where: str, op: custom.CustomOp, s: custom.Shader, attrs: bytes) -> Kernel:
     n_in, n_out = len(ctx.inputs), len(ctx.outputs)
     if (len(s.inputs), len(s.outputs)) != (n_in, n_out):
         raise TosaError(f"{where}: binding mismatch: the declaration binds {len(s.inputs)} input(s) and "
@@ -60,6 +57,7 @@ def _from_declaration(ctx: LowerCtx, where: str, op: custom.CustomOp, attrs: byt
         if s.dispatch is not None:
             groups = s.dispatch(shapes) if callable(s.dispatch) else s.dispatch
         else:
+            assert s.grid is not None, "custom_op takes exactly one of grid= and dispatch="
             grid = s.grid(shapes) if callable(s.grid) else s.grid
             groups = [max(1, math.ceil(int(g) / w)) for g, w in zip(grid, s.workgroup_size)]
         push = s.push_constants(shapes) if callable(s.push_constants) else s.push_constants
@@ -84,7 +82,9 @@ def _kernel(ctx: LowerCtx, where: str, decls: list[custom.Binding], groups, push
             entry: str, defines, origin: str = "") -> Kernel:
     tensors = [*ctx.inputs, *ctx.outputs]
     n_in = len(ctx.inputs)
-    slots, descriptors, images = [], [], []
+    slots: list[tuple[int, int]] = []
+    descriptors: list[str] = []
+    images: list[Image | None] = []
     seen: dict[tuple[int, int], str] = {}
     for i, (t, b) in enumerate(zip(tensors, decls)):
         role = f"input {i}" if i < n_in else f"output {i - n_in}"
@@ -101,8 +101,9 @@ def _kernel(ctx: LowerCtx, where: str, decls: list[custom.Binding], groups, push
             raise TosaError(f"{where}: {role}: {err.rule}") from None
         slots.append((b.set, b.binding))
         descriptors.append(b.descriptor)
-        if b.descriptor in IMAGE_DESCRIPTORS:
-            w, h = r.image_extent
+        extent = r.image_extent
+        if extent is not None:
+            w, h = extent
             images.append(Image(r.format, w, h, b.sampler.items() if b.sampler else ()))
         else:
             images.append(None)
