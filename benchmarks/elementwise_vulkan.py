@@ -4,6 +4,7 @@ passed on.
 
     .venv/bin/python benchmarks/elementwise_vulkan.py [--repeats 9] [--device lavapipe] [--out results/]
 """
+
 from __future__ import annotations
 
 import argparse

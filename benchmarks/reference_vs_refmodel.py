@@ -5,6 +5,7 @@ speed-up.
 
     .venv/bin/python benchmarks/reference_vs_refmodel.py [--repeats 7] [--out results/]
 """
+
 from __future__ import annotations
 
 import argparse

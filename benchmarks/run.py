@@ -1,8 +1,9 @@
 """The tosa_vk benchmark suite; the same engine as `tosa-vk bench` (the installed package tosa_vk.bench).
 
-    .venv/bin/python benchmarks/run.py --suite ops --quick          # or: python -m benchmarks.run ...
-    .venv/bin/python benchmarks/run.py resources/models/resnet_int8/model.tosa --device 0 --out results/
+.venv/bin/python benchmarks/run.py --suite ops --quick          # or: python -m benchmarks.run ...
+.venv/bin/python benchmarks/run.py resources/models/resnet_int8/model.tosa --device 0 --out results/
 """
+
 from __future__ import annotations
 
 import sys

@@ -1,4 +1,5 @@
 """Build a one-operator TOSA graph in Python, save it, load it back, validate it and show the Vulkan device."""
+
 import tempfile
 from pathlib import Path
 

@@ -4,6 +4,7 @@
 `from helpers import ...`. A run whose `-m` expression deselects a conformance-parametrized test (e.g.
 `-m "not conformance"`, the fast tier) does not generate the conformance selection at all.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,6 +20,7 @@ def conformance_selection(kind: str) -> list[Path]:
     """The default selection's test folders (every op x dtype x rank class once, special tests included), plus
     the FFT tests at sizes that give DOT_PRODUCT checks."""
     from tosa_vk.conformance.generate import FFT_SELECTION, Selection, selected_tests
+
     extra = selected_tests(FFT_SELECTION) if kind == "positive" else []
     return selected_tests(Selection(test_type=kind)) + extra
 
@@ -48,6 +50,7 @@ def _deselected_by_mark(metafunc) -> bool:
     if not expression:
         return False
     from _pytest.mark.expression import Expression  # what `-m` itself evaluates
+
     names = {mark.name for mark in metafunc.definition.iter_markers()}
     return not Expression.compile(expression).evaluate(lambda name, /, **kwargs: name in names)
 
@@ -70,6 +73,7 @@ def model_desc(model_dir: Path) -> dict:
 def _vulkan_device():
     """One Vulkan device per test process, with the Khronos validation layer on."""
     from tosa_vk.vulkan import Device
+
     with Device(validation=True) as dev:
         yield dev
 
@@ -88,6 +92,7 @@ def device(_vulkan_device):
 def worker():
     """Arm's scenario-runner (ML emulation layer on this device) in a worker process (tosa_vk/bench/anchors)."""
     from tosa_vk.bench.anchors import arm_sdk
+
     reason = arm_sdk.available()
     if reason is not None:
         pytest.skip(reason)

@@ -1,6 +1,7 @@
 """Shared test helpers: run a graph on the Vulkan and the reference backends and compare the outputs with one rule
 (integers and bools bit-exact, floats with a tolerance given per call), plus the small builders and value makers
 the Vulkan test files share. Imported as `from helpers import ...` (tests/ is on sys.path, see conftest.py)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,6 +17,7 @@ Build = Callable[[Builder], object]  # adds operators to a Builder; returns the 
 
 
 # ---- graphs --------------------------------------------------------------------------------------------------------
+
 
 def graph_of(build: Build) -> Graph:
     """The graph `build(builder)` makes: it adds operators and either calls `builder.output(...)` itself or returns
@@ -38,6 +40,7 @@ def op_graph(op: str, shapes: Sequence[Sequence[int]], dtype: DType | str, *oper
 
 
 # ---- running -------------------------------------------------------------------------------------------------------
+
 
 def run_reference(graph: Graph, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     """The graph's outputs on the reference backend, in graph order."""
@@ -73,8 +76,18 @@ def compare(device, graph: Graph | Build, feeds: dict[str, np.ndarray], **tolera
 
 # ---- comparing -----------------------------------------------------------------------------------------------------
 
-def assert_same(got: np.ndarray, want: np.ndarray, *, bits: bool = False, atol=0.0, rtol=0.0, ulps: int = 0,
-                zero_sign: bool = False, ignore: np.ndarray | None = None) -> None:
+
+def assert_same(
+    got: np.ndarray,
+    want: np.ndarray,
+    *,
+    bits: bool = False,
+    atol=0.0,
+    rtol=0.0,
+    ulps: int = 0,
+    zero_sign: bool = False,
+    ignore: np.ndarray | None = None,
+) -> None:
     """Same dtype and shape, and per element:
     - `bits`: identical bit patterns (NaN payloads and zero signs included), for any dtype;
     - integers and bools: equal;
@@ -104,8 +117,10 @@ def assert_same(got: np.ndarray, want: np.ndarray, *, bits: bool = False, atol=0
         ok = ok | ignore
     ok = np.broadcast_to(ok, want.shape)
     bad = np.flatnonzero(~ok)
-    assert bad.size == 0, (f"{bad.size} of {want.size} elements differ, first at {bad[:5].tolist()}: "
-                           f"got {got.reshape(-1)[bad[:5]].tolist()} want {want.reshape(-1)[bad[:5]].tolist()}")
+    assert bad.size == 0, (
+        f"{bad.size} of {want.size} elements differ, first at {bad[:5].tolist()}: "
+        f"got {got.reshape(-1)[bad[:5]].tolist()} want {want.reshape(-1)[bad[:5]].tolist()}"
+    )
 
 
 def bit_view(a: np.ndarray) -> np.ndarray:
@@ -129,11 +144,12 @@ def ulp(dtype: DType, x) -> np.ndarray:
     """One unit in the last place of values x of the float `dtype` (fp32, fp16, bf16), subnormals as the smallest
     normal."""
     mantissa = {DType.FP32: 23, DType.FP16: 10, DType.BF16: 7}[dtype]
-    tiny = {DType.FP32: 2.0 ** -126, DType.FP16: 2.0 ** -14, DType.BF16: 2.0 ** -126}[dtype]
-    return np.maximum(np.abs(x), tiny) * 2.0 ** -mantissa
+    tiny = {DType.FP32: 2.0**-126, DType.FP16: 2.0**-14, DType.BF16: 2.0**-126}[dtype]
+    return np.maximum(np.abs(x), tiny) * 2.0**-mantissa
 
 
 # ---- values --------------------------------------------------------------------------------------------------------
+
 
 def edge_ints(rng: np.random.Generator, dtype, shape) -> np.ndarray:
     """Random integers of the whole range of `dtype`, the first elements its edge values (min, max, 0, -1, 1, ...)."""
@@ -141,7 +157,7 @@ def edge_ints(rng: np.random.Generator, dtype, shape) -> np.ndarray:
     values = rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=np.int64)
     flat = values.reshape(-1)
     edges = [info.min, info.max, 0, -1, 1, info.min + 1, info.max - 1]
-    flat[:min(len(edges), flat.size)] = edges[:flat.size]
+    flat[: min(len(edges), flat.size)] = edges[: flat.size]
     return values.astype(dtype)
 
 
@@ -170,6 +186,7 @@ def vgf_dump(path) -> dict:
     from pathlib import Path
 
     import vgf_lib
+
     exe = Path(vgf_lib.__file__).resolve().parent / "binaries" / "bin" / "vgf_dump"
     out = subprocess.run([str(exe), "-i", str(path)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]

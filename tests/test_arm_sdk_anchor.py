@@ -1,6 +1,7 @@
 """The Arm ML SDK for Vulkan benchmark anchor (tosa_vk/bench/anchors/arm_sdk.py): .tosa -> model-converter ->
 VGF -> scenario-runner in a worker process. Skipped when Arm's wheels (or their Vulkan layers) are not usable here; set
 TOSA_VK_ARM_SDK_PYTHON to an interpreter that has them to use a separate environment."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,6 @@
 """One backend interface: tosa_vk.load(source, backend=..., **options) -> a Model with the same methods for a .tosa
 path, a Graph or a .vgf path; options a backend does not take are errors naming them."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,8 +12,18 @@ import tosa_vk
 from tosa_vk import Builder, Model, Timing, TosaError
 
 ROOT = Path(__file__).resolve().parent.parent
-METHODS = ("run", "inputs", "outputs", "variables", "set_variable", "reset_variables", "profile", "transferred",
-           "placement", "close")
+METHODS = (
+    "run",
+    "inputs",
+    "outputs",
+    "variables",
+    "set_variable",
+    "reset_variables",
+    "profile",
+    "transferred",
+    "placement",
+    "close",
+)
 
 
 def graph():
@@ -31,8 +42,10 @@ def sources(tmp_path, device):
     return {"graph": g, "tosa": tmp_path / "g.tosa", "vgf": tmp_path / "g.vgf"}
 
 
-@pytest.mark.parametrize("source,backend", [("graph", "reference"), ("tosa", "reference"), ("graph", "vulkan"),
-                                            ("tosa", "vulkan"), ("vgf", None)])
+@pytest.mark.parametrize(
+    "source,backend",
+    [("graph", "reference"), ("tosa", "reference"), ("graph", "vulkan"), ("tosa", "vulkan"), ("vgf", None)],
+)
 def test_every_source_and_backend_gives_a_model(sources, device, source, backend):
     options = {} if backend == "reference" else {"device": device}
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
@@ -43,11 +56,12 @@ def test_every_source_and_backend_gives_a_model(sources, device, source, backend
         assert np.array_equal(model.run(x=x)["y"], x + x)
         assert model.variables == {}
         assert all(isinstance(t, Timing) for t in model.profile())
-    model.close()   # idempotent
+    model.close()  # idempotent
 
 
-@pytest.mark.parametrize("backend,option", [("reference", "strict"), ("reference", "device"),
-                                            ("vulkan", "devcie"), ("vulkan", "timestamp")])
+@pytest.mark.parametrize(
+    "backend,option", [("reference", "strict"), ("reference", "device"), ("vulkan", "devcie"), ("vulkan", "timestamp")]
+)
 def test_an_option_the_backend_does_not_take_is_an_error(backend, option):
     with pytest.raises(TosaError, match=f"{backend} backend takes no option '{option}'"):
         tosa_vk.load(graph(), backend=backend, **{option: True})

@@ -1,5 +1,6 @@
 """The benchmark engine (the package tosa_vk.bench, `tosa-vk bench`, the presets in benchmarks/) on two tiny cases,
 repeats=2, so the scripts cannot rot. Checks the structure of the JSON and the table, never timings."""
+
 from __future__ import annotations
 
 import json
@@ -93,8 +94,7 @@ def test_missing_backend_is_a_note_not_a_crash(monkeypatch):
     monkeypatch.setattr(arm_sdk, "available", lambda: "not installed here")
     case = bench.Case("broken", "ops", lambda: bench.build_op("ADD", "fp32", (2, 2), {}))
     case.make = lambda: (_ for _ in ()).throw(RuntimeError("cannot build"))
-    result = bench.run([case] + bench.model_cases([ROOT / "nonexistent.tosa"]), ["reference", "arm_sdk"],
-                       repeats=1)
+    result = bench.run([case] + bench.model_cases([ROOT / "nonexistent.tosa"]), ["reference", "arm_sdk"], repeats=1)
     assert "Arm SDK anchor skipped: not installed here" in result["notes"]
     assert all("error" in row for row in result["cases"])
     assert "could not build" in bench.markdown(result)
@@ -112,6 +112,7 @@ def test_compare_tolerances():
 
 def test_cli_and_script_parse():
     from tosa_vk.cli import build_parser
+
     args = build_parser().parse_args(["bench", "--suite", "ops", "--quick", "--repeats", "2", "--device", "0"])
     assert args.func.__name__ == "cmd_bench" and args.quick and args.repeats == 2
     assert len(bench.op_cases(quick=True)) < len(bench.op_cases()) and bench.default_models()

@@ -1,4 +1,5 @@
 """tosa_vk.Builder: spec defaults, shape inference, the same Graph type as the loader."""
+
 from __future__ import annotations
 
 import numpy as np

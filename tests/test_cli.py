@@ -1,4 +1,5 @@
 """`tosa-vk info`: what a user sees about a model, checked against the exporter's own record (info.json)."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,9 @@ import sys
 
 
 def info(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tosa_vk.cli", "info", *map(str, args)], capture_output=True,
-                          text=True, check=True)
+    return subprocess.run(
+        [sys.executable, "-m", "tosa_vk.cli", "info", *map(str, args)], capture_output=True, text=True, check=True
+    )
 
 
 def test_info_json_matches_model_record(model_dir):
@@ -18,8 +20,9 @@ def test_info_json_matches_model_record(model_dir):
     assert summary["op_counts"] == record["graph"]["op_counts_total"]
     assert summary["num_operators"] == block["num_operators"]
     assert summary["inputs"] == [{"name": t["name"], "shape": t["shape"], "dtype": t["dtype"]} for t in block["inputs"]]
-    assert summary["outputs"] == [{"name": t["name"], "shape": t["shape"], "dtype": t["dtype"]}
-                                  for t in block["outputs"]]
+    assert summary["outputs"] == [
+        {"name": t["name"], "shape": t["shape"], "dtype": t["dtype"]} for t in block["outputs"]
+    ]
     assert summary["valid"]
     profile = record["tosa_spec"].split("+")[1]  # "TOSA-1.0+INT" -> INT
     assert summary["profiles"] == ["PRO-" + profile] and summary["extensions"] == []

@@ -1,4 +1,5 @@
 """The compile pipeline, stage by stage (tosa_vk/compiler.py): validate -> passes -> partition -> lower -> plan."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -69,15 +70,30 @@ def test_passes_stage_inserts_permutes_on_a_copy():
     m = np.eye(3, dtype=np.float32)
     b = Builder()
     x = b.input("x", (1, 3, 4, 6), "fp32")  # NCHW
-    y = b.custom([x], domain_name=cm.DOMAIN, operator_name=cm.NAME, implementation_attrs=cm.attrs(m, [0, 0, 0]),
-                 out_shape=(1, 3, 4, 6), out_dtype="fp32", name="c")
-    b.output(b.custom([y], domain_name=cm.DOMAIN, operator_name=cm.NAME,
-                      implementation_attrs=cm.attrs(m, [0, 0, 0]), out_shape=(1, 3, 4, 6), out_dtype="fp32",
-                      name="d"))
+    y = b.custom(
+        [x],
+        domain_name=cm.DOMAIN,
+        operator_name=cm.NAME,
+        implementation_attrs=cm.attrs(m, [0, 0, 0]),
+        out_shape=(1, 3, 4, 6),
+        out_dtype="fp32",
+        name="c",
+    )
+    b.output(
+        b.custom(
+            [y],
+            domain_name=cm.DOMAIN,
+            operator_name=cm.NAME,
+            implementation_attrs=cm.attrs(m, [0, 0, 0]),
+            out_shape=(1, 3, 4, 6),
+            out_dtype="fp32",
+            name="d",
+        )
+    )
     graph = b.build()
     before = [op.op for op in graph.main.operators]
     out = passes.run(graph, "NCHW")
-    assert [op.op for op in graph.main.operators] == before      # the caller's graph is unchanged
+    assert [op.op for op in graph.main.operators] == before  # the caller's graph is unchanged
     assert [op.op for op in out.main.operators] == ["TRANSPOSE", "CUSTOM", "CUSTOM", "TRANSPOSE"]
     tosa_vk.validate(out)
 
@@ -94,7 +110,7 @@ def test_partition_places_every_operator_with_a_reason():
     assert where == ["vulkan", "vulkan", "alias"]
     assert all(p.reason for p in placed.placements.values())
     kernels = {key for key, p in placed.placements.items() if p.where == "vulkan"}
-    assert set(placed.lowered) == kernels and len(kernels) == 2   # kept for the lower stage
+    assert set(placed.lowered) == kernels and len(kernels) == 2  # kept for the lower stage
 
 
 def test_partition_follows_the_target():
@@ -111,8 +127,9 @@ def test_partition_follows_the_target():
 def test_force_host_by_operator_or_tensor_name():
     graph = small_graph()
     for force in (["MUL"], ["mul"]):
-        placed = [p for p in partition(graph, LAVAPIPE, force_host=force).placements.values()
-                  if not p.op.startswith("CONST")]
+        placed = [
+            p for p in partition(graph, LAVAPIPE, force_host=force).placements.values() if not p.op.startswith("CONST")
+        ]
         assert [p.where for p in placed] == ["vulkan", "host", "alias"], force
         assert "forced" in placed[1].reason
 
@@ -122,7 +139,7 @@ def test_lower_stage_contract():
     lowered = lower(graph, LAVAPIPE, partition(graph, LAVAPIPE))
     assert isinstance(lowered, Lowered)
     assert [type(s) for s in lowered.steps] == [Kernel, Kernel]
-    assert lowered.root == {"out": "mul"}                     # RESHAPE shares its input's memory
+    assert lowered.root == {"out": "mul"}  # RESHAPE shares its input's memory
     assert {"x", "y", "add", "mul", "out"} <= set(lowered.tensors)
     assert [p.where for p in lowered.placement] == ["vulkan", "vulkan", "alias"]
 
@@ -166,6 +183,7 @@ def test_host_placed_operators_give_the_same_results(device, target):
     from tosa_vk.host_kernels import run as host
     from tosa_vk.ir.dtype import from_npy
     from tosa_vk.vulkan.runtime import Runtime
+
     name = graph.main.inputs[0]
     with Runtime(program, device, host=host) as runtime:
         got = runtime.run({name: from_npy(x, graph.main.tensors[name].dtype)})

@@ -1,5 +1,6 @@
 """The reference backend on Arm's conformance selection, judged by Arm's verifier (tosa_verify's library) against
 the reference model's precise-mode results; negative tests must raise TosaError."""
+
 from __future__ import annotations
 
 import pytest

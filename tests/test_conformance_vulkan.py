@@ -1,6 +1,7 @@
 """The Vulkan backend on Arm's conformance selection, strict placement (every operator a GPU kernel), judged by
 Arm's verifier; the Khronos validation layer is on and must stay silent. Every operator the generator covers,
 control flow included, must run as GPU kernels."""
+
 from __future__ import annotations
 
 import os

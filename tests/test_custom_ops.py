@@ -1,5 +1,6 @@
 """tosa.CUSTOM shader ops: registered declarations (resources/custom_ops/), ExecuTorch-style VulkanCustomShader
 payloads that run unregistered, the NHWC / image-packing contract, and every rejection."""
+
 from __future__ import annotations
 
 import base64
@@ -53,6 +54,7 @@ def glsl_to_spirv(source: str, tmp_path: Path) -> bytes:
 
 # ---- registered examples vs their numpy twins -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_buffer_op_with_three_channels(backend, device):
     cm = example("color_matrix")
@@ -77,8 +79,10 @@ def grid_sample_graph():
     img = b.input("img", (1, 6, 10, 4), "fp32")
     grid = b.input("grid", (1, 5, 7, 2), "fp32")
     b.output(custom.call(b, gs.DOMAIN, gs.NAME, [img, grid], name_hint="y"))
-    feeds = {"img": rng.standard_normal((1, 6, 10, 4)).astype(np.float32),
-             "grid": rng.uniform(-1.2, 1.2, (1, 5, 7, 2)).astype(np.float32)}
+    feeds = {
+        "img": rng.standard_normal((1, 6, 10, 4)).astype(np.float32),
+        "grid": rng.uniform(-1.2, 1.2, (1, 5, 7, 2)).astype(np.float32),
+    }
     return gs, b.build(), feeds
 
 
@@ -124,15 +128,30 @@ def test_kernels_record_bindings_and_descriptor_types():
 
 # ---- the NHWC contract ----------------------------------------------------------------------------------------
 
+
 def test_nhwc_op_in_an_nchw_graph_gets_explicit_permutes(device):
     cm = example("color_matrix")
     m = np.arange(9, dtype=np.float32).reshape(3, 3) / 10
     b = Builder()
     x = b.input("x", (1, 3, 4, 6), "fp32")  # NCHW: C = 3 at axis 1
-    y = b.custom([x], domain_name=cm.DOMAIN, operator_name=cm.NAME, implementation_attrs=cm.attrs(m, [1, 2, 3]),
-                 out_shape=(1, 3, 4, 6), out_dtype="fp32", name="c")
-    z = b.custom([y], domain_name=cm.DOMAIN, operator_name=cm.NAME, implementation_attrs=cm.attrs(m, [0, 0, 0]),
-                 out_shape=(1, 3, 4, 6), out_dtype="fp32", name="d")
+    y = b.custom(
+        [x],
+        domain_name=cm.DOMAIN,
+        operator_name=cm.NAME,
+        implementation_attrs=cm.attrs(m, [1, 2, 3]),
+        out_shape=(1, 3, 4, 6),
+        out_dtype="fp32",
+        name="c",
+    )
+    z = b.custom(
+        [y],
+        domain_name=cm.DOMAIN,
+        operator_name=cm.NAME,
+        implementation_attrs=cm.attrs(m, [0, 0, 0]),
+        out_shape=(1, 3, 4, 6),
+        out_dtype="fp32",
+        name="d",
+    )
     b.output(b.add(z, z, name="out"))
     graph = b.build()
     assert apply_custom_layouts(graph, "NCHW") == (4, 1)  # the pair between the two NHWC ops is elided
@@ -182,24 +201,40 @@ def resource(kind, descriptor, fmt, binding, set=0, sampler=None) -> dict:
 
 F32 = "VK_FORMAT_R32_SFLOAT"
 RGBA = "VK_FORMAT_R32G32B32A32_SFLOAT"
-LINEAR_BORDER = {"mag_filter": "VK_FILTER_LINEAR", "min_filter": "VK_FILTER_LINEAR",
-                 "address_mode_u": "VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_BORDER",
-                 "address_mode_v": "VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_BORDER",
-                 "border_color": "VK_BORDER_COLOR_FLOAT_TRANSPARENT_BLACK"}
+LINEAR_BORDER = {
+    "mag_filter": "VK_FILTER_LINEAR",
+    "min_filter": "VK_FILTER_LINEAR",
+    "address_mode_u": "VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_BORDER",
+    "address_mode_v": "VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_BORDER",
+    "border_color": "VK_BORDER_COLOR_FLOAT_TRANSPARENT_BLACK",
+}
 
 
 def scale_add_payload(tmp_path) -> bytes:
-    return custom_payload.make(entry_point="main", workgroup_sizes=[64, 1, 1],
-                               spirv=glsl_to_spirv(SCALE_ADD, tmp_path), push_constants="",
-                               inputs=[resource("Buffer", custom.STORAGE_BUFFER, F32, 0)],
-                               outputs=[resource("Buffer", custom.STORAGE_BUFFER, F32, 1)])
+    return custom_payload.make(
+        entry_point="main",
+        workgroup_sizes=[64, 1, 1],
+        spirv=glsl_to_spirv(SCALE_ADD, tmp_path),
+        push_constants="",
+        inputs=[resource("Buffer", custom.STORAGE_BUFFER, F32, 0)],
+        outputs=[resource("Buffer", custom.STORAGE_BUFFER, F32, 1)],
+    )
 
 
 def single_custom_graph(attrs: bytes, shape=(4, 4), out_shape=None, name="scale_add", domain=DOMAIN, n_inputs=1):
     b = Builder()
     xs = [b.input(f"x{i}" if i else "x", shape, "fp32") for i in range(n_inputs)]
-    b.output(b.custom(xs, domain_name=domain, operator_name=name, implementation_attrs=attrs,
-                      out_shape=out_shape or shape, out_dtype="fp32", name="y"))
+    b.output(
+        b.custom(
+            xs,
+            domain_name=domain,
+            operator_name=name,
+            implementation_attrs=attrs,
+            out_shape=out_shape or shape,
+            out_dtype="fp32",
+            name="y",
+        )
+    )
     return b.build()
 
 
@@ -207,11 +242,26 @@ def test_payload_keys_are_written_as_executorch_writes_them(tmp_path):
     attrs = scale_add_payload(tmp_path)
     data = json.loads(attrs)
     assert attrs == json.dumps(data, sort_keys=True).encode("utf-8")
-    assert sorted(data) == sorted([
-        "entry_point", "workgroup_sizes", "is_vkshader", "shader_code", "shader_language", "push_constants",
-        "input_0_binding", "output_0_binding", "input_0_type", "output_0_type", "input_0_vkdescriptortype",
-        "output_0_vkdescriptortype", "input_0_descriptorset", "output_0_descriptorset", "input_0_vkformat",
-        "output_0_vkformat"])
+    assert sorted(data) == sorted(
+        [
+            "entry_point",
+            "workgroup_sizes",
+            "is_vkshader",
+            "shader_code",
+            "shader_language",
+            "push_constants",
+            "input_0_binding",
+            "output_0_binding",
+            "input_0_type",
+            "output_0_type",
+            "input_0_vkdescriptortype",
+            "output_0_vkdescriptortype",
+            "input_0_descriptorset",
+            "output_0_descriptorset",
+            "input_0_vkformat",
+            "output_0_vkformat",
+        ]
+    )
     assert base64.b64decode(data["shader_code"])[:4] == b"\x03\x02\x23\x07"
 
 
@@ -227,14 +277,23 @@ def test_image_payload_with_explicit_permutes_runs_unregistered(tmp_path, device
     """ExecuTorch's rgba_bias example: NCHW graph, permute -> CUSTOM (sampled RGBA image in, storage image out)
     -> permute back."""
     attrs = custom_payload.make(
-        entry_point="main", workgroup_sizes=[8, 8, 1], spirv=glsl_to_spirv(RGBA_BIAS, tmp_path),
+        entry_point="main",
+        workgroup_sizes=[8, 8, 1],
+        spirv=glsl_to_spirv(RGBA_BIAS, tmp_path),
         inputs=[resource("Image", custom.COMBINED_IMAGE_SAMPLER, RGBA, 0, sampler=LINEAR_BORDER)],
-        outputs=[resource("Image", custom.STORAGE_IMAGE, RGBA, 1)])
+        outputs=[resource("Image", custom.STORAGE_IMAGE, RGBA, 1)],
+    )
     b = Builder()
     x = b.input("x", (1, 4, 3, 5), "fp32")
     nhwc = b.transpose(x, perms=[0, 2, 3, 1])
-    y = b.custom([nhwc], domain_name=DOMAIN, operator_name="examples.arm.rgba_bias", implementation_attrs=attrs,
-                 out_shape=(1, 3, 5, 4), out_dtype="fp32")
+    y = b.custom(
+        [nhwc],
+        domain_name=DOMAIN,
+        operator_name="examples.arm.rgba_bias",
+        implementation_attrs=attrs,
+        out_shape=(1, 3, 5, 4),
+        out_dtype="fp32",
+    )
     b.output(b.transpose(y, perms=[0, 3, 1, 2], name="out"))
     xv = np.arange(1.0, 61.0, dtype=np.float32).reshape(1, 4, 3, 5)
     out = run(b.build(), "vulkan", device, x=xv)["out"]
@@ -254,10 +313,16 @@ void main() { uint i = gl_GlobalInvocationID.x; if (i < 12) o[i] = a[i] - b[i] +
 def test_glsl_payload_with_sets_tensor_descriptors_and_push_constants(device):
     """GLSL source in the payload, bindings spread over two sets, TENSOR_ARM recorded (bound as a storage buffer
     here), and payload push constants (zeros of the declared size)."""
-    attrs = custom_payload.make(glsl=GLSL_SUB, workgroup_sizes=[1, 1, 1], push_constants="offset: 4, pad: 4",
-                                inputs=[resource("Tensor", custom.TENSOR_ARM, F32, 3, set=1),
-                                        resource("BUFFER", custom.STORAGE_BUFFER, F32, 5, set=0)],
-                                outputs=[resource("TENSOR", custom.TENSOR_ARM, F32, 0, set=1)])
+    attrs = custom_payload.make(
+        glsl=GLSL_SUB,
+        workgroup_sizes=[1, 1, 1],
+        push_constants="offset: 4, pad: 4",
+        inputs=[
+            resource("Tensor", custom.TENSOR_ARM, F32, 3, set=1),
+            resource("BUFFER", custom.STORAGE_BUFFER, F32, 5, set=0),
+        ],
+        outputs=[resource("TENSOR", custom.TENSOR_ARM, F32, 0, set=1)],
+    )
     graph = single_custom_graph(attrs, shape=(3, 4), name="sub", n_inputs=2)
     (k,) = tosa_vk.compile(graph, strict=True).steps
     assert k.descriptors == (custom.TENSOR_ARM, custom.STORAGE_BUFFER, custom.TENSOR_ARM)
@@ -281,10 +346,16 @@ def test_reference_backend_needs_a_numpy_twin_for_payload_ops(tmp_path, device):
 
 # ---- rejections -------------------------------------------------------------------------------------------------
 
+
 def payload(**changes) -> bytes:
-    data = json.loads(custom_payload.make(glsl=SCALE_ADD, workgroup_sizes=[1, 1, 1],
-                                          inputs=[resource("Buffer", custom.STORAGE_BUFFER, F32, 0)],
-                                          outputs=[resource("Buffer", custom.STORAGE_BUFFER, F32, 1)]))
+    data = json.loads(
+        custom_payload.make(
+            glsl=SCALE_ADD,
+            workgroup_sizes=[1, 1, 1],
+            inputs=[resource("Buffer", custom.STORAGE_BUFFER, F32, 0)],
+            outputs=[resource("Buffer", custom.STORAGE_BUFFER, F32, 1)],
+        )
+    )
     for k, v in changes.items():
         if v is None:
             del data[k]
@@ -293,31 +364,41 @@ def payload(**changes) -> bytes:
     return json.dumps(data, sort_keys=True).encode()
 
 
-@pytest.mark.parametrize("attrs,message", [
-    (b"{not json", "implementation_attrs is not JSON"),
-    (b"[1, 2]", "must be a JSON object"),
-    (payload(entry_point=None, input_0_binding=None), "missing key.*entry_point.*input_0_binding"),
-    (payload(shader_language="HLSL", shader_code="RWBuffer<float> x;"), "HLSL is unsupported"),
-    (payload(shader_language="WGSL"), "shader_language 'WGSL' is not one of"),
-    (payload(shader_language="SPIR-V", shader_code="%%%"), "not base64"),
-    (payload(shader_language="SPIR-V", shader_code=base64.b64encode(b"\0" * 20).decode()), "not a SPIR-V module"),
-    (payload(workgroup_sizes=[8, 8]), "workgroup_sizes must be 3 positive ints"),
-    (payload(workgroup_sizes=[0, 1, 1]), "workgroup_sizes must be 3 positive ints"),
-    (payload(output_0_binding=0), "output_0 and input_0 both use set 0 binding 0"),
-    (payload(input_1_binding=2), "input_1_binding describe tensors the node does not have"),
-    (payload(input_0_type="Image"), "input_0_type Image does not go with input_0_vkdescriptortype "
-                                    "VK_DESCRIPTOR_TYPE_STORAGE_BUFFER"),
-    (payload(input_0_type="Texture"), "input_0_type 'Texture' is not Tensor, Image or Buffer"),
-    (payload(input_0_vkdescriptortype="VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER"), "is not supported"),
-    (payload(input_0_descriptorset=-1), "input_0_descriptorset must be a non-negative int"),
-    (payload(push_constants="scale 4"), "push_constants entry 'scale 4' is not 'name: size'"),
-    (payload(push_constants="scale: 2"), "not a multiple of 4"),
-    (payload(entry_point="run"), "a GLSL compute shader's entry point is main"),
-    (payload(input_0_vkformat="VK_FORMAT_R32G32B32A32_SFLOAT"), "scalar element format.*channels stay in the shape"),
-    (payload(input_0_type="Image", input_0_vkdescriptortype=custom.COMBINED_IMAGE_SAMPLER),
-     "missing key input_0_sampler"),
-    (payload(output_0_type="Image", output_0_vkdescriptortype=custom.COMBINED_IMAGE_SAMPLER), "read-only"),
-])
+@pytest.mark.parametrize(
+    "attrs,message",
+    [
+        (b"{not json", "implementation_attrs is not JSON"),
+        (b"[1, 2]", "must be a JSON object"),
+        (payload(entry_point=None, input_0_binding=None), "missing key.*entry_point.*input_0_binding"),
+        (payload(shader_language="HLSL", shader_code="RWBuffer<float> x;"), "HLSL is unsupported"),
+        (payload(shader_language="WGSL"), "shader_language 'WGSL' is not one of"),
+        (payload(shader_language="SPIR-V", shader_code="%%%"), "not base64"),
+        (payload(shader_language="SPIR-V", shader_code=base64.b64encode(b"\0" * 20).decode()), "not a SPIR-V module"),
+        (payload(workgroup_sizes=[8, 8]), "workgroup_sizes must be 3 positive ints"),
+        (payload(workgroup_sizes=[0, 1, 1]), "workgroup_sizes must be 3 positive ints"),
+        (payload(output_0_binding=0), "output_0 and input_0 both use set 0 binding 0"),
+        (payload(input_1_binding=2), "input_1_binding describe tensors the node does not have"),
+        (
+            payload(input_0_type="Image"),
+            "input_0_type Image does not go with input_0_vkdescriptortype VK_DESCRIPTOR_TYPE_STORAGE_BUFFER",
+        ),
+        (payload(input_0_type="Texture"), "input_0_type 'Texture' is not Tensor, Image or Buffer"),
+        (payload(input_0_vkdescriptortype="VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER"), "is not supported"),
+        (payload(input_0_descriptorset=-1), "input_0_descriptorset must be a non-negative int"),
+        (payload(push_constants="scale 4"), "push_constants entry 'scale 4' is not 'name: size'"),
+        (payload(push_constants="scale: 2"), "not a multiple of 4"),
+        (payload(entry_point="run"), "a GLSL compute shader's entry point is main"),
+        (
+            payload(input_0_vkformat="VK_FORMAT_R32G32B32A32_SFLOAT"),
+            "scalar element format.*channels stay in the shape",
+        ),
+        (
+            payload(input_0_type="Image", input_0_vkdescriptortype=custom.COMBINED_IMAGE_SAMPLER),
+            "missing key input_0_sampler",
+        ),
+        (payload(output_0_type="Image", output_0_vkdescriptortype=custom.COMBINED_IMAGE_SAMPLER), "read-only"),
+    ],
+)
 def test_bad_payloads_are_rejected_with_the_op_named(attrs, message):
     graph = single_custom_graph(attrs, name="bad_op")
     with pytest.raises(TosaError, match=r"CUSTOM #\d+ 'y' \(com.arm.VulkanCustomShader::bad_op\).*" + message):
@@ -332,30 +413,61 @@ def test_spirv_entry_point_must_exist(tmp_path):
         tosa_vk.compile(graph, strict=True)
 
 
-@pytest.mark.parametrize("shape,fmt,message", [
-    ((1, 4, 4, 3), RGBA, r"C in \{1, 2, 4\}.*C = 3 has no packed format"),
-    ((2, 4, 4, 4), RGBA, "rank 4 must have N = 1"),
-    ((1, 4, 4, 2), RGBA, "no implicit padding or promotion"),
-])
+@pytest.mark.parametrize(
+    "shape,fmt,message",
+    [
+        ((1, 4, 4, 3), RGBA, r"C in \{1, 2, 4\}.*C = 3 has no packed format"),
+        ((2, 4, 4, 4), RGBA, "rank 4 must have N = 1"),
+        ((1, 4, 4, 2), RGBA, "no implicit padding or promotion"),
+    ],
+)
 def test_image_packing_rules_apply_to_payloads(shape, fmt, message):
-    attrs = payload(input_0_type="Image", input_0_vkdescriptortype=custom.COMBINED_IMAGE_SAMPLER,
-                    input_0_vkformat=fmt, input_0_sampler=LINEAR_BORDER)
+    attrs = payload(
+        input_0_type="Image",
+        input_0_vkdescriptortype=custom.COMBINED_IMAGE_SAMPLER,
+        input_0_vkformat=fmt,
+        input_0_sampler=LINEAR_BORDER,
+    )
     b = Builder()
     x = b.input("x", shape, "fp32")
-    b.output(b.custom([x], domain_name=DOMAIN, operator_name="img_op", implementation_attrs=attrs,
-                      out_shape=shape, out_dtype="fp32", name="y"))
+    b.output(
+        b.custom(
+            [x],
+            domain_name=DOMAIN,
+            operator_name="img_op",
+            implementation_attrs=attrs,
+            out_shape=shape,
+            out_dtype="fp32",
+            name="y",
+        )
+    )
     with pytest.raises(TosaError, match="img_op.*input 0: tensor 'x': .*" + message):
         tosa_vk.compile(b.build(), strict=True)
 
 
 def test_three_channel_image_rejected_for_registered_ops():
-    tosa_vk.custom_op("com.example.test", "rgb_image", source=RGBA_BIAS, inputs=[sampled_image(0)],
-                      outputs=[storage_image(1)], dispatch=(1, 1, 1))(None)
+    tosa_vk.custom_op(
+        "com.example.test",
+        "rgb_image",
+        source=RGBA_BIAS,
+        inputs=[sampled_image(0)],
+        outputs=[storage_image(1)],
+        dispatch=(1, 1, 1),
+    )(None)
     try:
         b = Builder()
         x = b.input("x", (1, 4, 4, 3), "fp32")
-        b.output(b.custom([x], domain_name="com.example.test", operator_name="rgb_image", implementation_attrs=b"",
-                          out_shape=(1, 4, 4, 3), out_dtype="fp32", name="y"))
+        b.output(
+            b.custom(
+                [x],
+                domain_name="com.example.test",
+                operator_name="rgb_image",
+                implementation_attrs=b"",
+                out_shape=(1, 4, 4, 3),
+                out_dtype="fp32",
+                name="y",
+            )
+        )
         with pytest.raises(TosaError, match="rgb_image.*C = 3 has no packed format: pad to 4 channels"):
             tosa_vk.compile(b.build(), strict=True)
     finally:
@@ -364,12 +476,16 @@ def test_three_channel_image_rejected_for_registered_ops():
 
 def test_glslc_errors_name_the_custom_op(device):
     broken = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() { undefined_thing = 1; }\n"
-    tosa_vk.custom_op("com.example.test", "broken", source=broken, inputs=[buffer(0)], outputs=[buffer(1)],
-                      dispatch=(1, 1, 1))(None)
+    tosa_vk.custom_op(
+        "com.example.test", "broken", source=broken, inputs=[buffer(0)], outputs=[buffer(1)], dispatch=(1, 1, 1)
+    )(None)
     try:
         graph = single_custom_graph(b"", domain="com.example.test", name="broken")
-        with pytest.raises(ShaderError, match=r"CUSTOM #\d+ 'y' \(com.example.test::broken\) \[<inline>\]:3: "
-                                              r"error: 'undefined_thing'"):
+        with pytest.raises(
+            ShaderError,
+            match=r"CUSTOM #\d+ 'y' \(com.example.test::broken\) \[<inline>\]:3: "
+            r"error: 'undefined_thing'",
+        ):
             run(graph, "vulkan", device, x=np.zeros((4, 4), np.float32))
         bad_payload = single_custom_graph(payload(shader_code=broken), name="broken_payload")
         with pytest.raises(ShaderError, match=r"com.arm.VulkanCustomShader::broken_payload.*undefined_thing"):
@@ -381,8 +497,9 @@ def test_glslc_errors_name_the_custom_op(device):
 def test_invalid_spirv_is_caught_by_spirv_val(tmp_path, device):
     spirv = bytearray(glsl_to_spirv(SCALE_ADD, tmp_path))
     spirv[12:16] = (0).to_bytes(4, "little")  # id bound 0: every id is out of range
-    graph = single_custom_graph(payload(shader_language="SPIR-V", shader_code=base64.b64encode(spirv).decode()),
-                                name="corrupt")
+    graph = single_custom_graph(
+        payload(shader_language="SPIR-V", shader_code=base64.b64encode(spirv).decode()), name="corrupt"
+    )
     with pytest.raises(ShaderError, match="VulkanCustomShader::corrupt.*SPIR-V module is invalid"):
         run(graph, "vulkan", device, x=np.zeros((4, 4), np.float32))
 
@@ -390,8 +507,11 @@ def test_invalid_spirv_is_caught_by_spirv_val(tmp_path, device):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_unknown_domain_is_a_clear_error(backend, device):
     graph = single_custom_graph(b"", domain="org.nowhere", name="mystery")
-    with pytest.raises(TosaError, match=r"org.nowhere::mystery( is not registered|: no declaration is registered "
-                                        r"for domain 'org.nowhere')"):
+    with pytest.raises(
+        TosaError,
+        match=r"org.nowhere::mystery( is not registered|: no declaration is registered "
+        r"for domain 'org.nowhere')",
+    ):
         run(graph, backend, device, x=np.zeros((4, 4), np.float32))
 
 
@@ -399,16 +519,32 @@ def test_declaration_binding_count_and_inferred_shapes_must_match_the_node():
     cm = example("color_matrix")
     b = Builder()
     x = b.input("x", (1, 2, 2, 3), "fp32")
-    b.output(b.custom([x, x], domain_name=cm.DOMAIN, operator_name=cm.NAME,
-                      implementation_attrs=cm.attrs(np.eye(3), [0, 0, 0]), out_shape=(1, 2, 2, 3), out_dtype="fp32",
-                      name="y"))
+    b.output(
+        b.custom(
+            [x, x],
+            domain_name=cm.DOMAIN,
+            operator_name=cm.NAME,
+            implementation_attrs=cm.attrs(np.eye(3), [0, 0, 0]),
+            out_shape=(1, 2, 2, 3),
+            out_dtype="fp32",
+            name="y",
+        )
+    )
     with pytest.raises(TosaError, match="binding mismatch: the declaration binds 1 input.*node has 2"):
         tosa_vk.compile(b.build(), strict=True)
     b = Builder()
     x = b.input("x", (1, 2, 2, 3), "fp32")
-    b.output(b.custom([x], domain_name=cm.DOMAIN, operator_name=cm.NAME,
-                      implementation_attrs=cm.attrs(np.eye(3), [0, 0, 0]), out_shape=(1, 2, 2, 4), out_dtype="fp32",
-                      name="y"))
+    b.output(
+        b.custom(
+            [x],
+            domain_name=cm.DOMAIN,
+            operator_name=cm.NAME,
+            implementation_attrs=cm.attrs(np.eye(3), [0, 0, 0]),
+            out_shape=(1, 2, 2, 4),
+            out_dtype="fp32",
+            name="y",
+        )
+    )
     with pytest.raises(TosaError, match="outputs .* differ from what the declaration infers"):
         tosa_vk.compile(b.build(), strict=True)
 
@@ -417,13 +553,20 @@ def test_declaration_mistakes_are_caught_at_registration():
     with pytest.raises(TosaError, match="exactly one dispatch rule"):
         tosa_vk.custom_op("com.example.test", "x", source=SCALE_ADD, inputs=[buffer(0)], outputs=[buffer(1)])(None)
     with pytest.raises(TosaError, match="cannot read shader"):
-        tosa_vk.custom_op("com.example.test", "x", shader="/nonexistent/x.comp", inputs=[buffer(0)],
-                          outputs=[buffer(1)], dispatch=(1, 1, 1))(None)
+        tosa_vk.custom_op(
+            "com.example.test",
+            "x",
+            shader="/nonexistent/x.comp",
+            inputs=[buffer(0)],
+            outputs=[buffer(1)],
+            dispatch=(1, 1, 1),
+        )(None)
     with pytest.raises(TosaError, match="layout must be None or 'NHWC'"):
         tosa_vk.custom_op("com.example.test", "x", layout="NCHW")
     with pytest.raises(TosaError, match="bindings are tosa_vk.custom.buffer"):
-        tosa_vk.custom_op("com.example.test", "x", source=SCALE_ADD, inputs=[0], outputs=[buffer(1)],
-                          dispatch=(1, 1, 1))(None)
+        tosa_vk.custom_op(
+            "com.example.test", "x", source=SCALE_ADD, inputs=[0], outputs=[buffer(1)], dispatch=(1, 1, 1)
+        )(None)
     assert ("com.example.test", "x") not in custom.REGISTRY
     assert tensor(2).descriptor == custom.TENSOR_ARM and Sampler().items()[0][0] == "address_mode_u"
 
@@ -432,17 +575,37 @@ def test_cli_check_runs_the_numpy_twin(tmp_path):
     """`tosa-vk run --backend vulkan --check` with the op registered through TOSA_VK_CUSTOM_OPS."""
     import os
     import sys
+
     cm = example("color_matrix")
     b = Builder()
     x = b.input("x", (1, 4, 5, 3), "fp32")
     b.output(custom.call(b, cm.DOMAIN, cm.NAME, [x], cm.attrs(np.eye(3) * 2, [1, 1, 1]), name_hint="y"))
     tosa_vk.save_graph(b.build(), tmp_path / "m.tosa")
     np.save(tmp_path / "x.npy", np.random.default_rng(5).standard_normal((1, 4, 5, 3)).astype(np.float32))
-    env = {**os.environ, "TOSA_VK_CUSTOM_OPS": str(EXAMPLES / "color_matrix.py"),
-           "PYTHONPATH": str(EXAMPLES.parent.parent)}
-    done = subprocess.run([sys.executable, "-m", "tosa_vk.cli", "run", str(tmp_path / "m.tosa"), "-i",
-                           f"x={tmp_path / 'x.npy'}", "--backend", "vulkan", "--check", "--tolerance", "1e-5"],
-                          capture_output=True, text=True, env=env)
+    env = {
+        **os.environ,
+        "TOSA_VK_CUSTOM_OPS": str(EXAMPLES / "color_matrix.py"),
+        "PYTHONPATH": str(EXAMPLES.parent.parent),
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tosa_vk.cli",
+            "run",
+            str(tmp_path / "m.tosa"),
+            "-i",
+            f"x={tmp_path / 'x.npy'}",
+            "--backend",
+            "vulkan",
+            "--check",
+            "--tolerance",
+            "1e-5",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 operators as Vulkan kernels, 0 on the host" in done.stdout
 
@@ -450,6 +613,7 @@ def test_cli_check_runs_the_numpy_twin(tmp_path):
 def test_images_with_a_staged_arena(device):
     """Device-local arena + staging twin (discrete GPUs): image copies go through the device arena."""
     from tosa_vk.vulkan.runtime import Runtime
+
     gr, gs = example("gradient"), example("grid_sample")
     b = Builder()
     img = b.input("img", (1, 5, 6, 1), "fp32")
@@ -481,9 +645,12 @@ void main() {{
 """
     fmt = {1: F32, 2: "VK_FORMAT_R32G32_SFLOAT", 4: RGBA}[c]
     nearest = {**LINEAR_BORDER, "mag_filter": "VK_FILTER_NEAREST", "min_filter": "VK_FILTER_NEAREST"}
-    attrs = custom_payload.make(glsl=glsl, workgroup_sizes=[5, 4, 1],
-                                inputs=[resource("Image", custom.COMBINED_IMAGE_SAMPLER, fmt, 0, sampler=nearest)],
-                                outputs=[resource("Buffer", custom.STORAGE_BUFFER, F32, 1)])
+    attrs = custom_payload.make(
+        glsl=glsl,
+        workgroup_sizes=[5, 4, 1],
+        inputs=[resource("Image", custom.COMBINED_IMAGE_SAMPLER, fmt, 0, sampler=nearest)],
+        outputs=[resource("Buffer", custom.STORAGE_BUFFER, F32, 1)],
+    )
     graph = single_custom_graph(attrs, shape=(4, 5, c), name=f"fetch{c}")
     x = np.random.default_rng(c).standard_normal((4, 5, c)).astype(np.float32)
     np.testing.assert_array_equal(run(graph, "vulkan", device, x=x)["y"], x)

@@ -1,5 +1,6 @@
 """The .tosa reader and writer: real files load, validate, save and reload to an equal graph, and Arm's reference
 model runs what we write exactly as it runs the original."""
+
 from __future__ import annotations
 
 import json
@@ -41,14 +42,24 @@ def test_conformance_negative_roundtrip(negative_test):
 
 def _reference_model_outputs(test: Path, tosa_file: Path, out: Path) -> dict[str, np.ndarray]:
     from tosa_vk.conformance.generate import tools_root
+
     desc = json.loads((test / "desc.json").read_text())
     desc["tosa_file"] = str(tosa_file)
     desc["ifm_file"] = [str(test / f) for f in desc["ifm_file"]]
     out.mkdir()
     (out / "desc.json").write_text(json.dumps(desc))
-    subprocess.run([str(tools_root() / "bin" / "tosa_reference_model"), "--test_desc", str(out / "desc.json"),
-                    "--output_dir", str(out)], check=True, capture_output=True,
-                   env={**os.environ, "TOSA_MODEL_NO_BACKTRACE": "1"})
+    subprocess.run(
+        [
+            str(tools_root() / "bin" / "tosa_reference_model"),
+            "--test_desc",
+            str(out / "desc.json"),
+            "--output_dir",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "TOSA_MODEL_NO_BACKTRACE": "1"},
+    )
     return {f: np.load(out / f) for f in desc["ofm_file"]}
 
 
@@ -70,15 +81,18 @@ def test_model_reference_run_on_resaved_file(model_dir, tmp_path):
         assert value.tobytes() == np.load(model_dir / name).tobytes()
 
 
-@pytest.mark.parametrize("dtype,values", [
-    (DType.INT4, [-8, -7, -1, 0, 1, 7, 3]),
-    (DType.INT48, [-(1 << 47), (1 << 47) - 1, -1, 0, 123456789012]),
-    (DType.BF16, [1.0, -2.5, np.inf, 3.0e38]),
-    (DType.FP8E4M3, [0.5, -448.0, 1.125]),
-    (DType.FP8E5M2, [0.5, -57344.0, np.inf]),
-    (DType.BOOL, [True, False, True]),
-    (DType.SHAPE, [1, -1, 1 << 40]),
-])
+@pytest.mark.parametrize(
+    "dtype,values",
+    [
+        (DType.INT4, [-8, -7, -1, 0, 1, 7, 3]),
+        (DType.INT48, [-(1 << 47), (1 << 47) - 1, -1, 0, 123456789012]),
+        (DType.BF16, [1.0, -2.5, np.inf, 3.0e38]),
+        (DType.FP8E4M3, [0.5, -448.0, 1.125]),
+        (DType.FP8E5M2, [0.5, -57344.0, np.inf]),
+        (DType.BOOL, [True, False, True]),
+        (DType.SHAPE, [1, -1, 1 << 40]),
+    ],
+)
 def test_constant_encodings_roundtrip(dtype, values):
     arr = np.asarray(values).astype(dtype.numpy)
     raw = encode(dtype, arr)

@@ -1,4 +1,5 @@
 """Bad input gives one clear error line naming the file and what is wrong: never a traceback, never a hang."""
+
 from __future__ import annotations
 
 import random
@@ -22,8 +23,9 @@ def small_graph():
 
 
 def cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tosa_vk.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "tosa_vk.cli", *map(str, args)], capture_output=True, text=True, timeout=60
+    )
 
 
 def assert_one_line_error(done: subprocess.CompletedProcess, *needles: str) -> None:
@@ -34,12 +36,15 @@ def assert_one_line_error(done: subprocess.CompletedProcess, *needles: str) -> N
         assert needle in lines[0], lines[0]
 
 
-@pytest.mark.parametrize("content,message", [
-    (b"", "empty file"),
-    (b"TOSA", "too short"),
-    (b"\x00" * 64, "not a TOSA flatbuffer"),
-    (b"hello world, this is not a flatbuffer at all", "not a TOSA flatbuffer"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b"", "empty file"),
+        (b"TOSA", "too short"),
+        (b"\x00" * 64, "not a TOSA flatbuffer"),
+        (b"hello world, this is not a flatbuffer at all", "not a TOSA flatbuffer"),
+    ],
+)
 def test_garbage_files(tmp_path, content, message):
     path = tmp_path / "bad.tosa"
     path.write_bytes(content)
@@ -112,10 +117,10 @@ def test_fuzzed_models_fail_cleanly():
             for _ in range(rng.randint(1, 16)):
                 buf[rng.randrange(len(buf))] = rng.randrange(256)
         elif kind == 1:
-            buf = buf[:rng.randrange(8, len(buf))]
+            buf = buf[: rng.randrange(8, len(buf))]
         else:
             pos = rng.randrange(8, len(buf) - 4)
-            buf[pos:pos + 4] = rng.randrange(1 << 32).to_bytes(4, "little")
+            buf[pos : pos + 4] = rng.randrange(1 << 32).to_bytes(4, "little")
         try:
             graph = read_graph(bytes(buf), file=f"mutant{i}")
         except TosaFormatError as err:

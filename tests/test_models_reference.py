@@ -1,5 +1,6 @@
 """The shipped ExecuTorch models on the reference backend match their reference results, through the API and the
 `tosa-vk run` drop-in for tosa_reference_model."""
+
 from __future__ import annotations
 
 import subprocess
@@ -24,8 +25,20 @@ def test_model_matches_reference_result(model_dir, model_desc):
 
 
 def test_run_cli_writes_desc_outputs(model_dir, model_desc, tmp_path):
-    subprocess.run([sys.executable, "-m", "tosa_vk.cli", "run", "--test-desc", str(model_dir / "desc.json"),
-                    "--output-dir", str(tmp_path)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tosa_vk.cli",
+            "run",
+            "--test-desc",
+            str(model_dir / "desc.json"),
+            "--output-dir",
+            str(tmp_path),
+        ],
+        check=True,
+        capture_output=True,
+    )
     for f in model_desc["ofm_file"]:
         assert np.load(tmp_path / f).shape == np.load(model_dir / f).shape
 
@@ -36,8 +49,21 @@ def test_run_cli_with_named_inputs(tmp_path):
     b.output(b.add(x, x, name="y"))
     tosa_vk.save_graph(b.build(), tmp_path / "g.tosa")
     np.save(tmp_path / "x.npy", np.array([1, 2, 3], np.float32).astype(ml_dtypes.bfloat16))
-    done = subprocess.run([sys.executable, "-m", "tosa_vk.cli", "run", str(tmp_path / "g.tosa"), "-i",
-                           f"x={tmp_path / 'x.npy'}", "-o", str(tmp_path / "out")], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tosa_vk.cli",
+            "run",
+            str(tmp_path / "g.tosa"),
+            "-i",
+            f"x={tmp_path / 'x.npy'}",
+            "-o",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     y = np.load(tmp_path / "out" / "y.npy")
     assert y.dtype.kind == "V" and y.dtype.itemsize == 2
@@ -46,6 +72,7 @@ def test_run_cli_with_named_inputs(tmp_path):
 
 def test_run_cli_error_exit_code(tmp_path):
     (tmp_path / "bad.tosa").write_bytes(b"nonsense")
-    done = subprocess.run([sys.executable, "-m", "tosa_vk.cli", "run", str(tmp_path / "bad.tosa")],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "tosa_vk.cli", "run", str(tmp_path / "bad.tosa")], capture_output=True, text=True
+    )
     assert done.returncode == 2 and done.stderr.startswith("tosa-vk: error: ")

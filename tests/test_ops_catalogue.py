@@ -1,4 +1,5 @@
 """The operator catalogue against the spec, the .tosa schema and Arm's generated conformance tests."""
+
 from __future__ import annotations
 
 import json
@@ -37,6 +38,7 @@ def names(operands) -> list[str]:
 
 # ---- coverage ---------------------------------------------------------------------------------------------------
 
+
 def test_every_schema_op_is_catalogued():
     schema = schema_op_names()
     assert len(schema) == 75
@@ -68,13 +70,23 @@ def test_catalogue_is_clean():
 
 # ---- spot checks against the spec --------------------------------------------------------------------------------
 
+
 def test_conv2d():
     spec = op_spec("CONV2D")
     assert spec.chapter == "tensor_ops"
     assert [(o.name, o.kind) for o in spec.operands] == [
-        ("input", "input"), ("weight", "input"), ("bias", "input"), ("input_zp", "input"), ("weight_zp", "input"),
-        ("pad", "attribute"), ("stride", "attribute"), ("dilation", "attribute"), ("acc_type", "attribute"),
-        ("local_bound", "attribute"), ("output", "output")]
+        ("input", "input"),
+        ("weight", "input"),
+        ("bias", "input"),
+        ("input_zp", "input"),
+        ("weight_zp", "input"),
+        ("pad", "attribute"),
+        ("stride", "attribute"),
+        ("dilation", "attribute"),
+        ("acc_type", "attribute"),
+        ("local_bound", "attribute"),
+        ("output", "output"),
+    ]
     inp = spec.operand("input")
     assert (inp.type, inp.tensor, inp.shape, inp.rank) == ("in_t", True, "[N,IH,IW,IC]", "4")
     assert spec.operand("local_bound").optional and not spec.operand("local_bound").tensor
@@ -82,8 +94,7 @@ def test_conv2d():
     assert len(spec.types) == 9
     last = spec.types[-1]
     assert (last.profile, last.mode) == ("EXT-INT4", "signed 8x4 with int32 accumulate")
-    assert dict(last.types) == {"in_t": DType.INT8, "weight_t": DType.INT4, "out_t": DType.INT32,
-                                "acc_t": DType.INT32}
+    assert dict(last.types) == {"in_t": DType.INT8, "weight_t": DType.INT4, "out_t": DType.INT32, "acc_t": DType.INT32}
     assert [r.profile for r in spec.types].count("PRO-FP") == 3
 
 
@@ -124,14 +135,15 @@ def test_table():
     assert names(spec.inputs) == ["input1", "table"]
     assert [(r.profile, dict(r.types)) for r in spec.types] == [
         ("PRO-INT", {"in_t": DType.INT8, "table_t": DType.INT8, "out_t": DType.INT8}),
-        ("EXT-INT16", {"in_t": DType.INT16, "table_t": DType.INT16, "out_t": DType.INT32})]
+        ("EXT-INT16", {"in_t": DType.INT16, "table_t": DType.INT16, "out_t": DType.INT32}),
+    ]
 
 
 def test_cast():
     spec = op_spec("CAST")
-    assert len(spec.types) == 46   # 14 PRO-FP, 12 PRO-INT, 8 + 4 EXT-BF16, 4 EXT-FP8E4M3, 4 EXT-FP8E5M2
+    assert len(spec.types) == 46  # 14 PRO-FP, 12 PRO-INT, 8 + 4 EXT-BF16, 4 EXT-FP8E4M3, 4 EXT-FP8E5M2
     # "EXT-BF16 and EXT-FP8E4M3": both extensions are needed
-    row, = matching_types("CAST", {"in_t": DType.BF16, "out_t": DType.FP8E4M3})
+    (row,) = matching_types("CAST", {"in_t": DType.BF16, "out_t": DType.FP8E4M3})
     assert row.needs == ("EXT-BF16", "EXT-FP8E4M3")
 
 
@@ -152,15 +164,19 @@ def test_lists_and_alternatives():
 
 def test_matching_types():
     assert [r.mode for r in matching_types("CONV2D", {"in_t": DType.FP16})] == [
-        "fp16 with fp16 accumulate", "fp16 with fp32 accumulate"]
+        "fp16 with fp16 accumulate",
+        "fp16 with fp32 accumulate",
+    ]
     assert [r.mode for r in matching_types("CONV2D", {"in_t": DType.FP16, "acc_t": DType.FP32})] == [
-        "fp16 with fp32 accumulate"]
+        "fp16 with fp32 accumulate"
+    ]
     assert matching_types("CONV2D", {"in_t": DType.INT8, "weight_t": DType.FP16}) == []
     assert len(matching_types("ADD", {})) == len(op_spec("ADD").types)
     assert matching_types("RESIZE", {"in_t": DType.INT8, "out_t": DType.INT8})[0].mode == "signed 8, nearest"
 
 
 # ---- requirements ------------------------------------------------------------------------------------------------
+
 
 def graph_of(ops: list[Operator], tensors: list[Tensor], extra_regions: Sequence[Region] = ()) -> Graph:
     block = Block("main", ops, {t.name: t for t in tensors})
@@ -174,8 +190,15 @@ def t(name: str, dtype: DType, shape=(2, 2)) -> Tensor:
 def conv(dtype: DType, wtype: DType, otype: DType, acc: DType) -> Graph:
     return graph_of(
         [Operator("CONV2D", ["x", "w", "b", "xzp", "wzp"], ["y"], {"acc_type": acc, "pad": [0, 0, 0, 0]})],
-        [t("x", dtype, (1, 4, 4, 2)), t("w", wtype, (3, 1, 1, 2)), t("b", otype, (3,)), t("xzp", dtype, (1,)),
-         t("wzp", wtype, (1,)), t("y", otype, (1, 4, 4, 3))])
+        [
+            t("x", dtype, (1, 4, 4, 2)),
+            t("w", wtype, (3, 1, 1, 2)),
+            t("b", otype, (3,)),
+            t("xzp", dtype, (1,)),
+            t("wzp", wtype, (1,)),
+            t("y", otype, (1, 4, 4, 3)),
+        ],
+    )
 
 
 def test_requirements_simple():
@@ -185,55 +208,83 @@ def test_requirements_simple():
     assert requirements(add(DType.BF16)) == (["PRO-FP"], ["EXT-BF16"])
     assert requirements(add(DType.FP32)) == (["PRO-FP"], [])
     assert requirements(add(DType.INT32)) == (["PRO-INT"], [])
-    assert requirements(add(DType.INT8)) == ([], [])          # matches no row: left to validation
+    assert requirements(add(DType.INT8)) == ([], [])  # matches no row: left to validation
     assert requirements(conv(DType.INT8, DType.INT8, DType.INT32, DType.INT32)) == (["PRO-INT"], [])
     assert requirements(conv(DType.INT8, DType.INT4, DType.INT32, DType.INT32)) == (["PRO-INT"], ["EXT-INT4"])
     assert requirements(conv(DType.INT16, DType.INT8, DType.INT48, DType.INT48)) == (["PRO-INT"], ["EXT-INT16"])
     assert requirements(conv(DType.FP16, DType.FP16, DType.FP16, DType.FP32)) == (["PRO-FP"], [])
     assert requirements(conv(DType.FP8E4M3, DType.FP8E4M3, DType.FP16, DType.FP16)) == (["PRO-FP"], ["EXT-FP8E4M3"])
-    assert requirements(conv(DType.FP16, DType.FP16, DType.FP16, DType.INT32)) == ([], [])   # acc_type mismatch
+    assert requirements(conv(DType.FP16, DType.FP16, DType.FP16, DType.INT32)) == ([], [])  # acc_type mismatch
 
 
 def test_requirements_alternatives_follow_the_graph():
     # An int32 ADD is in both profiles: next to an fp32 op it needs nothing beyond PRO-FP.
-    g = graph_of([Operator("ADD", ["a", "b"], ["c"]), Operator("CAST", ["c"], ["d"])],
-                 [t("a", DType.INT32), t("b", DType.INT32), t("c", DType.INT32), t("d", DType.FP32)])
+    g = graph_of(
+        [Operator("ADD", ["a", "b"], ["c"]), Operator("CAST", ["c"], ["d"])],
+        [t("a", DType.INT32), t("b", DType.INT32), t("c", DType.INT32), t("d", DType.FP32)],
+    )
     assert requirements(g) == (["PRO-FP"], [])
-    g = graph_of([Operator("CONST_SHAPE", [], ["s"]), Operator("RESHAPE", ["a", "s"], ["b"])],
-                 [t("s", DType.SHAPE, (1,)), t("a", DType.BF16), t("b", DType.BF16, (4,))])
+    g = graph_of(
+        [Operator("CONST_SHAPE", [], ["s"]), Operator("RESHAPE", ["a", "s"], ["b"])],
+        [t("s", DType.SHAPE, (1,)), t("a", DType.BF16), t("b", DType.BF16, (4,))],
+    )
     assert requirements(g) == (["PRO-FP"], ["EXT-BF16"])
     # a shape operand of the wrong type matches nothing
-    g = graph_of([Operator("RESHAPE", ["a", "s"], ["b"])],
-                 [t("s", DType.INT32, (1,)), t("a", DType.FP32), t("b", DType.FP32, (4,))])
+    g = graph_of(
+        [Operator("RESHAPE", ["a", "s"], ["b"])],
+        [t("s", DType.INT32, (1,)), t("a", DType.FP32), t("b", DType.FP32, (4,))],
+    )
     assert requirements(g) == ([], [])
 
 
 def test_requirements_rescale_and_control_flow():
     def rescale(mode):
-        return graph_of([Operator("RESCALE", ["x", "m", "s", "xz", "yz"], ["y"],
-                                  {"scale32": True, "rounding_mode": mode, "per_channel": False})],
-                        [t("x", DType.INT32), t("m", DType.INT32, (1,)), t("s", DType.INT8, (1,)),
-                         t("xz", DType.INT32, (1,)), t("yz", DType.INT8, (1,)), t("y", DType.INT8)])
+        return graph_of(
+            [
+                Operator(
+                    "RESCALE",
+                    ["x", "m", "s", "xz", "yz"],
+                    ["y"],
+                    {"scale32": True, "rounding_mode": mode, "per_channel": False},
+                )
+            ],
+            [
+                t("x", DType.INT32),
+                t("m", DType.INT32, (1,)),
+                t("s", DType.INT8, (1,)),
+                t("xz", DType.INT32, (1,)),
+                t("yz", DType.INT8, (1,)),
+                t("y", DType.INT8),
+            ],
+        )
+
     assert requirements(rescale(RoundingMode.SINGLE_ROUND)) == (["PRO-INT"], [])
     assert requirements(rescale(RoundingMode.DOUBLE_ROUND)) == (["PRO-INT"], ["EXT-DOUBLEROUND"])
     assert requirements(rescale(int(RoundingMode.INEXACT_ROUND))) == (["PRO-INT"], ["EXT-INEXACTROUND"])
     assert requirements(rescale("DOUBLE_ROUND")) == (["PRO-INT"], ["EXT-DOUBLEROUND"])
 
-    then_b = Block("then", [Operator("ADD", ["a", "b"], ["c"])],
-                   {n: t(n, DType.FP16) for n in "abc"}, ["a", "b"], ["c"])
-    else_b = Block("else", [Operator("SUB", ["a", "b"], ["c"])],
-                   {n: t(n, DType.FP16) for n in "abc"}, ["a", "b"], ["c"])
-    g = graph_of([Operator("COND_IF", ["p", "x", "y"], ["z"], {"then_graph": "then", "else_graph": "else"})],
-                 [t("p", DType.BOOL, ()), t("x", DType.FP16), t("y", DType.FP16), t("z", DType.FP16)],
-                 [Region("then", [then_b]), Region("else", [else_b])])
+    then_b = Block(
+        "then", [Operator("ADD", ["a", "b"], ["c"])], {n: t(n, DType.FP16) for n in "abc"}, ["a", "b"], ["c"]
+    )
+    else_b = Block(
+        "else", [Operator("SUB", ["a", "b"], ["c"])], {n: t(n, DType.FP16) for n in "abc"}, ["a", "b"], ["c"]
+    )
+    g = graph_of(
+        [Operator("COND_IF", ["p", "x", "y"], ["z"], {"then_graph": "then", "else_graph": "else"})],
+        [t("p", DType.BOOL, ()), t("x", DType.FP16), t("y", DType.FP16), t("z", DType.FP16)],
+        [Region("then", [then_b]), Region("else", [else_b])],
+    )
     assert requirements(g) == (["PRO-FP"], ["EXT-CONTROLFLOW"])
 
-    g = graph_of([Operator("VARIABLE_WRITE", ["v"], [], {"name": "v"}), Operator("VARIABLE_READ", [], ["r"])],
-                 [t("v", DType.INT8), t("r", DType.INT8)])
+    g = graph_of(
+        [Operator("VARIABLE_WRITE", ["v"], [], {"name": "v"}), Operator("VARIABLE_READ", [], ["r"])],
+        [t("v", DType.INT8), t("r", DType.INT8)],
+    )
     assert requirements(g) == (["PRO-INT"], ["EXT-VARIABLE"])
 
 
 # ---- Arm's generated conformance tests ---------------------------------------------------------------------------
+
 
 @pytest.mark.conformance
 def test_generated_operand_counts(positive_test):
@@ -249,8 +300,21 @@ def test_generated_operand_counts(positive_test):
                     assert len(have) == fixed, (op.op, len(have), names(want))
 
 
-KNOWN_1_0 = {"PRO-INT", "PRO-FP", "EXT-INT16", "EXT-INT4", "EXT-BF16", "EXT-FP8E4M3", "EXT-FP8E5M2", "EXT-FFT",
-             "EXT-VARIABLE", "EXT-CONTROLFLOW", "EXT-DYNAMIC", "EXT-DOUBLEROUND", "EXT-INEXACTROUND"}
+KNOWN_1_0 = {
+    "PRO-INT",
+    "PRO-FP",
+    "EXT-INT16",
+    "EXT-INT4",
+    "EXT-BF16",
+    "EXT-FP8E4M3",
+    "EXT-FP8E5M2",
+    "EXT-FFT",
+    "EXT-VARIABLE",
+    "EXT-CONTROLFLOW",
+    "EXT-DYNAMIC",
+    "EXT-DOUBLEROUND",
+    "EXT-INEXACTROUND",
+}
 
 
 @pytest.mark.conformance
@@ -266,4 +330,4 @@ def test_generated_requirements(positive_test):
     # The generator files int32 loop counters of fp while_loop tests under PRO-FP, where the spec's tables list
     # int32 GREATER / SUB under PRO-INT; and it emits bool GATHER / SCATTER (TOSA 1.1 rows): allow both.
     assert set(got_profiles) & profiles or not got_profiles
-    assert set(got_extensions) == extensions - {"EXT-DYNAMIC"}   # EXT-DYNAMIC is decided elsewhere
+    assert set(got_extensions) == extensions - {"EXT-DYNAMIC"}  # EXT-DYNAMIC is decided elsewhere

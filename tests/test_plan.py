@@ -1,4 +1,5 @@
 """The resource planner: the custom-operator contract's rules, explicit permutes, memory packing."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,6 +19,7 @@ from tosa_vk.plan.resources import (
 
 # ---- descriptor / format rules ---------------------------------------------------------------------------------
 
+
 def test_buffers_and_tensors_are_scalar_with_channels_in_the_shape():
     r = resource("grid", (1, 8, 8, 3), DType.FP32)  # C = 3 is fine on buffer paths
     assert (r.descriptor, r.format, r.strides) == (STORAGE_BUFFER, "VK_FORMAT_R32_SFLOAT", (192, 24, 3, 1))
@@ -27,21 +29,25 @@ def test_buffers_and_tensors_are_scalar_with_channels_in_the_shape():
         resource("grid", (1, 8, 8, 4), DType.FP32, STORAGE_BUFFER, "VK_FORMAT_R32G32B32A32_SFLOAT")
 
 
-@pytest.mark.parametrize("c,fmt", [(1, "VK_FORMAT_R32_SFLOAT"), (2, "VK_FORMAT_R32G32_SFLOAT"),
-                                   (4, "VK_FORMAT_R32G32B32A32_SFLOAT")])
+@pytest.mark.parametrize(
+    "c,fmt", [(1, "VK_FORMAT_R32_SFLOAT"), (2, "VK_FORMAT_R32G32_SFLOAT"), (4, "VK_FORMAT_R32G32B32A32_SFLOAT")]
+)
 def test_images_pack_channels_into_the_format(c, fmt):
     r = resource("img", (1, 16, 32, c), DType.FP32, COMBINED_IMAGE_SAMPLER)
     assert r.format == fmt and r.image_extent == (32, 16)
     assert resource("img", (16, 32, c), DType.FP32, STORAGE_IMAGE).format == fmt
 
 
-@pytest.mark.parametrize("shape,dtype,fmt,message", [
-    ((1, 8, 8, 3), DType.FP32, None, r"C in \{1, 2, 4\}.*C = 3 has no packed format"),
-    ((2, 8, 8, 4), DType.FP32, None, "rank 4 must have N = 1"),
-    ((8, 8), DType.FP32, None, r"shape \[H,W,C\] or \[1,H,W,C\]"),
-    ((1, 8, 8, 2), DType.FP32, "VK_FORMAT_R32G32B32A32_SFLOAT", "no implicit padding or promotion"),
-    ((1, 8, 8, 4), DType.INT8, None, "fp32 texels"),
-])
+@pytest.mark.parametrize(
+    "shape,dtype,fmt,message",
+    [
+        ((1, 8, 8, 3), DType.FP32, None, r"C in \{1, 2, 4\}.*C = 3 has no packed format"),
+        ((2, 8, 8, 4), DType.FP32, None, "rank 4 must have N = 1"),
+        ((8, 8), DType.FP32, None, r"shape \[H,W,C\] or \[1,H,W,C\]"),
+        ((1, 8, 8, 2), DType.FP32, "VK_FORMAT_R32G32B32A32_SFLOAT", "no implicit padding or promotion"),
+        ((1, 8, 8, 4), DType.INT8, None, "fp32 texels"),
+    ],
+)
 def test_image_rule_violations(shape, dtype, fmt, message):
     for descriptor in (STORAGE_IMAGE, COMBINED_IMAGE_SAMPLER):
         with pytest.raises(TosaError, match=message):
@@ -59,13 +65,16 @@ def test_alias_groups_must_describe_the_same_data():
 
 # ---- explicit permutes ----------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def nhwc_scale():
     """A CUSTOM op whose shader ABI is NHWC: multiplies channel c by (c + 1)."""
+
     @tosa_vk.custom_op("com.example.test", "channel_scale")
     def channel_scale(inputs, attrs):
         x = inputs[0]
         return [x * np.arange(1, x.shape[-1] + 1, dtype=x.dtype)]
+
     return lambda op: op.op == "CUSTOM"
 
 
@@ -74,15 +83,22 @@ def nchw_graph(custom_ops: int):
     x = b.input("x", (1, 3, 4, 5), "fp32")  # the graph holds NCHW tensors
     y = x
     for i in range(custom_ops):
-        y = b.custom([y], domain_name="com.example.test", operator_name="channel_scale", implementation_attrs=b"",
-                     out_shape=(1, 3, 4, 5), out_dtype="fp32", name=f"c{i}")
+        y = b.custom(
+            [y],
+            domain_name="com.example.test",
+            operator_name="channel_scale",
+            implementation_attrs=b"",
+            out_shape=(1, 3, 4, 5),
+            out_dtype="fp32",
+            name=f"c{i}",
+        )
     b.output(b.add(y, y, name="out"))
     return b.build(), {n: "NCHW" for n in ["x"] + [f"c{i}" for i in range(custom_ops)]}
 
 
 def expected(x, custom_ops):
     scale = np.arange(1, 4, dtype=np.float32).reshape(1, 3, 1, 1)  # per NCHW channel
-    return 2 * x * scale ** custom_ops
+    return 2 * x * scale**custom_ops
 
 
 def test_permutes_are_inserted_around_an_nhwc_op(nhwc_scale):
@@ -112,13 +128,16 @@ def test_adjacent_inverse_permutes_are_elided(nhwc_scale):
 
 # ---- memory ---------------------------------------------------------------------------------------------------
 
+
 def test_memory_packing_on_the_shipped_models(model_dir):
     graph = tosa_vk.load_graph(model_dir / "model.tosa")
     program = tosa_vk.compile(graph, alignment=16)
     mem = program.memory
-    print(f"\n{model_dir.name}: intermediates {mem['dynamic_bytes']} B, lower bound "
-          f"{mem['dynamic_lower_bound_bytes']} B, no reuse {mem['dynamic_naive_bytes']} B; constants "
-          f"{mem['static_bytes']} B")
+    print(
+        f"\n{model_dir.name}: intermediates {mem['dynamic_bytes']} B, lower bound "
+        f"{mem['dynamic_lower_bound_bytes']} B, no reuse {mem['dynamic_naive_bytes']} B; constants "
+        f"{mem['static_bytes']} B"
+    )
     assert mem["dynamic_bytes"] <= 1.1 * mem["dynamic_lower_bound_bytes"]
     assert mem["dynamic_bytes"] < mem["dynamic_naive_bytes"]
 
@@ -127,8 +146,13 @@ def test_plan_cli_json(model_dir):
     import json
     import subprocess
     import sys
-    done = subprocess.run([sys.executable, "-m", "tosa_vk.cli", "plan", str(model_dir / "model.tosa"), "--json"],
-                          capture_output=True, text=True, check=True)
+
+    done = subprocess.run(
+        [sys.executable, "-m", "tosa_vk.cli", "plan", str(model_dir / "model.tosa"), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     plan = json.loads(done.stdout)
     kinds = {r["kind"] for r in plan["tensors"]}
     assert {"constant", "input", "output"} <= kinds
@@ -145,6 +169,7 @@ def test_program_records_each_tensors_resource():
     from pathlib import Path
 
     from tosa_vk import custom
+
     path = Path(__file__).resolve().parent.parent / "resources" / "custom_ops" / "grid_sample.py"
     spec = importlib.util.spec_from_file_location("custom_op_example_grid_sample", path)
     spec.loader.exec_module(importlib.util.module_from_spec(spec))

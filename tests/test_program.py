@@ -1,4 +1,5 @@
 """The Program is plain data: no callables anywhere, and to_bytes() / from_bytes() round-trip it exactly."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,9 +28,11 @@ def stateful_loop():
     x = b.input("x", (4,), "fp32")
     h = b.variable("h", (4,), "fp32", np.zeros(4, np.float32))
     n = b.input("n", (1,), "int32")
-    _, y = b.while_loop([n, b.add(b.variable_read(h), x)],
-                        lambda s, i, v: s.greater(i, s.const(np.zeros(1, np.int32))),
-                        lambda s, i, v: (s.sub(i, s.const(np.ones(1, np.int32))), s.mul(v, v)))
+    _, y = b.while_loop(
+        [n, b.add(b.variable_read(h), x)],
+        lambda s, i, v: s.greater(i, s.const(np.zeros(1, np.int32))),
+        lambda s, i, v: (s.sub(i, s.const(np.ones(1, np.int32))), s.mul(v, v)),
+    )
     b.variable_write(h, y)
     b.output(y)
     return b.build()
@@ -54,8 +57,7 @@ def programs():
     for model in MODELS:
         yield model.name, tosa_vk.compile(load_graph(model / "model.tosa"), LAVAPIPE)
     # host steps (and their constant operands) too
-    yield "resnet_int8@minimum", tosa_vk.compile(load_graph(ROOT / "resources/models/resnet_int8/model.tosa"),
-                                                 MINIMUM)
+    yield "resnet_int8@minimum", tosa_vk.compile(load_graph(ROOT / "resources/models/resnet_int8/model.tosa"), MINIMUM)
 
 
 @pytest.mark.parametrize("name,program", list(programs()), ids=lambda v: v if isinstance(v, str) else "")
@@ -65,7 +67,7 @@ def test_round_trip_is_exact(name, program):
     again = Program.from_bytes(data)
     no_callables(again)
     assert again.to_bytes() == data
-    assert again.steps == program.steps or name.endswith("minimum")   # Host steps hold arrays (no ==)
+    assert again.steps == program.steps or name.endswith("minimum")  # Host steps hold arrays (no ==)
     assert again.buffers == program.buffers and again.resources == program.resources
     assert again.placement == program.placement and again.memory == program.memory
     assert sorted(again.constants) == sorted(program.constants)
@@ -77,8 +79,9 @@ def test_round_trip_is_exact(name, program):
 def test_a_loaded_program_runs_like_the_compiled_one(device, model):
     graph = load_graph(model / "model.tosa")
     desc = json.loads((model / "desc.json").read_text())
-    feeds = {n: from_npy(np.load(model / f), graph.main.tensors[n].dtype)
-             for n, f in zip(desc["ifm_name"], desc["ifm_file"])}
+    feeds = {
+        n: from_npy(np.load(model / f), graph.main.tensors[n].dtype) for n, f in zip(desc["ifm_name"], desc["ifm_file"])
+    }
     program = tosa_vk.compile(graph, device.info.target)
     outs = []
     for p in (program, Program.from_bytes(program.to_bytes())):

@@ -1,5 +1,6 @@
 """Every built-in shader's push-constant block is declared once (tosa_vk/lower/push.py): the declaration matches the
 GLSL, every built-in kernel carries its layout, and VGF export bakes from it."""
+
 from __future__ import annotations
 
 import re
@@ -36,13 +37,16 @@ def glsl_members(shader: str) -> list[tuple[str, str, int]]:
 def test_declared_layout_matches_the_shader(shader):
     found = glsl_members(shader)
     for layout in push.SHADERS[shader]:
-        clamp_t = {"CLAMP_T": layout.members[-1][1]}   # activation: the bound type is a define
+        clamp_t = {"CLAMP_T": layout.members[-1][1]}  # activation: the bound type is a define
         assert [(n, clamp_t.get(t, t), c) for n, t, c in found] == list(layout.members), shader
 
 
 def test_every_shader_with_push_constants_is_declared():
-    wrapped = {str(p.relative_to(ROOT / "shaders"))[:-5] for p in (ROOT / "shaders").rglob("*.comp")
-               if "push_constant" in p.read_text()}
+    wrapped = {
+        str(p.relative_to(ROOT / "shaders"))[:-5]
+        for p in (ROOT / "shaders").rglob("*.comp")
+        if "push_constant" in p.read_text()
+    }
     assert wrapped == set(push.SHADERS)
 
 
@@ -55,8 +59,9 @@ def test_pack_checks_the_value_count():
 
 def test_baked_struct_holds_the_values():
     data, members = push.CLAMP_FLOAT.pack(7, -1.5, float("inf"))
-    assert push.baked(members, data) == ("struct Params { uint total; float lo; float hi; }; const Params p = "
-                                         "Params(0x00000007u, -1.5, (1.0/0.0));")
+    assert push.baked(members, data) == (
+        "struct Params { uint total; float lo; float hi; }; const Params p = Params(0x00000007u, -1.5, (1.0/0.0));"
+    )
 
 
 @pytest.mark.parametrize("model", ["resnet_int8", "mobilenetv2_fp32", "lstm_unrolled_fp32"])

@@ -1,4 +1,5 @@
 """The README's "Using it" Python snippets run as written (from a scratch folder that sees the shipped models)."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Edge cases of the reference reduction, data layout, scatter/gather and image operators (spec 2.9 - 2.12)."""
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ def run1(build, **feeds):
 
 
 # ---- reduction ----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("mode, want", [("PROPAGATE", [np.nan, np.nan, 0.0]), ("IGNORE", [3.0, np.nan, 0.0])])
 def test_reduce_max_nan_modes(mode, want):
@@ -64,6 +66,7 @@ def test_reduce_product_and_logical():
 
 # ---- data layout --------------------------------------------------------------------------------
 
+
 def test_concat_pad_slice_tile_reverse():
     a = np.arange(6, dtype=np.int8).reshape(2, 3)
     c = np.full((2, 1), -1, np.int8)
@@ -81,8 +84,9 @@ def test_concat_pad_slice_tile_reverse():
 
 def test_pad_fp8_keeps_bits():
     x = np.array([1.5, -0.0], ml_dtypes.float8_e4m3fn)
-    out = run1(lambda b: b.pad(b.input("x", x.shape, "fp8e4m3"), [1, 1],
-                               np.array([-0.0], ml_dtypes.float8_e4m3fn)), x=x)
+    out = run1(
+        lambda b: b.pad(b.input("x", x.shape, "fp8e4m3"), [1, 1], np.array([-0.0], ml_dtypes.float8_e4m3fn)), x=x
+    )
     assert out.dtype == ml_dtypes.float8_e4m3fn
     assert out.view(np.uint8).tolist() == [0x80, x.view(np.uint8)[0], 0x80, 0x80]
 
@@ -99,22 +103,33 @@ def test_reshape_to_rank0_and_transpose_rank6():
 
 # ---- scatter / gather ---------------------------------------------------------------------------
 
+
 def test_gather_and_out_of_range_index():
     values = np.arange(2 * 4 * 3, dtype=np.int16).reshape(2, 4, 3)
     idx = np.array([[3, 0, 3], [1, 1, 2]], np.int32)
-    out = run1(lambda b: b.gather(b.input("v", values.shape, "int16"), b.input("i", idx.shape, "int32")),
-               v=values, i=idx)
+    out = run1(
+        lambda b: b.gather(b.input("v", values.shape, "int16"), b.input("i", idx.shape, "int32")), v=values, i=idx
+    )
     np.testing.assert_array_equal(out, np.stack([values[n, idx[n]] for n in range(2)]))
     with pytest.raises(TosaError, match="REQUIRE"):
-        run1(lambda b: b.gather(b.input("v", values.shape, "int16"), b.input("i", idx.shape, "int32")),
-             v=values, i=np.array([[4, 0, 0], [0, 0, 0]], np.int32))
+        run1(
+            lambda b: b.gather(b.input("v", values.shape, "int16"), b.input("i", idx.shape, "int32")),
+            v=values,
+            i=np.array([[4, 0, 0], [0, 0, 0]], np.int32),
+        )
 
 
 def test_scatter_and_duplicate_index():
     values = np.zeros((2, 4, 2), np.float32)
     data = np.arange(2 * 2 * 2, dtype=np.float32).reshape(2, 2, 2) + 1
-    build = lambda b: b.scatter(b.input("v", values.shape, "fp32"), b.input("i", (2, 2), "int32"),  # noqa: E731
-                                b.input("d", data.shape, "fp32"))
+
+    def build(b):
+        return b.scatter(
+            b.input("v", values.shape, "fp32"),
+            b.input("i", (2, 2), "int32"),
+            b.input("d", data.shape, "fp32"),
+        )
+
     out = run1(build, v=values, i=np.array([[3, 0], [0, 3]], np.int32), d=data)
     want = values.copy()
     want[0, [3, 0]] = data[0]
@@ -126,18 +141,17 @@ def test_scatter_and_duplicate_index():
 
 # ---- image --------------------------------------------------------------------------------------
 
+
 def test_resize_nearest_rounds_half_up():
     # scale 2/1 upscale with offset 0: output x = ox / 2, remainder 1 of 2 -> 2*dx >= scale_n picks ix1
     x = np.array([10, 20, 30], np.int8).reshape(1, 1, 3, 1)
-    out = run1(lambda b: b.resize(b.input("x", x.shape, "int8"), [1, 1, 2, 1], [0, 0], [0, 0], mode="NEAREST"),
-               x=x)
+    out = run1(lambda b: b.resize(b.input("x", x.shape, "int8"), [1, 1, 2, 1], [0, 0], [0, 0], mode="NEAREST"), x=x)
     assert out.reshape(-1).tolist() == [10, 20, 20, 30, 30]
 
 
 def test_resize_bilinear_int16_to_int48_is_unscaled():
     x = np.array([[-32768, 32767], [100, -100]], np.int16).reshape(1, 2, 2, 1)
-    out = run1(lambda b: b.resize(b.input("x", x.shape, "int16"), [4, 1, 4, 1], [0, 0], [0, 0], mode="BILINEAR"),
-               x=x)
+    out = run1(lambda b: b.resize(b.input("x", x.shape, "int16"), [4, 1, 4, 1], [0, 0], [0, 0], mode="BILINEAR"), x=x)
     assert out.dtype == np.int64 and out.shape == (1, 5, 5, 1)
     # corners carry scale_y_n * scale_x_n = 16 times the input; (0, 1/2) interpolates the first row
     assert out[0, 0, 0, 0] == -32768 * 16 and out[0, 4, 4, 0] == -100 * 16
@@ -148,12 +162,10 @@ def test_resize_bilinear_int16_to_int48_is_unscaled():
 
 def test_resize_bilinear_fp32_and_bad_output_shape():
     x = np.array([0.0, 1.0], np.float32).reshape(1, 1, 2, 1)
-    out = run1(lambda b: b.resize(b.input("x", x.shape, "fp32"), [1, 1, 4, 1], [0, 0], [0, 0], mode="BILINEAR"),
-               x=x)
+    out = run1(lambda b: b.resize(b.input("x", x.shape, "fp32"), [1, 1, 4, 1], [0, 0], [0, 0], mode="BILINEAR"), x=x)
     np.testing.assert_allclose(out.reshape(-1), [0, 0.25, 0.5, 0.75, 1.0])
     b = tosa_vk.Builder()
     xin = b.input("x", x.shape, "fp32")
-    b.output(b.resize(xin, [1, 1, 4, 1], [0, 0], [0, 0], mode="BILINEAR", out_shape=(1, 1, 6, 1),
-                      out_dtype="fp32"))
+    b.output(b.resize(xin, [1, 1, 4, 1], [0, 0], [0, 0], mode="BILINEAR", out_shape=(1, 1, 6, 1), out_dtype="fp32"))
     with pytest.raises(TosaError, match="idiv_check|OW"):
         Interpreter(b.build(check=False), check=False).run({"x": x})

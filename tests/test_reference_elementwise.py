@@ -1,4 +1,5 @@
 """Edge cases of the elementwise chapters (spec 2.4 - 2.8) on the numpy reference backend."""
+
 from __future__ import annotations
 
 import math
@@ -15,9 +16,15 @@ from tosa_vk.session import load
 def run1(build, **feeds):
     """Builds a one-output graph: build(b, *inputs) -> Value; feeds are name -> array (shape / dtype taken from it)."""
     b = tosa_vk.Builder()
-    dtypes = {np.dtype(np.bool_): "bool", np.dtype(np.int8): "int8", np.dtype(np.int16): "int16",
-              np.dtype(np.int32): "int32", np.dtype(np.float32): "fp32", np.dtype(np.float16): "fp16",
-              np.dtype(ml_dtypes.bfloat16): "bf16"}
+    dtypes = {
+        np.dtype(np.bool_): "bool",
+        np.dtype(np.int8): "int8",
+        np.dtype(np.int16): "int16",
+        np.dtype(np.int32): "int32",
+        np.dtype(np.float32): "fp32",
+        np.dtype(np.float16): "fp16",
+        np.dtype(ml_dtypes.bfloat16): "bf16",
+    }
     values = [b.input(name, np.shape(a), dtypes[np.asarray(a).dtype]) for name, a in feeds.items()]
     b.output(build(b, *values))
     (out,) = load(b.build()).run(feeds).values()
@@ -30,6 +37,7 @@ f32 = lambda *v: np.array(v, np.float32)  # noqa: E731
 
 # ---- elementwise binary -----------------------------------------------------------------------------------------
 
+
 def test_add_broadcast_and_int32_overflow_is_a_require():
     out = run1(lambda b, x, y: b.add(x, y), x=np.array([[1], [2]], np.int32), y=np.array([[10, 20, 30]], np.int32))
     np.testing.assert_array_equal(out, [[11, 21, 31], [12, 22, 32]])
@@ -39,12 +47,12 @@ def test_add_broadcast_and_int32_overflow_is_a_require():
 
 def test_add_bf16_rounds_once_to_nearest_even():
     one = ml_dtypes.bfloat16(1.0)
-    half_ulp = np.float32(2.0 ** -8)  # exactly half a bf16 ULP at 1.0: a tie, rounds to even (1.0)
+    half_ulp = np.float32(2.0**-8)  # exactly half a bf16 ULP at 1.0: a tie, rounds to even (1.0)
     x = np.array([one, one], ml_dtypes.bfloat16)
     y = np.array([half_ulp, half_ulp * 1.5], ml_dtypes.bfloat16)
     out = run1(lambda b, x, y: b.add(x, y), x=x, y=y)
     assert out.dtype == ml_dtypes.bfloat16
-    np.testing.assert_array_equal(out.astype(np.float64), [1.0, 1.0 + 2.0 ** -7])
+    np.testing.assert_array_equal(out.astype(np.float64), [1.0, 1.0 + 2.0**-7])
 
 
 def test_add_infinities_of_different_sign_give_nan():
@@ -73,7 +81,7 @@ def test_intdiv_truncates_toward_zero_and_requires():
     with pytest.raises(TosaError, match="REQUIRE"):
         run1(lambda b, x, y: b.intdiv(x, y), x=i32(1), y=i32(0))
     with pytest.raises(TosaError, match="REQUIRE"):
-        run1(lambda b, x, y: b.intdiv(x, y), x=i32(-2**31), y=i32(-1))
+        run1(lambda b, x, y: b.intdiv(x, y), x=i32(-(2**31)), y=i32(-1))
 
 
 def test_shifts():
@@ -125,11 +133,12 @@ def test_table_int8_and_int16_interpolation():
 
 # ---- elementwise unary ------------------------------------------------------------------------------------------
 
+
 def test_abs_and_negate_integer_limits():
     out = run1(lambda b, x: b.abs(x), x=i32(-5, 0, 2**31 - 1))
     np.testing.assert_array_equal(out, [5, 0, 2**31 - 1])
     with pytest.raises(TosaError, match="REQUIRE"):
-        run1(lambda b, x: b.abs(x), x=i32(-2**31))
+        run1(lambda b, x: b.abs(x), x=i32(-(2**31)))
     out = run1(lambda b, x: b.negate(x, 3, -2), x=np.array([-128, 127, 3, 0], np.int8))
     np.testing.assert_array_equal(out, [127, -126, -2, 1])  # -(x - 3) - 2, saturated to int8
     out = run1(lambda b, x: b.negate(x), x=np.array([-32768, 5], np.int16))
@@ -169,9 +178,14 @@ def test_bitwise_and_logical_not():
 
 # ---- ternary and comparison ------------------------------------------------------------------------------------
 
+
 def test_select_broadcasts_all_three_inputs():
-    out = run1(lambda b, c, x, y: b.select(c, x, y), c=np.array([[True], [False]]),
-               x=np.array([[1, 2, 3]], np.int8), y=np.array([[-1], [-2]], np.int8))
+    out = run1(
+        lambda b, c, x, y: b.select(c, x, y),
+        c=np.array([[True], [False]]),
+        x=np.array([[1, 2, 3]], np.int8),
+        y=np.array([[-1], [-2]], np.int8),
+    )
     np.testing.assert_array_equal(out, [[1, 2, 3], [-2, -2, -2]])
 
 
@@ -179,8 +193,7 @@ def test_comparisons_nan_false_and_signed_zero_equal():
     x, y = f32(np.nan, -0.0, 1.0, np.inf), f32(np.nan, 0.0, np.nan, np.inf)
     np.testing.assert_array_equal(run1(lambda b, x, y: b.equal(x, y), x=x, y=y), [False, True, False, True])
     np.testing.assert_array_equal(run1(lambda b, x, y: b.greater(x, y), x=x, y=y), [False, False, False, False])
-    np.testing.assert_array_equal(run1(lambda b, x, y: b.greater_equal(x, y), x=x, y=y),
-                                  [False, True, False, True])
+    np.testing.assert_array_equal(run1(lambda b, x, y: b.greater_equal(x, y), x=x, y=y), [False, True, False, True])
 
 
 def test_broadcast_mismatch_is_rejected():
@@ -189,6 +202,7 @@ def test_broadcast_mismatch_is_rejected():
 
 
 # ---- activation -------------------------------------------------------------------------------------------------
+
 
 def test_clamp_nan_modes_and_int():
     x = f32(np.nan, -1.0, 7.0, 3.0)
@@ -203,8 +217,7 @@ def test_clamp_nan_modes_and_int():
 def test_erf_sigmoid_tanh():
     xs = np.array([-7.0, -2.5, -0.3, -0.0, 1e-30, 0.7, 3.0, 10.0, np.inf, np.nan], np.float32)
     out = run1(lambda b, x: b.erf(x), x=xs)
-    expect = np.array([math.erf(v) if not math.isnan(v) else math.nan for v in xs.astype(np.float64)],
-                      np.float32)
+    expect = np.array([math.erf(v) if not math.isnan(v) else math.nan for v in xs.astype(np.float64)], np.float32)
     np.testing.assert_array_equal(out, expect)
     assert np.signbit(out[3])
     out = run1(lambda b, x: b.sigmoid(x), x=f32(-np.inf, np.inf, 0.0, -1000.0))

@@ -1,5 +1,6 @@
 """Reference backend: CUSTOM via the registry and the session API. Variables (state across runs, the seen /
 is_written rules) are tested on both backends in test_vulkan_variable.py."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,8 +27,14 @@ def test_custom_op_registry():
 
     b = Builder()
     x = b.input("x", (4,), "int32")
-    y = b.custom([x], domain_name="com.example.test", operator_name="double", implementation_attrs=b"",
-                 out_shape=(4,), out_dtype="int32")
+    y = b.custom(
+        [x],
+        domain_name="com.example.test",
+        operator_name="double",
+        implementation_attrs=b"",
+        out_shape=(4,),
+        out_dtype="int32",
+    )
     b.output(y)
     model = tosa_vk.load(b.build())
     assert model.run(x=np.arange(4, dtype=np.int32))[y.name].tolist() == [0, 2, 4, 6]
@@ -36,8 +43,16 @@ def test_custom_op_registry():
 def test_unknown_custom_op_is_a_clear_error():
     b = Builder()
     x = b.input("x", (4,), "int32")
-    b.output(b.custom([x], domain_name="com.nowhere", operator_name="nothing", implementation_attrs=b"",
-                      out_shape=(4,), out_dtype="int32"))
+    b.output(
+        b.custom(
+            [x],
+            domain_name="com.nowhere",
+            operator_name="nothing",
+            implementation_attrs=b"",
+            out_shape=(4,),
+            out_dtype="int32",
+        )
+    )
     with pytest.raises(TosaError, match=r"CUSTOM #0 .*com\.nowhere::nothing"):
         tosa_vk.load(b.build()).run(x=np.zeros(4, np.int32))
 

@@ -1,5 +1,6 @@
 """Edge cases of the tensor operators (spec 2.3) on the numpy reference backend, checked against direct transcriptions
 of the spec's pseudocode on small shapes."""
+
 from __future__ import annotations
 
 import itertools
@@ -13,8 +14,14 @@ from tosa_vk.errors import TosaError
 from tosa_vk.session import load
 
 RNG = np.random.default_rng(1234)
-_DT = {np.dtype(np.int8): "int8", np.dtype(np.int16): "int16", np.dtype(np.int32): "int32",
-       np.dtype(np.float32): "fp32", np.dtype(np.float16): "fp16", np.dtype(ml_dtypes.bfloat16): "bf16"}
+_DT = {
+    np.dtype(np.int8): "int8",
+    np.dtype(np.int16): "int16",
+    np.dtype(np.int32): "int32",
+    np.dtype(np.float32): "fp32",
+    np.dtype(np.float16): "fp16",
+    np.dtype(ml_dtypes.bfloat16): "bf16",
+}
 
 
 def run(build, *arrays, **kw):
@@ -46,18 +53,26 @@ def ref_conv2d(x, w, bias, izp, wzp, pad, stride, dilation):
 
 # ---- convolutions ---------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("stride,dilation,pad", [((1, 1), (1, 1), (1, 1, 1, 1)), ((2, 1), (1, 2), (1, 1, 2, 0)),
-                                                 ((1, 1), (2, 1), (0, 0, 0, 0)), ((3, 2), (1, 1), (1, 1, 0, 0))])
+
+@pytest.mark.parametrize(
+    "stride,dilation,pad",
+    [
+        ((1, 1), (1, 1), (1, 1, 1, 1)),
+        ((2, 1), (1, 2), (1, 1, 2, 0)),
+        ((1, 1), (2, 1), (0, 0, 0, 0)),
+        ((3, 2), (1, 1), (1, 1, 0, 0)),
+    ],
+)
 def test_conv2d_int8_zero_points_padding_stride_dilation_exact(stride, dilation, pad):
     x = RNG.integers(-128, 128, (2, 7, 8, 5), dtype=np.int8)
     w = RNG.integers(-128, 128, (4, 3, 2, 5), dtype=np.int8)
     bias = RNG.integers(-1000, 1000, 4).astype(np.int32)
     kh, kw = 3, 2
-    if (7 - 1 + pad[0] + pad[1] - (kh - 1) * dilation[0]) % stride[0] or \
-       (8 - 1 + pad[2] + pad[3] - (kw - 1) * dilation[1]) % stride[1]:
+    if (7 - 1 + pad[0] + pad[1] - (kh - 1) * dilation[0]) % stride[0] or (
+        8 - 1 + pad[2] + pad[3] - (kw - 1) * dilation[1]
+    ) % stride[1]:
         pytest.skip("not an exact output size")
-    out = run(lambda b, v: b.conv2d(v, w, bias, np.int8(-7), np.int8(3), pad=pad, stride=stride, dilation=dilation),
-              x)
+    out = run(lambda b, v: b.conv2d(v, w, bias, np.int8(-7), np.int8(3), pad=pad, stride=stride, dilation=dilation), x)
     assert out.dtype == np.int32
     np.testing.assert_array_equal(out, ref_conv2d(x, w, bias, -7, 3, pad, stride, dilation).astype(np.int64))
 
@@ -65,21 +80,21 @@ def test_conv2d_int8_zero_points_padding_stride_dilation_exact(stride, dilation,
 def test_conv2d_int16x8_int48_accumulator():
     x = np.full((1, 4, 4, 64), -32768, np.int16)
     w = np.full((2, 3, 3, 64), -128, np.int8)
-    bias = np.array([2 ** 40, -(2 ** 40)], np.int64)
+    bias = np.array([2**40, -(2**40)], np.int64)
     b = tosa_vk.Builder()
     v = b.input("x", x.shape, "int16")
     b.output(b.conv2d(v, w, b.const(bias, "int48"), pad=(1, 1, 1, 1)))
     out = load(b.build()).run({"x": x})
     (out,) = out.values()
     expect = ref_conv2d(x, w, bias, 0, 0, (1, 1, 1, 1), (1, 1), (1, 1))
-    assert out.dtype == np.int64 and out[0, 1, 1, 0] == 9 * 64 * 32768 * 128 + 2 ** 40
+    assert out.dtype == np.int64 and out[0, 1, 1, 0] == 9 * 64 * 32768 * 128 + 2**40
     np.testing.assert_array_equal(out, expect.astype(np.int64))
 
 
 def test_conv2d_int32_accumulator_overflow_is_a_require():
     x = np.full((1, 4, 4, 64), -128, np.int8)
     w = np.full((1, 3, 3, 64), -128, np.int8)
-    bias = np.array([2 ** 31 - 2 ** 20], np.int32)  # 9 * 64 * 2**14 = 9437184 > 2**20: the bias add overflows
+    bias = np.array([2**31 - 2**20], np.int32)  # 9 * 64 * 2**14 = 9437184 > 2**20: the bias add overflows
     with pytest.raises(TosaError, match="REQUIRE"):
         run(lambda b, v: b.conv2d(v, w, bias), x)
 
@@ -88,8 +103,7 @@ def test_conv2d_nonzero_zero_point_for_int16_is_an_error():
     x = np.zeros((1, 3, 3, 1), np.int16)
     w = np.zeros((1, 1, 1, 1), np.int8)
     with pytest.raises(TosaError):
-        run(lambda b, v: b.conv2d(v, w, np.zeros(1, np.int64), np.int16(1), np.int8(0)), x,
-            dtypes={0: "int16"})
+        run(lambda b, v: b.conv2d(v, w, np.zeros(1, np.int64), np.int16(1), np.int8(0)), x, dtypes={0: "int16"})
 
 
 @pytest.mark.parametrize("stride", [(1, 1), (2, 2)])
@@ -101,14 +115,14 @@ def test_conv2d_fp32_matches_fp64_dot_products(stride):
     expect = ref_conv2d(x, w, bias, 0, 0, (1, 1, 1, 1), stride, (1, 1))
     bound = ref_conv2d(np.abs(x), np.abs(w), np.abs(bias), 0, 0, (1, 1, 1, 1), stride, (1, 1))
     assert out.dtype == np.float32
-    assert np.all(np.abs(out - expect) <= 2 * 55 * 2.0 ** -24 * bound)  # 2 * KS ulp of the bound (spec 1.10.3)
+    assert np.all(np.abs(out - expect) <= 2 * 55 * 2.0**-24 * bound)  # 2 * KS ulp of the bound (spec 1.10.3)
 
 
 def test_conv2d_padding_is_not_multiplied_by_infinite_weights():
     x = np.ones((1, 3, 3, 1), np.float32)
     w = np.array([np.inf, 1, 1, 1, 1, 1, 1, 1, 1], np.float32).reshape(1, 3, 3, 1)
     out = run(lambda b, v: b.conv2d(v, w, np.zeros(1, np.float32), pad=(1, 1, 1, 1)), x)
-    assert np.isinf(out[0, 1:, 1:, 0]).all()               # tap (0, 0) reads the input there
+    assert np.isinf(out[0, 1:, 1:, 0]).all()  # tap (0, 0) reads the input there
     np.testing.assert_array_equal(out[0, 0, :, 0], [4, 6, 4])  # and padding elsewhere: skipped, no NaN
     np.testing.assert_array_equal(out[0, 1:, 0, 0], [6, 4])
 
@@ -124,13 +138,17 @@ def test_conv2d_fp16_accumulate_rounds_once():
 def test_conv3d_int8_against_direct_sum():
     x = RNG.integers(-128, 128, (1, 4, 5, 5, 3), dtype=np.int8)
     w = RNG.integers(-128, 128, (2, 2, 3, 3, 3), dtype=np.int8)
-    out = run(lambda b, v: b.conv3d(v, w, np.zeros(2, np.int32), np.int8(5), np.int8(-2), pad=(1, 0, 1, 1, 0, 0),
-                                    stride=(1, 2, 1)), x)
+    out = run(
+        lambda b, v: b.conv3d(
+            v, w, np.zeros(2, np.int32), np.int8(5), np.int8(-2), pad=(1, 0, 1, 1, 0, 0), stride=(1, 2, 1)
+        ),
+        x,
+    )
     xp = np.pad(x.astype(np.int64) - 5, [(0, 0), (1, 0), (1, 1), (0, 0), (0, 0)])
     wv = w.astype(np.int64) + 2
     expect = np.zeros(out.shape, np.int64)
     for od, oy, ox in itertools.product(*(range(s) for s in out.shape[1:4])):
-        win = xp[0, od:od + 2, oy * 2:oy * 2 + 3, ox:ox + 3]
+        win = xp[0, od : od + 2, oy * 2 : oy * 2 + 3, ox : ox + 3]
         expect[0, od, oy, ox] = np.tensordot(wv, win, axes=([1, 2, 3, 4], [0, 1, 2, 3]))
     np.testing.assert_array_equal(out, expect)
 
@@ -139,14 +157,17 @@ def test_depthwise_conv2d_int8_multiplier_against_direct_sum():
     x = RNG.integers(-128, 128, (1, 6, 5, 3), dtype=np.int8)
     w = RNG.integers(-128, 128, (3, 2, 3, 2), dtype=np.int8)
     bias = np.arange(6, dtype=np.int32)
-    out = run(lambda b, v: b.depthwise_conv2d(v, w, bias, np.int8(1), np.int8(-1), pad=(1, 1, 0, 1),
-                                              dilation=(2, 1)), x)
+    out = run(
+        lambda b, v: b.depthwise_conv2d(v, w, bias, np.int8(1), np.int8(-1), pad=(1, 1, 0, 1), dilation=(2, 1)), x
+    )
     xp = np.pad(x.astype(np.int64) - 1, [(0, 0), (1, 1), (0, 1), (0, 0)])
     wv = w.astype(np.int64) + 1
     expect = np.zeros(out.shape, np.int64)
     for oy, ox, c, m in itertools.product(range(out.shape[1]), range(out.shape[2]), range(3), range(2)):
-        expect[0, oy, ox, c * 2 + m] = sum(xp[0, oy + 2 * ky, ox + kx, c] * wv[ky, kx, c, m]
-                                           for ky in range(3) for kx in range(2)) + bias[c * 2 + m]
+        expect[0, oy, ox, c * 2 + m] = (
+            sum(xp[0, oy + 2 * ky, ox + kx, c] * wv[ky, kx, c, m] for ky in range(3) for kx in range(2))
+            + bias[c * 2 + m]
+        )
     np.testing.assert_array_equal(out, expect)
 
 
@@ -154,8 +175,12 @@ def test_depthwise_conv2d_int8_multiplier_against_direct_sum():
 def test_transpose_conv2d_int8_against_spec_loop(out_pad, stride):
     x = RNG.integers(-128, 128, (2, 3, 4, 3), dtype=np.int8)
     w = RNG.integers(-128, 128, (2, 3, 3, 3), dtype=np.int8)
-    out = run(lambda b, v: b.transpose_conv2d(v, w, np.array([7], np.int32), np.int8(-3), np.int8(4),
-                                              out_pad=out_pad, stride=stride), x)
+    out = run(
+        lambda b, v: b.transpose_conv2d(
+            v, w, np.array([7], np.int32), np.int8(-3), np.int8(4), out_pad=out_pad, stride=stride
+        ),
+        x,
+    )
     n, ih, iw, ic = x.shape
     oc, kh, kw, _ = w.shape
     expect = np.zeros(out.shape, np.int64)
@@ -164,13 +189,18 @@ def test_transpose_conv2d_int8_against_spec_loop(out_pad, stride):
         for ky, kx in itertools.product(range(kh), range(kw)):
             y, xx = oy - out_pad[0] - ky, ox - out_pad[2] - kx
             if 0 <= y < ih * stride[0] and 0 <= xx < iw * stride[1] and y % stride[0] == 0 and xx % stride[1] == 0:
-                acc += int(((x[b, y // stride[0], xx // stride[1]].astype(np.int64) + 3) *
-                            (w[o, ky, kx].astype(np.int64) - 4)).sum())
+                acc += int(
+                    (
+                        (x[b, y // stride[0], xx // stride[1]].astype(np.int64) + 3)
+                        * (w[o, ky, kx].astype(np.int64) - 4)
+                    ).sum()
+                )
         expect[b, oy, ox, o] = acc
     np.testing.assert_array_equal(out, expect)
 
 
 # ---- MATMUL ---------------------------------------------------------------------------------------------------------
+
 
 def test_matmul_int16_int48_exact_beyond_float64():
     # 2**15 * 2**15 * 2**14 terms: partial sums above 2**53 would be inexact in float64; int64 must be used.
@@ -180,7 +210,7 @@ def test_matmul_int16_int48_exact_beyond_float64():
     bm[0, 0, 0] = 1
     out = run(lambda b, x, y: b.matmul(x, y), a, bm)
     assert out.dtype == np.int64
-    assert out[0, 0, 0] == (c - 1) * 2 ** 30 - 32768
+    assert out[0, 0, 0] == (c - 1) * 2**30 - 32768
 
 
 def test_matmul_int8_zero_points():
@@ -200,17 +230,17 @@ def test_matmul_bf16_to_fp32():
 
 # ---- pooling --------------------------------------------------------------------------------------------------------
 
+
 def test_avg_pool2d_int8_rounding_counts_only_valid_positions():
     x = RNG.integers(-128, 128, (1, 5, 6, 2), dtype=np.int8)
-    out = run(lambda b, v: b.avg_pool2d(v, np.int8(-3), np.int8(4), kernel=(3, 3), stride=(2, 1), pad=(1, 1, 2, 1)),
-              x)
+    out = run(lambda b, v: b.avg_pool2d(v, np.int8(-3), np.int8(4), kernel=(3, 3), stride=(2, 1), pad=(1, 1, 2, 1)), x)
     xp = np.pad(x.astype(np.int64) + 3, [(0, 0), (1, 1), (2, 1), (0, 0)])
     valid = np.pad(np.ones((5, 6)), [(1, 1), (2, 1)])
     expect = np.zeros(out.shape, np.int64)
     for oy, ox in itertools.product(range(out.shape[1]), range(out.shape[2])):
-        acc = xp[0, oy * 2:oy * 2 + 3, ox:ox + 3].sum(axis=(0, 1))
-        count = int(valid[oy * 2:oy * 2 + 3, ox:ox + 3].sum())
-        k = 32 - (31 - int(np.floor(np.log2(count - 1))) if count > 1 else 32)   # 32 - clz(count - 1)
+        acc = xp[0, oy * 2 : oy * 2 + 3, ox : ox + 3].sum(axis=(0, 1))
+        count = int(valid[oy * 2 : oy * 2 + 3, ox : ox + 3].sum())
+        k = 32 - (31 - int(np.floor(np.log2(count - 1))) if count > 1 else 32)  # 32 - clz(count - 1)
         mult, shift = (((1 << 30) + 1) << k) // count, 30 + k
         expect[0, oy, ox] = np.clip(((acc * mult + (1 << (shift - 1))) >> shift) + 4, -128, 127)
     np.testing.assert_array_equal(out, expect)
@@ -242,12 +272,18 @@ def test_max_pool2d_padding_never_wins():
 
 # ---- ARGMAX ---------------------------------------------------------------------------------------------------------
 
+
 def test_argmax_nan_modes_ties_and_signed_zero():
-    x = np.array([[-0.0, 0.0, -1.0],
-                  [1.0, np.nan, np.nan],
-                  [np.nan, -np.inf, -np.inf],
-                  [np.nan, np.nan, np.nan],
-                  [np.inf, 3.0, np.inf]], np.float32)
+    x = np.array(
+        [
+            [-0.0, 0.0, -1.0],
+            [1.0, np.nan, np.nan],
+            [np.nan, -np.inf, -np.inf],
+            [np.nan, np.nan, np.nan],
+            [np.inf, 3.0, np.inf],
+        ],
+        np.float32,
+    )
     prop = run(lambda b, v: b.argmax(v, axis=1), x)
     ign = run(lambda b, v: b.argmax(v, axis=1, nan_mode="IGNORE"), x)
     assert prop.dtype == np.int32
@@ -262,6 +298,7 @@ def test_argmax_int8_first_maximum():
 
 
 # ---- FFT ------------------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("inverse", [False, True])
 def test_fft2d_unnormalised_both_directions(inverse):

@@ -3,6 +3,7 @@
 Real graphs: the generated conformance selection (tests/conftest.py) and the shipped models.
 Hand-built graphs: one per class of error, each must name the operator and the rule.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -56,6 +57,7 @@ def test_conformance_negative_rejected(negative_test):
 
 # --- hand-built graphs -----------------------------------------------------------------------------------------
 
+
 def _graph(tensors, ops, inputs, outputs, extra_regions=()) -> Graph:
     block = Block("main", list(ops), {t.name: t for t in tensors}, list(inputs), list(outputs))
     return Graph([Region("main", [block]), *extra_regions])
@@ -77,8 +79,14 @@ def _conv_graph(out_shape=(1, 6, 6, 4), pad=(0, 0, 0, 0), dtype="FP32", weight_d
         Tensor("y", out_shape, dtype),
     ]
     ops = [Operator("CONST", [], [n]) for n in ("w", "b", "izp", "wzp")]
-    ops.append(Operator("CONV2D", ["x", "w", "b", "izp", "wzp"], ["y"],
-                        dict(pad=pad, stride=(1, 1), dilation=(1, 1), acc_type=DType.FP32, local_bound=False)))
+    ops.append(
+        Operator(
+            "CONV2D",
+            ["x", "w", "b", "izp", "wzp"],
+            ["y"],
+            dict(pad=pad, stride=(1, 1), dilation=(1, 1), acc_type=DType.FP32, local_bound=False),
+        )
+    )
     return _graph(tensors, ops, ["x"], ["y"])
 
 
@@ -98,8 +106,12 @@ def test_good_conv_graph_validates_and_infers():
 
 
 def test_undefined_input_name():
-    g = _graph([Tensor("x", (2, 3), "FP32"), Tensor("y", (2, 3), "FP32")],
-               [Operator("ADD", ["x", "nope"], ["y"])], ["x"], ["y"])
+    g = _graph(
+        [Tensor("x", (2, 3), "FP32"), Tensor("y", (2, 3), "FP32")],
+        [Operator("ADD", ["x", "nope"], ["y"])],
+        ["x"],
+        ["y"],
+    )
     _raises(g, "ADD #0 'y'", "'nope'", "undefined")
 
 
@@ -133,9 +145,12 @@ def test_acc_type_must_match_row():
 
 def test_conv_output_shape_mismatch():
     g = _conv_graph(out_shape=(1, 5, 6, 4))
-    _raises(g, "CONV2D #4 'y'",
-            "ERROR_IF(OH != idiv_check(IH - 1 + pad_top + pad_bottom - (KH - 1) * dilation_y, stride_y) + 1)",
-            "declared OH=5, computed 6")
+    _raises(
+        g,
+        "CONV2D #4 'y'",
+        "ERROR_IF(OH != idiv_check(IH - 1 + pad_top + pad_bottom - (KH - 1) * dilation_y, stride_y) + 1)",
+        "declared OH=5, computed 6",
+    )
 
 
 def test_conv_negative_pad():
@@ -157,16 +172,20 @@ def test_transpose_output_shape_mismatch():
 
 def test_rank_above_level_8k():
     shape = (1, 1, 1, 1, 1, 1, 2)
-    g = _graph([Tensor("x", shape, "FP32"), Tensor("y", shape, "FP32")],
-               [Operator("ABS", ["x"], ["y"])], ["x"], ["y"])
+    g = _graph([Tensor("x", shape, "FP32"), Tensor("y", shape, "FP32")], [Operator("ABS", ["x"], ["y"])], ["x"], ["y"])
     _raises(g, "ABS #0", "LEVEL_CHECK(rank(shape) <= MAX_RANK)", "rank 7")
 
 
 def _cond_if_graph(then_name="then", else_name="else", then_shape=(2,)):
-    main = _graph([_const("c", [True], "BOOL"), Tensor("x", (2,), "FP32"), Tensor("y", (2,), "FP32")],
-                  [Operator("CONST", [], ["c"]),
-                   Operator("COND_IF", ["c", "x"], ["y"], dict(then_graph=then_name, else_graph=else_name))],
-                  ["x"], ["y"])
+    main = _graph(
+        [_const("c", [True], "BOOL"), Tensor("x", (2,), "FP32"), Tensor("y", (2,), "FP32")],
+        [
+            Operator("CONST", [], ["c"]),
+            Operator("COND_IF", ["c", "x"], ["y"], dict(then_graph=then_name, else_graph=else_name)),
+        ],
+        ["x"],
+        ["y"],
+    )
     regions = []
     for name, op, shape in (("then", "ABS", then_shape), ("else", "NEGATE", (2,))):
         ts = {"a": Tensor("a", shape, "FP32"), "r": Tensor("r", shape, "FP32")}
@@ -192,8 +211,11 @@ def test_cond_if_unknown_region():
 
 
 def test_cond_if_signature_mismatch():
-    _raises(_cond_if_graph(then_shape=(3,)), "COND_IF #1",
-            "ERROR_IF(tensor_list_shape(input_list) != tosa_input_shape(then_graph))")
+    _raises(
+        _cond_if_graph(then_shape=(3,)),
+        "COND_IF #1",
+        "ERROR_IF(tensor_list_shape(input_list) != tosa_input_shape(then_graph))",
+    )
 
 
 def test_unknown_operator():
@@ -220,24 +242,38 @@ def test_infer_from_needs_out_dtype_for_cast():
     x = Tensor("x", (2, 3), "FP32")
     assert infer_from("CAST", [x], {}) == [((2, 3), None)]
     assert infer_from("CAST", [x], {}, out_dtype=DType.INT8) == [((2, 3), DType.INT8)]
-    assert infer_from("MATMUL", [Tensor("a", (1, 2, 3), "INT8"), Tensor("b", (1, 3, 5), "INT8"),
-                                 Tensor("az", (1,), "INT8"), Tensor("bz", (1,), "INT8")], {}) == \
-        [((1, 2, 5), DType.INT32)]
+    assert infer_from(
+        "MATMUL",
+        [
+            Tensor("a", (1, 2, 3), "INT8"),
+            Tensor("b", (1, 3, 5), "INT8"),
+            Tensor("az", (1,), "INT8"),
+            Tensor("bz", (1,), "INT8"),
+        ],
+        {},
+    ) == [((1, 2, 5), DType.INT32)]
 
 
 def test_reshape_minus_one_rejected():
     x = Tensor("x", (2, 6), "INT8")
     s = Tensor("s", (2,), "SHAPE", data=np.asarray([-1, 4], np.int64))
     assert infer_from("RESHAPE", [x, s], {}) == [((3, 4), DType.INT8)]  # builders may use -1
-    g = _graph([x, s, Tensor("y", (3, 4), "INT8")],
-               [Operator("CONST_SHAPE", [], ["s"]), Operator("RESHAPE", ["x", "s"], ["y"])], ["x"], ["y"])
+    g = _graph(
+        [x, s, Tensor("y", (3, 4), "INT8")],
+        [Operator("CONST_SHAPE", [], ["s"]), Operator("RESHAPE", ["x", "s"], ["y"])],
+        ["x"],
+        ["y"],
+    )
     _raises(g, "RESHAPE #1 'y'", "shape values must be >= 1")
 
 
 def test_pool_kernel_level_check():
-    g = _graph([Tensor("x", (1, 9000, 4, 1), "FP32"), Tensor("y", (1, 1, 4, 1), "FP32")],
-               [Operator("MAX_POOL2D", ["x"], ["y"], dict(kernel=(9000, 1), stride=(1, 1), pad=(0, 0, 0, 0)))],
-               ["x"], ["y"])
+    g = _graph(
+        [Tensor("x", (1, 9000, 4, 1), "FP32"), Tensor("y", (1, 1, 4, 1), "FP32")],
+        [Operator("MAX_POOL2D", ["x"], ["y"], dict(kernel=(9000, 1), stride=(1, 1), pad=(0, 0, 0, 0)))],
+        ["x"],
+        ["y"],
+    )
     _raises(g, "MAX_POOL2D #0", "LEVEL_CHECK(kernel_y <= MAX_KERNEL)")
 
 
@@ -246,8 +282,10 @@ def test_control_flow_recursion_and_nesting():
     then = g.region("then").blocks[0]
     then.tensors["c"] = _const("c", [True], "BOOL")
     then.tensors["r2"] = Tensor("r2", (2,), "FP32")
-    then.operators += [Operator("CONST", [], ["c"]),
-                       Operator("COND_IF", ["c", "r"], ["r2"], dict(then_graph="then", else_graph="else"))]
+    then.operators += [
+        Operator("CONST", [], ["c"]),
+        Operator("COND_IF", ["c", "r"], ["r2"], dict(then_graph="then", else_graph="else")),
+    ]
     then.outputs = ["r2"]
     _raises(g, "COND_IF #2", "recursive")
 
@@ -260,17 +298,20 @@ def test_control_flow_body_cannot_read_outer_names():
 
 def _nested(depth: int) -> Graph:
     """main -> l1 -> ... -> l<depth>, each level a COND_IF on a constant wrapping an ABS at the bottom."""
+
     def level(name: str, child: str | None) -> Block:
         ts = {"a": Tensor("a", (2,), DType.FP32), "r": Tensor("r", (2,), DType.FP32)}
         if child is None:
             return Block(name, [Operator("ABS", ["a"], ["r"])], ts, ["a"], ["r"])
         ts["c"] = _const("c", [True], "BOOL")
-        ops = [Operator("CONST", [], ["c"]),
-               Operator("COND_IF", ["c", "a"], ["r"], dict(then_graph=child, else_graph=child))]
+        ops = [
+            Operator("CONST", [], ["c"]),
+            Operator("COND_IF", ["c", "a"], ["r"], dict(then_graph=child, else_graph=child)),
+        ]
         return Block(name, ops, ts, ["a"], ["r"])
+
     names = ["main"] + [f"l{i}" for i in range(1, depth + 1)]
-    return Graph([Region(n, [level(n, names[i + 1] if i + 1 < len(names) else None)])
-                  for i, n in enumerate(names)])
+    return Graph([Region(n, [level(n, names[i + 1] if i + 1 < len(names) else None)]) for i, n in enumerate(names)])
 
 
 def test_nesting_depth_level_8k():

@@ -5,6 +5,7 @@ read back by Arm's vgf_dump, run by Arm's scenario-runner (one shared worker) an
 must equal tosa_vk's own Vulkan run bit for bit. What has no sound VGF form fails with a clear TosaError.
 Import: the VGFs Arm's model-converter writes for graphs of VulkanCustomShader nodes run on tosa_vk and match our
 direct run of the .tosa (and scenario-runner's run of the same file)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -69,7 +70,8 @@ def export_and_check(graph, feeds: dict, device, worker, tmp_path: Path, exact: 
     assert all(s.type == "COMPUTE" and not s.push_constant_ranges for s in vgf.segments)
     dumped = vgf_dump(path)
     assert [r["vk_descriptor_type"] for r in dumped["resources"]] == [
-        DESCRIPTOR_NAMES[r.descriptor_type] for r in vgf.resources if r.descriptor_type is not None]
+        DESCRIPTOR_NAMES[r.descriptor_type] for r in vgf.resources if r.descriptor_type is not None
+    ]
     with VGFModel(path, device) as imported:
         again = imported.run({n: feeds[n] for n in imported.program.inputs})
     arm = scenario_run(worker, vgf, path, feeds, tmp_path)
@@ -85,18 +87,23 @@ def export_and_check(graph, feeds: dict, device, worker, tmp_path: Path, exact: 
 
 # ---- export: registered examples (resources/custom_ops) ------------------------------------------------------------
 
+
 def test_color_matrix_buffers_in_two_sets_with_baked_push_constants(device, worker, tmp_path):
     cm = example("color_matrix")
     rng = np.random.default_rng(0)
     b = Builder()
     x = b.input("x", (1, 7, 9, 3), "fp32")
-    b.output(custom.call(b, cm.DOMAIN, cm.NAME, [x], cm.attrs(rng.standard_normal((3, 3)), [0.5, -1, 2]),
-                         name_hint="y"))
-    vgf, _, ours = export_and_check(b.build(), {"x": rng.standard_normal((1, 7, 9, 3)).astype(np.float32)}, device,
-                                    worker, tmp_path, exact=False)
+    b.output(
+        custom.call(b, cm.DOMAIN, cm.NAME, [x], cm.attrs(rng.standard_normal((3, 3)), [0.5, -1, 2]), name_hint="y")
+    )
+    vgf, _, ours = export_and_check(
+        b.build(), {"x": rng.standard_normal((1, 7, 9, 3)).astype(np.float32)}, device, worker, tmp_path, exact=False
+    )
     (seg,) = vgf.segments
-    assert [(d.set_index, [(s.binding, s.mrt_index) for s in d.bindings]) for d in seg.set_infos] == \
-        [(0, [(1, 0)]), (1, [(0, 1)])]
+    assert [(d.set_index, [(s.binding, s.mrt_index) for s in d.bindings]) for d in seg.set_infos] == [
+        (0, [(1, 0)]),
+        (1, [(0, 1)]),
+    ]
 
 
 def test_grid_sample_sampled_image_input(device, worker, tmp_path):
@@ -136,11 +143,18 @@ def test_storage_image_read_as_a_buffer_is_converted(device, worker, tmp_path):
 
 # ---- export: VulkanCustomShader payloads (the ExecuTorch way) -----------------------------------------------------
 
+
 def test_spirv_payload_buffers(device, worker, tmp_path):
-    graph = single_custom_graph(custom_payload.make(
-        entry_point="main", workgroup_sizes=[64, 1, 1], spirv=glsl_to_spirv(SCALE_ADD, tmp_path),
-        inputs=[resource("Buffer", custom.STORAGE_BUFFER, F32, 0)],
-        outputs=[resource("Buffer", custom.STORAGE_BUFFER, F32, 1)]), name="scale_add")
+    graph = single_custom_graph(
+        custom_payload.make(
+            entry_point="main",
+            workgroup_sizes=[64, 1, 1],
+            spirv=glsl_to_spirv(SCALE_ADD, tmp_path),
+            inputs=[resource("Buffer", custom.STORAGE_BUFFER, F32, 0)],
+            outputs=[resource("Buffer", custom.STORAGE_BUFFER, F32, 1)],
+        ),
+        name="scale_add",
+    )
     x = np.linspace(-2, 2, 16, dtype=np.float32).reshape(4, 4)
     _, _, ours = export_and_check(graph, {"x": x}, device, worker, tmp_path)
     np.testing.assert_allclose(ours["y"], x * 2 + 5, atol=1e-6)
@@ -148,23 +162,41 @@ def test_spirv_payload_buffers(device, worker, tmp_path):
 
 def rgba_bias_attrs(tmp_path: Path) -> bytes:
     return custom_payload.make(
-        entry_point="main", workgroup_sizes=[1, 1, 1], spirv=glsl_to_spirv(RGBA_BIAS, tmp_path),
+        entry_point="main",
+        workgroup_sizes=[1, 1, 1],
+        spirv=glsl_to_spirv(RGBA_BIAS, tmp_path),
         inputs=[resource("Image", custom.COMBINED_IMAGE_SAMPLER, RGBA, 0, sampler=LINEAR_BORDER)],
-        outputs=[resource("Image", custom.STORAGE_IMAGE, RGBA, 1)])
+        outputs=[resource("Image", custom.STORAGE_IMAGE, RGBA, 1)],
+    )
 
 
 def rgba_bias_graph(tmp_path: Path, permutes: bool):
     attrs = rgba_bias_attrs(tmp_path)
     b = Builder()
-    if permutes:   # ExecuTorch's NCHW graph: permute -> CUSTOM -> permute back
+    if permutes:  # ExecuTorch's NCHW graph: permute -> CUSTOM -> permute back
         x = b.input("x", (1, 4, 3, 5), "fp32")
-        y = b.custom([b.transpose(x, perms=[0, 2, 3, 1])], domain_name=DOMAIN, operator_name="rgba_bias",
-                     implementation_attrs=attrs, out_shape=(1, 3, 5, 4), out_dtype="fp32")
+        y = b.custom(
+            [b.transpose(x, perms=[0, 2, 3, 1])],
+            domain_name=DOMAIN,
+            operator_name="rgba_bias",
+            implementation_attrs=attrs,
+            out_shape=(1, 3, 5, 4),
+            out_dtype="fp32",
+        )
         b.output(b.transpose(y, perms=[0, 3, 1, 2], name="out"))
     else:
         x = b.input("x", (1, 3, 5, 4), "fp32")
-        b.output(b.custom([x], domain_name=DOMAIN, operator_name="rgba_bias", implementation_attrs=attrs,
-                          out_shape=(1, 3, 5, 4), out_dtype="fp32", name="out"))
+        b.output(
+            b.custom(
+                [x],
+                domain_name=DOMAIN,
+                operator_name="rgba_bias",
+                implementation_attrs=attrs,
+                out_shape=(1, 3, 5, 4),
+                out_dtype="fp32",
+                name="out",
+            )
+        )
     return b.build()
 
 
@@ -181,8 +213,7 @@ def test_image_payload_between_permutes(device, worker, tmp_path):
     image (one alias group) and image_to_buffer after the custom dispatch."""
     x = np.arange(1.0, 61.0, dtype=np.float32).reshape(1, 4, 3, 5)
     vgf, dumped, ours = export_and_check(rgba_bias_graph(tmp_path, True), {"x": x}, device, worker, tmp_path)
-    np.testing.assert_allclose(ours["out"], x + np.array([10, 20, 30, 40], np.float32)[None, :, None, None],
-                               atol=1e-6)
+    np.testing.assert_allclose(ours["out"], x + np.array([10, 20, 30, 40], np.float32)[None, :, None, None], atol=1e-6)
     groups = [(r.descriptor_type, r.alias_group) for r in vgf.resources if r.alias_group is not None]
     assert groups == [(1, 0), (3, 0)]
 
@@ -195,8 +226,17 @@ def test_image_views_of_an_input_and_between_custom_ops(device, worker, tmp_path
     b = Builder()
     img = b.input("img", (1, 3, 5, 1), "fp32")
     grad = custom.call(b, gr.DOMAIN, gr.NAME, [img], name_hint="grad")
-    b.output(b.custom([grad], domain_name=DOMAIN, operator_name="rgba_bias", implementation_attrs=rgba_bias_attrs(
-        tmp_path), out_shape=(1, 3, 5, 4), out_dtype="fp32", name="out"))
+    b.output(
+        b.custom(
+            [grad],
+            domain_name=DOMAIN,
+            operator_name="rgba_bias",
+            implementation_attrs=rgba_bias_attrs(tmp_path),
+            out_shape=(1, 3, 5, 4),
+            out_dtype="fp32",
+            name="out",
+        )
+    )
     b.output(grad)
     b.output(b.add(img, img, name="twice"))
     feeds = {"img": np.random.default_rng(5).standard_normal((1, 3, 5, 1)).astype(np.float32)}
@@ -209,11 +249,20 @@ def test_image_views_of_an_input_and_between_custom_ops(device, worker, tmp_path
 
 
 def glsl_sub_graph(push: str = "offset: 4, pad: 4"):
-    attrs = custom_payload.make(glsl=GLSL_SUB if push else GLSL_SUB.replace(" + pc.offset", "").replace(
-        "layout(push_constant) uniform P { float offset; uint pad; } pc;\n", ""), workgroup_sizes=[1, 1, 1],
-        push_constants=push, inputs=[resource("Tensor", custom.TENSOR_ARM, F32, 3, set=1),
-                                     resource("BUFFER", custom.STORAGE_BUFFER, F32, 5, set=0)],
-        outputs=[resource("TENSOR", custom.TENSOR_ARM, F32, 0, set=1)])
+    attrs = custom_payload.make(
+        glsl=GLSL_SUB
+        if push
+        else GLSL_SUB.replace(" + pc.offset", "").replace(
+            "layout(push_constant) uniform P { float offset; uint pad; } pc;\n", ""
+        ),
+        workgroup_sizes=[1, 1, 1],
+        push_constants=push,
+        inputs=[
+            resource("Tensor", custom.TENSOR_ARM, F32, 3, set=1),
+            resource("BUFFER", custom.STORAGE_BUFFER, F32, 5, set=0),
+        ],
+        outputs=[resource("TENSOR", custom.TENSOR_ARM, F32, 0, set=1)],
+    )
     return single_custom_graph(attrs, shape=(3, 4), name="sub", n_inputs=2)
 
 
@@ -227,11 +276,16 @@ def test_glsl_payload_tensors_two_sets_zero_push_constants(device, worker, tmp_p
 
 
 def test_spirv_payload_with_push_constants_is_refused(device, tmp_path):
-    attrs = custom_payload.make(spirv=glsl_to_spirv(GLSL_SUB, tmp_path), workgroup_sizes=[1, 1, 1],
-                                push_constants="offset: 4, pad: 4",
-                                inputs=[resource("Buffer", custom.STORAGE_BUFFER, F32, 3, set=1),
-                                        resource("Buffer", custom.STORAGE_BUFFER, F32, 5)],
-                                outputs=[resource("Buffer", custom.STORAGE_BUFFER, F32, 0, set=1)])
+    attrs = custom_payload.make(
+        spirv=glsl_to_spirv(GLSL_SUB, tmp_path),
+        workgroup_sizes=[1, 1, 1],
+        push_constants="offset: 4, pad: 4",
+        inputs=[
+            resource("Buffer", custom.STORAGE_BUFFER, F32, 3, set=1),
+            resource("Buffer", custom.STORAGE_BUFFER, F32, 5),
+        ],
+        outputs=[resource("Buffer", custom.STORAGE_BUFFER, F32, 0, set=1)],
+    )
     with vulkan(single_custom_graph(attrs, shape=(3, 4), name="sub", n_inputs=2), device) as model:
         with pytest.raises(TosaError, match="declares 8 bytes of push constants.*cannot be exported"):
             export_vgf(model.program)
@@ -239,13 +293,14 @@ def test_spirv_payload_with_push_constants_is_refused(device, tmp_path):
 
 # ---- export: outputs that share memory get a copy -----------------------------------------------------------------
 
+
 def test_outputs_sharing_memory_are_copied(device, worker, tmp_path):
     b = Builder()
     x = b.input("x", (2, 3, 4), "fp32")
     y = b.add(x, np.ones((2, 3, 4), np.float32), name="y")
-    b.output(b.reshape(x, (6, 4), name="x_flat"))     # shares the input's memory
+    b.output(b.reshape(x, (6, 4), name="x_flat"))  # shares the input's memory
     b.output(y)
-    b.output(b.reshape(y, (24,), name="y_flat"))      # shares another output's memory
+    b.output(b.reshape(y, (24,), name="y_flat"))  # shares another output's memory
     b.output(b.reshape(b.const(np.arange(6, dtype=np.int32).reshape(2, 3), name="c"), (3, 2), name="c_t"))
     feeds = {"x": np.random.default_rng(4).standard_normal((2, 3, 4)).astype(np.float32)}
     vgf, _, ours = export_and_check(b.build(), feeds, device, worker, tmp_path)
@@ -257,24 +312,37 @@ def test_outputs_sharing_memory_are_copied(device, worker, tmp_path):
 
 # ---- import: VGFs written by Arm's model-converter ----------------------------------------------------------------
 
+
 def model_converter(tosa: Path, out: Path) -> None:
-    done = subprocess.run([arm_sdk._tool("model_converter", "model-converter"), "-i", str(tosa), "-o", str(out)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [arm_sdk._tool("model_converter", "model-converter"), "-i", str(tosa), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0 and out.is_file(), done.stdout + done.stderr
 
 
 def import_cases(tmp_path: Path) -> dict:
     rng = np.random.default_rng(7)
     return {
-        "spirv_buffers": (single_custom_graph(custom_payload.make(
-            workgroup_sizes=[64, 1, 1], spirv=glsl_to_spirv(SCALE_ADD, tmp_path),
-            inputs=[resource("Buffer", custom.STORAGE_BUFFER, F32, 0)],
-            outputs=[resource("Buffer", custom.STORAGE_BUFFER, F32, 1)]), name="scale_add"),
-            {"x": rng.standard_normal((4, 4)).astype(np.float32)}),
-        "spirv_images": (rgba_bias_graph(tmp_path, False),
-                         {"x": rng.standard_normal((1, 3, 5, 4)).astype(np.float32)}),
-        "glsl_tensors": (glsl_sub_graph(push=""), {"x": rng.standard_normal((3, 4)).astype(np.float32),
-                                                   "x1": rng.standard_normal((3, 4)).astype(np.float32)}),
+        "spirv_buffers": (
+            single_custom_graph(
+                custom_payload.make(
+                    workgroup_sizes=[64, 1, 1],
+                    spirv=glsl_to_spirv(SCALE_ADD, tmp_path),
+                    inputs=[resource("Buffer", custom.STORAGE_BUFFER, F32, 0)],
+                    outputs=[resource("Buffer", custom.STORAGE_BUFFER, F32, 1)],
+                ),
+                name="scale_add",
+            ),
+            {"x": rng.standard_normal((4, 4)).astype(np.float32)},
+        ),
+        "spirv_images": (rgba_bias_graph(tmp_path, False), {"x": rng.standard_normal((1, 3, 5, 4)).astype(np.float32)}),
+        "glsl_tensors": (
+            glsl_sub_graph(push=""),
+            {"x": rng.standard_normal((3, 4)).astype(np.float32), "x1": rng.standard_normal((3, 4)).astype(np.float32)},
+        ),
     }
 
 
@@ -297,7 +365,7 @@ def test_model_converter_vgf_runs_on_tosa_vk(case, device, worker, tmp_path):
         value = want[name]
         same_bits(got[f"output_{i}"].reshape(value.shape), value, f"{case}: tosa_vk runs Arm's VGF")
         theirs = downloaded_array(arm[f"output_{i}"], value.dtype, value.shape)
-        if tensors:   # Arm keeps TENSOR_ARM for buffer-declared shader bindings; scenario-runner 0.11 then gives 0s
+        if tensors:  # Arm keeps TENSOR_ARM for buffer-declared shader bindings; scenario-runner 0.11 then gives 0s
             assert not theirs.any(), f"{case}: scenario-runner now computes something; compare it again"
         else:
             same_bits(theirs, value, f"{case}: scenario-runner runs Arm's VGF")
@@ -308,9 +376,15 @@ def test_model_converter_graph_segments_are_refused(tmp_path):
     graph, _ = import_cases(tmp_path)["spirv_buffers"]
     b = Builder()
     x = b.input("x", (4, 4), "fp32")
-    y = b.custom([b.add(x, x)], domain_name=DOMAIN, operator_name="scale_add",
-                 implementation_attrs=graph.main.operators[0].attrs["implementation_attrs"], out_shape=(4, 4),
-                 out_dtype="fp32", name="y")
+    y = b.custom(
+        [b.add(x, x)],
+        domain_name=DOMAIN,
+        operator_name="scale_add",
+        implementation_attrs=graph.main.operators[0].attrs["implementation_attrs"],
+        out_shape=(4, 4),
+        out_dtype="fp32",
+        name="y",
+    )
     b.output(y)
     save_graph(b.build(), tmp_path / "mixed.tosa")
     model_converter(tmp_path / "mixed.tosa", tmp_path / "mixed.vgf")

@@ -2,6 +2,7 @@
 selection of single-op conformance graphs are exported, read back by Arm's vgf_dump, run by Arm's scenario-runner
 (ML emulation layer on lavapipe, one shared worker) and by `tosa-vk run model.vgf`; every output must equal what
 tosa_vk's own Vulkan backend computes (bit-exact: the same SPIR-V runs on the same device)."""
+
 from __future__ import annotations
 
 import json
@@ -23,15 +24,31 @@ from vgf.scenario import write_scenario
 ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.vulkan
-MODELS = sorted(Path("/work/shared/models").glob("*/desc.json")) or sorted((ROOT / "resources" / "models").glob(
-    "*/desc.json"))
+MODELS = sorted(Path("/work/shared/models").glob("*/desc.json")) or sorted(
+    (ROOT / "resources" / "models").glob("*/desc.json")
+)
 # One single-op test per op (first match in the sorted cached selection)
-OPS = ("add_0_f16", "conv2d_", "matmul_", "rescale_", "mul_0_f16", "clamp_0_f32", "avg_pool2d_", "transpose_",
-       "reduce_sum_", "concat_", "sigmoid_0_f32", "table_0_i8", "cast_", "depthwise_conv2d_")
+OPS = (
+    "add_0_f16",
+    "conv2d_",
+    "matmul_",
+    "rescale_",
+    "mul_0_f16",
+    "clamp_0_f32",
+    "avg_pool2d_",
+    "transpose_",
+    "reduce_sum_",
+    "concat_",
+    "sigmoid_0_f32",
+    "table_0_i8",
+    "cast_",
+    "depthwise_conv2d_",
+)
 
 
 def _single_op_tests() -> list[Path]:
     from tosa_vk.conformance.generate import Selection, selected_tests
+
     tests = selected_tests(Selection(test_type="positive"))
     return [next(t for t in tests if t.name.startswith(prefix)) for prefix in OPS]
 
@@ -41,8 +58,9 @@ def _check(desc_path: Path, device, worker, tmp_path: Path) -> None:
     desc = json.loads(desc_path.read_text())
     graph = load_graph(folder / desc["tosa_file"])
     main = graph.main
-    feeds = {n: coerce_input(main.tensors[n], np.load(folder / f), None)
-             for n, f in zip(desc["ifm_name"], desc["ifm_file"])}
+    feeds = {
+        n: coerce_input(main.tensors[n], np.load(folder / f), None) for n, f in zip(desc["ifm_name"], desc["ifm_file"])
+    }
     model = VulkanModel(graph, device=device, strict=True)
     try:
         ours = model.run(feeds)
@@ -50,9 +68,9 @@ def _check(desc_path: Path, device, worker, tmp_path: Path) -> None:
         vgf = export_vgf(model.program, path)
     finally:
         model.close()
-    assert vgf.output_names == list(main.outputs) and vgf.input_names[:len(main.inputs)] == list(main.inputs)
+    assert vgf.output_names == list(main.outputs) and vgf.input_names[: len(main.inputs)] == list(main.inputs)
     assert all(s.type == "COMPUTE" and not s.push_constant_ranges for s in vgf.segments)
-    dumped = vgf_dump(path)   # Arm's decoder accepts the file and sees what we wrote
+    dumped = vgf_dump(path)  # Arm's decoder accepts the file and sees what we wrote
     assert len(dumped["model_sequence"]["segments"]) == len(vgf.segments)
     assert [r["category"] for r in dumped["resources"]] == [r.category for r in vgf.resources]
     with VGFModel(path, device) as imported:  # round trip: export -> run the .vgf on our runtime
@@ -64,8 +82,11 @@ def _check(desc_path: Path, device, worker, tmp_path: Path) -> None:
     uploads = {}
     for uid, slot, name in zip(ins, vgf.inputs, vgf.input_names):
         c = vgf.constant_for(slot.mrt_index)
-        uploads[uid] = np.frombuffer(c.data, np.uint8) if c is not None else \
-            np.ascontiguousarray(feeds[name]).view(np.uint8).reshape(-1)
+        uploads[uid] = (
+            np.frombuffer(c.data, np.uint8)
+            if c is not None
+            else np.ascontiguousarray(feeds[name]).view(np.uint8).reshape(-1)
+        )
     got, _ = worker.run_scenario(uploads)
     for uid, name in zip(outs, vgf.output_names):
         want = np.ascontiguousarray(ours[name])
@@ -86,27 +107,37 @@ def test_single_ops(prefix, device, worker, tmp_path):
 
 
 def test_push_constants_are_baked_with_std430_offsets():
-    src = ("#version 450\nlayout(push_constant) uniform Params { uint total; float lo; int s[2]; vec2 v; } p;\n"
-           "void main() {}\n")
+    src = (
+        "#version 450\nlayout(push_constant) uniform Params { uint total; float lo; int s[2]; vec2 v; } p;\n"
+        "void main() {}\n"
+    )
     import struct
+
     push = struct.pack("<Ifii", 7, -1.5, -2147483648, 3) + struct.pack("<ff", 0.1, float("inf"))
     out = bake_push_constants(src, push, "t")
-    assert "const Params p = Params(0x00000007u, -1.5, int[2](int(0x80000000u), int(0x00000003u)), " \
-           "vec2(0.10000000149011612, (1.0/0.0)));" in out and "push_constant" not in out
+    assert (
+        "const Params p = Params(0x00000007u, -1.5, int[2](int(0x80000000u), int(0x00000003u)), "
+        "vec2(0.10000000149011612, (1.0/0.0)));"
+        in out
+        and "push_constant" not in out
+    )
     with pytest.raises(ValueError, match="past the 8 bytes"):
         bake_push_constants(src, push[:8], "t")
 
 
 def test_host_steps_are_refused(tmp_path):
     from tosa_vk.program import Host, Program
+
     program = Program([Host("WHILE_LOOP #0 'x'", "WHILE_LOOP", {}, (), (), (), (), ())], {}, 0, [], [])
     with pytest.raises(TosaError, match="WHILE_LOOP #0 'x': runs on the host"):
         export_vgf(program)
 
 
 def test_graph_segments_are_refused(tmp_path):
-    v = V.VGF(modules=[V.Module("g", "GRAPH", "g", b"\x03\x02\x23\x07" + bytes(16))],
-              segments=[V.Segment("graph_segment_0", 0, "GRAPH")])
+    v = V.VGF(
+        modules=[V.Module("g", "GRAPH", "g", b"\x03\x02\x23\x07" + bytes(16))],
+        segments=[V.Segment("graph_segment_0", 0, "GRAPH")],
+    )
     V.save_vgf(v, tmp_path / "g.vgf")
     with pytest.raises(TosaError, match="graph segments are not supported"):
         VGFModel(tmp_path / "g.vgf")
@@ -115,6 +146,7 @@ def test_graph_segments_are_refused(tmp_path):
 def test_cli_export_inspect_run(tmp_path):
     import tosa_vk
     from tosa_vk.cli import main
+
     b = tosa_vk.Builder()
     x = b.input("x", (2, 3), "fp32")
     b.output(b.add(x, np.ones((2, 3), np.float32), name="y"))

@@ -1,5 +1,6 @@
 """Control flow on Vulkan (spec 2.15): COND_IF / WHILE_LOOP regions compiled into the program, loop-carried tensors
 on the device, only the condition read back. The conformance selection covers the generator's tests."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,7 +26,7 @@ def counting_loop(limit: int = 10):
     def body(s, i, acc, p, q):
         i = s.add(i, s.const(np.ones(1, np.int32)))
         acc = s.sub(s.mul(acc, s.const(np.full((1, 1), 2, np.float32))), s.const(np.ones((1, 1), np.float32)))
-        return i, acc, q, p       # p and q swap: each is read after the other is written
+        return i, acc, q, p  # p and q swap: each is read after the other is written
 
     outs = b.while_loop([zero, x, a, c], cond, body)
     assert isinstance(outs, tuple)  # four loop values
@@ -35,8 +36,11 @@ def counting_loop(limit: int = 10):
 
 def feeds():
     rng = np.random.default_rng(0)
-    return {"x": rng.standard_normal((3, 4)).astype(np.float32), "a": np.array([1, 2], np.int32),
-            "c": np.array([3, 4], np.int32)}
+    return {
+        "x": rng.standard_normal((3, 4)).astype(np.float32),
+        "a": np.array([1, 2], np.int32),
+        "c": np.array([3, 4], np.int32),
+    }
 
 
 @pytest.mark.parametrize("limit", [0, 1, 7])
@@ -85,8 +89,12 @@ def branchy():
     def body(s, i, v):
         i = s.add(i, s.const(np.ones(1, np.int32)))
         odd = s.equal(s.bitwise_and(i, s.const(np.ones(1, np.int32))), s.const(np.ones(1, np.int32)))
-        v = s.cond_if(odd, [v], lambda t, w: t.add(w, t.const(np.ones(1, np.int32))),
-                      lambda e, w: e.mul(w, e.const(np.full(1, 3, np.int32))))
+        v = s.cond_if(
+            odd,
+            [v],
+            lambda t, w: t.add(w, t.const(np.ones(1, np.int32))),
+            lambda e, w: e.mul(w, e.const(np.full(1, 3, np.int32))),
+        )
         return i, v
 
     _, out = b.while_loop([i0, v], lambda s, i, v: s.greater(s.const(np.full(1, 6, np.int32)), i), body)
@@ -124,6 +132,7 @@ def test_builder_regions_run_the_same_in_arms_reference_model(tmp_path):
     """The builder's regions are encoded as Arm's tools expect: the reference model agrees with us."""
     trm = pytest.importorskip("tosa_reference_model")
     from tosa_vk.ir.flatbuffer import save_graph
+
     for graph, values in ((counting_loop(7), feeds()), (branchy(), {"v": np.arange(5, dtype=np.int32) - 2})):
         save_graph(graph, tmp_path / "g.tosa")
         outs, status = trm.run((tmp_path / "g.tosa").read_bytes(), [values[n] for n in graph.main.inputs])
@@ -145,6 +154,7 @@ def test_custom_shader_op_inside_a_region(device):
     from pathlib import Path
 
     from tosa_vk import custom
+
     path = Path(__file__).resolve().parent.parent / "resources" / "custom_ops" / "color_matrix.py"
     spec = importlib.util.spec_from_file_location("custom_op_example_color_matrix", path)
     cm = importlib.util.module_from_spec(spec)
@@ -153,8 +163,11 @@ def test_custom_shader_op_inside_a_region(device):
     b = Builder()
     c = b.input("c", (1,), "bool")
     x = b.input("x", (1, 2, 3, 3), "fp32")
-    b.output(b.cond_if(c, [x], lambda t, w: custom.call(t, cm.DOMAIN, cm.NAME, [w], attrs, name_hint="y"),
-                       lambda e, w: e.negate(w)))
+    b.output(
+        b.cond_if(
+            c, [x], lambda t, w: custom.call(t, cm.DOMAIN, cm.NAME, [w], attrs, name_hint="y"), lambda e, w: e.negate(w)
+        )
+    )
     graph = b.build()
     xv = np.arange(18, dtype=np.float32).reshape(1, 2, 3, 3)
     with tosa_vk.load(graph, backend="vulkan", device=device, strict=True) as model:
@@ -168,4 +181,5 @@ def test_custom_shader_op_inside_a_region(device):
 def test_batched_loop_with_a_staged_arena(device):
     """The discrete-GPU memory path (device-local arena, copies in every command buffer) with batched iterations."""
     from test_vulkan_runtime import check_staged
+
     check_staged(counting_loop(BATCH_ITERATIONS + 5), feeds(), device)

@@ -3,6 +3,7 @@ reference backend: integers bit-exact (zero points, int4 weights, int48 accumula
 dot-product bound; every chunk width (packed 8 / 16-bit words, the 4 x 4 matrix path, single elements), tile tails,
 padding that must skip non-finite weights, run-time weights and zero points, grids that spill into z and
 reductions split into passes."""
+
 from __future__ import annotations
 
 import ml_dtypes
@@ -10,10 +11,25 @@ import numpy as np
 import pytest
 from helpers import assert_same, compare, graph_of, run_both, run_reference, shrink_target
 
-NP = {"int8": np.int8, "int4": np.int8, "int16": np.int16, "fp32": np.float32, "fp16": np.float16,
-      "bf16": ml_dtypes.bfloat16, "fp8e4m3": ml_dtypes.float8_e4m3fn, "fp8e5m2": ml_dtypes.float8_e5m2}
-OUT = {"int8": "int32", "int16": "int48", "fp32": "fp32", "fp16": "fp16", "bf16": "bf16", "fp8e4m3": "fp16",
-       "fp8e5m2": "fp16"}
+NP = {
+    "int8": np.int8,
+    "int4": np.int8,
+    "int16": np.int16,
+    "fp32": np.float32,
+    "fp16": np.float16,
+    "bf16": ml_dtypes.bfloat16,
+    "fp8e4m3": ml_dtypes.float8_e4m3fn,
+    "fp8e5m2": ml_dtypes.float8_e5m2,
+}
+OUT = {
+    "int8": "int32",
+    "int16": "int48",
+    "fp32": "fp32",
+    "fp16": "fp16",
+    "bf16": "bf16",
+    "fp8e4m3": "fp16",
+    "fp8e5m2": "fp16",
+}
 MANTISSA = {"fp32": 23, "fp16": 10, "bf16": 7}
 
 
@@ -30,26 +46,42 @@ def bias_values(rng, n: int, out: str) -> np.ndarray:
     if out == "int32":
         return rng.integers(-1000, 1000, n).astype(np.int32)
     if out == "int48":
-        return rng.integers(-2 ** 40, 2 ** 40, n).astype(np.int64)
+        return rng.integers(-(2**40), 2**40, n).astype(np.int64)
     return (rng.standard_normal(n)).astype(NP[out])
 
 
 def dot_product_tolerance(bound: np.ndarray, ks: int, out: str) -> np.ndarray:
     """The dot-product error bound: ks roundings of fp32 accumulation relative to `bound` (the result of the op on
     absolute values), plus the output rounding."""
-    return bound.astype(np.float64) * (2 * ks * 2.0 ** -24 + 2.0 ** -MANTISSA[out]) + 1e-30
+    return bound.astype(np.float64) * (2 * ks * 2.0**-24 + 2.0 ** -MANTISSA[out]) + 1e-30
 
 
-def conv_case(device, dtype, x_shape, w_shape, *, wdtype=None, op="conv2d", zps=(0, 0), bias_n=None, seed=0,
-              runtime=False, **attrs):
+def conv_case(
+    device,
+    dtype,
+    x_shape,
+    w_shape,
+    *,
+    wdtype=None,
+    op="conv2d",
+    zps=(0, 0),
+    bias_n=None,
+    seed=0,
+    runtime=False,
+    **attrs,
+):
     """Runs one convolution on both backends; weights / zero points are graph inputs when `runtime`."""
     rng = np.random.default_rng(seed)
     wdtype = wdtype or ("int8" if dtype == "int16" else dtype)
     out = OUT[dtype]
     x = values(rng, x_shape, dtype)
     w = values(rng, w_shape, wdtype)
-    oc = {"conv2d": w_shape[0], "conv3d": w_shape[0], "transpose_conv2d": w_shape[0],
-          "depthwise_conv2d": w_shape[2] * w_shape[3]}[op]
+    oc = {
+        "conv2d": w_shape[0],
+        "conv3d": w_shape[0],
+        "transpose_conv2d": w_shape[0],
+        "depthwise_conv2d": w_shape[2] * w_shape[3],
+    }[op]
     bias = bias_values(rng, oc if bias_n is None else bias_n, out)
     wdt = {"int4": "int4"}.get(wdtype, wdtype)
 
@@ -81,11 +113,20 @@ def conv_case(device, dtype, x_shape, w_shape, *, wdtype=None, op="conv2d", zps=
 
 # ---- CONV2D --------------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", ["int8", "int16", "fp32", "fp16", "bf16", "fp8e4m3", "fp8e5m2"])
-@pytest.mark.parametrize("ic", [16, 12, 3])   # chunks of 16 / 8 / 4 elements, single elements
+@pytest.mark.parametrize("ic", [16, 12, 3])  # chunks of 16 / 8 / 4 elements, single elements
 def test_conv2d_every_type_and_chunk_width(device, dtype, ic):
-    conv_case(device, dtype, (2, 9, 10, ic), (5, 3, 3, ic), zps=(-7, 3) if dtype == "int8" else (0, 0),
-              pad=[1, 0, 2, 1], stride=[1, 2], dilation=[2, 1])
+    conv_case(
+        device,
+        dtype,
+        (2, 9, 10, ic),
+        (5, 3, 3, ic),
+        zps=(-7, 3) if dtype == "int8" else (0, 0),
+        pad=[1, 0, 2, 1],
+        stride=[1, 2],
+        dilation=[2, 1],
+    )
 
 
 def test_conv2d_int8_int4_weights(device):
@@ -101,6 +142,7 @@ def test_conv2d_int8_extreme_values_exact(device):
     def build(b):
         x = b.input("x", b_x.shape, "int8")
         b.output(b.conv2d(x, w, np.zeros(8, np.int32), np.int8(-128), np.int8(-128), pad=[1, 1, 1, 1]))
+
     compare(device, build, {"x": b_x})
 
 
@@ -119,8 +161,15 @@ def test_conv2d_kernel_shapes(device, kernel):
 
 @pytest.mark.parametrize("dtype", ["int8", "fp32"])
 def test_conv2d_runtime_weights_and_zero_points(device, dtype):
-    conv_case(device, dtype, (1, 6, 7, 8), (5, 3, 3, 8), zps=(-3, 9) if dtype == "int8" else (0, 0), runtime=True,
-              pad=[1, 1, 1, 1])
+    conv_case(
+        device,
+        dtype,
+        (1, 6, 7, 8),
+        (5, 3, 3, 8),
+        zps=(-3, 9) if dtype == "int8" else (0, 0),
+        runtime=True,
+        pad=[1, 1, 1, 1],
+    )
 
 
 def test_conv2d_padding_skips_infinite_weights(device):
@@ -132,6 +181,7 @@ def test_conv2d_padding_skips_infinite_weights(device):
 
     def build(b):
         b.output(b.conv2d(b.input("x", x.shape, "fp32"), w, np.zeros(2, np.float32), pad=[1, 1, 1, 1]))
+
     _, want = compare(device, build, {"x": x})
     assert not np.isnan(want).all()
 
@@ -144,6 +194,7 @@ def test_conv2d_nan_and_infinity_inputs(device):
 
     def build(b):
         b.output(b.conv2d(b.input("x", x.shape, "fp32"), w, np.zeros(4, np.float32), pad=[1, 1, 1, 1]))
+
     compare(device, build, {"x": x})
 
 
@@ -163,34 +214,64 @@ def test_conv2d_reduction_split_into_passes(device, monkeypatch, dtype):
 
 # ---- CONV3D --------------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", ["int8", "int16", "fp32", "fp16", "bf16"])
 def test_conv3d(device, dtype):
-    conv_case(device, dtype, (1, 5, 6, 7, 8), (5, 2, 3, 3, 8), op="conv3d", zps=(2, -1) if dtype == "int8" else (0, 0),
-              pad=[1, 0, 1, 1, 0, 2], stride=[2, 1, 1], dilation=[1, 2, 1])
+    conv_case(
+        device,
+        dtype,
+        (1, 5, 6, 7, 8),
+        (5, 2, 3, 3, 8),
+        op="conv3d",
+        zps=(2, -1) if dtype == "int8" else (0, 0),
+        pad=[1, 0, 1, 1, 0, 2],
+        stride=[2, 1, 1],
+        dilation=[1, 2, 1],
+    )
 
 
 # ---- DEPTHWISE_CONV2D ----------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", ["int8", "int16", "fp32", "fp16", "bf16", "fp8e4m3"])
 @pytest.mark.parametrize("c, m", [(16, 1), (8, 1), (3, 1), (4, 3)])
 def test_depthwise(device, dtype, c, m):
-    conv_case(device, dtype, (2, 9, 17, c), (3, 3, c, m), op="depthwise_conv2d",
-              zps=(4, -4) if dtype == "int8" else (0, 0), pad=[1, 1, 0, 2], stride=[1, 2], dilation=[2, 1])
+    conv_case(
+        device,
+        dtype,
+        (2, 9, 17, c),
+        (3, 3, c, m),
+        op="depthwise_conv2d",
+        zps=(4, -4) if dtype == "int8" else (0, 0),
+        pad=[1, 1, 0, 2],
+        stride=[1, 2],
+        dilation=[2, 1],
+    )
 
 
 def test_depthwise_runtime_and_spill(device, monkeypatch):
     shrink_target(monkeypatch, device, max_workgroup_count=(3, 65535, 65535))
-    conv_case(device, "int8", (2, 17, 19, 8), (3, 3, 8, 1), op="depthwise_conv2d", zps=(-9, 1), runtime=True,
-              pad=[1, 1, 1, 1])
+    conv_case(
+        device, "int8", (2, 17, 19, 8), (3, 3, 8, 1), op="depthwise_conv2d", zps=(-9, 1), runtime=True, pad=[1, 1, 1, 1]
+    )
 
 
 # ---- TRANSPOSE_CONV2D ----------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", ["int8", "int16", "fp32", "fp16", "bf16"])
 @pytest.mark.parametrize("stride, out_pad", [([1, 1], [0, 0, 0, 0]), ([2, 3], [1, 0, -1, 2]), ([3, 2], [-2, 1, 0, 0])])
 def test_transpose_conv2d(device, dtype, stride, out_pad):
-    conv_case(device, dtype, (1, 5, 6, 8), (6, 3, 4, 8), op="transpose_conv2d",
-              zps=(3, -2) if dtype == "int8" else (0, 0), stride=stride, out_pad=out_pad)
+    conv_case(
+        device,
+        dtype,
+        (1, 5, 6, 8),
+        (6, 3, 4, 8),
+        op="transpose_conv2d",
+        zps=(3, -2) if dtype == "int8" else (0, 0),
+        stride=stride,
+        out_pad=out_pad,
+    )
 
 
 def test_transpose_conv2d_split_and_infinite_weights(device, monkeypatch):
@@ -202,4 +283,5 @@ def test_transpose_conv2d_split_and_infinite_weights(device, monkeypatch):
 
     def build(b):
         b.output(b.transpose_conv2d(b.input("x", x.shape, "fp32"), w, np.zeros(2, np.float32), stride=[2, 2]))
+
     compare(device, build, {"x": x})

@@ -1,6 +1,7 @@
 """Vulkan kernels of the data layout (spec 2.10) and scatter / gather (spec 2.11) operators, bit-exact against the
 reference backend: every dtype, ranks 1..6, unit widening of the strided copy, negative strides (REVERSE), TILE's
 wrap and broadcast, PAD with a runtime pad_const, CONCAT into slices, grids that spill into y."""
+
 from __future__ import annotations
 
 import itertools
@@ -12,10 +13,18 @@ from helpers import compare
 
 from tosa_vk import Builder
 
-DTYPES = {"bool": np.bool_, "int8": np.int8, "int16": np.int16, "int32": np.int32, "fp16": np.float16,
-          "fp32": np.float32, "bf16": ml_dtypes.bfloat16, "fp8e4m3": ml_dtypes.float8_e4m3fn,
-          "fp8e5m2": ml_dtypes.float8_e5m2}
-BIG = 65535 * 64 + 4097   # more invocations than one row of workgroups: the grid spills into y
+DTYPES = {
+    "bool": np.bool_,
+    "int8": np.int8,
+    "int16": np.int16,
+    "int32": np.int32,
+    "fp16": np.float16,
+    "fp32": np.float32,
+    "bf16": ml_dtypes.bfloat16,
+    "fp8e4m3": ml_dtypes.float8_e4m3fn,
+    "fp8e5m2": ml_dtypes.float8_e5m2,
+}
+BIG = 65535 * 64 + 4097  # more invocations than one row of workgroups: the grid spills into y
 
 
 def data(shape, dtype: str, seed: int = 0) -> np.ndarray:
@@ -60,9 +69,11 @@ def test_transpose_ranks(device, rank):
 def test_slice_widens_aligned_rows(device, dtype):
     b = Builder()
     x = b.input("x", (6, 9, 32), dtype)
-    b.output(b.slice(x, [1, 2, 0], [4, 5, 32]),     # whole rows: 16-byte units
-             b.slice(x, [0, 0, 8], [6, 9, 16]),      # aligned inner run
-             b.slice(x, [2, 3, 3], [3, 2, 7]))       # unaligned: element units
+    b.output(
+        b.slice(x, [1, 2, 0], [4, 5, 32]),  # whole rows: 16-byte units
+        b.slice(x, [0, 0, 8], [6, 9, 16]),  # aligned inner run
+        b.slice(x, [2, 3, 3], [3, 2, 7]),
+    )  # unaligned: element units
     compare(device, b.build(), {"x": data((6, 9, 32), dtype)}, bits=True)
 
 
@@ -101,10 +112,12 @@ def test_concat_axes(device, dtype):
 def test_pad(device, dtype):
     b = Builder()
     x = b.input("x", (3, 4, 5), dtype)
-    pad_const = b.input("p", (1,), dtype)   # a runtime pad value
-    b.output(b.pad(x, [1, 2, 0, 0, 3, 1], pad_const),
-             b.pad(x, [0, 0, 0, 0, 0, 0], pad_const),
-             b.pad(x, [2, 0, 1, 1, 0, 0], pad_const))
+    pad_const = b.input("p", (1,), dtype)  # a runtime pad value
+    b.output(
+        b.pad(x, [1, 2, 0, 0, 3, 1], pad_const),
+        b.pad(x, [0, 0, 0, 0, 0, 0], pad_const),
+        b.pad(x, [2, 0, 1, 1, 0, 0], pad_const),
+    )
     compare(device, b.build(), {"x": data((3, 4, 5), dtype), "p": data((1,), dtype, 7)}, bits=True)
 
 
@@ -114,8 +127,11 @@ def test_pad_wide_units(device, dtype):
     b = Builder()
     x = b.input("x", (2, 3, 16), dtype)
     pad_const = b.input("p", (1,), dtype)
-    b.output(b.pad(x, [1, 0, 0, 2, 16, 0], pad_const), b.pad(x, [0, 0, 1, 1, 4, 4], pad_const),
-             b.pad(x, [0, 1, 0, 0, 8, 8], pad_const))
+    b.output(
+        b.pad(x, [1, 0, 0, 2, 16, 0], pad_const),
+        b.pad(x, [0, 0, 1, 1, 4, 4], pad_const),
+        b.pad(x, [0, 1, 0, 0, 8, 8], pad_const),
+    )
     compare(device, b.build(), {"x": data((2, 3, 16), dtype), "p": data((1,), dtype, 3)}, bits=True)
 
 
@@ -137,8 +153,12 @@ def test_gather_scatter(device, dtype, c):
     indices = b.input("indices", (n, w), "int32")
     rows = b.input("rows", (n, w, c), dtype)
     b.output(b.gather(values, indices), b.scatter(values, indices, rows))
-    compare(device, b.build(), {"values": data((n, k, c), dtype), "indices": idx, "rows": data((n, w, c), dtype, 1)},
-            bits=True)
+    compare(
+        device,
+        b.build(),
+        {"values": data((n, k, c), dtype), "indices": idx, "rows": data((n, w, c), dtype, 1)},
+        bits=True,
+    )
 
 
 def test_big_transpose_spills_into_y(device):
@@ -155,5 +175,9 @@ def test_big_pad_and_gather(device):
     v = b.input("v", (1, 3, BIG), "int8")
     i = b.input("i", (1, 2), "int32")
     b.output(b.pad(x, [5, 3], np.array([7], np.int16)), b.gather(v, i))
-    compare(device, b.build(), {"x": data((BIG,), "int16"), "v": data((1, 3, BIG), "int8"),
-                                "i": np.array([[2, 0]], np.int32)}, bits=True)
+    compare(
+        device,
+        b.build(),
+        {"x": data((BIG,), "int16"), "v": data((1, 3, BIG), "int8"), "i": np.array([[2, 0]], np.int32)},
+        bits=True,
+    )

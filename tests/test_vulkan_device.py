@@ -1,4 +1,5 @@
 """Vulkan bring-up: an instance and a compute device exist on this machine (lavapipe in CI)."""
+
 from __future__ import annotations
 
 import json
@@ -39,6 +40,7 @@ def test_validation_layer_is_silent_on_device_lifetime():
 
 
 def test_devices_cli_json():
-    done = subprocess.run([sys.executable, "-m", "tosa_vk.cli", "devices", "--json"], capture_output=True, text=True,
-                          check=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "tosa_vk.cli", "devices", "--json"], capture_output=True, text=True, check=True
+    )
     assert json.loads(done.stdout)[0]["name"]

@@ -1,5 +1,6 @@
 """Vulkan kernels of the element-wise binary, ternary and comparison chapters (spec 2.5, 2.7, 2.8) against the
 reference backend: integers and bools bit-exact, floats bit-exact where the result is correctly rounded."""
+
 from __future__ import annotations
 
 import ml_dtypes
@@ -17,6 +18,7 @@ FLOAT_TYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat1
 
 # ---- bitwise, shifts, INTDIV, MUL, TABLE: bit-exact integers ---------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", INT_TYPES)
 @pytest.mark.parametrize("op", ["BITWISE_AND", "BITWISE_OR", "BITWISE_XOR"])
 def test_bitwise_broadcast(device, op, dtype):
@@ -27,9 +29,15 @@ def test_bitwise_broadcast(device, op, dtype):
 
 
 @pytest.mark.parametrize("dtype", INT_TYPES)
-@pytest.mark.parametrize("op,attrs", [("ARITHMETIC_RIGHT_SHIFT", {"round": False}),
-                                      ("ARITHMETIC_RIGHT_SHIFT", {"round": True}),
-                                      ("LOGICAL_LEFT_SHIFT", {}), ("LOGICAL_RIGHT_SHIFT", {})])
+@pytest.mark.parametrize(
+    "op,attrs",
+    [
+        ("ARITHMETIC_RIGHT_SHIFT", {"round": False}),
+        ("ARITHMETIC_RIGHT_SHIFT", {"round": True}),
+        ("LOGICAL_LEFT_SHIFT", {}),
+        ("LOGICAL_RIGHT_SHIFT", {}),
+    ],
+)
 def test_shifts_every_amount(device, op, attrs, dtype):
     rng = np.random.default_rng(2)
     nt = INT_TYPES[dtype]
@@ -41,7 +49,7 @@ def test_shifts_every_amount(device, op, attrs, dtype):
 
 
 def test_intdiv_truncates_toward_zero(device):
-    a = np.array([7, -7, 7, -7, 2**31 - 1, -2**31, 0, 1, -1, 5], np.int32)
+    a = np.array([7, -7, 7, -7, 2**31 - 1, -(2**31), 0, 1, -1, 5], np.int32)
     b = np.array([2, 2, -2, -2, 3, 7, 5, -1, 3, 2**31 - 1], np.int32)
     got, _ = compare(device, op_graph("INTDIV", [(10,), (10,)], "int32"), {"x": a, "y": b})
     assert got.tolist()[:4] == [3, -3, -3, 3]
@@ -61,7 +69,7 @@ def _mul_operands(rng, shift, n):
     a, b = edge_ints(rng, np.int32, (n,)).astype(np.int64), edge_ints(rng, np.int32, (n,))[::-1].astype(np.int64)
     if shift:
         r = (a * b + (1 << (shift - 1))) >> shift
-        ok = (r >= -2**31) & (r < 2**31)
+        ok = (r >= -(2**31)) & (r < 2**31)
         a, b = np.where(ok, a, 3), np.where(ok, b, -5)
     return a.astype(np.int32), b.astype(np.int32)
 
@@ -102,10 +110,21 @@ def test_table(device, dtype, const_table):
     compare(device, bld.build(), feeds)
 
 
-@pytest.mark.parametrize("shape_a,shape_b", [((5, 7), (5, 7)), ((2, 3, 8), (2, 3, 8)), ((5, 1), (1, 1)),
-                                             ((1, 1, 1), (3, 4, 5)), ((6, 8), (1, 8)), ((6, 8), (6, 1)),
-                                             ((2, 1, 3, 4), (1, 5, 1, 4)), ((2, 1, 3, 4), (2, 5, 3, 1)),
-                                             ((7, 1, 9), (1, 2, 1)), ((), ())])
+@pytest.mark.parametrize(
+    "shape_a,shape_b",
+    [
+        ((5, 7), (5, 7)),
+        ((2, 3, 8), (2, 3, 8)),
+        ((5, 1), (1, 1)),
+        ((1, 1, 1), (3, 4, 5)),
+        ((6, 8), (1, 8)),
+        ((6, 8), (6, 1)),
+        ((2, 1, 3, 4), (1, 5, 1, 4)),
+        ((2, 1, 3, 4), (2, 5, 3, 1)),
+        ((7, 1, 9), (1, 2, 1)),
+        ((), ()),
+    ],
+)
 def test_broadcast_layouts(device, shape_a, shape_b):
     """Every kernel path: same shapes, scalars, rows read as 4-vectors or splat, general broadcasting, rank 0."""
     rng = np.random.default_rng(10)
@@ -153,12 +172,14 @@ def test_pow(device, dtype):
 
 
 def test_pow_broadcast_rank0(device):
-    got, _ = compare(device, op_graph("POW", [(), ()], "fp32"),
-                     {"x": np.array(1.5, np.float32), "y": np.array(-2.25, np.float32)})
+    got, _ = compare(
+        device, op_graph("POW", [(), ()], "fp32"), {"x": np.array(1.5, np.float32), "y": np.array(-2.25, np.float32)}
+    )
     assert got.shape == ()
 
 
 # ---- logical, comparison, SELECT ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("op", ["LOGICAL_AND", "LOGICAL_OR", "LOGICAL_XOR"])
 def test_logical(device, op):
@@ -181,8 +202,11 @@ def test_comparison_nan_and_signed_zero(device, op, dtype):
 
 # (cond, on_true, on_false) shapes: innermost dimension not a multiple of 4 (one element per invocation), a
 # multiple of 4 with rows read as 4-vectors or splat (VEC4 with broadcasting), and a scalar.
-SELECT_SHAPES = [((4, 1, 6), (1, 5, 6), (4, 5, 1)), ((4, 1, 8), (1, 5, 8), (4, 5, 1)),
-                 ((1, 1, 1), (3, 4, 9), (3, 4, 9))]
+SELECT_SHAPES = [
+    ((4, 1, 6), (1, 5, 6), (4, 5, 1)),
+    ((4, 1, 8), (1, 5, 8), (4, 5, 1)),
+    ((1, 1, 1), (3, 4, 9), (3, 4, 9)),
+]
 
 
 @pytest.mark.parametrize("shapes", SELECT_SHAPES, ids=["rows", "rows4", "scalar"])
@@ -207,10 +231,11 @@ def test_select_broadcast_bit_exact(device, dtype, shapes):
 
 # ---- big tensors: grids past 65535 workgroups in x ------------------------------------------------------------
 
+
 def test_big_broadcast_binary_and_select(device):
     rng = np.random.default_rng(8)
-    a = rng.integers(-2**31, 2**31, (2, BIG // 2), dtype=np.int64).astype(np.int32)
-    b = rng.integers(-2**31, 2**31, (1, BIG // 2), dtype=np.int64).astype(np.int32)
+    a = rng.integers(-(2**31), 2**31, (2, BIG // 2), dtype=np.int64).astype(np.int32)
+    b = rng.integers(-(2**31), 2**31, (1, BIG // 2), dtype=np.int64).astype(np.int32)
     cond = rng.integers(0, 2, (2, 1)).astype(bool)
     bld = Builder()
     x, y, c = bld.input("x", a.shape, "int32"), bld.input("y", b.shape, "int32"), bld.input("c", cond.shape, "bool")

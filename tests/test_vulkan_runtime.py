@@ -1,4 +1,5 @@
 """The Vulkan runtime: recorded once and re-submitted, host fallback, profiles, shader cache, limits, leaks."""
+
 from __future__ import annotations
 
 import gc
@@ -43,14 +44,21 @@ def test_matches_reference_and_reruns_with_new_inputs(device):
 def test_host_fallback(device):
     """An operator without a Vulkan kernel (here a CUSTOM op with only a numpy implementation) runs on the host,
     on views of the same device memory, between GPU kernels."""
+
     @tosa_vk.custom_op("com.example.test", "halve")
     def halve(inputs, attrs):
         return [inputs[0] / 2]
 
     b = Builder()
     x = b.input("x", (3,), "fp32")
-    h = b.custom([b.add(x, x)], domain_name="com.example.test", operator_name="halve", implementation_attrs=b"",
-                 out_shape=(3,), out_dtype="fp32")
+    h = b.custom(
+        [b.add(x, x)],
+        domain_name="com.example.test",
+        operator_name="halve",
+        implementation_attrs=b"",
+        out_shape=(3,),
+        out_dtype="fp32",
+    )
     b.output(b.add(h, x, name="y"))
     with tosa_vk.load(b.build(), backend="vulkan", device=device) as model:
         out = model.run(x=np.array([1.5, -1.5, 2.0], np.float32))
@@ -65,8 +73,16 @@ def test_strict_names_the_operator_without_a_kernel(device):
 
     b = Builder()
     x = b.input("x", (3,), "fp32")
-    b.output(b.custom([b.add(x, x)], domain_name="com.example.test", operator_name="negate",
-                      implementation_attrs=b"", out_shape=(3,), out_dtype="fp32"))
+    b.output(
+        b.custom(
+            [b.add(x, x)],
+            domain_name="com.example.test",
+            operator_name="negate",
+            implementation_attrs=b"",
+            out_shape=(3,),
+            out_dtype="fp32",
+        )
+    )
     with pytest.raises(TosaError, match=r"CUSTOM #1 'custom'.*no Vulkan kernel"):
         tosa_vk.load(b.build(), backend="vulkan", device=device, strict=True)
 
@@ -81,11 +97,29 @@ def test_profile_has_one_time_per_kernel(device):
 
 def test_shader_cache_detects_corruption(tmp_path):
     cache = ShaderCache(tmp_path)
-    variant = Variant("elementwise_binary/binary", tuple(sorted({
-        "A_T": "float", "A_C": "float", "LOAD_A(v)": "(v)", "STORE_A(v)": "(v)",
-        "B_T": "float", "B_C": "float", "LOAD_B(v)": "(v)", "STORE_B(v)": "(v)",
-        "O_T": "float", "O_C": "float", "LOAD_O(v)": "(v)", "STORE_O(v)": "(v)",
-        "COMPUTE_T": "float", "OP(x, y)": "((x) + (y))"}.items())))
+    variant = Variant(
+        "elementwise_binary/binary",
+        tuple(
+            sorted(
+                {
+                    "A_T": "float",
+                    "A_C": "float",
+                    "LOAD_A(v)": "(v)",
+                    "STORE_A(v)": "(v)",
+                    "B_T": "float",
+                    "B_C": "float",
+                    "LOAD_B(v)": "(v)",
+                    "STORE_B(v)": "(v)",
+                    "O_T": "float",
+                    "O_C": "float",
+                    "LOAD_O(v)": "(v)",
+                    "STORE_O(v)": "(v)",
+                    "COMPUTE_T": "float",
+                    "OP(x, y)": "((x) + (y))",
+                }.items()
+            )
+        ),
+    )
     first = cache.get(variant)
     assert first[:4] == (0x07230203).to_bytes(4, "little") and cache.compiled == 1
     again = ShaderCache(tmp_path)
@@ -98,6 +132,7 @@ def test_shader_cache_detects_corruption(tmp_path):
 
 def test_shader_compile_error_names_the_variant(tmp_path):
     from tosa_vk.vulkan.shaders import ShaderError
+
     bad = Variant("elementwise_binary/binary", (("OP(x, y)", "nonsense(x)"),))
     with pytest.raises(ShaderError, match=r"shaders/elementwise_binary/binary\.comp"):
         ShaderCache(tmp_path).get(bad)
@@ -147,6 +182,7 @@ def check_staged(graph, values: dict, device) -> None:
     """Runs `graph` on the discrete-GPU path (device-local arena + host-visible twin, copies in the command buffer),
     forced, and checks it against the reference backend."""
     from tosa_vk.vulkan.runtime import Runtime
+
     program = tosa_vk.compile(graph, device.info.target, strict=True)
     with Runtime(program, device, force_staging=True) as runtime:
         assert runtime.arena.staged

@@ -1,6 +1,7 @@
 """Vulkan kernels of the element-wise unary (spec 2.6) and activation (spec 2.4) operators against the reference
 backend: integers and sign-bit / clamp operations bit-exactly, transcendentals within one ulp (the fp64 helpers of
 shaders/include/unary.glsl round correctly except in near-ties), special values exactly."""
+
 from __future__ import annotations
 
 import ml_dtypes
@@ -22,6 +23,7 @@ def float_data(np_t, n=4096, seed=0) -> np.ndarray:
 
 # -- integers: bit-exact --------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype,np_t", [("int8", np.int8), ("int16", np.int16), ("int32", np.int32)])
 def test_bitwise_not(device, dtype, np_t):
     info = np.iinfo(np_t)
@@ -31,7 +33,7 @@ def test_bitwise_not(device, dtype, np_t):
 
 
 def test_abs_clz_int32(device):
-    x = np.array([0, 1, -1, 2, 3, 0x7fffffff, -0x7fffffff, 1 << 30, 12345, -54321, 255, 256], np.int32)
+    x = np.array([0, 1, -1, 2, 3, 0x7FFFFFFF, -0x7FFFFFFF, 1 << 30, 12345, -54321, 255, 256], np.int32)
     compare(device, op_graph("ABS", [x.shape], "int32"), {"x": x})
     x = np.append(x, np.int32(-0x80000000))
     got, _ = compare(device, op_graph("CLZ", [x.shape], "int32"), {"x": x})
@@ -44,21 +46,29 @@ def test_logical_not(device):
     assert np.array_equal(got, ~x)
 
 
-@pytest.mark.parametrize("dtype,np_t,zps", [("int8", np.int8, [(0, 0), (-128, 127), (5, -3), (127, -128)]),
-                                            ("int16", np.int16, [(0, 0)]), ("int32", np.int32, [(0, 0)])])
+@pytest.mark.parametrize(
+    "dtype,np_t,zps",
+    [
+        ("int8", np.int8, [(0, 0), (-128, 127), (5, -3), (127, -128)]),
+        ("int16", np.int16, [(0, 0)]),
+        ("int32", np.int32, [(0, 0)]),
+    ],
+)
 def test_negate_int_zero_points_saturate(device, dtype, np_t, zps):
     info = np.iinfo(np_t)
     x = np.array([0, 1, -1, info.min + 1, info.max, info.min if np_t != np.int32 else 0, 42, -42], np_t)
     for zp1, zp2 in zps:
-        compare(device, op_graph("NEGATE", [x.shape], dtype, np.array([zp1], np_t), np.array([zp2], np_t)),
-                {"x": x})
+        compare(device, op_graph("NEGATE", [x.shape], dtype, np.array([zp1], np_t), np.array([zp2], np_t)), {"x": x})
 
 
 def test_negate_zero_points_as_graph_inputs(device):
     x = np.array([1, 2, -128, 127, 0], np.int8)
     feeds = {"x": x, "z1": np.array([3], np.int8), "z2": np.array([-2], np.int8)}
-    got, _ = compare(device, lambda b: b.negate(b.input("x", x.shape, "int8"), b.input("z1", (1,), "int8"),
-                                                b.input("z2", (1,), "int8")), feeds)
+    got, _ = compare(
+        device,
+        lambda b: b.negate(b.input("x", x.shape, "int8"), b.input("z1", (1,), "int8"), b.input("z2", (1,), "int8")),
+        feeds,
+    )
     assert got.tolist() == [0, -1, 127, -126, 1]
 
 
@@ -76,6 +86,7 @@ def test_clamp_int(device, dtype, np_t):
 
 
 # -- floats: sign-bit operations and CLAMP are exact for every encoding -------------------------------------
+
 
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("op", ["abs", "negate", "ceil", "floor"])
@@ -95,8 +106,7 @@ def test_clamp_float_nan_mode(device, dtype, mode):
     np_t = FLOATS[dtype]
     x = float_data(np_t, n=256)[:512].reshape(2, -1)
     for lo, hi in ((-1.5, 2.0), (0.0, 0.0), (-np.inf, np.inf), (-3e3, -2.0)):
-        got, _ = compare(device, op_graph("CLAMP", [x.shape], dtype, min_val=lo, max_val=hi, nan_mode=mode),
-                         {"x": x})
+        got, _ = compare(device, op_graph("CLAMP", [x.shape], dtype, min_val=lo, max_val=hi, nan_mode=mode), {"x": x})
         if mode == "IGNORE":
             assert not np.isnan(got.astype(np.float32)).any()
 

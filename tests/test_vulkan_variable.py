@@ -1,6 +1,7 @@
 """Variables (spec 2.16, EXT-VARIABLE) on both backends: state across runs (device-resident on Vulkan), the
 seen / is_written rules, and the stateful RNN example of resources/examples checked against the reference backend
 over 100 steps."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -60,11 +61,15 @@ def _write_wrong_shape():
     return b.build()
 
 
-@pytest.mark.parametrize("make, feeds, rule", [
-    (_read_before_write, {}, "is_written"),
-    (_declared_twice, {}, "declared twice"),
-    (_write_wrong_shape, {"x": np.zeros(3, np.float32)}, "VARIABLE_WRITE.*shape"),
-], ids=["read_before_write", "declared_twice", "write_wrong_shape"])
+@pytest.mark.parametrize(
+    "make, feeds, rule",
+    [
+        (_read_before_write, {}, "is_written"),
+        (_declared_twice, {}, "declared twice"),
+        (_write_wrong_shape, {"x": np.zeros(3, np.float32)}, "VARIABLE_WRITE.*shape"),
+    ],
+    ids=["read_before_write", "declared_twice", "write_wrong_shape"],
+)
 def test_rules_raise_on_both_backends(device, make, feeds, rule):
     with pytest.raises(TosaError, match=rule):
         tosa_vk.load(make()).run(feeds)

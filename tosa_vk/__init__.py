@@ -1,9 +1,10 @@
 """tosa_vk: run TOSA 1.0 graphs on Vulkan GPUs as GLSL compute shaders compiled to SPIR-V.
 
-    graph = tosa_vk.load_graph("model.tosa")      # or build one: b = tosa_vk.Builder()
-    model = tosa_vk.load("model.tosa", backend="vulkan"); outputs = model.run({"x": array})
-    program = tosa_vk.compile(graph, "lavapipe")  # the compile pipeline alone: a Program (plain data)
+graph = tosa_vk.load_graph("model.tosa")      # or build one: b = tosa_vk.Builder()
+model = tosa_vk.load("model.tosa", backend="vulkan"); outputs = model.run({"x": array})
+program = tosa_vk.compile(graph, "lavapipe")  # the compile pipeline alone: a Program (plain data)
 """
+
 from .builder import Builder
 from .compiler import compile
 from .custom import custom_op
@@ -14,5 +15,20 @@ from .session import Model, Timing, load
 from .target import Target
 
 __version__ = "0.1.0"
-__all__ = ["Builder", "DType", "Graph", "Model", "Program", "Target", "Timing", "TosaError", "TosaFormatError",
-           "compile", "custom_op", "load", "load_graph", "save_graph", "validate"]
+__all__ = [
+    "Builder",
+    "DType",
+    "Graph",
+    "Model",
+    "Program",
+    "Target",
+    "Timing",
+    "TosaError",
+    "TosaFormatError",
+    "compile",
+    "custom_op",
+    "load",
+    "load_graph",
+    "save_graph",
+    "validate",
+]

@@ -14,6 +14,7 @@ A numpy array given for a tensor input becomes a CONST, a list of ints for a sha
 Python number for a one-element input a CONST of the dtype the op's type table implies. Output shapes and dtypes are
 inferred (tosa_vk.ir.shapes); pass `out_dtype=` where the inputs do not determine it (CAST, RESCALE, CUSTOM).
 """
+
 from __future__ import annotations
 
 import re
@@ -31,22 +32,38 @@ from .ir.graph import Block, Graph, NanPropagationMode, Operator, Region, Resize
 from .ir.shapes import infer_from
 from .ir.validate import validate
 
-_FROM_NUMPY = {np.dtype(np.bool_): DType.BOOL, np.dtype(np.int8): DType.INT8, np.dtype(np.int16): DType.INT16,
-               np.dtype(np.int32): DType.INT32, np.dtype(np.float32): DType.FP32, np.dtype(np.float16): DType.FP16,
-               np.dtype(ml_dtypes.bfloat16): DType.BF16, np.dtype(ml_dtypes.float8_e4m3fn): DType.FP8E4M3,
-               np.dtype(ml_dtypes.float8_e5m2): DType.FP8E5M2}
+_FROM_NUMPY = {
+    np.dtype(np.bool_): DType.BOOL,
+    np.dtype(np.int8): DType.INT8,
+    np.dtype(np.int16): DType.INT16,
+    np.dtype(np.int32): DType.INT32,
+    np.dtype(np.float32): DType.FP32,
+    np.dtype(np.float16): DType.FP16,
+    np.dtype(ml_dtypes.bfloat16): DType.BF16,
+    np.dtype(ml_dtypes.float8_e4m3fn): DType.FP8E4M3,
+    np.dtype(ml_dtypes.float8_e5m2): DType.FP8E5M2,
+}
 _ENUMS = {"acc_type": DType, "nan_mode": NanPropagationMode, "mode": ResizeMode, "rounding_mode": RoundingMode}
 # Spec defaults for attributes a caller may leave out (list lengths come from the operand's shape, e.g. "[4]").
 _DEFAULT_FILL = {"pad": 0, "out_pad": 0, "stride": 1, "dilation": 1}
-_DEFAULTS = {"local_bound": False, "nan_mode": NanPropagationMode.PROPAGATE, "round": False, "scale32": True,
-             "rounding_mode": RoundingMode.SINGLE_ROUND, "per_channel": False, "input_unsigned": False,
-             "output_unsigned": False, "inverse": False}
+_DEFAULTS = {
+    "local_bound": False,
+    "nan_mode": NanPropagationMode.PROPAGATE,
+    "round": False,
+    "scale32": True,
+    "rounding_mode": RoundingMode.SINGLE_ROUND,
+    "per_channel": False,
+    "input_unsigned": False,
+    "output_unsigned": False,
+    "inverse": False,
+}
 _DEFAULT_ZERO_INPUTS = re.compile(r"(_zp|^pad_const|^shift)$")  # inputs that default to 0 (MUL's shift too)
 
 
 @dataclass(frozen=True)
 class Value:
     """A tensor of the graph being built."""
+
     name: str
     shape: tuple[int, ...]
     dtype: DType
@@ -119,23 +136,27 @@ class Builder:
         return out
 
     # -- control flow (EXT-CONTROLFLOW): regions built by Python functions
-    def cond_if(self, condition: Value, inputs: Sequence[Value], then_fn, else_fn,
-                name: str = "cond_if") -> Value | tuple[Value, ...]:
+    def cond_if(
+        self, condition: Value, inputs: Sequence[Value], then_fn, else_fn, name: str = "cond_if"
+    ) -> Value | tuple[Value, ...]:
         """COND_IF: `then_fn(builder, *values)` / `else_fn(...)` build the two regions (each returns its
         result values, alike in shape and dtype) from values shaped like `inputs`."""
         then_name, results = self._region(f"{name}_then", inputs, then_fn)
         else_name, _ = self._region(f"{name}_else", inputs, else_fn)
-        return self._control(name, "COND_IF", [condition, *inputs], results,
-                             {"then_graph": then_name, "else_graph": else_name})
+        return self._control(
+            name, "COND_IF", [condition, *inputs], results, {"then_graph": then_name, "else_graph": else_name}
+        )
 
-    def while_loop(self, inputs: Sequence[Value], cond_fn, body_fn,
-                   name: str = "while_loop") -> Value | tuple[Value, ...]:
+    def while_loop(
+        self, inputs: Sequence[Value], cond_fn, body_fn, name: str = "while_loop"
+    ) -> Value | tuple[Value, ...]:
         """WHILE_LOOP: `cond_fn(builder, *values)` returns a bool [1]-shaped value, `body_fn(builder, *values)`
         the next values; the loop's outputs are the values when the condition turns false."""
         cond_name, _ = self._region(f"{name}_cond", inputs, cond_fn)
         body_name, _ = self._region(f"{name}_body", inputs, body_fn)
-        return self._control(name, "WHILE_LOOP", list(inputs), list(inputs),
-                             {"cond_graph": cond_name, "body_graph": body_name})
+        return self._control(
+            name, "WHILE_LOOP", list(inputs), list(inputs), {"cond_graph": cond_name, "body_graph": body_name}
+        )
 
     def _region(self, base: str, inputs: Sequence[Value], fn) -> tuple[str, tuple[Value, ...]]:
         names = {r.name for r in self.graph.regions}
@@ -157,8 +178,9 @@ class Builder:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     # -- operators
-    def op(self, op_name: str, *args, out_dtype=None, out_shape=None, name: str | None = None,
-           **attrs) -> Value | tuple[Value, ...]:
+    def op(
+        self, op_name: str, *args, out_dtype=None, out_shape=None, name: str | None = None, **attrs
+    ) -> Value | tuple[Value, ...]:
         """Adds operator `op_name` with the spec's inputs in order and attributes by name."""
         spec = catalogue.op_spec(op_name)
         try:
@@ -188,8 +210,11 @@ class Builder:
         if len(args) > len(operands):
             raise TosaError(f"takes {len(operands)} inputs ({', '.join(o.name for o in operands)}), got {len(args)}")
         args = args + [None] * (len(operands) - len(args))
-        bound = {o.type: a.dtype for o, a in zip(operands, args) if isinstance(a, Value) and o.type.endswith("_t")
-                 and o.type not in catalogue.SPEC_TYPES}
+        bound = {
+            o.type: a.dtype
+            for o, a in zip(operands, args)
+            if isinstance(a, Value) and o.type.endswith("_t") and o.type not in catalogue.SPEC_TYPES
+        }
         if out_dtype is not None and not isinstance(out_dtype, (list, tuple)) and spec.outputs:
             bound.setdefault(spec.outputs[0].type, DType.of(out_dtype))  # e.g. RESCALE's output_zp is out_t
         rows = catalogue.matching_types(spec.name, bound) if spec.types else []
@@ -235,8 +260,9 @@ class Builder:
                 raise TosaError(f"attribute '{o.name}' is required")
             out[o.name] = self._attribute(o.name, value, inputs)
         if given:
-            raise TosaError(f"unknown attribute(s) {sorted(given)}; {spec.name} has "
-                            f"{[o.name for o in spec.attributes]}")
+            raise TosaError(
+                f"unknown attribute(s) {sorted(given)}; {spec.name} has {[o.name for o in spec.attributes]}"
+            )
         return out
 
     def _attribute(self, key: str, value, inputs: list[str]):
@@ -261,8 +287,10 @@ class Builder:
         outs = infer_from(spec.name, tensors, attrs, out_dtype, graph=self.graph)
         for shape, dtype in outs:
             if shape is None or dtype is None:
-                raise TosaError("cannot infer the output " + ("dtype: pass out_dtype=" if dtype is None
-                                                              else "shape: pass out_shape="))
+                raise TosaError(
+                    "cannot infer the output "
+                    + ("dtype: pass out_dtype=" if dtype is None else "shape: pass out_shape=")
+                )
         return outs
 
     def build(self, check: bool = True) -> Graph:

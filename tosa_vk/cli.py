@@ -1,4 +1,5 @@
 """The `tosa-vk` command line. Errors are one line on stderr (`tosa-vk: error: ...`) and exit code 2."""
+
 from __future__ import annotations
 
 import argparse
@@ -18,6 +19,7 @@ from .errors import TosaError
 
 def _summary(path: str) -> dict:
     from .ir import load_graph, ops, validate
+
     graph = load_graph(path)
     problem = None
     try:
@@ -52,6 +54,7 @@ def _summary(path: str) -> dict:
 def _print_summary(s: dict) -> None:
     def tensors(items):
         return ", ".join(f"{t['name']} {t['shape']} {t['dtype']}" for t in items)
+
     print(f"{s['file']}: TOSA {s['tosa_version']}, regions: {', '.join(s['regions'])}")
     print(f"  inputs:     {tensors(s['inputs'])}")
     print(f"  outputs:    {tensors(s['outputs'])}")
@@ -75,6 +78,7 @@ def cmd_info(args) -> int:
 
 def cmd_devices(args) -> int:
     from .vulkan import enumerate_devices, select
+
     devices = enumerate_devices()
     chosen = select(devices).index if devices else None
     if args.json:
@@ -85,8 +89,10 @@ def cmd_devices(args) -> int:
         feats = " ".join(k for k, v in d.features.items() if v)
         print(f"{mark} #{d.index} {d.name} ({d.type}, Vulkan {d.api_version}, subgroup {d.subgroup_size})")
         print(f"      features: {feats}")
-        print(f"      maxStorageBufferRange {d.limits['maxStorageBufferRange']}, "
-              f"maxComputeWorkGroupCount {d.limits['maxComputeWorkGroupCount']}")
+        print(
+            f"      maxStorageBufferRange {d.limits['maxStorageBufferRange']}, "
+            f"maxComputeWorkGroupCount {d.limits['maxComputeWorkGroupCount']}"
+        )
     if not devices:
         print("no Vulkan devices")
     return 0
@@ -102,6 +108,7 @@ def _feeds_from_desc(desc_path: Path) -> tuple[Path, dict, dict]:
 def cmd_run(args) -> int:
     from .ir.dtype import to_npy
     from .session import GraphModel, load
+
     expected_dir = None
     if args.test_desc:
         model_path, feeds, out_files = _feeds_from_desc(Path(args.test_desc))
@@ -146,8 +153,10 @@ def cmd_run(args) -> int:
         print(line)
     if args.backend == "vulkan":
         where = [p.where for p in model.placement]
-        print(f"placement: {where.count('vulkan')} operators as Vulkan kernels, {where.count('host')} on the host, "
-              f"{where.count('alias')} free aliases")
+        print(
+            f"placement: {where.count('vulkan')} operators as Vulkan kernels, {where.count('host')} on the host, "
+            f"{where.count('alias')} free aliases"
+        )
     print(f"{model_path}: ran on {args.backend} in {seconds * 1000:.1f} ms (load + first run)")
     return 1 if (args.compare or args.check) and worst > args.tolerance else 0
 
@@ -155,6 +164,7 @@ def cmd_run(args) -> int:
 def _run_vgf(path: Path, feeds: dict, args) -> int:
     """`tosa-vk run model.vgf`: the container's COMPUTE segments on our Vulkan runtime (tosa_vk/vgf_run.py)."""
     from .session import load
+
     start = time.perf_counter()
     with load(path) as model:
         outputs = model.run(feeds)
@@ -175,17 +185,21 @@ def _run_vgf(path: Path, feeds: dict, args) -> int:
 
 def cmd_export(args) -> int:
     from .session import load
+
     out = Path(args.output or Path(args.model).with_suffix(".vgf"))
     with load(args.model, backend="vulkan", strict=True) as model:
         vgf = model.export_vgf(out)
-    print(f"{out}: {out.stat().st_size} bytes, {len(vgf.segments)} compute segments, {len(vgf.modules)} modules, "
-          f"{len(vgf.resources)} resources, {len(vgf.constants)} constants")
+    print(
+        f"{out}: {out.stat().st_size} bytes, {len(vgf.segments)} compute segments, {len(vgf.modules)} modules, "
+        f"{len(vgf.resources)} resources, {len(vgf.constants)} constants"
+    )
     return 0
 
 
 def cmd_inspect(args) -> int:
     from vgf import read_vgf
     from vgf.inspect import describe, summary
+
     vgf = read_vgf(args.model)
     if args.json:
         print(json.dumps(summary(vgf), indent=1))
@@ -214,6 +228,7 @@ def _progress(done: int, total: int) -> None:
 def cmd_conformance(args) -> int:
     from .conformance.generate import FFT_SELECTION, TOSA_1_0_OPS, Selection, selected_tests
     from .conformance.run import run_tests, table
+
     ops = [o.lower() for o in args.ops] if args.ops else list(TOSA_1_0_OPS)
     if args.dir:
         tests = sorted(p for p in Path(args.dir).iterdir() if (p / "desc.json").exists())
@@ -225,7 +240,7 @@ def cmd_conformance(args) -> int:
     results = run_tests(tests, args.backend, jobs=args.jobs, progress=_progress, strict=args.strict)
     print(table(results))
     failed = [r for r in results if r.status != "pass"]
-    for r in failed[:args.show]:
+    for r in failed[: args.show]:
         print(f"{r.status.upper()} {r.test}: {r.detail}")
     return 1 if failed else 0
 
@@ -234,8 +249,10 @@ def cmd_plan(args) -> int:
     from .compiler import compile
     from .ir import load_graph
     from .target import named
+
     if args.target == "device":
         from .vulkan import enumerate_devices, select
+
         target = select(enumerate_devices()).target
     else:
         target = named(args.target)
@@ -243,35 +260,61 @@ def cmd_plan(args) -> int:
     rows: list[dict[str, Any]] = []
     for name, buf in program.buffers.items():
         res = program.resources[name]
-        rows.append({"tensor": name, "kind": buf.kind, "descriptor": res.descriptor, "format": res.format,
-                     "shape": list(buf.shape), "offset": buf.offset, "bytes": buf.nbytes, "live": list(buf.live),
-                     "alias_group": res.alias_group})
-    summary = {"file": args.model, "target": target.as_dict(), "memory": program.memory, "tensors": rows,
-               "placement": [p._asdict() for p in program.placement]}
+        rows.append(
+            {
+                "tensor": name,
+                "kind": buf.kind,
+                "descriptor": res.descriptor,
+                "format": res.format,
+                "shape": list(buf.shape),
+                "offset": buf.offset,
+                "bytes": buf.nbytes,
+                "live": list(buf.live),
+                "alias_group": res.alias_group,
+            }
+        )
+    summary = {
+        "file": args.model,
+        "target": target.as_dict(),
+        "memory": program.memory,
+        "tensors": rows,
+        "placement": [p._asdict() for p in program.placement],
+    }
     if args.json:
         print(json.dumps(summary, indent=1))
         return 0
-    print(f"{'tensor':<40} {'kind':<12} {'descriptor':<18} {'format':<30} {'shape':<18} {'offset':>9} "
-          f"{'bytes':>9} {'live':>11} alias")
+    print(
+        f"{'tensor':<40} {'kind':<12} {'descriptor':<18} {'format':<30} {'shape':<18} {'offset':>9} "
+        f"{'bytes':>9} {'live':>11} alias"
+    )
     for r in sorted(rows, key=lambda r: (r["offset"], r["tensor"])):
-        live = "always" if r["live"][0] == -1 and r["kind"] in ("constant", "variable") else \
-            f"{r['live'][0]}..{r['live'][1]}"
-        print(f"{r['tensor'][:40]:<40} {r['kind']:<12} {r['descriptor'].removeprefix('VK_DESCRIPTOR_TYPE_'):<18} "
-              f"{r['format'].removeprefix('VK_FORMAT_'):<30} {str(r['shape']):<18} {r['offset']:>9} "
-              f"{r['bytes']:>9} {live:>11} {'' if r['alias_group'] is None else r['alias_group']}")
+        live = (
+            "always"
+            if r["live"][0] == -1 and r["kind"] in ("constant", "variable")
+            else f"{r['live'][0]}..{r['live'][1]}"
+        )
+        print(
+            f"{r['tensor'][:40]:<40} {r['kind']:<12} {r['descriptor'].removeprefix('VK_DESCRIPTOR_TYPE_'):<18} "
+            f"{r['format'].removeprefix('VK_FORMAT_'):<30} {str(r['shape']):<18} {r['offset']:>9} "
+            f"{r['bytes']:>9} {live:>11} {'' if r['alias_group'] is None else r['alias_group']}"
+        )
     m = program.memory
     hosted = [p for p in program.placement if p.where == "host"]
     for p in hosted:
         print(f"host: {p.op}: {p.reason}")
-    print(f"target {target.name}: {len(program.placement) - len(hosted)} operators on Vulkan, "
-          f"{len(hosted)} on the host")
-    print(f"arena {m['arena_bytes']} B = constants / variables {m['static_bytes']} B + packed {m['dynamic_bytes']} B "
-          f"(lower bound {m['dynamic_lower_bound_bytes']} B, without reuse {m['dynamic_naive_bytes']} B)")
+    print(
+        f"target {target.name}: {len(program.placement) - len(hosted)} operators on Vulkan, {len(hosted)} on the host"
+    )
+    print(
+        f"arena {m['arena_bytes']} B = constants / variables {m['static_bytes']} B + packed {m['dynamic_bytes']} B "
+        f"(lower bound {m['dynamic_lower_bound_bytes']} B, without reuse {m['dynamic_naive_bytes']} B)"
+    )
     return 0
 
 
 def cmd_bench(args) -> int:
     from .bench import main_from_args
+
     return main_from_args(args)
 
 
@@ -312,8 +355,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_inspect)
     p = sub.add_parser("plan", help="where every tensor lives: descriptor, format, offset, live range, aliases")
     p.add_argument("model")
-    p.add_argument("--target", default="lavapipe",
-                   help="a named target (lavapipe, minimum) or 'device' to query the Vulkan device")
+    p.add_argument(
+        "--target", default="lavapipe", help="a named target (lavapipe, minimum) or 'device' to query the Vulkan device"
+    )
     p.add_argument("--alignment", type=int, help="buffer offset alignment in bytes (default: the target's)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_plan)
@@ -322,6 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_devices)
     p = sub.add_parser("bench", help="benchmark ops and models on every installed backend (JSON, table, plot)")
     from .bench import add_arguments as add_bench_arguments
+
     add_bench_arguments(p)
     p.set_defaults(func=cmd_bench)
     return ap
@@ -336,6 +381,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except Exception as err:  # Vulkan / OS problems: one line, not a traceback
         from .vulkan import VulkanError
+
         if isinstance(err, (VulkanError, OSError)):
             print(f"tosa-vk: error: {err}", file=sys.stderr)
             return 2

@@ -10,6 +10,7 @@
 The Program is plain data (tosa_vk/program.py): the Vulkan runtime runs it, VGF export writes it, and
 Program.to_bytes() stores it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Collection
@@ -24,9 +25,16 @@ from .program import Program
 from .target import Target, named
 
 
-def compile(graph: Graph, target: Target | str = "lavapipe", *, strict: bool = False,
-            force_host: Collection[str] = (), layouts: dict[str, str] | str | None = None,
-            alignment: int | None = None, file: str | None = None) -> Program:
+def compile(
+    graph: Graph,
+    target: Target | str = "lavapipe",
+    *,
+    strict: bool = False,
+    force_host: Collection[str] = (),
+    layouts: dict[str, str] | str | None = None,
+    alignment: int | None = None,
+    file: str | None = None,
+) -> Program:
     """Compiles `graph` for `target` (a Target, e.g. Device.target, or a named one: tosa_vk.target.NAMED).
 
     strict: an operator without a Vulkan kernel is an error instead of a host step. force_host: operator names or

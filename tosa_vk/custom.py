@@ -19,6 +19,7 @@ imported on the first lookup, e.g. so that `tosa-vk run model.tosa --backend vul
 Operators of domain `com.arm.VulkanCustomShader` need no registration: their implementation_attrs payload carries
 the shader (tosa_vk/custom_payload.py). A numpy twin registered under that domain serves the reference backend.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -39,10 +40,10 @@ Reference = Callable[[list[np.ndarray], bytes], list[np.ndarray]]
 VULKAN_CUSTOM_SHADER = "com.arm.VulkanCustomShader"
 
 
-
 @dataclass(frozen=True)
 class Sampler:
     """A COMBINED_IMAGE_SAMPLER's sampler, in the payload's field names and Vulkan enum names."""
+
     min_filter: str = "VK_FILTER_LINEAR"
     mag_filter: str = "VK_FILTER_LINEAR"
     address_mode_u: str = "VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE"
@@ -57,6 +58,7 @@ class Sampler:
 class Binding:
     """How one input or output tensor is bound: descriptor type, (set, binding), VkFormat (None: the contract's
     format for the tensor, tosa_vk/plan/resources.py) and, for a sampled image, its sampler."""
+
     descriptor: str
     binding: int
     set: int = 0
@@ -87,6 +89,7 @@ def storage_image(binding: int, set: int = 0, format: str | None = None) -> Bind
 @dataclass(frozen=True)
 class Shapes:
     """What dispatch / push-constant / inference rules see: shapes and dtype names of the operator's tensors."""
+
     inputs: tuple[tuple[int, ...], ...]
     outputs: tuple[tuple[int, ...], ...]
     input_dtypes: tuple[str, ...]
@@ -97,8 +100,9 @@ class Shapes:
 @dataclass(frozen=True)
 class Shader:
     """The Vulkan implementation of a registered custom operator."""
-    source: str                                       # GLSL text
-    origin: str                                       # where it came from (a file path or "<inline>")
+
+    source: str  # GLSL text
+    origin: str  # where it came from (a file path or "<inline>")
     inputs: tuple[Binding, ...]
     outputs: tuple[Binding, ...]
     workgroup_size: tuple[int, int, int] = (64, 1, 1)  # the shader's local size (also #define LOCAL_SIZE_X/Y/Z)
@@ -115,7 +119,7 @@ class CustomOp:
     reference: Reference | None = None
     shader: Shader | None = None
     infer: Callable[[Shapes], list[tuple[tuple[int, ...], str]]] | None = None  # output (shape, dtype) per output
-    layout: str | None = None                  # "NHWC": the shader-local layout of 4-D tensors (permutes around it)
+    layout: str | None = None  # "NHWC": the shader-local layout of 4-D tensors (permutes around it)
 
     @property
     def label(self) -> str:
@@ -130,10 +134,22 @@ def register(op: CustomOp) -> CustomOp:
     return op
 
 
-def custom_op(domain: str, name: str, *, shader: str | Path | None = None, source: str | None = None,
-              inputs: Sequence[Binding] = (), outputs: Sequence[Binding] = (),
-              workgroup_size: Sequence[int] = (64, 1, 1), grid=None, dispatch=None, push_constants=b"",
-              defines: dict[str, str] | None = None, infer=None, layout: str | None = None):
+def custom_op(
+    domain: str,
+    name: str,
+    *,
+    shader: str | Path | None = None,
+    source: str | None = None,
+    inputs: Sequence[Binding] = (),
+    outputs: Sequence[Binding] = (),
+    workgroup_size: Sequence[int] = (64, 1, 1),
+    grid=None,
+    dispatch=None,
+    push_constants=b"",
+    defines: dict[str, str] | None = None,
+    infer=None,
+    layout: str | None = None,
+):
     """Decorator registering CUSTOM operator `domain`::`name`; the decorated function is its numpy implementation
     (`fn(inputs, implementation_attrs) -> list of arrays`, or None for a Vulkan-only operator).
 
@@ -148,10 +164,23 @@ def custom_op(domain: str, name: str, *, shader: str | Path | None = None, sourc
     def wrap(fn: Reference | None):
         decl = None
         if shader is not None or source is not None:
-            decl = _shader(domain, name, fn, shader, source, inputs, outputs, workgroup_size, grid, dispatch,
-                           push_constants, defines)
+            decl = _shader(
+                domain,
+                name,
+                fn,
+                shader,
+                source,
+                inputs,
+                outputs,
+                workgroup_size,
+                grid,
+                dispatch,
+                push_constants,
+                defines,
+            )
         register(CustomOp(domain, name, fn, decl, infer, layout))
         return fn
+
     return wrap
 
 
@@ -174,15 +203,18 @@ def _shader(domain, name, fn, shader, source, inputs, outputs, workgroup_size, g
         raise TosaError(f"{label}: a shader declaration needs inputs= / outputs= bindings")
     for b in (*inputs, *outputs):
         if not isinstance(b, Binding):
-            raise TosaError(f"{label}: bindings are tosa_vk.custom.buffer() / tensor() / sampled_image() / "
-                            f"storage_image(), got {b!r}")
+            raise TosaError(
+                f"{label}: bindings are tosa_vk.custom.buffer() / tensor() / sampled_image() / "
+                f"storage_image(), got {b!r}"
+            )
     wg = tuple(int(v) for v in workgroup_size)
     if len(wg) != 3 or min(wg) < 1:
         raise TosaError(f"{label}: workgroup_size must be 3 positive ints, got {list(workgroup_size)}")
     if (grid is None) == (dispatch is None):
         raise TosaError(f"{label}: give exactly one dispatch rule: grid= (invocations) or dispatch= (group counts)")
-    return Shader(source, origin, tuple(inputs), tuple(outputs), wg, grid, dispatch, push,
-                  tuple(sorted((defines or {}).items())))
+    return Shader(
+        source, origin, tuple(inputs), tuple(outputs), wg, grid, dispatch, push, tuple(sorted((defines or {}).items()))
+    )
 
 
 _PLUGINS_LOADED = False
@@ -226,8 +258,9 @@ def attrs_bytes(value) -> bytes:
     return bytes(value)
 
 
-def call(builder, domain: str, name: str, inputs: list, implementation_attrs: bytes | str = b"",
-         name_hint: str | None = None):
+def call(
+    builder, domain: str, name: str, inputs: list, implementation_attrs: bytes | str = b"", name_hint: str | None = None
+):
     """Adds a registered custom op to a tosa_vk.Builder, its output shapes / dtypes from the declaration's `infer`
     (or the first input's shape and dtype when it has none). Returns the output Value (a tuple for several)."""
     op = lookup(domain, name)
@@ -236,8 +269,15 @@ def call(builder, domain: str, name: str, inputs: list, implementation_attrs: by
     attrs = attrs_bytes(implementation_attrs)
     shapes = Shapes(tuple(v.shape for v in inputs), (), tuple(v.dtype.name.lower() for v in inputs), (), attrs)
     outs = op.infer(shapes) if op.infer is not None else [(inputs[0].shape, inputs[0].dtype.name.lower())]
-    return builder.custom(list(inputs), domain_name=domain, operator_name=name, implementation_attrs=attrs,
-                          out_shape=[tuple(s) for s, _ in outs], out_dtype=[d for _, d in outs], name=name_hint)
+    return builder.custom(
+        list(inputs),
+        domain_name=domain,
+        operator_name=name,
+        implementation_attrs=attrs,
+        out_shape=[tuple(s) for s, _ in outs],
+        out_dtype=[d for _, d in outs],
+        name=name_hint,
+    )
 
 
 def known() -> str:

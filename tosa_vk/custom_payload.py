@@ -8,6 +8,7 @@ push_constants "name: size, ..." (bytes), optional is_vkshader; per input / outp
 `_descriptorset`, and `_sampler` {min_filter, mag_filter, address_mode_u, address_mode_v, border_color} for a
 sampled image. `parse` checks all of it and says what is wrong; `make` writes one the way ExecuTorch does.
 """
+
 from __future__ import annotations
 
 import base64
@@ -21,8 +22,11 @@ from .errors import TosaError
 
 DOMAIN = "com.arm.VulkanCustomShader"
 LANGUAGES = ("SPIR-V", "GLSL", "HLSL")
-TYPES = {"TENSOR": (TENSOR_ARM, STORAGE_BUFFER), "BUFFER": (STORAGE_BUFFER, TENSOR_ARM),
-         "IMAGE": (COMBINED_IMAGE_SAMPLER, STORAGE_IMAGE)}
+TYPES = {
+    "TENSOR": (TENSOR_ARM, STORAGE_BUFFER),
+    "BUFFER": (STORAGE_BUFFER, TENSOR_ARM),
+    "IMAGE": (COMBINED_IMAGE_SAMPLER, STORAGE_IMAGE),
+}
 SAMPLER_FIELDS = ("min_filter", "mag_filter", "address_mode_u", "address_mode_v", "border_color")
 RESOURCE_FIELDS = ("type", "vkformat", "vkdescriptortype", "binding", "descriptorset")
 SPIRV_MAGIC = 0x07230203
@@ -31,9 +35,10 @@ SPIRV_MAGIC = 0x07230203
 @dataclass(frozen=True)
 class Resource:
     """One input / output of the payload."""
-    type: str            # Tensor | Image | Buffer (as written)
-    descriptor: str      # VK_DESCRIPTOR_TYPE_*
-    format: str          # VK_FORMAT_*
+
+    type: str  # Tensor | Image | Buffer (as written)
+    descriptor: str  # VK_DESCRIPTOR_TYPE_*
+    format: str  # VK_FORMAT_*
     set: int
     binding: int
     sampler: Sampler | None = None
@@ -44,8 +49,8 @@ class Payload:
     entry_point: str
     workgroup_sizes: tuple[int, int, int]
     language: str
-    spirv: bytes                      # SPIR-V payloads
-    glsl: str                         # GLSL payloads
+    spirv: bytes  # SPIR-V payloads
+    glsl: str  # GLSL payloads
     push_constants: tuple[tuple[str, int], ...]
     inputs: tuple[Resource, ...]
     outputs: tuple[Resource, ...]
@@ -58,6 +63,7 @@ class Payload:
 def parse(attrs: bytes, n_inputs: int, n_outputs: int, where: str) -> Payload:
     """The payload of a VulkanCustomShader node with n_inputs / n_outputs tensors; `where` names the node in
     errors ("CUSTOM #3 'out' (com.arm.VulkanCustomShader::my_op)")."""
+
     def fail(msg: str) -> TosaError:
         return TosaError(f"{where}: VulkanCustomShader payload: {msg}")
 
@@ -73,11 +79,17 @@ def parse(attrs: bytes, n_inputs: int, n_outputs: int, where: str) -> Payload:
     missing = [k for k in required if k not in data]
     if missing:
         raise fail(f"missing key(s) {', '.join(missing)}")
-    extra = sorted(k for k in data if (m := re.match(r"(input|output)_(\d+)_", k))
-                   and int(m.group(2)) >= (n_inputs if m.group(1) == "input" else n_outputs))
+    extra = sorted(
+        k
+        for k in data
+        if (m := re.match(r"(input|output)_(\d+)_", k))
+        and int(m.group(2)) >= (n_inputs if m.group(1) == "input" else n_outputs)
+    )
     if extra:
-        raise fail(f"key(s) {', '.join(extra)} describe tensors the node does not have "
-                   f"({n_inputs} input(s), {n_outputs} output(s))")
+        raise fail(
+            f"key(s) {', '.join(extra)} describe tensors the node does not have "
+            f"({n_inputs} input(s), {n_outputs} output(s))"
+        )
 
     language = data["shader_language"]
     if language not in LANGUAGES:
@@ -101,13 +113,18 @@ def parse(attrs: bytes, n_inputs: int, n_outputs: int, where: str) -> Payload:
     if not isinstance(entry, str) or not entry:
         raise fail("entry_point must be a non-empty string")
     if spirv and entry not in (found := entry_points(spirv)):
-        raise fail(f"entry_point {entry!r} is not a GLCompute entry point of the SPIR-V module "
-                   f"(it has {', '.join(found) or 'none'})")
+        raise fail(
+            f"entry_point {entry!r} is not a GLCompute entry point of the SPIR-V module "
+            f"(it has {', '.join(found) or 'none'})"
+        )
     if language == "GLSL" and entry != "main":
         raise fail(f"entry_point {entry!r}: a GLSL compute shader's entry point is main")
     groups = data["workgroup_sizes"]
-    if (not isinstance(groups, list) or len(groups) != 3
-            or not all(isinstance(g, int) and not isinstance(g, bool) and g >= 1 for g in groups)):
+    if (
+        not isinstance(groups, list)
+        or len(groups) != 3
+        or not all(isinstance(g, int) and not isinstance(g, bool) and g >= 1 for g in groups)
+    ):
         raise fail(f"workgroup_sizes must be 3 positive ints (the dispatch group counts), got {groups!r}")
 
     inputs = tuple(_resource(data, "input", i, fail) for i in range(n_inputs))
@@ -119,8 +136,16 @@ def parse(attrs: bytes, n_inputs: int, n_outputs: int, where: str) -> Payload:
             if slot in seen:
                 raise fail(f"{kind}_{i} and {seen[slot]} both use set {r.set} binding {r.binding}")
             seen[slot] = f"{kind}_{i}"
-    return Payload(entry, tuple(groups), language, spirv, glsl, push_constants(data.get("push_constants", ""), fail),
-                   inputs, outputs)
+    return Payload(
+        entry,
+        tuple(groups),
+        language,
+        spirv,
+        glsl,
+        push_constants(data.get("push_constants", ""), fail),
+        inputs,
+        outputs,
+    )
 
 
 def entry_points(spirv: bytes) -> list[str]:
@@ -132,7 +157,7 @@ def entry_points(spirv: bytes) -> list[str]:
         if count == 0:
             break
         if opcode == 15 and count > 3 and words[at + 1] == 5:
-            raw = bytes(words[at + 3:at + count])
+            raw = bytes(words[at + 3 : at + count])
             names.append(raw.split(b"\0", 1)[0].decode("utf-8", "replace"))
         at += count
     return names
@@ -147,11 +172,15 @@ def _resource(data: dict, kind: str, i: int, fail) -> Resource:
     if typ.upper() not in TYPES:
         raise fail(f"{key}_type {typ!r} is not Tensor, Image or Buffer")
     if desc not in (STORAGE_BUFFER, TENSOR_ARM, COMBINED_IMAGE_SAMPLER, STORAGE_IMAGE):
-        raise fail(f"{key}_vkdescriptortype {desc!r} is not supported (STORAGE_BUFFER, TENSOR_ARM, "
-                   f"COMBINED_IMAGE_SAMPLER or STORAGE_IMAGE)")
+        raise fail(
+            f"{key}_vkdescriptortype {desc!r} is not supported (STORAGE_BUFFER, TENSOR_ARM, "
+            f"COMBINED_IMAGE_SAMPLER or STORAGE_IMAGE)"
+        )
     if desc not in TYPES[typ.upper()]:
-        raise fail(f"{key}_type {typ} does not go with {key}_vkdescriptortype {desc} "
-                   f"(expected one of {', '.join(TYPES[typ.upper()])})")
+        raise fail(
+            f"{key}_type {typ} does not go with {key}_vkdescriptortype {desc} "
+            f"(expected one of {', '.join(TYPES[typ.upper()])})"
+        )
     if desc == COMBINED_IMAGE_SAMPLER and kind == "output":
         raise fail(f"{key}: a COMBINED_IMAGE_SAMPLER is read-only; an output is a STORAGE_IMAGE or a buffer")
     if not fmt.startswith("VK_FORMAT_"):
@@ -177,7 +206,7 @@ def _resource(data: dict, kind: str, i: int, fail) -> Resource:
 
 
 def push_constants(text, fail) -> tuple[tuple[str, int], ...]:
-    """"name: size, name: size" -> ((name, bytes), ...); "" -> ()."""
+    """ "name: size, name: size" -> ((name, bytes), ...); "" -> ()."""
     if not isinstance(text, str):
         raise fail(f"push_constants must be a string 'name: size, ...', got {text!r}")
     out = []
@@ -191,12 +220,25 @@ def push_constants(text, fail) -> tuple[tuple[str, int], ...]:
     return tuple(out)
 
 
-def make(*, entry_point: str = "main", workgroup_sizes=(1, 1, 1), spirv: bytes | None = None,
-         glsl: str | None = None, push_constants: str = "", inputs=(), outputs=(), is_vkshader: bool = True) -> bytes:
+def make(
+    *,
+    entry_point: str = "main",
+    workgroup_sizes=(1, 1, 1),
+    spirv: bytes | None = None,
+    glsl: str | None = None,
+    push_constants: str = "",
+    inputs=(),
+    outputs=(),
+    is_vkshader: bool = True,
+) -> bytes:
     """implementation_attrs bytes for a VulkanCustomShader node, keyed exactly as ExecuTorch writes them.
     inputs / outputs: dicts with type, vkformat, vkdescriptortype, binding, descriptorset[, sampler]."""
-    payload = {"entry_point": entry_point, "workgroup_sizes": [int(g) for g in workgroup_sizes],
-               "is_vkshader": is_vkshader, "push_constants": push_constants}
+    payload = {
+        "entry_point": entry_point,
+        "workgroup_sizes": [int(g) for g in workgroup_sizes],
+        "is_vkshader": is_vkshader,
+        "push_constants": push_constants,
+    }
     if spirv is not None:
         payload.update(shader_language="SPIR-V", shader_code=base64.b64encode(spirv).decode("ascii"))
     else:

@@ -1,4 +1,5 @@
 """Errors a user can act on: each names the file, the operator and the rule that failed."""
+
 from __future__ import annotations
 
 from typing import TypedDict
@@ -6,6 +7,7 @@ from typing import TypedDict
 
 class Site(TypedDict, total=False):
     """Where in a graph an error is: keyword arguments of TosaError / TosaError.located, passed along as `**site`."""
+
     op: str | None
     index: int | None
     output: str | None
@@ -18,8 +20,16 @@ class TosaError(Exception):
     str(err) reads like `model.tosa: CONV2D #12 'conv_1': ERROR_IF(OH != ...)`.
     """
 
-    def __init__(self, rule: str, *, op: str | None = None, index: int | None = None,
-                 output: str | None = None, file: str | None = None, region: str | None = None):
+    def __init__(
+        self,
+        rule: str,
+        *,
+        op: str | None = None,
+        index: int | None = None,
+        output: str | None = None,
+        file: str | None = None,
+        region: str | None = None,
+    ):
         self.rule = rule
         self.op = op
         self.index = index
@@ -41,15 +51,24 @@ class TosaError(Exception):
             where.append(site + ":")
         return " ".join(where + [self.rule])
 
-    def located(self, *, op: str | None = None, index: int | None = None, output: str | None = None,
-                file: str | None = None, region: str | None = None) -> TosaError:
+    def located(
+        self,
+        *,
+        op: str | None = None,
+        index: int | None = None,
+        output: str | None = None,
+        file: str | None = None,
+        region: str | None = None,
+    ) -> TosaError:
         """The same error with more context filled in (fields already set are kept)."""
-        return type(self)(self.rule,
-                          op=self.op if self.op is not None else op,
-                          index=self.index if self.index is not None else index,
-                          output=self.output if self.output is not None else output,
-                          file=self.file if self.file is not None else file,
-                          region=self.region if self.region is not None else region)
+        return type(self)(
+            self.rule,
+            op=self.op if self.op is not None else op,
+            index=self.index if self.index is not None else index,
+            output=self.output if self.output is not None else output,
+            file=self.file if self.file is not None else file,
+            region=self.region if self.region is not None else region,
+        )
 
 
 class TosaFormatError(TosaError):

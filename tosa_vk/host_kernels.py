@@ -4,6 +4,7 @@ A Host step names its operator; the kernel is the reference backend's implementa
 (tosa_vk/reference/registry.py), called on numpy views of the arena. The runtime gets `run` as an argument, so
 the Vulkan layer imports nothing of the reference backend.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,6 +23,7 @@ def available(operator: str) -> bool:
 def run(step: Host, views: list[np.ndarray]) -> list[np.ndarray]:
     """Runs one Host step: `views` are the values of the buffers in `step.inputs` (constants come from the step)."""
     from .reference.registry import Call
+
     fn = _registry().get(step.operator)
     if fn is None:
         raise TosaError(f"no host kernel for {step.operator}")
@@ -29,13 +31,19 @@ def run(step: Host, views: list[np.ndarray]) -> list[np.ndarray]:
     inputs = [next(values) if name else np.asarray(const) for name, const in zip(step.inputs, step.constants)]
     names = [name or f"const{i}" for i, name in enumerate(step.inputs)]
     op = Operator(step.operator, names, list(step.writes), dict(step.attrs))
-    call = Call(op, inputs, [DType[t] for t in step.in_types], [DType[t] for t in step.out_types],
-                [tuple(s) for s in step.out_shapes])
+    call = Call(
+        op,
+        inputs,
+        [DType[t] for t in step.in_types],
+        [DType[t] for t in step.out_types],
+        [tuple(s) for s in step.out_shapes],
+    )
     result = fn(call)
     return list(result) if isinstance(result, (list, tuple)) else [result]
 
 
 def _registry() -> dict:
     from .reference import load_all, registry
+
     load_all()
     return registry.OPS

@@ -8,6 +8,7 @@ compile is strict, which makes that an error naming the operator. `force_host` m
 operator name ("CUSTOM") or output tensor name. Control flow and variables always stay on Vulkan: their regions are
 partitioned operator by operator, and their state never leaves the device.
 """
+
 from __future__ import annotations
 
 from collections.abc import Collection
@@ -21,17 +22,21 @@ from .lower import ALIASING, LOWERINGS, load_all, try_lower
 from .program import Placement, Step
 from .target import Target
 
-STRUCTURAL = {"COND_IF": "control flow: its regions are compiled into the program, their values stay on the device",
-              "WHILE_LOOP": "control flow: its regions are compiled into the program, their values stay on the device",
-              "VARIABLE": "variable: its value lives in device memory",
-              "VARIABLE_WRITE": "variable: its value lives in device memory",
-              "VARIABLE_READ": "variable: its value lives in device memory",
-              "CONST": "constant: uploaded once at load", "CONST_SHAPE": "shape constant: known at compile time"}
+STRUCTURAL = {
+    "COND_IF": "control flow: its regions are compiled into the program, their values stay on the device",
+    "WHILE_LOOP": "control flow: its regions are compiled into the program, their values stay on the device",
+    "VARIABLE": "variable: its value lives in device memory",
+    "VARIABLE_WRITE": "variable: its value lives in device memory",
+    "VARIABLE_READ": "variable: its value lives in device memory",
+    "CONST": "constant: uploaded once at load",
+    "CONST_SHAPE": "shape constant: known at compile time",
+}
 
 
 @dataclass
 class Partition:
     """Placements by (region name, operator index), and the main block's kernels found on the way."""
+
     placements: dict[tuple[str, int], Placement]
     lowered: dict[tuple[str, int], tuple[list[Step], dict]] = field(default_factory=dict)
 
@@ -48,32 +53,41 @@ def partition(graph: Graph, target: Target, strict: bool = False, force_host: Co
     main = graph.regions[0].name
     for region in graph.regions:
         block = region.blocks[0]
-        inner = "" if region.name == main else region.name   # how errors and labels name the region
+        inner = "" if region.name == main else region.name  # how errors and labels name the region
         for index, op in enumerate(block.operators):
             placed = _place(op, index, block, inner, target, force_host)
-            if not isinstance(placed, Placement):   # a kernel: keep it for the lower stage (the main block's only)
+            if not isinstance(placed, Placement):  # a kernel: keep it for the lower stage (the main block's only)
                 placed, found = placed
                 if region.name == main:
                     result.lowered[(region.name, index)] = found
             elif placed.where == "host" and (strict or not host_kernels.available(op.op)):
-                types = ", ".join(block.tensors[n].dtype.name for n in op.inputs) + " -> " + \
-                    ", ".join(block.tensors[n].dtype.name for n in op.outputs)
+                types = (
+                    ", ".join(block.tensors[n].dtype.name for n in op.inputs)
+                    + " -> "
+                    + ", ".join(block.tensors[n].dtype.name for n in op.outputs)
+                )
                 why = "strict placement" if strict else "no host kernel either"
-                raise TosaError(f"no Vulkan kernel for this operator (types {types}): {placed.reason}; {why}",
-                                op=op.op, index=index, output=op.outputs[0] if op.outputs else None,
-                                region=inner or None)
+                raise TosaError(
+                    f"no Vulkan kernel for this operator (types {types}): {placed.reason}; {why}",
+                    op=op.op,
+                    index=index,
+                    output=op.outputs[0] if op.outputs else None,
+                    region=inner or None,
+                )
             result.placements[(region.name, index)] = placed
     return result
 
 
-def _place(op: Operator, index: int, block: Block, region: str, target: Target,
-           force_host: Collection[str]) -> Placement | tuple[Placement, tuple[list[Step], dict]]:
+def _place(
+    op: Operator, index: int, block: Block, region: str, target: Target, force_host: Collection[str]
+) -> Placement | tuple[Placement, tuple[list[Step], dict]]:
     label = f"{region + '::' if region else ''}{op.op} #{index}" + (f" '{op.outputs[0]}'" if op.outputs else "")
     forced = op.op in force_host or any(n in force_host for n in op.outputs)
     if op.op in STRUCTURAL:
         if forced:
-            raise TosaError("cannot be forced to the host: " + STRUCTURAL[op.op], op=op.op, index=index,
-                            region=region or None)
+            raise TosaError(
+                "cannot be forced to the host: " + STRUCTURAL[op.op], op=op.op, index=index, region=region or None
+            )
         return Placement(label, "constant" if op.op.startswith("CONST") else "vulkan", STRUCTURAL[op.op])
     if op.op in ALIASING and block.tensors[op.inputs[0]].dtype != DType.SHAPE:
         return Placement(label, "alias", "no work: shares its input's memory")
@@ -83,6 +97,9 @@ def _place(op: Operator, index: int, block: Block, region: str, target: Target,
         return Placement(label, "host", f"tosa_vk has no Vulkan kernel for {op.op}")
     found = try_lower(op, index, block, target)
     if found is None:
-        return Placement(label, "host", f"no Vulkan kernel for this variant on {target.name} (its types, "
-                                        "attributes or a device feature it needs)")
+        return Placement(
+            label,
+            "host",
+            f"no Vulkan kernel for this variant on {target.name} (its types, attributes or a device feature it needs)",
+        )
     return Placement(label, "vulkan", "Vulkan kernel"), found

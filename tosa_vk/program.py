@@ -9,6 +9,7 @@ kernel looked up by the operator's name (a CPU fallback for an operator without 
 steps hold nested step lists (COND_IF / WHILE_LOOP regions) and StateCheck steps name a variable rule
 (tosa_vk/variables.py). Every tensor lives at a byte offset in one arena.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -25,34 +26,36 @@ from . import serial
 @dataclass(frozen=True)
 class Buffer:
     """Where one tensor lives: a byte range of the arena, and how to view it from numpy."""
+
     name: str
     offset: int
     nbytes: int
     shape: tuple[int, ...]
-    dtype: np.dtype          # numpy view dtype of the device layout (DType.numpy: int48 as int64, ...)
+    dtype: np.dtype  # numpy view dtype of the device layout (DType.numpy: int48 as int64, ...)
     kind: str = "intermediate"  # "input" | "output" | "intermediate" | "constant" | "variable"
-    storage: str = ""        # the tensor whose memory this one shares (RESHAPE / IDENTITY alias), else itself
+    storage: str = ""  # the tensor whose memory this one shares (RESHAPE / IDENTITY alias), else itself
     live: tuple[int, int] = (-1, -1)  # first and last step using the memory (-1: before the run)
 
 
 @dataclass(frozen=True)
 class Kernel:
     """One dispatch: shader `shader` (a path under shaders/, without .comp) compiled with `defines`."""
-    op: str                               # "ADD #3 'out'" — for errors and profiles
+
+    op: str  # "ADD #3 'out'" — for errors and profiles
     shader: str
     defines: tuple[tuple[str, str], ...]
-    bindings: tuple[str, ...]             # buffer names, bound in order at set 0, binding 0..n-1
+    bindings: tuple[str, ...]  # buffer names, bound in order at set 0, binding 0..n-1
     push_constants: bytes
-    groups: tuple[int, int, int]          # workgroup counts
+    groups: tuple[int, int, int]  # workgroup counts
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
     # Custom shaders (tosa.CUSTOM); the defaults describe every built-in kernel.
-    source: str = ""                          # inline GLSL: `shader` is then only a name for errors
-    spirv: bytes = b""                        # ready SPIR-V (a VulkanCustomShader payload): no glslc
-    entry: str = "main"                       # SPIR-V entry point
-    slots: tuple[tuple[int, int], ...] = ()   # (set, binding) per binding; () = set 0, bindings 0..n-1
-    descriptors: tuple[str, ...] = ()         # VK_DESCRIPTOR_TYPE_* per binding; () = storage buffers
-    images: tuple[Image | None, ...] = ()   # per binding: texel format / extent / sampler of image bindings
+    source: str = ""  # inline GLSL: `shader` is then only a name for errors
+    spirv: bytes = b""  # ready SPIR-V (a VulkanCustomShader payload): no glslc
+    entry: str = "main"  # SPIR-V entry point
+    slots: tuple[tuple[int, int], ...] = ()  # (set, binding) per binding; () = set 0, bindings 0..n-1
+    descriptors: tuple[str, ...] = ()  # VK_DESCRIPTOR_TYPE_* per binding; () = storage buffers
+    images: tuple[Image | None, ...] = ()  # per binding: texel format / extent / sampler of image bindings
     # The push-constant block as the shader declares it: (member, GLSL type, array length or 0) in order; VGF
     # export bakes `push_constants` into the module with it. () for custom kernels (their payload says).
     push_layout: tuple[tuple[str, str, int], ...] = ()
@@ -66,7 +69,8 @@ class Kernel:
 class Image:
     """An image binding of a custom kernel: the tensor's arena bytes are copied into a width x height image of
     `format` before the dispatch (and back after it for a storage image the kernel writes)."""
-    format: str                               # VK_FORMAT_R32_SFLOAT | R32G32_SFLOAT | R32G32B32A32_SFLOAT
+
+    format: str  # VK_FORMAT_R32_SFLOAT | R32G32_SFLOAT | R32G32B32A32_SFLOAT
     width: int
     height: int
     sampler: tuple[tuple[str, str], ...] = ()  # COMBINED_IMAGE_SAMPLER: (field, VK enum name) pairs
@@ -75,12 +79,13 @@ class Image:
 @dataclass(frozen=True)
 class Resource:
     """One tensor's binding, as the plan stage decided it: what a kernel, the runtime and VGF export need to know."""
+
     tensor: str
-    descriptor: str                   # VK_DESCRIPTOR_TYPE_*
-    format: str                       # VK_FORMAT_*
+    descriptor: str  # VK_DESCRIPTOR_TYPE_*
+    format: str  # VK_FORMAT_*
     shape: tuple[int, ...]
-    strides: tuple[int, ...]          # in elements, row-major (dense scalar linearisation)
-    dtype: str                        # DType name
+    strides: tuple[int, ...]  # in elements, row-major (dense scalar linearisation)
+    dtype: str  # DType name
     alias_group: int | None = None
 
     @property
@@ -97,12 +102,13 @@ class Host:
     """An operator run on the host (`operator`, e.g. "CUSTOM", by a host kernel registered under that name) over
     numpy views: `inputs` per operator input is a buffer name, or "" for a compile-time constant held in
     `constants` at the same position. Outputs are written to `writes`."""
-    op: str                                   # "CUSTOM #3 'y'" — for errors and profiles
+
+    op: str  # "CUSTOM #3 'y'" — for errors and profiles
     operator: str
     attrs: dict[str, Any]
     inputs: tuple[str, ...]
     constants: tuple[np.ndarray | None, ...]
-    in_types: tuple[str, ...]                 # DType names
+    in_types: tuple[str, ...]  # DType names
     out_types: tuple[str, ...]
     out_shapes: tuple[tuple[int, ...], ...]
     reads: tuple[str, ...] = ()
@@ -116,11 +122,12 @@ class StateCheck:
 
     It touches no tensor memory (the values stay on the device), so it never splits a command buffer: the runtime
     runs the checks of a segment just before submitting it."""
+
     op: str
     rule: str
     uid: str
     shape: tuple[int, ...]
-    dtype: str                                 # DType name
+    dtype: str  # DType name
     initial_shape: tuple[int, ...] | None = None  # "declare": the initial value's shape, None without one
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
@@ -129,6 +136,7 @@ class StateCheck:
 @dataclass(frozen=True)
 class Branch:
     """COND_IF: runs `then` or `orelse` (step lists) by the bool scalar in buffer `condition`."""
+
     op: str
     condition: str
     then: list
@@ -143,18 +151,20 @@ class Loop:
 
     The loop-carried tensors stay on the device: the cond and body blocks read them in place, and the body's last
     steps copy its results into them."""
+
     op: str
     cond: list
     condition: str
     body: list
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
-    predicate: str = ""   # the condition as a uint32 (cond's last kernel writes it) for conditional rendering
+    predicate: str = ""  # the condition as a uint32 (cond's last kernel writes it) for conditional rendering
 
 
 class Placement(NamedTuple):
     """Where one operator runs: "vulkan" (kernels), "host" (a Host step), "alias" (no work: it shares its input's
     memory) or "constant" (CONST / CONST_SHAPE: data, uploaded once or known at compile time), and why."""
+
     op: str
     where: str
     reason: str
@@ -163,6 +173,7 @@ class Placement(NamedTuple):
 @dataclass(frozen=True)
 class VariableSpec:
     """A variable (EXT-VARIABLE) of the program: its buffer and initial value (None: zeros, not yet written)."""
+
     uid: str
     tensor: str
     initial: np.ndarray | None
@@ -192,7 +203,7 @@ class Program:
     outputs: list[str]
     constants: dict[str, np.ndarray] = field(default_factory=dict)  # uploaded once, by tensor name
     placement: list[Placement] = field(default_factory=list)
-    memory: dict[str, int] = field(default_factory=dict)            # arena / lower-bound / naive bytes
+    memory: dict[str, int] = field(default_factory=dict)  # arena / lower-bound / naive bytes
     variables: dict[str, VariableSpec] = field(default_factory=dict)  # by uid
     resources: dict[str, Resource] = field(default_factory=dict)  # by tensor: descriptor, format, alias group
 
@@ -213,7 +224,8 @@ class Program:
         return program
 
 
-
 # Every type a Program may hold, by the name its serialised form uses (tosa_vk/serial.py refuses any other).
-TYPES: dict[str, type] = {cls.__name__: cls for cls in (Program, Buffer, Kernel, Image, Resource, Host, StateCheck,
-                                                         Branch, Loop, Placement, VariableSpec)}
+TYPES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (Program, Buffer, Kernel, Image, Resource, Host, StateCheck, Branch, Loop, Placement, VariableSpec)
+}

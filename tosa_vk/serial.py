@@ -5,6 +5,7 @@ tuple, dict, numpy arrays, scalars and dtypes) can be written, so loading a file
 objects.
 Layout: MAGIC, u64 length of the JSON, the JSON (utf-8), then every array's bytes, each at the offset it names.
 """
+
 from __future__ import annotations
 
 import base64
@@ -59,8 +60,10 @@ def dumps(obj, types: dict[str, type]) -> bytes:
         if isinstance(x, dict):
             return {"@d": [[enc(k), enc(v)] for k, v in x.items()]}
         if dataclasses.is_dataclass(x) and type(x) in names:
-            return {"@c": names[type(x)],
-                    "f": {f.name: enc(getattr(x, f.name)) for f in dataclasses.fields(x) if f.init}}
+            return {
+                "@c": names[type(x)],
+                "f": {f.name: enc(getattr(x, f.name)) for f in dataclasses.fields(x) if f.init},
+            }
         raise SerialError(f"cannot serialise a {type(x).__name__}")
 
     text = json.dumps(enc(obj), separators=(",", ":"), allow_nan=True).encode()
@@ -72,9 +75,9 @@ def loads(data: bytes, types: dict[str, type]):
         raise SerialError("not tosa_vk serial data (bad magic)")
     (length,) = _HEAD.unpack_from(data, len(MAGIC))
     start = len(MAGIC) + _HEAD.size
-    blobs = memoryview(data)[start + length:]
+    blobs = memoryview(data)[start + length :]
     try:
-        tree = json.loads(bytes(data[start:start + length]))
+        tree = json.loads(bytes(data[start : start + length]))
     except ValueError as err:
         raise SerialError(f"corrupt structure: {err}") from None
 
@@ -99,7 +102,7 @@ def loads(data: bytes, types: dict[str, type]):
             off, n, dtype, shape, scalar = x["@a"]
             if off < 0 or off + n > len(blobs):
                 raise SerialError("array data out of range")
-            a = np.frombuffer(blobs[off:off + n], dtype=np.dtype(dtype)).reshape(shape).copy()
+            a = np.frombuffer(blobs[off : off + n], dtype=np.dtype(dtype)).reshape(shape).copy()
             return a[()] if scalar else a
         if tag == "@c":
             cls = types.get(x["@c"])

@@ -5,6 +5,7 @@ Every backend is a Model subclass with the same methods; `load` picks it and ref
 - "vulkan": a .tosa file or Graph compiled for a Vulkan device (tosa_vk/vulkan_backend.py);
 - a .vgf file runs on Vulkan as it is (tosa_vk/vgf_run.py).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -25,6 +26,7 @@ VGF_BACKEND = "tosa_vk.vgf_run:VGFModel"
 class Timing(NamedTuple):
     """One operator's (or kernel's) time in the last run: `where` "device" (GPU timestamps) or "host" (wall clock
     of a host step or a reference operator)."""
+
     op: str
     where: str
     microseconds: float
@@ -34,6 +36,7 @@ class Model:
     """A loaded graph bound to a backend. Variables (EXT-VARIABLE) persist across run() calls of one Model.
 
     Subclasses implement run / inputs / outputs / close, and the state and profiling methods they support."""
+
     backend = ""
     file: str | None = None
 
@@ -91,6 +94,7 @@ class Model:
 
 class GraphModel(Model):
     """A Model of a TOSA graph (`graph`): its signature is the graph's."""
+
     graph: Graph
 
     @property
@@ -118,13 +122,18 @@ def load(source: str | Path | Graph, backend: str | None = None, **options: Any)
         where = BACKENDS[backend]
     module, name = where.split(":")
     cls = getattr(importlib.import_module(module), name)
-    accepted = [p.name for p in inspect.signature(cls).parameters.values()
-                if p.kind == p.KEYWORD_ONLY or (p.kind == p.POSITIONAL_OR_KEYWORD and p.name not in ("source",))]
+    accepted = [
+        p.name
+        for p in inspect.signature(cls).parameters.values()
+        if p.kind == p.KEYWORD_ONLY or (p.kind == p.POSITIONAL_OR_KEYWORD and p.name not in ("source",))
+    ]
     accepted = [a for a in accepted if a != "file"]
     unknown = sorted(set(options) - set(accepted))
     if unknown:
-        raise TosaError(f"the {backend} backend{' (.vgf)' if is_vgf else ''} takes no option "
-                        f"{', '.join(map(repr, unknown))}; its options: {', '.join(accepted) or 'none'}")
+        raise TosaError(
+            f"the {backend} backend{' (.vgf)' if is_vgf else ''} takes no option "
+            f"{', '.join(map(repr, unknown))}; its options: {', '.join(accepted) or 'none'}"
+        )
     if is_vgf or isinstance(source, Graph):
         return cls(source, **options)
     return cls(load_graph(source), file=str(source), **options)

@@ -4,6 +4,7 @@ A Target is plain data. `tosa_vk.vulkan.Device.target` queries one from a real d
 kept for offline use (`tosa-vk plan --target lavapipe`). The lowering reads every device number from here, never
 from a constant of its own, so a program compiled for a target runs on any device that offers at least as much.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -11,8 +12,16 @@ from dataclasses import dataclass, field, replace
 from .errors import TosaError
 
 # Optional device features the kernels use (tosa_vk/vulkan/device.py enables the ones a device has).
-FEATURES = ("shaderInt64", "shaderInt16", "shaderInt8", "shaderFloat16", "shaderFloat64",
-            "storageBuffer8BitAccess", "storageBuffer16BitAccess", "conditionalRendering")
+FEATURES = (
+    "shaderInt64",
+    "shaderInt16",
+    "shaderInt8",
+    "shaderFloat16",
+    "shaderFloat64",
+    "storageBuffer8BitAccess",
+    "storageBuffer16BitAccess",
+    "conditionalRendering",
+)
 
 # Mesa's lavapipe silently ends an invocation's loops after 65,535 iterations in total: kernels keep every loop
 # under this budget (with a margin for the loops around the inner one).
@@ -32,9 +41,9 @@ class Target:
     min_storage_buffer_offset_alignment: int = 256
     max_push_constants_size: int = 128
     subgroup_size: int = 1
-    loop_budget: int = DEFAULT_LOOP_BUDGET     # loop iterations one invocation may run in total
-    driver: str = ""                           # driver name and version, for caches and reports
-    device_uuid: str = ""                      # "" for a named (offline) target
+    loop_budget: int = DEFAULT_LOOP_BUDGET  # loop iterations one invocation may run in total
+    driver: str = ""  # driver name and version, for caches and reports
+    device_uuid: str = ""  # "" for a named (offline) target
     quirks: tuple[str, ...] = field(default=())
 
     def has(self, feature: str) -> bool:
@@ -48,14 +57,20 @@ class Target:
         return -(-a // 16) * 16
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "features": sorted(self.features),
-                "max_workgroup_count": list(self.max_workgroup_count),
-                "max_workgroup_invocations": self.max_workgroup_invocations,
-                "max_storage_buffer_range": self.max_storage_buffer_range,
-                "min_storage_buffer_offset_alignment": self.min_storage_buffer_offset_alignment,
-                "max_push_constants_size": self.max_push_constants_size, "subgroup_size": self.subgroup_size,
-                "loop_budget": self.loop_budget, "driver": self.driver, "device_uuid": self.device_uuid,
-                "quirks": list(self.quirks)}
+        return {
+            "name": self.name,
+            "features": sorted(self.features),
+            "max_workgroup_count": list(self.max_workgroup_count),
+            "max_workgroup_invocations": self.max_workgroup_invocations,
+            "max_storage_buffer_range": self.max_storage_buffer_range,
+            "min_storage_buffer_offset_alignment": self.min_storage_buffer_offset_alignment,
+            "max_push_constants_size": self.max_push_constants_size,
+            "subgroup_size": self.subgroup_size,
+            "loop_budget": self.loop_budget,
+            "driver": self.driver,
+            "device_uuid": self.device_uuid,
+            "quirks": list(self.quirks),
+        }
 
 
 def for_driver(base: Target, driver_name: str) -> Target:
@@ -66,8 +81,10 @@ def for_driver(base: Target, driver_name: str) -> Target:
 
 
 # Measured on Mesa 22.3.6 lavapipe (LLVM 15, 256-bit), the device CI has.
-LAVAPIPE = for_driver(Target("lavapipe", frozenset(FEATURES), (65535, 65535, 65535), 1024, 1 << 27, 16, 128, 8,
-                             driver="llvmpipe"), "llvmpipe")
+LAVAPIPE = for_driver(
+    Target("lavapipe", frozenset(FEATURES), (65535, 65535, 65535), 1024, 1 << 27, 16, 128, 8, driver="llvmpipe"),
+    "llvmpipe",
+)
 # What every Vulkan 1.3 device offers: the spec's required limits and no optional feature.
 MINIMUM = Target("minimum")
 

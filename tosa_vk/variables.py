@@ -6,6 +6,7 @@ backend keeps the value in `Variable.value`; the Vulkan backend keeps it in devi
 the Program's StateCheck steps (no data crosses). Types are DType names, so the rules need nothing of either
 backend.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,10 +23,10 @@ from .ir.graph import Block, Tensor
 class Variable:
     uid: str
     shape: tuple[int, ...]
-    dtype: str                # DType name
-    value: Any = None         # numpy array on the reference backend; None when it lives in device memory
+    dtype: str  # DType name
+    value: Any = None  # numpy array on the reference backend; None when it lives in device memory
     is_written: bool = False
-    seen: bool = False        # declared during the current run
+    seen: bool = False  # declared during the current run
 
 
 def uid_of(t: Tensor) -> str:
@@ -47,8 +48,9 @@ def begin_run(state: dict[str, Variable]) -> None:
         var.seen = False
 
 
-def declare(state: dict[str, Variable], uid: str, shape: tuple[int, ...], dtype: str,
-            initial_shape: tuple[int, ...] | None) -> tuple[Variable, bool]:
+def declare(
+    state: dict[str, Variable], uid: str, shape: tuple[int, ...], dtype: str, initial_shape: tuple[int, ...] | None
+) -> tuple[Variable, bool]:
     """VARIABLE: the first declaration creates the variable (written if it has an initial value, whose shape is
     `initial_shape`); a second one in the same run is an error. Returns (variable, created now)."""
     var = state.get(uid)
@@ -66,8 +68,10 @@ def declare(state: dict[str, Variable], uid: str, shape: tuple[int, ...], dtype:
 def declared(state: dict[str, Variable], uid: str) -> Variable:
     var = state.get(uid)
     if var is None or not var.seen:
-        raise TosaError(f"REQUIRE(var_tensor != NULL) does not hold: variable '{uid}' is not declared "
-                        "(no VARIABLE op before it in this run)")
+        raise TosaError(
+            f"REQUIRE(var_tensor != NULL) does not hold: variable '{uid}' is not declared "
+            "(no VARIABLE op before it in this run)"
+        )
     return var
 
 
@@ -75,8 +79,10 @@ def check_write(state: dict[str, Variable], uid: str, shape: tuple[int, ...], dt
     """VARIABLE_WRITE's rules for a value of `dtype` `shape`; marks the variable written."""
     var = declared(state, uid)
     if tuple(shape) != var.shape or dtype != var.dtype:
-        raise TosaError(f"REQUIRE(var_tensor.type == in_t && var_tensor.shape == shape) does not hold for "
-                        f"variable '{uid}': it is {var.dtype}{list(var.shape)}, the value {dtype}{list(shape)}")
+        raise TosaError(
+            f"REQUIRE(var_tensor.type == in_t && var_tensor.shape == shape) does not hold for "
+            f"variable '{uid}': it is {var.dtype}{list(var.shape)}, the value {dtype}{list(shape)}"
+        )
     var.is_written = True
     return var
 
@@ -87,8 +93,9 @@ def check_read(state: dict[str, Variable], uid: str, shape: tuple[int, ...], dty
     if not var.is_written:
         raise TosaError(f"REQUIRE(var_tensor.is_written) does not hold: variable '{uid}' is read before any write")
     if dtype != var.dtype or tuple(shape) != var.shape:
-        raise TosaError(f"REQUIRE(var_tensor.type == out_t && var_tensor.shape == shape) does not hold for "
-                        f"variable '{uid}'")
+        raise TosaError(
+            f"REQUIRE(var_tensor.type == out_t && var_tensor.shape == shape) does not hold for variable '{uid}'"
+        )
     return var
 
 
@@ -104,8 +111,14 @@ def new_value(state: dict[str, Variable], uid: str, value) -> tuple[Variable, np
     return var, array
 
 
-def apply(state: dict[str, Variable], rule: str, uid: str, shape: tuple[int, ...], dtype: str,
-          initial_shape: tuple[int, ...] | None = None) -> None:
+def apply(
+    state: dict[str, Variable],
+    rule: str,
+    uid: str,
+    shape: tuple[int, ...],
+    dtype: str,
+    initial_shape: tuple[int, ...] | None = None,
+) -> None:
     """One rule by name ("declare" / "write" / "read"): how the Vulkan runtime runs a StateCheck step."""
     if rule == "declare":
         declare(state, uid, shape, dtype, initial_shape)

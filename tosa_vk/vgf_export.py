@@ -34,6 +34,7 @@
 Anything VGF cannot express (host steps, control flow, variables, the cases above) raises a TosaError naming the
 step / tensor: the exporter never writes a file that would run wrong.
 """
+
 from __future__ import annotations
 
 import re
@@ -78,9 +79,10 @@ SAMPLED_TYPE = DESCRIPTOR_TYPES[COMBINED_IMAGE_SAMPLER]
 class _View:
     """How one tensor memory is bound in the exported file (one MRT entry): descriptor / format values, shape,
     and for a sampled image its SamplerConfig."""
+
     descriptor: int
-    format: int | None                 # None: the scalar format of the tensor's element type
-    sampler: tuple = ()                # (field, VK enum name) pairs
+    format: int | None  # None: the scalar format of the tensor's element type
+    sampler: tuple = ()  # (field, VK enum name) pairs
     shape: tuple[int, ...] | None = None
 
     @property
@@ -100,7 +102,7 @@ class _Exporter:
     def __init__(self, program: Program, cache: ShaderCache):
         self.p, self.cache = program, cache
         self.vgf = VGF()
-        self.mrt: dict[str, int] = {}      # storage tensor (or a copied output) -> MRT index
+        self.mrt: dict[str, int] = {}  # storage tensor (or a copied output) -> MRT index
         self.views: dict[str, _View] = {}  # storage tensor -> how every kernel binds it (the buffer when mixed)
         # storage bound as a buffer and as image(s): image view -> its MRT key; sampled view key -> STORAGE_IMAGE
         # key written by conversions (same alias group)
@@ -114,8 +116,11 @@ class _Exporter:
             if not isinstance(step, Kernel):
                 kind = type(step).__name__
                 where = "runs on the host" if kind == "Host" else f"is a {kind} step"
-                raise TosaError(f"{where}; VGF export needs every operator as a Vulkan compute kernel "
-                                f"(load the graph with strict=True to see which operators lack one)", op=step.op)
+                raise TosaError(
+                    f"{where}; VGF export needs every operator as a Vulkan compute kernel "
+                    f"(load the graph with strict=True to see which operators lack one)",
+                    op=step.op,
+                )
         self.kernels = [s for s in p.steps if isinstance(s, Kernel)]
         self._views()
         self._convert()
@@ -134,8 +139,11 @@ class _Exporter:
             raise TosaError(f"binds tensor '{name}' as {desc} without an image description", op=k.op)
         shape = tuple(int(d) for d in self.p.buffer(name).shape)
         if len(shape) not in (3, 4) or shape[-3:-1] != (img.height, img.width):
-            raise TosaError(f"image binding of tensor '{name}': shape {list(shape)} is not [H, W, C] / "
-                            f"[1, H, W, C] of the {img.width}x{img.height} image", op=k.op)
+            raise TosaError(
+                f"image binding of tensor '{name}': shape {list(shape)} is not [H, W, C] / "
+                f"[1, H, W, C] of the {img.width}x{img.height} image",
+                op=k.op,
+            )
         return _View(DESCRIPTOR_TYPES[desc], FORMATS[img.format].value, tuple(sorted(img.sampler)), shape)
 
     def _views(self) -> None:
@@ -152,12 +160,15 @@ class _Exporter:
                 self.views[storage] = kinds[0]
                 continue
             (a, name_a, op_a), (b, name_b, op_b) = found[0], next(u for u in found if u[0] != found[0][0])
-            why = (f"tensor memory '{storage}' is bound as {a.label} ('{name_a}' by {op_a}) and as {b.label} "
-                   f"('{name_b}' by {op_b})")
+            why = (
+                f"tensor memory '{storage}' is bound as {a.label} ('{name_a}' by {op_a}) and as {b.label} "
+                f"('{name_b}' by {op_b})"
+            )
             dtype = np.dtype(p.buffer(storage).dtype)
             if dtype != np.float32:
-                raise TosaError(f"{why}; VGF export converts between the two with fp32 copy shaders, but the "
-                                f"tensor is {dtype.name}")
+                raise TosaError(
+                    f"{why}; VGF export converts between the two with fp32 copy shaders, but the tensor is {dtype.name}"
+                )
             self.views[storage] = _View(STORAGE_BUFFER_TYPE, None)
             images = [v for v in kinds if v.format is not None]
             self.mixed[storage] = {v: f"{storage} (VGF {v.label} view {j})" for j, v in enumerate(images)}
@@ -173,7 +184,7 @@ class _Exporter:
         if not self.mixed:
             return
         p = self.p
-        fresh: dict[str, list[str | None]] = {s: [None] for s in self.mixed}   # None: the buffer entry
+        fresh: dict[str, list[str | None]] = {s: [None] for s in self.mixed}  # None: the buffer entry
         kernels = []
         for k in self.kernels:
             keys: dict[str, str] = {}
@@ -186,8 +197,9 @@ class _Exporter:
                 key = self.mixed[s].get(view)
                 if key is not None:
                     if keys.get(name, key) != key:
-                        raise TosaError(f"binds tensor '{name}' in two ways; VGF export cannot rename both "
-                                        f"bindings", op=k.op)
+                        raise TosaError(
+                            f"binds tensor '{name}' in two ways; VGF export cannot rename both bindings", op=k.op
+                        )
                     keys[name] = bindings[i] = key
                 only_written = key is not None and name in k.writes and name not in k.reads
                 if key not in fresh[s] and not only_written:
@@ -196,8 +208,12 @@ class _Exporter:
                 if p.storage(name) in self.mixed:
                     fresh[p.storage(name)] = [keys.get(name)]
             if keys:
-                k = replace(k, bindings=tuple(bindings), reads=tuple(keys.get(n, n) for n in k.reads),
-                            writes=tuple(keys.get(n, n) for n in k.writes))
+                k = replace(
+                    k,
+                    bindings=tuple(bindings),
+                    reads=tuple(keys.get(n, n) for n in k.reads),
+                    writes=tuple(keys.get(n, n) for n in k.writes),
+                )
             kernels.append(k)
         outputs = {p.storage(n) for n in p.outputs}
         for s in self.mixed:
@@ -209,14 +225,20 @@ class _Exporter:
         """Dispatches making view `key` (None: the buffer entry) of `storage` current; updates `fresh`."""
         done = []
         views = {k: v for v, k in self.mixed[storage].items()}
-        if None not in fresh[storage]:   # the newest data is in a storage image (sampled views are never written)
+        if None not in fresh[storage]:  # the newest data is in a storage image (sampled views are never written)
             src = fresh[storage][0]
-            done.append(_texel_kernel(f"VGF image -> buffer '{storage}'", "image_to_buffer", src, storage,
-                                      views[src]))
+            done.append(_texel_kernel(f"VGF image -> buffer '{storage}'", "image_to_buffer", src, storage, views[src]))
             fresh[storage].append(None)
         if key is not None:
-            done.append(_texel_kernel(f"VGF buffer -> image '{storage}'", "buffer_to_image", storage,
-                                      self.writers.get(key, key), views[key]))
+            done.append(
+                _texel_kernel(
+                    f"VGF buffer -> image '{storage}'",
+                    "buffer_to_image",
+                    storage,
+                    self.writers.get(key, key),
+                    views[key],
+                )
+            )
             fresh[storage].append(key)
         return done
 
@@ -226,7 +248,7 @@ class _Exporter:
             raise TosaError(f"tensor '{storage}' is a variable (state kept across runs), which VGF cannot hold")
         view = self.views.get(storage, _View(STORAGE_BUFFER_TYPE, None))
         itemsize = np.dtype(buf.dtype).itemsize
-        if view.format is not None:   # an image: [H, W, C] / [1, H, W, C] texels, C packed into the format
+        if view.format is not None:  # an image: [H, W, C] / [1, H, W, C] texels, C packed into the format
             fmt, shape = view.format, view.shape
             if int(np.prod(shape, dtype=np.int64)) * itemsize != buf.nbytes:
                 raise TosaError(f"image tensor '{storage}': {buf.nbytes} bytes do not match shape {list(shape)}")
@@ -235,8 +257,10 @@ class _Exporter:
             shape = tuple(buf.shape if shape is None else shape)
             if int(np.prod(shape, dtype=np.int64)) * itemsize != buf.nbytes:
                 if category in ("INPUT", "OUTPUT"):
-                    raise TosaError(f"tensor '{storage}': {buf.nbytes} bytes do not match shape {list(shape)} of "
-                                    f"{np.dtype(buf.dtype).name}; VGF I/O must be dense")
+                    raise TosaError(
+                        f"tensor '{storage}': {buf.nbytes} bytes do not match shape {list(shape)} of "
+                        f"{np.dtype(buf.dtype).name}; VGF I/O must be dense"
+                    )
                 shape = (-(-buf.nbytes // itemsize),)
         sampler = None
         if view.sampler:
@@ -279,7 +303,7 @@ class _Exporter:
             vgf.outputs.append(Binding(binding, index))
             vgf.output_names.append(name)
             binding += 1
-        for views in self.mixed.values():   # image views: INTERMEDIATE entries; sampled ones alias their writer
+        for views in self.mixed.values():  # image views: INTERMEDIATE entries; sampled ones alias their writer
             for view, key in views.items():
                 group = list(self.writers).index(key) if key in self.writers else None
                 self._add_view(key, view, group)
@@ -293,15 +317,18 @@ class _Exporter:
     def _add_view(self, key: str, view: _View, alias_group: int | None) -> None:
         assert view.format is not None and view.shape is not None, "only image views get entries of their own"
         sampler = {field: SAMPLER_FIELDS[field][name] for field, name in view.sampler} if view.sampler else None
-        self.vgf.resources.append(Resource("INTERMEDIATE", view.descriptor, view.format, view.shape,
-                                           alias_group=alias_group, sampler=sampler))
+        self.vgf.resources.append(
+            Resource("INTERMEDIATE", view.descriptor, view.format, view.shape, alias_group=alias_group, sampler=sampler)
+        )
         self.mrt[key] = len(self.vgf.resources) - 1
 
     def _own_output(self, name: str, root: str) -> int:
         p = self.p
         if self.views.get(root, _View(STORAGE_BUFFER_TYPE, None)).format is not None:
-            raise TosaError(f"graph output '{name}' shares the memory of image tensor '{root}'; a copy of an image "
-                            f"into an output of its own is not supported")
+            raise TosaError(
+                f"graph output '{name}' shares the memory of image tensor '{root}'; a copy of an image "
+                f"into an output of its own is not supported"
+            )
         buf = p.buffer(name)
         key = f"{name} (VGF copy)"
         index = self._add(root, "OUTPUT", buf.shape, key=key)
@@ -321,28 +348,35 @@ class _Exporter:
             if code not in modules:
                 modules[code] = len(vgf.modules)
                 label = re.sub(r"\W", "_", k.shader)
-                vgf.modules.append(Module(f"{label}_{len(vgf.modules)}", "COMPUTE", k.entry or "main", code,
-                                          "SPIR-V"))
+                vgf.modules.append(Module(f"{label}_{len(vgf.modules)}", "COMPUTE", k.entry or "main", code, "SPIR-V"))
             where = list(k.slots) or [(0, b) for b in range(len(k.bindings))]
             slot = {name: Binding(b, self._mrt_of(name)) for (_, b), name in zip(where, k.bindings)}
             sets: dict[int, list[Binding]] = {}
             for (set_index, b), name in zip(where, k.bindings):
                 sets.setdefault(set_index, []).append(Binding(b, self._mrt_of(name)))
-            vgf.segments.append(Segment(
-                f"compute_segment_{i}", modules[code], "COMPUTE",
-                [DescriptorSet(sets[n], n) for n in sorted(sets)],
-                inputs=[slot[n] for n in dict.fromkeys(k.reads) if n in slot],
-                outputs=[slot[n] for n in dict.fromkeys(k.writes) if n in slot],
-                dispatch_shape=tuple(int(g) for g in k.groups)))
+            vgf.segments.append(
+                Segment(
+                    f"compute_segment_{i}",
+                    modules[code],
+                    "COMPUTE",
+                    [DescriptorSet(sets[n], n) for n in sorted(sets)],
+                    inputs=[slot[n] for n in dict.fromkeys(k.reads) if n in slot],
+                    outputs=[slot[n] for n in dict.fromkeys(k.writes) if n in slot],
+                    dispatch_shape=tuple(int(g) for g in k.groups),
+                )
+            )
 
     def _spirv(self, kernels: list[Kernel]) -> list[bytes]:
         variants = []
         for k in kernels:
             if k.spirv:
                 if k.push_constants:
-                    raise TosaError(f"a ready SPIR-V kernel (a VulkanCustomShader payload) declares "
-                                    f"{len(k.push_constants)} bytes of push constants: VGF carries no push-constant "
-                                    f"values and SPIR-V cannot be re-baked, so it cannot be exported", op=k.op)
+                    raise TosaError(
+                        f"a ready SPIR-V kernel (a VulkanCustomShader payload) declares "
+                        f"{len(k.push_constants)} bytes of push constants: VGF carries no push-constant "
+                        f"values and SPIR-V cannot be re-baked, so it cannot be exported",
+                        op=k.op,
+                    )
                 variants.append(Variant(k.shader, k.defines, spirv=k.spirv, op=k.op))
             elif k.push_constants:
                 variants.append(_bake(variant_of(k), k))
@@ -360,10 +394,18 @@ def _texel_kernel(op: str, shader: str, src: str, dst: str, view: _View) -> Kern
     image = Image(name, width, height)
     to_image = shader == "buffer_to_image"
     defines = (("IMAGE_FORMAT", fmt.glsl), ("CHANNELS", f"{fmt.components}u"))
-    return Kernel(op, f"custom/{shader}", defines, (src, dst), b"", (-(-width // 8), -(-height // 8), 1),
-                  reads=(src,), writes=(dst,),
-                  descriptors=(STORAGE_BUFFER, STORAGE_IMAGE) if to_image else (STORAGE_IMAGE, STORAGE_BUFFER),
-                  images=(None, image) if to_image else (image, None))
+    return Kernel(
+        op,
+        f"custom/{shader}",
+        defines,
+        (src, dst),
+        b"",
+        (-(-width // 8), -(-height // 8), 1),
+        reads=(src,),
+        writes=(dst,),
+        descriptors=(STORAGE_BUFFER, STORAGE_IMAGE) if to_image else (STORAGE_IMAGE, STORAGE_BUFFER),
+        images=(None, image) if to_image else (image, None),
+    )
 
 
 def _copy_kernel(op: str, src: str, dst: str, nbytes: int) -> Kernel:
@@ -371,8 +413,17 @@ def _copy_kernel(op: str, src: str, dst: str, nbytes: int) -> Kernel:
     unit = 4 if nbytes % 4 == 0 else 1
     count = nbytes // unit
     data, layout = copy_push(count, 0, 0, [[count, 1, 1, count]])
-    return Kernel(op, "data_layout/copy", (("ELEM_T", UNIT_TYPES[unit]),), (src, dst), data, grid_1d(count),
-                  reads=(src,), writes=(dst,), push_layout=layout)
+    return Kernel(
+        op,
+        "data_layout/copy",
+        (("ELEM_T", UNIT_TYPES[unit]),),
+        (src, dst),
+        data,
+        grid_1d(count),
+        reads=(src,),
+        writes=(dst,),
+        push_layout=layout,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -382,9 +433,17 @@ _PUSH_BLOCK = re.compile(r"layout\s*\(\s*push_constant\s*\)\s*uniform\s+(\w+)\s*
 _MEMBER = re.compile(r"^(\w+)\s+(.+)$", re.S)
 _DECL = re.compile(r"^(\w+)\s*(?:\[\s*(\d+)\s*\])?$")
 # scalar type -> (bytes, struct code, literal kind)
-_SCALARS = {"int": (4, "i", "int"), "uint": (4, "I", "uint"), "float": (4, "f", "float"),
-            "float16_t": (2, "e", "half"), "int16_t": (2, "h", "int16"), "uint16_t": (2, "H", "uint16"),
-            "int64_t": (8, "q", "int64"), "uint64_t": (8, "Q", "uint64"), "double": (8, "d", "double")}
+_SCALARS = {
+    "int": (4, "i", "int"),
+    "uint": (4, "I", "uint"),
+    "float": (4, "f", "float"),
+    "float16_t": (2, "e", "half"),
+    "int16_t": (2, "h", "int16"),
+    "uint16_t": (2, "H", "uint16"),
+    "int64_t": (8, "q", "int64"),
+    "uint64_t": (8, "Q", "uint64"),
+    "double": (8, "d", "double"),
+}
 _VECTORS = {"vec": "float", "ivec": "int", "uvec": "uint"}
 
 
@@ -425,17 +484,18 @@ def bake_push_constants(source: str, push: bytes, where: str = "") -> str:
             for _ in range(count or 1):
                 end = offset + size * comps
                 if end > len(push):
-                    raise ValueError(f"{where}: push-constant member '{dm.group(1)}' ends at byte {end}, past the "
-                                     f"{len(push)} bytes the dispatch supplies")
+                    raise ValueError(
+                        f"{where}: push-constant member '{dm.group(1)}' ends at byte {end}, past the "
+                        f"{len(push)} bytes the dispatch supplies"
+                    )
                 vals = struct.unpack_from("<" + code * comps, push, offset)
                 lits = [literal(kind, v) for v in vals]
                 elems.append(lits[0] if comps == 1 else f"{mm.group(1)}({', '.join(lits)})")
                 offset += size * comps if count is None else (size if comps == 1 else align)
             members.append(f"{mm.group(1)} {name};")
             inits.append(elems[0] if count is None else f"{mm.group(1)}[{count}]({', '.join(elems)})")
-    const = (f"struct {block} {{ {' '.join(members)} }};\n"
-             f"const {block} {instance} = {block}({', '.join(inits)});")
-    return source[:m.start()] + const + source[m.end():]
+    const = f"struct {block} {{ {' '.join(members)} }};\nconst {block} {instance} = {block}({', '.join(inits)});"
+    return source[: m.start()] + const + source[m.end() :]
 
 
 _PREPROCESSED: dict[Variant, str] = {}
@@ -450,8 +510,11 @@ def _preprocess(variant: Variant) -> str:
         with tempfile.TemporaryDirectory(prefix="tosa_vk-vgf-") as tmp:
             src = Path(tmp) / "v.comp"
             src.write_text(variant.source())
-            done = subprocess.run([exe, "-E", f"--target-env={TARGET_ENV}", "-I", str(INCLUDE_DIR), "-I",
-                                   str(SHADER_ROOT), str(src)], capture_output=True, text=True)
+            done = subprocess.run(
+                [exe, "-E", f"--target-env={TARGET_ENV}", "-I", str(INCLUDE_DIR), "-I", str(SHADER_ROOT), str(src)],
+                capture_output=True,
+                text=True,
+            )
         if done.returncode != 0:
             raise ShaderError(f"glslc -E failed for shaders/{variant.shader}.comp: {done.stderr.strip()}")
         _PREPROCESSED[variant] = done.stdout

@@ -10,6 +10,7 @@ also when they are listed as model-sequence inputs (as tosa_vk's exporter does),
 inputs. This runs the VGFs tosa_vk exports and those Arm's model-converter writes for graphs of
 com.arm.VulkanCustomShader operators. GRAPH segments (TOSA graphs for VK_ARM_data_graph) are refused clearly.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -33,18 +34,22 @@ _DTYPES = {f.value: np.dtype(f.numpy) for f in FORMATS.values()}
 
 def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Program:
     """A Program running the VGF's segments in order (kernels carry the modules' SPIR-V)."""
+
     def fail(rule: str, op: str | None = None) -> TosaError:
         return TosaError(rule, op=op, file=file)
+
     graph = [s.name for s in vgf.segments if s.type == "GRAPH"]
     if graph:
-        raise fail(f"graph segments are not supported (segment '{graph[0]}'; {len(graph)} of "
-                   f"{len(vgf.segments)} segments are GRAPH): only COMPUTE segments run on tosa_vk")
+        raise fail(
+            f"graph segments are not supported (segment '{graph[0]}'; {len(graph)} of "
+            f"{len(vgf.segments)} segments are GRAPH): only COMPUTE segments run on tosa_vk"
+        )
     names: dict[int, str] = {}
     for io, labels in ((vgf.inputs, vgf.input_names), (vgf.outputs, vgf.output_names)):
         for i, slot in enumerate(io):
             names.setdefault(slot.mrt_index, labels[i] if i < len(labels) and labels[i] else f"mrt_{slot.mrt_index}")
     buffers: dict[str, Buffer] = {}
-    offsets: dict[int, int] = {}      # alias group -> offset
+    offsets: dict[int, int] = {}  # alias group -> offset
     arena = 0
     constants: dict[str, np.ndarray] = {}
     for index, r in enumerate(vgf.resources):
@@ -53,8 +58,10 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
         if dtype is None or r.format not in FORMAT_SIZES:
             raise fail(f"resource {index} '{name}': VkFormat {r.format} is not supported")
         if r.descriptor_type is not None and r.descriptor_type not in DESCRIPTOR_NAMES:
-            raise fail(f"resource {index} '{name}': descriptor type {r.descriptor_type} is not supported (storage "
-                       f"buffers, tensors, storage images, combined image samplers)")
+            raise fail(
+                f"resource {index} '{name}': descriptor type {r.descriptor_type} is not supported (storage "
+                f"buffers, tensors, storage images, combined image samplers)"
+            )
         shape = tuple(int(d) for d in r.shape)
         if any(d < 0 for d in shape):
             raise fail(f"resource {index} '{name}': shape {list(shape)} has unknown dimensions")
@@ -65,8 +72,10 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
                 raise fail(f"resource {index} '{name}': {err}") from None
             channels = FORMAT_BY_VALUE[r.format].components if r.format in FORMAT_BY_VALUE else None
             if channels != shape[-1]:
-                raise fail(f"resource {index} '{name}': an image of format {r.format} needs C = {channels} "
-                           f"channels, the shape is {list(shape)}")
+                raise fail(
+                    f"resource {index} '{name}': an image of format {r.format} needs C = {channels} "
+                    f"channels, the shape is {list(shape)}"
+                )
         elif FORMAT_SIZES[r.format] != np.dtype(dtype).itemsize:
             raise fail(f"resource {index} '{name}': VkFormat {r.format} is not a scalar format for a buffer / tensor")
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
@@ -84,22 +93,27 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
             if c is None:
                 raise fail(f"constant resource {index} '{name}' has no data in the constant section")
             if len(c.data) != nbytes:
-                raise fail(f"constant resource {index} '{name}': {len(c.data)} bytes of data for shape "
-                           f"{list(shape)} ({nbytes} bytes)")
+                raise fail(
+                    f"constant resource {index} '{name}': {len(c.data)} bytes of data for shape "
+                    f"{list(shape)} ({nbytes} bytes)"
+                )
             constants[name] = np.frombuffer(c.data, dtype).reshape(shape)
     steps: list[Step] = []
     for s in vgf.segments:
         module = vgf.modules[s.module_index]
         if module.language not in ("SPIR-V", "GLSL") or not module.code:
-            raise fail(f"module {s.module_index} '{module.name}' holds {module.language or 'no'} code; only SPIR-V "
-                       f"and GLSL modules run here", op=s.name)
+            raise fail(
+                f"module {s.module_index} '{module.name}' holds {module.language or 'no'} code; only SPIR-V "
+                f"and GLSL modules run here",
+                op=s.name,
+            )
         if s.push_constant_ranges:
-            raise fail("the segment declares push-constant ranges, but a VGF carries no push-constant values",
-                       op=s.name)
+            raise fail(
+                "the segment declares push-constant ranges, but a VGF carries no push-constant values", op=s.name
+            )
         if len(s.dispatch_shape) != 3:
             raise fail("a COMPUTE segment needs a 3-value dispatch shape", op=s.name)
-        where = sorted((s.set_index(i), b.binding, b.mrt_index) for i, d in enumerate(s.set_infos)
-                       for b in d.bindings)
+        where = sorted((s.set_index(i), b.binding, b.mrt_index) for i, d in enumerate(s.set_infos) for b in d.bindings)
         bound = tuple(names[m] for _, _, m in where)
         slots = tuple((st, b) for st, b, _ in where)
         if slots == tuple((0, b) for b in range(len(slots))):
@@ -110,8 +124,9 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
         images: list[Image | None] = []
         for _, _, m in where:
             r = vgf.resources[m]
-            descriptors.append(STORAGE_BUFFER if r.descriptor_type is None else
-                               DESCRIPTOR_NAMES.get(r.descriptor_type, STORAGE_BUFFER))
+            descriptors.append(
+                STORAGE_BUFFER if r.descriptor_type is None else DESCRIPTOR_NAMES.get(r.descriptor_type, STORAGE_BUFFER)
+            )
             if r.descriptor_type in IMAGE_DESCRIPTORS:
                 w, h = image_extent(r)
                 sampler = tuple(sorted((k, SAMPLER_NAMES[k].get(v, str(v))) for k, v in (r.sampler or {}).items()))
@@ -123,9 +138,24 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
         spirv = module.code if isinstance(module.code, bytes) and module.language == "SPIR-V" else b""
         source = str(module.code) if not spirv else ""
         x, y, z = s.dispatch_shape
-        steps.append(Kernel(s.name, f"vgf:{module.name or s.module_index}", (), bound, b"", (x, y, z),
-                            reads, writes, entry=module.entry_point or "main", slots=slots,
-                            descriptors=tuple(descriptors), images=tuple(images), source=source, spirv=spirv))
+        steps.append(
+            Kernel(
+                s.name,
+                f"vgf:{module.name or s.module_index}",
+                (),
+                bound,
+                b"",
+                (x, y, z),
+                reads,
+                writes,
+                entry=module.entry_point or "main",
+                slots=slots,
+                descriptors=tuple(descriptors),
+                images=tuple(images),
+                source=source,
+                spirv=spirv,
+            )
+        )
     inputs = [names[b.mrt_index] for b in vgf.inputs if vgf.resources[b.mrt_index].category != "CONSTANT"]
     outputs = [names[b.mrt_index] for b in vgf.outputs]
     return Program(steps, buffers, max(arena, 16), inputs, outputs, constants)
@@ -133,10 +163,12 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
 
 class VGFModel(OnDevice):
     """A .vgf loaded onto a Vulkan device: run(feeds by input name) -> outputs by name."""
+
     backend = "vulkan"
 
     def __init__(self, source: str | Path | VGF, device: Device | None = None, file: str | None = None):
         from .vulkan.runtime import Runtime
+
         if isinstance(source, VGF):
             self.vgf, self.file = source, file
         else:
@@ -166,8 +198,9 @@ class VGFModel(OnDevice):
         """(shape, TOSA dtype name) of a resource, the type read from its storage format (as the other backends
         name their inputs; a format no TOSA type stores keeps the numpy name)."""
         buf = self.program.buffer(name)
-        names = {np.dtype(d.numpy): d.name for d in reversed(DType)
-                 if d not in (DType.UNKNOWN, DType.SHAPE, DType.INT4)}
+        names = {
+            np.dtype(d.numpy): d.name for d in reversed(DType) if d not in (DType.UNKNOWN, DType.SHAPE, DType.INT4)
+        }
         return buf.shape, names.get(np.dtype(buf.dtype), np.dtype(buf.dtype).name)
 
     def run(self, feeds: dict[str, np.ndarray] | None = None, **named) -> dict[str, np.ndarray]:
@@ -178,7 +211,8 @@ class VGFModel(OnDevice):
             buf = self.program.buffer(name)
             value = np.asarray(feeds[name])
             if value.size != int(np.prod(buf.shape, dtype=np.int64)):
-                raise TosaError(f"input '{name}' has shape {list(value.shape)}, the VGF expects {list(buf.shape)}",
-                                file=self.file)
+                raise TosaError(
+                    f"input '{name}' has shape {list(value.shape)}, the VGF expects {list(buf.shape)}", file=self.file
+                )
             cast[name] = value.astype(buf.dtype, copy=False).reshape(buf.shape)
         return self.open_runtime.run(cast)

@@ -5,6 +5,7 @@ Variables and control flow stay on the device (tosa_vk/lower/variable.py, contro
 places on the host run as host kernels (tosa_vk/host_kernels.py) on numpy views of the same device memory (no copies
 where the memory is host-visible); `strict=True` refuses them instead.
 """
+
 from __future__ import annotations
 
 from collections.abc import Collection
@@ -26,6 +27,7 @@ from .vulkan.runtime import Runtime
 class OnDevice(Model):
     """A Model that owns a Runtime on a Device (and the device too unless it was given): close() frees both;
     idempotent and safe after a failed __init__."""
+
     runtime: Runtime | None = None
     device: Device | None = None
     own_device = False
@@ -50,8 +52,7 @@ class OnDevice(Model):
         missing = [n for n in expected if n not in feeds]
         unknown = sorted(set(feeds) - set(expected))
         if missing or unknown:
-            raise TosaError(f"{what} inputs {expected} expected; missing {missing}, unknown {unknown}",
-                            file=self.file)
+            raise TosaError(f"{what} inputs {expected} expected; missing {missing}, unknown {unknown}", file=self.file)
 
     def close(self) -> None:
         if self.runtime is not None:
@@ -68,19 +69,31 @@ class VulkanModel(OnDevice, GraphModel):
     Options: device (a Device, an index or a name), strict (no host steps), timestamps (GPU times for profile()),
     max_iterations (WHILE_LOOP cap), force_host (operator or output names to run on the host), layouts (tensors
     the graph holds as NCHW, for custom ops with an NHWC shader)."""
+
     backend = "vulkan"
 
-    def __init__(self, source: Graph, *, file: str | None = None, device: Device | str | int | None = None,
-                 strict: bool = False, timestamps: bool = False, max_iterations: int = 1_000_000,
-                 force_host: Collection[str] = (), layouts: dict[str, str] | str | None = None):
+    def __init__(
+        self,
+        source: Graph,
+        *,
+        file: str | None = None,
+        device: Device | str | int | None = None,
+        strict: bool = False,
+        timestamps: bool = False,
+        max_iterations: int = 1_000_000,
+        force_host: Collection[str] = (),
+        layouts: dict[str, str] | str | None = None,
+    ):
         self.graph, self.file = source, file
         self.device = device if isinstance(device, Device) else Device(device)
         self.own_device = not isinstance(device, Device)
         try:
-            self.program = compiler.compile(source, self.device.info.target, strict=strict, force_host=force_host,
-                                   layouts=layouts, file=file)
-            self.runtime = Runtime(self.program, self.device, timestamps=timestamps, max_iterations=max_iterations,
-                                   host=host_kernels.run)
+            self.program = compiler.compile(
+                source, self.device.info.target, strict=strict, force_host=force_host, layouts=layouts, file=file
+            )
+            self.runtime = Runtime(
+                self.program, self.device, timestamps=timestamps, max_iterations=max_iterations, host=host_kernels.run
+            )
         except BaseException:
             self.close()
             raise
@@ -117,4 +130,5 @@ class VulkanModel(OnDevice, GraphModel):
         """The program as a VGF container (vgf.VGF; written to `path` if given): our SPIR-V kernels as COMPUTE
         segments (tosa_vk/vgf_export.py). Needs every operator as a Vulkan kernel."""
         from .vgf_export import export_vgf
+
         return export_vgf(self.program, path)

@@ -15,6 +15,7 @@ The Python flatbuffers runtime has no verifier, so the reader bounds every secti
 section and the total number of elements it visits, and then checks the cross references (module, MRT and constant
 indices): a damaged or hostile file raises one VGFError naming the file, the section and the rule.
 """
+
 from __future__ import annotations
 
 import struct
@@ -44,7 +45,7 @@ from .fbs.ModuleCode import ModuleCode
 
 MAGIC = b"VGF1"
 HEADER_SIZE = 128
-VERSION = (0, 5, 0)              # the format Arm's 0.11.0 tools write and read
+VERSION = (0, 5, 0)  # the format Arm's 0.11.0 tools write and read
 CONST_MAGIC = b"CONST00\0"
 CONST_ENTRY = struct.Struct("<IiQQ")
 UNSET = 0xFFFFFFFF
@@ -67,10 +68,10 @@ class VGFError(ValueError):
 @dataclass
 class Module:
     name: str
-    type: str = "COMPUTE"                  # "COMPUTE" | "GRAPH"
+    type: str = "COMPUTE"  # "COMPUTE" | "GRAPH"
     entry_point: str = "main"
-    code: bytes | str | None = None        # SPIR-V bytes, or GLSL / HLSL source text
-    language: str | None = "SPIR-V"        # "SPIR-V" | "GLSL" | "HLSL" | None (no code)
+    code: bytes | str | None = None  # SPIR-V bytes, or GLSL / HLSL source text
+    language: str | None = "SPIR-V"  # "SPIR-V" | "GLSL" | "HLSL" | None (no code)
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ class Binding:
 @dataclass
 class DescriptorSet:
     bindings: list[Binding]
-    set_index: int | None = None           # None: the position in Segment.set_infos
+    set_index: int | None = None  # None: the position in Segment.set_infos
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ class Segment:
     constants: list[int] = field(default_factory=list)
     dispatch_shape: tuple[int, ...] = ()
     push_constant_ranges: list[PushConstantRange] = field(default_factory=list)
-    constant_bindings: list[tuple[int, int]] = field(default_factory=list)   # (graph_constant_id, constant index)
+    constant_bindings: list[tuple[int, int]] = field(default_factory=list)  # (graph_constant_id, constant index)
 
     def set_index(self, position: int) -> int:
         s = self.set_infos[position].set_index
@@ -112,9 +113,9 @@ class Segment:
 
 @dataclass
 class Resource:
-    category: str                          # INPUT | OUTPUT | INTERMEDIATE | CONSTANT
-    descriptor_type: int | None            # VkDescriptorType value; None for a plain constant
-    format: int                            # VkFormat value
+    category: str  # INPUT | OUTPUT | INTERMEDIATE | CONSTANT
+    descriptor_type: int | None  # VkDescriptorType value; None for a plain constant
+    format: int  # VkFormat value
     shape: tuple[int, ...]
     strides: tuple[int, ...] = ()
     alias_group: int | None = None
@@ -134,7 +135,7 @@ class VGF:
     segments: list[Segment] = field(default_factory=list)
     resources: list[Resource] = field(default_factory=list)
     constants: list[Constant] = field(default_factory=list)
-    inputs: list[Binding] = field(default_factory=list)       # model-sequence inputs
+    inputs: list[Binding] = field(default_factory=list)  # model-sequence inputs
     outputs: list[Binding] = field(default_factory=list)
     input_names: list[str] = field(default_factory=list)
     output_names: list[str] = field(default_factory=list)
@@ -147,6 +148,7 @@ class VGF:
 
 # ---------------------------------------------------------------------------------------------------------------
 # Reading
+
 
 class _Section:
     """One FlatBuffers section: element counts are bounded by its size and a visit budget."""
@@ -231,10 +233,20 @@ def _read_sequence(sec: _Section, vgf: VGF) -> None:
             sets.append(DescriptorSet(_slots(sec, d, "Bindings"), None if index == UNSET else index))
         pushes = [PushConstantRange(p.StageFlags(), p.Offset(), p.Size()) for p in sec.items(s, "PushConstantRanges")]
         gcb = [(g.GraphConstantId(), g.ConstantIndex()) for g in sec.items(s, "ConstantBindings")]
-        vgf.segments.append(Segment(
-            _text(s.Name()), s.ModuleIndex(), MODULE_TYPES[kind], sets, _slots(sec, s, "Inputs"),
-            _slots(sec, s, "Outputs"), [int(c) for c in sec.array(s, "Constants", np.uint32)],
-            tuple(int(d) for d in sec.array(s, "DispatchShape", np.uint32)), pushes, gcb))
+        vgf.segments.append(
+            Segment(
+                _text(s.Name()),
+                s.ModuleIndex(),
+                MODULE_TYPES[kind],
+                sets,
+                _slots(sec, s, "Inputs"),
+                _slots(sec, s, "Outputs"),
+                [int(c) for c in sec.array(s, "Constants", np.uint32)],
+                tuple(int(d) for d in sec.array(s, "DispatchShape", np.uint32)),
+                pushes,
+                gcb,
+            )
+        )
     vgf.inputs = _slots(sec, root, "Inputs")
     vgf.outputs = _slots(sec, root, "Outputs")
     vgf.input_names = [_text(n) for n in sec.items(root, "InputNames")]
@@ -254,21 +266,36 @@ def _read_resources(sec: _Section) -> list[Resource]:
         if e.ExtraConfigType() == ExtraConfig.SamplerConfig and e.ExtraConfig() is not None:
             t = fb_sampler.SamplerConfig()
             t.Init(e.ExtraConfig().Bytes, e.ExtraConfig().Pos)
-            sampler = {"min_filter": t.MinFilter(), "mag_filter": t.MagFilter(),
-                       "address_mode_u": t.AddressModeU(), "address_mode_v": t.AddressModeV(),
-                       "border_color": t.BorderColor()}
+            sampler = {
+                "min_filter": t.MinFilter(),
+                "mag_filter": t.MagFilter(),
+                "address_mode_u": t.AddressModeU(),
+                "address_mode_v": t.AddressModeV(),
+                "border_color": t.BorderColor(),
+            }
         dtype = e.VkDescriptorType()
         alias = e.AliasGroupId()
-        out.append(Resource(CATEGORIES[cat], None if dtype == UNSET else dtype, e.VkFormat(), shape, strides,
-                            None if alias == UNSET else alias, sampler))
+        out.append(
+            Resource(
+                CATEGORIES[cat],
+                None if dtype == UNSET else dtype,
+                e.VkFormat(),
+                shape,
+                strides,
+                None if alias == UNSET else alias,
+                sampler,
+            )
+        )
     return out
 
 
 def _read_constants(buf: bytes, where: str | None) -> list[Constant]:
     if not buf:
         return []
+
     def error(rule):
         return VGFError(f"constant section: {rule}", file=where)
+
     if len(buf) < 16:
         raise error(f"{len(buf)} bytes is too small for its 16-byte preamble")
     if buf[:8] != CONST_MAGIC:
@@ -282,28 +309,36 @@ def _read_constants(buf: bytes, where: str | None) -> list[Constant]:
         mrt, sparsity, size, offset = CONST_ENTRY.unpack_from(buf, 16 + i * CONST_ENTRY.size)
         if offset + size > len(buf) - payload:
             raise error(f"constant {i} ({size} bytes at payload offset {offset}) runs past the section end")
-        out.append(Constant(mrt, bytes(buf[payload + offset:payload + offset + size]), sparsity))
+        out.append(Constant(mrt, bytes(buf[payload + offset : payload + offset + size]), sparsity))
     return out
 
 
 def _check(vgf: VGF, where: str | None) -> None:
     """Cross references: every index names something that exists."""
+
     def error(section, rule):
         return VGFError(f"{section} section: {rule}", file=where)
+
     n_mrt = len(vgf.resources)
 
     def slot(section, what, b: Binding):
         if b.mrt_index >= n_mrt:
-            raise error(section, f"{what} binding {b.binding} names resource {b.mrt_index}, but the resource "
-                                 f"table has {n_mrt} entries")
+            raise error(
+                section,
+                f"{what} binding {b.binding} names resource {b.mrt_index}, but the resource table has {n_mrt} entries",
+            )
+
     for i, s in enumerate(vgf.segments):
         what = f"segment {i} '{s.name}'"
         if s.module_index >= len(vgf.modules):
-            raise error("model-sequence", f"{what} names module {s.module_index}, but there are "
-                                          f"{len(vgf.modules)} modules")
+            raise error(
+                "model-sequence", f"{what} names module {s.module_index}, but there are {len(vgf.modules)} modules"
+            )
         if vgf.modules[s.module_index].type != s.type:
-            raise error("model-sequence", f"{what} is {s.type} but module {s.module_index} is "
-                                          f"{vgf.modules[s.module_index].type}")
+            raise error(
+                "model-sequence",
+                f"{what} is {s.type} but module {s.module_index} is {vgf.modules[s.module_index].type}",
+            )
         for b in [*(b for d in s.set_infos for b in d.bindings), *s.inputs, *s.outputs]:
             slot("model-sequence", what, b)
         if s.dispatch_shape and len(s.dispatch_shape) != 3:
@@ -318,11 +353,15 @@ def _check(vgf: VGF, where: str | None) -> None:
             raise error("model-sequence", f"{len(names)} {what} names for {len(slots)} {what}s")
     for i, const in enumerate(vgf.constants):
         if const.mrt_index >= n_mrt:
-            raise error("constant", f"constant {i} names resource {const.mrt_index}, but the resource table has "
-                                    f"{n_mrt} entries")
+            raise error(
+                "constant", f"constant {i} names resource {const.mrt_index}, but the resource table has {n_mrt} entries"
+            )
         if vgf.resources[const.mrt_index].category != "CONSTANT":
-            raise error("constant", f"constant {i} names resource {const.mrt_index}, which is "
-                                    f"{vgf.resources[const.mrt_index].category}, not CONSTANT")
+            raise error(
+                "constant",
+                f"constant {i} names resource {const.mrt_index}, which is "
+                f"{vgf.resources[const.mrt_index].category}, not CONSTANT",
+            )
 
 
 def read_vgf(source: bytes | bytearray | memoryview | str | Path, file: str | None = None) -> VGF:
@@ -337,25 +376,30 @@ def read_vgf(source: bytes | bytearray | memoryview | str | Path, file: str | No
         buf = bytes(source)
     if not buf:
         raise VGFError("empty file, expected a VGF container", file=file)
-    if buf[:4] != MAGIC[:len(buf[:4])] or len(buf) < 4:
+    if buf[:4] != MAGIC[: len(buf[:4])] or len(buf) < 4:
         raise VGFError(f"not a VGF file (magic {bytes(buf[:4])!r}, expected {MAGIC!r})", file=file)
     if len(buf) < HEADER_SIZE:
         raise VGFError(f"truncated: {len(buf)} bytes is too short for the {HEADER_SIZE}-byte VGF header", file=file)
-    vk_header, = struct.unpack_from("<H", buf, 4)
+    (vk_header,) = struct.unpack_from("<H", buf, 4)
     version = (buf[8], buf[9], buf[10])
     if version[0] != VERSION[0] or version[1] > VERSION[1]:
-        raise VGFError(f"VGF format {'.'.join(map(str, version))} is newer than this reader supports "
-                       f"({VERSION[0]}.{VERSION[1]}.x and older)", file=file)
+        raise VGFError(
+            f"VGF format {'.'.join(map(str, version))} is newer than this reader supports "
+            f"({VERSION[0]}.{VERSION[1]}.x and older)",
+            file=file,
+        )
     sections = []
     for i, name in enumerate(SECTIONS):
         offset, size = struct.unpack_from("<QQ", buf, 16 + 16 * i)
         if size and (offset < HEADER_SIZE or offset + size > len(buf)):
-            raise VGFError(f"header: the {name} section ({size} bytes at offset {offset}) lies outside the "
-                           f"file's {len(buf)} bytes{' (truncated?)' if offset + size > len(buf) else ''}",
-                           file=file)
+            raise VGFError(
+                f"header: the {name} section ({size} bytes at offset {offset}) lies outside the "
+                f"file's {len(buf)} bytes{' (truncated?)' if offset + size > len(buf) else ''}",
+                file=file,
+            )
         if size and offset % 8:
             raise VGFError(f"header: the {name} section offset {offset} is not 8-byte aligned", file=file)
-        sections.append(buf[offset:offset + size])
+        sections.append(buf[offset : offset + size])
     vgf = VGF(version=version, vk_header_version=vk_header)
     current = SECTIONS[0]
     try:
@@ -366,10 +410,20 @@ def read_vgf(source: bytes | bytearray | memoryview | str | Path, file: str | No
         vgf.resources = _read_resources(_Section(sections[2], current, file))
     except VGFError:
         raise
-    except (struct.error, IndexError, ValueError, TypeError, OverflowError, UnicodeDecodeError, AttributeError,
-            MemoryError, RecursionError) as err:
-        raise VGFError(f"{current} section: corrupt FlatBuffers data ({type(err).__name__}: {err})",
-                       file=file) from None
+    except (
+        struct.error,
+        IndexError,
+        ValueError,
+        TypeError,
+        OverflowError,
+        UnicodeDecodeError,
+        AttributeError,
+        MemoryError,
+        RecursionError,
+    ) as err:
+        raise VGFError(
+            f"{current} section: corrupt FlatBuffers data ({type(err).__name__}: {err})", file=file
+        ) from None
     vgf.constants = _read_constants(sections[3], file)
     _check(vgf, file)
     return vgf
@@ -381,6 +435,7 @@ def load_vgf(path: str | Path) -> VGF:
 
 # ---------------------------------------------------------------------------------------------------------------
 # Writing
+
 
 def _slot_vector(b: flatbuffers.Builder, slots: list[Binding], start) -> int:
     offs = []
@@ -524,7 +579,7 @@ def _write_resources(resources: list[Resource]) -> bytes:
             fb_sampler.AddBorderColor(b, r.sampler.get("border_color", 0))
             sampler = fb_sampler.End(b)
         fb_entry.Start(b)
-        b.ForceDefaults(True)   # descriptor type / format / category are always written, even when 0
+        b.ForceDefaults(True)  # descriptor type / format / category are always written, even when 0
         fb_entry.AddVkDescriptorType(b, UNSET if r.descriptor_type is None else r.descriptor_type)
         fb_entry.AddVkFormat(b, r.format)
         fb_entry.AddCategory(b, CATEGORIES.index(r.category))
@@ -557,8 +612,12 @@ def _write_constants(constants: list[Constant]) -> bytes:
 def write_vgf(vgf: VGF) -> bytes:
     """Encodes a VGF container (format 0.5.0 unless vgf.version says otherwise)."""
     _check(vgf, None)
-    sections = [_write_modules(vgf.modules), _write_sequence(vgf), _write_resources(vgf.resources),
-                _write_constants(vgf.constants)]
+    sections = [
+        _write_modules(vgf.modules),
+        _write_sequence(vgf),
+        _write_resources(vgf.resources),
+        _write_constants(vgf.constants),
+    ]
     header = bytearray(HEADER_SIZE)
     header[0:4] = MAGIC
     struct.pack_into("<H", header, 4, vgf.vk_header_version)

@@ -4,6 +4,7 @@ STORAGE_BUFFER -> `buffer` (size in bytes), TENSOR_ARM -> `tensor` (dims, format
 COMBINED_IMAGE_SAMPLER -> `image` (dims [1, W, H, 1] for a [H, W, C] / [1, H, W, C] resource, the format packing
 C; a sampled image carries its sampler settings). Inputs and outputs carry no files (the caller uploads and
 downloads them in memory, e.g. tosa_vk/bench/anchors/arm_sdk.py's ArmSdkWorker)."""
+
 from __future__ import annotations
 
 import json
@@ -17,13 +18,16 @@ from .container import VGF, Resource
 # VkFormat value -> bytes per element
 FORMAT_SIZES = {f.value: f.size for f in vk_enums.FORMATS.values()}
 COMBINED_IMAGE_SAMPLER, STORAGE_IMAGE, STORAGE_BUFFER, TENSOR_ARM = (
-    vk_enums.DESCRIPTOR_TYPES[d] for d in (vk_enums.COMBINED_IMAGE_SAMPLER, vk_enums.STORAGE_IMAGE,
-                                          vk_enums.STORAGE_BUFFER, vk_enums.TENSOR_ARM))
+    vk_enums.DESCRIPTOR_TYPES[d]
+    for d in (vk_enums.COMBINED_IMAGE_SAMPLER, vk_enums.STORAGE_IMAGE, vk_enums.STORAGE_BUFFER, vk_enums.TENSOR_ARM)
+)
 IMAGE_DESCRIPTORS = tuple(vk_enums.DESCRIPTOR_TYPES[d] for d in vk_enums.IMAGE_DESCRIPTORS)
 # VkFilter / VkSamplerAddressMode / VkBorderColor values -> scenario-runner's own sampler enum names
 _FILTERS = {v: name.removeprefix("VK_FILTER_") for name, v in vk_enums.FILTERS.items()}
-_ADDRESS = {v: name.removeprefix("VK_SAMPLER_ADDRESS_MODE_").replace("CLAMP_TO_", "CLAMP_")   # CLAMP_EDGE
-            for name, v in vk_enums.ADDRESS_MODES.items()}
+_ADDRESS = {
+    v: name.removeprefix("VK_SAMPLER_ADDRESS_MODE_").replace("CLAMP_TO_", "CLAMP_")  # CLAMP_EDGE
+    for name, v in vk_enums.ADDRESS_MODES.items()
+}
 _BORDERS = {v: name.removeprefix("VK_BORDER_COLOR_") for name, v in vk_enums.BORDER_COLORS.items()}
 
 
@@ -48,8 +52,9 @@ def _resource(vgf: VGF, index: int, uid: str, access: str) -> dict:
     if r.descriptor_type == STORAGE_BUFFER:
         return {"buffer": {"uid": uid, "size": resource_bytes(vgf, index), "shader_access": access}}
     if r.descriptor_type == TENSOR_ARM:
-        return {"tensor": {"uid": uid, "dims": [int(d) for d in r.shape] or [1], "format": fmt,
-                           "shader_access": access}}
+        return {
+            "tensor": {"uid": uid, "dims": [int(d) for d in r.shape] or [1], "format": fmt, "shader_access": access}
+        }
     if r.descriptor_type in IMAGE_DESCRIPTORS:
         w, h = image_extent(r)
         body = {"uid": uid, "format": fmt, "dims": [1, w, h, 1], "shader_access": access}
@@ -57,8 +62,12 @@ def _resource(vgf: VGF, index: int, uid: str, access: str) -> dict:
             s = r.sampler
             if s["address_mode_u"] != s["address_mode_v"]:
                 raise ValueError(f"resource {index}: a scenario image has one border_address_mode; U and V differ")
-            body.update(min_filter=_FILTERS[s["min_filter"]], mag_filter=_FILTERS[s["mag_filter"]],
-                        border_address_mode=_ADDRESS[s["address_mode_u"]], border_color=_BORDERS[s["border_color"]])
+            body.update(
+                min_filter=_FILTERS[s["min_filter"]],
+                mag_filter=_FILTERS[s["mag_filter"]],
+                border_address_mode=_ADDRESS[s["address_mode_u"]],
+                border_color=_BORDERS[s["border_color"]],
+            )
         return {"image": body}
     raise ValueError(f"resource {index}: descriptor type {r.descriptor_type} has no scenario resource kind")
 
@@ -91,8 +100,11 @@ def upload_array(vgf: VGF, mrt_index: int, data) -> np.ndarray:
     a = np.ascontiguousarray(data)
     if r.descriptor_type in IMAGE_DESCRIPTORS:
         w, h = image_extent(r)
-        return a.view(np.uint8).view(np.dtype((np.void, FORMAT_SIZES.get(r.format, 0) or a.nbytes // (w * h)))) \
+        return (
+            a.view(np.uint8)
+            .view(np.dtype((np.void, FORMAT_SIZES.get(r.format, 0) or a.nbytes // (w * h))))
             .reshape(1, w, h, 1)
+        )
     if r.descriptor_type == TENSOR_ARM:
         return a.reshape(tuple(r.shape) or (1,))
     return a.view(np.uint8).reshape(-1)

@@ -3,6 +3,7 @@
 Values are the Vulkan headers' (VK_ARM_tensors / VK_ARM_data_graph for the *_ARM ones); every reverse map and
 derived table below is computed from these, never written again.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -13,17 +14,22 @@ COMBINED_IMAGE_SAMPLER = "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER"
 UNIFORM_BUFFER = "VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER"
 TENSOR_ARM = "VK_DESCRIPTOR_TYPE_TENSOR_ARM"
 
-DESCRIPTOR_TYPES = {COMBINED_IMAGE_SAMPLER: 1, STORAGE_IMAGE: 3, UNIFORM_BUFFER: 6, STORAGE_BUFFER: 7,
-                    TENSOR_ARM: 1000460000}
+DESCRIPTOR_TYPES = {
+    COMBINED_IMAGE_SAMPLER: 1,
+    STORAGE_IMAGE: 3,
+    UNIFORM_BUFFER: 6,
+    STORAGE_BUFFER: 7,
+    TENSOR_ARM: 1000460000,
+}
 IMAGE_DESCRIPTORS = (STORAGE_IMAGE, COMBINED_IMAGE_SAMPLER)
 
 
 class Format(NamedTuple):
     value: int
-    size: int          # bytes per texel / element
+    size: int  # bytes per texel / element
     components: int
-    numpy: str         # numpy dtype name of one component as stored (bfloat16 / float8_*: ml_dtypes' names)
-    glsl: str = ""     # GLSL image format qualifier, for the formats images use
+    numpy: str  # numpy dtype name of one component as stored (bfloat16 / float8_*: ml_dtypes' names)
+    glsl: str = ""  # GLSL image format qualifier, for the formats images use
 
 
 FORMATS = {
@@ -50,13 +56,27 @@ IMAGE_FORMATS = {f.components: name for name, f in FORMATS.items() if f.glsl}
 
 # SamplerConfig fields (VkFilter / VkSamplerAddressMode / VkBorderColor)
 FILTERS = {"VK_FILTER_NEAREST": 0, "VK_FILTER_LINEAR": 1}
-ADDRESS_MODES = {"VK_SAMPLER_ADDRESS_MODE_REPEAT": 0, "VK_SAMPLER_ADDRESS_MODE_MIRRORED_REPEAT": 1,
-                 "VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE": 2, "VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_BORDER": 3}
-BORDER_COLORS = {"VK_BORDER_COLOR_FLOAT_TRANSPARENT_BLACK": 0, "VK_BORDER_COLOR_INT_TRANSPARENT_BLACK": 1,
-                 "VK_BORDER_COLOR_FLOAT_OPAQUE_BLACK": 2, "VK_BORDER_COLOR_INT_OPAQUE_BLACK": 3,
-                 "VK_BORDER_COLOR_FLOAT_OPAQUE_WHITE": 4, "VK_BORDER_COLOR_INT_OPAQUE_WHITE": 5}
-SAMPLER_FIELDS = {"min_filter": FILTERS, "mag_filter": FILTERS, "address_mode_u": ADDRESS_MODES,
-                  "address_mode_v": ADDRESS_MODES, "border_color": BORDER_COLORS}
+ADDRESS_MODES = {
+    "VK_SAMPLER_ADDRESS_MODE_REPEAT": 0,
+    "VK_SAMPLER_ADDRESS_MODE_MIRRORED_REPEAT": 1,
+    "VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE": 2,
+    "VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_BORDER": 3,
+}
+BORDER_COLORS = {
+    "VK_BORDER_COLOR_FLOAT_TRANSPARENT_BLACK": 0,
+    "VK_BORDER_COLOR_INT_TRANSPARENT_BLACK": 1,
+    "VK_BORDER_COLOR_FLOAT_OPAQUE_BLACK": 2,
+    "VK_BORDER_COLOR_INT_OPAQUE_BLACK": 3,
+    "VK_BORDER_COLOR_FLOAT_OPAQUE_WHITE": 4,
+    "VK_BORDER_COLOR_INT_OPAQUE_WHITE": 5,
+}
+SAMPLER_FIELDS = {
+    "min_filter": FILTERS,
+    "mag_filter": FILTERS,
+    "address_mode_u": ADDRESS_MODES,
+    "address_mode_v": ADDRESS_MODES,
+    "border_color": BORDER_COLORS,
+}
 
 # value -> name
 DESCRIPTOR_NAMES = {v: k for k, v in DESCRIPTOR_TYPES.items()}
@@ -69,5 +89,5 @@ def short(name: str) -> str:
     """A Vulkan enum name without its family prefix, as tools print it: "R32_SFLOAT", "STORAGE_BUFFER"."""
     for prefix in ("VK_FORMAT_", "VK_DESCRIPTOR_TYPE_"):
         if name.startswith(prefix):
-            return name[len(prefix):]
+            return name[len(prefix) :]
     return name

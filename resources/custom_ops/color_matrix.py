@@ -3,6 +3,7 @@
 implementation_attrs is JSON {"matrix": [9 floats, row-major], "bias": [3 floats]}; the push constants carry them to
 the shader. layout="NHWC": in a graph holding NCHW tensors, tosa_vk.passes.permute inserts the transposes.
 """
+
 import json
 import struct
 
@@ -29,9 +30,18 @@ def _push(s) -> bytes:
     return struct.pack("<9f3fI", *m.ravel(), *b, n * h * w)
 
 
-@tosa_vk.custom_op(DOMAIN, NAME, shader="color_matrix.comp", inputs=[buffer(1)], outputs=[buffer(0, set=1)],
-                   workgroup_size=(64, 1, 1), grid=lambda s: (int(np.prod(s.inputs[0][:3])), 1, 1),
-                   push_constants=_push, infer=lambda s: [(s.inputs[0], "fp32")], layout="NHWC")
+@tosa_vk.custom_op(
+    DOMAIN,
+    NAME,
+    shader="color_matrix.comp",
+    inputs=[buffer(1)],
+    outputs=[buffer(0, set=1)],
+    workgroup_size=(64, 1, 1),
+    grid=lambda s: (int(np.prod(s.inputs[0][:3])), 1, 1),
+    push_constants=_push,
+    infer=lambda s: [(s.inputs[0], "fp32")],
+    layout="NHWC",
+)
 def color_matrix(inputs, implementation_attrs):
     m, b = _params(implementation_attrs)
     x = inputs[0]

@@ -3,6 +3,7 @@
 Input [1, H, W, 1] fp32 (a STORAGE_IMAGE read with imageLoad: R32_SFLOAT), output [1, H, W, 4] fp32 (a
 STORAGE_IMAGE written with imageStore: R32G32B32A32_SFLOAT, copied back into the tensor after the dispatch).
 """
+
 import numpy as np
 
 import tosa_vk
@@ -18,8 +19,16 @@ def central_differences(x: np.ndarray) -> np.ndarray:
     return np.stack([dx, dy, np.sqrt(dx * dx + dy * dy), np.ones_like(dx)], -1)[None].astype(np.float32)
 
 
-@tosa_vk.custom_op(DOMAIN, NAME, shader="gradient.comp", inputs=[storage_image(0)], outputs=[storage_image(1)],
-                   workgroup_size=(8, 8, 1), grid=lambda s: (s.inputs[0][2], s.inputs[0][1], 1),
-                   infer=lambda s: [((*s.inputs[0][:3], 4), "fp32")], layout="NHWC")
+@tosa_vk.custom_op(
+    DOMAIN,
+    NAME,
+    shader="gradient.comp",
+    inputs=[storage_image(0)],
+    outputs=[storage_image(1)],
+    workgroup_size=(8, 8, 1),
+    grid=lambda s: (s.inputs[0][2], s.inputs[0][1], 1),
+    infer=lambda s: [((*s.inputs[0][:3], 4), "fp32")],
+    layout="NHWC",
+)
 def gradient(inputs, implementation_attrs):
     return [central_differences(inputs[0])]

@@ -7,6 +7,7 @@ x_t in and h_t out.
 runs the cell on Vulkan and on the reference backend side by side and prints the largest difference and the bytes
 that crossed between host and device per step.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,8 +47,13 @@ def compare(steps: int = 100, seed: int = 0, **vulkan_options) -> dict:
             worst = max(worst, float(np.max(np.abs(got - want))))
             moved.append(model.transferred)
         final = model.variables["h"]
-    return {"steps": steps, "max_abs_diff": worst, "bytes_per_step": moved, "final_state": final,
-            "reference_state": reference.variables["h"]}
+    return {
+        "steps": steps,
+        "max_abs_diff": worst,
+        "bytes_per_step": moved,
+        "final_state": final,
+        "reference_state": reference.variables["h"],
+    }
 
 
 def main() -> None:
@@ -57,12 +63,15 @@ def main() -> None:
     args = parser.parse_args()
     if args.save:
         from tosa_vk.ir.flatbuffer import save_graph
+
         save_graph(build(), args.save)
     result = compare(args.steps)
     per_step = result["bytes_per_step"][-1]
-    print(f"{result['steps']} steps: max |vulkan - reference| = {result['max_abs_diff']:.3g}; "
-          f"per step {per_step['to_device']} bytes to the device, {per_step['from_device']} bytes back "
-          f"(x is {INPUTS * 4} bytes, h {HIDDEN * 4} bytes)")
+    print(
+        f"{result['steps']} steps: max |vulkan - reference| = {result['max_abs_diff']:.3g}; "
+        f"per step {per_step['to_device']} bytes to the device, {per_step['from_device']} bytes back "
+        f"(x is {INPUTS * 4} bytes, h {HIDDEN * 4} bytes)"
+    )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ Per case every available backend is loaded (first run = load + compile + first r
   report.py   environment header, JSON / markdown / PNG
   anchors/    third-party runtimes run out of process (Arm's ML SDK for Vulkan)
 """
+
 from __future__ import annotations
 
 import sys
@@ -24,9 +25,29 @@ from .report import cell, environment, markdown, plot, write
 from .runners import BACKENDS, LABELS, RUNNERS, Skip, arm_sdk_unavailable, warm_process
 from .stats import bench_case, compare, summary
 
-__all__ = ["BACKENDS", "LABELS", "RUNNERS", "Case", "Skip", "add_arguments", "bench_case", "build_op", "compare",
-           "default_models", "environment", "main", "main_from_args", "markdown", "model_cases", "op_cases", "plot",
-           "run", "select_cases", "summary", "write"]
+__all__ = [
+    "BACKENDS",
+    "LABELS",
+    "RUNNERS",
+    "Case",
+    "Skip",
+    "add_arguments",
+    "bench_case",
+    "build_op",
+    "compare",
+    "default_models",
+    "environment",
+    "main",
+    "main_from_args",
+    "markdown",
+    "model_cases",
+    "op_cases",
+    "plot",
+    "run",
+    "select_cases",
+    "summary",
+    "write",
+]
 
 
 class ProgressFn(Protocol):
@@ -35,13 +56,25 @@ class ProgressFn(Protocol):
     def __call__(self, text: str, done: bool = False) -> None: ...
 
 
-def run(cases: list[Case], backends=BACKENDS, repeats: int = 7, warmup: int = 1, device=None, cold: bool = True,
-        progress: ProgressFn | None = None) -> dict[str, Any]:
+def run(
+    cases: list[Case],
+    backends=BACKENDS,
+    repeats: int = 7,
+    warmup: int = 1,
+    device=None,
+    cold: bool = True,
+    progress: ProgressFn | None = None,
+) -> dict[str, Any]:
     """Runs every case; the report dict (settings, environment, notes, cases with every sample)."""
     backends = [b for b in backends if b in BACKENDS]
     notes: list[str] = []
-    settings: dict[str, Any] = {"repeats": repeats, "warmup": warmup, "device": device, "cold": cold,
-                                "backends": backends}
+    settings: dict[str, Any] = {
+        "repeats": repeats,
+        "warmup": warmup,
+        "device": device,
+        "cold": cold,
+        "backends": backends,
+    }
     if isinstance(device, str) and device.isdigit():
         device = int(device)
     arm_note = None
@@ -50,14 +83,23 @@ def run(cases: list[Case], backends=BACKENDS, repeats: int = 7, warmup: int = 1,
         if arm_note:
             notes.append(f"Arm SDK anchor skipped: {arm_note}")
         elif device is not None:
-            notes.append("Arm SDK anchor runs on the loader's first device (set VK_ICD_FILENAMES to pin it); "
-                         "--device applies to tosa_vk only")
+            notes.append(
+                "Arm SDK anchor runs on the loader's first device (set VK_ICD_FILENAMES to pin it); "
+                "--device applies to tosa_vk only"
+            )
     env = environment(device)
     if device is not None and "error" in env["device"]:  # a device asked for by name / index must exist
         from ..errors import TosaError
+
         raise TosaError(f"--device {device}: {env['device']['error']}")
-    report: dict[str, Any] = {"schema": "tosa_vk.bench/1", "created": time.strftime("%Y-%m-%d %H:%M:%S"),
-                              "settings": settings, "environment": env, "notes": notes, "cases": []}
+    report: dict[str, Any] = {
+        "schema": "tosa_vk.bench/1",
+        "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "settings": settings,
+        "environment": env,
+        "notes": notes,
+        "cases": [],
+    }
     ctx = {**settings, "device": device, "arm_sdk_note": arm_note}
     warm_process(backends, ctx)
     start = time.perf_counter()
@@ -67,8 +109,11 @@ def run(cases: list[Case], backends=BACKENDS, repeats: int = 7, warmup: int = 1,
         report["cases"].append(row)
         if progress:
             vk = row["results"].get("vulkan", {})
-            progress(f"[{i + 1}/{len(cases)}] {case.name}: Vulkan {cell(vk)} ms, "
-                     f"{time.perf_counter() - start:.0f} s elapsed", done=True)
+            progress(
+                f"[{i + 1}/{len(cases)}] {case.name}: Vulkan {cell(vk)} ms, "
+                f"{time.perf_counter() - start:.0f} s elapsed",
+                done=True,
+            )
     report["wall_seconds"] = time.perf_counter() - start
     return report
 
@@ -118,13 +163,15 @@ def main_from_args(args, cases: list[Case] | None = None) -> int:
     skipped = write(report, Path(args.out))
     print(markdown(report))
     plotted = "" if skipped else " and plot"
-    print(f"{len(cases)} cases in {report['wall_seconds']:.0f} s; JSON, markdown{plotted} in {args.out}/",
-          file=sys.stderr)
+    print(
+        f"{len(cases)} cases in {report['wall_seconds']:.0f} s; JSON, markdown{plotted} in {args.out}/", file=sys.stderr
+    )
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
+
     p = argparse.ArgumentParser(prog="benchmarks/run.py", description="tosa_vk benchmark suite (= tosa-vk bench)")
     add_arguments(p)
     return main_from_args(p.parse_args(argv))

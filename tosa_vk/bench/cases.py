@@ -1,6 +1,7 @@
 """The benchmark cases: the op suite (one operator per graph, built with tosa_vk.Builder, with a numpy equivalent
 where one line of numpy does it) and model files (inputs from a conformance-style desc.json next to them, else
 seeded random)."""
+
 from __future__ import annotations
 
 import json
@@ -15,36 +16,54 @@ import numpy as np
 MODELS_DIR = Path(__file__).resolve().parents[2] / "resources" / "models"
 
 # The op suite: (op, dtype, input shape, options, in --quick). Built by build_op below.
-S, L = (1, 64, 64, 32), (1, 256, 256, 64)            # 131k and 4M elements
+S, L = (1, 64, 64, 32), (1, 256, 256, 64)  # 131k and 4M elements
 OP_CASES = [
-    ("ADD", "fp32", S, {}, True), ("ADD", "fp32", L, {}, False), ("ADD", "fp16", S, {}, False),
+    ("ADD", "fp32", S, {}, True),
+    ("ADD", "fp32", L, {}, False),
+    ("ADD", "fp16", S, {}, False),
     ("ADD", "int32", S, {}, False),
-    ("MUL", "fp32", S, {}, False), ("MUL", "fp32", L, {}, False),
-    ("CLAMP", "fp32", S, {}, False), ("CLAMP", "int8", S, {}, False), ("CLAMP", "fp16", L, {}, False),
-    ("SIGMOID", "fp32", S, {}, True), ("SIGMOID", "fp16", S, {}, False), ("SIGMOID", "fp32", L, {}, False),
-    ("REDUCE_SUM", "fp32", S, {"axis": 3}, True), ("REDUCE_SUM", "int32", S, {"axis": 1}, False),
+    ("MUL", "fp32", S, {}, False),
+    ("MUL", "fp32", L, {}, False),
+    ("CLAMP", "fp32", S, {}, False),
+    ("CLAMP", "int8", S, {}, False),
+    ("CLAMP", "fp16", L, {}, False),
+    ("SIGMOID", "fp32", S, {}, True),
+    ("SIGMOID", "fp16", S, {}, False),
+    ("SIGMOID", "fp32", L, {}, False),
+    ("REDUCE_SUM", "fp32", S, {"axis": 3}, True),
+    ("REDUCE_SUM", "int32", S, {"axis": 1}, False),
     ("REDUCE_SUM", "fp32", L, {"axis": 3}, False),
-    ("TRANSPOSE", "fp32", S, {}, True), ("TRANSPOSE", "int8", L, {}, False),
-    ("CONCAT", "fp32", S, {}, False), ("CONCAT", "int8", S, {}, False),
-    ("PAD", "fp32", S, {}, False), ("PAD", "int8", S, {}, False),
-    ("CONV2D", "fp32", (1, 32, 32, 16), {"oc": 16, "k": 3}, True), ("CONV2D", "fp32", S, {"oc": 32, "k": 3}, False),
+    ("TRANSPOSE", "fp32", S, {}, True),
+    ("TRANSPOSE", "int8", L, {}, False),
+    ("CONCAT", "fp32", S, {}, False),
+    ("CONCAT", "int8", S, {}, False),
+    ("PAD", "fp32", S, {}, False),
+    ("PAD", "int8", S, {}, False),
+    ("CONV2D", "fp32", (1, 32, 32, 16), {"oc": 16, "k": 3}, True),
+    ("CONV2D", "fp32", S, {"oc": 32, "k": 3}, False),
     ("CONV2D", "fp16", (1, 32, 32, 16), {"oc": 16, "k": 3}, False),
-    ("CONV2D", "int8", (1, 32, 32, 16), {"oc": 16, "k": 3}, True), ("CONV2D", "int8", S, {"oc": 32, "k": 3}, False),
-    ("DEPTHWISE_CONV2D", "fp32", S, {"k": 3}, False), ("DEPTHWISE_CONV2D", "int8", S, {"k": 3}, False),
+    ("CONV2D", "int8", (1, 32, 32, 16), {"oc": 16, "k": 3}, True),
+    ("CONV2D", "int8", S, {"oc": 32, "k": 3}, False),
+    ("DEPTHWISE_CONV2D", "fp32", S, {"k": 3}, False),
+    ("DEPTHWISE_CONV2D", "int8", S, {"k": 3}, False),
     ("TRANSPOSE_CONV2D", "fp32", (1, 16, 16, 16), {"oc": 16, "k": 3}, False),
     ("TRANSPOSE_CONV2D", "int8", (1, 16, 16, 16), {"oc": 16, "k": 3}, False),
-    ("MATMUL", "fp32", (1, 128, 128), {}, True), ("MATMUL", "fp32", (1, 256, 256), {}, False),
-    ("MATMUL", "fp16", (1, 128, 128), {}, False), ("MATMUL", "int8", (1, 128, 128), {}, False),
-    ("AVG_POOL2D", "fp32", S, {}, False), ("AVG_POOL2D", "int8", S, {}, False),
-    ("MAX_POOL2D", "fp32", S, {}, True), ("MAX_POOL2D", "int8", S, {}, False),
+    ("MATMUL", "fp32", (1, 128, 128), {}, True),
+    ("MATMUL", "fp32", (1, 256, 256), {}, False),
+    ("MATMUL", "fp16", (1, 128, 128), {}, False),
+    ("MATMUL", "int8", (1, 128, 128), {}, False),
+    ("AVG_POOL2D", "fp32", S, {}, False),
+    ("AVG_POOL2D", "int8", S, {}, False),
+    ("MAX_POOL2D", "fp32", S, {}, True),
+    ("MAX_POOL2D", "int8", S, {}, False),
 ]
 
 
 @dataclass
 class Case:
     name: str
-    suite: str                                  # "ops" | "models"
-    make: Callable[[], tuple]                   # -> (Graph, feeds, numpy_fn or None, tosa path or None)
+    suite: str  # "ops" | "models"
+    make: Callable[[], tuple]  # -> (Graph, feeds, numpy_fn or None, tosa path or None)
     info: dict = field(default_factory=dict)
 
 
@@ -65,6 +84,7 @@ def _windows(x, k, stride=1, pad=0):
 def build_op(op: str, dtype: str, shape: tuple, opts: dict):
     """One operator as a graph: (Graph, feeds, numpy equivalent of feeds -> output or None, None)."""
     from ..builder import Builder
+
     rng = np.random.default_rng(0)
     b, feeds = Builder(), {}
 
@@ -103,14 +123,30 @@ def build_op(op: str, dtype: str, shape: tuple, opts: dict):
         k, w, bias = opts["k"], const((opts["oc"], opts["k"], opts["k"], shape[3]), dtype), const((opts["oc"],), acc)
         out = b.conv2d(x, w, bias, pad=(k // 2,) * 4)
         wide = np.int32 if dtype == "int8" else np.float32
-        fn = lambda f: (np.tensordot(_windows(f["x"].astype(wide), k, pad=k // 2), w.astype(wide),  # noqa: E731
-                                     axes=([3, 4, 5], [3, 1, 2])) + bias).astype(bias.dtype)
+
+        def fn(f):
+            return (
+                np.tensordot(
+                    _windows(f["x"].astype(wide), k, pad=k // 2),
+                    w.astype(wide),
+                    axes=([3, 4, 5], [3, 1, 2]),
+                )
+                + bias
+            ).astype(bias.dtype)
     elif op == "DEPTHWISE_CONV2D":
         k, w, bias = opts["k"], const((opts["k"], opts["k"], shape[3], 1), dtype), const((shape[3],), acc)
         out = b.depthwise_conv2d(x, w, bias, pad=(k // 2,) * 4)
         wide = np.int32 if dtype == "int8" else np.float32
-        fn = lambda f: (np.einsum("nhwcij,ijc->nhwc", _windows(f["x"].astype(wide), k, pad=k // 2),  # noqa: E731
-                                  w[..., 0].astype(wide)) + bias).astype(bias.dtype)
+
+        def fn(f):
+            return (
+                np.einsum(
+                    "nhwcij,ijc->nhwc",
+                    _windows(f["x"].astype(wide), k, pad=k // 2),
+                    w[..., 0].astype(wide),
+                )
+                + bias
+            ).astype(bias.dtype)
     elif op == "TRANSPOSE_CONV2D":
         w, bias = const((opts["oc"], opts["k"], opts["k"], shape[3]), dtype), const((opts["oc"],), acc)
         out = b.transpose_conv2d(x, w, bias, stride=(2, 2))
@@ -120,7 +156,8 @@ def build_op(op: str, dtype: str, shape: tuple, opts: dict):
         out = b.matmul(x, y)
         wide = np.int32 if dtype == "int8" else np.float32
         fn = lambda f: (f["x"].astype(wide) @ f["y"].astype(wide)).astype(  # noqa: E731
-            np.int32 if dtype == "int8" else f["x"].dtype)
+            np.int32 if dtype == "int8" else f["x"].dtype
+        )
     elif op == "AVG_POOL2D":
         out = b.avg_pool2d(x, kernel=(2, 2), stride=(2, 2))
         if dtype != "int8":  # int8 average pooling rounds as the spec says; no one-line numpy equivalent
@@ -140,8 +177,14 @@ def op_cases(quick: bool = False) -> list[Case]:
             continue
         extra = "".join(f" {k}{v}" for k, v in opts.items())
         name = f"{op} {'x'.join(map(str, shape))}{extra} {dtype}"
-        cases.append(Case(name, "ops", partial(build_op, op, dtype, shape, opts),
-                          {"op": op, "dtype": dtype, "shape": list(shape), **opts}))
+        cases.append(
+            Case(
+                name,
+                "ops",
+                partial(build_op, op, dtype, shape, opts),
+                {"op": op, "dtype": dtype, "shape": list(shape), **opts},
+            )
+        )
     return cases
 
 
@@ -161,12 +204,15 @@ def _load_model(path: Path):
     """The graph with the inputs of a desc.json next to it (conformance layout), else seeded random inputs."""
     from ..ir import load_graph
     from ..ir.dtype import from_npy
+
     graph = load_graph(path)
     desc_path = path.parent / "desc.json"
     desc = json.loads(desc_path.read_text()) if desc_path.is_file() else {}
     if desc.get("tosa_file") == path.name:
-        feeds = {n: from_npy(np.load(path.parent / f), graph.main.tensors[n].dtype)
-                 for n, f in zip(desc["ifm_name"], desc["ifm_file"])}
+        feeds = {
+            n: from_npy(np.load(path.parent / f), graph.main.tensors[n].dtype)
+            for n, f in zip(desc["ifm_name"], desc["ifm_file"])
+        }
     else:
         rng = np.random.default_rng(0)
         feeds = {t.name: _random(rng, t.shape, t.dtype.name.lower()) for t in graph.inputs}
@@ -183,4 +229,3 @@ def select_cases(suite: str | None, models: list[str], quick: bool) -> list[Case
             paths = sorted(paths, key=lambda p: p.stat().st_size)[:1]
         cases += model_cases(paths)
     return cases
-

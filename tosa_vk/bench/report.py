@@ -1,5 +1,6 @@
 """The report: its environment header (machine, packages, Vulkan device and driver) and its outputs, results.json
 (every sample), results.md (the two tables `tosa-vk bench` prints) and results.png (when matplotlib is there)."""
+
 from __future__ import annotations
 
 import json
@@ -19,11 +20,25 @@ def environment(device) -> dict[str, Any]:
     from importlib import metadata
 
     import tosa_vk
-    machine = {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-               "cpus": os.cpu_count(), "python": sys.version.split()[0]}
+
+    machine = {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+    }
     env: dict[str, Any] = {"machine": machine, "packages": {"tosa_vk": tosa_vk.__version__}}
-    for dist in ("numpy", "ml_dtypes", "vulkan", "tosa-tools", "matplotlib", "ai-ml-sdk-model-converter",
-                 "ai-ml-sdk-vgf-library", "ai-ml-sdk-scenario-runner", "ai-ml-emulation-layer-for-vulkan"):
+    for dist in (
+        "numpy",
+        "ml_dtypes",
+        "vulkan",
+        "tosa-tools",
+        "matplotlib",
+        "ai-ml-sdk-model-converter",
+        "ai-ml-sdk-vgf-library",
+        "ai-ml-sdk-scenario-runner",
+        "ai-ml-emulation-layer-for-vulkan",
+    ):
         try:
             env["packages"][dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -38,11 +53,26 @@ def environment(device) -> dict[str, Any]:
     try:
         from ..vulkan import enumerate_devices, select
         from ..vulkan.shaders import glslc_version
+
         devices = enumerate_devices()
         chosen = select(devices, device)
-        env["device"] = {**{k: getattr(chosen, k) for k in ("index", "name", "type", "api_version", "driver_version",
-                                                            "vendor_id", "device_id", "subgroup_size")},
-                         **_driver(chosen.index), "features": chosen.features}
+        env["device"] = {
+            **{
+                k: getattr(chosen, k)
+                for k in (
+                    "index",
+                    "name",
+                    "type",
+                    "api_version",
+                    "driver_version",
+                    "vendor_id",
+                    "device_id",
+                    "subgroup_size",
+                )
+            },
+            **_driver(chosen.index),
+            "features": chosen.features,
+        }
         env["devices"] = [d.name for d in devices]
         env["packages"]["glslc"] = glslc_version().splitlines()[0]
     except Exception as err:  # noqa: BLE001
@@ -55,13 +85,16 @@ def _driver(index: int) -> dict:
     import vulkan as vk
 
     from ..vulkan.device import create_instance
+
     instance, _ = create_instance()
     try:
         drv = vk.VkPhysicalDeviceDriverProperties(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES)
         props = vk.VkPhysicalDeviceProperties2(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, pNext=drv)
         vk.vkGetPhysicalDeviceProperties2(vk.vkEnumeratePhysicalDevices(instance)[index], props)
-        return {"driver_name": vk.ffi.string(drv.driverName).decode(),
-                "driver_info": vk.ffi.string(drv.driverInfo).decode()}
+        return {
+            "driver_name": vk.ffi.string(drv.driverName).decode(),
+            "driver_info": vk.ffi.string(drv.driverInfo).decode(),
+        }
     finally:
         vk.vkDestroyInstance(instance, None)
 
@@ -79,15 +112,18 @@ def cell(res: dict | None) -> str:
 def markdown(report: dict) -> str:
     s, env = report["settings"], report["environment"]
     dev = env.get("device", {})
-    lines = [f"tosa_vk benchmark, {report['created']}, {dev.get('name', '?')} ("
-             f"{dev.get('driver_info', '?')}), {env['machine']['processor']} x{env['machine']['cpus']} "
-             f"(memcpy {env['machine'].get('memcpy_GBps', 0):.1f} GB/s); "
-             f"median (min–max) of {s['repeats']} interleaved runs, ms. "
-             f"Ratios: anchor median / tosa_vk Vulkan wall median (> 1: tosa_vk faster). ✗: outputs differ from the "
-             f"reference backend beyond tolerance.", "",
-             "| case | Vulkan wall | Vulkan device | tosa_vk reference | tosa_reference_model | numpy | Arm SDK | "
-             "x refmodel | x numpy | x Arm SDK | ref x refmodel |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"tosa_vk benchmark, {report['created']}, {dev.get('name', '?')} ("
+        f"{dev.get('driver_info', '?')}), {env['machine']['processor']} x{env['machine']['cpus']} "
+        f"(memcpy {env['machine'].get('memcpy_GBps', 0):.1f} GB/s); "
+        f"median (min–max) of {s['repeats']} interleaved runs, ms. "
+        f"Ratios: anchor median / tosa_vk Vulkan wall median (> 1: tosa_vk faster). ✗: outputs differ from the "
+        f"reference backend beyond tolerance.",
+        "",
+        "| case | Vulkan wall | Vulkan device | tosa_vk reference | tosa_reference_model | numpy | Arm SDK | "
+        "x refmodel | x numpy | x Arm SDK | ref x refmodel |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     notes = []
     for row in report["cases"]:
         r = row["results"]
@@ -101,22 +137,29 @@ def markdown(report: dict) -> str:
             a = r.get(anchor, {})
             med = a.get("wall", {}).get("median") if a.get("status") == "ok" else None
             return f"{med / over:.2f}" if med and over else "—"
+
         ref = r.get("reference", {})
         ref_med = ref.get("wall", {}).get("median") if ref.get("status") == "ok" else None
         dev_cell = _ms(vk.get("device", {})) if vk.get("status") == "ok" else "—"
-        lines.append(f"| {row['case']} | {cell(vk)} | {dev_cell} | {cell(ref)} | {cell(r.get('refmodel'))} | "
-                     f"{cell(r.get('numpy'))} | {cell(r.get('arm_sdk'))} | {ratio('refmodel')} | "
-                     f"{ratio('numpy')} | {ratio('arm_sdk')} | {ratio('refmodel', ref_med)} |")
+        lines.append(
+            f"| {row['case']} | {cell(vk)} | {dev_cell} | {cell(ref)} | {cell(r.get('refmodel'))} | "
+            f"{cell(r.get('numpy'))} | {cell(r.get('arm_sdk'))} | {ratio('refmodel')} | "
+            f"{ratio('numpy')} | {ratio('arm_sdk')} | {ratio('refmodel', ref_med)} |"
+        )
         for name, res in r.items():
             if res.get("status") != "ok" and not (name == "numpy" and "numpy equivalent" in res.get("note", "")):
                 notes.append(f"{row['case']} / {name}: {res['status']}: {res.get('note', '')}")
             elif res.get("status") == "ok" and not res.get("ok", True):
-                notes.append(f"{row['case']} / {name}: max |diff| {res.get('max_abs_diff')} vs reference "
-                             f"{res.get('why', '')}")
-    lines += ["", "| case | Vulkan first run cold / warm | reference first | refmodel first | Arm SDK first "
-                  "(convert + load + run) | Vulkan peak RSS | Vulkan kernels / host ops | Vulkan GB/s | "
-                  "max abs diff vs reference |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+                notes.append(
+                    f"{row['case']} / {name}: max |diff| {res.get('max_abs_diff')} vs reference {res.get('why', '')}"
+                )
+    lines += [
+        "",
+        "| case | Vulkan first run cold / warm | reference first | refmodel first | Arm SDK first "
+        "(convert + load + run) | Vulkan peak RSS | Vulkan kernels / host ops | Vulkan GB/s | "
+        "max abs diff vs reference |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for row in report["cases"]:
         r = row["results"]
         if "error" in row:
@@ -126,21 +169,30 @@ def markdown(report: dict) -> str:
         def first(name, r=r):
             res = r.get(name, {})
             return f"{res['first_run_s'] * 1e3:.0f} ms" if res.get("status") == "ok" else "—"
+
         cold = f"{vk['first_run_cold_s'] * 1e3:.0f} / " if "first_run_cold_s" in vk else ""
         mem = vk.get("peak_mem", {}).get("bytes")
         place = vk.get("placement")
         dev_med = vk.get("device", {}).get("median")
         gbps = f"{row['bytes_io'] / dev_med / 1e9:.2f}" if dev_med else "—"
-        diffs = ", ".join(f"{n} {res['max_abs_diff']:.2g}{'' if res['ok'] else ' ✗'}" for n, res in r.items()
-                          if res.get("status") == "ok" and n != "reference" and res.get("max_abs_diff") is not None)
-        lines.append(f"| {row['case']} | {cold + first('vulkan') if vk.get('status') == 'ok' else '—'} | "
-                     f"{first('reference')} | {first('refmodel')} | {first('arm_sdk')} | "
-                     f"{f'{mem / 2**20:.1f} MiB' if mem is not None else '—'} | "
-                     f"{'{vulkan} / {host}'.format(**place) if place else '—'} | {gbps} | {diffs or '—'} |")
-    lines += ["", "Cold: empty temporary SPIR-V cache (glslc runs); Mesa's own shader / pipeline caches cannot be "
-                  "cleared from here and may be warm. Peak RSS: growth of the process peak over load + first run "
-                  "(memory the allocator kept from earlier cases is not counted). GB/s: graph input + output bytes "
-                  "/ Vulkan device time."]
+        diffs = ", ".join(
+            f"{n} {res['max_abs_diff']:.2g}{'' if res['ok'] else ' ✗'}"
+            for n, res in r.items()
+            if res.get("status") == "ok" and n != "reference" and res.get("max_abs_diff") is not None
+        )
+        lines.append(
+            f"| {row['case']} | {cold + first('vulkan') if vk.get('status') == 'ok' else '—'} | "
+            f"{first('reference')} | {first('refmodel')} | {first('arm_sdk')} | "
+            f"{f'{mem / 2**20:.1f} MiB' if mem is not None else '—'} | "
+            f"{'{vulkan} / {host}'.format(**place) if place else '—'} | {gbps} | {diffs or '—'} |"
+        )
+    lines += [
+        "",
+        "Cold: empty temporary SPIR-V cache (glslc runs); Mesa's own shader / pipeline caches cannot be "
+        "cleared from here and may be warm. Peak RSS: growth of the process peak over load + first run "
+        "(memory the allocator kept from earlier cases is not counted). GB/s: graph input + output bytes "
+        "/ Vulkan device time.",
+    ]
     if notes or report["notes"]:
         lines += ["", "Notes:"] + [f"- {n}" for n in report["notes"] + notes]
     return "\n".join(lines) + "\n"
@@ -150,6 +202,7 @@ def plot(report: dict, path: Path) -> str | None:
     """A PNG of median wall times per case and backend (log scale, min–max whiskers); None or why not."""
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -194,4 +247,3 @@ def write(report: dict, out: Path) -> list[str]:
     (out / "results.json").write_text(json.dumps(report, indent=1, default=str))
     (out / "results.md").write_text(markdown(report))
     return [why] if why else []
-

@@ -16,6 +16,7 @@ raises Skip when its backend cannot run a case (not installed, no numpy equivale
 Peak memory: growth of the process's peak RSS (VmHWM, reset through /proc/self/clear_refs) over load + first run,
 so device memory of lavapipe counts too; for arm_sdk the worker process's peak RSS.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,8 +35,13 @@ from .cases import build_op
 if TYPE_CHECKING:
     from ..ir.graph import Graph
 
-LABELS = {"vulkan": "tosa_vk Vulkan", "reference": "tosa_vk reference", "refmodel": "tosa_reference_model",
-          "numpy": "numpy", "arm_sdk": "Arm ML SDK + emulation"}
+LABELS = {
+    "vulkan": "tosa_vk Vulkan",
+    "reference": "tosa_vk reference",
+    "refmodel": "tosa_reference_model",
+    "numpy": "numpy",
+    "arm_sdk": "Arm ML SDK + emulation",
+}
 
 
 class Skip(Exception):
@@ -44,8 +50,9 @@ class Skip(Exception):
 
 class Runner(Protocol):
     """What each runner class below is, once constructed (loaded and run once)."""
+
     outputs: dict[str, np.ndarray]
-    result: dict[str, Any]    # first-run time, peak memory, ... (merged into the case's results)
+    result: dict[str, Any]  # first-run time, peak memory, ... (merged into the case's results)
 
     def run(self) -> tuple[dict[str, np.ndarray], float, float | None]: ...  # outputs, wall s, device s or None
 
@@ -115,8 +122,10 @@ def _peak_since(rss0: int | None) -> dict:
 class _Vulkan:
     def __init__(self, graph, feeds, path, ctx):
         import tosa_vk
+
         def load(timestamps: bool = False):
             return tosa_vk.load(graph, backend="vulkan", device=ctx["device"], timestamps=timestamps)
+
         self.load, self.timed = load, None
         self.result, self.feeds = {}, feeds
         cache = Path(tempfile.mkdtemp(prefix="tosa_vk_bench_spirv_")) if ctx["cold"] else None
@@ -160,6 +169,7 @@ class _Vulkan:
 class _Reference:
     def __init__(self, graph, feeds, path, ctx):
         import tosa_vk
+
         rss0 = _rss_reset()
         t = time.perf_counter()
         self.model = tosa_vk.load(graph, backend="reference")
@@ -183,6 +193,7 @@ class _RefModel:
         except ImportError as err:
             raise Skip(f"tosa_reference_model not importable ({err}; pip install tosa-tools)") from None
         from ..ir import write_graph
+
         self.fn, self.names = tosa_reference_model.run, [t.name for t in graph.outputs]
         rss0 = _rss_reset()
         t = time.perf_counter()
@@ -226,8 +237,10 @@ class _Numpy:
 class _ArmSdk:
     def __init__(self, graph, feeds, path, ctx):
         from .anchors import arm_sdk
+
         if path is None:
             from ..ir import save_graph
+
             tmp = Path(tempfile.mkdtemp(prefix="tosa_vk_bench_arm_"))
             ctx["cleanup"].append(tmp)
             path = tmp / "graph.tosa"
@@ -241,9 +254,12 @@ class _ArmSdk:
                 self.anchor.close()
             raise Skip(str(err)) from None
         hwm = _status_kb(self.anchor._proc.pid, "VmHWM")
-        self.result = {"first_run_s": self.anchor.convert_seconds + self.anchor.load_seconds + times[0],
-                       "convert_s": self.anchor.convert_seconds, "load_scenario_s": self.anchor.load_seconds,
-                       "peak_mem": {"bytes": hwm * 1024 if hwm else None, "method": "worker process peak RSS"}}
+        self.result = {
+            "first_run_s": self.anchor.convert_seconds + self.anchor.load_seconds + times[0],
+            "convert_s": self.anchor.convert_seconds,
+            "load_scenario_s": self.anchor.load_seconds,
+            "peak_mem": {"bytes": hwm * 1024 if hwm else None, "method": "worker process peak RSS"},
+        }
 
     def run(self):
         outs, times = self.anchor.run(self.feeds)
@@ -255,13 +271,19 @@ class _ArmSdk:
 
 # runner(graph, feeds, path of the .tosa file or None, settings) -> Runner
 RUNNERS: dict[str, Callable[[Graph, dict[str, np.ndarray], Path | None, dict[str, Any]], Runner]] = {
-    "vulkan": _Vulkan, "reference": _Reference, "refmodel": _RefModel, "numpy": _Numpy, "arm_sdk": _ArmSdk}
+    "vulkan": _Vulkan,
+    "reference": _Reference,
+    "refmodel": _RefModel,
+    "numpy": _Numpy,
+    "arm_sdk": _ArmSdk,
+}
 BACKENDS = tuple(RUNNERS)
 
 
 def arm_sdk_unavailable() -> str | None:
     """Why the Arm SDK anchor cannot run here (probed once per worker interpreter), or None."""
     from .anchors import arm_sdk
+
     return arm_sdk.available()
 
 

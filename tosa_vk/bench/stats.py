@@ -2,6 +2,7 @@
 `repeats` times **interleaved** (the order rotates each round) so drift on a shared machine hits all alike;
 medians and quartiles of the samples; each backend's first-run outputs compared with the reference's (graphs with
 variables change state run by run): ok = integers exact, floats within rtol * (1 + max |ref|)."""
+
 from __future__ import annotations
 
 import shutil
@@ -13,7 +14,7 @@ import numpy as np
 from .cases import Case
 from .runners import RUNNERS, Runner, Skip, short
 
-RTOL = {2: 1e-2, 4: 1e-4, 8: 1e-9}                   # float tolerance by element size (fp16 / bf16, fp32, fp64)
+RTOL = {2: 1e-2, 4: 1e-4, 8: 1e-9}  # float tolerance by element size (fp16 / bf16, fp32, fp64)
 
 
 def summary(samples: list[float]) -> dict:
@@ -54,8 +55,10 @@ def bench_case(case: Case, backends: list[str], settings: dict, progress=None) -
     except Exception as err:  # noqa: BLE001 - a case that cannot be built is reported, not fatal
         row["error"] = short(err)
         return row
-    row["bytes_io"] = int(sum(v.nbytes for v in feeds.values()) +
-                          sum(int(np.prod(t.shape)) * np.dtype(t.dtype.numpy).itemsize for t in graph.outputs))
+    row["bytes_io"] = int(
+        sum(v.nbytes for v in feeds.values())
+        + sum(int(np.prod(t.shape)) * np.dtype(t.dtype.numpy).itemsize for t in graph.outputs)
+    )
     ctx = {**settings, "numpy_fn": numpy_fn, "cleanup": []}
     runners: dict[str, Runner] = {}
     results = row["results"]
@@ -82,8 +85,13 @@ def bench_case(case: Case, backends: list[str], settings: dict, progress=None) -
                     continue
             runners[name] = runner
             results[name] = {"status": "ok", **runner.result, "wall_s": [], "device_s": []}
-        _interleave(runners, results, settings["warmup"], settings["repeats"],
-                    progress and (lambda text: progress(f"{case.name}: {text}")))
+        _interleave(
+            runners,
+            results,
+            settings["warmup"],
+            settings["repeats"],
+            progress and (lambda text: progress(f"{case.name}: {text}")),
+        )
         for name, runner in runners.items():
             res = results[name]
             res["wall"], res["device"] = summary(res["wall_s"]), summary(res["device_s"])
@@ -110,7 +118,7 @@ def _interleave(runners: dict[str, Runner], results: dict, warmup: int, repeats:
     for i in range(repeats if order else 0):
         if progress:
             progress(f"run {i + 1}/{repeats}")
-        for name in order[i % len(order):] + order[:i % len(order)]:
+        for name in order[i % len(order) :] + order[: i % len(order)]:
             if name not in runners:
                 continue
             got = _guarded(runners, results, name)
@@ -131,4 +139,3 @@ def _guarded(runners, results, name):
         except Exception:  # noqa: BLE001
             pass
         return None
-

@@ -3,6 +3,7 @@
 Tests are generated once per (tosa-tools version, selection, seed) into a cache folder and reused: a folder is only
 published (renamed into place) after the generator finished, so an interrupted run never leaves a half cache.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -25,17 +26,36 @@ TOSA_1_0_OPS = (
     "greater_equal identity intdiv log logical_and logical_left_shift logical_not logical_or logical_right_shift "
     "logical_xor matmul max_pool2d maximum minimum mul negate pad pow reciprocal reduce_all reduce_any reduce_max "
     "reduce_min reduce_product reduce_sum rescale reshape resize reverse rfft2d rsqrt scatter select sigmoid sin "
-    "slice sub table tanh tile transpose transpose_conv2d while_loop").split()
+    "slice sub table tanh tile transpose transpose_conv2d while_loop"
+).split()
 
 # The profiles and extensions tosa_vk implements (no EXT-DYNAMIC, no TOSA 1.1 extensions).
 PROFILES = ("tosa-pro-int", "tosa-pro-fp")
-EXTENSIONS = ("tosa-ext-int16", "tosa-ext-int4", "tosa-ext-bf16", "tosa-ext-fp8e4m3", "tosa-ext-fp8e5m2",
-              "tosa-ext-fft", "tosa-ext-doubleround", "tosa-ext-inexactround", "tosa-ext-controlflow")
+EXTENSIONS = (
+    "tosa-ext-int16",
+    "tosa-ext-int4",
+    "tosa-ext-bf16",
+    "tosa-ext-fp8e4m3",
+    "tosa-ext-fp8e5m2",
+    "tosa-ext-fft",
+    "tosa-ext-doubleround",
+    "tosa-ext-inexactround",
+    "tosa-ext-controlflow",
+)
 # Dtypes of TOSA 1.0 (the generator also emits TOSA 1.1 types even with --tosa-version 1.0).
 DTYPES = ("bool", "int4", "int8", "int16", "int32", "int48", "fp32", "fp16", "bf16", "fp8e4m3", "fp8e5m2", "shape")
 # Ops whose accumulator type is a test dimension of its own.
-ACC_TYPE_OPS = {"conv2d", "conv3d", "depthwise_conv2d", "transpose_conv2d", "matmul", "avg_pool2d", "reduce_sum",
-                "fft2d", "rfft2d"}
+ACC_TYPE_OPS = {
+    "conv2d",
+    "conv3d",
+    "depthwise_conv2d",
+    "transpose_conv2d",
+    "matmul",
+    "avg_pool2d",
+    "reduce_sum",
+    "fft2d",
+    "rfft2d",
+}
 # FFT / RFFT produce no DOT_PRODUCT tests at the default random shapes: widen their sizes.
 EXTRA_ARGS = {"fft2d": ["--tensor-dim-range", "10,31"], "rfft2d": ["--tensor-dim-range", "10,31"]}
 
@@ -43,6 +63,7 @@ EXTRA_ARGS = {"fft2d": ["--tensor-dim-range", "10,31"], "rfft2d": ["--tensor-dim
 @dataclass(frozen=True)
 class Selection:
     """Which tests to generate: every (op, rank, dtype[, acc_type]) class `per_class` times, special tests included."""
+
     ops: tuple[str, ...] = tuple(TOSA_1_0_OPS)
     per_class: int = 1
     test_type: str = "positive"  # or "negative"
@@ -53,11 +74,15 @@ class Selection:
         def entry(op):
             permutes = ["rank", "type"] + (["acc_type"] if op in ACC_TYPE_OPS else [])
             return {"selection": {"tosa_vk": {"permutes": permutes, "maximum": self.per_class}}}
+
         return {op: entry(op) for op in self.ops}
 
     def key(self) -> str:
-        text = json.dumps([tools_version(), self.config(), self.test_type, self.seed, PROFILES, EXTENSIONS,
-                           DTYPES, EXTRA_ARGS] + ([list(self.extra)] if self.extra else []), sort_keys=True)
+        text = json.dumps(
+            [tools_version(), self.config(), self.test_type, self.seed, PROFILES, EXTENSIONS, DTYPES, EXTRA_ARGS]
+            + ([list(self.extra)] if self.extra else []),
+            sort_keys=True,
+        )
         return f"{self.test_type}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
@@ -71,14 +96,16 @@ def tools_version() -> str:
 def tools_root() -> Path:
     """site-packages folder holding tosa-tools' `bin/` and `tosa_reference_model/`."""
     import tosa_reference_model  # noqa: F401  (part of tosa-tools)
+
     return Path(tosa_reference_model.__path__[0]).parent
 
 
 # FFT2D / RFFT2D give DOT_PRODUCT tests only from about 1024 elements up; larger shapes (Arm's 1x256x64,
 # 1x4x4096) cost the reference model tens of seconds per expected result, so two 1024-element shapes, both
 # inverse settings, both bounds, full-range values.
-FFT_SELECTION = Selection(ops=("fft2d", "rfft2d"), per_class=8,
-                          extra=("--fp-values-range=-max,max", "--target-shape", "1,32,32", "1,16,64"))
+FFT_SELECTION = Selection(
+    ops=("fft2d", "rfft2d"), per_class=8, extra=("--fp-values-range=-max,max", "--target-shape", "1,32,32", "1,16,64")
+)
 
 
 def cache_root() -> Path:
@@ -93,13 +120,34 @@ def _build_tests(ops: list[str], sel: Selection, out: Path) -> None:
     for op in ops:
         by_args.setdefault(sel.extra or tuple(EXTRA_ARGS.get(op, [])), []).append(op)
     for extra, group in by_args.items():
-        cmd = [sys.executable, "-c", _RUN_GENERATOR,
-               "--tosa-version", "1.0", "--seed", str(sel.seed),
-               "--generate-lib-path", str(tools / "tosa_reference_model" / "libtosa_reference_generate_lib.so"),
-               "--filter", "^(" + "|".join(group) + ")$",
-               "--profile", *PROFILES, "--extension", *EXTENSIONS, "--target-dtype", *DTYPES,
-               "--test-type", sel.test_type, "--test-selection-config", str(config),
-               "--test-selection-criteria", "tosa_vk", *extra, "-o", str(out)]
+        cmd = [
+            sys.executable,
+            "-c",
+            _RUN_GENERATOR,
+            "--tosa-version",
+            "1.0",
+            "--seed",
+            str(sel.seed),
+            "--generate-lib-path",
+            str(tools / "tosa_reference_model" / "libtosa_reference_generate_lib.so"),
+            "--filter",
+            "^(" + "|".join(group) + ")$",
+            "--profile",
+            *PROFILES,
+            "--extension",
+            *EXTENSIONS,
+            "--target-dtype",
+            *DTYPES,
+            "--test-type",
+            sel.test_type,
+            "--test-selection-config",
+            str(config),
+            "--test-selection-criteria",
+            "tosa_vk",
+            *extra,
+            "-o",
+            str(out),
+        ]
         if sel.test_type == "negative":
             cmd += ["--tensor-dim-range", "1,16"]
         done = subprocess.run(cmd, capture_output=True, text=True)
@@ -133,8 +181,9 @@ def _generate_into(final: Path, sel: Selection, jobs: int) -> Path:
         for shard in work.glob("shard*"):
             shutil.rmtree(shard, ignore_errors=True)
         count = sum(1 for _ in tests.iterdir())
-        (work / "complete.json").write_text(json.dumps({"tests": count, "tosa_tools": tools_version(),
-                                                         "selection": sel.config()}))
+        (work / "complete.json").write_text(
+            json.dumps({"tests": count, "tosa_tools": tools_version(), "selection": sel.config()})
+        )
         try:
             work.rename(final)
         except OSError:  # another process published the same selection first
@@ -152,6 +201,7 @@ def selected_tests(sel: Selection = Selection()) -> list[Path]:
 
 if __name__ == "__main__":
     import argparse
+
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--negative", action="store_true")
     ap.add_argument("--ops", nargs="*", default=TOSA_1_0_OPS)

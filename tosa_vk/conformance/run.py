@@ -5,6 +5,7 @@ mode needs them), computed once per test and cached beside it. Positive tests pa
 accepts every output; negative tests (desc.json `expected_failure`) pass when tosa_vk rejects the graph with a
 TosaError.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,7 @@ from .generate import tools_root
 class Outcome:
     test: str
     op: str
-    status: str          # "pass" | "fail" | "error"
+    status: str  # "pass" | "fail" | "error"
     detail: str = ""
     seconds: float = 0.0
 
@@ -45,9 +46,13 @@ def reference_results(test: Path) -> Path:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
     binary = tools_root() / "bin" / "tosa_reference_model"
-    done = subprocess.run([str(binary), "--test_desc", str(test / "desc.json"), "--output_dir", str(work),
-                           "--precise_mode", "1"], capture_output=True, text=True,
-                          env={**os.environ, "TOSA_MODEL_NO_BACKTRACE": "1"}, timeout=600)
+    done = subprocess.run(
+        [str(binary), "--test_desc", str(test / "desc.json"), "--output_dir", str(work), "--precise_mode", "1"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TOSA_MODEL_NO_BACKTRACE": "1"},
+        timeout=600,
+    )
     (work / "exit_code").write_text(str(done.returncode))
     try:
         work.rename(final)
@@ -59,6 +64,7 @@ def reference_results(test: Path) -> Path:
 @lru_cache(maxsize=1)
 def _verifier():
     from checker.verifier import VerifierLibrary
+
     return VerifierLibrary(tools_root() / "tosa_reference_model" / "libtosa_reference_verify_lib.so")
 
 
@@ -76,20 +82,24 @@ def verifier_array(values: np.ndarray, dtype: DType) -> np.ndarray:
 
 def load_inputs(test: Path, desc: dict, graph) -> dict[str, np.ndarray]:
     from ..ir.dtype import from_npy
+
     tensors = graph.main.tensors
-    return {name: from_npy(np.load(test / f), tensors[name].dtype)
-            for name, f in zip(desc["ifm_name"], desc["ifm_file"])}
+    return {
+        name: from_npy(np.load(test / f), tensors[name].dtype) for name, f in zip(desc["ifm_name"], desc["ifm_file"])
+    }
 
 
 @lru_cache(maxsize=1)
 def shared_device():
     """One Vulkan device per process, reused by every test (creating one costs more than most tests)."""
     from ..vulkan import Device
+
     return Device()
 
 
 def _load(path: Path, backend: str, strict: bool):
     from ..session import load
+
     if backend == "vulkan":
         return load(path, backend="vulkan", device=shared_device(), strict=strict)
     return load(path, backend=backend)
@@ -139,8 +149,9 @@ def run_test(test: Path, backend: str = "reference", strict: bool = False) -> Ou
     return outcome("pass")
 
 
-def run_tests(tests: list[Path], backend: str = "reference", jobs: int = 1, progress=None,
-              strict: bool = False) -> list[Outcome]:
+def run_tests(
+    tests: list[Path], backend: str = "reference", jobs: int = 1, progress=None, strict: bool = False
+) -> list[Outcome]:
     """Runs many tests (in `jobs` processes); `progress(done, total)` is called as they finish."""
     results: list[Outcome] = []
     if jobs <= 1:
@@ -150,6 +161,7 @@ def run_tests(tests: list[Path], backend: str = "reference", jobs: int = 1, prog
                 progress(len(results), len(tests))
         return results
     from concurrent.futures import ProcessPoolExecutor
+
     with ProcessPoolExecutor(jobs) as pool:
         for r in pool.map(_safe_run, tests, [backend] * len(tests), [strict] * len(tests), chunksize=4):
             results.append(r)
@@ -163,8 +175,9 @@ def _safe_run(test: Path, backend: str, strict: bool = False) -> Outcome:
         outcome = run_test(test, backend, strict)
         if backend == "vulkan" and shared_device().validation_messages:  # TOSA_VK_VALIDATION=1
             messages = shared_device().validation_messages
-            outcome = Outcome(outcome.test, outcome.op, "fail", "validation layer: " + " | ".join(messages[:3]),
-                              outcome.seconds)
+            outcome = Outcome(
+                outcome.test, outcome.op, "fail", "validation layer: " + " | ".join(messages[:3]), outcome.seconds
+            )
             messages.clear()
         return outcome
     except Exception as err:  # a crash is a result to report, not a reason to stop the run

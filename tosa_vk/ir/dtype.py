@@ -4,6 +4,7 @@ Storage in numpy follows Arm's conformance tooling: int4 in int8, int48 and shap
 ml_dtypes types. In a flatbuffer, constant data is little-endian; int4 packs two values per byte (low nibble
 first) and int48 takes six bytes per value (spec section "Data Types").
 """
+
 from __future__ import annotations
 
 import enum
@@ -14,6 +15,7 @@ import numpy as np
 
 class DType(enum.IntEnum):
     """Element types, numbered as in the .tosa format."""
+
     UNKNOWN = 0
     BOOL = 1
     INT4 = 2
@@ -84,8 +86,20 @@ _NUMPY = {
     DType.FP8E5M2: np.dtype(ml_dtypes.float8_e5m2),
 }
 
-_BITS = {DType.BOOL: 8, DType.INT4: 4, DType.INT8: 8, DType.INT16: 16, DType.INT32: 32, DType.INT48: 48,
-         DType.FP32: 32, DType.FP16: 16, DType.BF16: 16, DType.SHAPE: 64, DType.FP8E4M3: 8, DType.FP8E5M2: 8}
+_BITS = {
+    DType.BOOL: 8,
+    DType.INT4: 4,
+    DType.INT8: 8,
+    DType.INT16: 16,
+    DType.INT32: 32,
+    DType.INT48: 48,
+    DType.FP32: 32,
+    DType.FP16: 16,
+    DType.BF16: 16,
+    DType.SHAPE: 64,
+    DType.FP8E4M3: 8,
+    DType.FP8E5M2: 8,
+}
 
 
 def encoded_size(dtype: DType, count: int) -> int:

@@ -4,6 +4,7 @@ The Python flatbuffers runtime has no verifier, so the reader bounds every vecto
 total number of elements it visits: a corrupt file fails with one TosaFormatError line, never a traceback from the
 runtime and never a long loop.
 """
+
 from __future__ import annotations
 
 import re
@@ -36,8 +37,7 @@ OP_CODES: dict[str, int] = {k: v for k, v in vars(_OpCodes).items() if k.isupper
 OP_NAMES: dict[int, str] = {v: k for k, v in OP_CODES.items()}
 # Attribute union member per op code (the union lists one table per op, in op order).
 _ATTR_CLASS = {v: k for k, v in vars(fb_attribute.Attribute).items() if k.endswith("Attribute")}
-_ENUM_FIELDS = {"acc_type": DType, "nan_mode": NanPropagationMode, "mode": ResizeMode,
-                "rounding_mode": RoundingMode}
+_ENUM_FIELDS = {"acc_type": DType, "nan_mode": NanPropagationMode, "mode": ResizeMode, "rounding_mode": RoundingMode}
 _STRING_FIELDS = {"operator_name", "domain_name", "then_graph", "else_graph", "cond_graph", "body_graph"}
 _BYTES_FIELDS = {"min_val", "max_val", "implementation_attrs"}  # [ubyte] vectors
 _CLAMP_FIELDS = ("min_val", "max_val")  # encoded in the input's dtype
@@ -78,8 +78,10 @@ class _Reader:
             raise TosaFormatError("no version table: not a TOSA flatbuffer")
         version = (ver._major(), ver._minor(), ver._patch(), bool(ver._draft()))
         if version[:2] != SUPPORTED_VERSION:
-            raise TosaFormatError(f"TOSA version {'.'.join(map(str, version[:3]))} is not supported: "
-                                  f"tosa_vk reads TOSA {'.'.join(map(str, SUPPORTED_VERSION))}.x files")
+            raise TosaFormatError(
+                f"TOSA version {'.'.join(map(str, version[:3]))} is not supported: "
+                f"tosa_vk reads TOSA {'.'.join(map(str, SUPPORTED_VERSION))}.x files"
+            )
         regions = [self.region(root.Regions(i)) for i in range(self.count(root.RegionsLength(), 4, "regions"))]
         if not regions or not regions[0].blocks:
             raise TosaFormatError("the graph has no main region / block")
@@ -114,14 +116,20 @@ class _Reader:
         shape = tuple(int(d) for d in t.ShapeAsNumpy()) if self.count(t.ShapeLength(), 4, "shape") else ()
         data = None
         # An empty data vector means "no constant data" unless the tensor itself is empty.
-        if self.count(t.DataLength(), 1, "data") or (not t.DataIsNone() and 0 in shape
-                                                          and min(shape) >= 0):
+        if self.count(t.DataLength(), 1, "data") or (not t.DataIsNone() and 0 in shape and min(shape) >= 0):
             try:
                 data = dtypes.decode(dtype, t.DataAsNumpy(), shape)
             except ValueError as err:
                 raise TosaFormatError(f"tensor '{name}': {err}") from None
-        return Tensor(name, shape, dtype, data, variable=bool(t.Variable()),
-                      variable_name=_text(t.VariableName()), unranked=bool(t.IsUnranked()))
+        return Tensor(
+            name,
+            shape,
+            dtype,
+            data,
+            variable=bool(t.Variable()),
+            variable_name=_text(t.VariableName()),
+            unranked=bool(t.IsUnranked()),
+        )
 
     def shape(self, s) -> Tensor:
         name = _text(s.Name())
@@ -139,13 +147,21 @@ class _Reader:
         outputs = self.strings(o, "Outputs")
         first = outputs[0] if outputs else None
         if code not in OP_NAMES:
-            raise TosaFormatError(f"unknown operator code {code} (TOSA 1.0 codes are 1..{max(OP_NAMES)})",
-                                  op="operator", index=index, output=first)
+            raise TosaFormatError(
+                f"unknown operator code {code} (TOSA 1.0 codes are 1..{max(OP_NAMES)})",
+                op="operator",
+                index=index,
+                output=first,
+            )
         name = OP_NAMES[code]
         kind = o.AttributeType()
         if kind not in (0, code):
-            raise TosaFormatError(f"attribute table {_ATTR_CLASS.get(kind, kind)} does not belong to {name}",
-                                  op=name, index=index, output=first)
+            raise TosaFormatError(
+                f"attribute table {_ATTR_CLASS.get(kind, kind)} does not belong to {name}",
+                op=name,
+                index=index,
+                output=first,
+            )
         attrs = self.attributes(code, o.Attribute()) if kind else {}
         inputs = self.strings(o, "Inputs")
         if name == "CLAMP":
@@ -205,14 +221,14 @@ def read_graph(buf: bytes, file: str | None = None) -> Graph:
     if len(buf) < 12:
         raise TosaFormatError(f"truncated: {len(buf)} bytes is too short for a TOSA flatbuffer", file=where)
     if bytes(buf[4:8]) != FILE_IDENTIFIER:
-        raise TosaFormatError(f"not a TOSA flatbuffer (file identifier {bytes(buf[4:8])!r}, expected b'TOSA')",
-                              file=where)
+        raise TosaFormatError(
+            f"not a TOSA flatbuffer (file identifier {bytes(buf[4:8])!r}, expected b'TOSA')", file=where
+        )
     try:
         return _Reader(bytes(buf)).graph()
     except TosaError as err:
         raise err.located(file=where) from None
-    except (struct.error, IndexError, ValueError, TypeError, OverflowError, UnicodeDecodeError,
-            MemoryError) as err:
+    except (struct.error, IndexError, ValueError, TypeError, OverflowError, UnicodeDecodeError, MemoryError) as err:
         raise TosaFormatError(f"corrupt or truncated flatbuffer ({type(err).__name__}: {err})", file=where) from None
 
 
@@ -227,11 +243,12 @@ def load_graph(path: str | Path) -> Graph:
 
 # ---------------------------------------------------------------- writing
 
+
 def _byte_vector(b: flatbuffers.Builder, data: bytes, align: int = 8) -> int:
     """A [ubyte] vector whose payload starts on an `align`-byte boundary (the schema's force_align)."""
     b.StartVector(1, len(data), align)
     b.head -= len(data)
-    b.Bytes[b.head:b.head + len(data)] = data
+    b.Bytes[b.head : b.head + len(data)] = data
     return b.EndVector()
 
 

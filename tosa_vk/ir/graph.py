@@ -4,6 +4,7 @@ Names are the spec's: operators by their spec name ("DEPTHWISE_CONV2D"), attribu
 (`pad`, `acc_type`, `rounding_mode`). Shape values (CONST_SHAPE outputs) are tensors of dtype SHAPE whose shape
 is [rank]. Constant data is numpy in the storage dtype of `DType.numpy`.
 """
+
 from __future__ import annotations
 
 import enum
@@ -48,6 +49,7 @@ def _same_value(a: Any, b: Any) -> bool:
 @dataclass(eq=False)
 class Tensor:
     """A named tensor of a block. `data` is set for constants (CONST / CONST_SHAPE outputs, VARIABLE initial values)."""
+
     name: str
     shape: tuple[int, ...]
     dtype: DType
@@ -71,10 +73,12 @@ class Tensor:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Tensor):
             return NotImplemented
-        return (self.name, self.shape, self.dtype, self.variable, self.variable_name, self.unranked) == \
-            (other.name, other.shape, other.dtype, other.variable, other.variable_name, other.unranked) and \
-            (self.data is None) == (other.data is None) and \
-            (self.data is None or _same_value(self.data, other.data))
+        return (
+            (self.name, self.shape, self.dtype, self.variable, self.variable_name, self.unranked)
+            == (other.name, other.shape, other.dtype, other.variable, other.variable_name, other.unranked)
+            and (self.data is None) == (other.data is None)
+            and (self.data is None or _same_value(self.data, other.data))
+        )
 
     def __repr__(self) -> str:
         const = ", const" if self.data is not None else ""
@@ -84,6 +88,7 @@ class Tensor:
 @dataclass(eq=False)
 class Operator:
     """One operator: spec name, input / output tensor names, attributes by spec argument name."""
+
     op: str
     inputs: list[str]
     outputs: list[str]
@@ -93,10 +98,12 @@ class Operator:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Operator):
             return NotImplemented
-        return (self.op, list(self.inputs), list(self.outputs), self.location) == \
-            (other.op, list(other.inputs), list(other.outputs), other.location) and \
-            self.attrs.keys() == other.attrs.keys() and \
-            all(_same_value(v, other.attrs[k]) for k, v in self.attrs.items())
+        return (
+            (self.op, list(self.inputs), list(self.outputs), self.location)
+            == (other.op, list(other.inputs), list(other.outputs), other.location)
+            and self.attrs.keys() == other.attrs.keys()
+            and all(_same_value(v, other.attrs[k]) for k, v in self.attrs.items())
+        )
 
     def __repr__(self) -> str:
         return f"Operator({self.op}, {self.inputs} -> {self.outputs})"
@@ -128,6 +135,7 @@ class Region:
 @dataclass
 class Graph:
     """A whole TOSA program. regions[0] is the main graph; control-flow bodies are further regions."""
+
     regions: list[Region] = field(default_factory=list)
     version: tuple[int, int, int, bool] = (1, 0, 0, False)  # major, minor, patch, draft
 

@@ -4,6 +4,7 @@ Transcribed from the specification (tosa-1.0.1, chapter 2 "Operators"; the `# sp
 /work/shared/spec/tosa-1.0.1-spec.txt) with the extraction's OCR noise fixed by hand. Inputs are listed in spec
 order, which is also their order in a .tosa file.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -19,12 +20,13 @@ from .graph import RoundingMode
 @dataclass(frozen=True)
 class Operand:
     """One row of an operator's argument table."""
-    name: str              # spec argument name: "input_zp", "weight", "pad"
-    kind: str              # "input" | "attribute" | "output"
-    type: str              # element type: a type variable ("in_t"), a fixed type ("i8_t", "shape_t") or an enum/other
-    tensor: bool           # spec type is T<...> (and for tensor lists)
-    shape: str             # spec shape text: "[N,IH,IW,IC]", "shape1", "-"
-    rank: str              # spec rank text: "4", "0 to MAX_RANK", "-"
+
+    name: str  # spec argument name: "input_zp", "weight", "pad"
+    kind: str  # "input" | "attribute" | "output"
+    type: str  # element type: a type variable ("in_t"), a fixed type ("i8_t", "shape_t") or an enum/other
+    tensor: bool  # spec type is T<...> (and for tensor lists)
+    shape: str  # spec shape text: "[N,IH,IW,IC]", "shape1", "-"
+    rank: str  # spec rank text: "4", "0 to MAX_RANK", "-"
     is_list: bool = False  # a list of tensors (CONCAT input1, control-flow and CUSTOM input_list / output_list)
     optional: bool = False
 
@@ -36,10 +38,11 @@ class TypeSupport:
     The spec's "PRO-INT or PRO-FP" rows appear twice, once per profile; "X and Y" rows (EXT-VARIABLE and PRO-FP,
     EXT-BF16 and EXT-FP8E4M3) name X as `profile` and Y in `also`: both are needed.
     """
-    profile: str                                           # "PRO-INT", "PRO-FP", "EXT-INT16", ...
-    mode: str                                              # "signed 8x8 with int32 accumulate"
-    types: Mapping[str, DType] = field(hash=False)         # type variable -> DType
-    also: tuple[str, ...] = ()                             # further profiles / extensions the row needs
+
+    profile: str  # "PRO-INT", "PRO-FP", "EXT-INT16", ...
+    mode: str  # "signed 8x8 with int32 accumulate"
+    types: Mapping[str, DType] = field(hash=False)  # type variable -> DType
+    also: tuple[str, ...] = ()  # further profiles / extensions the row needs
 
     @property
     def needs(self) -> tuple[str, ...]:
@@ -51,7 +54,7 @@ class OpSpec:
     name: str
     chapter: str
     operands: tuple[Operand, ...]
-    types: tuple[TypeSupport, ...]   # empty for ops without a type table (CUSTOM, COND_IF, WHILE_LOOP)
+    types: tuple[TypeSupport, ...]  # empty for ops without a type table (CUSTOM, COND_IF, WHILE_LOOP)
 
     @property
     def inputs(self) -> tuple[Operand, ...]:
@@ -79,10 +82,23 @@ class OpSpec:
 
 # Spec element type names -> DType (fixed types; type variables such as in_t are bound per operator).
 SPEC_TYPES: dict[str, DType] = {
-    "bool_t": DType.BOOL, "i4_t": DType.INT4, "int4_t": DType.INT4, "i8_t": DType.INT8, "int8_t": DType.INT8,
-    "i16_t": DType.INT16, "int16_t": DType.INT16, "i32_t": DType.INT32, "int32_t": DType.INT32,
-    "i48_t": DType.INT48, "int48_t": DType.INT48, "fp16_t": DType.FP16, "bf16_t": DType.BF16, "fp32_t": DType.FP32,
-    "fp8e4m3_t": DType.FP8E4M3, "fp8e5m2_t": DType.FP8E5M2, "shape_t": DType.SHAPE,
+    "bool_t": DType.BOOL,
+    "i4_t": DType.INT4,
+    "int4_t": DType.INT4,
+    "i8_t": DType.INT8,
+    "int8_t": DType.INT8,
+    "i16_t": DType.INT16,
+    "int16_t": DType.INT16,
+    "i32_t": DType.INT32,
+    "int32_t": DType.INT32,
+    "i48_t": DType.INT48,
+    "int48_t": DType.INT48,
+    "fp16_t": DType.FP16,
+    "bf16_t": DType.BF16,
+    "fp32_t": DType.FP32,
+    "fp8e4m3_t": DType.FP8E4M3,
+    "fp8e5m2_t": DType.FP8E5M2,
+    "shape_t": DType.SHAPE,
 }
 
 OPS: dict[str, OpSpec] = {}
@@ -90,8 +106,9 @@ OPS: dict[str, OpSpec] = {}
 _KINDS = {"in": "input", "attr": "attribute", "out": "output"}
 
 
-def _op(name: str, chapter: str, operands: list[tuple], type_vars: str = "",
-        rows: Sequence[tuple[str, str, str]] = ()) -> None:
+def _op(
+    name: str, chapter: str, operands: list[tuple], type_vars: str = "", rows: Sequence[tuple[str, str, str]] = ()
+) -> None:
     """Registers one operator from its literal tables below.
 
     operands: (kind, name, spec type, shape, rank[, flags]) with kind in/attr/out, type "T<x>" for a tensor of x,
@@ -101,8 +118,18 @@ def _op(name: str, chapter: str, operands: list[tuple], type_vars: str = "",
     for kind, arg, typ, shape, rank, *flags in operands:
         flags = flags[0].split() if flags else []
         tensor = typ.startswith("T<")
-        ops.append(Operand(arg, _KINDS[kind], typ[2:-1] if tensor else typ, tensor or "list" in flags, shape, rank,
-                           is_list="list" in flags, optional="optional" in flags))
+        ops.append(
+            Operand(
+                arg,
+                _KINDS[kind],
+                typ[2:-1] if tensor else typ,
+                tensor or "list" in flags,
+                shape,
+                rank,
+                is_list="list" in flags,
+                optional="optional" in flags,
+            )
+        )
     names = type_vars.split()
     support = []
     for profile, mode, typs in rows:
@@ -150,7 +177,7 @@ def bind_types(spec: OpSpec, op: Any, tensors: Mapping[str, Any]) -> dict[str, D
         i = 0
         for o in operands:
             take = max(surplus + 1, 0) if o.is_list else 1
-            for tname in names[i:i + take]:
+            for tname in names[i : i + take]:
                 t = tensors.get(tname)
                 if t is not None and o.type != "tensor_list_t" and not bind(o.type, t.dtype):
                     return None
@@ -159,7 +186,7 @@ def bind_types(spec: OpSpec, op: Any, tensors: Mapping[str, Any]) -> dict[str, D
     if "acc_type" in attrs and attrs["acc_type"] is not None:
         if not bind("acc_t", attrs["acc_type"]):
             return None
-    if spec.name == "VARIABLE" and attrs.get("type") is not None:   # var_t: the variable's element type
+    if spec.name == "VARIABLE" and attrs.get("type") is not None:  # var_t: the variable's element type
         if not bind("in_t", attrs["type"]):
             return None
     return bound
@@ -177,10 +204,17 @@ def _enum_name(value: Any) -> str:
 
 # Profiles each extension works with (spec section 6.2, "Compatible profiles").
 COMPATIBLE_PROFILES: dict[str, tuple[str, ...]] = {
-    "EXT-INT16": ("PRO-INT",), "EXT-INT4": ("PRO-INT",), "EXT-BF16": ("PRO-FP",), "EXT-FP8E4M3": ("PRO-FP",),
-    "EXT-FP8E5M2": ("PRO-FP",), "EXT-FFT": ("PRO-FP",), "EXT-VARIABLE": ("PRO-INT", "PRO-FP"),
-    "EXT-CONTROLFLOW": ("PRO-INT", "PRO-FP"), "EXT-DYNAMIC": ("PRO-INT", "PRO-FP"),
-    "EXT-DOUBLEROUND": ("PRO-INT",), "EXT-INEXACTROUND": ("PRO-INT",),
+    "EXT-INT16": ("PRO-INT",),
+    "EXT-INT4": ("PRO-INT",),
+    "EXT-BF16": ("PRO-FP",),
+    "EXT-FP8E4M3": ("PRO-FP",),
+    "EXT-FP8E5M2": ("PRO-FP",),
+    "EXT-FFT": ("PRO-FP",),
+    "EXT-VARIABLE": ("PRO-INT", "PRO-FP"),
+    "EXT-CONTROLFLOW": ("PRO-INT", "PRO-FP"),
+    "EXT-DYNAMIC": ("PRO-INT", "PRO-FP"),
+    "EXT-DOUBLEROUND": ("PRO-INT",),
+    "EXT-INEXACTROUND": ("PRO-INT",),
 }
 
 

@@ -9,6 +9,7 @@ left to `validate`, which uses `infer_detailed` to name the offending dimension 
 Where the spec does not determine an output type from the inputs (CAST, RESCALE, CUSTOM, MATMUL fp16
 accumulation) the declared output dtype is returned; without one, None.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -28,6 +29,7 @@ Shape = tuple[int, ...]
 class Inferred:
     """One inferred output. `dims` names each dimension as the spec does ("OH") and `rules` gives the ERROR_IF that
     defines it, so a mismatch with the declared shape can be reported against the right rule."""
+
     shape: Shape | None
     dtype: DType | None
     rule: str = "output shape"  # the rule tying the whole output shape to the inputs
@@ -113,26 +115,64 @@ def _positive(shape: Sequence[int], names: Sequence[str], rule: str) -> Shape:
 
 def broadcast_shape(shape1: Shape, shape2: Shape) -> Shape:
     """The spec's broadcast_shape (ranks must match, a dimension broadcasts when it is 1)."""
-    _err(len(shape1) != len(shape2), "ERROR_IF(rank(shape1) != rank(shape2)) in broadcast_shape",
-         f"{list(shape1)} vs {list(shape2)}")
+    _err(
+        len(shape1) != len(shape2),
+        "ERROR_IF(rank(shape1) != rank(shape2)) in broadcast_shape",
+        f"{list(shape1)} vs {list(shape2)}",
+    )
     out = list(shape1)
     for i, (a, b) in enumerate(zip(shape1, shape2)):
         if a == 1:
             out[i] = b
         else:
-            _err(b != 1 and b != a, "ERROR_IF(shape2[i] != 1 && shape2[i] != shape[i]) in broadcast_shape",
-                 f"{list(shape1)} and {list(shape2)} differ in dimension {i}")
+            _err(
+                b != 1 and b != a,
+                "ERROR_IF(shape2[i] != 1 && shape2[i] != shape[i]) in broadcast_shape",
+                f"{list(shape1)} and {list(shape2)} differ in dimension {i}",
+            )
     return tuple(out)
 
 
 # --- operator families ------------------------------------------------------------------------------------------
 
-BINARY_SAME = ("ADD", "SUB", "MAXIMUM", "MINIMUM", "POW", "ARITHMETIC_RIGHT_SHIFT", "BITWISE_AND", "BITWISE_OR",
-               "BITWISE_XOR", "INTDIV", "LOGICAL_AND", "LOGICAL_OR", "LOGICAL_XOR", "LOGICAL_LEFT_SHIFT",
-               "LOGICAL_RIGHT_SHIFT")
+BINARY_SAME = (
+    "ADD",
+    "SUB",
+    "MAXIMUM",
+    "MINIMUM",
+    "POW",
+    "ARITHMETIC_RIGHT_SHIFT",
+    "BITWISE_AND",
+    "BITWISE_OR",
+    "BITWISE_XOR",
+    "INTDIV",
+    "LOGICAL_AND",
+    "LOGICAL_OR",
+    "LOGICAL_XOR",
+    "LOGICAL_LEFT_SHIFT",
+    "LOGICAL_RIGHT_SHIFT",
+)
 COMPARISON = ("EQUAL", "GREATER", "GREATER_EQUAL")
-UNARY_SAME = ("ABS", "BITWISE_NOT", "CEIL", "CLZ", "COS", "EXP", "FLOOR", "LOG", "LOGICAL_NOT", "NEGATE",
-              "RECIPROCAL", "RSQRT", "SIN", "ERF", "SIGMOID", "TANH", "CLAMP", "IDENTITY")
+UNARY_SAME = (
+    "ABS",
+    "BITWISE_NOT",
+    "CEIL",
+    "CLZ",
+    "COS",
+    "EXP",
+    "FLOOR",
+    "LOG",
+    "LOGICAL_NOT",
+    "NEGATE",
+    "RECIPROCAL",
+    "RSQRT",
+    "SIN",
+    "ERF",
+    "SIGMOID",
+    "TANH",
+    "CLAMP",
+    "IDENTITY",
+)
 REDUCE = ("REDUCE_ALL", "REDUCE_ANY", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PRODUCT", "REDUCE_SUM")
 
 _BROADCAST_RULE = "ERROR_IF(shape != broadcast_shape(shape1, shape2))"
@@ -153,8 +193,11 @@ def _elementwise_binary(c: _Ctx) -> list[Inferred]:
 def _select(c: _Ctx) -> list[Inferred]:
     s1, s2, s3 = (c.inp(i, n).shape for i, n in enumerate(("input1", "input2", "input3")))
     shape = broadcast_shape(broadcast_shape(s1, s2), s3)
-    return [Inferred(shape, c.inputs[1].dtype,
-                     "ERROR_IF(shape != broadcast_shape(broadcast_shape(shape1, shape2), shape3))")]
+    return [
+        Inferred(
+            shape, c.inputs[1].dtype, "ERROR_IF(shape != broadcast_shape(broadcast_shape(shape1, shape2), shape3))"
+        )
+    ]
 
 
 def _elementwise_unary(c: _Ctx) -> list[Inferred]:
@@ -177,15 +220,21 @@ def _axis(c: _Ctx, rank: int, rule: str = "ERROR_IF(axis < 0 || axis >= rank(sha
 def _argmax(c: _Ctx) -> list[Inferred]:
     s = c.inp(0, "input").shape
     axis = _axis(c, len(s))
-    return [Inferred(s[:axis] + s[axis + 1:], DType.INT32, "ERROR_IF(flatten(left_shape, right_shape) != shape)")]
+    return [Inferred(s[:axis] + s[axis + 1 :], DType.INT32, "ERROR_IF(flatten(left_shape, right_shape) != shape)")]
 
 
 def _reduce(c: _Ctx) -> list[Inferred]:
     t = c.inp(0, "input")
     axis = _axis(c, t.rank)
-    shape = t.shape[:axis] + (1,) + t.shape[axis + 1:]
-    return [Inferred(shape, t.dtype, "output shape must equal the input shape with shape[axis] = 1",
-                     dim_rules={axis: "ERROR_IF(shape[axis] != 1)"})]
+    shape = t.shape[:axis] + (1,) + t.shape[axis + 1 :]
+    return [
+        Inferred(
+            shape,
+            t.dtype,
+            "output shape must equal the input shape with shape[axis] = 1",
+            dim_rules={axis: "ERROR_IF(shape[axis] != 1)"},
+        )
+    ]
 
 
 def _pool2d(c: _Ctx) -> list[Inferred]:
@@ -196,19 +245,27 @@ def _pool2d(c: _Ctx) -> list[Inferred]:
     pt, pb, pl, pr = c.ints("pad", 4)
     _err(ky < 1 or kx < 1, "ERROR_IF(kernel_y < 1 || kernel_x < 1)", f"kernel={[ky, kx]}")
     _err(sy < 1 or sx < 1, "ERROR_IF(stride_y < 1 || stride_x < 1)", f"stride={[sy, sx]}")
-    _err(min(pt, pb, pl, pr) < 0, "ERROR_IF(pad_top < 0 || pad_bottom < 0 || pad_left < 0 || pad_right < 0)",
-         f"pad={[pt, pb, pl, pr]}")
-    _err(pr >= kx or pl >= kx, "ERROR_IF(pad_right >= kernel_x || pad_left >= kernel_x)",
-         f"pad={[pt, pb, pl, pr]}, kernel={[ky, kx]}")
-    _err(pt >= ky or pb >= ky, "ERROR_IF(pad_top >= kernel_y || pad_bottom >= kernel_y)",
-         f"pad={[pt, pb, pl, pr]}, kernel={[ky, kx]}")
+    _err(
+        min(pt, pb, pl, pr) < 0,
+        "ERROR_IF(pad_top < 0 || pad_bottom < 0 || pad_left < 0 || pad_right < 0)",
+        f"pad={[pt, pb, pl, pr]}",
+    )
+    _err(
+        pr >= kx or pl >= kx,
+        "ERROR_IF(pad_right >= kernel_x || pad_left >= kernel_x)",
+        f"pad={[pt, pb, pl, pr]}, kernel={[ky, kx]}",
+    )
+    _err(
+        pt >= ky or pb >= ky,
+        "ERROR_IF(pad_top >= kernel_y || pad_bottom >= kernel_y)",
+        f"pad={[pt, pb, pl, pr]}, kernel={[ky, kx]}",
+    )
     rh = "ERROR_IF(OH != idiv_check(IH + pad_top + pad_bottom - kernel_y, stride_y) + 1)"
     rw = "ERROR_IF(OW != idiv_check(IW + pad_left + pad_right - kernel_x, stride_x) + 1)"
     oh = idiv_check(ih + pt + pb - ky, sy, rh) + 1
     ow = idiv_check(iw + pl + pr - kx, sx, rw) + 1
     _positive((oh, ow), ("OH", "OW"), rh if oh < 1 else rw)
-    return [Inferred((n, oh, ow, ch), t.dtype, "output shape [N,OH,OW,C]", ("N", "OH", "OW", "C"),
-                     {1: rh, 2: rw})]
+    return [Inferred((n, oh, ow, ch), t.dtype, "output shape [N,OH,OW,C]", ("N", "OH", "OW", "C"), {1: rh, 2: rw})]
 
 
 def _conv_out(c: _Ctx, spatial: str, ins: Shape, ks: Shape) -> tuple[list[int], dict[str, str]]:
@@ -229,7 +286,7 @@ def _conv_out(c: _Ctx, spatial: str, ins: Shape, ks: Shape) -> tuple[list[int], 
     for i, a in enumerate(spatial):
         p0, p1 = pad_names[a]
         ax = axis_names[a]
-        rule = (f"ERROR_IF(O{a} != idiv_check(I{a} - 1 + {p0} + {p1} - (K{a} - 1) * dilation_{ax}, stride_{ax}) + 1)")
+        rule = f"ERROR_IF(O{a} != idiv_check(I{a} - 1 + {p0} + {p1} - (K{a} - 1) * dilation_{ax}, stride_{ax}) + 1)"
         o = idiv_check(ins[i] - 1 + pad[2 * i] + pad[2 * i + 1] - (ks[i] - 1) * dil[i], stride[i], rule) + 1
         _positive((o,), (f"O{a}",), rule)
         outs.append(o)
@@ -240,8 +297,11 @@ def _conv_out(c: _Ctx, spatial: str, ins: Shape, ks: Shape) -> tuple[list[int], 
 def _bias(c: _Ctx, oc: int, oc_name: str) -> Tensor:
     bias = c.inp(2, "bias")
     _rank(bias, 1, "bias", "[BC]")
-    _err(bias.shape[0] != oc and bias.shape[0] != 1, f"ERROR_IF(BC != {oc_name} && BC != 1)",
-         f"BC={bias.shape[0]}, {oc_name}={oc}")
+    _err(
+        bias.shape[0] != oc and bias.shape[0] != 1,
+        f"ERROR_IF(BC != {oc_name} && BC != 1)",
+        f"BC={bias.shape[0]}, {oc_name}={oc}",
+    )
     return bias
 
 
@@ -251,8 +311,15 @@ def _conv2d(c: _Ctx) -> list[Inferred]:
     _err(wic != ic, "weight [OC,KH,KW,IC] must have the input's IC", f"input IC={ic}, weight IC={wic}")
     bias = _bias(c, oc, "OC")
     (oh, ow), rules = _conv_out(c, "HW", (ih, iw), (kh, kw))
-    return [Inferred((n, oh, ow, oc), bias.dtype, "output shape [N,OH,OW,OC]", ("N", "OH", "OW", "OC"),
-                     {1: rules["OH"], 2: rules["OW"]})]
+    return [
+        Inferred(
+            (n, oh, ow, oc),
+            bias.dtype,
+            "output shape [N,OH,OW,OC]",
+            ("N", "OH", "OW", "OC"),
+            {1: rules["OH"], 2: rules["OW"]},
+        )
+    ]
 
 
 def _conv3d(c: _Ctx) -> list[Inferred]:
@@ -261,8 +328,15 @@ def _conv3d(c: _Ctx) -> list[Inferred]:
     _err(wic != ic, "weight [OC,KD,KH,KW,IC] must have the input's IC", f"input IC={ic}, weight IC={wic}")
     bias = _bias(c, oc, "OC")
     (od, oh, ow), rules = _conv_out(c, "DHW", (id_, ih, iw), (kd, kh, kw))
-    return [Inferred((n, od, oh, ow, oc), bias.dtype, "output shape [N,OD,OH,OW,OC]",
-                     ("N", "OD", "OH", "OW", "OC"), {1: rules["OD"], 2: rules["OH"], 3: rules["OW"]})]
+    return [
+        Inferred(
+            (n, od, oh, ow, oc),
+            bias.dtype,
+            "output shape [N,OD,OH,OW,OC]",
+            ("N", "OD", "OH", "OW", "OC"),
+            {1: rules["OD"], 2: rules["OH"], 3: rules["OW"]},
+        )
+    ]
 
 
 def _depthwise_conv2d(c: _Ctx) -> list[Inferred]:
@@ -271,8 +345,15 @@ def _depthwise_conv2d(c: _Ctx) -> list[Inferred]:
     _err(wc != ch, "weight [KH,KW,C,M] must have the input's C", f"input C={ch}, weight C={wc}")
     bias = _bias(c, ch * m, "C*M")
     (oh, ow), rules = _conv_out(c, "HW", (ih, iw), (kh, kw))
-    return [Inferred((n, oh, ow, ch * m), bias.dtype, "output shape [N,OH,OW,C*M]", ("N", "OH", "OW", "C*M"),
-                     {1: rules["OH"], 2: rules["OW"]})]
+    return [
+        Inferred(
+            (n, oh, ow, ch * m),
+            bias.dtype,
+            "output shape [N,OH,OW,C*M]",
+            ("N", "OH", "OW", "C*M"),
+            {1: rules["OH"], 2: rules["OW"]},
+        )
+    ]
 
 
 def _transpose_conv2d(c: _Ctx) -> list[Inferred]:
@@ -282,22 +363,34 @@ def _transpose_conv2d(c: _Ctx) -> list[Inferred]:
     bias = _bias(c, oc, "OC")
     pt, pb, pl, pr = c.ints("out_pad", 4)
     sy, sx = c.ints("stride", 2)
-    _err(pt <= -kh or pb <= -kh, "ERROR_IF(out_pad_top <= -KH || out_pad_bottom <= -KH)",
-         f"out_pad={[pt, pb, pl, pr]}, KH={kh}")
-    _err(pl <= -kw or pr <= -kw, "ERROR_IF(out_pad_left <= -KW || out_pad_right <= -KW)",
-         f"out_pad={[pt, pb, pl, pr]}, KW={kw}")
+    _err(
+        pt <= -kh or pb <= -kh,
+        "ERROR_IF(out_pad_top <= -KH || out_pad_bottom <= -KH)",
+        f"out_pad={[pt, pb, pl, pr]}, KH={kh}",
+    )
+    _err(
+        pl <= -kw or pr <= -kw,
+        "ERROR_IF(out_pad_left <= -KW || out_pad_right <= -KW)",
+        f"out_pad={[pt, pb, pl, pr]}, KW={kw}",
+    )
     _err(sy < 1 or sx < 1, "ERROR_IF(stride_y < 1 || stride_x < 1)", f"stride={[sy, sx]}")
     rh = "ERROR_IF(OH != (IH - 1) * stride_y + out_pad_top + out_pad_bottom + KH)"
     rw = "ERROR_IF(OW != (IW - 1) * stride_x + out_pad_left + out_pad_right + KW)"
     oh = (ih - 1) * sy + pt + pb + kh
     ow = (iw - 1) * sx + pl + pr + kw
     _positive((oh, ow), ("OH", "OW"), rh if oh < 1 else rw)
-    return [Inferred((n, oh, ow, oc), bias.dtype, "output shape [N,OH,OW,OC]", ("N", "OH", "OW", "OC"),
-                     {1: rh, 2: rw})]
+    return [Inferred((n, oh, ow, oc), bias.dtype, "output shape [N,OH,OW,OC]", ("N", "OH", "OW", "OC"), {1: rh, 2: rw})]
 
 
-_MATMUL_OUT = {DType.INT8: DType.INT32, DType.INT16: DType.INT48, DType.FP16: DType.FP16, DType.FP32: DType.FP32,
-               DType.BF16: DType.FP32, DType.FP8E4M3: DType.FP16, DType.FP8E5M2: DType.FP16}
+_MATMUL_OUT = {
+    DType.INT8: DType.INT32,
+    DType.INT16: DType.INT48,
+    DType.FP16: DType.FP16,
+    DType.FP32: DType.FP32,
+    DType.BF16: DType.FP32,
+    DType.FP8E4M3: DType.FP16,
+    DType.FP8E5M2: DType.FP16,
+}
 
 
 def _matmul(c: _Ctx) -> list[Inferred]:
@@ -321,8 +414,11 @@ def _fft_hw(h: int, w: int) -> None:
 def _fft2d(c: _Ctx) -> list[Inferred]:
     re, im = c.inp(0, "input_real"), c.inp(1, "input_imag")
     n, h, w = _rank(re, 3, "input_real", "[N,H,W]")
-    _err(im.shape != re.shape, "input_imag must have the shape of input_real [N,H,W]",
-         f"{list(im.shape)} vs {list(re.shape)}")
+    _err(
+        im.shape != re.shape,
+        "input_imag must have the shape of input_real [N,H,W]",
+        f"{list(im.shape)} vs {list(re.shape)}",
+    )
     _fft_hw(h, w)
     out = Inferred((n, h, w), re.dtype, "output shape [N,H,W]", ("N", "H", "W"))
     return [out, Inferred(out.shape, out.dtype, out.rule, out.dims)]
@@ -342,25 +438,35 @@ def _concat(c: _Ctx) -> list[Inferred]:
     axis = _axis(c, max(1, len(shapes[0])), "ERROR_IF(axis < 0 || axis >= max(1,rank(shapes1[0])))")
     total = 0
     for i, s in enumerate(shapes):
-        _err(len(s) != len(shapes[0]), "ERROR_IF(rank(shapes1[shape_index]) != rank(shapes1[0]))",
-             f"input {i} has shape {list(s)}, input 0 {list(shapes[0])}")
+        _err(
+            len(s) != len(shapes[0]),
+            "ERROR_IF(rank(shapes1[shape_index]) != rank(shapes1[0]))",
+            f"input {i} has shape {list(s)}, input 0 {list(shapes[0])}",
+        )
         for d, (x, y) in enumerate(zip(s, shapes[0])):
             if d == axis:
                 total += x
             else:
-                _err(x != y, "ERROR_IF(shapes1[shape_index][axis_index] != shapes1[0][axis_index])",
-                     f"input {i} has shape {list(s)}, input 0 {list(shapes[0])}")
+                _err(
+                    x != y,
+                    "ERROR_IF(shapes1[shape_index][axis_index] != shapes1[0][axis_index])",
+                    f"input {i} has shape {list(s)}, input 0 {list(shapes[0])}",
+                )
     shape = list(shapes[0])
     if shape:
         shape[axis] = total
-    return [Inferred(tuple(shape), c.inputs[0].dtype, "output shape",
-                     dim_rules={axis: "ERROR_IF(axis_sum != shape[axis])"})]
+    return [
+        Inferred(tuple(shape), c.inputs[0].dtype, "output shape", dim_rules={axis: "ERROR_IF(axis_sum != shape[axis])"})
+    ]
 
 
 def _shape_input(c: _Ctx, i: int, name: str, length: int | None) -> list[int] | None:
     t = c.inp(i, name)
-    _err(t.dtype != DType.SHAPE, f"input '{name}' must be a shape_t value (a CONST_SHAPE output)",
-         f"got a {t.dtype} tensor")
+    _err(
+        t.dtype != DType.SHAPE,
+        f"input '{name}' must be a shape_t value (a CONST_SHAPE output)",
+        f"got a {t.dtype} tensor",
+    )
     vals = shape_value(t)
     if vals is not None and length is not None:
         _err(len(vals) != length, f"input '{name}' must hold {length} values", f"got {vals}")
@@ -373,12 +479,22 @@ def _pad(c: _Ctx) -> list[Inferred]:
     if pads is None:
         return [Inferred(c.declared_shape(), t.dtype)]
     for i in range(t.rank):
-        _err(pads[2 * i] < 0 or pads[2 * i + 1] < 0, "ERROR_IF(padding[i * 2] < 0 || padding[(i * 2) + 1] < 0)",
-             f"padding={pads}")
+        _err(
+            pads[2 * i] < 0 or pads[2 * i + 1] < 0,
+            "ERROR_IF(padding[i * 2] < 0 || padding[(i * 2) + 1] < 0)",
+            f"padding={pads}",
+        )
     shape = tuple(pads[2 * i] + d + pads[2 * i + 1] for i, d in enumerate(t.shape))
-    return [Inferred(shape, t.dtype, "ERROR_IF(rank(shape) != rank(shape1))",
-                     dim_rules={i: "ERROR_IF(shape[i] != padding[i * 2] + shape1[i] + padding[(i * 2) + 1])"
-                                for i in range(t.rank)})]
+    return [
+        Inferred(
+            shape,
+            t.dtype,
+            "ERROR_IF(rank(shape) != rank(shape1))",
+            dim_rules={
+                i: "ERROR_IF(shape[i] != padding[i * 2] + shape1[i] + padding[(i * 2) + 1])" for i in range(t.rank)
+            },
+        )
+    ]
 
 
 def _reshape(c: _Ctx) -> list[Inferred]:
@@ -391,8 +507,7 @@ def _reshape(c: _Ctx) -> list[Inferred]:
         rest = int(np.prod([v for v in vals if v != -1], dtype=np.int64))
         if rest > 0 and t.size % rest == 0:
             vals[vals.index(-1)] = t.size // rest
-    _err(any(v < 1 for v in vals), "shape values must be >= 1 (tensor_size: REQUIRE(1 <= shape[i]))",
-         f"shape={vals}")
+    _err(any(v < 1 for v in vals), "shape values must be >= 1 (tensor_size: REQUIRE(1 <= shape[i]))", f"shape={vals}")
     size = int(np.prod(vals, dtype=np.int64))
     _err(size != t.size, rule, f"input {list(t.shape)} has {t.size} elements, shape {vals} has {size}")
     return [Inferred(tuple(vals), t.dtype, "output shape must equal the shape input")]
@@ -410,16 +525,27 @@ def _slice(c: _Ctx) -> list[Inferred]:
     size = _shape_input(c, 2, "size", None)
     if start is None or size is None:
         return [Inferred(c.declared_shape(), t.dtype)]
-    _err(t.rank != len(start) or t.rank != len(size),
-         "ERROR_IF(rank(shape1) != length(start) || rank(shape1) != length(size))",
-         f"rank {t.rank}, start={start}, size={size}")
+    _err(
+        t.rank != len(start) or t.rank != len(size),
+        "ERROR_IF(rank(shape1) != length(start) || rank(shape1) != length(size))",
+        f"rank {t.rank}, start={start}, size={size}",
+    )
     for i in range(t.rank):
         _err(start[i] < 0, "ERROR_IF(start[index] < 0)", f"start={start}")
         _err(size[i] <= 0, "ERROR_IF(size[index] <= 0)", f"size={size}")
-        _err(start[i] + size[i] > t.shape[i], "ERROR_IF(start[index] + size[index] > shape1[index])",
-             f"input {list(t.shape)}, start={start}, size={size}")
-    return [Inferred(tuple(size), t.dtype, "ERROR_IF(rank(shape1) != rank(shape))",
-                     dim_rules={i: "ERROR_IF(shape[index] != size[index])" for i in range(t.rank)})]
+        _err(
+            start[i] + size[i] > t.shape[i],
+            "ERROR_IF(start[index] + size[index] > shape1[index])",
+            f"input {list(t.shape)}, start={start}, size={size}",
+        )
+    return [
+        Inferred(
+            tuple(size),
+            t.dtype,
+            "ERROR_IF(rank(shape1) != rank(shape))",
+            dim_rules={i: "ERROR_IF(shape[index] != size[index])" for i in range(t.rank)},
+        )
+    ]
 
 
 def _tile(c: _Ctx) -> list[Inferred]:
@@ -429,8 +555,14 @@ def _tile(c: _Ctx) -> list[Inferred]:
         return [Inferred(c.declared_shape(), t.dtype)]
     rule = "ERROR_IF(shape1[i] * multiples[i] != shape[i])"
     _err(any(m < 1 for m in mult), "multiples must be >= 1 (output dimensions must be >= 1)", f"multiples={mult}")
-    return [Inferred(tuple(d * m for d, m in zip(t.shape, mult)), t.dtype, "ERROR_IF(rank(shape1) != rank(shape))",
-                     dim_rules={i: rule for i in range(t.rank)})]
+    return [
+        Inferred(
+            tuple(d * m for d, m in zip(t.shape, mult)),
+            t.dtype,
+            "ERROR_IF(rank(shape1) != rank(shape))",
+            dim_rules={i: rule for i in range(t.rank)},
+        )
+    ]
 
 
 def _transpose(c: _Ctx) -> list[Inferred]:
@@ -442,8 +574,14 @@ def _transpose(c: _Ctx) -> list[Inferred]:
         _err(p < 0, "ERROR_IF(index < 0)", f"perms={list(perms)}")
         _err(p in used, "ERROR_IF(indexes_used[index] == true)", f"perms={list(perms)} repeats {p}")
         used.add(p)
-    return [Inferred(tuple(t.shape[p] for p in perms), t.dtype, "ERROR_IF(rank(shape1) != rank(shape))",
-                     dim_rules={i: "ERROR_IF(shape1[perms[i]] != shape[i])" for i in range(t.rank)})]
+    return [
+        Inferred(
+            tuple(t.shape[p] for p in perms),
+            t.dtype,
+            "ERROR_IF(rank(shape1) != rank(shape))",
+            dim_rules={i: "ERROR_IF(shape1[perms[i]] != shape[i])" for i in range(t.rank)},
+        )
+    ]
 
 
 def _gather(c: _Ctx) -> list[Inferred]:
@@ -480,20 +618,39 @@ def _resize(c: _Ctx) -> list[Inferred]:
     syn, syd, sxn, sxd = scale
     oy, ox = offset
     by, bx = border
-    _err(min(scale) <= 0, "ERROR_IF(scale_y_n <= 0 || scale_y_d <= 0 || scale_x_n <= 0 || scale_x_d <= 0)",
-         f"scale={scale}")
-    _err(syn > (1 << 11) or sxn > (1 << 11), "ERROR_IF(scale_y_n > (1 << 11) || scale_x_n > (1 << 11))",
-         f"scale={scale}")
-    _err(syd >= 16 * syn or sxd >= 16 * sxn, "ERROR_IF(scale_y_d >= 16 * scale_y_n || scale_x_d >= 16 * scale_x_n)",
-         f"scale={scale}")
-    _err(oy < -syn or oy >= 16 * syn, "ERROR_IF(offset_y < -scale_y_n || offset_y >= 16 * scale_y_n)",
-         f"offset={offset}, scale={scale}")
-    _err(ox < -sxn or ox >= 16 * sxn, "ERROR_IF(offset_x < -scale_x_n || offset_x >= 16 * scale_x_n)",
-         f"offset={offset}, scale={scale}")
-    _err(by < -16 * syn or by >= syn, "ERROR_IF(border_y < -16 * scale_y_n || border_y >= scale_y_n)",
-         f"border={border}, scale={scale}")
-    _err(bx < -16 * sxn or bx >= sxn, "ERROR_IF(border_x < -16 * scale_x_n || border_x >= scale_x_n)",
-         f"border={border}, scale={scale}")
+    _err(
+        min(scale) <= 0,
+        "ERROR_IF(scale_y_n <= 0 || scale_y_d <= 0 || scale_x_n <= 0 || scale_x_d <= 0)",
+        f"scale={scale}",
+    )
+    _err(
+        syn > (1 << 11) or sxn > (1 << 11), "ERROR_IF(scale_y_n > (1 << 11) || scale_x_n > (1 << 11))", f"scale={scale}"
+    )
+    _err(
+        syd >= 16 * syn or sxd >= 16 * sxn,
+        "ERROR_IF(scale_y_d >= 16 * scale_y_n || scale_x_d >= 16 * scale_x_n)",
+        f"scale={scale}",
+    )
+    _err(
+        oy < -syn or oy >= 16 * syn,
+        "ERROR_IF(offset_y < -scale_y_n || offset_y >= 16 * scale_y_n)",
+        f"offset={offset}, scale={scale}",
+    )
+    _err(
+        ox < -sxn or ox >= 16 * sxn,
+        "ERROR_IF(offset_x < -scale_x_n || offset_x >= 16 * scale_x_n)",
+        f"offset={offset}, scale={scale}",
+    )
+    _err(
+        by < -16 * syn or by >= syn,
+        "ERROR_IF(border_y < -16 * scale_y_n || border_y >= scale_y_n)",
+        f"border={border}, scale={scale}",
+    )
+    _err(
+        bx < -16 * sxn or bx >= sxn,
+        "ERROR_IF(border_x < -16 * scale_x_n || border_x >= scale_x_n)",
+        f"border={border}, scale={scale}",
+    )
     rh = "ERROR_IF(OH != idiv_check((IH - 1) * scale_y_n - offset_y + border_y, scale_y_d) + 1)"
     rw = "ERROR_IF(OW != idiv_check((IW - 1) * scale_x_n - offset_x + border_x, scale_x_d) + 1)"
     oh = idiv_check((ih - 1) * syn - oy + by, syd, rh) + 1
@@ -539,15 +696,21 @@ def _cond_if(c: _Ctx) -> list[Inferred]:
     then = _region_block(c, "then_graph")
     if then is None:
         return _declared(c)
-    return [Inferred(then.tensors[n].shape if n in then.tensors else None,
-                     then.tensors[n].dtype if n in then.tensors else None,
-                     "ERROR_IF(tensor_list_shape(output_list) != tosa_output_shape(then_graph))")
-            for n in then.outputs]
+    return [
+        Inferred(
+            then.tensors[n].shape if n in then.tensors else None,
+            then.tensors[n].dtype if n in then.tensors else None,
+            "ERROR_IF(tensor_list_shape(output_list) != tosa_output_shape(then_graph))",
+        )
+        for n in then.outputs
+    ]
 
 
 def _while_loop(c: _Ctx) -> list[Inferred]:
-    return [Inferred(t.shape, t.dtype, "ERROR_IF(tensor_list_shape(input_list) != tensor_list_shape(output_list))")
-            for t in c.inputs]
+    return [
+        Inferred(t.shape, t.dtype, "ERROR_IF(tensor_list_shape(input_list) != tensor_list_shape(output_list))")
+        for t in c.inputs
+    ]
 
 
 def _none(c: _Ctx) -> list[Inferred]:
@@ -558,12 +721,34 @@ _FAMILIES: dict[str, Callable[[_Ctx], list[Inferred]]] = {
     **{op: _elementwise_binary for op in BINARY_SAME + COMPARISON + ("MUL",)},
     **{op: _elementwise_unary for op in UNARY_SAME + ("CAST", "RESCALE", "TABLE")},
     **{op: _reduce for op in REDUCE},
-    "SELECT": _select, "ARGMAX": _argmax, "AVG_POOL2D": _pool2d, "MAX_POOL2D": _pool2d, "CONV2D": _conv2d,
-    "CONV3D": _conv3d, "DEPTHWISE_CONV2D": _depthwise_conv2d, "TRANSPOSE_CONV2D": _transpose_conv2d,
-    "MATMUL": _matmul, "FFT2D": _fft2d, "RFFT2D": _rfft2d, "CONCAT": _concat, "PAD": _pad, "RESHAPE": _reshape,
-    "REVERSE": _reverse, "SLICE": _slice, "TILE": _tile, "TRANSPOSE": _transpose, "GATHER": _gather,
-    "SCATTER": _scatter, "RESIZE": _resize, "CONST": _const, "CONST_SHAPE": _const_shape, "CUSTOM": _declared,
-    "COND_IF": _cond_if, "WHILE_LOOP": _while_loop, "VARIABLE": _none, "VARIABLE_WRITE": _none,
+    "SELECT": _select,
+    "ARGMAX": _argmax,
+    "AVG_POOL2D": _pool2d,
+    "MAX_POOL2D": _pool2d,
+    "CONV2D": _conv2d,
+    "CONV3D": _conv3d,
+    "DEPTHWISE_CONV2D": _depthwise_conv2d,
+    "TRANSPOSE_CONV2D": _transpose_conv2d,
+    "MATMUL": _matmul,
+    "FFT2D": _fft2d,
+    "RFFT2D": _rfft2d,
+    "CONCAT": _concat,
+    "PAD": _pad,
+    "RESHAPE": _reshape,
+    "REVERSE": _reverse,
+    "SLICE": _slice,
+    "TILE": _tile,
+    "TRANSPOSE": _transpose,
+    "GATHER": _gather,
+    "SCATTER": _scatter,
+    "RESIZE": _resize,
+    "CONST": _const,
+    "CONST_SHAPE": _const_shape,
+    "CUSTOM": _declared,
+    "COND_IF": _cond_if,
+    "WHILE_LOOP": _while_loop,
+    "VARIABLE": _none,
+    "VARIABLE_WRITE": _none,
     "VARIABLE_READ": _declared,
 }
 
@@ -596,9 +781,13 @@ def infer(op: Operator, block: Block, graph: Graph | None = None) -> list[tuple[
     return [(o.shape, o.dtype) for o in infer_detailed(op, block, graph)]
 
 
-def infer_from(op_name: str, input_tensors: Sequence[Tensor], attrs: dict[str, Any],
-               out_dtype: DTypeLike | list[DTypeLike | None] | tuple[DTypeLike | None, ...] | None = None,
-               graph: Graph | None = None) -> list[tuple[Shape | None, DType | None]]:
+def infer_from(
+    op_name: str,
+    input_tensors: Sequence[Tensor],
+    attrs: dict[str, Any],
+    out_dtype: DTypeLike | list[DTypeLike | None] | tuple[DTypeLike | None, ...] | None = None,
+    graph: Graph | None = None,
+) -> list[tuple[Shape | None, DType | None]]:
     """`infer` without a Block, for graph builders. `out_dtype` supplies the output type where inputs don't
     determine it (CAST, RESCALE, CUSTOM, MATMUL with fp16 inputs); a list gives one per output."""
     dtypes: list[DType | None] | None

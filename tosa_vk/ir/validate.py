@@ -12,6 +12,7 @@ shape values are known and used):
 
 Errors name the operator, its index in its block, its first output and region, and the rule (spec text).
 """
+
 from __future__ import annotations
 
 import enum
@@ -29,10 +30,24 @@ from .shapes import infer_detailed, shape_value
 
 # Table 4 "Level maxima"
 LEVELS: dict[str, dict[str, int]] = {
-    "8K": dict(MAX_RANK=6, MAX_KERNEL=8192, MAX_STRIDE=8192, MAX_SCALE=256, MAX_LOG2_SIZE=31, MAX_NESTING=6,
-               MAX_TENSOR_LIST_SIZE=64),
-    "none": dict(MAX_RANK=32, MAX_KERNEL=2147483647, MAX_STRIDE=2147483647, MAX_SCALE=2048, MAX_LOG2_SIZE=63,
-                 MAX_NESTING=256, MAX_TENSOR_LIST_SIZE=256),
+    "8K": dict(
+        MAX_RANK=6,
+        MAX_KERNEL=8192,
+        MAX_STRIDE=8192,
+        MAX_SCALE=256,
+        MAX_LOG2_SIZE=31,
+        MAX_NESTING=6,
+        MAX_TENSOR_LIST_SIZE=64,
+    ),
+    "none": dict(
+        MAX_RANK=32,
+        MAX_KERNEL=2147483647,
+        MAX_STRIDE=2147483647,
+        MAX_SCALE=2048,
+        MAX_LOG2_SIZE=63,
+        MAX_NESTING=256,
+        MAX_TENSOR_LIST_SIZE=256,
+    ),
 }
 
 _ACC_TYPES = (DType.INT32, DType.INT48, DType.FP16, DType.FP32)  # acc_type_t
@@ -106,8 +121,11 @@ class _Validator:
                         if sub in path:
                             self.fail(f"{attr} '{sub}' is recursive (regions {' -> '.join(path + (sub,))})", **where)
                         if len(path) - 1 >= self.L["MAX_NESTING"]:
-                            self.fail(f"ERROR_IF(tosa_nesting_depth >= MAX_NESTING): depth {len(path) - 1}, "
-                                      f"MAX_NESTING={self.L['MAX_NESTING']}", **where)
+                            self.fail(
+                                f"ERROR_IF(tosa_nesting_depth >= MAX_NESTING): depth {len(path) - 1}, "
+                                f"MAX_NESTING={self.L['MAX_NESTING']}",
+                                **where,
+                            )
                         if self.depth.get(sub, -1) < len(path):
                             self.depth[sub] = len(path)
                             stack.append((sub, path + (sub,)))
@@ -128,11 +146,21 @@ class _Validator:
             for o in op.outputs:
                 variable = o in block.tensors and block.tensors[o].variable  # VARIABLE, then VARIABLE_WRITEs
                 if o in producers and not variable:
-                    self.fail(f"tensor '{o}' is written twice (also by operator #{producers[o]})",
-                              op=op.op, index=i, output=o, region=region.name)
+                    self.fail(
+                        f"tensor '{o}' is written twice (also by operator #{producers[o]})",
+                        op=op.op,
+                        index=i,
+                        output=o,
+                        region=region.name,
+                    )
                 if o in block.inputs:
-                    self.fail(f"tensor '{o}' is a block input and may not be written by an operator",
-                              op=op.op, index=i, output=o, region=region.name)
+                    self.fail(
+                        f"tensor '{o}' is a block input and may not be written by an operator",
+                        op=op.op,
+                        index=i,
+                        output=o,
+                        region=region.name,
+                    )
                 producers[o] = i
         # Defined before use: block inputs, variables, constant data without a producer, earlier outputs.
         defined = set(block.inputs)
@@ -141,8 +169,11 @@ class _Validator:
             loc = Site(op=op.op, index=i, output=op.outputs[0] if op.outputs else None, **where)
             for n in op.inputs:
                 if n not in block.tensors:
-                    hint = "" if region is self.graph.regions[0] else (
-                        "; a control-flow graph reads only its own inputs, constants and earlier outputs")
+                    hint = (
+                        ""
+                        if region is self.graph.regions[0]
+                        else ("; a control-flow graph reads only its own inputs, constants and earlier outputs")
+                    )
                     self.fail(f"input '{n}' is not a tensor of block '{block.name}' (undefined name){hint}", **loc)
                 if n not in defined:
                     later = f" (written later by operator #{producers[n]})" if n in producers else ""
@@ -163,8 +194,11 @@ class _Validator:
 
     def rank(self, t: Tensor) -> None:
         if not t.unranked and t.rank > self.L["MAX_RANK"]:
-            raise TosaError(f"LEVEL_CHECK(rank(shape) <= MAX_RANK): tensor '{t.name}' has rank {t.rank}, "
-                            f"MAX_RANK={self.L['MAX_RANK']}", file=self.file)
+            raise TosaError(
+                f"LEVEL_CHECK(rank(shape) <= MAX_RANK): tensor '{t.name}' has rank {t.rank}, "
+                f"MAX_RANK={self.L['MAX_RANK']}",
+                file=self.file,
+            )
 
     def tensor(self, t: Tensor, where: Site) -> None:
         if t.unranked:
@@ -175,8 +209,11 @@ class _Validator:
             self.fail(f"tensor '{t.name}' has no element type (UNKNOWN)", **where)
         size = int(np.prod(t.shape, dtype=object)) * max(1, t.dtype.bits // 8)
         if size > (1 << self.L["MAX_LOG2_SIZE"]) - 1:
-            self.fail(f"tensor '{t.name}' of {list(t.shape)} {t.dtype} has {size} bytes, more than tensor_size_t "
-                      f"holds (1 << MAX_LOG2_SIZE) - 1", **where)
+            self.fail(
+                f"tensor '{t.name}' of {list(t.shape)} {t.dtype} has {size} bytes, more than tensor_size_t "
+                f"holds (1 << MAX_LOG2_SIZE) - 1",
+                **where,
+            )
         if t.data is not None:
             data = np.asarray(t.data)
             if data.size != t.size:
@@ -212,15 +249,21 @@ class _Validator:
             lists = [o.name for o in operands if o.is_list]
             if lists:
                 if len(have) < len(fixed):
-                    raise TosaError(f"wrong number of {kind}: {op.op} takes {', '.join(fixed)} and a list "
-                                    f"{lists[0]}, got {len(have)}")
+                    raise TosaError(
+                        f"wrong number of {kind}: {op.op} takes {', '.join(fixed)} and a list "
+                        f"{lists[0]}, got {len(have)}"
+                    )
                 n = len(have) - len(fixed)
                 if n > self.L["MAX_TENSOR_LIST_SIZE"]:
-                    raise TosaError(f"LEVEL_CHECK(tensor_list_shape({lists[0]}) <= MAX_TENSOR_LIST_SIZE): "
-                                    f"{n} tensors, MAX_TENSOR_LIST_SIZE={self.L['MAX_TENSOR_LIST_SIZE']}")
+                    raise TosaError(
+                        f"LEVEL_CHECK(tensor_list_shape({lists[0]}) <= MAX_TENSOR_LIST_SIZE): "
+                        f"{n} tensors, MAX_TENSOR_LIST_SIZE={self.L['MAX_TENSOR_LIST_SIZE']}"
+                    )
             elif len(have) != len(fixed):
-                raise TosaError(f"wrong number of {kind}: {op.op} takes {len(fixed)} ({', '.join(fixed) or 'none'}),"
-                                f" got {len(have)}")
+                raise TosaError(
+                    f"wrong number of {kind}: {op.op} takes {len(fixed)} ({', '.join(fixed) or 'none'}),"
+                    f" got {len(have)}"
+                )
 
     def attributes(self, spec: _ops.OpSpec, op: Operator) -> None:
         if spec.chapter == "variable":
@@ -252,8 +295,11 @@ class _Validator:
             elif o.type == "resize_mode_t":
                 ok = _enum(ResizeMode, value) in (ResizeMode.NEAREST, ResizeMode.BILINEAR)
             elif o.type == "rounding_mode_t":
-                ok = _enum(RoundingMode, value) in (RoundingMode.SINGLE_ROUND, RoundingMode.INEXACT_ROUND,
-                                                    RoundingMode.DOUBLE_ROUND)
+                ok = _enum(RoundingMode, value) in (
+                    RoundingMode.SINGLE_ROUND,
+                    RoundingMode.INEXACT_ROUND,
+                    RoundingMode.DOUBLE_ROUND,
+                )
             elif o.type == "tosa_graph_t":
                 ok = isinstance(value, str)
             if not ok:
@@ -267,11 +313,14 @@ class _Validator:
                     continue
                 if o.type == "shape_t":
                     if t.dtype != DType.SHAPE:
-                        raise TosaError(f"{o.name} must be a shape_t value (a CONST_SHAPE output), "
-                                        f"'{t.name}' is a {t.dtype} tensor")
+                        raise TosaError(
+                            f"{o.name} must be a shape_t value (a CONST_SHAPE output), '{t.name}' is a {t.dtype} tensor"
+                        )
                     if shape_value(t) is None:
-                        raise TosaError(f"{o.name} '{t.name}': shape_t values must be resolvable to constants at "
-                                        f"backend compile time (a CONST_SHAPE output)")
+                        raise TosaError(
+                            f"{o.name} '{t.name}': shape_t values must be resolvable to constants at "
+                            f"backend compile time (a CONST_SHAPE output)"
+                        )
                     continue
                 lo, hi = _rank_range(o.rank, self.L["MAX_RANK"])
                 if lo is None:
@@ -281,16 +330,19 @@ class _Validator:
                     shape = f" {o.shape}" if o.shape.startswith("[") else ""
                     raise TosaError(f"{o.name} must have {want}{shape}, '{t.name}' has shape {list(t.shape)}")
                 if t.rank > hi:
-                    raise TosaError(f"LEVEL_CHECK(rank({o.shape}) <= MAX_RANK): {o.name} '{t.name}' has rank "
-                                    f"{t.rank}, limit {hi}")
+                    raise TosaError(
+                        f"LEVEL_CHECK(rank({o.shape}) <= MAX_RANK): {o.name} '{t.name}' has rank {t.rank}, limit {hi}"
+                    )
                 if o.shape == "[1]" and t.shape != (1,):
                     raise TosaError(f"{o.name} must have shape [1], '{t.name}' has {list(t.shape)}")
 
-    def types(self, spec: _ops.OpSpec, op: Operator, block: Block, ins: list[Tensor], outs: list[Tensor]
-              ) -> dict[str, DType]:
+    def types(
+        self, spec: _ops.OpSpec, op: Operator, block: Block, ins: list[Tensor], outs: list[Tensor]
+    ) -> dict[str, DType]:
         """Bind type variables from the tensors and find a Supported Data Types row."""
-        if not spec.types or (spec.chapter == "variable" and
-                              (len(ins), len(outs)) != (len(spec.inputs), len(spec.outputs))):
+        if not spec.types or (
+            spec.chapter == "variable" and (len(ins), len(outs)) != (len(spec.inputs), len(spec.outputs))
+        ):
             return {}
         bound: dict[str, DType] = {}
         seen: list[str] = []
@@ -307,13 +359,17 @@ class _Validator:
                 if o.type == "mul_t":  # RESCALE: mul_t = scale32 ? i32_t : i16_t
                     want = DType.INT32 if op.attrs.get("scale32") else DType.INT16
                     if t.dtype != want:
-                        raise TosaError(f"multiplier must be {want} when scale32={bool(op.attrs.get('scale32'))}, "
-                                        f"'{t.name}' is {t.dtype}")
+                        raise TosaError(
+                            f"multiplier must be {want} when scale32={bool(op.attrs.get('scale32'))}, "
+                            f"'{t.name}' is {t.dtype}"
+                        )
                     continue
                 if bound.setdefault(o.type, t.dtype) != t.dtype:
-                    raise TosaError(f"ERROR_IF(operator data types do not meet requirement of operator Supported Data"
-                                    f" Types): {o.name} is {t.dtype} but another {o.type} operand is {bound[o.type]}"
-                                    f" ({', '.join(seen)})")
+                    raise TosaError(
+                        f"ERROR_IF(operator data types do not meet requirement of operator Supported Data"
+                        f" Types): {o.name} is {t.dtype} but another {o.type} operand is {bound[o.type]}"
+                        f" ({', '.join(seen)})"
+                    )
         if op.op == "CONST" and outs:
             bound["out_t"] = outs[0].dtype
         if "acc_t" in spec.type_vars:
@@ -322,14 +378,17 @@ class _Validator:
                 bound["acc_t"] = acc
                 seen.append(f"acc_type={acc}")
         supported = bool(_ops.matching_types(op.op, bound)) or any(
-            all(r.get(k, v) == v for k, v in bound.items()) for r in _LATER_TYPES.get(op.op, ()))
+            all(r.get(k, v) == v for k, v in bound.items()) for r in _LATER_TYPES.get(op.op, ())
+        )
         if not supported:
-            allowed = "; ".join(dict.fromkeys(
-                ", ".join(f"{k}={v}" for k, v in r.types.items() if k in bound) for r in spec.types))
-            rule = ("ERROR_IF(acc_type does not match acc_t in Supported Data Types)"
-                    if "acc_t" in bound and _ops.matching_types(op.op, {k: v for k, v in bound.items()
-                                                                         if k != "acc_t"})
-                    else "ERROR_IF(operator data types do not meet requirement of operator Supported Data Types)")
+            allowed = "; ".join(
+                dict.fromkeys(", ".join(f"{k}={v}" for k, v in r.types.items() if k in bound) for r in spec.types)
+            )
+            rule = (
+                "ERROR_IF(acc_type does not match acc_t in Supported Data Types)"
+                if "acc_t" in bound and _ops.matching_types(op.op, {k: v for k, v in bound.items() if k != "acc_t"})
+                else "ERROR_IF(operator data types do not meet requirement of operator Supported Data Types)"
+            )
             raise TosaError(f"{rule}: {', '.join(seen)}; supported: {allowed}")
         return bound
 
@@ -342,13 +401,16 @@ class _Validator:
             raise TosaError(f"{op.op} produces {len(inferred)} outputs, {len(outs)} are declared")
         for inf, t in zip(inferred, outs):
             if inf.dtype is not None and t.dtype != inf.dtype:
-                raise TosaError(f"{_out_rule(op, inf.rule, 'dtype')}: output '{t.name}' is declared {t.dtype}, "
-                                f"computed {inf.dtype}")
+                raise TosaError(
+                    f"{_out_rule(op, inf.rule, 'dtype')}: output '{t.name}' is declared {t.dtype}, computed {inf.dtype}"
+                )
             if inf.shape is None or t.unranked:
                 continue
             if len(inf.shape) != t.rank:
-                raise TosaError(f"{_out_rule(op, inf.rule, 'rank')}: output '{t.name}' is declared "
-                                f"{list(t.shape)}, computed {list(inf.shape)}")
+                raise TosaError(
+                    f"{_out_rule(op, inf.rule, 'rank')}: output '{t.name}' is declared "
+                    f"{list(t.shape)}, computed {list(inf.shape)}"
+                )
             for d, (have, want) in enumerate(zip(t.shape, inf.shape)):
                 if have != want:
                     rule = inf.dim_rules.get(d, inf.rule)
@@ -369,8 +431,9 @@ class _Validator:
                     rule = "ERROR_IF(!is_same<in_t,i8_t> && (A_zp != 0 || B_zp != 0))"
                 else:
                     rule = f"ERROR_IF(!is_same<{var},i8_t>() && {name} != 0)"
-                raise TosaError(f"{rule}: {name}={value[0]} for {bound.get(var)}; zero points must be 0 for "
-                                f"non-int8 types")
+                raise TosaError(
+                    f"{rule}: {name}={value[0]} for {bound.get(var)}; zero points must be 0 for non-int8 types"
+                )
 
     def pool_levels(self, op: Operator, ins, outs, bound) -> None:
         self.level_le(op.attrs["kernel"], "MAX_KERNEL", ("kernel_y", "kernel_x"))
@@ -388,12 +451,14 @@ class _Validator:
         kn = {"d": "KD", "y": "KH", "x": "KW"}
         if op.op == "TRANSPOSE_CONV2D":
             self.level_le(ks, "MAX_KERNEL", ("KH", "KW"))
-            self.level_le(op.attrs["out_pad"], "MAX_KERNEL",
-                          ("out_pad_top", "out_pad_bottom", "out_pad_left", "out_pad_right"))
+            self.level_le(
+                op.attrs["out_pad"], "MAX_KERNEL", ("out_pad_top", "out_pad_bottom", "out_pad_left", "out_pad_right")
+            )
         else:
             dil = op.attrs["dilation"]
-            self.level_le([d * k for d, k in zip(dil, ks)], "MAX_KERNEL",
-                          tuple(f"dilation_{a} * {kn[a]}" for a in axes))
+            self.level_le(
+                [d * k for d, k in zip(dil, ks)], "MAX_KERNEL", tuple(f"dilation_{a} * {kn[a]}" for a in axes)
+            )
             self.level_le(op.attrs["pad"], "MAX_KERNEL", pads)
         self.level_le(op.attrs["stride"], "MAX_STRIDE", tuple(f"stride_{a}" for a in axes))
 
@@ -426,21 +491,34 @@ class _Validator:
         izp, ozp = _first(ins[3]), _first(ins[4])
         I8, I16, I32, I48 = DType.INT8, DType.INT16, DType.INT32, DType.INT48
         checks = [
-            (in_t != I8 and (in_t != I16 or not iu) and izp not in (None, 0),
-             "ERROR_IF(!is_same<in_t,i8_t>() && (!is_same<in_t,i16_t>() || input_unsigned == false) && "
-             "input_zp != 0)", f"input_zp={izp}"),
-            (out_t != I8 and (out_t != I16 or not ou) and ozp not in (None, 0),
-             "ERROR_IF(!is_same<out_t,i8_t>() && (!is_same<out_t,i16_t>() || output_unsigned == false) && "
-             "output_zp != 0)", f"output_zp={ozp}"),
-            (in_t == I16 and iu and izp not in (None, 0, 32768) and izp != -32768,
-             "ERROR_IF(is_same<in_t,i16_t>() && input_unsigned == true && input_zp != 0 && input_zp != 32768)",
-             f"input_zp={izp}"),
-            (out_t == I16 and ou and ozp not in (None, 0, 32768) and ozp != -32768,
-             "ERROR_IF(is_same<out_t,i16_t>() && output_unsigned == true && output_zp != 0 && output_zp != 32768)",
-             f"output_zp={ozp}"),
+            (
+                in_t != I8 and (in_t != I16 or not iu) and izp not in (None, 0),
+                "ERROR_IF(!is_same<in_t,i8_t>() && (!is_same<in_t,i16_t>() || input_unsigned == false) && "
+                "input_zp != 0)",
+                f"input_zp={izp}",
+            ),
+            (
+                out_t != I8 and (out_t != I16 or not ou) and ozp not in (None, 0),
+                "ERROR_IF(!is_same<out_t,i8_t>() && (!is_same<out_t,i16_t>() || output_unsigned == false) && "
+                "output_zp != 0)",
+                f"output_zp={ozp}",
+            ),
+            (
+                in_t == I16 and iu and izp not in (None, 0, 32768) and izp != -32768,
+                "ERROR_IF(is_same<in_t,i16_t>() && input_unsigned == true && input_zp != 0 && input_zp != 32768)",
+                f"input_zp={izp}",
+            ),
+            (
+                out_t == I16 and ou and ozp not in (None, 0, 32768) and ozp != -32768,
+                "ERROR_IF(is_same<out_t,i16_t>() && output_unsigned == true && output_zp != 0 && output_zp != 32768)",
+                f"output_zp={ozp}",
+            ),
             (scale32 and in_t == I48, "ERROR_IF(scale32 && is_same<in_t,i48_t>())", ""),
-            (not scale32 and mode == RoundingMode.DOUBLE_ROUND,
-             "ERROR_IF(!scale32 && (rounding_mode == DOUBLE_ROUND))", ""),
+            (
+                not scale32 and mode == RoundingMode.DOUBLE_ROUND,
+                "ERROR_IF(!scale32 && (rounding_mode == DOUBLE_ROUND))",
+                "",
+            ),
             (iu and ou, "ERROR_IF(input_unsigned && output_unsigned)", ""),
             (out_t == I32 and iu, "ERROR_IF(is_same<out_t,i32_t>() && input_unsigned)", ""),
             (in_t == I32 and ou, "ERROR_IF(is_same<in_t,i32_t>() && output_unsigned)", ""),
@@ -456,14 +534,18 @@ class _Validator:
         nc = ins[0].shape[-1] if per_channel and ins[0].rank else 1
         for i, name in ((1, "multiplier"), (2, "shift")):
             if ins[i].shape != (nc,):
-                raise TosaError(f"{name} must have shape [NC] with NC={nc} (per_channel={per_channel}), "
-                                f"'{ins[i].name}' has {list(ins[i].shape)}")
+                raise TosaError(
+                    f"{name} must have shape [NC] with NC={nc} (per_channel={per_channel}), "
+                    f"'{ins[i].name}' has {list(ins[i].shape)}"
+                )
 
     def op_table(self, op: Operator, ins, outs, bound) -> None:
         size = 513 if ins[0].dtype == DType.INT16 else 256
         if ins[1].shape != (size,):
-            raise TosaError(f"table must have shape [TABLE_SIZE] = [{size}] for {ins[0].dtype} input, "
-                            f"'{ins[1].name}' has {list(ins[1].shape)}")
+            raise TosaError(
+                f"table must have shape [TABLE_SIZE] = [{size}] for {ins[0].dtype} input, "
+                f"'{ins[1].name}' has {list(ins[1].shape)}"
+            )
 
     def op_mul(self, op: Operator, ins, outs, bound) -> None:
         shift = _first(ins[2])
@@ -475,14 +557,18 @@ class _Validator:
     def op_reshape(self, op: Operator, ins, outs, bound) -> None:
         vals = shape_value(ins[1])
         if vals is not None and any(v < 1 for v in vals):  # shapes.infer resolves a -1 for builders; 1.0 has none
-            raise TosaError(f"shape values must be >= 1 (tensor_size: REQUIRE(1 <= shape[i]); TOSA 1.0 has no -1 "
-                            f"placeholder): shape={vals}")
+            raise TosaError(
+                f"shape values must be >= 1 (tensor_size: REQUIRE(1 <= shape[i]); TOSA 1.0 has no -1 "
+                f"placeholder): shape={vals}"
+            )
 
     def op_resize(self, op: Operator, ins, outs, bound) -> None:
         scale = shape_value(ins[1])
         if scale is not None and len(scale) == 4 and min(scale) > 0:
-            for (n, d), names in (((scale[0], scale[1]), "scale_y_n/scale_y_d"),
-                                  ((scale[2], scale[3]), "scale_x_n/scale_x_d")):
+            for (n, d), names in (
+                ((scale[0], scale[1]), "scale_y_n/scale_y_d"),
+                ((scale[2], scale[3]), "scale_x_n/scale_x_d"),
+            ):
                 if Fraction(n, d) > self.L["MAX_SCALE"]:
                     raise TosaError(f"LEVEL_CHECK({names} <= MAX_SCALE): {n}/{d}, MAX_SCALE={self.L['MAX_SCALE']}")
 
@@ -491,35 +577,65 @@ class _Validator:
         if cond.dtype != DType.BOOL:
             raise TosaError(f"condition must be T<bool_t>, '{cond.name}' is {cond.dtype}")
         if cond.size != 1:
-            raise TosaError(f"ERROR_IF(tensor_size(shape) != 1): condition '{cond.name}' has shape "
-                            f"{list(cond.shape)}")
+            raise TosaError(f"ERROR_IF(tensor_size(shape) != 1): condition '{cond.name}' has shape {list(cond.shape)}")
         for attr in ("then_graph", "else_graph"):
             sub = self.regions[op.attrs[attr]].blocks[0]
-            _same_list(ins[1:], sub, sub.inputs, f"ERROR_IF(tensor_list_shape(input_list) != "
-                                                 f"tosa_input_shape({attr}))", "input_list", attr)
-            _same_list(outs, sub, sub.outputs, f"ERROR_IF(tensor_list_shape(output_list) != "
-                                               f"tosa_output_shape({attr}))", "output_list", attr)
+            _same_list(
+                ins[1:],
+                sub,
+                sub.inputs,
+                f"ERROR_IF(tensor_list_shape(input_list) != tosa_input_shape({attr}))",
+                "input_list",
+                attr,
+            )
+            _same_list(
+                outs,
+                sub,
+                sub.outputs,
+                f"ERROR_IF(tensor_list_shape(output_list) != tosa_output_shape({attr}))",
+                "output_list",
+                attr,
+            )
 
     def op_while_loop(self, op: Operator, ins, outs, bound) -> None:
         cond = self.regions[op.attrs["cond_graph"]].blocks[0]
         body = self.regions[op.attrs["body_graph"]].blocks[0]
         if len(ins) != len(outs) or any(a.shape != b.shape or a.dtype != b.dtype for a, b in zip(ins, outs)):
-            raise TosaError("ERROR_IF(tensor_list_shape(input_list) != tensor_list_shape(output_list)): "
-                            f"inputs {_sig(ins)}, outputs {_sig(outs)}")
-        _same_list(ins, cond, cond.inputs, "ERROR_IF(tensor_list_shape(input_list) != tosa_input_shape(cond_graph))",
-                   "input_list", "cond_graph")
-        _same_list(ins, body, body.inputs, "ERROR_IF(tensor_list_shape(input_list) != tosa_input_shape(body_graph))",
-                   "input_list", "body_graph")
-        _same_list(ins, body, body.outputs,
-                   "ERROR_IF(tensor_list_shape(input_list) != tosa_output_shape(body_graph))", "input_list",
-                   "body_graph outputs")
+            raise TosaError(
+                "ERROR_IF(tensor_list_shape(input_list) != tensor_list_shape(output_list)): "
+                f"inputs {_sig(ins)}, outputs {_sig(outs)}"
+            )
+        _same_list(
+            ins,
+            cond,
+            cond.inputs,
+            "ERROR_IF(tensor_list_shape(input_list) != tosa_input_shape(cond_graph))",
+            "input_list",
+            "cond_graph",
+        )
+        _same_list(
+            ins,
+            body,
+            body.inputs,
+            "ERROR_IF(tensor_list_shape(input_list) != tosa_input_shape(body_graph))",
+            "input_list",
+            "body_graph",
+        )
+        _same_list(
+            ins,
+            body,
+            body.outputs,
+            "ERROR_IF(tensor_list_shape(input_list) != tosa_output_shape(body_graph))",
+            "input_list",
+            "body_graph outputs",
+        )
         couts = [cond.tensors[n] for n in cond.outputs]
         if len(couts) != 1 or couts[0].size != 1:
-            raise TosaError(f"ERROR_IF(tensor_size(tosa_output_shape(cond_graph)) != 1): cond_graph outputs "
-                            f"{_sig(couts)}")
+            raise TosaError(
+                f"ERROR_IF(tensor_size(tosa_output_shape(cond_graph)) != 1): cond_graph outputs {_sig(couts)}"
+            )
         if couts[0].dtype != DType.BOOL:
-            raise TosaError(f"ERROR_IF(tosa_output_type(cond_graph) != bool_t): cond_graph output is "
-                            f"{couts[0].dtype}")
+            raise TosaError(f"ERROR_IF(tosa_output_type(cond_graph) != bool_t): cond_graph output is {couts[0].dtype}")
 
     def op_const(self, op: Operator, ins, outs, bound) -> None:
         t = outs[0]
@@ -529,8 +645,9 @@ class _Validator:
         if data.size != t.size or (data.shape != t.shape and data.ndim != 1 and data.ndim != 0):
             raise TosaError(f"CONST values of shape {list(data.shape)} do not match the output shape {list(t.shape)}")
         if t.dtype not in (DType.SHAPE,) and data.dtype != t.dtype.numpy:
-            raise TosaError(f"CONST values are stored as {data.dtype}, output '{t.name}' is {t.dtype} "
-                            f"(storage {t.dtype.numpy})")
+            raise TosaError(
+                f"CONST values are stored as {data.dtype}, output '{t.name}' is {t.dtype} (storage {t.dtype.numpy})"
+            )
 
     def op_const_shape(self, op: Operator, ins, outs, bound) -> None:
         t = outs[0]
@@ -552,13 +669,14 @@ _FAMILY_CHECKS = {
 
 # --- helpers ----------------------------------------------------------------------------------------------------
 
+
 def _pair(operands, tensors):
     """(operand, tensor) pairs: operands map to tensors by position, a list operand takes the surplus."""
     surplus = len(tensors) - sum(not o.is_list for o in operands)
     i = 0
     for o in operands:
         take = max(surplus, 0) if o.is_list else 1
-        for t in tensors[i:i + take]:
+        for t in tensors[i : i + take]:
             yield o, t
         i += take
 
@@ -579,8 +697,10 @@ def _same_list(tensors: list[Tensor], block: Block, names: list[str], rule: str,
         raise TosaError(f"{rule}: {what} has {len(tensors)} tensors, {other} {len(sub)}")
     for i, (a, b) in enumerate(zip(tensors, sub)):
         if a.shape != b.shape or a.dtype != b.dtype:
-            raise TosaError(f"{rule}: {what}[{i}] '{a.name}' is {list(a.shape)} {a.dtype}, {other} has "
-                            f"'{b.name}' {list(b.shape)} {b.dtype}")
+            raise TosaError(
+                f"{rule}: {what}[{i}] '{a.name}' is {list(a.shape)} {a.dtype}, {other} has "
+                f"'{b.name}' {list(b.shape)} {b.dtype}"
+            )
 
 
 def _sig(ts: list[Tensor]) -> str:

@@ -5,6 +5,7 @@ a lowering returns None when no kernel does this variant (types, device features
 (tosa_vk/partition.py) then places the operator on the host: lower() turns it into a Host step. CONST /
 CONST_SHAPE values are uploaded once; RESHAPE and IDENTITY share their input's memory. Memory is the plan stage's.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,11 +29,25 @@ if TYPE_CHECKING:
     from ..partition import Partition
 
 LOWERINGS: dict[str, Callable[[LowerCtx], list[Step] | None]] = {}
-CHAPTERS = ("elementwise_binary", "elementwise_unary", "elementwise_ternary", "comparison", "activation",
-            "type_conversion", "reduction", "data_layout", "scatter_gather", "image", "tensor_ops",
-            "convolution", "control_flow", "variable", "custom")
+CHAPTERS = (
+    "elementwise_binary",
+    "elementwise_unary",
+    "elementwise_ternary",
+    "comparison",
+    "activation",
+    "type_conversion",
+    "reduction",
+    "data_layout",
+    "scatter_gather",
+    "image",
+    "tensor_ops",
+    "convolution",
+    "control_flow",
+    "variable",
+    "custom",
+)
 ALIASING = ("RESHAPE", "IDENTITY")  # outputs share the input's memory: no kernel at all
-MAX_GROUPS = 65535                  # maxComputeWorkGroupCount[0] every Vulkan device offers (the spec's minimum)
+MAX_GROUPS = 65535  # maxComputeWorkGroupCount[0] every Vulkan device offers (the spec's minimum)
 
 
 def lowering(*names: str):
@@ -40,6 +55,7 @@ def lowering(*names: str):
         for name in names:
             LOWERINGS[name] = fn
         return fn
+
     return register
 
 
@@ -53,13 +69,14 @@ def load_all() -> None:
 class LowerCtx:
     """What a lowering sees of one operator. Tensor names are the block's; `kernel()` turns them into the
     program-wide names (a region's tensors are qualified by `prefix`, e.g. "BODY_BLOCK::x")."""
+
     op: Operator
     index: int
     block: Block
     target: Target
-    temps: dict[str, Tensor]                  # the constants and scratch tensors this operator's kernels add
-    prefix: str = ""                          # "" in the main block
-    compiler: Compilation | None = None     # for operators with regions or program-wide state
+    temps: dict[str, Tensor]  # the constants and scratch tensors this operator's kernels add
+    prefix: str = ""  # "" in the main block
+    compiler: Compilation | None = None  # for operators with regions or program-wide state
 
     def add_constant(self, values: np.ndarray, dtype: DType) -> str:
         """A constant made at load time (e.g. weights packed into the layout a kernel wants); uploaded once.
@@ -115,9 +132,16 @@ class LowerCtx:
         """The value of input i when it is a compile-time constant (CONST / CONST_SHAPE), else None."""
         return self.inputs[i].data
 
-    def kernel(self, shader: str, bindings: dict[str, str], defines: dict[str, str] | None = None,
-               push: Push | None = None, groups: tuple[int, int, int] | None = None,
-               invocations: int | None = None, writes: tuple[str, ...] | None = None) -> Kernel:
+    def kernel(
+        self,
+        shader: str,
+        bindings: dict[str, str],
+        defines: dict[str, str] | None = None,
+        push: Push | None = None,
+        groups: tuple[int, int, int] | None = None,
+        invocations: int | None = None,
+        writes: tuple[str, ...] | None = None,
+    ) -> Kernel:
         """A dispatch of shaders/<shader>.comp. `bindings` maps binding names (A, B, O, ...) -> tensor names,
         in binding order; each gets the type defines of its tensor. `push`: the values packed by the shader's
         layout (tosa_vk/lower/push.py). The kernel writes the bindings whose tensor is an output of the operator,
@@ -133,9 +157,17 @@ class LowerCtx:
         outs = {self.q(n) for n in (self.op.outputs if writes is None else writes)}
         names = tuple(self.q(n) for n in bindings.values())
         data, layout = push if push is not None else (b"", ())
-        return Kernel(self.label, shader, tuple(sorted(all_defines.items())), names, data, groups,
-                      reads=tuple(n for n in names if n not in outs), writes=tuple(n for n in names if n in outs),
-                      push_layout=layout)
+        return Kernel(
+            self.label,
+            shader,
+            tuple(sorted(all_defines.items())),
+            names,
+            data,
+            groups,
+            reads=tuple(n for n in names if n not in outs),
+            writes=tuple(n for n in names if n in outs),
+            push_layout=layout,
+        )
 
 
 def spill(groups: int, max_x: int = MAX_GROUPS) -> tuple[int, int, int]:
@@ -157,6 +189,7 @@ def grid_1d(invocations: int, max_x: int = MAX_GROUPS) -> tuple[int, int, int]:
 class Lowered:
     """The lower stage's result, the plan stage's input: steps over program-wide tensor names, every tensor that
     needs memory, which share memory (`root`), constants (uploaded once) and variables."""
+
     steps: list[Step]
     tensors: dict[str, Tensor]
     root: dict[str, str]
@@ -182,8 +215,16 @@ def lower(graph: Graph, target: Target, partition: Partition) -> Lowered:
             c.constants[name] = data
         c.declare(name, block.tensors[name])
     c.constants.update({n: t.data for n, t in c.temps.items() if t.data is not None})
-    return Lowered(steps, {**c.tensors, **c.temps}, c.root, c.constants, c.variables, c.placement,
-                   list(block.inputs), list(block.outputs))
+    return Lowered(
+        steps,
+        {**c.tensors, **c.temps},
+        c.root,
+        c.constants,
+        c.variables,
+        c.placement,
+        list(block.inputs),
+        list(block.outputs),
+    )
 
 
 def try_lower(op: Operator, index: int, block: Block, target: Target) -> tuple[list[Step], dict[str, Tensor]] | None:
@@ -206,8 +247,8 @@ class Compilation:
     def __init__(self, graph: Graph, target: Target, partition: Partition):
         self.regions = {r.name: r.blocks[0] for r in graph.regions}
         self.target, self.partition = target, partition
-        self.tensors: dict[str, Tensor] = {}      # program-wide name -> tensor (named so)
-        self.root: dict[str, str] = {}            # alias -> the tensor whose memory it shares
+        self.tensors: dict[str, Tensor] = {}  # program-wide name -> tensor (named so)
+        self.root: dict[str, str] = {}  # alias -> the tensor whose memory it shares
         self.constants: dict[str, np.ndarray] = {}
         self.temps: dict[str, Tensor] = {}
         self.placement: list[Placement] = []
@@ -253,9 +294,13 @@ class Compilation:
                 if found is None:
                     lowered = LOWERINGS[op.op](ctx)
                     found = None if lowered is None else (lowered, ctx.temps)
-                if found is None:   # the partition saw a kernel for this variant: the lowering must agree
-                    raise TosaError("internal: the lowering declined an operator placed on Vulkan", op=op.op,
-                                    index=index, region=prefix.removesuffix("::") or None)
+                if found is None:  # the partition saw a kernel for this variant: the lowering must agree
+                    raise TosaError(
+                        "internal: the lowering declined an operator placed on Vulkan",
+                        op=op.op,
+                        index=index,
+                        region=prefix.removesuffix("::") or None,
+                    )
                 steps.extend(found[0])
                 self.temps.update(found[1])
             self.placement.append(Placement(ctx.label, placed.where, placed.reason))
@@ -266,12 +311,23 @@ def copy_step(ctx: LowerCtx, src: str, dst: str) -> Step:
     """A whole-tensor copy between regions or into a variable (names as LowerCtx.kernel takes them): a copy kernel,
     or a host copy where the device cannot move elements of this width (no 8 / 16-bit storage access)."""
     from .data_layout import copy
+
     kernel = copy(ctx, src, dst)
     if kernel is not None:
         return kernel
     s, d = ctx.tensor(src), ctx.tensor(dst)
-    return Host(f"{ctx.label} copy", "IDENTITY", {}, (ctx.q(src),), (None,), (s.dtype.name,), (d.dtype.name,),
-                (d.shape,), reads=(ctx.q(src),), writes=(ctx.q(dst),))
+    return Host(
+        f"{ctx.label} copy",
+        "IDENTITY",
+        {},
+        (ctx.q(src),),
+        (None,),
+        (s.dtype.name,),
+        (d.dtype.name,),
+        (d.shape,),
+        reads=(ctx.q(src),),
+        writes=(ctx.q(dst),),
+    )
 
 
 def host_step(ctx: LowerCtx, tensors: dict[str, Tensor]) -> Host:
@@ -280,8 +336,15 @@ def host_step(ctx: LowerCtx, tensors: dict[str, Tensor]) -> Host:
     op = ctx.op
     names = tuple(ctx.q(n) if ctx.q(n) in tensors else "" for n in op.inputs)
     constants = tuple(None if name else ctx.block.tensors[n].data for name, n in zip(names, op.inputs))
-    return Host(ctx.label, op.op, dict(op.attrs), names, constants, tuple(t.dtype.name for t in ctx.inputs),
-                tuple(t.dtype.name for t in ctx.outputs), tuple(t.shape for t in ctx.outputs),
-                reads=tuple(n for n in names if n), writes=tuple(map(ctx.q, op.outputs)))
-
-
+    return Host(
+        ctx.label,
+        op.op,
+        dict(op.attrs),
+        names,
+        constants,
+        tuple(t.dtype.name for t in ctx.inputs),
+        tuple(t.dtype.name for t in ctx.outputs),
+        tuple(t.shape for t in ctx.outputs),
+        reads=tuple(n for n in names if n),
+        writes=tuple(map(ctx.q, op.outputs)),
+    )

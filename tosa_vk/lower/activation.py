@@ -3,6 +3,7 @@
 CLAMP is exact (min_val / max_val are representable in the int / fp32 push constants). ERF, SIGMOID and TANH
 are computed in fp64 by shaders/include/unary.glsl and rounded once to fp32, then to the output type.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,9 +19,13 @@ from .types import glsl_storage
 FLOATS = (DType.FP32, DType.FP16, DType.BF16)
 
 
-def activation(ctx: LowerCtx, op_expr: str, defines: dict[str, str] | None = None,
-               bounds: tuple[int, int] | tuple[float, float] = (0, 0), block: PushLayout = push.CLAMP_INT
-               ) -> list[Kernel]:
+def activation(
+    ctx: LowerCtx,
+    op_expr: str,
+    defines: dict[str, str] | None = None,
+    bounds: tuple[int, int] | tuple[float, float] = (0, 0),
+    block: PushLayout = push.CLAMP_INT,
+) -> list[Kernel]:
     a, out = ctx.inputs[0], ctx.outputs[0]
     values = block.pack(out.size, *bounds)
     defines = {"OP(x)": op_expr, **(defines or {})}
@@ -28,8 +33,7 @@ def activation(ctx: LowerCtx, op_expr: str, defines: dict[str, str] | None = Non
     if out.size % 4 == 0:  # 4-vector loads: about twice the bandwidth on lavapipe
         defines.update({"VEC4": "1", "A_T4": VEC4[glsl_storage(a.dtype)], "O_T4": VEC4[glsl_storage(out.dtype)]})
         invocations = out.size // 4
-    return [ctx.kernel("activation/activation", {"A": a.name, "O": out.name}, defines, values,
-                       invocations=invocations)]
+    return [ctx.kernel("activation/activation", {"A": a.name, "O": out.name}, defines, values, invocations=invocations)]
 
 
 @lowering("CLAMP")
@@ -41,8 +45,9 @@ def CLAMP(ctx: LowerCtx):
         mode = ctx.attr("nan_mode", NanPropagationMode.PROPAGATE)
         rule = "ignore" if mode == NanPropagationMode.IGNORE else "propagate"
         fbounds = (float(np.asarray(lo).astype(np.float64)), float(np.asarray(hi).astype(np.float64)))
-        return activation(ctx, f"min_{rule}(max_{rule}(x, p.lo), p.hi)", {"CLAMP_T": "float"}, fbounds,
-                          push.CLAMP_FLOAT)
+        return activation(
+            ctx, f"min_{rule}(max_{rule}(x, p.lo), p.hi)", {"CLAMP_T": "float"}, fbounds, push.CLAMP_FLOAT
+        )
     if t in (DType.INT8, DType.INT16, DType.INT32):
         return activation(ctx, "clamp(x, p.lo, p.hi)", {"CLAMP_T": "int"}, (int(lo), int(hi)))
     return None

@@ -1,5 +1,6 @@
 """Comparison operators (spec 2.8) on Vulkan: shaders/elementwise_binary/binary.comp with a bool result.
 GLSL float comparisons are ordered (a NaN operand gives false) and -0 == +0, as the spec requires."""
+
 from __future__ import annotations
 
 from ..ir.dtype import DType

@@ -8,6 +8,7 @@ once, the cond and body regions read them in place, and the body's last kernels 
 read). Only the condition, one bool, is read back by the host; where the device has conditional rendering, the cond
 region also writes it as a uint32 predicate so the runtime can record iterations ahead (tosa_vk/vulkan/runtime.py).
 """
+
 from __future__ import annotations
 
 from ..ir.dtype import DType
@@ -61,8 +62,8 @@ def WHILE_LOOP(ctx: LowerCtx) -> list[Step]:
     for k, (src, dst) in enumerate(zip(results, state)):
         root = c.root.get(src, src)
         if root == roots[k]:
-            continue                      # the carried value passes through unchanged
-        if root in roots:                 # another carried tensor: stage it before any is overwritten
+            continue  # the carried value passes through unchanged
+        if root in roots:  # another carried tensor: stage it before any is overwritten
             t = ctx.tensor(src)
             tmp = ctx.temporary(t.shape, t.dtype)
             staged.append((src, tmp))
@@ -72,7 +73,11 @@ def WHILE_LOOP(ctx: LowerCtx) -> list[Step]:
     predicate = ""
     if ctx.target.has("conditionalRendering"):
         predicate = ctx.temporary((1,), DType.INT32)
-        cond.append(ctx.kernel("control_flow/predicate", {"A": condition, "O": predicate}, groups=(1, 1, 1),
-                               writes=(predicate,)))
-    return enter + [Loop(ctx.label, cond, condition, body + stage_steps + back_steps, writes=tuple(state),
-                         predicate=predicate)]
+        cond.append(
+            ctx.kernel(
+                "control_flow/predicate", {"A": condition, "O": predicate}, groups=(1, 1, 1), writes=(predicate,)
+            )
+        )
+    return enter + [
+        Loop(ctx.label, cond, condition, body + stage_steps + back_steps, writes=tuple(state), predicate=predicate)
+    ]

@@ -4,6 +4,7 @@ Kernels in shaders/convolution/ are specialised per operator: the geometry (shap
 constant zero points) is compiled in, so index arithmetic folds and the per-tile loops unroll. Each invocation
 computes a register tile of output pixels x output channels; the channel block comes from gl_WorkGroupID.y.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,19 +33,30 @@ _UNPACK4 = {
     DType.FP32: (4, "uintBitsToFloat(g)"),
     DType.FP16: (2, "vec4(unpackHalf2x16((g).x), unpackHalf2x16((g).y))"),
     DType.BF16: (2, "uintBitsToFloat(uvec4((g).x << 16, (g).x & 0xffff0000u, (g).y << 16, (g).y & 0xffff0000u))"),
-    DType.FP8E4M3: (1, "vec4(fp8e4m3_to_f32(uint8_t(g)), fp8e4m3_to_f32(uint8_t((g) >> 8)), "
-                       "fp8e4m3_to_f32(uint8_t((g) >> 16)), fp8e4m3_to_f32(uint8_t((g) >> 24)))"),
-    DType.FP8E5M2: (1, "vec4(unpackHalf2x16(((g) << 8) & 0xff00u).x, unpackHalf2x16((g) & 0xff00u).x, "
-                       "unpackHalf2x16(((g) >> 8) & 0xff00u).x, unpackHalf2x16(((g) >> 16) & 0xff00u).x)"),
+    DType.FP8E4M3: (
+        1,
+        "vec4(fp8e4m3_to_f32(uint8_t(g)), fp8e4m3_to_f32(uint8_t((g) >> 8)), "
+        "fp8e4m3_to_f32(uint8_t((g) >> 16)), fp8e4m3_to_f32(uint8_t((g) >> 24)))",
+    ),
+    DType.FP8E5M2: (
+        1,
+        "vec4(unpackHalf2x16(((g) << 8) & 0xff00u).x, unpackHalf2x16((g) & 0xff00u).x, "
+        "unpackHalf2x16(((g) >> 8) & 0xff00u).x, unpackHalf2x16(((g) >> 16) & 0xff00u).x)",
+    ),
     DType.INT8: (1, "((ivec4(g) << ivec4(24, 16, 8, 0)) >> 24)"),
     DType.INT4: (1, "((ivec4(g) << ivec4(24, 16, 8, 0)) >> 24)"),
     DType.INT16: (2, "((ivec4((g).xxyy) << ivec4(16, 0, 16, 0)) >> 16)"),
 }
 _GROUP = {  # (words per chunk, words per group of 4 elements) -> GLSL words of group q of chunk t
-    (1, 1): "(t)", (2, 2): "(t)", (4, 4): "(t)", (2, 1): "(t)[q]", (4, 1): "(t)[q]",
+    (1, 1): "(t)",
+    (2, 2): "(t)",
+    (4, 4): "(t)",
+    (2, 1): "(t)[q]",
+    (4, 1): "(t)[q]",
     (4, 2): "uvec2((t)[2 * (q)], (t)[2 * (q) + 1])",
     (8, 4): "uvec4(unpackUint2x32((t)[2 * (q)]), unpackUint2x32((t)[2 * (q) + 1]))",
-    (8, 2): "unpackUint2x32((t)[q])", (8, 1): "uint((t)[(q) / 2] >> (32 * ((q) % 2)))",
+    (8, 2): "unpackUint2x32((t)[q])",
+    (8, 1): "uint((t)[(q) / 2] >> (32 * ((q) % 2)))",
 }
 
 
@@ -82,8 +94,11 @@ def _common(ctx: LowerCtx) -> tuple[dict[str, str], dict[str, str]] | None:
     if out.dtype == DType.INT48 and not ctx.target.has("shaderInt64"):
         return None
     acc = "int64_t" if out.dtype == DType.INT48 else "int" if integer else "float"
-    defines = {"ACC_T": acc, "ACC4_T": {"int64_t": "i64vec4", "int": "ivec4", "float": "vec4"}[acc],
-               "O_T4": VEC4[glsl_storage(out.dtype)]}
+    defines = {
+        "ACC_T": acc,
+        "ACC4_T": {"int64_t": "i64vec4", "int": "ivec4", "float": "vec4"}[acc],
+        "O_T4": VEC4[glsl_storage(out.dtype)],
+    }
     if bias.size == 1:
         defines["BIAS_SCALAR"] = "1"
     extra: dict[str, str] = {}
@@ -132,8 +147,9 @@ def _pixels(p: int, rows: int, width: int, blocks: int) -> int:
     return p
 
 
-def _kernel(ctx: LowerCtx, shader: str, defines: dict, extra: dict, groups, outer: int = 0, k: int = 0,
-            ve: int = 1) -> list:
+def _kernel(
+    ctx: LowerCtx, shader: str, defines: dict, extra: dict, groups, outer: int = 0, k: int = 0, ve: int = 1
+) -> list:
     """The dispatch, or passes over ranges of the k input channels (VE at a time) when `outer` loop iterations
     around each chunk would exceed the target's loop budget: raw accumulators go through a temporary in the output's
     layout."""
@@ -145,7 +161,7 @@ def _kernel(ctx: LowerCtx, shader: str, defines: dict, extra: dict, groups, oute
     iterations = outer * (chunks + 1)
     if iterations <= ctx.target.loop_budget:
         return [ctx.kernel(shader, bindings, defines, groups=groups)]
-    per = max(1, ctx.target.loop_budget // max(outer, 1) - 1)     # chunks per pass
+    per = max(1, ctx.target.loop_budget // max(outer, 1) - 1)  # chunks per pass
     acc = DType.INT48 if out.dtype == DType.INT48 else DType.INT32 if not out.dtype.is_float else DType.FP32
     temp = ctx.temporary(out.shape, acc)
     bindings["P"] = temp
@@ -184,7 +200,7 @@ def _conv(ctx: LowerCtx, nd: int):
     defines.update(chunk_defines(ic, {"X": x.dtype, "W": w.dtype}, 8, 32 if ctx.target.has("shaderInt64") else 16))
     ve = int(defines["VE"])
     # 4 output channels per vector-matrix product (fp32 arithmetic; int8 exact per chunk row: |sum| < 2^24)
-    mat = ve >= 4 and (x.dtype.is_float or (x.dtype == DType.INT8 and kw * ve * 255 * 255 < 2 ** 24))
+    mat = ve >= 4 and (x.dtype.is_float or (x.dtype == DType.INT8 and kw * ve * 255 * 255 < 2**24))
     if mat:
         defines["MAT"] = "1"
         tc = 8 if oc > 4 else 4
@@ -192,10 +208,35 @@ def _conv(ctx: LowerCtx, nd: int):
     else:
         tc, tp = min(4, oc), 8
     tp = _pixels(tp, n * od * oh, ow, -(-oc // tc))
-    defines.update(geometry({"N": n, "ID": id_, "IH": ih, "IW": iw, "IC": ic, "OC": oc, "KD": kd, "KH": kh, "KW": kw,
-                    "OD": od, "OH": oh, "OW": ow, "SD": stride[0], "SH": stride[1], "SW": stride[2],
-                    "DD": dilation[0], "DH": dilation[1], "DW": dilation[2], "PD": pad[0], "PT": pad[2],
-                    "PL": pad[4], "TILE_P": tp, "TILE_C": tc}))
+    defines.update(
+        geometry(
+            {
+                "N": n,
+                "ID": id_,
+                "IH": ih,
+                "IW": iw,
+                "IC": ic,
+                "OC": oc,
+                "KD": kd,
+                "KH": kh,
+                "KW": kw,
+                "OD": od,
+                "OH": oh,
+                "OW": ow,
+                "SD": stride[0],
+                "SH": stride[1],
+                "SW": stride[2],
+                "DD": dilation[0],
+                "DH": dilation[1],
+                "DW": dilation[2],
+                "PD": pad[0],
+                "PT": pad[2],
+                "PL": pad[4],
+                "TILE_P": tp,
+                "TILE_C": tc,
+            }
+        )
+    )
     if _skip_padded(ctx, any(pad)):
         defines["SKIP_PADDED"] = "1"
     tiles = n * od * oh * -(-ow // tp)
@@ -229,9 +270,28 @@ def DEPTHWISE_CONV2D(ctx: LowerCtx):
     defines.update(chunk_defines(c, {"X": x.dtype, "W": w.dtype}, 8) if m == 1 else {"VE": "1"})
     ve = int(defines["VE"])
     tp = _pixels(16 if kw <= 3 else 8, n * oh, ow, och // ve)
-    defines.update(geometry({"N": n, "IH": ih, "IW": iw, "C": c, "M": m, "KH": kh, "KW": kw, "OH": oh, "OW": ow,
-                    "SH": stride[0], "SW": stride[1], "DH": dilation[0], "DW": dilation[1], "PT": pad[0],
-                    "PL": pad[2], "TILE_P": tp}))
+    defines.update(
+        geometry(
+            {
+                "N": n,
+                "IH": ih,
+                "IW": iw,
+                "C": c,
+                "M": m,
+                "KH": kh,
+                "KW": kw,
+                "OH": oh,
+                "OW": ow,
+                "SH": stride[0],
+                "SW": stride[1],
+                "DH": dilation[0],
+                "DW": dilation[1],
+                "PT": pad[0],
+                "PL": pad[2],
+                "TILE_P": tp,
+            }
+        )
+    )
     if _skip_padded(ctx, any(pad)):
         defines["SKIP_PADDED"] = "1"
     return _kernel(ctx, "convolution/depthwise", defines, extra, _grid(ctx, n * oh * -(-ow // tp), och // ve))
@@ -254,11 +314,38 @@ def TRANSPOSE_CONV2D(ctx: LowerCtx):
     cols = -(-ow // sx)
     tc = min(4, oc)
     tp = _pixels(8, n * oh * sx, cols, -(-oc // tc))
-    defines.update(geometry({"N": n, "IH": ih, "IW": iw, "IC": ic, "OC": oc, "KH": kh, "KW": kw, "OH": oh, "OW": ow,
-                    "SY": sy, "SX": sx, "PT": top, "PL": left, "TILE_P": tp, "TILE_C": tc}))
+    defines.update(
+        geometry(
+            {
+                "N": n,
+                "IH": ih,
+                "IW": iw,
+                "IC": ic,
+                "OC": oc,
+                "KH": kh,
+                "KW": kw,
+                "OH": oh,
+                "OW": ow,
+                "SY": sy,
+                "SX": sx,
+                "PT": top,
+                "PL": left,
+                "TILE_P": tp,
+                "TILE_C": tc,
+            }
+        )
+    )
     if _skip_padded(ctx, True):  # output positions no input reaches are "padding" too
         defines["SKIP_PADDED"] = "1"
     tiles = n * oh * sx * -(-cols // tp)
     outer = -(-kh // sy) * -(-kw // sx)
-    return _kernel(ctx, "convolution/transpose_conv", defines, extra, _grid(ctx, tiles, -(-oc // tc)), outer, ic,
-                   int(defines["VE"]))
+    return _kernel(
+        ctx,
+        "convolution/transpose_conv",
+        defines,
+        extra,
+        _grid(ctx, tiles, -(-oc // tc)),
+        outer,
+        ic,
+        int(defines["VE"]),
+    )

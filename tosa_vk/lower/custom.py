@@ -5,6 +5,7 @@ Every binding is checked against the custom-operator contract (tosa_vk/plan/reso
 scalar with channels in the shape, images pack C in {1, 2, 4} fp32 channels into the format. A registered operator
 without a shader returns None (its numpy implementation runs on the host).
 """
+
 from __future__ import annotations
 
 import math
@@ -25,9 +26,11 @@ def CUSTOM(ctx: LowerCtx) -> list[Kernel] | None:
         return [_from_payload(ctx, where, attrs)]
     op = custom.lookup(domain, name)
     if op is None:
-        raise TosaError(f"{where}: unknown custom operator {domain}::{name}: no declaration is registered for domain "
-                        f"{domain!r} (register one with tosa_vk.custom_op, or use domain {custom_payload.DOMAIN} "
-                        f"with a shader payload; registered: {custom.known()})")
+        raise TosaError(
+            f"{where}: unknown custom operator {domain}::{name}: no declaration is registered for domain "
+            f"{domain!r} (register one with tosa_vk.custom_op, or use domain {custom_payload.DOMAIN} "
+            f"with a shader payload; registered: {custom.known()})"
+        )
     if op.shader is None:
         return None
     return [_from_declaration(ctx, where, op, op.shader, attrs)]
@@ -36,18 +39,33 @@ def CUSTOM(ctx: LowerCtx) -> list[Kernel] | None:
 def _from_payload(ctx: LowerCtx, where: str, attrs: bytes) -> Kernel:
     p = custom_payload.parse(attrs, len(ctx.inputs), len(ctx.outputs), where)
     decls = [custom.Binding(r.descriptor, r.binding, r.set, r.format, r.sampler) for r in (*p.inputs, *p.outputs)]
-    return _kernel(ctx, where, decls, groups=p.workgroup_sizes, push=bytes(p.push_size), source=p.glsl,
-                   spirv=p.spirv, entry=p.entry_point, defines=())
+    return _kernel(
+        ctx,
+        where,
+        decls,
+        groups=p.workgroup_sizes,
+        push=bytes(p.push_size),
+        source=p.glsl,
+        spirv=p.spirv,
+        entry=p.entry_point,
+        defines=(),
+    )
 
 
 def _from_declaration(ctx: LowerCtx, where: str, op: custom.CustomOp, s: custom.Shader, attrs: bytes) -> Kernel:
     n_in, n_out = len(ctx.inputs), len(ctx.outputs)
     if (len(s.inputs), len(s.outputs)) != (n_in, n_out):
-        raise TosaError(f"{where}: binding mismatch: the declaration binds {len(s.inputs)} input(s) and "
-                        f"{len(s.outputs)} output(s), the node has {n_in} and {n_out}")
-    shapes = custom.Shapes(tuple(t.shape for t in ctx.inputs), tuple(t.shape for t in ctx.outputs),
-                           tuple(t.dtype.name.lower() for t in ctx.inputs),
-                           tuple(t.dtype.name.lower() for t in ctx.outputs), attrs)
+        raise TosaError(
+            f"{where}: binding mismatch: the declaration binds {len(s.inputs)} input(s) and "
+            f"{len(s.outputs)} output(s), the node has {n_in} and {n_out}"
+        )
+    shapes = custom.Shapes(
+        tuple(t.shape for t in ctx.inputs),
+        tuple(t.shape for t in ctx.outputs),
+        tuple(t.dtype.name.lower() for t in ctx.inputs),
+        tuple(t.dtype.name.lower() for t in ctx.outputs),
+        attrs,
+    )
     if op.infer is not None:
         want = [(tuple(int(d) for d in sh), str(dt).lower()) for sh, dt in op.infer(shapes)]
         have = list(zip(shapes.outputs, shapes.output_dtypes))
@@ -64,8 +82,9 @@ def _from_declaration(ctx: LowerCtx, where: str, op: custom.CustomOp, s: custom.
     except TosaError:
         raise
     except Exception as err:  # a user's rule failed: say whose
-        raise TosaError(f"{where}: the declaration's dispatch / push-constant rule failed: "
-                        f"{type(err).__name__}: {err}") from None
+        raise TosaError(
+            f"{where}: the declaration's dispatch / push-constant rule failed: {type(err).__name__}: {err}"
+        ) from None
     groups = tuple(int(g) for g in groups)
     if len(groups) != 3 or min(groups) < 1:
         raise TosaError(f"{where}: the dispatch rule gave {list(groups)}; want 3 positive group counts")
@@ -74,12 +93,32 @@ def _from_declaration(ctx: LowerCtx, where: str, op: custom.CustomOp, s: custom.
         raise TosaError(f"{where}: push constants must be a multiple of 4 bytes, got {len(push)}")
     wg = s.workgroup_size
     defines = (("LOCAL_SIZE_X", str(wg[0])), ("LOCAL_SIZE_Y", str(wg[1])), ("LOCAL_SIZE_Z", str(wg[2])), *s.defines)
-    return _kernel(ctx, where, [*s.inputs, *s.outputs], groups=groups, push=push, source=s.source, spirv=b"",
-                   entry="main", defines=defines, origin=s.origin)
+    return _kernel(
+        ctx,
+        where,
+        [*s.inputs, *s.outputs],
+        groups=groups,
+        push=push,
+        source=s.source,
+        spirv=b"",
+        entry="main",
+        defines=defines,
+        origin=s.origin,
+    )
 
 
-def _kernel(ctx: LowerCtx, where: str, decls: list[custom.Binding], groups, push: bytes, source: str, spirv: bytes,
-            entry: str, defines, origin: str = "") -> Kernel:
+def _kernel(
+    ctx: LowerCtx,
+    where: str,
+    decls: list[custom.Binding],
+    groups,
+    push: bytes,
+    source: str,
+    spirv: bytes,
+    entry: str,
+    defines,
+    origin: str = "",
+) -> Kernel:
     tensors = [*ctx.inputs, *ctx.outputs]
     n_in = len(ctx.inputs)
     slots: list[tuple[int, int]] = []
@@ -89,11 +128,15 @@ def _kernel(ctx: LowerCtx, where: str, decls: list[custom.Binding], groups, push
     for i, (t, b) in enumerate(zip(tensors, decls)):
         role = f"input {i}" if i < n_in else f"output {i - n_in}"
         if b.descriptor == custom.COMBINED_IMAGE_SAMPLER and i >= n_in:
-            raise TosaError(f"{where}: {role} '{t.name}': a COMBINED_IMAGE_SAMPLER is read-only; outputs use a "
-                            f"STORAGE_IMAGE or a buffer")
+            raise TosaError(
+                f"{where}: {role} '{t.name}': a COMBINED_IMAGE_SAMPLER is read-only; outputs use a "
+                f"STORAGE_IMAGE or a buffer"
+            )
         if (b.set, b.binding) in seen:
-            raise TosaError(f"{where}: binding mismatch: {role} and {seen[(b.set, b.binding)]} both use set "
-                            f"{b.set} binding {b.binding}")
+            raise TosaError(
+                f"{where}: binding mismatch: {role} and {seen[(b.set, b.binding)]} both use set "
+                f"{b.set} binding {b.binding}"
+            )
         seen[(b.set, b.binding)] = role
         try:
             r = resources.resource(t.name, t.shape, t.dtype, b.descriptor, b.format)
@@ -109,6 +152,19 @@ def _kernel(ctx: LowerCtx, where: str, decls: list[custom.Binding], groups, push
             images.append(None)
     names = tuple(ctx.q(t.name) for t in tensors)
     label = origin or f"{ctx.attr('domain_name', '')}::{ctx.attr('operator_name', '')}"
-    return Kernel(where, f"custom:{label}", tuple(defines), names, push, tuple(groups),
-                  reads=names[:n_in], writes=names[n_in:], source=source, spirv=spirv, entry=entry,
-                  slots=tuple(slots), descriptors=tuple(descriptors), images=tuple(images))
+    return Kernel(
+        where,
+        f"custom:{label}",
+        tuple(defines),
+        names,
+        push,
+        tuple(groups),
+        reads=names[:n_in],
+        writes=names[n_in:],
+        source=source,
+        spirv=spirv,
+        entry=entry,
+        slots=tuple(slots),
+        descriptors=tuple(descriptors),
+        images=tuple(images),
+    )

@@ -7,6 +7,7 @@ per-dimension source / destination strides, drops size-1 dimensions, merges dime
 sides, and widens the unit when the innermost run allows (e.g. an int8 SLICE of whole rows copies uvec4s).
 RESHAPE and IDENTITY are aliases (no kernel).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,8 +20,8 @@ from ..shader_abi import MAX_RANK, WORKGROUP
 from . import LowerCtx, lowering, push
 from .push import Push
 
-TILE_SIZE = 32       # shaders/data_layout/transpose.comp: tiles of TILE_SIZE x TILE_SIZE elements
-TILE_MIN = 8     # both dimensions of the tiled plane at least this long, else the plain strided copy
+TILE_SIZE = 32  # shaders/data_layout/transpose.comp: tiles of TILE_SIZE x TILE_SIZE elements
+TILE_MIN = 8  # both dimensions of the tiled plane at least this long, else the plain strided copy
 UNIT_TYPES = {1: "uint8_t", 2: "uint16_t", 4: "uint", 8: "uvec2", 16: "uvec4"}
 # device features a unit of this width needs (8 / 16-bit storage buffer access and the int8 / int16 types)
 UNIT_FEATURES = {1: ("storageBuffer8BitAccess", "shaderInt8"), 2: ("storageBuffer16BitAccess", "shaderInt16")}
@@ -35,8 +36,15 @@ def unit_ok(ctx: LowerCtx, unit: int) -> bool:
     return all(ctx.target.has(f) for f in UNIT_FEATURES.get(unit, ()))
 
 
-def raw_kernel(ctx: LowerCtx, shader: str, bindings: dict[str, str], unit: int, values: Push, invocations: int,
-               defines: dict[str, str] | None = None) -> Kernel:
+def raw_kernel(
+    ctx: LowerCtx,
+    shader: str,
+    bindings: dict[str, str],
+    unit: int,
+    values: Push,
+    invocations: int,
+    defines: dict[str, str] | None = None,
+) -> Kernel:
     """A kernel moving raw `unit`-byte values: only ELEM_T (not the tensors' dtypes) shapes the shader variant."""
     k = ctx.kernel(shader, bindings, push=values, invocations=invocations)
     defs = {"ELEM_T": UNIT_TYPES[unit], **(defines or {})}
@@ -59,7 +67,7 @@ def _simplify(dims: list[list[int]]) -> list[list[int]]:
     for n, ss, ds, wrap in dims:
         if n == 1:
             continue
-        if wrap == 1:            # a size-1 source dimension repeated: a broadcast
+        if wrap == 1:  # a size-1 source dimension repeated: a broadcast
             ss, wrap = 0, n
         if out:
             on, oss, ods, ow = out[-1]
@@ -70,8 +78,17 @@ def _simplify(dims: list[list[int]]) -> list[list[int]]:
     return out
 
 
-def strided_copy(ctx: LowerCtx, src: Tensor, dst: Tensor, shape, src_strides, dst_strides=None, src_base: int = 0,
-                 dst_base: int = 0, wrap=None) -> Kernel | None:
+def strided_copy(
+    ctx: LowerCtx,
+    src: Tensor,
+    dst: Tensor,
+    shape,
+    src_strides,
+    dst_strides=None,
+    src_base: int = 0,
+    dst_base: int = 0,
+    wrap=None,
+) -> Kernel | None:
     """dst[dst_base + sum(c * dst_strides)] = src[src_base + sum((c % wrap) * src_strides)] over c in `shape`
     (strides in elements; dst_strides default to row-major in `shape`)."""
     shape = [int(n) for n in shape]
@@ -82,8 +99,13 @@ def strided_copy(ctx: LowerCtx, src: Tensor, dst: Tensor, shape, src_strides, ds
     if len(dims) > MAX_RANK:
         return None
     w = width(src)
-    if (dims and not any(d[3] != d[0] for d in dims) and dims[-1][1] != 1 and dims[-1][0] >= TILE_MIN
-            and unit_ok(ctx, w)):
+    if (
+        dims
+        and not any(d[3] != d[0] for d in dims)
+        and dims[-1][1] != 1
+        and dims[-1][0] >= TILE_MIN
+        and unit_ok(ctx, w)
+    ):
         j = next((j for j, d in enumerate(dims) if d[1] == 1 and d[0] >= TILE_MIN), None)
         if j is not None:
             return _tiled(ctx, src, dst, dims, j, src_base, dst_base)
@@ -109,8 +131,15 @@ def strided_copy(ctx: LowerCtx, src: Tensor, dst: Tensor, shape, src_strides, ds
     count = int(np.prod([d[0] for d in dims], dtype=np.int64))
     assert count * unit == total * w
     defines = {"WRAP": "1"} if any(d[3] != d[0] for d in dims) else {}
-    return raw_kernel(ctx, "data_layout/copy", {"A": src.name, "O": dst.name}, unit,
-                      copy_push(count, src_base, dst_base, dims), count, defines)
+    return raw_kernel(
+        ctx,
+        "data_layout/copy",
+        {"A": src.name, "O": dst.name},
+        unit,
+        copy_push(count, src_base, dst_base, dims),
+        count,
+        defines,
+    )
 
 
 def copy_push(count: int, src_base: int, dst_base: int, dims: list[list[int]]) -> Push:
@@ -124,8 +153,9 @@ def copy_push(count: int, src_base: int, dst_base: int, dims: list[list[int]]) -
     return push.COPY.pack(*fields)
 
 
-def _tiled(ctx: LowerCtx, src: Tensor, dst: Tensor, dims: list[list[int]], j: int, src_base: int,
-           dst_base: int) -> Kernel:
+def _tiled(
+    ctx: LowerCtx, src: Tensor, dst: Tensor, dims: list[list[int]], j: int, src_base: int, dst_base: int
+) -> Kernel:
     """data_layout/transpose: 32x32 tiles of the plane of the destination's innermost dimension I (strided in the
     source) and the source's contiguous dimension J, through shared memory."""
     n_i, ss_i, _, _ = dims[-1]
@@ -140,9 +170,15 @@ def _tiled(ctx: LowerCtx, src: Tensor, dst: Tensor, dims: list[list[int]], j: in
     w = width(src)
     shared = {8: ("uvec2", "(v)", "(v)")}.get(w, ("uint", "uint(v)", f"{UNIT_TYPES[w]}(v)"))
     defines = {"SHARED_T": shared[0], "TO_SHARED(v)": shared[1], "FROM_SHARED(v)": shared[2]}
-    return raw_kernel(ctx, "data_layout/transpose", {"A": src.name, "O": dst.name}, w, push.TRANSPOSE.pack(*fields),
-                      tiles * WORKGROUP,
-                      defines)
+    return raw_kernel(
+        ctx,
+        "data_layout/transpose",
+        {"A": src.name, "O": dst.name},
+        w,
+        push.TRANSPOSE.pack(*fields),
+        tiles * WORKGROUP,
+        defines,
+    )
 
 
 def _done(kernels: list[Kernel | None]) -> list[Kernel] | None:
@@ -164,8 +200,9 @@ def CONCAT(ctx: LowerCtx):
     kernels, offset = [], 0
     for x in ctx.inputs:
         if x.size:
-            kernels.append(strided_copy(ctx, x, out, x.shape, row_major(x.shape), out_strides,
-                                        dst_base=offset * out_strides[axis]))
+            kernels.append(
+                strided_copy(ctx, x, out, x.shape, row_major(x.shape), out_strides, dst_base=offset * out_strides[axis])
+            )
         offset += x.shape[axis]
     return _done(kernels)
 
@@ -202,9 +239,17 @@ def PAD(ctx: LowerCtx):
     fields = [count, rank]
     for j in range(4):
         fields += [d[j] for d in dims] + [1 if j == 0 else 0] * (MAX_RANK - rank)
-    return [raw_kernel(ctx, "data_layout/pad", {"A": x.name, "P": pad_const.name, "O": out.name}, unit,
-                       push.PAD.pack(*fields),
-                       count, {"PAD_T": UNIT_TYPES[w], "SPLAT(v)": _splat(w, unit)})]
+    return [
+        raw_kernel(
+            ctx,
+            "data_layout/pad",
+            {"A": x.name, "P": pad_const.name, "O": out.name},
+            unit,
+            push.PAD.pack(*fields),
+            count,
+            {"PAD_T": UNIT_TYPES[w], "SPLAT(v)": _splat(w, unit)},
+        )
+    ]
 
 
 def _splat(w: int, unit: int) -> str:

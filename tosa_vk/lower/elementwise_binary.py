@@ -1,5 +1,6 @@
 """Element-wise binary operators (spec 2.5) on Vulkan: shaders/elementwise_binary/binary.comp (broadcasting
 OP(a, b)) and table.comp (TABLE). Helpers in shaders/include/elementwise.glsl."""
+
 from __future__ import annotations
 
 from ..ir.dtype import DType
@@ -15,8 +16,16 @@ _FLOAT = (DType.FP16, DType.BF16, DType.FP32)
 
 
 # storage type -> its 4-vector (VEC4 kernels)
-VEC4 = {"float": "vec4", "int": "ivec4", "float16_t": "f16vec4", "uint16_t": "u16vec4", "int16_t": "i16vec4",
-        "int8_t": "i8vec4", "uint8_t": "u8vec4", "int64_t": "i64vec4"}
+VEC4 = {
+    "float": "vec4",
+    "int": "ivec4",
+    "float16_t": "f16vec4",
+    "uint16_t": "u16vec4",
+    "int16_t": "i16vec4",
+    "int8_t": "i8vec4",
+    "uint8_t": "u8vec4",
+    "int64_t": "i64vec4",
+}
 
 
 def _size(shape) -> int:
@@ -85,16 +94,28 @@ def broadcast_defines(names: str, tensors, out) -> tuple[dict[str, str], bool]:
     return defines, vec4
 
 
-def binary(ctx: LowerCtx, op_expr: str, compute: str, defines: dict[str, str] | None = None,
-           extra: dict[str, str] | None = None) -> list[Kernel]:
+def binary(
+    ctx: LowerCtx,
+    op_expr: str,
+    compute: str,
+    defines: dict[str, str] | None = None,
+    extra: dict[str, str] | None = None,
+) -> list[Kernel]:
     """out = OP(a, b) with broadcasting; `extra` bindings follow O (binding 3 on: SHIFT_BUFFER's S)."""
     a, b = ctx.inputs[:2]
     out = ctx.outputs[0]
     values, _ = broadcast_push(out.shape, [a.shape, b.shape])
     layout, vec4 = broadcast_defines("AB", [a, b], out)
     all_defines = {"COMPUTE_T": compute, "OP(x, y)": op_expr, **layout, **(defines or {})}
-    return [ctx.kernel("elementwise_binary/binary", {"A": a.name, "B": b.name, "O": out.name, **(extra or {})},
-                       all_defines, values, invocations=-(-out.size // 4) if vec4 else out.size)]
+    return [
+        ctx.kernel(
+            "elementwise_binary/binary",
+            {"A": a.name, "B": b.name, "O": out.name, **(extra or {})},
+            all_defines,
+            values,
+            invocations=-(-out.size // 4) if vec4 else out.size,
+        )
+    ]
 
 
 def _types(ctx: LowerCtx) -> tuple[DType, DType, DType]:
@@ -212,12 +233,21 @@ def POW(ctx: LowerCtx):
 @lowering("TABLE")
 def TABLE(ctx: LowerCtx):
     a, table, o = _types(ctx)
-    if not ((a, table, o) == (DType.INT8, DType.INT8, DType.INT8) or
-            (a, table, o) == (DType.INT16, DType.INT16, DType.INT32)):
+    if not (
+        (a, table, o) == (DType.INT8, DType.INT8, DType.INT8)
+        or (a, table, o) == (DType.INT16, DType.INT16, DType.INT32)
+    ):
         return None
     x, out = ctx.inputs[0], ctx.outputs[0]
     defines = {"A_T4": VEC4[glsl_storage(a)], "O_T4": VEC4[glsl_storage(o)]}
     if a == DType.INT16:
         defines["LOOKUP_INT16"] = "1"
-    return [ctx.kernel("elementwise_binary/table", {"A": x.name, "T": ctx.inputs[1].name, "O": out.name},
-                       defines, push.TOTAL.pack(out.size), invocations=-(-out.size // 4))]
+    return [
+        ctx.kernel(
+            "elementwise_binary/table",
+            {"A": x.name, "T": ctx.inputs[1].name, "O": out.name},
+            defines,
+            push.TOTAL.pack(out.size),
+            invocations=-(-out.size // 4),
+        )
+    ]

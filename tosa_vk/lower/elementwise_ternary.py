@@ -1,4 +1,5 @@
 """Element-wise ternary operators (spec 2.7) on Vulkan: SELECT in shaders/elementwise_ternary/select.comp."""
+
 from __future__ import annotations
 
 from ..ir.dtype import DType
@@ -16,6 +17,12 @@ def SELECT(ctx: LowerCtx):
         return None
     values, _ = broadcast_push(out.shape, [cond.shape, on_true.shape, on_false.shape])
     defines, vec4 = broadcast_defines("ABC", [cond, on_true, on_false], out)
-    return [ctx.kernel("elementwise_ternary/select",
-                       {"A": cond.name, "B": on_true.name, "C": on_false.name, "O": out.name},
-                       defines, values, invocations=-(-out.size // 4) if vec4 else out.size)]
+    return [
+        ctx.kernel(
+            "elementwise_ternary/select",
+            {"A": cond.name, "B": on_true.name, "C": on_false.name, "O": out.name},
+            defines,
+            values,
+            invocations=-(-out.size // 4) if vec4 else out.size,
+        )
+    ]

@@ -4,6 +4,7 @@ Floats are computed in fp32 (fp16 / bf16 loaded into fp32, rounded once on store
 through fp64 helpers of shaders/include/unary.glsl. ABS and NEGATE of floats only touch the sign bit of the
 stored value, so they are exact for every encoding (subnormals, NaN payloads included). Integers are exact.
 """
+
 from __future__ import annotations
 
 from ..ir.dtype import DType
@@ -14,10 +15,14 @@ FLOATS = (DType.FP32, DType.FP16, DType.BF16)
 
 # Sign-bit operations on the stored value of each float type: (clear sign, flip sign).
 _SIGN_BITS = {
-    DType.FP32: ("uintBitsToFloat(floatBitsToUint(v) & 0x7fffffffu)",
-                 "uintBitsToFloat(floatBitsToUint(v) ^ 0x80000000u)"),
-    DType.FP16: ("uint16BitsToFloat16(float16BitsToUint16(v) & uint16_t(0x7fff))",
-                 "uint16BitsToFloat16(float16BitsToUint16(v) ^ uint16_t(0x8000))"),
+    DType.FP32: (
+        "uintBitsToFloat(floatBitsToUint(v) & 0x7fffffffu)",
+        "uintBitsToFloat(floatBitsToUint(v) ^ 0x80000000u)",
+    ),
+    DType.FP16: (
+        "uint16BitsToFloat16(float16BitsToUint16(v) & uint16_t(0x7fff))",
+        "uint16BitsToFloat16(float16BitsToUint16(v) ^ uint16_t(0x8000))",
+    ),
     DType.BF16: ("uint16_t((v) & uint16_t(0x7fff))", "uint16_t((v) ^ uint16_t(0x8000))"),
 }
 
@@ -42,8 +47,15 @@ def unary(ctx: LowerCtx, defines: dict[str, str], extra: dict[str, str] | None =
     a, out = ctx.inputs[0], ctx.outputs[0]
     bindings = {"A": a.name, **(extra or {}), "O": out.name}
     per = PER_INVOCATION
-    return [ctx.kernel("elementwise_unary/unary", bindings, {**defines, "PER_INVOCATION": f"{per}u"},
-                       push.TOTAL.pack(out.size), invocations=-(-out.size // per))]
+    return [
+        ctx.kernel(
+            "elementwise_unary/unary",
+            bindings,
+            {**defines, "PER_INVOCATION": f"{per}u"},
+            push.TOTAL.pack(out.size),
+            invocations=-(-out.size // per),
+        )
+    ]
 
 
 def _dtype(ctx: LowerCtx) -> DType:

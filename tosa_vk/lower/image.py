@@ -5,6 +5,7 @@ inputs the operator is not lowered. Integer bilinear is exact (i8 -> i32 in int,
 floating-point bilinear computes dy = ry / scale_y_n and the four weighted terms in fp32 (fp64 for fp32 data when
 the device has it) and rounds once to the output type, well within the spec's bound (max(|input|) * 0.006).
 """
+
 from __future__ import annotations
 
 import numpy as np

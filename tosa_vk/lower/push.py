@@ -6,6 +6,7 @@ same values into the module as a const struct built from the same layout (`baked
 its block as `layout(push_constant) uniform Params { ... } p;` under `#ifndef PUSH_BAKED`, which export defines to
 that const struct. tests/test_push_layouts.py checks each layout against its shader's GLSL.
 """
+
 from __future__ import annotations
 
 import struct
@@ -15,12 +16,13 @@ import numpy as np
 
 from ..shader_abi import MAX_RANK
 
-Member = tuple[str, str, int]           # (name, GLSL scalar type, array length or 0)
-_CODES = {"uint": "I", "int": "i", "float": "f"}   # std430: every member here is 4 bytes, arrays of stride 4
+Member = tuple[str, str, int]  # (name, GLSL scalar type, array length or 0)
+_CODES = {"uint": "I", "int": "i", "float": "f"}  # std430: every member here is 4 bytes, arrays of stride 4
 
 
 class Push(NamedTuple):
     """Packed values and the layout they follow."""
+
     data: bytes
     layout: tuple[Member, ...]
 
@@ -56,22 +58,28 @@ def _arrays(length: int, *names: str) -> list[Member]:
     return [(n, "int", length) for n in names]
 
 
-TOTAL = layout(("total", "uint"))    # unary, cast, table
+TOTAL = layout(("total", "uint"))  # unary, cast, table
 CLAMP_FLOAT = layout(("total", "uint"), ("lo", "float"), ("hi", "float"))
 CLAMP_INT = layout(("total", "uint"), ("lo", "int"), ("hi", "int"))
 BINARY = layout(("total", "uint"), ("rank", "int"), *_arrays(MAX_RANK, "shape", "stride_a", "stride_b"))
 SELECT = layout(("total", "uint"), ("rank", "int"), *_arrays(MAX_RANK, "shape", "stride_a", "stride_b", "stride_c"))
 RESCALE = layout(*_uints("total", "channels"))
-REDUCE = layout(*_uints("total", "axis_len", "inner", "chunk", "chunks"))    # reduce and argmax
-COPY = layout(("total", "uint"), *_ints("rank", "src_base", "dst_base"),
-              *_arrays(MAX_RANK, "shape", "src_stride", "dst_stride", "wrap"))
-TRANSPOSE = layout(("tiles", "uint"), *_ints("rank", "src_base", "dst_base", "n_i", "n_j", "src_stride_i",
-                                             "dst_stride_j", "tiles_i", "tiles_j"),
-                   *_arrays(4, "shape", "src_stride", "dst_stride"))
+REDUCE = layout(*_uints("total", "axis_len", "inner", "chunk", "chunks"))  # reduce and argmax
+COPY = layout(
+    ("total", "uint"),
+    *_ints("rank", "src_base", "dst_base"),
+    *_arrays(MAX_RANK, "shape", "src_stride", "dst_stride", "wrap"),
+)
+TRANSPOSE = layout(
+    ("tiles", "uint"),
+    *_ints("rank", "src_base", "dst_base", "n_i", "n_j", "src_stride_i", "dst_stride_j", "tiles_i", "tiles_j"),
+    *_arrays(4, "shape", "src_stride", "dst_stride"),
+)
 PAD = layout(("total", "uint"), ("rank", "int"), *_arrays(MAX_RANK, "shape", "in_shape", "lo", "in_stride"))
-GATHER = layout(*_uints("total", "C", "W"), ("K", "int"))                   # gather and scatter
-RESIZE = layout(("total", "uint"), *_ints("C", "OW", "OH", "IW", "IH", "sy_n", "sy_d", "sx_n", "sx_d", "off_y",
-                                           "off_x"))
+GATHER = layout(*_uints("total", "C", "W"), ("K", "int"))  # gather and scatter
+RESIZE = layout(
+    ("total", "uint"), *_ints("C", "OW", "OH", "IW", "IH", "sy_n", "sy_d", "sx_n", "sx_d", "off_y", "off_x")
+)
 MATMUL = layout(*_uints("groups", "H", "C", "W", "tiles_h", "blocks_w", "k_len", "splits"))
 MATMUL_FAST = layout(*_uints("groups", "H", "C", "W", "tiles_h", "blocks_w"))
 MATMUL_SUM = layout(*_uints("total", "plane", "splits"))
@@ -81,14 +89,27 @@ FFT_TWIDDLE = layout(*_uints("count", "L"))
 
 # shader (path under shaders/, without .comp) -> its layout(s); what tests/test_push_layouts.py checks
 SHADERS: dict[str, tuple[PushLayout, ...]] = {
-    "elementwise_unary/unary": (TOTAL,), "type_conversion/cast": (TOTAL,), "elementwise_binary/table": (TOTAL,),
-    "activation/activation": (CLAMP_FLOAT, CLAMP_INT), "elementwise_binary/binary": (BINARY,),
-    "elementwise_ternary/select": (SELECT,), "type_conversion/rescale": (RESCALE,),
-    "reduction/reduce": (REDUCE,), "reduction/argmax": (REDUCE,), "data_layout/copy": (COPY,),
-    "data_layout/transpose": (TRANSPOSE,), "data_layout/pad": (PAD,), "scatter_gather/gather": (GATHER,),
-    "scatter_gather/scatter": (GATHER,), "image/resize": (RESIZE,), "tensor_ops/matmul": (MATMUL,),
-    "tensor_ops/matmul_fast": (MATMUL_FAST,), "tensor_ops/matmul_sum": (MATMUL_SUM,), "tensor_ops/pool": (POOL,),
-    "tensor_ops/fft": (FFT,), "tensor_ops/fft_twiddle": (FFT_TWIDDLE,),
+    "elementwise_unary/unary": (TOTAL,),
+    "type_conversion/cast": (TOTAL,),
+    "elementwise_binary/table": (TOTAL,),
+    "activation/activation": (CLAMP_FLOAT, CLAMP_INT),
+    "elementwise_binary/binary": (BINARY,),
+    "elementwise_ternary/select": (SELECT,),
+    "type_conversion/rescale": (RESCALE,),
+    "reduction/reduce": (REDUCE,),
+    "reduction/argmax": (REDUCE,),
+    "data_layout/copy": (COPY,),
+    "data_layout/transpose": (TRANSPOSE,),
+    "data_layout/pad": (PAD,),
+    "scatter_gather/gather": (GATHER,),
+    "scatter_gather/scatter": (GATHER,),
+    "image/resize": (RESIZE,),
+    "tensor_ops/matmul": (MATMUL,),
+    "tensor_ops/matmul_fast": (MATMUL_FAST,),
+    "tensor_ops/matmul_sum": (MATMUL_SUM,),
+    "tensor_ops/pool": (POOL,),
+    "tensor_ops/fft": (FFT,),
+    "tensor_ops/fft_twiddle": (FFT_TWIDDLE,),
 }
 
 
@@ -112,9 +133,18 @@ def literal(glsl: str, value: int | float) -> str:
         text = "(1.0/0.0)" if v == np.inf else "(-1.0/0.0)" if v == -np.inf else repr(v)
         if "e" not in text and "." not in text and "(" not in text:
             text += ".0"
-        return {"float": text, "half": f"float16_t({text})", "float16_t": f"float16_t({text})",
-                "double": f"double({text})"}[glsl]
+        return {
+            "float": text,
+            "half": f"float16_t({text})",
+            "float16_t": f"float16_t({text})",
+            "double": f"double({text})",
+        }[glsl]
     v = int(value)
-    return {"int": f"int(0x{v & 0xFFFFFFFF:08x}u)", "uint": f"0x{v:08x}u", "int16": f"int16_t({v})",
-            "uint16": f"uint16_t({v})", "int64": f"int64_t(0x{v & (2 ** 64 - 1):016x}ul)",
-            "uint64": f"uint64_t(0x{v:016x}ul)"}[glsl]
+    return {
+        "int": f"int(0x{v & 0xFFFFFFFF:08x}u)",
+        "uint": f"0x{v:08x}u",
+        "int16": f"int16_t({v})",
+        "uint16": f"uint16_t({v})",
+        "int64": f"int64_t(0x{v & (2**64 - 1):016x}ul)",
+        "uint64": f"uint64_t(0x{v:016x}ul)",
+    }[glsl]

@@ -12,6 +12,7 @@ Floating-point sums and products accumulate in fp64 (as the reference does; part
 and are rounded once to the output type; without fp64 they accumulate in fp32 (REDUCE_SUM's acc_t is fp32 or fp16
 anyway). int32 sums wrap (an overflowing partial sum is a REQUIRE violation, so unpredictable).
 """
+
 from __future__ import annotations
 
 from ..ir.dtype import DType
@@ -25,9 +26,9 @@ _NAN = "uintBitsToFloat(0x7fc00000u)"
 _INF = "uintBitsToFloat(0x7f800000u)"
 _FLOATS = (DType.FP32, DType.FP16, DType.BF16)
 
-MAX_CHUNK = 8192      # axis elements one invocation folds at most (well inside every target's loop budget)
-MIN_CHUNK = 256       # below this an axis is folded in one pass
-PARALLEL = 16384      # invocations per pass worth splitting an axis for
+MAX_CHUNK = 8192  # axis elements one invocation folds at most (well inside every target's loop budget)
+MIN_CHUNK = 256  # below this an axis is folded in one pass
+PARALLEL = 16384  # invocations per pass worth splitting an axis for
 
 
 def _axis_view(shape, axis: int) -> tuple[int, int, int]:
@@ -35,7 +36,7 @@ def _axis_view(shape, axis: int) -> tuple[int, int, int]:
     outer = inner = 1
     for d in shape[:axis]:
         outer *= d
-    for d in shape[axis + 1:]:
+    for d in shape[axis + 1 :]:
         inner *= d
     return outer, shape[axis], inner
 
@@ -79,8 +80,9 @@ def _multipass(ctx: LowerCtx, shader: str, partial, final, carry: str = "O") -> 
     return kernels
 
 
-def _reduce(ctx: LowerCtx, acc: str, init: str, step: str, partial_dtype: DType, finish: str = "(acc)",
-            bits: bool = False) -> list[Kernel] | None:
+def _reduce(
+    ctx: LowerCtx, acc: str, init: str, step: str, partial_dtype: DType, finish: str = "(acc)", bits: bool = False
+) -> list[Kernel] | None:
     """A reduction whose accumulator `acc` folds with `step`; partial results are stored as `partial_dtype`
     (as the bit pattern of a double in int64 when `bits`) and the output as STORE_O(finish)."""
     base = {"ACC_T": acc, "INIT": init, "STEP(acc, x)": step}
@@ -159,7 +161,7 @@ def ARGMAX(ctx: LowerCtx):
             base["IGNORE"] = "1"
     elif x.dtype not in (DType.INT8, DType.INT16, DType.INT32):
         return None
-    src_index: list[str] = []   # the indices of the partial maxima read by the next pass
+    src_index: list[str] = []  # the indices of the partial maxima read by the next pass
 
     def bindings_in(i, src):
         b, d = {"A": src}, dict(base)

@@ -4,6 +4,7 @@ Exact data movement of raw units (see data_layout.py): rows of C elements are co
 GATHER is one kernel (shaders/scatter_gather/gather.comp); SCATTER copies values_in to values_out
 (data_layout/copy) and then writes the input rows at their indices (shaders/scatter_gather/scatter.comp).
 """
+
 from __future__ import annotations
 
 from ..ir.graph import Tensor
@@ -32,8 +33,16 @@ def GATHER(ctx: LowerCtx):
     unit, rows = _rows(ctx, values, n, w, k, c)
     if unit is None:
         return None
-    return [raw_kernel(ctx, "scatter_gather/gather", {"V": values.name, "I": indices.name, "O": out.name}, unit,
-                       rows, out.size * width(values) // unit)]
+    return [
+        raw_kernel(
+            ctx,
+            "scatter_gather/gather",
+            {"V": values.name, "I": indices.name, "O": out.name},
+            unit,
+            rows,
+            out.size * width(values) // unit,
+        )
+    ]
 
 
 @lowering("SCATTER")
@@ -52,5 +61,14 @@ def SCATTER(ctx: LowerCtx):
     unit, rows = _rows(ctx, values_in, n, w, k, c)
     if unit is None:
         return None
-    return [copy, raw_kernel(ctx, "scatter_gather/scatter", {"I": indices.name, "A": data.name, "O": out.name},
-                             unit, rows, data.size * width(data) // unit)]
+    return [
+        copy,
+        raw_kernel(
+            ctx,
+            "scatter_gather/scatter",
+            {"I": indices.name, "A": data.name, "O": out.name},
+            unit,
+            rows,
+            data.size * width(data) // unit,
+        ),
+    ]

@@ -8,6 +8,7 @@ Every loop here stays within the target's loop budget (lavapipe ends an invocati
 total): MATMUL splits a long C into partial sums (a second pass adds them), pooling windows are bounded, and each FFT
 pass is one butterfly per invocation.
 """
+
 from __future__ import annotations
 
 from ..ir.dtype import DType
@@ -36,15 +37,19 @@ _MATMUL = {
     DType.FP8E4M3: ((DType.FP16,), "float", "vec4", DType.FP32),
     DType.FP8E5M2: ((DType.FP16,), "float", "vec4", DType.FP32),
 }
-MATMUL_FAST = True     # use matmul_fast.comp where it applies
-MATMUL_TM = 8          # output rows per invocation (x 4 columns)
-MATMUL_LANES = 16      # invocations per workgroup (sharing their rows of A)
+MATMUL_FAST = True  # use matmul_fast.comp where it applies
+MATMUL_TM = 8  # output rows per invocation (x 4 columns)
+MATMUL_LANES = 16  # invocations per workgroup (sharing their rows of A)
 
 
 # fast floating-point kernel (matmul_fast.comp): in_t -> (8-element load unit, unpack define, fp8 decoder)
-_FAST_UNIT = {DType.FP32: ("u64vec4", "UNIT_FP32"), DType.FP16: ("uvec4", "UNIT_FP16"),
-              DType.BF16: ("uvec4", "UNIT_BF16"), DType.FP8E4M3: ("uvec2", "UNIT_FP8"),
-              DType.FP8E5M2: ("uvec2", "UNIT_FP8")}
+_FAST_UNIT = {
+    DType.FP32: ("u64vec4", "UNIT_FP32"),
+    DType.FP16: ("uvec4", "UNIT_FP16"),
+    DType.BF16: ("uvec4", "UNIT_BF16"),
+    DType.FP8E4M3: ("uvec2", "UNIT_FP8"),
+    DType.FP8E5M2: ("uvec2", "UNIT_FP8"),
+}
 
 
 def _matmul_fast(ctx: LowerCtx) -> list[Kernel] | None:
@@ -53,8 +58,13 @@ def _matmul_fast(ctx: LowerCtx) -> list[Kernel] | None:
     out = ctx.outputs[0]
     n, h, c = a.shape
     w = b.shape[2]
-    if a.dtype not in _FAST_UNIT or c % 8 or w % 8 or c // 8 > ctx.target.loop_budget \
-            or not ctx.target.has("shaderInt64"):
+    if (
+        a.dtype not in _FAST_UNIT
+        or c % 8
+        or w % 8
+        or c // 8 > ctx.target.loop_budget
+        or not ctx.target.has("shaderInt64")
+    ):
         return None
     unit, kind = _FAST_UNIT[a.dtype]
     tm = 16 if h >= 16 else (8 if h >= 8 else 4)
@@ -62,13 +72,26 @@ def _matmul_fast(ctx: LowerCtx) -> list[Kernel] | None:
     lanes = max(1, min(8, -(-w // (8 * tnb))))
     tiles_h, blocks_w = -(-h // tm), -(-w // (8 * tnb * lanes))
     groups = n * tiles_h * blocks_w
-    defines = {"UNIT": unit, kind: "1", "TM": str(tm), "TNB": str(tnb), "LANES": str(lanes),
-               "O_T4": VEC4[glsl_storage(out.dtype)]}
+    defines = {
+        "UNIT": unit,
+        kind: "1",
+        "TM": str(tm),
+        "TNB": str(tnb),
+        "LANES": str(lanes),
+        "O_T4": VEC4[glsl_storage(out.dtype)],
+    }
     if kind == "UNIT_FP8":
         defines["DECODE8(v)"] = "LOAD_A(v)"
     values = push.MATMUL_FAST.pack(groups, h, c, w, tiles_h, blocks_w)
-    return [ctx.kernel("tensor_ops/matmul_fast", {"A": a.name, "B": b.name, "O": out.name}, defines, values,
-                       groups=ctx.groups(groups))]
+    return [
+        ctx.kernel(
+            "tensor_ops/matmul_fast",
+            {"A": a.name, "B": b.name, "O": out.name},
+            defines,
+            values,
+            groups=ctx.groups(groups),
+        )
+    ]
 
 
 @lowering("MATMUL")
@@ -91,8 +114,12 @@ def MATMUL(ctx: LowerCtx):
         fast = _matmul_fast(ctx)
         if fast is not None:
             return fast
-    defines = {"ACC": acc, "ACC4": acc4, "TM": str(MATMUL_TM),
-               "MAC(acc, s, v)": "acc = fma(vec4(s), v, acc)" if acc == "float" else "acc += (s) * (v)"}
+    defines = {
+        "ACC": acc,
+        "ACC4": acc4,
+        "TM": str(MATMUL_TM),
+        "MAC(acc, s, v)": "acc = fma(vec4(s), v, acc)" if acc == "float" else "acc += (s) * (v)",
+    }
     bindings = {"A": a.name, "B": b.name}
     extra = {}
     if a.dtype == DType.INT8:
@@ -103,7 +130,7 @@ def MATMUL(ctx: LowerCtx):
         else:
             defines.update(A_ZP=str(int(za)), B_ZP=str(int(zb)))
     else:
-        defines.update(A_ZP="0", B_ZP="0")   # ERROR_IF: zero points only for int8
+        defines.update(A_ZP="0", B_ZP="0")  # ERROR_IF: zero points only for int8
     if c % 4 == 0:
         defines.update(A_VEC="1", A_T4=VEC4[glsl_storage(a.dtype)])
     lanes = max(4, min(MATMUL_LANES, 1 << max(0, (-(-w // 4) - 1).bit_length())))
@@ -119,17 +146,31 @@ def MATMUL(ctx: LowerCtx):
     if splits == 1:
         if w % 4 == 0:
             defines.update(B_VEC="1", B_T4=VEC4[glsl_storage(b.dtype)], O_T4=VEC4[glsl_storage(out.dtype)])
-        return [ctx.kernel("tensor_ops/matmul", {**bindings, "O": out.name, **extra}, defines, values,
-                           groups=ctx.groups(groups))]
+        return [
+            ctx.kernel(
+                "tensor_ops/matmul", {**bindings, "O": out.name, **extra}, defines, values, groups=ctx.groups(groups)
+            )
+        ]
     part = ctx.temporary((n, splits, h, w), partial_t)
     if w % 4 == 0:
         defines.update(B_VEC="1", B_T4=VEC4[glsl_storage(b.dtype)], O_T4=acc4)
     defines["PARTIAL"] = "1"
-    first = ctx.kernel("tensor_ops/matmul", {**bindings, "O": part, **extra}, defines, values,
-                       groups=ctx.groups(groups), writes=(part,))
+    first = ctx.kernel(
+        "tensor_ops/matmul",
+        {**bindings, "O": part, **extra},
+        defines,
+        values,
+        groups=ctx.groups(groups),
+        writes=(part,),
+    )
     total = n * h * w
-    second = ctx.kernel("tensor_ops/matmul_sum", {"P": part, "O": out.name}, {},
-                        push.MATMUL_SUM.pack(total, h * w, splits), invocations=total)
+    second = ctx.kernel(
+        "tensor_ops/matmul_sum",
+        {"P": part, "O": out.name},
+        {},
+        push.MATMUL_SUM.pack(total, h * w, splits),
+        invocations=total,
+    )
     return [first, second]
 
 
@@ -149,15 +190,16 @@ def _pool(ctx: LowerCtx, defines: dict[str, str], extra: dict[str, str] | None =
     if out.size == 0:
         return []
     if min(kh, ih) * min(kw, iw) + min(kh, ih) > ctx.target.loop_budget or x.size >= 1 << 32:
-        return None   # a window too large for one invocation's loop budget
+        return None  # a window too large for one invocation's loop budget
     vec = c % 4 == 0
     defines = dict(defines)
     if vec:
         defines.update(VEC4="1", A_T4=VEC4[glsl_storage(x.dtype)], O_T4=VEC4[glsl_storage(out.dtype)])
     total = out.size // (4 if vec else 1)
     values = push.POOL.pack(total, ih, iw, c, oh, ow, kh, kw, sy, sx, pt, pl)
-    return [ctx.kernel("tensor_ops/pool", {"A": x.name, "O": out.name, **(extra or {})}, defines, values,
-                       invocations=total)]
+    return [
+        ctx.kernel("tensor_ops/pool", {"A": x.name, "O": out.name, **(extra or {})}, defines, values, invocations=total)
+    ]
 
 
 @lowering("MAX_POOL2D")
@@ -181,7 +223,7 @@ def AVG_POOL2D(ctx: LowerCtx):
     if ctx.outputs[0].dtype != t:
         return None
     if t in _POOL_FLOAT:
-        return _pool(ctx, {"AVG_FLOAT": "1"})   # fp32 sums for acc_type fp16 / fp32 alike
+        return _pool(ctx, {"AVG_FLOAT": "1"})  # fp32 sums for acc_type fp16 / fp32 alike
     if t not in _POOL_INT or not ctx.target.has("shaderInt64"):
         return None
     lo, hi = _POOL_INT[t]
@@ -195,6 +237,7 @@ def AVG_POOL2D(ctx: LowerCtx):
 
 
 # ---- FFT -----------------------------------------------------------------------------------------------------------
+
 
 def _fft(ctx: LowerCtx, real: bool) -> list[Kernel] | None:
     """Radix-2 Stockham passes (fft.comp): log2(W) along W, then log2(H) along H, ping-ponging between two complex
@@ -213,8 +256,7 @@ def _fft(ctx: LowerCtx, real: bool) -> list[Kernel] | None:
         return None
     if out_re.size == 0:
         return []
-    passes = [(w, 1, 1 << s) for s in range(w.bit_length() - 1)] + \
-             [(h, w, 1 << s) for s in range(h.bit_length() - 1)]
+    passes = [(w, 1, 1 << s) for s in range(w.bit_length() - 1)] + [(h, w, 1 << s) for s in range(h.bit_length() - 1)]
     inputs = {"RE": re.name} if real else {"RE": re.name, "IM": ctx.inputs[1].name}
     outputs = {"OR": out_re.name, "OI": out_im.name}
     in_defines = {"IN_SPLIT": "1", **({"IN_REAL": "1"} if real else {})}
@@ -224,15 +266,26 @@ def _fft(ctx: LowerCtx, real: bool) -> list[Kernel] | None:
     def numbered(bindings: dict[str, str]) -> dict[str, str]:
         return {f"B_{name}": str(i) for i, name in enumerate(bindings)}
 
-    if not passes:   # H = W = 1: the transform is the identity
+    if not passes:  # H = W = 1: the transform is the identity
         bindings = {**inputs, **outputs}
         defines = {"IDENTITY": "1", **in_defines, **out_defines, **numbered(bindings)}
-        return [ctx.kernel("tensor_ops/fft", bindings, defines, push.FFT.pack(re.size, 1, 1, 1, 1, h, w),
-                           invocations=re.size)]
+        return [
+            ctx.kernel(
+                "tensor_ops/fft", bindings, defines, push.FFT.pack(re.size, 1, 1, 1, 1, h, w), invocations=re.size
+            )
+        ]
     tw_len = max(h, w)
     table = ctx.temporary((tw_len // 2, 2), DType.FP32)
-    kernels = [ctx.kernel("tensor_ops/fft_twiddle", {"TW": table}, {}, push.FFT_TWIDDLE.pack(tw_len // 2, tw_len),
-                          invocations=tw_len // 2, writes=(table,))]
+    kernels = [
+        ctx.kernel(
+            "tensor_ops/fft_twiddle",
+            {"TW": table},
+            {},
+            push.FFT_TWIDDLE.pack(tw_len // 2, tw_len),
+            invocations=tw_len // 2,
+            writes=(table,),
+        )
+    ]
     temps = [ctx.temporary((n, h, w, 2), DType.FP32) for _ in range(min(2, len(passes) - 1))]
     butterflies = re.size // 2
     for i, (length, stride, ns) in enumerate(passes):
@@ -240,11 +293,18 @@ def _fft(ctx: LowerCtx, real: bool) -> list[Kernel] | None:
         src = inputs if i == 0 else {"X": temps[(i - 1) % 2]}
         dst = outputs if last else {"Y": temps[i % 2]}
         bindings = {**src, **dst, "TW": table}
-        defines = {**(in_defines if i == 0 else {}), **(out_defines if last else {}), **inverse,
-                   **numbered(bindings)}
+        defines = {**(in_defines if i == 0 else {}), **(out_defines if last else {}), **inverse, **numbered(bindings)}
         values = push.FFT.pack(butterflies, length, stride, ns, tw_len // (2 * ns), h, w)
-        kernels.append(ctx.kernel("tensor_ops/fft", bindings, defines, values, invocations=butterflies,
-                                  writes=None if last else (temps[i % 2],)))
+        kernels.append(
+            ctx.kernel(
+                "tensor_ops/fft",
+                bindings,
+                defines,
+                values,
+                invocations=butterflies,
+                writes=None if last else (temps[i % 2],),
+            )
+        )
     return kernels
 
 

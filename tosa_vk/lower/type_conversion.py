@@ -1,5 +1,6 @@
 """Type conversion (spec 2.13) on Vulkan: CAST (shaders/type_conversion/cast.comp) and RESCALE
 (shaders/type_conversion/rescale.comp); helpers in shaders/include/conversion.glsl."""
+
 from __future__ import annotations
 
 from ..ir.dtype import DType
@@ -14,7 +15,7 @@ _SIGNIFICAND = {DType.FP32: 24, DType.FP16: 11, DType.BF16: 8}
 
 def _int_literal(v: int) -> str:
     """A GLSL int expression of v (-2^31 has no literal)."""
-    return "(-2147483647 - 1)" if v == -2**31 else f"({v})"
+    return "(-2147483647 - 1)" if v == -(2**31) else f"({v})"
 
 
 def _cast_expr(in_t: DType, out_t: DType) -> str | None:
@@ -24,14 +25,14 @@ def _cast_expr(in_t: DType, out_t: DType) -> str | None:
     if in_t == DType.BOOL:
         return "int(x)" if out_t in _INTS else None
     if in_t in _INTS and out_t in _INTS:
-        return "(x)"                                      # STORE_O truncates / the load sign-extends
+        return "(x)"  # STORE_O truncates / the load sign-extends
     if in_t in _FLOATS and out_t in _INTS:
         lo, hi = out_t.int_range
         return f"float_to_int_sat(x, {_int_literal(lo)}, {_int_literal(hi)})"
     if in_t in _INTS and out_t in _SIGNIFICAND:
         return f"int_to_float_rne(x, {_SIGNIFICAND[out_t]})"
     if in_t in _FLOATS and out_t in _FLOATS:
-        return "(x)"                                      # the load is exact, the store rounds once
+        return "(x)"  # the load is exact, the store rounds once
     return None
 
 
@@ -41,8 +42,15 @@ def CAST(ctx: LowerCtx):
     expr = _cast_expr(a.dtype, out.dtype)
     if expr is None:
         return None
-    return [ctx.kernel("type_conversion/cast", {"A": a.name, "O": out.name}, {"CONVERT(x)": expr},
-                       push.TOTAL.pack(out.size), invocations=out.size)]
+    return [
+        ctx.kernel(
+            "type_conversion/cast",
+            {"A": a.name, "O": out.name},
+            {"CONVERT(x)": expr},
+            push.TOTAL.pack(out.size),
+            invocations=out.size,
+        )
+    ]
 
 
 @lowering("RESCALE")
@@ -76,7 +84,16 @@ def RESCALE(ctx: LowerCtx):
     else:
         lo, hi = out_t.int_range
     defines["OUT_MIN"], defines["OUT_MAX"] = _int_literal(lo), _int_literal(hi)
-    bindings = {"A": x.name, "M": multiplier.name, "S": shift.name, "IZ": input_zp.name, "OZ": output_zp.name,
-                "O": out.name}
-    return [ctx.kernel("type_conversion/rescale", bindings, defines, push.RESCALE.pack(out.size, channels),
-                       invocations=out.size)]
+    bindings = {
+        "A": x.name,
+        "M": multiplier.name,
+        "S": shift.name,
+        "IZ": input_zp.name,
+        "OZ": output_zp.name,
+        "O": out.name,
+    }
+    return [
+        ctx.kernel(
+            "type_conversion/rescale", bindings, defines, push.RESCALE.pack(out.size, channels), invocations=out.size
+        )
+    ]

@@ -1,5 +1,6 @@
 """How each TOSA element type is stored in a device buffer and computed with in GLSL (see
 shaders/include/types.glsl): defines X_T, X_C, LOAD_X(v), STORE_X(v) for a binding named X."""
+
 from __future__ import annotations
 
 from ..ir.dtype import DType

@@ -5,6 +5,7 @@ with the initial value at load. VARIABLE_WRITE / VARIABLE_READ are copy kernels 
 seen / is_written rules run on the host as StateCheck steps (no data crosses), with the reference backend's code
 (tosa_vk/reference/variable.py).
 """
+
 from __future__ import annotations
 
 from ..ir.graph import Tensor
@@ -26,8 +27,11 @@ def VARIABLE(ctx: LowerCtx) -> list[Step]:
         c.variables[uid_of(t)] = VariableSpec(uid_of(t), name, t.data)
     elif spec.tensor != name and (c.tensors[spec.tensor].shape, c.tensors[spec.tensor].dtype) == (t.shape, t.dtype):
         c.alias(name, t, spec.tensor)
-    return [StateCheck(ctx.label, "declare", uid_of(t), t.shape, t.dtype.name,
-                       None if t.data is None else tuple(t.data.shape))]
+    return [
+        StateCheck(
+            ctx.label, "declare", uid_of(t), t.shape, t.dtype.name, None if t.data is None else tuple(t.data.shape)
+        )
+    ]
 
 
 @lowering("VARIABLE_WRITE")
@@ -36,7 +40,7 @@ def VARIABLE_WRITE(ctx: LowerCtx) -> list[Step]:
     (value,) = [ctx.block.tensors[n] for n in ctx.op.inputs if n != t.name]
     steps: list[Step] = [StateCheck(ctx.label, "write", uid_of(t), value.shape, value.dtype.name)]
     if (value.shape, value.dtype) != (t.shape, t.dtype) or ctx.q(t.name) not in ctx.compilation.tensors:
-        return steps                      # the check fails at run time, as the spec says
+        return steps  # the check fails at run time, as the spec says
     return steps + [copy_step(ctx, value.name, t.name)]
 
 

@@ -5,6 +5,7 @@ Run in order on a copy of the graph's structure (tensors and their data are shar
   says are NCHW (permute.py; only when `layouts` is given);
 - elision: TRANSPOSE pairs that undo each other disappear (permute.py).
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -19,7 +20,7 @@ def run(graph: Graph, layouts: dict[str, str] | str | None = None) -> Graph:
         return graph
     graph = copy_structure(graph)
     if layouts is not None:
-        apply_custom_layouts(graph, layouts)   # both passes
+        apply_custom_layouts(graph, layouts)  # both passes
     else:
         elide_inverse_pairs(graph)
     return graph
@@ -28,8 +29,11 @@ def run(graph: Graph, layouts: dict[str, str] | str | None = None) -> Graph:
 def copy_structure(graph: Graph) -> Graph:
     """A graph whose operator lists, tensor tables and operators are new (tensors are shared: passes replace
     tensors, never change one)."""
+
     def block(b: Block) -> Block:
-        ops = [replace(op, inputs=list(op.inputs), outputs=list(op.outputs), attrs=dict(op.attrs))
-               for op in b.operators]
+        ops = [
+            replace(op, inputs=list(op.inputs), outputs=list(op.outputs), attrs=dict(op.attrs)) for op in b.operators
+        ]
         return Block(b.name, ops, dict(b.tensors), list(b.inputs), list(b.outputs))
+
     return Graph([Region(r.name, [block(b) for b in r.blocks]) for r in graph.regions], graph.version)

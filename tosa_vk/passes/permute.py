@@ -6,6 +6,7 @@ and makes the operator write NHWC tensors that a TRANSPOSE NHWC -> NCHW turns ba
 adjacent NHWC operators. Permutes never hide inside a copy: they are graph operators, visible in `tosa-vk info`.
 `apply_custom_layouts` does both for the CUSTOM operators whose registered declaration says layout="NHWC".
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -42,8 +43,9 @@ def insert_permutes(graph: Graph, layouts: dict[str, str], nhwc_abi: Callable[[O
         for i, name in enumerate(op.inputs):
             t = block.tensors[name]
             if layouts.get(name) == "NCHW" and t.rank == 4:
-                nhwc = block.add_tensor(Tensor(_fresh(block, f"{name}_nhwc"), _permuted(t.shape, NCHW_TO_NHWC),
-                                               t.dtype))
+                nhwc = block.add_tensor(
+                    Tensor(_fresh(block, f"{name}_nhwc"), _permuted(t.shape, NCHW_TO_NHWC), t.dtype)
+                )
                 out_ops.append(Operator("TRANSPOSE", [name], [nhwc.name], {"perms": NCHW_TO_NHWC}))
                 op.inputs[i] = nhwc.name
                 inserted += 1
@@ -51,8 +53,9 @@ def insert_permutes(graph: Graph, layouts: dict[str, str], nhwc_abi: Callable[[O
         for i, name in enumerate(op.outputs):
             t = block.tensors[name]
             if layouts.get(name) == "NCHW" and t.rank == 4:
-                nhwc = block.add_tensor(Tensor(_fresh(block, f"{name}_nhwc"), _permuted(t.shape, NCHW_TO_NHWC),
-                                               t.dtype))
+                nhwc = block.add_tensor(
+                    Tensor(_fresh(block, f"{name}_nhwc"), _permuted(t.shape, NCHW_TO_NHWC), t.dtype)
+                )
                 op.outputs[i] = nhwc.name
                 after.append(Operator("TRANSPOSE", [nhwc.name], [name], {"perms": NHWC_TO_NCHW}))
                 inserted += 1

@@ -1,5 +1,6 @@
 """The plan stage: where and how every tensor lives on the device — live ranges, offsets in one arena (arena.py,
 memory.py) and descriptors / formats under the channel-packing contract (resources.py) — giving the Program."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -14,8 +15,24 @@ if TYPE_CHECKING:
 
 def plan(lowered: Lowered, target: Target, alignment: int | None = None) -> Program:
     """The Program of `lowered` for `target` (tensor offsets aligned to the target's, or to `alignment`)."""
-    buffers, size, stats = arena.place(lowered.tensors, lowered.steps, lowered.root, lowered.constants,
-                                       lowered.inputs, lowered.outputs, alignment or target.alignment)
-    return Program(lowered.steps, buffers, size, lowered.inputs, lowered.outputs, lowered.constants,
-                   lowered.placement, stats, lowered.variables,
-                   resources.plan_resources(lowered.tensors, lowered.steps, lowered.root))
+    buffers, size, stats = arena.place(
+        lowered.tensors,
+        lowered.steps,
+        lowered.root,
+        lowered.constants,
+        lowered.inputs,
+        lowered.outputs,
+        alignment or target.alignment,
+    )
+    return Program(
+        lowered.steps,
+        buffers,
+        size,
+        lowered.inputs,
+        lowered.outputs,
+        lowered.constants,
+        lowered.placement,
+        stats,
+        lowered.variables,
+        resources.plan_resources(lowered.tensors, lowered.steps, lowered.root),
+    )

@@ -1,5 +1,6 @@
 """Liveness and placement of every tensor in the arena: constants and variables first (uploaded once /
 persistent), then every other tensor packed by its live range (tosa_vk/plan/memory.py)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -42,12 +43,20 @@ def liveness(steps: list[Step], root: dict[str, str]) -> tuple[dict[str, int], d
                 for r, lo in list(last.items()):
                     if lo >= i and first.get(r, -1) < i:
                         last[r] = end
+
     visit(steps)
     return first, last, count
 
 
-def place(tensors: dict[str, Tensor], steps: list[Step], root: dict[str, str], constants: dict[str, np.ndarray],
-          inputs: list[str], outputs: list[str], alignment: int) -> tuple[dict[str, Buffer], int, dict[str, int]]:
+def place(
+    tensors: dict[str, Tensor],
+    steps: list[Step],
+    root: dict[str, str],
+    constants: dict[str, np.ndarray],
+    inputs: list[str],
+    outputs: list[str],
+    alignment: int,
+) -> tuple[dict[str, Buffer], int, dict[str, int]]:
     """Buffers by tensor name, the arena's size and memory statistics; every offset a multiple of `alignment`."""
     first, last, count = liveness(steps, root)
     forever = count + 1
@@ -71,14 +80,30 @@ def place(tensors: dict[str, Tensor], steps: list[Step], root: dict[str, str], c
     dynamic_bytes = memory.pack(dynamic, alignment)
     for iv in dynamic:
         iv.offset += offset
-    stats = {"arena_bytes": offset + dynamic_bytes, "static_bytes": offset, "dynamic_bytes": dynamic_bytes,
-             "dynamic_lower_bound_bytes": memory.lower_bound(dynamic),
-             "dynamic_naive_bytes": sum(iv.size for iv in dynamic)}
-    kinds = {**{n: "intermediate" for n in tensors}, **{n: "constant" for n in constants},
-             **{n: "input" for n in inputs}, **{n: "output" for n in outputs}}
+    stats = {
+        "arena_bytes": offset + dynamic_bytes,
+        "static_bytes": offset,
+        "dynamic_bytes": dynamic_bytes,
+        "dynamic_lower_bound_bytes": memory.lower_bound(dynamic),
+        "dynamic_naive_bytes": sum(iv.size for iv in dynamic),
+    }
+    kinds = {
+        **{n: "intermediate" for n in tensors},
+        **{n: "constant" for n in constants},
+        **{n: "input" for n in inputs},
+        **{n: "output" for n in outputs},
+    }
     buffers = {}
     for name, t in tensors.items():
         iv = intervals[root.get(name, name)]
-        buffers[name] = Buffer(name, iv.offset, t.size * t.dtype.numpy.itemsize, t.shape, t.dtype.numpy,
-                               "variable" if t.variable else kinds[name], iv.name, (iv.first, iv.last))
+        buffers[name] = Buffer(
+            name,
+            iv.offset,
+            t.size * t.dtype.numpy.itemsize,
+            t.shape,
+            t.dtype.numpy,
+            "variable" if t.variable else kinds[name],
+            iv.name,
+            (iv.first, iv.last),
+        )
     return buffers, max(offset + dynamic_bytes, 16), stats

@@ -5,6 +5,7 @@ outputs to the end. (Constants and variables live forever: the lowerer places th
 Tensors whose intervals overlap never share bytes; the others may. `lower_bound` is the largest total size of
 tensors live at one time — no packing can use less, so `arena / lower_bound` measures the packing.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,8 +15,8 @@ from dataclasses import dataclass
 class Interval:
     name: str
     size: int
-    first: int   # step index that writes it (-1: before the run)
-    last: int    # last step index that reads it (a large number: after the run)
+    first: int  # step index that writes it (-1: before the run)
+    last: int  # last step index that reads it (a large number: after the run)
     offset: int = -1
 
     def overlaps(self, other: Interval) -> bool:

@@ -9,6 +9,7 @@ Arm's custom-operator contract (spec/arm-custom-operators-contract.md).
   padding or 3 -> 4 promotion.
 - Views aliasing one allocation (alias groups) must describe the same bytes: same element count and scalar type.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,9 +32,15 @@ from ..program import Resource
 DESCRIPTOR_TYPES = (STORAGE_BUFFER, STORAGE_IMAGE, COMBINED_IMAGE_SAMPLER, TENSOR_ARM)
 # the scalar format of each element type (buffer and TENSOR_ARM resources)
 SCALAR_FORMATS = {
-    DType.BOOL: "VK_FORMAT_R8_BOOL_ARM", DType.INT4: "VK_FORMAT_R8_SINT", DType.INT8: "VK_FORMAT_R8_SINT",
-    DType.INT16: "VK_FORMAT_R16_SINT", DType.INT32: "VK_FORMAT_R32_SINT", DType.INT48: "VK_FORMAT_R64_SINT",
-    DType.SHAPE: "VK_FORMAT_R64_SINT", DType.FP32: "VK_FORMAT_R32_SFLOAT", DType.FP16: "VK_FORMAT_R16_SFLOAT",
+    DType.BOOL: "VK_FORMAT_R8_BOOL_ARM",
+    DType.INT4: "VK_FORMAT_R8_SINT",
+    DType.INT8: "VK_FORMAT_R8_SINT",
+    DType.INT16: "VK_FORMAT_R16_SINT",
+    DType.INT32: "VK_FORMAT_R32_SINT",
+    DType.INT48: "VK_FORMAT_R64_SINT",
+    DType.SHAPE: "VK_FORMAT_R64_SINT",
+    DType.FP32: "VK_FORMAT_R32_SFLOAT",
+    DType.FP16: "VK_FORMAT_R16_SFLOAT",
     DType.BF16: "VK_FORMAT_R16_SFLOAT_FPENCODING_BFLOAT16_ARM",
     DType.FP8E4M3: "VK_FORMAT_R8_SFLOAT_FPENCODING_FLOAT8E4M3_ARM",
     DType.FP8E5M2: "VK_FORMAT_R8_SFLOAT_FPENCODING_FLOAT8E5M2_ARM",
@@ -48,8 +55,14 @@ def dense_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def resource(tensor: str, shape: tuple[int, ...], dtype: DType, descriptor: str = STORAGE_BUFFER,
-             format: str | None = None, alias_group: int | None = None) -> Resource:
+def resource(
+    tensor: str,
+    shape: tuple[int, ...],
+    dtype: DType,
+    descriptor: str = STORAGE_BUFFER,
+    format: str | None = None,
+    alias_group: int | None = None,
+) -> Resource:
     """A Resource for a tensor, checked against the contract; errors name the tensor and the rule."""
     shape = tuple(int(d) for d in shape)
     if descriptor not in DESCRIPTOR_TYPES:
@@ -58,8 +71,10 @@ def resource(tensor: str, shape: tuple[int, ...], dtype: DType, descriptor: str 
         return _image(tensor, shape, dtype, descriptor, format, alias_group)
     want = SCALAR_FORMATS[dtype]
     if format is not None and format != want:
-        raise TosaError(f"tensor '{tensor}': a {descriptor} resource uses the scalar element format ({want} for "
-                        f"{dtype.name}), not {format}; channels stay in the shape")
+        raise TosaError(
+            f"tensor '{tensor}': a {descriptor} resource uses the scalar element format ({want} for "
+            f"{dtype.name}), not {format}; channels stay in the shape"
+        )
     return Resource(tensor, descriptor, want, shape, dense_strides(shape), dtype.name, alias_group)
 
 
@@ -70,19 +85,27 @@ def _image(tensor, shape, dtype, descriptor, format, alias_group) -> Resource:
     if len(shape) == 4 and shape[0] != 1:
         raise TosaError(f"tensor '{tensor}': a {kind} of rank 4 must have N = 1, got shape {list(shape)}")
     if dtype != DType.FP32:
-        raise TosaError(f"tensor '{tensor}': image resources hold fp32 texels (R32 / R32G32 / R32G32B32A32 "
-                        f"SFLOAT), got {dtype.name}")
+        raise TosaError(
+            f"tensor '{tensor}': image resources hold fp32 texels (R32 / R32G32 / R32G32B32A32 "
+            f"SFLOAT), got {dtype.name}"
+        )
     c = shape[-1]
     if c not in IMAGE_FORMATS:
-        hint = " (C = 3 has no packed format: pad to 4 channels explicitly or use a buffer / tensor resource)" \
-            if c == 3 else ""
-        raise TosaError(f"tensor '{tensor}': a {kind} needs C in {{1, 2, 4}} channels to match a packed "
-                        f"format, got C = {c}{hint}")
+        hint = (
+            " (C = 3 has no packed format: pad to 4 channels explicitly or use a buffer / tensor resource)"
+            if c == 3
+            else ""
+        )
+        raise TosaError(
+            f"tensor '{tensor}': a {kind} needs C in {{1, 2, 4}} channels to match a packed format, got C = {c}{hint}"
+        )
     fmt = format or IMAGE_FORMATS[c]
     components = FORMATS[fmt].components if fmt in FORMATS else "?"
     if components != c:
-        raise TosaError(f"tensor '{tensor}': format {fmt} has {components} components but "
-                        f"the image has C = {c}; no implicit padding or promotion")
+        raise TosaError(
+            f"tensor '{tensor}': format {fmt} has {components} components but "
+            f"the image has C = {c}; no implicit padding or promotion"
+        )
     return Resource(tensor, descriptor, fmt, shape, dense_strides(shape), dtype.name, alias_group)
 
 
@@ -94,9 +117,11 @@ def check_alias_group(members: list[Resource]) -> None:
     size = int(np.prod(first.shape))
     for r in members[1:]:
         if int(np.prod(r.shape)) != size or r.dtype != first.dtype:
-            raise TosaError(f"alias group {first.alias_group}: '{r.tensor}' ({r.descriptor}, {list(r.shape)} "
-                            f"{r.dtype}) does not describe the same data as '{first.tensor}' "
-                            f"({first.descriptor}, {list(first.shape)} {first.dtype})")
+            raise TosaError(
+                f"alias group {first.alias_group}: '{r.tensor}' ({r.descriptor}, {list(r.shape)} "
+                f"{r.dtype}) does not describe the same data as '{first.tensor}' "
+                f"({first.descriptor}, {list(first.shape)} {first.dtype})"
+            )
 
 
 def plan_resources(tensors: dict, steps: list, root: dict[str, str]) -> dict[str, Resource]:
@@ -104,6 +129,7 @@ def plan_resources(tensors: dict, steps: list, root: dict[str, str]) -> dict[str
     op's image or TENSOR_ARM binding); tensors sharing one allocation (RESHAPE / IDENTITY, region inputs, one
     variable's declarations) form an alias group, checked to describe the same data."""
     from ..program import Kernel, walk
+
     asked: dict[str, tuple[str, str | None]] = {}
     for k in walk(steps):
         if isinstance(k, Kernel):

@@ -1,4 +1,5 @@
 """Activation functions (spec 2.4): CLAMP, ERF, SIGMOID, TANH. Floating point in float64, rounded once."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Comparison operators (spec 2.8). A NaN operand makes every comparison false; the sign of zero is ignored."""
+
 from __future__ import annotations
 
 import numpy as np

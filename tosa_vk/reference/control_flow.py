@@ -1,4 +1,5 @@
 """Control flow (spec 2.15, EXT-CONTROLFLOW): COND_IF and WHILE_LOOP run their regions through Call.run_region."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -3,6 +3,7 @@
 All are exact data movement. Shape operands (padding, shape, start, size, multiples) arrive as int64 arrays, the
 values of CONST_SHAPE. The spec's value-dependent ERROR_IFs are checked here as well as statically.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,8 +30,9 @@ def CONCAT(call: Call):
             if d == axis:
                 axis_sum += x.shape[d]
             else:
-                call.error_if(x.shape[d] != inputs[0].shape[d],
-                              "shapes1[shape_index][axis_index] != shapes1[0][axis_index]")
+                call.error_if(
+                    x.shape[d] != inputs[0].shape[d], "shapes1[shape_index][axis_index] != shapes1[0][axis_index]"
+                )
     call.error_if(len(out_shape) != rank, "rank(shape) != rank(shapes1[0])")
     call.error_if(axis_sum != out_shape[axis], "axis_sum != shape[axis]")
     return np.concatenate(inputs, axis=axis)
@@ -46,8 +48,10 @@ def PAD(call: Call):
     call.error_if(np.size(pad_const) != 1, "tensor_size(shape(pad_const)) != 1")
     for i in range(x.ndim):
         call.error_if(padding[2 * i] < 0 or padding[2 * i + 1] < 0, "padding[i * 2] < 0 || padding[(i * 2) + 1] < 0")
-        call.error_if(out_shape[i] != padding[2 * i] + x.shape[i] + padding[2 * i + 1],
-                      "shape[i] != padding[i * 2] + shape1[i] + padding[(i * 2) + 1]")
+        call.error_if(
+            out_shape[i] != padding[2 * i] + x.shape[i] + padding[2 * i + 1],
+            "shape[i] != padding[i * 2] + shape1[i] + padding[(i * 2) + 1]",
+        )
     out = np.full(out_shape, np.asarray(pad_const).reshape(-1)[0], dtype=x.dtype)
     out[tuple(slice(padding[2 * i], padding[2 * i] + x.shape[i]) for i in range(x.ndim))] = x
     return out
@@ -77,8 +81,9 @@ def SLICE(call: Call):
     x = call.inputs[0]
     start, size = _shape_values(call, 1), _shape_values(call, 2)
     out_shape = call.out_shapes[0]
-    call.error_if(x.ndim != len(start) or x.ndim != len(size),
-                  "rank(shape1) != length(start) || rank(shape1) != length(size)")
+    call.error_if(
+        x.ndim != len(start) or x.ndim != len(size), "rank(shape1) != length(start) || rank(shape1) != length(size)"
+    )
     call.error_if(x.ndim != len(out_shape), "rank(shape1) != rank(shape)")
     for i in range(x.ndim):
         call.error_if(start[i] < 0, "start[index] < 0")
@@ -96,8 +101,9 @@ def TILE(call: Call):
     call.error_if(x.ndim != len(out_shape), "rank(shape1) != rank(shape)")
     call.error_if(len(multiples) != x.ndim, "length(multiples) != rank(shape1)")
     call.error_if(any(m < 0 for m in multiples), "multiples[i] < 0")
-    call.error_if(any(d * m != o for d, m, o in zip(x.shape, multiples, out_shape)),
-                  "shape1[i] * multiples[i] != shape[i]")
+    call.error_if(
+        any(d * m != o for d, m, o in zip(x.shape, multiples, out_shape)), "shape1[i] * multiples[i] != shape[i]"
+    )
     return np.tile(x, multiples)
 
 

@@ -4,6 +4,7 @@ Integers are computed in int64 and checked / wrapped to the result type as the p
 computed in float64 and rounded once to the output type (numeric.round_to), which meets the 0.5 ULP bounds.
 Broadcasting follows spec 4.4.6 (broadcast_shape / apply_broadcast): equal ranks, each dimension equal or 1.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,6 +15,7 @@ from .numeric import require_range, round_to, to_float64, wrap
 from .registry import Call, reference
 
 # ---- helpers shared by the elementwise chapters (binary, ternary, comparison) ---------------------------------
+
 
 def broadcast_inputs(call: Call, arrays: list[np.ndarray]) -> list[np.ndarray]:
     """ERROR_IF(shape != broadcast_shape(shape1, shape2, ...)); returns the inputs broadcast to the output shape."""
@@ -75,6 +77,7 @@ def _shift_range(call: Call, shift: np.ndarray, dtype: DType) -> None:
 
 
 # ---- operators -------------------------------------------------------------------------------------------------
+
 
 @reference("ADD")
 def ADD(call: Call):
@@ -154,8 +157,14 @@ def MINIMUM(call: Call):
 
 # Bit-wise and logical operators: the same broadcast, then numpy's function. (The 1.0.1 pseudocode of BITWISE_AND
 # prints `|`, a typo: the operator is AND.)
-_BITWISE_LOGICAL = {"BITWISE_AND": np.bitwise_and, "BITWISE_OR": np.bitwise_or, "BITWISE_XOR": np.bitwise_xor,
-                    "LOGICAL_AND": np.logical_and, "LOGICAL_OR": np.logical_or, "LOGICAL_XOR": np.logical_xor}
+_BITWISE_LOGICAL = {
+    "BITWISE_AND": np.bitwise_and,
+    "BITWISE_OR": np.bitwise_or,
+    "BITWISE_XOR": np.bitwise_xor,
+    "LOGICAL_AND": np.logical_and,
+    "LOGICAL_OR": np.logical_or,
+    "LOGICAL_XOR": np.logical_xor,
+}
 
 
 @reference(*_BITWISE_LOGICAL)

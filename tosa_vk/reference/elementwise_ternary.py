@@ -1,4 +1,5 @@
 """Elementwise ternary operators (spec 2.7): SELECT."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -3,6 +3,7 @@
 Floating point is computed in float64 (numpy's libm-quality functions, far inside the spec's ULP / absolute error
 bounds) and rounded once to the output type; integer results are exact, with the pseudocode's REQUIREs.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -46,8 +47,15 @@ def CLZ(call: Call):
 
 # Floating-point unary functions, computed in float64 and rounded once (LOG: log(0) = -inf, log(x < 0) = NaN, as
 # apply_log says).
-_FLOAT_UNARY = {"CEIL": np.ceil, "FLOOR": np.floor, "EXP": np.exp, "LOG": np.log, "SIN": np.sin, "COS": np.cos,
-                "RECIPROCAL": lambda x: 1.0 / x}
+_FLOAT_UNARY = {
+    "CEIL": np.ceil,
+    "FLOOR": np.floor,
+    "EXP": np.exp,
+    "LOG": np.log,
+    "SIN": np.sin,
+    "COS": np.cos,
+    "RECIPROCAL": lambda x: 1.0 / x,
+}
 
 
 @reference(*_FLOAT_UNARY)

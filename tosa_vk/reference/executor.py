@@ -3,6 +3,7 @@
 Control-flow operators get `Call.run_region` (a callable that runs a named region on a list of values) rather than
 importing this module; VARIABLE operators get `Call.state`, the session's variable store.
 """
+
 from __future__ import annotations
 
 import time
@@ -24,13 +25,14 @@ class Interpreter:
 
     def __init__(self, graph: Graph, file: str | None = None, check: bool = True, max_iterations: int = 1_000_000):
         from . import load_all
+
         load_all()
         if check:
             validate(graph, file=file)
         self.graph = graph
         self.file = file
         self.state: dict = {}
-        self.timings: list[tuple[str, float]] = []   # (operator, seconds) of the last run
+        self.timings: list[tuple[str, float]] = []  # (operator, seconds) of the last run
         self.max_iterations = max_iterations
         self._regions = {r.name: r for r in graph.regions}
         self._plans: dict[int, tuple] = {}
@@ -58,8 +60,11 @@ class Interpreter:
 
     def run_block(self, region: str, block: Block, values: list[np.ndarray]) -> list[np.ndarray]:
         if len(values) != len(block.inputs):
-            raise TosaError(f"block '{block.name}' takes {len(block.inputs)} inputs, got {len(values)}",
-                            file=self.file, region=region)
+            raise TosaError(
+                f"block '{block.name}' takes {len(block.inputs)} inputs, got {len(values)}",
+                file=self.file,
+                region=region,
+            )
         constants, steps = self._prepared(block)
         env = dict(constants)
         env.update(zip(block.inputs, values))
@@ -69,8 +74,13 @@ class Interpreter:
                 self._run_step(step, env)
             except TosaError as err:
                 op = step.call.op
-                raise err.located(op=op.op, index=step.index, output=op.outputs[0] if op.outputs else None,
-                                  region=region, file=self.file) from None
+                raise err.located(
+                    op=op.op,
+                    index=step.index,
+                    output=op.outputs[0] if op.outputs else None,
+                    region=region,
+                    file=self.file,
+                ) from None
             self.timings.append((step.label, time.perf_counter() - start))
         return [_read(env, n) for n in block.outputs]
 
@@ -85,12 +95,18 @@ class Interpreter:
                     continue
                 fn = registry.OPS.get(op.op)
                 if fn is None:
-                    raise TosaError(f"no reference implementation of {op.op}", op=op.op, index=index,
-                                    file=self.file)
+                    raise TosaError(f"no reference implementation of {op.op}", op=op.op, index=index, file=self.file)
                 outs = [block.tensors[n] for n in op.outputs]
-                call = Call(op, [], [block.tensors[n].dtype for n in op.inputs], [t.dtype for t in outs],
-                            [t.shape for t in outs], run_region=self.run_region, state=self.state,
-                            extra={"max_iterations": self.max_iterations, "block": block})
+                call = Call(
+                    op,
+                    [],
+                    [block.tensors[n].dtype for n in op.inputs],
+                    [t.dtype for t in outs],
+                    [t.shape for t in outs],
+                    run_region=self.run_region,
+                    state=self.state,
+                    extra={"max_iterations": self.max_iterations, "block": block},
+                )
                 label = f"{op.op} #{index}" + (f" '{op.outputs[0]}'" if op.outputs else "")
                 steps.append(_Step(index, fn, call, outs, label))
             cached = self._plans[id(block)] = (constants, steps)
@@ -103,14 +119,14 @@ class Interpreter:
         result = step.fn(call)
         results = result if isinstance(result, (list, tuple)) else (result,)
         if len(results) != len(step.outputs):
-            raise TosaError(f"reference {call.op.op} returned {len(results)} outputs, the graph declares "
-                            f"{len(step.outputs)}")
+            raise TosaError(
+                f"reference {call.op.op} returned {len(results)} outputs, the graph declares {len(step.outputs)}"
+            )
         for t, r in zip(step.outputs, results):
             r = np.asarray(r)
             if r.dtype != t.dtype.numpy or r.shape != t.shape:
                 if r.size != t.size:
-                    raise TosaError(f"output '{t.name}' computed with shape {list(r.shape)}, declared "
-                                    f"{list(t.shape)}")
+                    raise TosaError(f"output '{t.name}' computed with shape {list(r.shape)}, declared {list(t.shape)}")
                 r = r.astype(t.dtype.numpy, copy=False).reshape(t.shape)
             env[t.name] = r
 
@@ -134,13 +150,15 @@ def _read(env: dict, name: str) -> np.ndarray:
 def coerce_input(t: Tensor, value, file: str | None) -> np.ndarray:
     """A user's input array -> the input tensor's storage dtype and shape, or a clear error."""
     from ..ir.dtype import from_npy
+
     arr = from_npy(np.asarray(value), t.dtype)
     if arr.shape != t.shape:
         if _squeezed(arr.shape) == _squeezed(t.shape):  # e.g. [1, 8] given for [8]
             arr = arr.reshape(t.shape)
         else:
-            raise TosaError(f"input '{t.name}' has shape {list(np.shape(value))}, the graph declares "
-                            f"{list(t.shape)}", file=file)
+            raise TosaError(
+                f"input '{t.name}' has shape {list(np.shape(value))}, the graph declares {list(t.shape)}", file=file
+            )
     return arr
 
 

@@ -6,6 +6,7 @@ scale_y_n * scale_x_n times the interpolated value), exact in int64; floating-po
 in float64 and rounds once to the output type. Bilinear is applied separably (rows, then columns), which is exact
 for integers and within the fp64 tolerance for floating point.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -42,8 +43,9 @@ def RESIZE(call: Call):
     border = [int(v) for v in np.asarray(call.inputs[3]).reshape(-1)]
     out_shape = tuple(call.out_shapes[0])
     call.error_if(x.ndim != 4 or len(out_shape) != 4, "rank(input) != 4 || rank(output) != 4")
-    call.error_if(len(scale) != 4 or len(offset) != 2 or len(border) != 2,
-                  "scale is shape_t<[4]>, offset and border shape_t<[2]>")
+    call.error_if(
+        len(scale) != 4 or len(offset) != 2 or len(border) != 2, "scale is shape_t<[4]>, offset and border shape_t<[2]>"
+    )
     n, ih, iw, c = x.shape
     _, oh, ow, _ = out_shape
     call.error_if(out_shape[0] != n or out_shape[3] != c, "output [N, C] != input [N, C]")
@@ -51,8 +53,10 @@ def RESIZE(call: Call):
     off_y, off_x = offset
     bor_y, bor_x = border
     call.error_if(max(oh, ow, ih, iw) >= 16384, "max(OH,OW,IH,IW) >= 16384")
-    call.error_if(sy_n <= 0 or sy_d <= 0 or sx_n <= 0 or sx_d <= 0,
-                  "scale_y_n <= 0 || scale_y_d <= 0 || scale_x_n <= 0 || scale_x_d <= 0")
+    call.error_if(
+        sy_n <= 0 or sy_d <= 0 or sx_n <= 0 or sx_d <= 0,
+        "scale_y_n <= 0 || scale_y_d <= 0 || scale_x_n <= 0 || scale_x_d <= 0",
+    )
     call.error_if(sy_n > (1 << 11) or sx_n > (1 << 11), "scale_y_n > (1 << 11) || scale_x_n > (1 << 11)")
     call.error_if(sy_d >= 16 * sy_n or sx_d >= 16 * sx_n, "scale_y_d >= 16 * scale_y_n || scale_x_d >= 16 * scale_x_n")
     call.error_if(off_y < -sy_n or off_y >= 16 * sy_n, "offset_y < -scale_y_n || offset_y >= 16 * scale_y_n")
@@ -96,7 +100,7 @@ def RESIZE(call: Call):
         for start in range(0, oh, rows):
             s = slice(start, start + rows)
             # acc = v00*(unit_y-dy)*(unit_x-dx) + v01*(unit_y-dy)*dx + v10*dy*(unit_x-dx) + v11*dy*dx
-            a = v[:, iy0[s]] * wy0[s] + v[:, iy1[s]] * wy1[s]                    # [N, rows, IW, C]
-            acc = a[:, :, ix0] * wx0 + a[:, :, ix1] * wx1                        # [N, rows, OW, C]
+            a = v[:, iy0[s]] * wy0[s] + v[:, iy1[s]] * wy1[s]  # [N, rows, IW, C]
+            acc = a[:, :, ix0] * wx0 + a[:, :, ix1] * wx1  # [N, rows, OW, C]
             out[:, s] = round_to(acc, out_type) if out_type.is_float else acc
     return out

@@ -1,4 +1,5 @@
 """The reference backend as a Model: the numpy interpreter (executor.py) behind tosa_vk's session API."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -38,6 +39,7 @@ class ReferenceModel(GraphModel):
         written to `path` if given). Needs no device."""
         from ..compiler import compile
         from ..vgf_export import export_vgf
+
         return export_vgf(compile(self.graph, target, strict=True, file=self.file), path)
 
     def profile(self) -> list[Timing]:

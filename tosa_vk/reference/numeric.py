@@ -4,6 +4,7 @@ Integer helpers take and return int64 arrays; callers cast to the storage dtype 
 are computed in float64 and rounded once to the target type with `round_to` (correct round-to-nearest-even, also for
 bf16 / fp8 where converting float64 through float32 would round twice).
 """
+
 from __future__ import annotations
 
 import numpy as np

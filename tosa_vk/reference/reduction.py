@@ -3,6 +3,7 @@
 Every reduction keeps the reduced axis with size 1. Floating-point products and sums are computed in float64 and
 rounded once to the output type (within the REDUCE_PRODUCT bound and the dot-product accuracy rules).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,8 +22,10 @@ def _axis(call: Call) -> int:
     out_shape = call.out_shapes[0]
     call.error_if(len(out_shape) != x.ndim, "rank(shape) != rank(shape1)")
     call.error_if(out_shape[axis] != 1, "shape[axis] != 1")
-    call.error_if(any(o != i for d, (o, i) in enumerate(zip(out_shape, x.shape)) if d != axis),
-                  "shape[i] != shape1[i] for i != axis")
+    call.error_if(
+        any(o != i for d, (o, i) in enumerate(zip(out_shape, x.shape)) if d != axis),
+        "shape[i] != shape1[i] for i != axis",
+    )
     return axis
 
 
@@ -78,8 +81,10 @@ def REDUCE_SUM(call: Call):
     if dtype == DType.INT32:
         # apply_add_s<i32_t> REQUIREs every partial sum (in axis order) to stay within int32.
         partial = np.cumsum(x.astype(np.int64), axis=axis)
-        call.require((partial >= -(1 << 31)) & (partial < (1 << 31)),
-                     "acc >= minimum_s<i32_t>() && acc <= maximum_s<i32_t>() in apply_add_s")
+        call.require(
+            (partial >= -(1 << 31)) & (partial < (1 << 31)),
+            "acc >= minimum_s<i32_t>() && acc <= maximum_s<i32_t>() in apply_add_s",
+        )
         return np.take(partial, [x.shape[axis] - 1], axis=axis).astype(np.int32)
     with np.errstate(over="ignore", invalid="ignore"):
         acc = np.sum(to_float64(x), axis=axis, keepdims=True)

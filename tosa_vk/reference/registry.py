@@ -4,6 +4,7 @@ Each spec chapter module registers its operators with `@reference("ADD")`; a fun
 the output array (or a list of arrays for multi-output operators) in the storage dtype of the declared output
 (DType.numpy). Value-dependent ERROR_IF / REQUIRE rules are raised with `call.error_if` / `call.require`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -21,25 +22,28 @@ OPS: dict[str, Callable[[Call], Any]] = {}
 
 def reference(*names: str):
     """Registers a reference implementation for the named operators."""
+
     def register(fn):
         for name in names:
             if name in OPS:
                 raise RuntimeError(f"two reference implementations of {name}")
             OPS[name] = fn
         return fn
+
     return register
 
 
 @dataclass
 class Call:
     """One operator invocation on concrete values."""
+
     op: Operator
-    inputs: list[np.ndarray]                      # values in spec input order, storage dtypes (DType.numpy)
+    inputs: list[np.ndarray]  # values in spec input order, storage dtypes (DType.numpy)
     in_types: list[DType]
     out_types: list[DType]
     out_shapes: list[tuple[int, ...]]
     run_region: Callable[[str, list[np.ndarray]], list[np.ndarray]] | None = None  # control flow: runs a sub-graph
-    state: Any = None                             # the session's variable store (VARIABLE ops)
+    state: Any = None  # the session's variable store (VARIABLE ops)
     extra: dict = field(default_factory=dict)
 
     @property

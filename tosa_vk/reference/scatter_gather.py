@@ -1,4 +1,5 @@
 """Scatter / gather operators (spec 2.11): GATHER and SCATTER along K of [N, K, C] value tensors."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,8 +8,9 @@ from .registry import Call, reference
 
 
 def _check_shapes(call: Call, values: np.ndarray, indices: np.ndarray, nwc_shape) -> None:
-    call.error_if(values.ndim != 3 or indices.ndim != 2 or len(nwc_shape) != 3,
-                  "values / input must be rank 3 and indices rank 2")
+    call.error_if(
+        values.ndim != 3 or indices.ndim != 2 or len(nwc_shape) != 3, "values / input must be rank 3 and indices rank 2"
+    )
     n, _, c = values.shape
     call.error_if(indices.shape[0] != n or nwc_shape[0] != n, "N differs between values, indices and [N,W,C]")
     call.error_if(indices.shape[1] != nwc_shape[1], "W differs between indices and [N,W,C]")

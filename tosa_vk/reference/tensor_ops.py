@@ -8,6 +8,7 @@ int32 / int48 accumulator and output ranges on the final sums. Stride-1 convolut
 over contiguous slices of the flattened padded input ("shifted GEMM"); strided ones one matmul per tap over strided
 views.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -27,6 +28,7 @@ FLOAT_DOT = np.float32
 
 
 # ---- helpers -------------------------------------------------------------------------------------------------------
+
 
 def _ints(call: Call, name: str, default: int, n: int) -> list[int]:
     v = call.attr(name)
@@ -121,7 +123,7 @@ def _compute_type(in_t: DType, x: np.ndarray, w: np.ndarray, izp, wzp, taps):
     xm = max(abs(int(x.min()) - izp), abs(int(x.max()) - izp))
     wm = max(abs(int(w.min()) - wzp), abs(int(w.max()) - wzp))
     bound = float(xm) * wm * taps * x.shape[-1]  # KS = taps * IC
-    return np.float32 if bound < 2.0 ** 24 else np.float64 if bound < 2.0 ** 53 else np.int64
+    return np.float32 if bound < 2.0**24 else np.float64 if bound < 2.0**53 else np.int64
 
 
 def _to_acc(acc: np.ndarray, integer: bool) -> np.ndarray:
@@ -136,17 +138,19 @@ def _shifted(x: np.ndarray, pads, ct, zp, kernel, dilation, out):
     width (and height, for 3D) are computed too; crop(acc [N, q_len, C']) drops them -> [N, *out, C']."""
     sizes = x.shape[1:-1]
     padded = [s + lo + hi for s, (lo, hi) in zip(sizes, pads)]
-    flat = [int(np.prod(padded[i + 1:])) for i in range(len(padded))]   # flat stride of each spatial axis
-    offsets = [sum(t * d * f for t, d, f in zip(tap, dilation, flat))
-               for tap in itertools.product(*(range(k) for k in kernel))]
+    flat = [int(np.prod(padded[i + 1 :])) for i in range(len(padded))]  # flat stride of each spatial axis
+    offsets = [
+        sum(t * d * f for t, d, f in zip(tap, dilation, flat)) for tap in itertools.product(*(range(k) for k in kernel))
+    ]
     q_len = out[0] * flat[0]
-    extra = -(-max(0, offsets[-1] + q_len - padded[0] * flat[0]) // flat[0])   # rows so the last slice fits
+    extra = -(-max(0, offsets[-1] + q_len - padded[0] * flat[0]) // flat[0])  # rows so the last slice fits
     xp = _padded(x, [(pads[0][0], pads[0][1] + extra), *pads[1:]], ct, zp)
     xf = xp.reshape(x.shape[0], -1, x.shape[-1])
 
     def crop(acc: np.ndarray) -> np.ndarray:
         full = acc.reshape(x.shape[0], out[0], *padded[1:], acc.shape[-1])
         return full[(slice(None), slice(None), *(slice(o) for o in out[1:]))]
+
     return xf, offsets, q_len, crop
 
 
@@ -170,8 +174,9 @@ def _conv_nd(call: Call, nd: int):
     out = tuple(out_shape[1:-1])
     pads = [(pad[2 * i], pad[2 * i + 1]) for i in range(nd)]
     for i, axis in enumerate("DHW"[-nd:]):
-        _out_size(call, "O" + axis, out[i],
-                  sizes[i] - 1 + pads[i][0] + pads[i][1] - (kernel[i] - 1) * dilation[i], stride[i])
+        _out_size(
+            call, "O" + axis, out[i], sizes[i] - 1 + pads[i][0] + pads[i][1] - (kernel[i] - 1) * dilation[i], stride[i]
+        )
     _bias_check(call, bias, oc)
     call.error_if(out_shape[-1] != oc or out_shape[0] != n or w.shape[-1] != ic, "shape mismatch")
     integer = not in_t.is_float
@@ -195,21 +200,23 @@ def _conv_nd(call: Call, nd: int):
     acc = np.empty((n, q_len, oc), dtype=ct)
     with np.errstate(invalid="ignore", over="ignore"):
         for b in range(n):
-            np.matmul(xf[b, offsets[0]:offsets[0] + q_len], wt[0], out=acc[b])
+            np.matmul(xf[b, offsets[0] : offsets[0] + q_len], wt[0], out=acc[b])
             for o, wk in zip(offsets[1:], wt[1:]):
-                acc[b] += xf[b, o:o + q_len] @ wk
+                acc[b] += xf[b, o : o + q_len] @ wk
     return _finish(_to_acc(crop(acc), integer), bias, acc_t, out_t)
 
 
 # ---- operators -----------------------------------------------------------------------------------------------------
+
 
 @reference("ARGMAX")
 def ARGMAX(call: Call):
     x = call.inputs[0]
     axis = int(call.attr("axis", 0))
     call.error_if(axis < 0 or axis >= x.ndim, "axis < 0 || axis >= rank(shape1)")
-    call.error_if(tuple(call.out_shapes[0]) != x.shape[:axis] + x.shape[axis + 1:],
-                  "flatten(left_shape, right_shape) != shape")
+    call.error_if(
+        tuple(call.out_shapes[0]) != x.shape[:axis] + x.shape[axis + 1 :], "flatten(left_shape, right_shape) != shape"
+    )
     if not call.in_types[0].is_float:
         return np.argmax(x, axis=axis).astype(np.int32)
     v = x.astype(np.float32)  # exact for every TOSA float type
@@ -259,7 +266,7 @@ def AVG_POOL2D(call: Call):
     for o, k, s, (lo, _), size in zip(out, kernel, stride, pads, x.shape[1:3]):
         start = np.arange(o) * s - lo
         counts.append(np.minimum(start + k, size) - np.maximum(start, 0))
-    count = counts[0][:, None] * counts[1][None, :]                 # [OH, OW]
+    count = counts[0][:, None] * counts[1][None, :]  # [OH, OW]
     if t.is_float:
         acc = _pool(_pad_input(x.astype(np.float64), pads), kernel, stride, out, np.add)
         return round_to(acc / count[None, :, :, None], t)
@@ -282,7 +289,7 @@ def MAX_POOL2D(call: Call):
     if not t.is_float:
         return _pool(_pad_input(x, pads, t.int_range[0]), kernel, stride, out, np.maximum)
     ignore = call.attr("nan_mode") == NanPropagationMode.IGNORE
-    v = x if x.dtype in (np.float32, np.float16) else x.astype(np.float32)   # exact
+    v = x if x.dtype in (np.float32, np.float16) else x.astype(np.float32)  # exact
     # Padding never wins: -inf under PROPAGATE (maximum), NaN under IGNORE (fmax skips NaN).
     xp = _pad_input(v, pads, np.nan if ignore else -np.inf)
     with np.errstate(invalid="ignore"):
@@ -332,7 +339,7 @@ def DEPTHWISE_CONV2D(call: Call):
         acc = np.zeros((n, q_len, c, mult), dtype=ct)
         with np.errstate(invalid="ignore", over="ignore"):
             for o, wk in zip(offsets, wv.reshape(kh * kw, c, mult)):
-                acc += xf[:, o:o + q_len, :, None] * wk
+                acc += xf[:, o : o + q_len, :, None] * wk
         return _finish(_to_acc(crop(acc.reshape(n, q_len, c * mult)), integer), bias, acc_t, out_t)
     acc = np.zeros((n, *out, c, mult), dtype=ct)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -360,15 +367,17 @@ def TRANSPOSE_CONV2D(call: Call):
     call.error_if(left <= -kw or right <= -kw, "out_pad_left <= -KW || out_pad_right <= -KW")
     call.error_if(sy < 1 or sx < 1, "stride_y < 1 || stride_x < 1")
     _, oh, ow, _ = call.out_shapes[0]
-    call.error_if(oh != (ih - 1) * sy + top + bottom + kh, "OH != (IH - 1) * stride_y + out_pad_top + "
-                  "out_pad_bottom + KH")
-    call.error_if(ow != (iw - 1) * sx + left + right + kw, "OW != (IW - 1) * stride_x + out_pad_left + "
-                  "out_pad_right + KW")
+    call.error_if(
+        oh != (ih - 1) * sy + top + bottom + kh, "OH != (IH - 1) * stride_y + out_pad_top + out_pad_bottom + KH"
+    )
+    call.error_if(
+        ow != (iw - 1) * sx + left + right + kw, "OW != (IW - 1) * stride_x + out_pad_left + out_pad_right + KW"
+    )
     _bias_check(call, bias, oc)
     integer = not in_t.is_float
     ct = _compute_type(in_t, x, w, izp, wzp, kh * kw)
     xv = _values(x, izp, ct).reshape(-1, ic)
-    wv = np.ascontiguousarray(_values(w, wzp, ct).transpose(1, 2, 3, 0))      # [KH, KW, IC, OC]
+    wv = np.ascontiguousarray(_values(w, wzp, ct).transpose(1, 2, 3, 0))  # [KH, KW, IC, OC]
     # Scatter each input pixel's products: input (iy, ix) through tap (ky, kx) lands on
     # (iy * stride_y + ky + out_pad_top, ix * stride_x + kx + out_pad_left).
     fh, fw = (ih - 1) * sy + kh, (iw - 1) * sx + kw
@@ -376,14 +385,15 @@ def TRANSPOSE_CONV2D(call: Call):
     with np.errstate(invalid="ignore", over="ignore"):
         for ky in range(kh):
             for kx in range(kw):
-                full[:, ky:ky + (ih - 1) * sy + 1:sy, kx:kx + (iw - 1) * sx + 1:sx] += \
-                    (xv @ wv[ky, kx]).reshape(n, ih, iw, oc)
+                full[:, ky : ky + (ih - 1) * sy + 1 : sy, kx : kx + (iw - 1) * sx + 1 : sx] += (
+                    xv @ wv[ky, kx]
+                ).reshape(n, ih, iw, oc)
     acc = np.zeros((n, oh, ow, oc), dtype=ct)
-    y0, x0 = max(top, 0), max(left, 0)           # first output row / column fed by the full result
-    fy0, fx0 = max(-top, 0), max(-left, 0)        # first row / column of the full result kept
+    y0, x0 = max(top, 0), max(left, 0)  # first output row / column fed by the full result
+    fy0, fx0 = max(-top, 0), max(-left, 0)  # first row / column of the full result kept
     hh, ww = min(fh - fy0, oh - y0), min(fw - fx0, ow - x0)
     if hh > 0 and ww > 0:
-        acc[:, y0:y0 + hh, x0:x0 + ww] = full[:, fy0:fy0 + hh, fx0:fx0 + ww]
+        acc[:, y0 : y0 + hh, x0 : x0 + ww] = full[:, fy0 : fy0 + hh, fx0 : fx0 + ww]
     return _finish(_to_acc(acc, integer), bias, acc_t, out_t)
 
 
@@ -420,8 +430,7 @@ def FFT2D(call: Call):
     z.real, z.imag = re_, im
     # No normalisation either way: numpy's "forward" norm scales only the forward transform.
     with np.errstate(invalid="ignore", over="ignore"):
-        r = np.fft.ifft2(z, axes=(1, 2), norm="forward") if call.attr("inverse", False) else \
-            np.fft.fft2(z, axes=(1, 2))
+        r = np.fft.ifft2(z, axes=(1, 2), norm="forward") if call.attr("inverse", False) else np.fft.fft2(z, axes=(1, 2))
     t = call.out_types[0]
     return [round_to(r.real, t), round_to(r.imag, t)]
 

@@ -1,4 +1,5 @@
 """Type conversion (spec 2.13): CAST and RESCALE."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -55,18 +56,27 @@ def RESCALE(call: Call):
     in_zp = _extend(input_zp, in_t, in_unsigned).reshape(-1)[0]
     out_zp = _extend(output_zp, out_t, out_unsigned).reshape(-1)[0]
     # uint16 zero points may be 0 or 32768; int8/uint8 any value in range; every other type must use 0.
-    call.error_if(in_t != DType.INT8 and (in_t != DType.INT16 or not in_unsigned) and in_zp != 0,
-                  "!is_same<in_t,i8_t>() && (!is_same<in_t,i16_t>() || input_unsigned == false) && input_zp != 0")
-    call.error_if(out_t != DType.INT8 and (out_t != DType.INT16 or not out_unsigned) and out_zp != 0,
-                  "!is_same<out_t,i8_t>() && (!is_same<out_t,i16_t>() || output_unsigned == false) && output_zp != 0")
-    call.error_if(in_t == DType.INT16 and in_unsigned and in_zp not in (0, 32768),
-                  "is_same<in_t,i16_t>() && input_unsigned == true && input_zp != 0 && input_zp != 32768")
-    call.error_if(out_t == DType.INT16 and out_unsigned and out_zp not in (0, 32768),
-                  "is_same<out_t,i16_t>() && output_unsigned == true && output_zp != 0 && output_zp != 32768")
+    call.error_if(
+        in_t != DType.INT8 and (in_t != DType.INT16 or not in_unsigned) and in_zp != 0,
+        "!is_same<in_t,i8_t>() && (!is_same<in_t,i16_t>() || input_unsigned == false) && input_zp != 0",
+    )
+    call.error_if(
+        out_t != DType.INT8 and (out_t != DType.INT16 or not out_unsigned) and out_zp != 0,
+        "!is_same<out_t,i8_t>() && (!is_same<out_t,i16_t>() || output_unsigned == false) && output_zp != 0",
+    )
+    call.error_if(
+        in_t == DType.INT16 and in_unsigned and in_zp not in (0, 32768),
+        "is_same<in_t,i16_t>() && input_unsigned == true && input_zp != 0 && input_zp != 32768",
+    )
+    call.error_if(
+        out_t == DType.INT16 and out_unsigned and out_zp not in (0, 32768),
+        "is_same<out_t,i16_t>() && output_unsigned == true && output_zp != 0 && output_zp != 32768",
+    )
     # Attribute / type rules (static, also checked here so a graph never runs with them broken).
     call.error_if(scale32 and in_t == DType.INT48, "scale32 && is_same<in_t,i48_t>()")
-    call.error_if(not scale32 and rounding_mode == RoundingMode.DOUBLE_ROUND,
-                  "!scale32 && (rounding_mode == DOUBLE_ROUND)")
+    call.error_if(
+        not scale32 and rounding_mode == RoundingMode.DOUBLE_ROUND, "!scale32 && (rounding_mode == DOUBLE_ROUND)"
+    )
     call.error_if(in_unsigned and out_unsigned, "input_unsigned && output_unsigned")
     call.error_if(out_t == DType.INT32 and in_unsigned, "is_same<out_t,i32_t>() && input_unsigned")
     call.error_if(in_t == DType.INT32 and out_unsigned, "is_same<in_t,i32_t>() && output_unsigned")
@@ -80,7 +90,7 @@ def RESCALE(call: Call):
     multiplier = multiplier.astype(np.int64).reshape(-1)
     shift = shift.astype(np.int64).reshape(-1)
     if not per_channel:
-        multiplier, shift = multiplier[:1], shift[:1]   # broadcast c = 0 over every element
+        multiplier, shift = multiplier[:1], shift[:1]  # broadcast c = 0 over every element
     # INEXACT_ROUND allows any result within the RESCALE_INEXACT bound; SINGLE_ROUND's exact result is within it.
     if scale32:
         result = apply_scale_32(value, multiplier, shift, rounding_mode == RoundingMode.DOUBLE_ROUND)
@@ -93,4 +103,4 @@ def RESCALE(call: Call):
     else:
         lo, hi = out_t.int_range
         result = np.clip(result, lo, hi)
-    return wrap(result, out_t)   # static_cast<out_t>: uint8/uint16 results keep their bits in int8/int16 storage
+    return wrap(result, out_t)  # static_cast<out_t>: uint8/uint16 results keep their bits in int8/int16 storage

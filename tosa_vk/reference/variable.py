@@ -5,6 +5,7 @@ In a .tosa file a variable is a block tensor with `variable` set (its `variable_
 optional initial value). VARIABLE names it among its outputs, VARIABLE_WRITE among its outputs (the value is its
 input), VARIABLE_READ among its inputs. The rules themselves are tosa_vk/variables.py, shared with the Vulkan backend.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -5,6 +5,7 @@ device (discrete GPUs before integrated before CPU implementations such as lavap
 Set TOSA_VK_VALIDATION=1 to enable VK_LAYER_KHRONOS_validation; its messages are collected in
 `Device.validation_messages`.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,9 +19,13 @@ from ..target import Target, for_driver
 API_VERSION = vk.VK_MAKE_VERSION(1, 3, 0)
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
 CONDITIONAL_RENDERING = "VK_EXT_conditional_rendering"
-_TYPE_NAMES = {vk.VK_PHYSICAL_DEVICE_TYPE_OTHER: "other", vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: "integrated",
-               vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete", vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: "virtual",
-               vk.VK_PHYSICAL_DEVICE_TYPE_CPU: "cpu"}
+_TYPE_NAMES = {
+    vk.VK_PHYSICAL_DEVICE_TYPE_OTHER: "other",
+    vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: "integrated",
+    vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete",
+    vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: "virtual",
+    vk.VK_PHYSICAL_DEVICE_TYPE_CPU: "cpu",
+}
 _TYPE_ORDER = ["discrete", "integrated", "virtual", "other", "cpu"]
 
 
@@ -31,6 +36,7 @@ class VulkanError(RuntimeError):
 @dataclass
 class DeviceInfo:
     """What a physical device offers: the facts that decide which shader variants are legal."""
+
     index: int
     name: str
     type: str
@@ -42,7 +48,7 @@ class DeviceInfo:
     features: dict[str, bool] = field(default_factory=dict)
     limits: dict[str, Any] = field(default_factory=dict)
     driver_name: str = ""
-    uuid: str = ""            # VkPhysicalDeviceIDProperties.deviceUUID, hex
+    uuid: str = ""  # VkPhysicalDeviceIDProperties.deviceUUID, hex
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -51,12 +57,21 @@ class DeviceInfo:
     def target(self) -> Target:
         """What the compiler may assume about this device (tosa_vk/target.py)."""
         lim = self.limits
-        return for_driver(Target(
-            self.name, frozenset(k for k, v in self.features.items() if v),
-            tuple(lim["maxComputeWorkGroupCount"]), lim["maxComputeWorkGroupInvocations"],
-            lim["maxStorageBufferRange"], lim["minStorageBufferOffsetAlignment"], lim["maxPushConstantsSize"],
-            self.subgroup_size, driver=f"{self.driver_name or self.name} {self.driver_version}",
-            device_uuid=self.uuid), f"{self.driver_name} {self.name}")
+        return for_driver(
+            Target(
+                self.name,
+                frozenset(k for k, v in self.features.items() if v),
+                tuple(lim["maxComputeWorkGroupCount"]),
+                lim["maxComputeWorkGroupInvocations"],
+                lim["maxStorageBufferRange"],
+                lim["minStorageBufferOffsetAlignment"],
+                lim["maxPushConstantsSize"],
+                self.subgroup_size,
+                driver=f"{self.driver_name or self.name} {self.driver_version}",
+                device_uuid=self.uuid,
+            ),
+            f"{self.driver_name} {self.name}",
+        )
 
 
 def _version(v: int) -> str:
@@ -69,36 +84,56 @@ def validation_requested() -> bool:
 
 def create_instance(validation: bool = False, messages: list[str] | None = None):
     """A Vulkan 1.3 instance (and the debug messenger collecting into `messages` when validating)."""
-    app = vk.VkApplicationInfo(sType=vk.VK_STRUCTURE_TYPE_APPLICATION_INFO, pApplicationName="tosa_vk",
-                               applicationVersion=1, pEngineName="tosa_vk", engineVersion=1, apiVersion=API_VERSION)
+    app = vk.VkApplicationInfo(
+        sType=vk.VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        pApplicationName="tosa_vk",
+        applicationVersion=1,
+        pEngineName="tosa_vk",
+        engineVersion=1,
+        apiVersion=API_VERSION,
+    )
     layers, extensions = [], []
     if validation:
         available = {p.layerName for p in vk.vkEnumerateInstanceLayerProperties()}
         if VALIDATION_LAYER not in available:
             raise VulkanError(f"{VALIDATION_LAYER} is not installed (Debian: apt-get install vulkan-validationlayers)")
         layers, extensions = [VALIDATION_LAYER], [vk.VK_EXT_DEBUG_UTILS_EXTENSION_NAME]
-    info = vk.VkInstanceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, pApplicationInfo=app,
-                                   enabledLayerCount=len(layers), ppEnabledLayerNames=layers or None,
-                                   enabledExtensionCount=len(extensions), ppEnabledExtensionNames=extensions or None)
+    info = vk.VkInstanceCreateInfo(
+        sType=vk.VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        pApplicationInfo=app,
+        enabledLayerCount=len(layers),
+        ppEnabledLayerNames=layers or None,
+        enabledExtensionCount=len(extensions),
+        ppEnabledExtensionNames=extensions or None,
+    )
     try:
         instance = vk.vkCreateInstance(info, None)
     except (vk.VkError, OSError) as err:  # OSError: no libvulkan.so.1
-        raise VulkanError(f"cannot create a Vulkan instance ({type(err).__name__}: {err}); "
-                          "is a Vulkan driver installed? (Debian: apt-get install mesa-vulkan-drivers)") from None
+        raise VulkanError(
+            f"cannot create a Vulkan instance ({type(err).__name__}: {err}); "
+            "is a Vulkan driver installed? (Debian: apt-get install mesa-vulkan-drivers)"
+        ) from None
     messenger = None
     if validation:
+
         def callback(severity, types, data, user):
             messages.append(vk.ffi.string(data.pMessage).decode(errors="replace"))
             return 0
+
         create = vk.vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT")
-        messenger = create(instance, vk.VkDebugUtilsMessengerCreateInfoEXT(
-            sType=vk.VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
-            messageSeverity=vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT
-            | vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
-            messageType=vk.VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT
-            | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT
-            | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
-            pfnUserCallback=callback), None)
+        messenger = create(
+            instance,
+            vk.VkDebugUtilsMessengerCreateInfoEXT(
+                sType=vk.VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+                messageSeverity=vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT
+                | vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+                messageType=vk.VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT
+                | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT
+                | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+                pfnUserCallback=callback,
+            ),
+            None,
+        )
         messenger = (messenger, callback)  # keep the callback alive as long as the messenger
     return instance, messenger
 
@@ -106,25 +141,33 @@ def create_instance(validation: bool = False, messages: list[str] | None = None)
 def _query(index: int, pd) -> DeviceInfo:
     props = vk.vkGetPhysicalDeviceProperties(pd)
     ids = vk.VkPhysicalDeviceIDProperties(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES)
-    driver = vk.VkPhysicalDeviceDriverProperties(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES,
-                                                 pNext=ids)
-    subgroup = vk.VkPhysicalDeviceSubgroupProperties(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
-                                                     pNext=driver)
-    vk.vkGetPhysicalDeviceProperties2(pd, vk.VkPhysicalDeviceProperties2(
-        sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, pNext=subgroup))
+    driver = vk.VkPhysicalDeviceDriverProperties(
+        sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES, pNext=ids
+    )
+    subgroup = vk.VkPhysicalDeviceSubgroupProperties(
+        sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES, pNext=driver
+    )
+    vk.vkGetPhysicalDeviceProperties2(
+        pd, vk.VkPhysicalDeviceProperties2(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, pNext=subgroup)
+    )
     extensions = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(pd, None)}
     conditional = vk.VkPhysicalDeviceConditionalRenderingFeaturesEXT(
-        sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT)
-    f12 = vk.VkPhysicalDeviceVulkan12Features(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
-                                              pNext=conditional if CONDITIONAL_RENDERING in extensions else None)
-    f11 = vk.VkPhysicalDeviceVulkan11Features(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
-                                              pNext=f12)
+        sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT
+    )
+    f12 = vk.VkPhysicalDeviceVulkan12Features(
+        sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+        pNext=conditional if CONDITIONAL_RENDERING in extensions else None,
+    )
+    f11 = vk.VkPhysicalDeviceVulkan11Features(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, pNext=f12)
     f2 = vk.VkPhysicalDeviceFeatures2(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, pNext=f11)
     vk.vkGetPhysicalDeviceFeatures2(pd, f2)
     core = f2.features
     features = {
-        "shaderInt64": core.shaderInt64, "shaderInt16": core.shaderInt16, "shaderFloat64": core.shaderFloat64,
-        "shaderInt8": f12.shaderInt8, "shaderFloat16": f12.shaderFloat16,
+        "shaderInt64": core.shaderInt64,
+        "shaderInt16": core.shaderInt16,
+        "shaderFloat64": core.shaderFloat64,
+        "shaderInt8": f12.shaderInt8,
+        "shaderFloat16": f12.shaderFloat16,
         "storageBuffer8BitAccess": f12.storageBuffer8BitAccess,
         "storageBuffer16BitAccess": f11.storageBuffer16BitAccess,
         # VK_EXT_conditional_rendering: a WHILE_LOOP's iterations recorded ahead, skipped on the device once its
@@ -143,11 +186,20 @@ def _query(index: int, pd) -> DeviceInfo:
         "minStorageBufferOffsetAlignment": lim.minStorageBufferOffsetAlignment,
         "timestampPeriod": lim.timestampPeriod,
     }
-    return DeviceInfo(index, props.deviceName, _TYPE_NAMES.get(props.deviceType, "other"),
-                      _version(props.apiVersion), props.driverVersion, props.vendorID, props.deviceID,
-                      subgroup.subgroupSize, {k: bool(v) for k, v in features.items()}, limits,
-                      vk.ffi.string(driver.driverName).decode(errors="replace"),
-                      bytes(vk.ffi.buffer(ids.deviceUUID)).hex())
+    return DeviceInfo(
+        index,
+        props.deviceName,
+        _TYPE_NAMES.get(props.deviceType, "other"),
+        _version(props.apiVersion),
+        props.driverVersion,
+        props.vendorID,
+        props.deviceID,
+        subgroup.subgroupSize,
+        {k: bool(v) for k, v in features.items()},
+        limits,
+        vk.ffi.string(driver.driverName).decode(errors="replace"),
+        bytes(vk.ffi.buffer(ids.deviceUUID)).hex(),
+    )
 
 
 def enumerate_devices() -> list[DeviceInfo]:
@@ -170,13 +222,16 @@ def select(devices: list[DeviceInfo], selector: int | str | None = None) -> Devi
     if isinstance(selector, int) or str(selector).isdigit():
         i = int(selector)
         if not 0 <= i < len(devices):
-            raise VulkanError(f"no Vulkan device #{i}; there are {len(devices)}: "
-                              + ", ".join(f"#{d.index} {d.name}" for d in devices))
+            raise VulkanError(
+                f"no Vulkan device #{i}; there are {len(devices)}: "
+                + ", ".join(f"#{d.index} {d.name}" for d in devices)
+            )
         return devices[i]
     hits = [d for d in devices if str(selector).lower() in d.name.lower()]
     if not hits:
-        raise VulkanError(f"no Vulkan device named like {selector!r}; have: "
-                          + ", ".join(f"#{d.index} {d.name}" for d in devices))
+        raise VulkanError(
+            f"no Vulkan device named like {selector!r}; have: " + ", ".join(f"#{d.index} {d.name}" for d in devices)
+        )
     return hits[0]
 
 
@@ -196,14 +251,25 @@ class Device:
             if not compute:
                 raise VulkanError(f"{self.info.name} has no compute queue")
             self.queue_family = compute[0]
-            queue_info = vk.VkDeviceQueueCreateInfo(sType=vk.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
-                                                    queueFamilyIndex=self.queue_family, queueCount=1,
-                                                    pQueuePriorities=[1.0])
+            queue_info = vk.VkDeviceQueueCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                queueFamilyIndex=self.queue_family,
+                queueCount=1,
+                pQueuePriorities=[1.0],
+            )
             extensions = [CONDITIONAL_RENDERING] if self.info.features["conditionalRendering"] else []
-            self.device = vk.vkCreateDevice(self.physical, vk.VkDeviceCreateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, pNext=self._features(), queueCreateInfoCount=1,
-                pQueueCreateInfos=[queue_info], enabledExtensionCount=len(extensions),
-                ppEnabledExtensionNames=extensions or None), None)
+            self.device = vk.vkCreateDevice(
+                self.physical,
+                vk.VkDeviceCreateInfo(
+                    sType=vk.VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                    pNext=self._features(),
+                    queueCreateInfoCount=1,
+                    pQueueCreateInfos=[queue_info],
+                    enabledExtensionCount=len(extensions),
+                    ppEnabledExtensionNames=extensions or None,
+                ),
+                None,
+            )
             self.queue = vk.vkGetDeviceQueue(self.device, self.queue_family, 0)
             if extensions:
                 self.begin_conditional = vk.vkGetDeviceProcAddr(self.device, "vkCmdBeginConditionalRenderingEXT")
@@ -216,18 +282,26 @@ class Device:
         """Enables the shader features tosa_vk's kernels use, where the device has them (see DeviceInfo)."""
         f = self.info.features
         conditional = vk.VkPhysicalDeviceConditionalRenderingFeaturesEXT(
-            sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT, conditionalRendering=True)
+            sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT, conditionalRendering=True
+        )
         f12 = vk.VkPhysicalDeviceVulkan12Features(
             sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
-            pNext=conditional if f["conditionalRendering"] else None, shaderInt8=f["shaderInt8"],
-            shaderFloat16=f["shaderFloat16"], storageBuffer8BitAccess=f["storageBuffer8BitAccess"])
+            pNext=conditional if f["conditionalRendering"] else None,
+            shaderInt8=f["shaderInt8"],
+            shaderFloat16=f["shaderFloat16"],
+            storageBuffer8BitAccess=f["storageBuffer8BitAccess"],
+        )
         f11 = vk.VkPhysicalDeviceVulkan11Features(
-            sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, pNext=f12,
-            storageBuffer16BitAccess=f["storageBuffer16BitAccess"])
-        core = vk.VkPhysicalDeviceFeatures(shaderInt64=f["shaderInt64"], shaderInt16=f["shaderInt16"],
-                                           shaderFloat64=f["shaderFloat64"])
-        return vk.VkPhysicalDeviceFeatures2(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, pNext=f11,
-                                            features=core)
+            sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+            pNext=f12,
+            storageBuffer16BitAccess=f["storageBuffer16BitAccess"],
+        )
+        core = vk.VkPhysicalDeviceFeatures(
+            shaderInt64=f["shaderInt64"], shaderInt16=f["shaderInt16"], shaderFloat64=f["shaderFloat64"]
+        )
+        return vk.VkPhysicalDeviceFeatures2(
+            sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, pNext=f11, features=core
+        )
 
     def _destroy_instance(self) -> None:
         if self._messenger is not None:

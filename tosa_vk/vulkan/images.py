@@ -7,6 +7,7 @@ The arena stays the only source of truth: the recorder copies a tensor's bytes i
 or GENERAL (storage) for the dispatch, TRANSFER_SRC_OPTIMAL for the copy out; each run starts from UNDEFINED (the
 contents are rewritten). Format features are checked on the device first.
 """
+
 from __future__ import annotations
 
 import vulkan as vk
@@ -20,10 +21,12 @@ _FEATURES = {
 }
 _COPY = 0x4000 | 0x8000  # VK_FORMAT_FEATURE_TRANSFER_SRC_BIT | _DST_BIT (Vulkan 1.1; the binding lacks them)
 _LINEAR = vk.VK_FORMAT_FEATURE_SAMPLED_IMAGE_FILTER_LINEAR_BIT
-COLOR = vk.VkImageSubresourceRange(aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, baseMipLevel=0, levelCount=1,
-                                   baseArrayLayer=0, layerCount=1)
-LAYERS = vk.VkImageSubresourceLayers(aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, mipLevel=0, baseArrayLayer=0,
-                                     layerCount=1)
+COLOR = vk.VkImageSubresourceRange(
+    aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, baseMipLevel=0, levelCount=1, baseArrayLayer=0, layerCount=1
+)
+LAYERS = vk.VkImageSubresourceLayers(
+    aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, mipLevel=0, baseArrayLayer=0, layerCount=1
+)
 
 
 def _enum(name: str, what: str, op: str) -> int:
@@ -44,48 +47,88 @@ class ImageResource:
         need, what = _FEATURES[descriptor]
         have = vk.vkGetPhysicalDeviceFormatProperties(device.physical, fmt).optimalTilingFeatures
         if have & (need | _COPY) != need | _COPY:
-            raise VulkanError(f"{op}: {device.info.name} does not support {spec.format} for {what} "
-                              f"(with transfers)")
+            raise VulkanError(f"{op}: {device.info.name} does not support {spec.format} for {what} (with transfers)")
         sampler = dict(spec.sampler)
         linear = "VK_FILTER_LINEAR" in (sampler.get("min_filter"), sampler.get("mag_filter"))
         if descriptor.endswith("COMBINED_IMAGE_SAMPLER") and linear and not have & _LINEAR:
             raise VulkanError(f"{op}: {device.info.name} cannot filter {spec.format} linearly; use VK_FILTER_NEAREST")
-        usage = vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT | (
-            vk.VK_IMAGE_USAGE_STORAGE_BIT if descriptor.endswith("STORAGE_IMAGE") else vk.VK_IMAGE_USAGE_SAMPLED_BIT)
+        usage = (
+            vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT
+            | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT
+            | (vk.VK_IMAGE_USAGE_STORAGE_BIT if descriptor.endswith("STORAGE_IMAGE") else vk.VK_IMAGE_USAGE_SAMPLED_BIT)
+        )
         try:
-            self.image = vk.vkCreateImage(vkd, vk.VkImageCreateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO, imageType=vk.VK_IMAGE_TYPE_2D, format=fmt,
-                extent=vk.VkExtent3D(spec.width, spec.height, 1), mipLevels=1, arrayLayers=1,
-                samples=vk.VK_SAMPLE_COUNT_1_BIT, tiling=vk.VK_IMAGE_TILING_OPTIMAL, usage=usage,
-                sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE, initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED), None)
+            self.image = vk.vkCreateImage(
+                vkd,
+                vk.VkImageCreateInfo(
+                    sType=vk.VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO,
+                    imageType=vk.VK_IMAGE_TYPE_2D,
+                    format=fmt,
+                    extent=vk.VkExtent3D(spec.width, spec.height, 1),
+                    mipLevels=1,
+                    arrayLayers=1,
+                    samples=vk.VK_SAMPLE_COUNT_1_BIT,
+                    tiling=vk.VK_IMAGE_TILING_OPTIMAL,
+                    usage=usage,
+                    sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE,
+                    initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
+                ),
+                None,
+            )
             req = vk.vkGetImageMemoryRequirements(vkd, self.image)
             props = vk.vkGetPhysicalDeviceMemoryProperties(device.physical)
             types = [i for i in range(props.memoryTypeCount) if req.memoryTypeBits & (1 << i)]
-            local = [i for i in types if props.memoryTypes[i].propertyFlags
-                     & vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT]
-            self.memory = vk.vkAllocateMemory(vkd, vk.VkMemoryAllocateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, allocationSize=req.size,
-                memoryTypeIndex=(local or types)[0]), None)
+            local = [i for i in types if props.memoryTypes[i].propertyFlags & vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT]
+            self.memory = vk.vkAllocateMemory(
+                vkd,
+                vk.VkMemoryAllocateInfo(
+                    sType=vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                    allocationSize=req.size,
+                    memoryTypeIndex=(local or types)[0],
+                ),
+                None,
+            )
             vk.vkBindImageMemory(vkd, self.image, self.memory, 0)
-            self.view = vk.vkCreateImageView(vkd, vk.VkImageViewCreateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO, image=self.image,
-                viewType=vk.VK_IMAGE_VIEW_TYPE_2D, format=fmt, subresourceRange=COLOR), None)
+            self.view = vk.vkCreateImageView(
+                vkd,
+                vk.VkImageViewCreateInfo(
+                    sType=vk.VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO,
+                    image=self.image,
+                    viewType=vk.VK_IMAGE_VIEW_TYPE_2D,
+                    format=fmt,
+                    subresourceRange=COLOR,
+                ),
+                None,
+            )
             if descriptor.endswith("COMBINED_IMAGE_SAMPLER"):
-                self.sampler = vk.vkCreateSampler(vkd, vk.VkSamplerCreateInfo(
-                    sType=vk.VK_STRUCTURE_TYPE_SAMPLER_CREATE_INFO,
-                    magFilter=_enum(sampler.get("mag_filter", "VK_FILTER_LINEAR"), "mag_filter", op),
-                    minFilter=_enum(sampler.get("min_filter", "VK_FILTER_LINEAR"), "min_filter", op),
-                    mipmapMode=vk.VK_SAMPLER_MIPMAP_MODE_NEAREST,
-                    addressModeU=_enum(sampler.get("address_mode_u", "VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE"),
-                                       "address_mode_u", op),
-                    addressModeV=_enum(sampler.get("address_mode_v", "VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE"),
-                                       "address_mode_v", op),
-                    addressModeW=vk.VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE, mipLodBias=0.0,
-                    anisotropyEnable=vk.VK_FALSE, maxAnisotropy=1.0, compareEnable=vk.VK_FALSE,
-                    compareOp=vk.VK_COMPARE_OP_ALWAYS, minLod=0.0, maxLod=0.0,
-                    borderColor=_enum(sampler.get("border_color", "VK_BORDER_COLOR_FLOAT_TRANSPARENT_BLACK"),
-                                      "border_color", op),
-                    unnormalizedCoordinates=vk.VK_FALSE), None)
+                self.sampler = vk.vkCreateSampler(
+                    vkd,
+                    vk.VkSamplerCreateInfo(
+                        sType=vk.VK_STRUCTURE_TYPE_SAMPLER_CREATE_INFO,
+                        magFilter=_enum(sampler.get("mag_filter", "VK_FILTER_LINEAR"), "mag_filter", op),
+                        minFilter=_enum(sampler.get("min_filter", "VK_FILTER_LINEAR"), "min_filter", op),
+                        mipmapMode=vk.VK_SAMPLER_MIPMAP_MODE_NEAREST,
+                        addressModeU=_enum(
+                            sampler.get("address_mode_u", "VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE"), "address_mode_u", op
+                        ),
+                        addressModeV=_enum(
+                            sampler.get("address_mode_v", "VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE"), "address_mode_v", op
+                        ),
+                        addressModeW=vk.VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE,
+                        mipLodBias=0.0,
+                        anisotropyEnable=vk.VK_FALSE,
+                        maxAnisotropy=1.0,
+                        compareEnable=vk.VK_FALSE,
+                        compareOp=vk.VK_COMPARE_OP_ALWAYS,
+                        minLod=0.0,
+                        maxLod=0.0,
+                        borderColor=_enum(
+                            sampler.get("border_color", "VK_BORDER_COLOR_FLOAT_TRANSPARENT_BLACK"), "border_color", op
+                        ),
+                        unnormalizedCoordinates=vk.VK_FALSE,
+                    ),
+                    None,
+                )
         except BaseException:
             self.close()
             raise
@@ -100,16 +143,27 @@ class ImageResource:
 
     def region(self, offset: int):
         """The copy between the arena at `offset` (tightly packed texels) and the whole image."""
-        return vk.VkBufferImageCopy(bufferOffset=offset, bufferRowLength=0, bufferImageHeight=0,
-                                    imageSubresource=LAYERS, imageOffset=vk.VkOffset3D(0, 0, 0),
-                                    imageExtent=vk.VkExtent3D(self.spec.width, self.spec.height, 1))
+        return vk.VkBufferImageCopy(
+            bufferOffset=offset,
+            bufferRowLength=0,
+            bufferImageHeight=0,
+            imageSubresource=LAYERS,
+            imageOffset=vk.VkOffset3D(0, 0, 0),
+            imageExtent=vk.VkExtent3D(self.spec.width, self.spec.height, 1),
+        )
 
     def barrier(self, src_access: int, dst_access: int, old_layout: int, new_layout: int):
         return vk.VkImageMemoryBarrier(
-            sType=vk.VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER, srcAccessMask=src_access, dstAccessMask=dst_access,
-            oldLayout=old_layout, newLayout=new_layout,
-            srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED, dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
-            image=self.image, subresourceRange=COLOR)
+            sType=vk.VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER,
+            srcAccessMask=src_access,
+            dstAccessMask=dst_access,
+            oldLayout=old_layout,
+            newLayout=new_layout,
+            srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
+            dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
+            image=self.image,
+            subresourceRange=COLOR,
+        )
 
     def close(self) -> None:
         vkd = self.device.device

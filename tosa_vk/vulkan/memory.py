@@ -5,6 +5,7 @@ tensors are numpy views of it: inputs are written in place and outputs read in p
 (discrete GPUs) the arena is device-local and a host-visible twin of it stages uploads and downloads; the
 Recorder copies the ranges a run needs.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,8 +13,9 @@ import vulkan as vk
 
 from .device import Device, VulkanError
 
-_USAGE = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-          | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+_USAGE = (
+    vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+)
 HOST = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
 LOCAL = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
 
@@ -29,26 +31,44 @@ class _Allocation:
         self.device = device
         self.size = max(size, 16)
         vkd = device.device
-        self.buffer = vk.vkCreateBuffer(vkd, vk.VkBufferCreateInfo(
-            sType=vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, size=self.size,
-            usage=_USAGE | (vk.VK_BUFFER_USAGE_CONDITIONAL_RENDERING_BIT_EXT
-                            if device.info.features.get("conditionalRendering") else 0),
-            sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE), None)
+        self.buffer = vk.vkCreateBuffer(
+            vkd,
+            vk.VkBufferCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                size=self.size,
+                usage=_USAGE
+                | (
+                    vk.VK_BUFFER_USAGE_CONDITIONAL_RENDERING_BIT_EXT
+                    if device.info.features.get("conditionalRendering")
+                    else 0
+                ),
+                sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE,
+            ),
+            None,
+        )
         req = vk.vkGetBufferMemoryRequirements(vkd, self.buffer)
         props = vk.vkGetPhysicalDeviceMemoryProperties(device.physical)
-        types = [i for i in range(props.memoryTypeCount)
-                 if req.memoryTypeBits & (1 << i) and (props.memoryTypes[i].propertyFlags & flags) == flags]
+        types = [
+            i
+            for i in range(props.memoryTypeCount)
+            if req.memoryTypeBits & (1 << i) and (props.memoryTypes[i].propertyFlags & flags) == flags
+        ]
         if not types:
             vk.vkDestroyBuffer(vkd, self.buffer, None)
             raise VulkanError(f"{device.info.name} has no memory type with flags {flags:#x} for a storage buffer")
         try:
-            self.memory = vk.vkAllocateMemory(vkd, vk.VkMemoryAllocateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, allocationSize=req.size,
-                memoryTypeIndex=types[0]), None)
+            self.memory = vk.vkAllocateMemory(
+                vkd,
+                vk.VkMemoryAllocateInfo(
+                    sType=vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, allocationSize=req.size, memoryTypeIndex=types[0]
+                ),
+                None,
+            )
         except vk.VkError as err:
             vk.vkDestroyBuffer(vkd, self.buffer, None)
-            raise VulkanError(f"cannot allocate {req.size} bytes of device memory on {device.info.name}: "
-                              f"{type(err).__name__}") from None
+            raise VulkanError(
+                f"cannot allocate {req.size} bytes of device memory on {device.info.name}: {type(err).__name__}"
+            ) from None
         vk.vkBindBufferMemory(vkd, self.buffer, self.memory, 0)
         self.host: np.ndarray | None = None
         if flags & vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT:
@@ -69,8 +89,9 @@ class _Allocation:
 
 def host_visible_device_local(device: Device) -> bool:
     props = vk.vkGetPhysicalDeviceMemoryProperties(device.physical)
-    return any((props.memoryTypes[i].propertyFlags & (HOST | LOCAL)) == (HOST | LOCAL)
-               for i in range(props.memoryTypeCount))
+    return any(
+        (props.memoryTypes[i].propertyFlags & (HOST | LOCAL)) == (HOST | LOCAL) for i in range(props.memoryTypeCount)
+    )
 
 
 class Arena:
@@ -99,7 +120,7 @@ class Arena:
         count = int(np.prod(shape, dtype=np.int64))
         host = self.stage.host
         assert host is not None, "the stage allocation is host-visible, so mapped until close()"
-        return host[offset:offset + count * dtype.itemsize].view(dtype).reshape(shape)
+        return host[offset : offset + count * dtype.itemsize].view(dtype).reshape(shape)
 
     def close(self) -> None:
         self.gpu.close()

@@ -6,6 +6,7 @@ push-constant block. Custom-op kernels give a (set, binding) and a descriptor ty
 layout per set index up to the highest used (unused sets get an empty layout). VK_DESCRIPTOR_TYPE_TENSOR_ARM is
 bound as a storage buffer (lavapipe has no VK_ARM_tensors).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -18,9 +19,10 @@ from vgf import vk_enums
 from .device import Device
 
 # how each descriptor type a kernel names is bound here (values: vgf/vk_enums.py); TENSOR_ARM as a storage buffer
-DESCRIPTOR_TYPES = {name: vk_enums.DESCRIPTOR_TYPES[vk_enums.STORAGE_BUFFER if name == vk_enums.TENSOR_ARM else name]
-                    for name in (vk_enums.STORAGE_BUFFER, vk_enums.TENSOR_ARM, vk_enums.STORAGE_IMAGE,
-                                 vk_enums.COMBINED_IMAGE_SAMPLER)}
+DESCRIPTOR_TYPES = {
+    name: vk_enums.DESCRIPTOR_TYPES[vk_enums.STORAGE_BUFFER if name == vk_enums.TENSOR_ARM else name]
+    for name in (vk_enums.STORAGE_BUFFER, vk_enums.TENSOR_ARM, vk_enums.STORAGE_IMAGE, vk_enums.COMBINED_IMAGE_SAMPLER)
+}
 
 Layout = tuple[tuple[int, int, int], ...]  # (set, binding, VkDescriptorType) per binding
 
@@ -28,8 +30,9 @@ Layout = tuple[tuple[int, int, int], ...]  # (set, binding, VkDescriptorType) pe
 def descriptor_layout(count: int, slots: tuple = (), descriptors: tuple = ()) -> Layout:
     """The layout of a kernel's bindings (defaults: storage buffers at set 0, bindings 0..count-1)."""
     slots = slots or tuple((0, i) for i in range(count))
-    types = [DESCRIPTOR_TYPES[d] for d in descriptors] if descriptors else \
-        [vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER] * count
+    types = (
+        [DESCRIPTOR_TYPES[d] for d in descriptors] if descriptors else [vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER] * count
+    )
     return tuple((s, b, t) for (s, b), t in zip(slots, types))
 
 
@@ -42,7 +45,7 @@ def kernel_layout(kernel) -> Layout:
 class Pipeline:
     pipeline: object
     layout: object
-    set_layout: object          # set 0's layout
+    set_layout: object  # set 0's layout
     bindings: int
     push_size: int
     set_layouts: list[object] = field(default_factory=list)  # one per set index 0..max used
@@ -52,13 +55,15 @@ class Pipeline:
 class Pipelines:
     def __init__(self, device: Device):
         self.device = device
-        self._cache = vk.vkCreatePipelineCache(device.device, vk.VkPipelineCacheCreateInfo(
-            sType=vk.VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO), None)
+        self._cache = vk.vkCreatePipelineCache(
+            device.device, vk.VkPipelineCacheCreateInfo(sType=vk.VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO), None
+        )
         self._pipelines: dict[tuple, Pipeline] = {}
         self._modules: list = []
 
-    def get(self, spirv: bytes, bindings: int, push_size: int, layout: Layout | None = None,
-            entry: str = "main") -> Pipeline:
+    def get(
+        self, spirv: bytes, bindings: int, push_size: int, layout: Layout | None = None, entry: str = "main"
+    ) -> Pipeline:
         layout = layout or descriptor_layout(bindings)
         key = (hashlib.sha256(spirv).digest(), layout, push_size, entry)
         found = self._pipelines.get(key)
@@ -68,27 +73,67 @@ class Pipelines:
 
     def _create(self, spirv: bytes, layout_spec: Layout, push_size: int, entry: str) -> Pipeline:
         vkd = self.device.device
-        module = vk.vkCreateShaderModule(vkd, vk.VkShaderModuleCreateInfo(
-            sType=vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, codeSize=len(spirv), pCode=spirv), None)
+        module = vk.vkCreateShaderModule(
+            vkd,
+            vk.VkShaderModuleCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, codeSize=len(spirv), pCode=spirv
+            ),
+            None,
+        )
         self._modules.append(module)
         n_sets = 1 + max((s for s, _, _ in layout_spec), default=0)
         set_layouts = []
         for set_index in range(n_sets):
             entries = sorted((b, t) for s, b, t in layout_spec if s == set_index)
-            set_layouts.append(vk.vkCreateDescriptorSetLayout(vkd, vk.VkDescriptorSetLayoutCreateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, bindingCount=len(entries),
-                pBindings=[vk.VkDescriptorSetLayoutBinding(
-                    binding=b, descriptorType=t, descriptorCount=1,
-                    stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT) for b, t in entries] or None), None))
+            set_layouts.append(
+                vk.vkCreateDescriptorSetLayout(
+                    vkd,
+                    vk.VkDescriptorSetLayoutCreateInfo(
+                        sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                        bindingCount=len(entries),
+                        pBindings=[
+                            vk.VkDescriptorSetLayoutBinding(
+                                binding=b,
+                                descriptorType=t,
+                                descriptorCount=1,
+                                stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT,
+                            )
+                            for b, t in entries
+                        ]
+                        or None,
+                    ),
+                    None,
+                )
+            )
         ranges = [vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0, size=push_size)]
-        layout = vk.vkCreatePipelineLayout(vkd, vk.VkPipelineLayoutCreateInfo(
-            sType=vk.VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, setLayoutCount=n_sets, pSetLayouts=set_layouts,
-            pushConstantRangeCount=1 if push_size else 0, pPushConstantRanges=ranges if push_size else None), None)
-        stage = vk.VkPipelineShaderStageCreateInfo(sType=vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-                                                   stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module,
-                                                   pName=entry)
-        pipeline = vk.vkCreateComputePipelines(vkd, self._cache, 1, [vk.VkComputePipelineCreateInfo(
-            sType=vk.VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO, stage=stage, layout=layout)], None)[0]
+        layout = vk.vkCreatePipelineLayout(
+            vkd,
+            vk.VkPipelineLayoutCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+                setLayoutCount=n_sets,
+                pSetLayouts=set_layouts,
+                pushConstantRangeCount=1 if push_size else 0,
+                pPushConstantRanges=ranges if push_size else None,
+            ),
+            None,
+        )
+        stage = vk.VkPipelineShaderStageCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+            stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
+            module=module,
+            pName=entry,
+        )
+        pipeline = vk.vkCreateComputePipelines(
+            vkd,
+            self._cache,
+            1,
+            [
+                vk.VkComputePipelineCreateInfo(
+                    sType=vk.VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO, stage=stage, layout=layout
+                )
+            ],
+            None,
+        )[0]
         return Pipeline(pipeline, layout, set_layouts[0], len(layout_spec), push_size, set_layouts, layout_spec)
 
     def close(self) -> None:

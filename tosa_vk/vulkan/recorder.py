@@ -11,6 +11,7 @@ the dispatch writes back into the arena after it, with full barriers on both sid
 A dispatch with a `predicate` is recorded inside a conditional-rendering block (VK_EXT_conditional_rendering) that
 reads a uint32 at that arena offset: the device skips it when the value is 0 (batched WHILE_LOOP iterations).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,12 +29,13 @@ from .pipelines import Pipeline
 @dataclass
 class Dispatch:
     """A kernel ready to record: pipeline, buffer ranges per binding, push constants, group counts."""
+
     name: str
     pipeline: Pipeline
     ranges: list[tuple[int, int]]  # (offset, nbytes) in the arena, per binding
     push: bytes
     groups: tuple[int, int, int]
-    reads: frozenset[tuple[int, int]]   # arena byte ranges [start, end)
+    reads: frozenset[tuple[int, int]]  # arena byte ranges [start, end)
     writes: frozenset[tuple[int, int]]
     # per binding, for image bindings: (image spec, VK_DESCRIPTOR_TYPE_* name, written by the dispatch); else None
     images: tuple[tuple[Image, str, bool] | None, ...] = ()
@@ -43,14 +45,17 @@ class Dispatch:
     @property
     def layout(self):
         """(set, binding, VkDescriptorType) per binding (see pipelines.descriptor_layout)."""
-        return self.pipeline.descriptor_layout or tuple((0, i, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER)
-                                                        for i in range(len(self.ranges)))
+        return self.pipeline.descriptor_layout or tuple(
+            (0, i, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER) for i in range(len(self.ranges))
+        )
 
 
 def image_bindings(kernel) -> tuple[tuple[Image, str, bool] | None, ...]:
     """Per binding of a program.Kernel: (image spec, descriptor type, written by the kernel) or None (a buffer)."""
-    return tuple(None if img is None else (img, kernel.descriptors[i], kernel.bindings[i] in kernel.writes)
-                 for i, img in enumerate(kernel.images))
+    return tuple(
+        None if img is None else (img, kernel.descriptors[i], kernel.bindings[i] in kernel.writes)
+        for i, img in enumerate(kernel.images)
+    )
 
 
 def _overlap(ranges, others) -> bool:
@@ -70,18 +75,36 @@ class Segment:
             for _, _, dtype in d.layout:
                 counts[dtype] = counts.get(dtype, 0) + 1
         counts = counts or {vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER: 1}
-        self.descriptor_pool = vk.vkCreateDescriptorPool(vkd, vk.VkDescriptorPoolCreateInfo(
-            sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, maxSets=sets_needed, poolSizeCount=len(counts),
-            pPoolSizes=[vk.VkDescriptorPoolSize(type=t, descriptorCount=n) for t, n in sorted(counts.items())]),
-            None)
+        self.descriptor_pool = vk.vkCreateDescriptorPool(
+            vkd,
+            vk.VkDescriptorPoolCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                maxSets=sets_needed,
+                poolSizeCount=len(counts),
+                pPoolSizes=[vk.VkDescriptorPoolSize(type=t, descriptorCount=n) for t, n in sorted(counts.items())],
+            ),
+            None,
+        )
         self.query_pool = None
         if timestamps and dispatches:
-            self.query_pool = vk.vkCreateQueryPool(vkd, vk.VkQueryPoolCreateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, queryType=vk.VK_QUERY_TYPE_TIMESTAMP,
-                queryCount=len(dispatches) + 1), None)
-        self.command = vk.vkAllocateCommandBuffers(vkd, vk.VkCommandBufferAllocateInfo(
-            sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, commandPool=pool,
-            level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1))[0]
+            self.query_pool = vk.vkCreateQueryPool(
+                vkd,
+                vk.VkQueryPoolCreateInfo(
+                    sType=vk.VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                    queryType=vk.VK_QUERY_TYPE_TIMESTAMP,
+                    queryCount=len(dispatches) + 1,
+                ),
+                None,
+            )
+        self.command = vk.vkAllocateCommandBuffers(
+            vkd,
+            vk.VkCommandBufferAllocateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                commandPool=pool,
+                level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                commandBufferCount=1,
+            ),
+        )[0]
         self.barriers = 0
         try:
             self._record(arena)
@@ -94,12 +117,18 @@ class Segment:
         layouts = [d.pipeline.set_layouts or [d.pipeline.set_layout] for d in self.dispatches]
         flat = []
         if self.dispatches:
-            flat = vk.vkAllocateDescriptorSets(vkd, vk.VkDescriptorSetAllocateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, descriptorPool=self.descriptor_pool,
-                descriptorSetCount=sum(map(len, layouts)), pSetLayouts=[s for group in layouts for s in group]))
+            flat = vk.vkAllocateDescriptorSets(
+                vkd,
+                vk.VkDescriptorSetAllocateInfo(
+                    sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                    descriptorPool=self.descriptor_pool,
+                    descriptorSetCount=sum(map(len, layouts)),
+                    pSetLayouts=[s for group in layouts for s in group],
+                ),
+            )
         sets, at = [], 0
         for group in layouts:  # the descriptor sets of each dispatch, by set index
-            sets.append(list(flat[at:at + len(group)]))
+            sets.append(list(flat[at : at + len(group)]))
             at += len(group)
         writes = []
         images: list[list[tuple[ImageResource, int, bool]]] = []
@@ -108,25 +137,44 @@ class Segment:
             for i, ((offset, nbytes), (set_index, binding, dtype)) in enumerate(zip(d.ranges, d.layout)):
                 image = d.images[i] if i < len(d.images) else None
                 if image is None:
-                    writes.append(vk.VkWriteDescriptorSet(
-                        sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, dstSet=dsets[set_index], dstBinding=binding,
-                        descriptorCount=1, descriptorType=dtype,
-                        pBufferInfo=[vk.VkDescriptorBufferInfo(buffer=arena.buffer, offset=offset, range=nbytes)]))
+                    writes.append(
+                        vk.VkWriteDescriptorSet(
+                            sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                            dstSet=dsets[set_index],
+                            dstBinding=binding,
+                            descriptorCount=1,
+                            descriptorType=dtype,
+                            pBufferInfo=[vk.VkDescriptorBufferInfo(buffer=arena.buffer, offset=offset, range=nbytes)],
+                        )
+                    )
                     continue
                 spec, descriptor, image_written = image
                 res = ImageResource(self.device, spec, descriptor, d.name)
                 self.images.append(res)
                 mine.append((res, offset, image_written))
-                writes.append(vk.VkWriteDescriptorSet(
-                    sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, dstSet=dsets[set_index], dstBinding=binding,
-                    descriptorCount=1, descriptorType=dtype, pImageInfo=[res.descriptor_info()]))
+                writes.append(
+                    vk.VkWriteDescriptorSet(
+                        sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                        dstSet=dsets[set_index],
+                        dstBinding=binding,
+                        descriptorCount=1,
+                        descriptorType=dtype,
+                        pImageInfo=[res.descriptor_info()],
+                    )
+                )
             images.append(mine)
         if writes:
             vk.vkUpdateDescriptorSets(vkd, len(writes), writes, 0, None)
         vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO))
         if arena.staged:  # device-local arena: bring the host's writes over first
-            self._copy(cmd, arena.stage.buffer, arena.gpu.buffer, arena.size,
-                       vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_ACCESS_SHADER_READ_BIT)
+            self._copy(
+                cmd,
+                arena.stage.buffer,
+                arena.gpu.buffer,
+                arena.size,
+                vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                vk.VK_ACCESS_SHADER_READ_BIT,
+            )
         if self.query_pool is not None:
             vk.vkCmdResetQueryPool(cmd, self.query_pool, 0, len(self.dispatches) + 1)
             vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, self.query_pool, 0)
@@ -139,17 +187,35 @@ class Segment:
                     self.device.end_conditional(cmd)
                 if d.predicate is not None:  # every earlier write (the predicate's too) visible to the test
                     vk.vkCmdPipelineBarrier(
-                        cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                        cmd,
+                        vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                         vk.VK_PIPELINE_STAGE_CONDITIONAL_RENDERING_BIT_EXT | vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                        0, 1, [vk.VkMemoryBarrier(
-                            sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER, srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
-                            dstAccessMask=vk.VK_ACCESS_CONDITIONAL_RENDERING_READ_BIT_EXT
-                            | vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT)], 0, None, 0, None)
+                        0,
+                        1,
+                        [
+                            vk.VkMemoryBarrier(
+                                sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                                srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
+                                dstAccessMask=vk.VK_ACCESS_CONDITIONAL_RENDERING_READ_BIT_EXT
+                                | vk.VK_ACCESS_SHADER_READ_BIT
+                                | vk.VK_ACCESS_SHADER_WRITE_BIT,
+                            )
+                        ],
+                        0,
+                        None,
+                        0,
+                        None,
+                    )
                     written.clear()
                     read.clear()
-                    self.device.begin_conditional(cmd, vk.VkConditionalRenderingBeginInfoEXT(
-                        sType=vk.VK_STRUCTURE_TYPE_CONDITIONAL_RENDERING_BEGIN_INFO_EXT, buffer=arena.buffer,
-                        offset=d.predicate))
+                    self.device.begin_conditional(
+                        cmd,
+                        vk.VkConditionalRenderingBeginInfoEXT(
+                            sType=vk.VK_STRUCTURE_TYPE_CONDITIONAL_RENDERING_BEGIN_INFO_EXT,
+                            buffer=arena.buffer,
+                            offset=d.predicate,
+                        ),
+                    )
                 active = d.predicate
             if mine:  # images in: every earlier access done, arena bytes copied into the images
                 self._images_in(cmd, arena, mine)
@@ -162,11 +228,13 @@ class Segment:
             written.extend(d.writes)
             read.extend(d.reads)
             vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline.pipeline)
-            vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline.layout, 0, len(dsets),
-                                       dsets, 0, None)
+            vk.vkCmdBindDescriptorSets(
+                cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline.layout, 0, len(dsets), dsets, 0, None
+            )
             if d.push:
-                vk.vkCmdPushConstants(cmd, d.pipeline.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(d.push),
-                                      vk.ffi.from_buffer(d.push))
+                vk.vkCmdPushConstants(
+                    cmd, d.pipeline.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(d.push), vk.ffi.from_buffer(d.push)
+                )
             vk.vkCmdDispatch(cmd, *d.groups)
             if self.query_pool is not None:
                 vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, self.query_pool, i + 1)
@@ -177,13 +245,32 @@ class Segment:
         if active is not None:
             self.device.end_conditional(cmd)
         if arena.staged:  # and the results back to the host-visible twin
-            vk.vkCmdPipelineBarrier(cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-                                    0, 1, [vk.VkMemoryBarrier(sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                                                              srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
-                                                              dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT)],
-                                    0, None, 0, None)
-            self._copy(cmd, arena.gpu.buffer, arena.stage.buffer, arena.size, vk.VK_PIPELINE_STAGE_HOST_BIT,
-                       vk.VK_ACCESS_HOST_READ_BIT)
+            vk.vkCmdPipelineBarrier(
+                cmd,
+                vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+                0,
+                1,
+                [
+                    vk.VkMemoryBarrier(
+                        sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                        srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
+                        dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT,
+                    )
+                ],
+                0,
+                None,
+                0,
+                None,
+            )
+            self._copy(
+                cmd,
+                arena.gpu.buffer,
+                arena.stage.buffer,
+                arena.size,
+                vk.VK_PIPELINE_STAGE_HOST_BIT,
+                vk.VK_ACCESS_HOST_READ_BIT,
+            )
         else:
             self._barrier(cmd, host=True)
         vk.vkEndCommandBuffer(cmd)
@@ -196,18 +283,40 @@ class Segment:
         undefined, dst = vk.VK_IMAGE_LAYOUT_UNDEFINED, vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL
         copied = [(res, offset) for res, offset, written in images if not written]
         made = [res for res, _, written in images if written]  # outputs: contents come from the dispatch
-        vk.vkCmdPipelineBarrier(cmd, compute | transfer, compute | transfer, 0, 1, [vk.VkMemoryBarrier(
-            sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-            dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT | shader_rw)], 0, None, len(images),
+        vk.vkCmdPipelineBarrier(
+            cmd,
+            compute | transfer,
+            compute | transfer,
+            0,
+            1,
+            [
+                vk.VkMemoryBarrier(
+                    sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                    srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                    dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT | shader_rw,
+                )
+            ],
+            0,
+            None,
+            len(images),
             [res.barrier(0, vk.VK_ACCESS_TRANSFER_WRITE_BIT, undefined, dst) for res, _ in copied]
-            + [res.barrier(0, shader_rw, undefined, res.layout) for res in made])
+            + [res.barrier(0, shader_rw, undefined, res.layout) for res in made],
+        )
         for res, offset in copied:
             vk.vkCmdCopyBufferToImage(cmd, arena.buffer, res.image, dst, 1, [res.region(offset)])
         if copied:
-            vk.vkCmdPipelineBarrier(cmd, transfer, compute, 0, 0, None, 0, None, len(copied),
-                                    [res.barrier(vk.VK_ACCESS_TRANSFER_WRITE_BIT, shader_rw, dst, res.layout)
-                                     for res, _ in copied])
+            vk.vkCmdPipelineBarrier(
+                cmd,
+                transfer,
+                compute,
+                0,
+                0,
+                None,
+                0,
+                None,
+                len(copied),
+                [res.barrier(vk.VK_ACCESS_TRANSFER_WRITE_BIT, shader_rw, dst, res.layout) for res, _ in copied],
+            )
         self.barriers += 1
 
     def _images_out(self, cmd, arena: Arena, images: list[tuple[ImageResource, int, bool]]) -> None:
@@ -216,37 +325,100 @@ class Segment:
         compute, transfer = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_PIPELINE_STAGE_TRANSFER_BIT
         src = vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL
         out = [(res, offset) for res, offset, written in images if written]
-        vk.vkCmdPipelineBarrier(cmd, compute, transfer | compute, 0, 1, [vk.VkMemoryBarrier(
-            sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER, srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
-            dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_SHADER_READ_BIT
-            | vk.VK_ACCESS_SHADER_WRITE_BIT)], 0, None, len(out),
-            [res.barrier(vk.VK_ACCESS_SHADER_WRITE_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT, res.layout, src)
-             for res, _ in out])
+        vk.vkCmdPipelineBarrier(
+            cmd,
+            compute,
+            transfer | compute,
+            0,
+            1,
+            [
+                vk.VkMemoryBarrier(
+                    sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                    srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
+                    dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT
+                    | vk.VK_ACCESS_SHADER_READ_BIT
+                    | vk.VK_ACCESS_SHADER_WRITE_BIT,
+                )
+            ],
+            0,
+            None,
+            len(out),
+            [
+                res.barrier(vk.VK_ACCESS_SHADER_WRITE_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT, res.layout, src)
+                for res, _ in out
+            ],
+        )
         for res, offset in out:
             vk.vkCmdCopyImageToBuffer(cmd, res.image, src, arena.buffer, 1, [res.region(offset)])
-        vk.vkCmdPipelineBarrier(cmd, transfer, compute | transfer | vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
-                                [vk.VkMemoryBarrier(
-                                    sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                                    srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                                    dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
-                                    | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
-                                    | vk.VK_ACCESS_HOST_READ_BIT)], 0, None, 0, None)
+        vk.vkCmdPipelineBarrier(
+            cmd,
+            transfer,
+            compute | transfer | vk.VK_PIPELINE_STAGE_HOST_BIT,
+            0,
+            1,
+            [
+                vk.VkMemoryBarrier(
+                    sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                    srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                    dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT
+                    | vk.VK_ACCESS_SHADER_WRITE_BIT
+                    | vk.VK_ACCESS_TRANSFER_READ_BIT
+                    | vk.VK_ACCESS_TRANSFER_WRITE_BIT
+                    | vk.VK_ACCESS_HOST_READ_BIT,
+                )
+            ],
+            0,
+            None,
+            0,
+            None,
+        )
         self.barriers += 1
 
     @staticmethod
     def _copy(cmd, src, dst, size: int, dst_stage: int, dst_access: int) -> None:
         vk.vkCmdCopyBuffer(cmd, src, dst, 1, [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=size)])
-        vk.vkCmdPipelineBarrier(cmd, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, dst_stage, 0, 1, [vk.VkMemoryBarrier(
-            sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER, srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-            dstAccessMask=dst_access)], 0, None, 0, None)
+        vk.vkCmdPipelineBarrier(
+            cmd,
+            vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+            dst_stage,
+            0,
+            1,
+            [
+                vk.VkMemoryBarrier(
+                    sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                    srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                    dstAccessMask=dst_access,
+                )
+            ],
+            0,
+            None,
+            0,
+            None,
+        )
 
     def _barrier(self, cmd, host: bool = False) -> None:
         dst_stage = vk.VK_PIPELINE_STAGE_HOST_BIT if host else vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
-        dst_access = vk.VK_ACCESS_HOST_READ_BIT if host else (vk.VK_ACCESS_SHADER_READ_BIT
-                                                              | vk.VK_ACCESS_SHADER_WRITE_BIT)
-        vk.vkCmdPipelineBarrier(cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, dst_stage, 0, 1, [vk.VkMemoryBarrier(
-            sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER, srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
-            dstAccessMask=dst_access)], 0, None, 0, None)
+        dst_access = (
+            vk.VK_ACCESS_HOST_READ_BIT if host else (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT)
+        )
+        vk.vkCmdPipelineBarrier(
+            cmd,
+            vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            dst_stage,
+            0,
+            1,
+            [
+                vk.VkMemoryBarrier(
+                    sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                    srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
+                    dstAccessMask=dst_access,
+                )
+            ],
+            0,
+            None,
+            0,
+            None,
+        )
         if not host:
             self.barriers += 1
 
@@ -256,8 +428,16 @@ class Segment:
             return []
         n = len(self.dispatches) + 1
         data = vk.ffi.new("uint64_t[]", n)
-        vk.vkGetQueryPoolResults(self.device.device, self.query_pool, 0, n, n * 8, data, 8,
-                                 vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
+        vk.vkGetQueryPoolResults(
+            self.device.device,
+            self.query_pool,
+            0,
+            n,
+            n * 8,
+            data,
+            8,
+            vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT,
+        )
         stamps = np.frombuffer(vk.ffi.buffer(data), dtype=np.uint64).astype(np.float64)
         return list(np.diff(stamps) * period_ns * 1e-9)
 
@@ -278,16 +458,29 @@ class Queue:
     def __init__(self, device: Device):
         self.device = device
         vkd = device.device
-        self.pool = vk.vkCreateCommandPool(vkd, vk.VkCommandPoolCreateInfo(
-            sType=vk.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, queueFamilyIndex=device.queue_family,
-            flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT), None)
+        self.pool = vk.vkCreateCommandPool(
+            vkd,
+            vk.VkCommandPoolCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                queueFamilyIndex=device.queue_family,
+                flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+            ),
+            None,
+        )
         self.fence = vk.vkCreateFence(vkd, vk.VkFenceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO), None)
 
     def submit(self, segment: Segment) -> None:
         vkd = self.device.device
-        vk.vkQueueSubmit(self.device.queue, 1, [vk.VkSubmitInfo(
-            sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=1, pCommandBuffers=[segment.command])],
-            self.fence)
+        vk.vkQueueSubmit(
+            self.device.queue,
+            1,
+            [
+                vk.VkSubmitInfo(
+                    sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=1, pCommandBuffers=[segment.command]
+                )
+            ],
+            self.fence,
+        )
         vk.vkWaitForFences(vkd, 1, [self.fence], vk.VK_TRUE, 0xFFFFFFFFFFFFFFFF)
         vk.vkResetFences(vkd, 1, [self.fence])
 

@@ -1,5 +1,6 @@
 """Runs a Program on a Device: one arena for every tensor, constants uploaded once, every kernel compiled and
 recorded at load, then each run() only writes the inputs, submits the recorded segments and reads the outputs."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from .pipelines import Pipelines, kernel_layout
 from .recorder import Dispatch, Queue, Segment, image_bindings
 from .shaders import ShaderCache, variant_of
 
-BATCH_ITERATIONS = 16   # WHILE_LOOP iterations recorded ahead per command buffer (conditional rendering)
+BATCH_ITERATIONS = 16  # WHILE_LOOP iterations recorded ahead per command buffer (conditional rendering)
 BATCH_DISPATCHES = 512  # ... at most this many dispatches in all
 
 
@@ -28,9 +29,16 @@ HostKernels = Callable[[Host, list[np.ndarray]], list[np.ndarray]]
 class Runtime:
     """`host` runs the program's Host steps (tosa_vk/host_kernels.py; the Vulkan layer imports no backend)."""
 
-    def __init__(self, program: Program, device: Device | None = None, cache: ShaderCache | None = None,
-                 timestamps: bool = False, force_staging: bool = False, max_iterations: int = 1_000_000,
-                 host: HostKernels | None = None):
+    def __init__(
+        self,
+        program: Program,
+        device: Device | None = None,
+        cache: ShaderCache | None = None,
+        timestamps: bool = False,
+        force_staging: bool = False,
+        max_iterations: int = 1_000_000,
+        host: HostKernels | None = None,
+    ):
         self.program = program
         self.max_iterations = max_iterations
         self.host = host
@@ -97,13 +105,21 @@ class Runtime:
             else:
                 flush()
                 if isinstance(step, Branch):
-                    plan.append(_Branch(step.condition, self._plan(step.then, timestamps),
-                                        self._plan(step.orelse, timestamps)))
+                    plan.append(
+                        _Branch(step.condition, self._plan(step.then, timestamps), self._plan(step.orelse, timestamps))
+                    )
                 elif isinstance(step, Loop):
                     # the body is recorded with the next test after it: one submit per iteration, or per batch
                     body = self._plan(step.body + step.cond, timestamps)
-                    plan.append(_Loop(step.op, self._plan(step.cond, timestamps), step.condition, body,
-                                      *self._batch(step, body, timestamps)))
+                    plan.append(
+                        _Loop(
+                            step.op,
+                            self._plan(step.cond, timestamps),
+                            step.condition,
+                            body,
+                            *self._batch(step, body, timestamps),
+                        )
+                    )
                 else:
                     plan.append(step)
         flush()
@@ -124,26 +140,38 @@ class Runtime:
         if count < 2:
             return None, 1
         offset, rewrite = self.program.buffer(loop.predicate).offset, self._bytes((loop.predicate,))
-        dispatches = [replace(d, predicate=None if d.writes == rewrite else offset)
-                      for _ in range(count) for d in iteration]
+        dispatches = [
+            replace(d, predicate=None if d.writes == rewrite else offset) for _ in range(count) for d in iteration
+        ]
         seg = Segment(self._device, self.arena, self.queue.pool, dispatches, timestamps)
         self.segments.append(seg)
         return seg, count
 
     def _dispatch(self, step: Kernel) -> Dispatch:
-        pipeline = self.pipelines.get(self.spirv[variant_of(step)], len(step.bindings), len(step.push_constants),
-                                      kernel_layout(step), step.entry)
+        pipeline = self.pipelines.get(
+            self.spirv[variant_of(step)], len(step.bindings), len(step.push_constants), kernel_layout(step), step.entry
+        )
         ranges = []
         limit = self._device.info.limits["maxStorageBufferRange"]
         for name in step.bindings:
             buf = self.program.buffer(name)
             if buf.nbytes > limit:
-                raise VulkanError(f"{step.op}: tensor '{name}' takes {buf.nbytes} bytes, more than this "
-                                  f"device's maxStorageBufferRange ({limit}); split the graph or run it with "
-                                  f"backend='reference'")
+                raise VulkanError(
+                    f"{step.op}: tensor '{name}' takes {buf.nbytes} bytes, more than this "
+                    f"device's maxStorageBufferRange ({limit}); split the graph or run it with "
+                    f"backend='reference'"
+                )
             ranges.append((buf.offset, max(align(buf.nbytes, 4), 4)))
-        return Dispatch(step.op, pipeline, ranges, step.push_constants, step.groups,
-                        self._bytes(step.reads), self._bytes(step.writes), image_bindings(step))
+        return Dispatch(
+            step.op,
+            pipeline,
+            ranges,
+            step.push_constants,
+            step.groups,
+            self._bytes(step.reads),
+            self._bytes(step.writes),
+            image_bindings(step),
+        )
 
     def _bytes(self, names) -> frozenset[tuple[int, int]]:
         """The arena byte ranges of tensors (memory is shared between tensors whose lifetimes don't overlap)."""
@@ -175,8 +203,9 @@ class Runtime:
             elif isinstance(item, list):
                 for check in item:
                     try:
-                        variables.apply(self.state, check.rule, check.uid, check.shape, check.dtype,
-                                        check.initial_shape)
+                        variables.apply(
+                            self.state, check.rule, check.uid, check.shape, check.dtype, check.initial_shape
+                        )
                     except TosaError as err:
                         raise err.located(op=check.op) from None
             elif isinstance(item, _Branch):
@@ -186,8 +215,10 @@ class Runtime:
                 done = 0  # iterations run (or skipped on the device after the condition turned false)
                 while self._flag(item.condition):
                     if done >= self.max_iterations:
-                        raise TosaError(f"{item.op}: WHILE_LOOP did not finish within {self.max_iterations} "
-                                        "iterations (the session's max_iterations)")
+                        raise TosaError(
+                            f"{item.op}: WHILE_LOOP did not finish within {self.max_iterations} "
+                            "iterations (the session's max_iterations)"
+                        )
                     if item.batch is not None and self.max_iterations - done >= item.batch_size:
                         self._execute([item.batch])
                         done += item.batch_size
@@ -260,8 +291,8 @@ class _Branch:
 @dataclass
 class _Loop:
     op: str
-    cond: list            # the first test
+    cond: list  # the first test
     condition: str
-    body_and_cond: list   # an iteration and the test after it
+    body_and_cond: list  # an iteration and the test after it
     batch: Segment | None = None  # batch_size iterations under conditional rendering (see Runtime._batch)
     batch_size: int = 1

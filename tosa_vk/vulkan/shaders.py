@@ -10,6 +10,7 @@ driver.
 Custom-op kernels (tosa.CUSTOM) bring their own GLSL text (`Variant.text`, cached by the same content hash; glslc
 errors name the operator) or ready SPIR-V (`Variant.spirv`, checked with spirv-val once, never compiled).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,6 +26,7 @@ from pathlib import Path
 from ..shader_abi import PRELUDE
 
 SPIRV_MAGIC = 0x07230203
+
 
 def _shader_root() -> Path:
     """shaders/ at the top of the repository (an editable install) or inside the installed package (a wheel)."""
@@ -44,11 +46,11 @@ class ShaderError(RuntimeError):
 
 @dataclass(frozen=True)
 class Variant:
-    shader: str                              # path under shaders/ without .comp, e.g. "elementwise_binary/binary"
-    defines: tuple[tuple[str, str], ...]     # injected as #define lines after #version
-    text: str = ""                           # inline GLSL (custom ops) instead of shaders/<shader>.comp
-    spirv: bytes = b""                       # ready SPIR-V (custom-op payloads): validated, not compiled
-    op: str = ""                             # the operator, for errors about inline sources
+    shader: str  # path under shaders/ without .comp, e.g. "elementwise_binary/binary"
+    defines: tuple[tuple[str, str], ...]  # injected as #define lines after #version
+    text: str = ""  # inline GLSL (custom ops) instead of shaders/<shader>.comp
+    spirv: bytes = b""  # ready SPIR-V (custom-op payloads): validated, not compiled
+    op: str = ""  # the operator, for errors about inline sources
 
     def source(self) -> str:
         text = self.text or (SHADER_ROOT / f"{self.shader}.comp").read_text()
@@ -57,7 +59,7 @@ class Variant:
         if at is None:
             raise ShaderError(f"{self.op or self.shader}: the GLSL source has no #version line")
         at += 1
-        prelude = () if self.text else PRELUDE   # custom GLSL gets only its own defines
+        prelude = () if self.text else PRELUDE  # custom GLSL gets only its own defines
         extra = "".join(f"#define {k} {v}\n" for k, v in (*prelude, *self.defines))
         return "".join(lines[:at]) + extra + f"#line {at + 1}\n" + "".join(lines[at:])
 
@@ -123,8 +125,12 @@ class ShaderCache:
             data, want = spv.read_bytes(), digest.read_text().strip()
         except OSError:
             return None
-        ok = (hashlib.sha256(data).hexdigest() == want and len(data) >= 20 and len(data) % 4 == 0
-              and int.from_bytes(data[:4], "little") == SPIRV_MAGIC)
+        ok = (
+            hashlib.sha256(data).hexdigest() == want
+            and len(data) >= 20
+            and len(data) % 4 == 0
+            and int.from_bytes(data[:4], "little") == SPIRV_MAGIC
+        )
         return data if ok else None
 
     def _store(self, key: str, data: bytes) -> None:
@@ -166,8 +172,17 @@ class ShaderCache:
                 path = tmpdir / f"v{i}.comp"
                 path.write_text(v.source())
                 sources.append((v, path))
-            cmd = ["glslc", f"--target-env={TARGET_ENV}", "-O", "-I", str(INCLUDE_DIR), "-I", str(SHADER_ROOT), "-c",
-                   *[str(p) for _, p in sources]]
+            cmd = [
+                "glslc",
+                f"--target-env={TARGET_ENV}",
+                "-O",
+                "-I",
+                str(INCLUDE_DIR),
+                "-I",
+                str(SHADER_ROOT),
+                "-c",
+                *[str(p) for _, p in sources],
+            ]
             done = subprocess.run(cmd, cwd=tmpdir, capture_output=True, text=True)
             if done.returncode != 0:
                 raise ShaderError(self._explain(done.stderr, sources))

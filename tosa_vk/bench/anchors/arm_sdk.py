@@ -33,6 +33,7 @@ VK_DRIVER_FILES to pin the device (scenario-runner takes the first physical devi
 Timings are wall times of `Scenario.run()` in the worker (record + submit + fence wait of the VGF's dispatches);
 input upload and output download happen outside the timed region, as do conversion and pipeline creation.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,8 +56,12 @@ from vgf.vk_enums import FORMATS  # absolute: the worker runs this file as a scr
 PYTHON_ENV = "TOSA_VK_ARM_SDK_PYTHON"
 ARM_MODULES = ("model_converter", "vgf_lib", "scenario_runner_py", "emulation_layer")
 LAYERS = ("VK_LAYER_ML_Graph_Emulation", "VK_LAYER_ML_Tensor_Emulation")
-PIP_PACKAGES = ("ai-ml-sdk-model-converter==0.11.0", "ai-ml-sdk-vgf-library==0.11.0",
-                "ai-ml-sdk-scenario-runner==0.11.0", "ai-ml-emulation-layer-for-vulkan==0.11.0")
+PIP_PACKAGES = (
+    "ai-ml-sdk-model-converter==0.11.0",
+    "ai-ml-sdk-vgf-library==0.11.0",
+    "ai-ml-sdk-scenario-runner==0.11.0",
+    "ai-ml-emulation-layer-for-vulkan==0.11.0",
+)
 
 
 class ArmSdkError(RuntimeError):
@@ -85,8 +90,9 @@ def available() -> str | None:
 def _probe(python: str) -> str | None:
     with tempfile.TemporaryDirectory(prefix="tosa_vk_arm_probe_") as tmp:
         try:
-            proc = subprocess.run([python, str(Path(__file__).resolve()), "--probe", tmp], capture_output=True,
-                                  text=True, timeout=120)
+            proc = subprocess.run(
+                [python, str(Path(__file__).resolve()), "--probe", tmp], capture_output=True, text=True, timeout=120
+            )
         except (OSError, subprocess.TimeoutExpired) as err:
             return f"cannot run the Arm SDK worker interpreter {python}: {err}"
     for line in reversed(proc.stdout.splitlines()):
@@ -113,10 +119,16 @@ class ArmSdkWorker:
         try:
             self._proc = subprocess.Popen(
                 [worker_python(), str(Path(__file__).resolve()), "--worker", str(self.workdir)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True, bufsize=1)
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._log,
+                text=True,
+                bufsize=1,
+            )
             # Kills the worker and removes a temporary work folder if the worker is dropped without close().
-            self._finalizer = weakref.finalize(self, _stop, self._proc, self._log,
-                                               self.workdir if self._own_dir else None)
+            self._finalizer = weakref.finalize(
+                self, _stop, self._proc, self._log, self.workdir if self._own_dir else None
+            )
         except BaseException:
             self.close()
             raise
@@ -124,11 +136,13 @@ class ArmSdkWorker:
     def load_scenario(self, scenario: str | Path, inputs: list[str], outputs: list[str]) -> float:
         """Loads a scenario whose external resources `inputs` / `outputs` (uids) are uploaded / downloaded in
         memory; returns the load time in seconds."""
-        return self._call("load_scenario", scenario=str(Path(scenario).resolve()), inputs=list(inputs),
-                          outputs=list(outputs))["load_seconds"]
+        return self._call(
+            "load_scenario", scenario=str(Path(scenario).resolve()), inputs=list(inputs), outputs=list(outputs)
+        )["load_seconds"]
 
-    def run_scenario(self, inputs: dict[str, np.ndarray], repeats: int = 1) -> tuple[dict[str, np.ndarray],
-                                                                                         list[float]]:
+    def run_scenario(
+        self, inputs: dict[str, np.ndarray], repeats: int = 1
+    ) -> tuple[dict[str, np.ndarray], list[float]]:
         """Uploads `inputs` by uid, runs the loaded scenario, returns the outputs by uid (raw arrays as
         scenario-runner downloads them) and the run times."""
         self._calls += 1
@@ -212,18 +226,20 @@ class ArmSdkAnchor(ArmSdkWorker):
             raise
         self.vgf_path = Path(info["vgf"])
         self.scenario_path = Path(info["scenario"])
-        self.convert_seconds: float = info["convert_seconds"]   # model-converter wall time
-        self.load_seconds: float = info["load_seconds"]         # load_scenario: device, pipelines, memory
+        self.convert_seconds: float = info["convert_seconds"]  # model-converter wall time
+        self.load_seconds: float = info["load_seconds"]  # load_scenario: device, pipelines, memory
         # The VGF names its I/O input_<i> / output_<i> in the graph's order; map them to the .tosa tensor names.
         self._in_uids = [r["uid"] for r in info["inputs"]]
         self._out_uids = [r["uid"] for r in info["outputs"]]
-        self.input_specs = info["inputs"]     # [{uid, shape, format}] in VGF order
+        self.input_specs = info["inputs"]  # [{uid, shape, format}] in VGF order
         self.output_specs = info["outputs"]
         graph_in, graph_out, self._out_dtypes = _graph_io(self.tosa_path)
-        self.input_names = graph_in if len(graph_in) == len(self._in_uids) else \
-            [f"input_{i}" for i in range(len(self._in_uids))]
-        self.output_names = graph_out if len(graph_out) == len(self._out_uids) else \
-            [f"output_{i}" for i in range(len(self._out_uids))]
+        self.input_names = (
+            graph_in if len(graph_in) == len(self._in_uids) else [f"input_{i}" for i in range(len(self._in_uids))]
+        )
+        self.output_names = (
+            graph_out if len(graph_out) == len(self._out_uids) else [f"output_{i}" for i in range(len(self._out_uids))]
+        )
 
     def run(self, inputs: dict[str, np.ndarray], repeats: int = 1) -> tuple[dict[str, np.ndarray], list[float]]:
         """Uploads `inputs` (by graph input name, or input_<i>), runs the graph `repeats` times, returns the
@@ -250,9 +266,12 @@ class ArmSdkAnchor(ArmSdkWorker):
             path = Path(reply["outputs"][uid])
             array = np.load(path)
             path.unlink()
-            if array.dtype.kind == "V" and i < len(self._out_dtypes) and \
-                    array.dtype.itemsize == self._out_dtypes[i].itemsize:
-                array = array.view(self._out_dtypes[i])   # bf16 / fp8 come back as raw bytes
+            if (
+                array.dtype.kind == "V"
+                and i < len(self._out_dtypes)
+                and array.dtype.itemsize == self._out_dtypes[i].itemsize
+            ):
+                array = array.view(self._out_dtypes[i])  # bf16 / fp8 come back as raw bytes
             outputs[name] = array
         for file in files.values():
             Path(file).unlink()
@@ -289,9 +308,13 @@ def _graph_io(tosa_path: Path) -> tuple[list[str], list[str], list[np.dtype]]:
     lists when tosa_vk cannot read it."""
     try:
         import tosa_vk  # absolute: this file also runs as a script (the worker), outside the package
+
         graph = tosa_vk.load_graph(tosa_path)
-        return ([t.name for t in graph.inputs], [t.name for t in graph.outputs],
-                [np.dtype(t.dtype.numpy) for t in graph.outputs])
+        return (
+            [t.name for t in graph.inputs],
+            [t.name for t in graph.outputs],
+            [np.dtype(t.dtype.numpy) for t in graph.outputs],
+        )
     except Exception:  # noqa: BLE001 - positional names still work
         return [], [], []
 
@@ -302,13 +325,15 @@ def _graph_io(tosa_path: Path) -> tuple[list[str], list[str], list[np.dtype]]:
 _TEMPLATE_IO = re.compile(r"TEMPLATE_PATH_\w*?(INPUT|OUTPUT)_(\d+)$")
 # Tensor formats -> numpy: upload wants exactly the format's element size (one-component formats numpy itself
 # knows: the worker needs no ml_dtypes).
-_FORMAT_DTYPES = {name: np.dtype(f.numpy) for name, f in FORMATS.items()
-                  if f.components == 1 and f.numpy in np.sctypeDict}
+_FORMAT_DTYPES = {
+    name: np.dtype(f.numpy) for name, f in FORMATS.items() if f.components == 1 and f.numpy in np.sctypeDict
+}
 
 
 def _setup_layers(workdir: Path) -> None:
     """Points the Vulkan loader at the emulation layers; must run before the process's first vkCreateInstance."""
     import emulation_layer
+
     deploy = Path(emulation_layer.__file__).resolve().parent / "deploy"
     manifests = deploy / "share" / "vulkan" / "explicit_layer.d"
     libdirs = [d for d in (deploy / "lib64", deploy / "lib") if d.is_dir()]
@@ -359,6 +384,7 @@ class _Worker:
 
     def load(self, tosa: str) -> dict:
         import scenario_runner_py as sr
+
         tosa_path = Path(tosa)
         stem = tosa_path.stem
         vgf = self.workdir / f"{stem}.vgf"
@@ -373,7 +399,7 @@ class _Worker:
         inputs: dict[int, dict[str, Any]] = {}  # input_<i> / output_<i> -> uid, kind, shape, format
         outputs: dict[int, dict[str, Any]] = {}
         for resource in scenario["resources"]:
-            (kind, body), = resource.items()
+            ((kind, body),) = resource.items()
             if kind == "graph":
                 body["src"] = str(vgf)
             for key in ("src", "dst"):  # I/O is uploaded / downloaded in memory, not through files
@@ -381,15 +407,20 @@ class _Worker:
                 if match:
                     del body[key]
                     (inputs if match[1] == "INPUT" else outputs)[int(match[2])] = {
-                        "uid": body["uid"], "kind": kind, "shape": body.get("dims"), "format": body.get("format")}
+                        "uid": body["uid"],
+                        "kind": kind,
+                        "shape": body.get("dims"),
+                        "format": body.get("format"),
+                    }
         for command in scenario["commands"]:  # 0.11.0 templates still write the deprecated name
             if "dispatch_graph" in command and "graph_ref" in command["dispatch_graph"]:
                 command["dispatch_vgf"] = command.pop("dispatch_graph")
         scenario_path = self.workdir / f"{stem}.scenario.json"
         scenario_path.write_text(json.dumps(scenario, indent=1))
         t0 = time.perf_counter()
-        self.scenario = loaded = sr.load_scenario(str(scenario_path), work_dir=str(self.workdir),
-                                                  output_dir=str(self.workdir))
+        self.scenario = loaded = sr.load_scenario(
+            str(scenario_path), work_dir=str(self.workdir), output_dir=str(self.workdir)
+        )
         load_seconds = time.perf_counter() - t0
         getters = {"tensor": loaded.get_tensor_id, "buffer": loaded.get_buffer_id, "image": loaded.get_image_id}
         ins = [inputs[i] for i in sorted(inputs)]
@@ -397,18 +428,25 @@ class _Worker:
         for r in ins + outs:
             self.ids[r["uid"]] = getters[r["kind"]](r["uid"])
             self.formats[r["uid"]] = r["format"]
-        return {"vgf": str(vgf), "scenario": str(scenario_path), "inputs": ins, "outputs": outs,
-                "convert_seconds": convert_seconds, "load_seconds": load_seconds}
+        return {
+            "vgf": str(vgf),
+            "scenario": str(scenario_path),
+            "inputs": ins,
+            "outputs": outs,
+            "convert_seconds": convert_seconds,
+            "load_seconds": load_seconds,
+        }
 
     def load_scenario(self, scenario: str, inputs: list[str], outputs: list[str]) -> dict:
         import scenario_runner_py as sr
+
         t0 = time.perf_counter()
         self.scenario = loaded = sr.load_scenario(scenario, work_dir=str(self.workdir), output_dir=str(self.workdir))
         load_seconds = time.perf_counter() - t0
         self.ids, self.formats = {}, {}
         kinds = {}
         for resource in json.loads(Path(scenario).read_text())["resources"]:
-            (kind, body), = resource.items()
+            ((kind, body),) = resource.items()
             kinds[body.get("uid")] = (kind, body.get("format"))
         getters = {"tensor": loaded.get_tensor_id, "buffer": loaded.get_buffer_id, "image": loaded.get_image_id}
         for uid in list(inputs) + list(outputs):
@@ -487,10 +525,25 @@ def _probe_main(workdir: Path) -> int:
             _tool("vgf_lib", "vgf_dump")
             _setup_layers(workdir)
             import scenario_runner_py as sr
+
             probe = workdir / "probe.json"
-            probe.write_text(json.dumps({"resources": [{"tensor": {
-                "uid": "t", "dims": [1], "format": "VK_FORMAT_R32_SFLOAT", "shader_access": "readwrite"}}],
-                "commands": []}))
+            probe.write_text(
+                json.dumps(
+                    {
+                        "resources": [
+                            {
+                                "tensor": {
+                                    "uid": "t",
+                                    "dims": [1],
+                                    "format": "VK_FORMAT_R32_SFLOAT",
+                                    "shader_access": "readwrite",
+                                }
+                            }
+                        ],
+                        "commands": [],
+                    }
+                )
+            )
             scenario = sr.load_scenario(str(probe))
             scenario.run()
     except Exception as err:  # noqa: BLE001
