@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import numpy as np
@@ -197,3 +198,16 @@ def test_placement_records():
     program = tosa_vk.compile(small_graph())
     assert all(isinstance(p, Placement) for p in program.placement)
     assert program.placement[0] == Placement("ADD #0 'add'", "vulkan", "Vulkan kernel")
+
+
+def test_cli_plan_for_a_named_target(capsys):
+    from tosa_vk.cli import main
+
+    model = str(ROOT / "resources/models/resnet_int8/model.tosa")
+    assert main(["plan", model, "--target", "minimum", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["target"]["name"] == "minimum" and summary["target"]["features"] == []
+    hosted = [p for p in summary["placement"] if p["where"] == "host"]
+    assert hosted and all(p["reason"] for p in hosted)
+    assert main(["plan", model, "--target", "gpu"]) == 2
+    assert "unknown target 'gpu'" in capsys.readouterr().err

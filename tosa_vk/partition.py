@@ -2,11 +2,11 @@
 
 RESHAPE and IDENTITY are aliases (no work at all). An operator goes to Vulkan when a lowering (tosa_vk/lower/) has a
 kernel for its variant on the target: the partition asks the lowering, and keeps the kernels it got for the main
-block so the lower stage does not redo them.
-Otherwise it goes to the host, where the reference implementation runs on views of the device memory — unless the
-compile is strict, which makes that an error naming the operator. `force_host` moves operators to the host by
-operator name ("CUSTOM") or output tensor name. Control flow and variables always stay on Vulkan: their regions are
-partitioned operator by operator, and their state never leaves the device.
+block so the lower stage does not redo them. Otherwise it goes to the host, where the reference implementation runs
+on views of the device memory — unless the compile is strict, which makes that an error naming the operator.
+`force_host` moves operators to the host by operator name ("CUSTOM") or output tensor name. Control flow and
+variables always stay on Vulkan: their regions are partitioned operator by operator, and their state never leaves
+the device.
 """
 
 from __future__ import annotations
@@ -42,9 +42,6 @@ class Partition:
 
     def of(self, region: str, index: int) -> Placement:
         return self.placements[(region, index)]
-
-    def on_host(self) -> list[Placement]:
-        return [p for p in self.placements.values() if p.where == "host"]
 
 
 def partition(graph: Graph, target: Target, strict: bool = False, force_host: Collection[str] = ()) -> Partition:
