@@ -16,6 +16,7 @@ import pytest
 import tosa_vk
 from tosa_vk import Builder, TosaError, custom, custom_payload
 from tosa_vk.custom import Sampler, buffer, sampled_image, storage_image, tensor
+from tosa_vk.passes import copy_structure
 from tosa_vk.passes.permute import apply_custom_layouts
 from tosa_vk.vulkan.shaders import ShaderError
 
@@ -154,6 +155,7 @@ def test_nhwc_op_in_an_nchw_graph_gets_explicit_permutes(device):
     )
     b.output(b.add(z, z, name="out"))
     graph = b.build()
+    plain = copy_structure(graph)
     assert apply_custom_layouts(graph, "NCHW") == (4, 1)  # the pair between the two NHWC ops is elided
     assert [op.op for op in graph.main.operators] == ["TRANSPOSE", "CUSTOM", "CUSTOM", "TRANSPOSE", "ADD"]
     tosa_vk.validate(graph)
@@ -163,6 +165,10 @@ def test_nhwc_op_in_an_nchw_graph_gets_explicit_permutes(device):
     want = 2 * ((nhwc @ m.T + [1, 2, 3]) @ m.T).transpose(0, 3, 1, 2)
     np.testing.assert_allclose(ref["out"], want, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(vk_out["out"], ref["out"], rtol=1e-5, atol=1e-5)
+    # the same through the compile pipeline's passes stage: load(..., layouts="NCHW") on the untouched graph
+    with tosa_vk.load(plain, backend="vulkan", device=device, layouts="NCHW") as model:
+        np.testing.assert_array_equal(model.run(x=xv)["out"], vk_out["out"])
+        assert [p.op.split()[0] for p in model.placement].count("TRANSPOSE") == 2
 
 
 # ---- VulkanCustomShader payloads, unregistered --------------------------------------------------------------------
