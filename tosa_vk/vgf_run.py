@@ -178,10 +178,9 @@ class VGFModel(OnDevice):
             except VGFError as err:
                 raise TosaFormatError(err.rule, file=err.file) from None
         self.program = vgf_program(self.vgf, self.file)
-        self.own_device = device is None
-        self.device = device or Device()
+        dev = self.attach(device)
         try:
-            self.runtime = Runtime(self.program, self.device)
+            self.runtime = Runtime(self.program, dev)
         except BaseException:
             self.close()
             raise
@@ -215,4 +214,5 @@ class VGFModel(OnDevice):
                     f"input '{name}' has shape {list(value.shape)}, the VGF expects {list(buf.shape)}", file=self.file
                 )
             cast[name] = value.astype(buf.dtype, copy=False).reshape(buf.shape)
-        return self.open_runtime.run(cast)
+        with self.using() as runtime:
+            return runtime.run(cast)

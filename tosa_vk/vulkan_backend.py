@@ -8,7 +8,9 @@ where the memory is host-visible); `strict=True` refuses them instead.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import threading
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -26,26 +28,40 @@ from .vulkan.runtime import Runtime
 
 class OnDevice(Model):
     """A Model that owns a Runtime on a Device (and the device too unless it was given): close() frees both;
-    idempotent and safe after a failed __init__."""
+    idempotent and safe after a failed __init__.
+
+    One thread at a time uses the runtime (`using()`): a run owns the arena, the recorded command buffers and the
+    variables' flags until it returns, so calls from several threads are serialised, and close() waits for a run
+    in progress instead of freeing memory under it."""
 
     runtime: Runtime | None = None
     device: Device | None = None
     own_device = False
 
-    @property
-    def open_runtime(self) -> Runtime:
-        """The runtime; a clear error once the model is closed."""
-        if self.runtime is None:
-            raise TosaError("the model is closed", file=self.file)
-        return self.runtime
+    def attach(self, device: Device | str | int | None) -> Device:
+        """Opens the device (or borrows the one given) and the lock; call first in __init__."""
+        self.lock = threading.RLock()
+        self.own_device = not isinstance(device, Device)
+        self.device = device if isinstance(device, Device) else Device(device)
+        return self.device
+
+    @contextmanager
+    def using(self) -> Iterator[Runtime]:
+        """The runtime, held by this thread until the block ends; a clear error once the model is closed."""
+        with self.lock:
+            if self.runtime is None:
+                raise TosaError("the model is closed", file=self.file)
+            yield self.runtime
 
     def profile(self) -> list[Timing]:
         """Per-kernel device times of the last run (GPU timestamps: load with timestamps=True)."""
-        return [Timing(op, "device", float(seconds) * 1e6) for op, seconds in self.open_runtime.profile()]
+        with self.using() as runtime:
+            return [Timing(op, "device", float(seconds) * 1e6) for op, seconds in runtime.profile()]
 
     @property
     def transferred(self) -> dict[str, int]:
-        return dict(self.open_runtime.transferred)
+        with self.using() as runtime:
+            return dict(runtime.transferred)
 
     def check_feeds(self, expected: list[str], feeds: dict, what: str) -> None:
         """Every input in `expected` given, nothing else; `what` names them in the error ("graph", "VGF")."""
@@ -55,12 +71,13 @@ class OnDevice(Model):
             raise TosaError(f"{what} inputs {expected} expected; missing {missing}, unknown {unknown}", file=self.file)
 
     def close(self) -> None:
-        if self.runtime is not None:
-            self.runtime.close()
-            self.runtime = None
-        if self.own_device and self.device is not None:
-            self.device.close()
-            self.device = None
+        with getattr(self, "lock", None) or nullcontext():  # waits for a run in progress
+            if self.runtime is not None:
+                self.runtime.close()
+                self.runtime = None
+            if self.own_device and self.device is not None:
+                self.device.close()
+                self.device = None
 
 
 class VulkanModel(OnDevice, GraphModel):
@@ -85,14 +102,13 @@ class VulkanModel(OnDevice, GraphModel):
         layouts: dict[str, str] | str | None = None,
     ):
         self.graph, self.file = source, file
-        self.device = device if isinstance(device, Device) else Device(device)
-        self.own_device = not isinstance(device, Device)
+        dev = self.attach(device)
         try:
             self.program = compiler.compile(
-                source, self.device.info.target, strict=strict, force_host=force_host, layouts=layouts, file=file
+                source, dev.info.target, strict=strict, force_host=force_host, layouts=layouts, file=file
             )
             self.runtime = Runtime(
-                self.program, self.device, timestamps=timestamps, max_iterations=max_iterations, host=host_kernels.run
+                self.program, dev, timestamps=timestamps, max_iterations=max_iterations, host=host_kernels.run
             )
         except BaseException:
             self.close()
@@ -104,23 +120,25 @@ class VulkanModel(OnDevice, GraphModel):
         self.check_feeds(main.inputs, feeds, "graph")
         values = {n: coerce_input(main.tensors[n], feeds[n], self.file) for n in main.inputs}
         try:
-            return self.open_runtime.run(values)
+            with self.using() as runtime:
+                return runtime.run(values)
         except TosaError as err:
             raise err.located(file=self.file) from None
 
     @property
     def variables(self) -> dict[str, np.ndarray]:
-        runtime = self.open_runtime
-        return {uid: runtime.view(self.program.variables[uid].tensor).copy() for uid in runtime.state}
+        with self.using() as runtime:
+            return {uid: runtime.view(self.program.variables[uid].tensor).copy() for uid in runtime.state}
 
     def set_variable(self, uid: str, value: np.ndarray) -> None:
-        runtime = self.open_runtime
-        var, array = new_value(runtime.state, uid, value)
-        runtime.view(self.program.variables[uid].tensor)[...] = array
-        var.is_written = True
+        with self.using() as runtime:
+            var, array = new_value(runtime.state, uid, value)
+            runtime.view(self.program.variables[uid].tensor)[...] = array
+            var.is_written = True
 
     def reset_variables(self) -> None:
-        self.open_runtime.reset_variables()
+        with self.using() as runtime:
+            runtime.reset_variables()
 
     @property
     def placement(self) -> list[Placement]:

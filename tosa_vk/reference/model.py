@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -19,20 +20,26 @@ class ReferenceModel(GraphModel):
     def __init__(self, source: Graph, *, file: str | None = None, max_iterations: int = 1_000_000):
         self.graph, self.file = source, file
         self.interpreter = Interpreter(source, file=file, max_iterations=max_iterations)
+        # one run at a time: the interpreter reuses its per-operator calls and holds the variables
+        self.lock = threading.RLock()
 
     def run(self, feeds: dict[str, np.ndarray] | None = None, **named: np.ndarray) -> dict[str, np.ndarray]:
-        return self.interpreter.run({**(feeds or {}), **named})
+        with self.lock:
+            return self.interpreter.run({**(feeds or {}), **named})
 
     @property
     def variables(self) -> dict[str, np.ndarray]:
-        return {uid: var.value.copy() for uid, var in self.interpreter.state.items()}
+        with self.lock:
+            return {uid: var.value.copy() for uid, var in self.interpreter.state.items()}
 
     def set_variable(self, uid: str, value: np.ndarray) -> None:
-        var, array = new_value(self.interpreter.state, uid, value)
-        var.value, var.is_written = array.copy(), True
+        with self.lock:
+            var, array = new_value(self.interpreter.state, uid, value)
+            var.value, var.is_written = array.copy(), True
 
     def reset_variables(self) -> None:
-        self.interpreter.state.clear()
+        with self.lock:
+            self.interpreter.state.clear()
 
     def export_vgf(self, path: str | Path | None = None, target: Target | str = "lavapipe"):
         """The graph compiled for `target` (strict: every operator a Vulkan kernel) as a VGF container (vgf.VGF;
@@ -43,4 +50,5 @@ class ReferenceModel(GraphModel):
         return export_vgf(compile(self.graph, target, strict=True, file=self.file), path)
 
     def profile(self) -> list[Timing]:
-        return [Timing(op, "host", seconds * 1e6) for op, seconds in self.interpreter.timings]
+        with self.lock:
+            return [Timing(op, "host", seconds * 1e6) for op, seconds in self.interpreter.timings]

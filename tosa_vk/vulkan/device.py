@@ -9,6 +9,7 @@ Set TOSA_VK_VALIDATION=1 to enable VK_LAYER_KHRONOS_validation; its messages are
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -240,6 +241,8 @@ class Device:
 
     def __init__(self, selector: int | str | None = None, validation: bool | None = None):
         self.validation_messages: list[str] = []
+        # vkQueueSubmit needs external synchronisation of the queue: Models sharing this device take turns
+        self.queue_lock = threading.Lock()
         validation = validation_requested() if validation is None else validation
         self.instance, self._messenger = create_instance(validation, self.validation_messages)
         try:

@@ -452,6 +452,9 @@ class Segment:
             vk.vkDestroyQueryPool(vkd, self.query_pool, None)
 
 
+WAIT_SLICE_NS = 100_000_000  # one fence wait: 100 ms
+
+
 class Queue:
     """Submits command buffers on the device's compute queue and waits for them."""
 
@@ -471,17 +474,23 @@ class Queue:
 
     def submit(self, segment: Segment) -> None:
         vkd = self.device.device
-        vk.vkQueueSubmit(
-            self.device.queue,
-            1,
-            [
-                vk.VkSubmitInfo(
-                    sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=1, pCommandBuffers=[segment.command]
-                )
-            ],
-            self.fence,
-        )
-        vk.vkWaitForFences(vkd, 1, [self.fence], vk.VK_TRUE, 0xFFFFFFFFFFFFFFFF)
+        with self.device.queue_lock:
+            vk.vkQueueSubmit(
+                self.device.queue,
+                1,
+                [
+                    vk.VkSubmitInfo(
+                        sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=1, pCommandBuffers=[segment.command]
+                    )
+                ],
+                self.fence,
+            )
+        while True:  # in slices, so Ctrl-C (KeyboardInterrupt) is handled between them
+            try:
+                vk.vkWaitForFences(vkd, 1, [self.fence], vk.VK_TRUE, WAIT_SLICE_NS)
+                break
+            except vk.VkTimeout:
+                continue
         vk.vkResetFences(vkd, 1, [self.fence])
 
     def close(self) -> None:
