@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -105,6 +106,24 @@ def _feeds_from_desc(desc_path: Path) -> tuple[Path, dict, dict]:
     return folder / desc["tosa_file"], feeds, dict(zip(desc["ofm_name"], desc["ofm_file"]))
 
 
+def safe_name(name: str) -> str:
+    """A tensor name as a file name: path separators and other characters outside [A-Za-z0-9._-] become "_", and a
+    leading dot too (model files are untrusted: a name must not climb out of the output folder)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", name)
+    return "_" + name[1:] if name.startswith(".") else name or "_"
+
+
+def confined(folder: Path, relative: str) -> Path:
+    """`folder / relative`, refused when it would leave the folder (an absolute path, `..`, or a symlink out)."""
+    path = Path(relative)
+    if path.is_absolute() or ".." in path.parts:
+        raise TosaError(f"output file {relative!r} would be written outside the output folder {str(folder)!r}")
+    target = folder / path
+    if target.is_symlink() or not target.resolve().is_relative_to(folder.resolve()):
+        raise TosaError(f"output file {relative!r} resolves outside the output folder {str(folder)!r}")
+    return target
+
+
 def cmd_run(args) -> int:
     from .ir.dtype import to_npy
     from .session import GraphModel, load
@@ -139,7 +158,7 @@ def cmd_run(args) -> int:
     for name, value in outputs.items():
         line = f"{name}: {list(value.shape)} {dtypes[name].name}"
         if out_dir:
-            target = out_dir / out_files.get(name, f"{name}.npy")
+            target = confined(out_dir, out_files.get(name) or f"{safe_name(name)}.npy")
             np.save(target, to_npy(value, dtypes[name]))
             line += f" -> {target}"
         if args.compare and expected_dir and (expected_dir / out_files.get(name, "")).is_file():
@@ -175,7 +194,7 @@ def _run_vgf(path: Path, feeds: dict, args) -> int:
     for name, value in outputs.items():
         line = f"{name}: {list(value.shape)} {value.dtype}"
         if out_dir:
-            target = out_dir / f"{name}.npy"
+            target = confined(out_dir, f"{safe_name(name)}.npy")
             np.save(target, value)
             line += f" -> {target}"
         print(line)
@@ -320,6 +339,7 @@ def cmd_bench(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="tosa-vk", description="Run TOSA 1.0 graphs on Vulkan.")
+    ap.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("info", help="inputs, outputs, op counts, dtypes and profiles of a .tosa file")
     p.add_argument("model")
@@ -379,13 +399,14 @@ def main(argv: list[str] | None = None) -> int:
     except (TosaError, VGFError) as err:
         print(f"tosa-vk: error: {err}", file=sys.stderr)
         return 2
-    except Exception as err:  # Vulkan / OS problems: one line, not a traceback
+    except Exception as err:  # anything else: one line, not a traceback (--debug shows it)
+        if args.debug:
+            raise
         from .vulkan import VulkanError
 
-        if isinstance(err, (VulkanError, OSError)):
-            print(f"tosa-vk: error: {err}", file=sys.stderr)
-            return 2
-        raise
+        kind = "" if isinstance(err, (VulkanError, OSError)) else f"{type(err).__name__}: "
+        print(f"tosa-vk: error: {kind}{err} (--debug shows the traceback)", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
