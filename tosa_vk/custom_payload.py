@@ -108,6 +108,9 @@ def parse(attrs: bytes, n_inputs: int, n_outputs: int, where: str) -> Payload:
         if len(spirv) < 20 or len(spirv) % 4 or int.from_bytes(spirv[:4], "little") != SPIRV_MAGIC:
             raise fail(f"shader_code is not a SPIR-V module ({len(spirv)} bytes, no SPIR-V magic number)")
     else:
+        if re.search(r"^\s*#\s*include\b", code, re.M):
+            # model-supplied GLSL must not read files of the machine it runs on
+            raise fail("GLSL shader_code may not #include files: inline what it needs")
         glsl = code
     entry = data["entry_point"]
     if not isinstance(entry, str) or not entry:

@@ -76,6 +76,8 @@ class Runtime:
 
     def _build(self, timestamps: bool) -> None:
         kernels = [s for s in walk(self.program.steps) if isinstance(s, Kernel)]
+        for k in kernels:
+            self._check_limits(k)
         variants = list(dict.fromkeys(variant_of(k) for k in kernels))
         self.spirv = dict(zip(variants, self.cache.get_many(variants)))
         self.plan = self._plan(self.program.steps, timestamps)
@@ -146,6 +148,27 @@ class Runtime:
         seg = Segment(self._device, self.arena, self.queue.pool, dispatches, timestamps)
         self.segments.append(seg)
         return seg, count
+
+    def _check_limits(self, step: Kernel) -> None:
+        """A kernel's numbers against the device's limits, before any Vulkan call sees them (model files are
+        untrusted: a set index or group count past a limit can crash or hang the driver)."""
+        limits = self._device.info.limits
+        bad = [s for s, _ in step.slots if not 0 <= s < limits["maxBoundDescriptorSets"]]
+        if bad:
+            raise VulkanError(
+                f"{step.op}: descriptor set {bad[0]} is outside this device's "
+                f"maxBoundDescriptorSets ({limits['maxBoundDescriptorSets']})"
+            )
+        if any(not 1 <= g <= m for g, m in zip(step.groups, limits["maxComputeWorkGroupCount"])):
+            raise VulkanError(
+                f"{step.op}: dispatch of {list(step.groups)} workgroups; this device allows 1 to "
+                f"{limits['maxComputeWorkGroupCount']} per dimension"
+            )
+        if len(step.push_constants) > limits["maxPushConstantsSize"]:
+            raise VulkanError(
+                f"{step.op}: {len(step.push_constants)} bytes of push constants; this device allows "
+                f"{limits['maxPushConstantsSize']}"
+            )
 
     def _dispatch(self, step: Kernel) -> Dispatch:
         pipeline = self.pipelines.get(

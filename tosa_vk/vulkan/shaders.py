@@ -26,6 +26,7 @@ from pathlib import Path
 from ..shader_abi import PRELUDE
 
 SPIRV_MAGIC = 0x07230203
+TOOL_TIMEOUT_S = 120  # glslc / spirv-val on one batch: built-in batches take seconds; only a runaway shader hits it
 
 
 def _shader_root() -> Path:
@@ -79,7 +80,12 @@ def check_spirv(data: bytes, op: str) -> None:
     with tempfile.NamedTemporaryFile(suffix=".spv") as f:
         f.write(data)
         f.flush()
-        done = subprocess.run([exe, "--target-env", TARGET_ENV, f.name], capture_output=True, text=True)
+        try:
+            done = subprocess.run(
+                [exe, "--target-env", TARGET_ENV, f.name], capture_output=True, text=True, timeout=TOOL_TIMEOUT_S
+            )
+        except subprocess.TimeoutExpired:
+            raise ShaderError(f"{op}: spirv-val did not finish within {TOOL_TIMEOUT_S} s") from None
     if done.returncode != 0:
         msg = (done.stderr or done.stdout).strip().replace(f.name, "<module>")
         raise ShaderError(f"{op}: the SPIR-V module is invalid (spirv-val):\n{msg}")
@@ -183,7 +189,14 @@ class ShaderCache:
                 "-c",
                 *[str(p) for _, p in sources],
             ]
-            done = subprocess.run(cmd, cwd=tmpdir, capture_output=True, text=True)
+            try:
+                done = subprocess.run(cmd, cwd=tmpdir, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                names = ", ".join(v.op or v.shader for v, _ in sources[:3])
+                raise ShaderError(
+                    f"glslc did not finish within {TOOL_TIMEOUT_S} s ({names}): a shader that "
+                    "expands without bound (macro recursion?)"
+                ) from None
             if done.returncode != 0:
                 raise ShaderError(self._explain(done.stderr, sources))
             self.compiled += len(sources)

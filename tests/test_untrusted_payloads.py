@@ -1,0 +1,63 @@
+"""Model-supplied shaders and kernels are untrusted (issue 15): no file reads through #include, bounded tool time,
+and set indices / group counts / push-constant sizes checked against the device before any Vulkan call."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from test_custom_ops import payload, single_custom_graph
+
+import tosa_vk
+from tosa_vk import TosaError
+from tosa_vk.program import Buffer, Kernel, Program
+from tosa_vk.vulkan import VulkanError
+from tosa_vk.vulkan import shaders as shader_tools
+from tosa_vk.vulkan.runtime import Runtime
+
+HOSTNAME = """#version 450
+#include "../../../../../etc/hostname"
+layout(local_size_x = 1) in;
+void main() {}
+"""
+
+
+def test_payload_glsl_cannot_include_files():
+    graph = single_custom_graph(payload(shader_code=HOSTNAME))
+    with pytest.raises(TosaError, match="may not #include files"):
+        tosa_vk.compile(graph)
+    with pytest.raises(TosaError, match="may not #include files"):
+        tosa_vk.compile(single_custom_graph(payload(shader_code=HOSTNAME.replace("#include", "  #  include"))))
+
+
+def test_glslc_has_a_time_limit(monkeypatch, tmp_path):
+    monkeypatch.setattr(shader_tools, "TOOL_TIMEOUT_S", 0.001)
+    cache = shader_tools.ShaderCache(tmp_path)
+    with pytest.raises(shader_tools.ShaderError, match="did not finish within"):
+        cache.get(shader_tools.Variant("x", (), text="#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n"))
+
+
+def kernel(**changes) -> Program:
+    """A one-kernel program of a trivial shader with the given slots / groups / push constants."""
+    source = (
+        "#version 450\nlayout(local_size_x = 1) in;\nlayout(set = 0, binding = 0) buffer B { uint b[]; };\n"
+        "void main() {}\n"
+    )
+    k = Kernel("CUSTOM #0 'x'", "custom:test", (), ("x",), b"", (1, 1, 1), writes=("x",), source=source)
+    return Program([replace(k, **changes)], {"x": Buffer("x", 0, 16, (4,), np.dtype(np.uint32))}, 16, [], ["x"])
+
+
+@pytest.mark.parametrize(
+    "changes,message",
+    [
+        ({"slots": ((100000, 0),), "descriptors": ("VK_DESCRIPTOR_TYPE_STORAGE_BUFFER",)}, "descriptor set 100000"),
+        ({"slots": ((-1, 0),), "descriptors": ("VK_DESCRIPTOR_TYPE_STORAGE_BUFFER",)}, "descriptor set -1"),
+        ({"groups": (1 << 31, 1, 1)}, "dispatch of"),
+        ({"groups": (0, 1, 1)}, "dispatch of"),
+        ({"push_constants": bytes(4096)}, "4096 bytes of push constants"),
+    ],
+)
+def test_kernel_numbers_are_checked_against_the_device(device, changes, message):
+    with pytest.raises(VulkanError, match=message):
+        Runtime(kernel(**changes), device)
