@@ -211,3 +211,17 @@ def test_cli_plan_for_a_named_target(capsys):
     assert hosted and all(p["reason"] for p in hosted)
     assert main(["plan", model, "--target", "gpu"]) == 2
     assert "unknown target 'gpu'" in capsys.readouterr().err
+
+
+def test_constant_data_without_a_const_operator(device):
+    """A tensor with data that no CONST operator produces (files may write them so) is a constant on Vulkan too."""
+    b = Builder()
+    x = b.input("x", (4,), "fp32")
+    c = b.const(np.arange(4, dtype=np.float32), name="c")
+    b.output(b.add(x, c, name="y"))
+    graph = b.build()
+    graph.main.operators = [op for op in graph.main.operators if op.op != "CONST"]
+    x1 = np.ones(4, np.float32)
+    want = tosa_vk.load(graph).run(x=x1)["y"]
+    with tosa_vk.load(graph, backend="vulkan", device=device, strict=True) as model:
+        assert np.array_equal(model.run(x=x1)["y"], want)

@@ -73,3 +73,22 @@ def test_close_while_another_thread_runs(device):
     t.join()
     assert wrong == []
     assert errors == [] or "the model is closed" in errors[0]
+
+
+def test_dropped_models_free_their_device():
+    """Models dropped without close() release their device (lavapipe starts threads per device)."""
+    import gc
+    import os
+
+    def threads() -> int:
+        return len(os.listdir("/proc/self/task"))
+
+    tosa_vk.load(graph(), backend="vulkan").close()  # the driver's one-off threads
+    gc.collect()
+    before = threads()
+    for _ in range(5):
+        model = tosa_vk.load(graph(), backend="vulkan")
+        model.run(x=np.ones(1 << 16, np.float32))
+        del model
+    gc.collect()
+    assert threads() <= before

@@ -63,10 +63,13 @@ def test_while_loop_matches_reference_on_the_device(device, limit):
 
 
 @pytest.mark.parametrize("iterations", [BATCH_ITERATIONS * 2 + 3, BATCH_ITERATIONS * 2 + 4])
-def test_iteration_cap_is_exact_with_batched_iterations(device, iterations):
-    """max_iterations = 2 batches + 3: a loop of exactly that many iterations finishes, one more raises."""
+@pytest.mark.parametrize("backend", ["vulkan", "reference"])
+def test_iteration_cap_is_exact_with_batched_iterations(device, iterations, backend):
+    """max_iterations = 2 batches + 3: a loop of exactly that many iterations finishes, one more raises — on both
+    backends alike."""
     cap = BATCH_ITERATIONS * 2 + 3
-    with tosa_vk.load(counting_loop(iterations), backend="vulkan", device=device, max_iterations=cap) as model:
+    options = {"device": device} if backend == "vulkan" else {}
+    with tosa_vk.load(counting_loop(iterations), backend=backend, max_iterations=cap, **options) as model:
         if iterations <= cap:
             assert model.run(feeds())["while_loop"].tolist() == [iterations]
         else:

@@ -70,6 +70,14 @@ class OnDevice(Model):
         if missing or unknown:
             raise TosaError(f"{what} inputs {expected} expected; missing {missing}, unknown {unknown}", file=self.file)
 
+    def __del__(self) -> None:
+        # a Model dropped without close(): free its device memory and (own) device, whose driver threads would
+        # otherwise outlive it
+        try:
+            self.close()
+        except Exception:  # at interpreter shutdown the Vulkan module may be gone already
+            pass
+
     def close(self) -> None:
         with getattr(self, "lock", None) or nullcontext():  # waits for a run in progress
             if self.runtime is not None:

@@ -272,6 +272,20 @@ class Compilation:
     def block(self, block: Block, region: str, prefix: str = "") -> list[Step]:
         """The steps of one block of `region`; a region's inputs must already be aliased (see control_flow.py)."""
         steps: list[Step] = []
+        produced = {n for op in block.operators for n in op.outputs}
+        read = {n for op in block.operators for n in op.inputs}
+        for t in block.tensors.values():  # data a file gives without a CONST operator is a constant too
+            if (
+                t.data is not None
+                and not t.variable
+                and t.dtype != DType.SHAPE
+                and t.name in read
+                and t.name not in produced
+                and t.name not in block.inputs
+            ):
+                name = prefix + t.name
+                self.constants[name] = t.data
+                self.declare(name, t)
         for index, op in enumerate(block.operators):
             ctx = LowerCtx(op, index, block, self.target, {}, prefix, self)
             placed = self.partition.of(region, index)

@@ -24,9 +24,11 @@ def WHILE_LOOP(call: Call):
     assert run_region is not None, "the executor gives control-flow operators a run_region"
     values = list(call.inputs)
     cap = call.extra.get("max_iterations", 1_000_000)
-    for _ in range(cap):
+    for done in range(cap + 1):  # a loop of exactly `cap` iterations finishes (as on Vulkan); one more raises
         (condition,) = run_region(call.attr("cond_graph"), values)
         if not bool(np.reshape(condition, -1)[0]):
             return values
+        if done == cap:
+            break
         values = run_region(call.attr("body_graph"), values)
     raise TosaError(f"WHILE_LOOP did not finish within {cap} iterations (the session's max_iterations)")
