@@ -26,6 +26,7 @@ from .ir.dtype import DType
 from .program import Buffer, Image, Kernel, Program, Step
 from .vulkan import Device
 from .vulkan.memory import align
+from .vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
 from .vulkan_backend import OnDevice
 
 # VkFormat value -> numpy dtype of the arena view (a component's storage type; ml_dtypes names for bf16 / fp8)
@@ -166,9 +167,13 @@ class VGFModel(OnDevice):
 
     backend = "vulkan"
 
-    def __init__(self, source: str | Path | VGF, device: Device | None = None, file: str | None = None):
-        from .vulkan.runtime import Runtime
-
+    def __init__(
+        self,
+        source: str | Path | VGF,
+        device: Device | None = None,
+        file: str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ):
         if isinstance(source, VGF):
             self.vgf, self.file = source, file
         else:
@@ -180,7 +185,7 @@ class VGFModel(OnDevice):
         self.program = vgf_program(self.vgf, self.file)
         dev = self.attach(device)
         try:
-            self.runtime = Runtime(self.program, dev)
+            self.runtime = Runtime(self.program, dev, timeout_s=timeout_s)
         except BaseException:
             self.close()
             raise

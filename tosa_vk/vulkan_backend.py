@@ -23,7 +23,7 @@ from .reference.executor import coerce_input
 from .session import GraphModel, Model, Timing
 from .variables import new_value
 from .vulkan import Device
-from .vulkan.runtime import Runtime
+from .vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
 
 
 class OnDevice(Model):
@@ -93,7 +93,8 @@ class VulkanModel(OnDevice, GraphModel):
 
     Options: device (a Device, an index or a name), strict (no host steps), timestamps (GPU times for profile()),
     max_iterations (WHILE_LOOP cap), force_host (operator or output names to run on the host), layouts (tensors
-    the graph holds as NCHW, for custom ops with an NHWC shader)."""
+    the graph holds as NCHW, for custom ops with an NHWC shader), timeout_s (the longest a submitted command
+    buffer may take before the run fails)."""
 
     backend = "vulkan"
 
@@ -108,6 +109,7 @@ class VulkanModel(OnDevice, GraphModel):
         max_iterations: int = 1_000_000,
         force_host: Collection[str] = (),
         layouts: dict[str, str] | str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
     ):
         self.graph, self.file = source, file
         dev = self.attach(device)
@@ -116,7 +118,12 @@ class VulkanModel(OnDevice, GraphModel):
                 source, dev.info.target, strict=strict, force_host=force_host, layouts=layouts, file=file
             )
             self.runtime = Runtime(
-                self.program, dev, timestamps=timestamps, max_iterations=max_iterations, host=host_kernels.run
+                self.program,
+                dev,
+                timestamps=timestamps,
+                max_iterations=max_iterations,
+                host=host_kernels.run,
+                timeout_s=timeout_s,
             )
         except BaseException:
             self.close()

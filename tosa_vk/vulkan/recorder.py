@@ -14,13 +14,14 @@ reads a uint32 at that arena offset: the device skips it when the value is 0 (ba
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 import vulkan as vk
 
 from ..program import Image
-from .device import Device
+from .device import Device, VulkanError
 from .images import ImageResource
 from .memory import Arena
 from .pipelines import Pipeline
@@ -472,8 +473,10 @@ class Queue:
         )
         self.fence = vk.vkCreateFence(vkd, vk.VkFenceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO), None)
 
-    def submit(self, segment: Segment) -> None:
+    def submit(self, segment: Segment, timeout_s: float | None = None) -> None:
+        """Runs one command buffer and waits for it, at most `timeout_s` seconds (VulkanError after that)."""
         vkd = self.device.device
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         with self.device.queue_lock:
             vk.vkQueueSubmit(
                 self.device.queue,
@@ -486,11 +489,16 @@ class Queue:
                 self.fence,
             )
         while True:  # in slices, so Ctrl-C (KeyboardInterrupt) is handled between them
+            left = WAIT_SLICE_NS if deadline is None else max(0, int((deadline - time.monotonic()) * 1e9))
             try:
-                vk.vkWaitForFences(vkd, 1, [self.fence], vk.VK_TRUE, WAIT_SLICE_NS)
+                vk.vkWaitForFences(vkd, 1, [self.fence], vk.VK_TRUE, min(WAIT_SLICE_NS, left))
                 break
             except vk.VkTimeout:
-                continue
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise VulkanError(
+                        f"the device did not finish a command buffer within {timeout_s} s "
+                        f"(first kernel: {segment.dispatches[0].name})"
+                    ) from None
         vk.vkResetFences(vkd, 1, [self.fence])
 
     def close(self) -> None:

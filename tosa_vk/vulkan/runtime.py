@@ -19,6 +19,7 @@ from .pipelines import Pipelines, kernel_layout
 from .recorder import Dispatch, Queue, Segment, image_bindings
 from .shaders import ShaderCache, variant_of
 
+DEFAULT_TIMEOUT_S = 300.0  # one submitted command buffer; tosa_vk.load(..., timeout_s=) changes it
 BATCH_ITERATIONS = 16  # WHILE_LOOP iterations recorded ahead per command buffer (conditional rendering)
 BATCH_DISPATCHES = 512  # ... at most this many dispatches in all
 
@@ -38,9 +39,12 @@ class Runtime:
         force_staging: bool = False,
         max_iterations: int = 1_000_000,
         host: HostKernels | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
     ):
         self.program = program
         self.max_iterations = max_iterations
+        self.timeout_s = timeout_s
+        self.failed = ""  # why the device work of a run did not finish: the runtime cannot run again
         self.host = host
         self.state: dict[str, Variable] = {}  # variables' seen / is_written flags by uid (values stay in the arena)
         self.ran: list[Segment] = []  # segments submitted by the last run, in order
@@ -210,18 +214,24 @@ class Runtime:
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Inputs by name (already in the storage dtype and shape) -> copies of the outputs by name.
         `transferred` then holds the bytes that crossed between host and device memory in this run."""
+        if self.failed:
+            raise VulkanError(f"this model cannot run again ({self.failed}); close it and load it again")
         self.transferred = {"to_device": 0, "from_device": 0}
         self.ran = []
         begin_run(self.state)  # a new run: every variable may be declared once again
         for name, value in feeds.items():
             self._write(name, value)
-        self._execute(self.plan)
+        try:
+            self._execute(self.plan)
+        except (VulkanError, KeyboardInterrupt) as err:  # device work may still be pending: no further runs
+            self.failed = str(err) or type(err).__name__
+            raise
         return {name: self._read(name).copy() for name in self.program.outputs}
 
     def _execute(self, plan: list) -> None:
         for item in plan:
             if isinstance(item, Segment):
-                self.queue.submit(item)
+                self.queue.submit(item, self.timeout_s)
                 self.ran.append(item)
             elif isinstance(item, list):
                 for check in item:
