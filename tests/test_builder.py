@@ -85,3 +85,12 @@ def test_builder_graph_saves_and_loads(tmp_path):
     path = tmp_path / "g.tosa"
     tosa_vk.save_graph(b.build(), path)
     assert tosa_vk.load_graph(path) == b.graph
+
+
+def test_generated_names_stay_unique_and_in_sequence():
+    """Names come from a per-base counter (building stays linear in the graph's size, issue 15)."""
+    b = Builder()
+    x = b.input("x", (2,), "fp32")
+    taken = b.add(x, x, name="add_1")
+    names = [b.add(x, x).name for _ in range(3)]
+    assert taken.name == "add_1" and names == ["add", "add_2", "add_3"]

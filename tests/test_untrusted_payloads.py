@@ -61,3 +61,9 @@ def kernel(**changes) -> Program:
 def test_kernel_numbers_are_checked_against_the_device(device, changes, message):
     with pytest.raises(VulkanError, match=message):
         Runtime(kernel(**changes), device)
+
+
+def test_spirv_payloads_need_the_validator(monkeypatch):
+    monkeypatch.setattr(shader_tools.shutil, "which", lambda name: None)
+    with pytest.raises(shader_tools.ShaderError, match="spirv-val is not installed"):
+        shader_tools.check_spirv(b"\x03\x02\x23\x07" + bytes(16), "CUSTOM #0 'y'")

@@ -76,13 +76,16 @@ class Builder:
         self.block = Block("main")
         self.graph = Graph([Region("main", [self.block])], version)
         self._used: set[str] = set()
+        self._next: dict[str, int] = {}  # base name -> the next suffix to try (names stay unique in O(1))
 
     # -- names and tensors
     def _name(self, base: str) -> str:
-        name, n = base, 0
+        n = self._next.get(base, 0)
+        name = base if n == 0 else f"{base}_{n}"
         while name in self._used or name in self.block.tensors:
             n += 1
             name = f"{base}_{n}"
+        self._next[base] = n + 1
         self._used.add(name)
         return name
 
@@ -165,7 +168,7 @@ class Builder:
             n += 1
             name = f"{base}_{n}"
         sub = Builder.__new__(Builder)
-        sub.graph, sub.block, sub._used = self.graph, Block(name), set()
+        sub.graph, sub.block, sub._used, sub._next = self.graph, Block(name), set(), {}
         self.graph.regions.append(Region(name, [sub.block]))
         results = fn(sub, *[sub.input(v.name, v.shape, v.dtype) for v in inputs])
         results = tuple(results) if isinstance(results, (list, tuple)) else (results,)

@@ -73,10 +73,14 @@ def variant_of(kernel) -> Variant:
 
 
 def check_spirv(data: bytes, op: str) -> None:
-    """spirv-val over a ready module (skipped when spirv-val is not installed); errors name the operator."""
+    """spirv-val over a ready module (a model's SPIR-V is untrusted: invalid modules can crash the driver, so a
+    missing validator is an error, not a skip); errors name the operator."""
     exe = shutil.which("spirv-val")
     if exe is None:
-        return
+        raise ShaderError(
+            f"{op}: spirv-val is not installed, and SPIR-V from a model is validated before the "
+            "driver sees it (Debian: apt-get install spirv-tools)"
+        )
     with tempfile.NamedTemporaryFile(suffix=".spv") as f:
         f.write(data)
         f.flush()
