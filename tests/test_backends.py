@@ -95,3 +95,24 @@ def test_a_closed_model_says_so(device):
     model.close()
     with pytest.raises(TosaError, match="the model is closed"):
         model.run(x=np.ones((2, 3), np.float32))
+
+
+@pytest.mark.parametrize("backend", ["reference", "vulkan"])
+def test_feeds_no_type_can_hold_are_refused(device, backend):
+    options = {"device": device} if backend == "vulkan" else {}
+    with tosa_vk.load(graph(), backend=backend, **options) as model:
+        for bad in (np.ones((2, 3), np.complex64), np.array([["a"] * 3] * 2), np.ones((2, 3), object)):
+            with pytest.raises(TosaError, match="input 'x' is a .* array; the graph declares FP32"):
+                model.run(x=bad)
+        # uint32 values are numbers, not float bit patterns
+        assert model.run(x=np.full((2, 3), 3, np.uint32))["y"].tolist() == [[6.0] * 3] * 2
+
+
+def test_integer_feeds_out_of_range_are_refused():
+    b = Builder()
+    x = b.input("x", (2,), "int8")
+    b.output(b.clamp(x, min_val=-100, max_val=100, name="y"))
+    model = tosa_vk.load(b.build())
+    with pytest.raises(TosaError, match=r"values 1..300, outside INT8's storage range -128..127"):
+        model.run(x=np.array([1, 300], np.int32))
+    assert model.run(x=np.array([1, 2], np.int32))["y"].tolist() == [1, 2]

@@ -156,7 +156,9 @@ def from_npy(values: np.ndarray, dtype: DType) -> np.ndarray:
     target = _NUMPY[dtype]
     if values.dtype == target:
         return values
-    if values.dtype.kind in "Vu" and values.dtype.itemsize == target.itemsize and dtype.is_float:
+    if values.dtype.kind == "V" and values.dtype.itemsize == target.itemsize and dtype.is_float:
+        return values.view(target)
+    if values.dtype == np.uint8 and dtype == DType.FP8E5M2:  # bits, as Arm's files store fp8e5m2
         return values.view(target)
     return values.astype(target)
 

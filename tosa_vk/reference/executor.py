@@ -151,7 +151,20 @@ def coerce_input(t: Tensor, value, file: str | None) -> np.ndarray:
     """A user's input array -> the input tensor's storage dtype and shape, or a clear error."""
     from ..ir.dtype import from_npy
 
-    arr = from_npy(np.asarray(value), t.dtype)
+    given = np.asarray(value)
+    if given.dtype.kind in "cOUSMm":  # complex, objects, strings, dates: no TOSA type holds them
+        raise TosaError(f"input '{t.name}' is a {given.dtype} array; the graph declares {t.dtype.name}", file=file)
+    target = t.dtype.numpy
+    if given.dtype.kind in "iu" and target.kind in "iu" and given.size:
+        info = np.iinfo(target)
+        lo, hi = int(given.min()), int(given.max())
+        if lo < info.min or hi > info.max:  # a silent wrap would change the values
+            raise TosaError(
+                f"input '{t.name}' holds values {lo}..{hi}, outside {t.dtype.name}'s storage range "
+                f"{info.min}..{info.max}",
+                file=file,
+            )
+    arr = from_npy(given, t.dtype)
     if arr.shape != t.shape:
         if _squeezed(arr.shape) == _squeezed(t.shape):  # e.g. [1, 8] given for [8]
             arr = arr.reshape(t.shape)
