@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from test_custom_ops import color_matrix_pair
 
 import tosa_vk
 from tosa_vk import Builder, TosaError, passes
@@ -19,15 +19,6 @@ from tosa_vk.program import Host, Kernel, Placement, walk
 from tosa_vk.target import LAVAPIPE, MINIMUM, Target, named
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def example(name: str):
-    """A custom-op example module of resources/custom_ops (registers its op)."""
-    spec = importlib.util.spec_from_file_location(f"example_{name}", ROOT / "resources" / "custom_ops" / f"{name}.py")
-    assert spec is not None and spec.loader is not None, f"no custom-op example {name!r}"
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def small_graph():
@@ -67,35 +58,11 @@ def test_validate_stage_rejects_before_anything_else():
 def test_passes_stage_inserts_permutes_on_a_copy():
     """Two NHWC custom ops in an NCHW graph: a permute before the first and after the second; the pair between
     them cancels out."""
-    cm = example("color_matrix")
-    m = np.eye(3, dtype=np.float32)
-    b = Builder()
-    x = b.input("x", (1, 3, 4, 6), "fp32")  # NCHW
-    y = b.custom(
-        [x],
-        domain_name=cm.DOMAIN,
-        operator_name=cm.NAME,
-        implementation_attrs=cm.attrs(m, [0, 0, 0]),
-        out_shape=(1, 3, 4, 6),
-        out_dtype="fp32",
-        name="c",
-    )
-    b.output(
-        b.custom(
-            [y],
-            domain_name=cm.DOMAIN,
-            operator_name=cm.NAME,
-            implementation_attrs=cm.attrs(m, [0, 0, 0]),
-            out_shape=(1, 3, 4, 6),
-            out_dtype="fp32",
-            name="d",
-        )
-    )
-    graph = b.build()
+    graph = color_matrix_pair(np.eye(3, dtype=np.float32))
     before = [op.op for op in graph.main.operators]
     out = passes.run(graph, "NCHW")
     assert [op.op for op in graph.main.operators] == before  # the caller's graph is unchanged
-    assert [op.op for op in out.main.operators] == ["TRANSPOSE", "CUSTOM", "CUSTOM", "TRANSPOSE"]
+    assert [op.op for op in out.main.operators] == ["TRANSPOSE", "CUSTOM", "CUSTOM", "TRANSPOSE", "ADD"]
     tosa_vk.validate(out)
 
 

@@ -130,9 +130,9 @@ def test_kernels_record_bindings_and_descriptor_types():
 # ---- the NHWC contract ----------------------------------------------------------------------------------------
 
 
-def test_nhwc_op_in_an_nchw_graph_gets_explicit_permutes(device):
+def color_matrix_pair(m: np.ndarray):
+    """An NCHW graph: two color_matrix ops (NHWC shaders; the first adds bias 1, 2, 3), then out = 2 * their result."""
     cm = example("color_matrix")
-    m = np.arange(9, dtype=np.float32).reshape(3, 3) / 10
     b = Builder()
     x = b.input("x", (1, 3, 4, 6), "fp32")  # NCHW: C = 3 at axis 1
     y = b.custom(
@@ -154,7 +154,12 @@ def test_nhwc_op_in_an_nchw_graph_gets_explicit_permutes(device):
         name="d",
     )
     b.output(b.add(z, z, name="out"))
-    graph = b.build()
+    return b.build()
+
+
+def test_nhwc_op_in_an_nchw_graph_gets_explicit_permutes(device):
+    m = np.arange(9, dtype=np.float32).reshape(3, 3) / 10
+    graph = color_matrix_pair(m)
     plain = copy_structure(graph)
     assert apply_custom_layouts(graph, "NCHW") == (4, 1)  # the pair between the two NHWC ops is elided
     assert [op.op for op in graph.main.operators] == ["TRANSPOSE", "CUSTOM", "CUSTOM", "TRANSPOSE", "ADD"]
