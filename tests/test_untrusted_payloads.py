@@ -67,3 +67,14 @@ def test_spirv_payloads_need_the_validator(monkeypatch):
     monkeypatch.setattr(shader_tools.shutil, "which", lambda name: None)
     with pytest.raises(shader_tools.ShaderError, match="spirv-val is not installed"):
         shader_tools.check_spirv(b"\x03\x02\x23\x07" + bytes(16), "CUSTOM #0 'y'")
+
+
+def test_an_unusable_cache_folder_does_not_stop_a_load(device, tmp_path, monkeypatch):
+    """TOSA_VK_CACHE somewhere nothing can be written (here: below a regular file): shaders compile in memory."""
+    (tmp_path / "a_file").write_text("")
+    monkeypatch.setenv("TOSA_VK_CACHE", str(tmp_path / "a_file" / "cache"))
+    b = tosa_vk.Builder()
+    x = b.input("x", (3,), "fp32")
+    b.output(b.add(x, x, name="y"))
+    with tosa_vk.load(b.build(), backend="vulkan", device=device) as model:
+        assert model.run(x=np.ones(3, np.float32))["y"].tolist() == [2.0, 2.0, 2.0]

@@ -119,7 +119,10 @@ def default_cache_dir() -> Path:
 class ShaderCache:
     def __init__(self, directory: Path | None = None):
         self.dir = Path(directory) if directory else default_cache_dir()
-        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            pass  # an unusable cache folder only costs recompiles (_store skips it): it must not stop a load
         self.memory: dict[Variant, bytes] = {}
         self.compiled = 0  # glslc compilations done by this cache (for tests and profiles)
 
@@ -144,11 +147,15 @@ class ShaderCache:
         return data if ok else None
 
     def _store(self, key: str, data: bytes) -> None:
-        for suffix, payload in ((".spv", data), (".sha256", hashlib.sha256(data).hexdigest().encode())):
-            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as f:
-                f.write(payload)
-            os.replace(tmp, self.dir / f"{key}{suffix}")
+        """Writes an entry atomically; a read-only or missing cache folder is skipped (the memory cache holds it)."""
+        try:
+            for suffix, payload in ((".spv", data), (".sha256", hashlib.sha256(data).hexdigest().encode())):
+                fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-")
+                with os.fdopen(fd, "wb") as f:
+                    f.write(payload)
+                os.replace(tmp, self.dir / f"{key}{suffix}")
+        except OSError:
+            return
 
     def get_many(self, variants: list[Variant]) -> list[bytes]:
         """SPIR-V for every variant, compiling the missing ones in one glslc call."""
