@@ -78,7 +78,7 @@ def partition(graph: Graph, target: Target, strict: bool = False, force_host: Co
 def _place(
     op: Operator, index: int, block: Block, region: str, target: Target, force_host: Collection[str]
 ) -> Placement | tuple[Placement, tuple[list[Step], dict]]:
-    label = f"{region + '::' if region else ''}{op.op} #{index}" + (f" '{op.outputs[0]}'" if op.outputs else "")
+    label = op.label(index, f"{region}::" if region else "")
     forced = op.op in force_host or any(n in force_host for n in op.outputs)
     if op.op in STRUCTURAL:
         if forced:

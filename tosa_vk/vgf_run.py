@@ -29,6 +29,8 @@ from .vulkan.memory import align
 from .vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
 from .vulkan_backend import OnDevice
 
+# numpy storage dtype -> the TOSA type it stores (INT8 over INT4, which shares its storage)
+_TOSA_NAMES = {np.dtype(d.numpy): d.name for d in reversed(DType) if d not in (DType.UNKNOWN, DType.SHAPE, DType.INT4)}
 # VkFormat value -> numpy dtype of the arena view (a component's storage type; ml_dtypes names for bf16 / fp8)
 _DTYPES = {f.value: np.dtype(f.numpy) for f in FORMATS.values()}
 
@@ -202,10 +204,7 @@ class VGFModel(OnDevice):
         """(shape, TOSA dtype name) of a resource, the type read from its storage format (as the other backends
         name their inputs; a format no TOSA type stores keeps the numpy name)."""
         buf = self.program.buffer(name)
-        names = {
-            np.dtype(d.numpy): d.name for d in reversed(DType) if d not in (DType.UNKNOWN, DType.SHAPE, DType.INT4)
-        }
-        return buf.shape, names.get(np.dtype(buf.dtype), np.dtype(buf.dtype).name)
+        return buf.shape, _TOSA_NAMES.get(np.dtype(buf.dtype), np.dtype(buf.dtype).name)
 
     def run(self, feeds: dict[str, np.ndarray] | None = None, **named) -> dict[str, np.ndarray]:
         feeds = {**(feeds or {}), **named}

@@ -108,6 +108,11 @@ class Operator:
     def __repr__(self) -> str:
         return f"Operator({self.op}, {self.inputs} -> {self.outputs})"
 
+    def label(self, index: int, prefix: str = "") -> str:
+        """How errors, placements and profiles name it: "REGION::ADD #3 'out'" (prefix: the region's, or "")."""
+        where = f"{prefix}{self.op} #{index}"
+        return f"{where} '{self.outputs[0]}'" if self.outputs else where
+
 
 @dataclass
 class Block:

@@ -117,8 +117,7 @@ class LowerCtx:
 
     @property
     def label(self) -> str:
-        where = f"{self.prefix}{self.op.op} #{self.index}"
-        return f"{where} '{self.op.outputs[0]}'" if self.op.outputs else where
+        return self.op.label(self.index, self.prefix)
 
     def groups(self, count: int) -> tuple[int, int, int]:
         """A grid of `count` workgroups on this target (x, spilling into y)."""

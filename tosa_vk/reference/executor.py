@@ -107,8 +107,7 @@ class Interpreter:
                     state=self.state,
                     extra={"max_iterations": self.max_iterations, "block": block},
                 )
-                label = f"{op.op} #{index}" + (f" '{op.outputs[0]}'" if op.outputs else "")
-                steps.append(_Step(index, fn, call, outs, label))
+                steps.append(_Step(index, fn, call, outs, op.label(index)))
             cached = self._plans[id(block)] = (constants, steps)
         return cached
 
@@ -155,7 +154,8 @@ def coerce_input(t: Tensor, value, file: str | None) -> np.ndarray:
     if given.dtype.kind in "cOUSMm":  # complex, objects, strings, dates: no TOSA type holds them
         raise TosaError(f"input '{t.name}' is a {given.dtype} array; the graph declares {t.dtype.name}", file=file)
     target = t.dtype.numpy
-    if given.dtype.kind in "iu" and target.kind in "iu" and given.size:
+    # a cast that can wrap needs the values scanned; one that cannot (e.g. int8 into int8) costs nothing per run
+    if given.dtype.kind in "iu" and target.kind in "iu" and given.size and not np.can_cast(given.dtype, target):
         info = np.iinfo(target)
         lo, hi = int(given.min()), int(given.max())
         if lo < info.min or hi > info.max:  # a silent wrap would change the values
