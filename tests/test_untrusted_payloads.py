@@ -3,11 +3,13 @@ and set indices / group counts / push-constant sizes checked against the device 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import replace
 
 import numpy as np
 import pytest
-from test_custom_ops import payload, single_custom_graph
+from test_custom_ops import SCALE_ADD, payload, single_custom_graph
 
 import tosa_vk
 from tosa_vk import TosaError
@@ -78,3 +80,57 @@ def test_an_unusable_cache_folder_does_not_stop_a_load(device, tmp_path, monkeyp
     b.output(b.add(x, x, name="y"))
     with tosa_vk.load(b.build(), backend="vulkan", device=device) as model:
         assert model.run(x=np.ones(3, np.float32))["y"].tolist() == [2.0, 2.0, 2.0]
+
+
+PUSH8 = SCALE_ADD.replace(
+    "void main() {", "layout(push_constant) uniform P { float scale; float bias; } p;\nvoid main() {"
+).replace("* 2.0 + 5.0", "* p.scale + p.bias")
+
+
+@pytest.mark.parametrize(
+    "changes,message",
+    [
+        # the shader's set 0 binding 1 is bound at set 3 (found: set 8: ran and returned garbage)
+        ({"output_0_descriptorset": 3}, "declares storage buffer at set 0 binding 1, which the kernel does not bind"),
+        # bindings swapped off what the shader declares (found: SIGSEGV at pipeline creation)
+        ({"input_0_binding": 5}, "declares storage buffer at set 0 binding 0"),
+        # a storage buffer declared, a storage image bound
+        (
+            {
+                "output_0_type": "Image",
+                "output_0_vkdescriptortype": "VK_DESCRIPTOR_TYPE_STORAGE_IMAGE",
+                "output_0_vkformat": "VK_FORMAT_R32G32B32A32_SFLOAT",
+            },
+            "set 0 binding 1 is storage buffer in the shader but bound as storage image",
+        ),
+        # an 8-byte push block given 4 bytes (found: silent zeros)
+        (
+            {"shader_code": PUSH8, "push_constants": "scale: 4"},
+            "push-constant block spans 8 bytes but the kernel pushes 4",
+        ),
+    ],
+)
+def test_payload_interface_is_checked_before_any_vulkan_call(tmp_path, changes, message):
+    """In a subprocess: a regression here crashes the driver, which must not take pytest with it."""
+    path = tmp_path / "model.tosa"
+    tosa_vk.save_graph(single_custom_graph(payload(**changes), shape=(1, 4, 4, 4)), path)
+    code = (
+        "import sys, tosa_vk\n"
+        f"try:\n    tosa_vk.load({str(path)!r}, backend='vulkan')\n"
+        "except Exception as err:\n    print(err); sys.exit(3)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 3, (done.returncode, done.stderr[-2000:])
+    assert message in done.stdout
+
+
+def test_a_push_block_the_payload_covers_runs(device):
+    graph = single_custom_graph(payload(shader_code=PUSH8, push_constants="scale: 4, bias: 4"), shape=(64,))
+    with tosa_vk.load(graph, backend="vulkan", device=device) as model:
+        out = model.run(x=np.ones(64, np.float32))["y"]
+    assert out.tolist() == [0.0] * 64  # the payload's push constants are zero-filled (nothing says what goes there)
+
+
+def test_robust_buffer_access_is_on_where_the_device_has_it(device):
+    """A model's shader reading past its buffers gets zeros, not other tensors' memory (lavapipe has it)."""
+    assert device.info.features["robustBufferAccess"]

@@ -164,6 +164,8 @@ def _query(index: int, pd) -> DeviceInfo:
     vk.vkGetPhysicalDeviceFeatures2(pd, f2)
     core = f2.features
     features = {
+        # out-of-range reads of a model's shader return zeros instead of reading other memory
+        "robustBufferAccess": core.robustBufferAccess,
         "shaderInt64": core.shaderInt64,
         "shaderInt16": core.shaderInt16,
         "shaderFloat64": core.shaderFloat64,
@@ -300,7 +302,10 @@ class Device:
             storageBuffer16BitAccess=f["storageBuffer16BitAccess"],
         )
         core = vk.VkPhysicalDeviceFeatures(
-            shaderInt64=f["shaderInt64"], shaderInt16=f["shaderInt16"], shaderFloat64=f["shaderFloat64"]
+            robustBufferAccess=f["robustBufferAccess"],
+            shaderInt64=f["shaderInt64"],
+            shaderInt16=f["shaderInt16"],
+            shaderFloat64=f["shaderFloat64"],
         )
         return vk.VkPhysicalDeviceFeatures2(
             sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, pNext=f11, features=core

@@ -18,22 +18,24 @@ from vgf import vk_enums
 
 from .device import Device
 
-# how each descriptor type a kernel names is bound here (values: vgf/vk_enums.py); TENSOR_ARM as a storage buffer
-DESCRIPTOR_TYPES = {
-    name: vk_enums.DESCRIPTOR_TYPES[vk_enums.STORAGE_BUFFER if name == vk_enums.TENSOR_ARM else name]
-    for name in (vk_enums.STORAGE_BUFFER, vk_enums.TENSOR_ARM, vk_enums.STORAGE_IMAGE, vk_enums.COMBINED_IMAGE_SAMPLER)
-}
+# how each descriptor type a kernel names is bound here; TENSOR_ARM as a storage buffer
+BOUND_AS = {vk_enums.TENSOR_ARM: vk_enums.STORAGE_BUFFER}
 
 Layout = tuple[tuple[int, int, int], ...]  # (set, binding, VkDescriptorType) per binding
 
 
-def descriptor_layout(count: int, slots: tuple = (), descriptors: tuple = ()) -> Layout:
-    """The layout of a kernel's bindings (defaults: storage buffers at set 0, bindings 0..count-1)."""
+def bound_descriptors(count: int, slots: tuple = (), descriptors: tuple = ()) -> dict[tuple[int, int], str]:
+    """(set, binding) -> the VK_DESCRIPTOR_TYPE_* name bound there (defaults: storage buffers at set 0, bindings
+    0..count-1)."""
     slots = slots or tuple((0, i) for i in range(count))
-    types = (
-        [DESCRIPTOR_TYPES[d] for d in descriptors] if descriptors else [vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER] * count
-    )
-    return tuple((s, b, t) for (s, b), t in zip(slots, types))
+    names = descriptors or (vk_enums.STORAGE_BUFFER,) * count
+    return {slot: BOUND_AS.get(name, name) for slot, name in zip(slots, names)}
+
+
+def descriptor_layout(count: int, slots: tuple = (), descriptors: tuple = ()) -> Layout:
+    """The layout of a kernel's bindings."""
+    bound = bound_descriptors(count, slots, descriptors)
+    return tuple((s, b, vk_enums.DESCRIPTOR_TYPES[name]) for (s, b), name in bound.items())
 
 
 def kernel_layout(kernel) -> Layout:

@@ -13,9 +13,10 @@ from .. import variables
 from ..errors import TosaError
 from ..program import Branch, Host, Kernel, Loop, Program, StateCheck, walk
 from ..variables import Variable, begin_run
+from . import reflect
 from .device import Device, VulkanError
 from .memory import Arena, align
-from .pipelines import Pipelines, kernel_layout
+from .pipelines import Pipelines, bound_descriptors, kernel_layout
 from .recorder import Dispatch, Queue, Segment, image_bindings
 from .shaders import ShaderCache, variant_of
 
@@ -84,6 +85,9 @@ class Runtime:
             self._check_limits(k)
         variants = list(dict.fromkeys(variant_of(k) for k in kernels))
         self.spirv = dict(zip(variants, self.cache.get_many(variants)))
+        for k in kernels:
+            if k.source or k.spirv:  # a model's shader: its interface must be what the kernel binds
+                self._check_interface(k)
         self.plan = self._plan(self.program.steps, timestamps)
 
     def _plan(self, steps: list, timestamps: bool) -> list:
@@ -173,6 +177,12 @@ class Runtime:
                 f"{step.op}: {len(step.push_constants)} bytes of push constants; this device allows "
                 f"{limits['maxPushConstantsSize']}"
             )
+
+    def _check_interface(self, step: Kernel) -> None:
+        bound = bound_descriptors(len(step.bindings), step.slots, step.descriptors)
+        problems = reflect.check(self.spirv[variant_of(step)], step.op, step.entry, bound, len(step.push_constants))
+        if problems:
+            raise VulkanError("\n".join(problems))
 
     def _dispatch(self, step: Kernel) -> Dispatch:
         pipeline = self.pipelines.get(
