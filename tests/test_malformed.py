@@ -91,6 +91,18 @@ def test_undefined_tensor_name(tmp_path):
         validate(read_graph(path.read_bytes()))
 
 
+@pytest.mark.parametrize("which", ["inputs", "outputs"])
+def test_block_io_naming_no_tensor(which):
+    """Found by tests/fuzz.py: a region block whose output named no tensor raised KeyError in validation."""
+    from test_vulkan_control_flow import branchy
+
+    graph = branchy()
+    region, block = next((r, b) for r, b in graph.blocks() if r is not graph.regions[0])
+    getattr(block, which)[0] = "ghost"
+    with pytest.raises(TosaError, match=f"block '{block.name}' {which[:-1]} 'ghost' is not a tensor of the block"):
+        validate(graph)
+
+
 def test_shape_mismatch(tmp_path):
     graph = small_graph()
     graph.main.tensors["sum"].shape = (2, 4)

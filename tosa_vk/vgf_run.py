@@ -13,6 +13,7 @@ com.arm.VulkanCustomShader operators. GRAPH segments (TOSA graphs for VK_ARM_dat
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -51,12 +52,24 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
     for io, labels in ((vgf.inputs, vgf.input_names), (vgf.outputs, vgf.output_names)):
         for i, slot in enumerate(io):
             names.setdefault(slot.mrt_index, labels[i] if i < len(labels) and labels[i] else f"mrt_{slot.mrt_index}")
+    taken: dict[str, int] = {}
+    for index in range(len(vgf.resources)):
+        label = names.setdefault(index, f"mrt_{index}")
+        if taken.setdefault(label, index) != index:
+            raise fail(f"resources {taken[label]} and {index} are both named '{label}'")
+    for b in vgf.outputs:
+        if vgf.resources[b.mrt_index].category in ("INPUT", "CONSTANT"):
+            raise fail(
+                f"model output '{names[b.mrt_index]}' is resource {b.mrt_index}, an "
+                f"{vgf.resources[b.mrt_index].category} entry"
+            )
+    group_bytes = _alias_groups(vgf, fail)
     buffers: dict[str, Buffer] = {}
     offsets: dict[int, int] = {}  # alias group -> offset
     arena = 0
     constants: dict[str, np.ndarray] = {}
     for index, r in enumerate(vgf.resources):
-        name = names.setdefault(index, f"mrt_{index}")
+        name = names[index]
         dtype = _DTYPES.get(r.format)
         if dtype is None or r.format not in FORMAT_SIZES:
             raise fail(f"resource {index} '{name}': VkFormat {r.format} is not supported")
@@ -81,12 +94,13 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
                 )
         elif FORMAT_SIZES[r.format] != np.dtype(dtype).itemsize:
             raise fail(f"resource {index} '{name}': VkFormat {r.format} is not a scalar format for a buffer / tensor")
-        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
         if r.alias_group is not None and r.alias_group in offsets:
             offset = offsets[r.alias_group]
         else:
             offset = arena
-            arena = align(arena + max(nbytes, 4), alignment)
+            span = nbytes if r.alias_group is None else group_bytes[r.alias_group]
+            arena = align(arena + max(span, 4), alignment)
             if r.alias_group is not None:
                 offsets[r.alias_group] = offset
         kind = {"INPUT": "input", "OUTPUT": "output", "CONSTANT": "constant"}.get(r.category, "intermediate")
@@ -117,6 +131,7 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
         if len(s.dispatch_shape) != 3:
             raise fail("a COMPUTE segment needs a 3-value dispatch shape", op=s.name)
         where = sorted((s.set_index(i), b.binding, b.mrt_index) for i, d in enumerate(s.set_infos) for b in d.bindings)
+        _check_bindings(s.name, where, [(b.mrt_index, vgf.resources[b.mrt_index].category) for b in s.outputs], fail)
         bound = tuple(names[m] for _, _, m in where)
         slots = tuple((st, b) for st, b, _ in where)
         if slots == tuple((0, b) for b in range(len(slots))):
@@ -161,7 +176,46 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
         )
     inputs = [names[b.mrt_index] for b in vgf.inputs if vgf.resources[b.mrt_index].category != "CONSTANT"]
     outputs = [names[b.mrt_index] for b in vgf.outputs]
+    if not outputs:
+        raise fail("the model sequence has no outputs: nothing to run")
+    written = {n for k in steps if isinstance(k, Kernel) for n in k.writes}
+    unwritten = [n for n in outputs if n not in written]
+    if unwritten:  # its bytes would be whatever the arena held: no result to report
+        raise fail(f"model output '{unwritten[0]}' is written by no segment ({len(steps)} segment(s))")
     return Program(steps, buffers, max(arena, 16), inputs, outputs, constants)
+
+
+def _alias_groups(vgf: VGF, fail) -> dict[int, int]:
+    """Bytes each alias group spans (its largest member: every member's range must lie in the group's memory).
+    A constant shares memory with no other category (writes to the others would change it between runs)."""
+    sizes: dict[int, int] = {}
+    categories: dict[int, set[str]] = {}
+    for r in vgf.resources:
+        if r.alias_group is None:
+            continue
+        size = math.prod(abs(int(d)) for d in r.shape) * FORMAT_SIZES.get(r.format, 1)
+        sizes[r.alias_group] = max(sizes.get(r.alias_group, 0), size)
+        categories.setdefault(r.alias_group, set()).add(r.category)
+    for group, kinds in categories.items():
+        if "CONSTANT" in kinds and len(kinds) > 1:
+            raise fail(f"alias group {group} mixes a CONSTANT with {', '.join(sorted(kinds - {'CONSTANT'}))} entries")
+    return sizes
+
+
+def _check_bindings(op: str, where: list[tuple[int, int, int]], writes: list[tuple[int, str]], fail) -> None:
+    """A segment's bindings: one resource per (set, binding); a resource the segment writes is bound once (a
+    dispatch writing a buffer that it also reads through another binding has undefined results) and is no input
+    or constant."""
+    slots: dict[tuple[int, int], int] = {}
+    for st, b, m in where:
+        if slots.setdefault((st, b), m) != m:
+            raise fail(f"set {st} binding {b} is bound to resources {slots[(st, b)]} and {m}", op=op)
+    for m, category in writes:
+        if category in ("INPUT", "CONSTANT"):
+            raise fail(f"the segment writes resource {m}, an {category} entry", op=op)
+        at = [f"set {st} binding {b}" for st, b, bound in where if bound == m]
+        if len(at) > 1:
+            raise fail(f"the segment writes resource {m} and binds it twice ({' and '.join(at)})", op=op)
 
 
 class VGFModel(OnDevice):

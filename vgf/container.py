@@ -305,11 +305,17 @@ def _read_constants(buf: bytes, where: str | None) -> list[Constant]:
     if payload > len(buf):
         raise error(f"claims {count} constants, more than its {len(buf)} bytes hold")
     out = []
+    ranges = []
     for i in range(count):
         mrt, sparsity, size, offset = CONST_ENTRY.unpack_from(buf, 16 + i * CONST_ENTRY.size)
         if offset + size > len(buf) - payload:
             raise error(f"constant {i} ({size} bytes at payload offset {offset}) runs past the section end")
         out.append(Constant(mrt, bytes(buf[payload + offset : payload + offset + size]), sparsity))
+        ranges.append((offset, offset + size, i))
+    ranges.sort()
+    for (_, end, i), (start, _, j) in zip(ranges, ranges[1:]):
+        if start < end:  # one byte, two values: a damaged offset, never what a writer does
+            raise error(f"constants {min(i, j)} and {max(i, j)} overlap in the payload (at byte {start})")
     return out
 
 

@@ -78,6 +78,7 @@ class _Validator:
         self.L = level
         self.regions: dict[str, Region] = {}
         self.depth: dict[str, int] = {}  # region name -> tosa_nesting_depth its operators run at
+        self.variables: set[str] = set()  # tensors VARIABLE operators declare (anywhere in the graph)
 
     # --- driver -----------------------------------------------------------------------------------------------
 
@@ -101,6 +102,17 @@ class _Validator:
             self.regions[region.name] = region
             if not region.blocks:
                 self.fail(f"region '{region.name}' has no block", region=region.name)
+            for block in region.blocks:
+                for kind, names in (("input", block.inputs), ("output", block.outputs)):
+                    missing = [n for n in names if n not in block.tensors]
+                    if missing:
+                        self.fail(
+                            f"block '{block.name}' {kind} '{missing[0]}' is not a tensor of the block",
+                            region=region.name,
+                        )
+        self.variables = {
+            o for _, b in self.graph.blocks() for op in b.operators if op.op == "VARIABLE" for o in op.outputs
+        }
         main = self.graph.regions[0]
         for name in main.blocks[0].inputs + main.blocks[0].outputs:
             t = main.blocks[0].tensors.get(name)
@@ -133,10 +145,7 @@ class _Validator:
     # --- one block ---------------------------------------------------------------------------------------------
 
     def block(self, region: Region, block: Block) -> None:
-        where = Site(region=region.name)
-        for name in block.inputs + block.outputs:
-            if name not in block.tensors:
-                self.fail(f"block '{block.name}' lists '{name}' as input or output but has no such tensor", **where)
+        where = Site(region=region.name)  # (block inputs / outputs name tensors of the block: structure())
         if len(set(block.inputs)) != len(block.inputs):
             self.fail(f"block '{block.name}' lists an input twice: {block.inputs}", **where)
         for t in block.tensors.values():
@@ -162,6 +171,12 @@ class _Validator:
                         region=region.name,
                     )
                 producers[o] = i
+        declared = {o for op in block.operators if op.op == "VARIABLE" for o in op.outputs}
+        for n, t in block.tensors.items():
+            if t.variable and n not in declared:  # a flag alone would turn a constant into state no run writes
+                self.fail(
+                    f"tensor '{n}' is flagged variable, but no VARIABLE operator of the block declares it", **where
+                )
         # Defined before use: block inputs, variables, constant data without a producer, earlier outputs.
         defined = set(block.inputs)
         defined |= {n for n, t in block.tensors.items() if n not in producers and (t.variable or t.data is not None)}

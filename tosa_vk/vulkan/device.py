@@ -141,7 +141,10 @@ def create_instance(validation: bool = False, messages: list[str] | None = None)
 
 def _query(index: int, pd) -> DeviceInfo:
     props = vk.vkGetPhysicalDeviceProperties(pd)
-    ids = vk.VkPhysicalDeviceIDProperties(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES)
+    maintenance3 = vk.VkPhysicalDeviceMaintenance3Properties(
+        sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES
+    )
+    ids = vk.VkPhysicalDeviceIDProperties(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES, pNext=maintenance3)
     driver = vk.VkPhysicalDeviceDriverProperties(
         sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES, pNext=ids
     )
@@ -180,6 +183,7 @@ def _query(index: int, pd) -> DeviceInfo:
     lim = props.limits
     limits = {
         "maxStorageBufferRange": lim.maxStorageBufferRange,
+        "maxMemoryAllocationSize": maintenance3.maxMemoryAllocationSize,  # the arena is one allocation
         "maxComputeWorkGroupCount": list(lim.maxComputeWorkGroupCount),
         "maxComputeWorkGroupSize": list(lim.maxComputeWorkGroupSize),
         "maxComputeWorkGroupInvocations": lim.maxComputeWorkGroupInvocations,

@@ -31,6 +31,12 @@ class _Allocation:
         self.device = device
         self.size = max(size, 16)
         vkd = device.device
+        limit = device.info.limits["maxMemoryAllocationSize"]
+        if self.size > limit:  # before any Vulkan call: drivers answer oversized requests unpredictably
+            raise VulkanError(
+                f"the tensors need {self.size} bytes of device memory in one allocation; {device.info.name} "
+                f"allows {limit} (maxMemoryAllocationSize): split the graph or run it with backend='reference'"
+            )
         self.buffer = vk.vkCreateBuffer(
             vkd,
             vk.VkBufferCreateInfo(
@@ -56,6 +62,13 @@ class _Allocation:
         if not types:
             vk.vkDestroyBuffer(vkd, self.buffer, None)
             raise VulkanError(f"{device.info.name} has no memory type with flags {flags:#x} for a storage buffer")
+        heap = props.memoryHeaps[props.memoryTypes[types[0]].heapIndex].size
+        if req.size > heap:
+            vk.vkDestroyBuffer(vkd, self.buffer, None)
+            raise VulkanError(
+                f"the tensors need {req.size} bytes of device memory; the memory heap of {device.info.name} "
+                f"holds {heap}: split the graph or run it with backend='reference'"
+            )
         try:
             self.memory = vk.vkAllocateMemory(
                 vkd,

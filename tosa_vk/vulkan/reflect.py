@@ -17,10 +17,12 @@ OP_ENTRY_POINT, OP_EXECUTION_MODE, OP_DECORATE, OP_MEMBER_DECORATE, OP_VARIABLE 
 OP_TYPE_BOOL, OP_TYPE_INT, OP_TYPE_FLOAT, OP_TYPE_VECTOR, OP_TYPE_MATRIX = 20, 21, 22, 23, 24
 OP_TYPE_IMAGE, OP_TYPE_SAMPLER, OP_TYPE_SAMPLED_IMAGE, OP_TYPE_ARRAY, OP_TYPE_RUNTIME_ARRAY = 25, 26, 27, 28, 29
 OP_TYPE_STRUCT, OP_TYPE_POINTER, OP_CONSTANT, OP_TYPE_TENSOR_ARM = 30, 32, 43, 4163
+OP_CONSTANT_COMPOSITE, OP_SPEC_CONSTANT, OP_SPEC_CONSTANT_COMPOSITE = 44, 50, 51
 # storage classes, decorations, execution model / mode
 UNIFORM_CONSTANT, UNIFORM, PUSH_CONSTANT, STORAGE_BUFFER_CLASS = 0, 2, 9, 12
 BLOCK, BUFFER_BLOCK, ARRAY_STRIDE, MATRIX_STRIDE, BINDING, DESCRIPTOR_SET, OFFSET = 2, 3, 6, 7, 33, 34, 35
-GL_COMPUTE, LOCAL_SIZE = 5, 17
+BUILT_IN, WORKGROUP_SIZE = 11, 25
+GL_COMPUTE, LOCAL_SIZE, LOCAL_SIZE_ID = 5, 17, 38
 DIM_BUFFER = 5
 
 # descriptor kinds SPIR-V can declare that tosa_vk never binds: named for the error
@@ -40,7 +42,7 @@ class Interface:
     entry_points: list[str] = field(default_factory=list)  # GLCompute ones
     bindings: dict[tuple[int, int], str] = field(default_factory=dict)  # (set, binding) -> VK_DESCRIPTOR_TYPE_*
     push_size: int = 0  # bytes the push-constant block spans (0: none)
-    local_size: tuple[int, int, int] | None = None
+    local_size: tuple[int, ...] | None = None  # the WorkgroupSize built-in's value where declared, else LocalSize
 
 
 def reflect(spirv: bytes) -> Interface:
@@ -58,6 +60,8 @@ def reflect(spirv: bytes) -> Interface:
 
     types: dict[int, tuple[int, memoryview]] = {}
     constants: dict[int, int] = {}
+    composites: dict[int, list[int]] = {}
+    local_size_ids: list[int] = []
     decorations: dict[int, dict[int, int]] = {}
     members: dict[tuple[int, int], dict[int, int]] = {}
     variables: list[tuple[int, int, int]] = []  # (result type, id, storage class)
@@ -67,17 +71,28 @@ def reflect(spirv: bytes) -> Interface:
             out.entry_points.append(bytes(ops[2:]).split(b"\0", 1)[0].decode("utf-8", "replace"))
         elif opcode == OP_EXECUTION_MODE and len(ops) >= 5 and ops[1] == LOCAL_SIZE:
             out.local_size = (ops[2], ops[3], ops[4])
+        elif opcode == OP_EXECUTION_MODE and len(ops) >= 5 and ops[1] == LOCAL_SIZE_ID:
+            local_size_ids = list(ops[2:5])
+        elif opcode in (OP_CONSTANT_COMPOSITE, OP_SPEC_CONSTANT_COMPOSITE) and len(ops) >= 2:
+            composites[ops[1]] = list(ops[2:])
         elif opcode == OP_DECORATE and len(ops) >= 2:
             decorations.setdefault(ops[0], {})[ops[1]] = ops[2] if len(ops) > 2 else 1
         elif opcode == OP_MEMBER_DECORATE and len(ops) >= 3:
             members.setdefault((ops[0], ops[1]), {})[ops[2]] = ops[3] if len(ops) > 3 else 1
-        elif opcode == OP_CONSTANT and len(ops) >= 3:
+        elif opcode in (OP_CONSTANT, OP_SPEC_CONSTANT) and len(ops) >= 3:
             constants[ops[1]] = ops[2]
         elif opcode == OP_VARIABLE and len(ops) >= 3:
             variables.append((ops[0], ops[1], ops[2]))
         elif OP_TYPE_BOOL <= opcode <= OP_TYPE_POINTER or opcode == OP_TYPE_TENSOR_ARM:
             if ops:
                 types[ops[0]] = (opcode, ops)
+
+    # the WorkgroupSize built-in overrides LocalSize / LocalSizeId (SPIR-V spec 3.21, BuiltIn WorkgroupSize)
+    sized = [t for t, d in decorations.items() if d.get(BUILT_IN) == WORKGROUP_SIZE and t in composites]
+    if sized:
+        local_size_ids = composites[sized[0]]
+    if local_size_ids:
+        out.local_size = tuple(constants.get(i, 0) for i in local_size_ids)
 
     def pointee(type_id: int) -> int:
         opcode, ops = types.get(type_id, (0, memoryview(b"")))
@@ -142,9 +157,12 @@ def reflect(spirv: bytes) -> Interface:
     return out
 
 
-def check(spirv: bytes, op: str, entry: str, layout: dict[tuple[int, int], str], push_size: int) -> list[str]:
+def check(
+    spirv: bytes, op: str, entry: str, layout: dict[tuple[int, int], str], push_size: int, limits: dict
+) -> list[str]:
     """What is wrong with running `spirv`'s `entry` with descriptors `layout` ((set, binding) -> VK_DESCRIPTOR_TYPE_*
-    as the kernel binds them) and `push_size` bytes of push constants: one message per mismatch, [] when it fits."""
+    as the kernel binds them) and `push_size` bytes of push constants on a device with `limits` (DeviceInfo.limits):
+    one message per mismatch, [] when it fits."""
     try:
         found = reflect(spirv)
     except ReflectError as err:
@@ -154,6 +172,17 @@ def check(spirv: bytes, op: str, entry: str, layout: dict[tuple[int, int], str],
         problems.append(
             f"{op}: entry point {entry!r} is not a GLCompute entry point of the shader "
             f"(it has {', '.join(found.entry_points) or 'none'})"
+        )
+    size = found.local_size
+    if size is None or len(size) != 3:
+        problems.append(f"{op}: the shader declares no workgroup size (LocalSize or the WorkgroupSize built-in)")
+    elif (
+        not all(1 <= n <= m for n, m in zip(size, limits["maxComputeWorkGroupSize"]))
+        or size[0] * size[1] * size[2] > limits["maxComputeWorkGroupInvocations"]
+    ):
+        problems.append(
+            f"{op}: workgroup size {list(size)}; this device allows 1 to {limits['maxComputeWorkGroupSize']} per "
+            f"dimension and {limits['maxComputeWorkGroupInvocations']} invocations in all"
         )
     for slot, kind in sorted(found.bindings.items()):
         bound = layout.get(slot)

@@ -180,7 +180,14 @@ class Runtime:
 
     def _check_interface(self, step: Kernel) -> None:
         bound = bound_descriptors(len(step.bindings), step.slots, step.descriptors)
-        problems = reflect.check(self.spirv[variant_of(step)], step.op, step.entry, bound, len(step.push_constants))
+        problems = reflect.check(
+            self.spirv[variant_of(step)],
+            step.op,
+            step.entry,
+            bound,
+            len(step.push_constants),
+            self._device.info.limits,
+        )
         if problems:
             raise VulkanError("\n".join(problems))
 
@@ -198,7 +205,13 @@ class Runtime:
                     f"device's maxStorageBufferRange ({limit}); split the graph or run it with "
                     f"backend='reference'"
                 )
-            ranges.append((buf.offset, max(align(buf.nbytes, 4), 4)))
+            size = max(align(buf.nbytes, 4), 4)
+            if buf.offset < 0 or buf.offset + size > self.arena.size:  # a range past the arena corrupts the heap
+                raise VulkanError(
+                    f"{step.op}: tensor '{name}' ({size} bytes at offset {buf.offset}) lies outside the "
+                    f"{self.arena.size}-byte arena"
+                )
+            ranges.append((buf.offset, size))
         return Dispatch(
             step.op,
             pipeline,

@@ -86,7 +86,11 @@ def check_spirv(data: bytes, op: str) -> None:
         f.flush()
         try:
             done = subprocess.run(
-                [exe, "--target-env", TARGET_ENV, f.name], capture_output=True, text=True, timeout=TOOL_TIMEOUT_S
+                [exe, "--target-env", TARGET_ENV, f.name],
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=TOOL_TIMEOUT_S,
             )
         except subprocess.TimeoutExpired:
             raise ShaderError(f"{op}: spirv-val did not finish within {TOOL_TIMEOUT_S} s") from None
@@ -201,7 +205,9 @@ class ShaderCache:
                 *[str(p) for _, p in sources],
             ]
             try:
-                done = subprocess.run(cmd, cwd=tmpdir, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
+                done = subprocess.run(
+                    cmd, cwd=tmpdir, capture_output=True, text=True, errors="replace", timeout=TOOL_TIMEOUT_S
+                )
             except subprocess.TimeoutExpired:
                 names = ", ".join(v.op or v.shader for v, _ in sources[:3])
                 raise ShaderError(

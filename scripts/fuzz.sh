@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Mutation fuzzers (issue 15): bash scripts/fuzz.sh tosa|vgf|payload N [--seed S] [--json report.json] [--log]
+# Exit status 1 when any case crashed, hung, raised a traceback or ran wrong. See tests/fuzz.py.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+exec .venv/bin/python tests/fuzz.py "$@"

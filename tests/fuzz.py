@@ -1,0 +1,540 @@
+"""Mutation fuzzers for what tosa_vk reads from untrusted files (issue 15): .tosa graphs, .vgf containers (COMPUTE
+segments, and GRAPH segments as Arm's model-converter writes them) and com.arm.VulkanCustomShader payloads.
+
+    bash scripts/fuzz.sh tosa|vgf|payload N [--seed S] [--hang-s T] [--json report.json]
+
+Each case mutates one seed file (seeded by case number: reproducible) and runs it as `tosa-vk run` would: load on
+Vulkan, run with deterministic inputs, read the outputs. Outcomes:
+  ok         ran, and the outputs match the oracle
+  changed    ran, outputs differ from the seed's, and the mutation changed what the file computes (constant data,
+             shader code, dispatch sizes: the file says so); the oracle cannot say more for VGFs and payloads
+  error      a clean error (TosaError / VGFError / VulkanError / ShaderError: one message naming file and rule)
+  wrong      ran and reported success, but the outputs disagree with the oracle
+  traceback  any other exception (the CLI would print an internal error)
+  crash      the worker process died (signal / abort)
+  hang       no answer within --hang-s seconds
+Oracles: .tosa — the reference backend on the same mutated file (both backends must agree, or both refuse);
+.vgf / payload — the seed's outputs when the mutation left every field that defines the computation intact.
+
+Cases run in a worker subprocess that is restarted after a crash or a hang; the parent only counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import json
+import os
+import random
+import selectors
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+KINDS = ("tosa", "vgf", "payload")
+OUTCOMES = ("ok", "changed", "error", "wrong", "traceback", "crash", "hang")
+MAX_ELEMENTS = 1 << 22  # a mutated graph with bigger tensors is loaded, not run (its feeds alone would be GBs)
+INTERESTING = (0, 1, 2, 3, 4, 7, 8, 16, 64, 255, 256, 0x7F, 0x80, 0xFF, 0x7FFF, 0xFFFF, 0x7FFFFFFF, 0x80000000,
+               0xFFFFFFFF, 0xFFFFFFFE, 65535, 65536, 1 << 20, 1 << 24)  # fmt: skip
+
+
+# ---- seeds ---------------------------------------------------------------------------------------------------------
+
+
+def _seed_graphs(work: Path) -> dict:
+    """Small graphs covering what the readers see: int8 convolution with zero points, fp32 matmul / tanh with a
+    variable, control flow, data layout ops, and a custom GLSL payload."""
+    import tosa_vk
+    from tosa_vk import Builder
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_custom_ops import payload, single_custom_graph
+    from test_vulkan_control_flow import branchy
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "resources" / "examples"))
+    import rnn_cell
+
+    rng = np.random.default_rng(0)
+    b = Builder()
+    x = b.input("x", (1, 6, 6, 8), "int8")
+    w = rng.integers(-128, 128, (4, 3, 3, 8)).astype(np.int8)
+    y = b.conv2d(x, w, rng.integers(-100, 100, 4).astype(np.int32), np.int8(-3), np.int8(5), pad=[1, 1, 1, 1])
+    y = b.op("ADD", y, b.const(rng.integers(-9, 9, (1, 1, 1, 4)).astype(np.int32)), name="y")
+    assert not isinstance(y, tuple)
+    b.output(y)
+    conv = b.build()
+
+    b = Builder()
+    x = b.input("x", (2, 3, 4), "fp32")
+    t = b.op("TRANSPOSE", x, perms=[2, 0, 1])
+    r = b.op("REDUCE_SUM", t, axis=1)
+    m = b.op("MAXIMUM", r, b.const(np.full((4, 1, 3), 0.5, np.float32)))
+    z = b.op("CONCAT", [r, m], axis=1, name="z")
+    assert not isinstance(z, tuple)
+    b.output(z)
+    layout = b.build()
+
+    graphs = {
+        "conv_int8": conv,
+        "layout_fp32": layout,
+        "rnn_cell": rnn_cell.build(),
+        "branchy": branchy(),
+        "custom_glsl": single_custom_graph(payload(), shape=(64,)),
+    }
+    for name, g in graphs.items():
+        tosa_vk.save_graph(g, work / f"{name}.tosa")
+    return graphs
+
+
+def make_seeds(kind: str, work: Path) -> list[Path]:
+    """The seed files of a kind, written into `work`."""
+    import tosa_vk
+    from tosa_vk.vgf_export import export_vgf
+
+    graphs = _seed_graphs(work)
+    if kind == "tosa":  # (the custom graph is the payload kind's: the reference backend cannot run it)
+        return [work / f"{n}.tosa" for n in graphs if n != "custom_glsl"]
+    if kind == "payload":
+        return [work / "custom_glsl.tosa", _spirv_payload_seed(work)]
+    seeds = []
+    for name in ("conv_int8", "layout_fp32", "custom_glsl"):
+        export_vgf(tosa_vk.compile(graphs[name]), work / f"{name}.vgf")
+        seeds.append(work / f"{name}.vgf")
+    graph_vgf = _model_converter_seed(work)
+    if graph_vgf is not None:
+        seeds.append(graph_vgf)
+    return seeds
+
+
+def _spirv_payload_seed(work: Path) -> Path:
+    from test_custom_ops import SCALE_ADD, payload, single_custom_graph
+
+    import tosa_vk
+
+    src, spv = work / "scale_add.comp", work / "scale_add.spv"
+    src.write_text(SCALE_ADD)
+    subprocess.run(["glslc", str(src), "-o", str(spv)], check=True, capture_output=True, timeout=120)
+    code = base64.b64encode(spv.read_bytes()).decode()
+    tosa_vk.save_graph(
+        single_custom_graph(payload(shader_language="SPIR-V", shader_code=code), shape=(64,)), work / "spirv.tosa"
+    )
+    return work / "spirv.tosa"
+
+
+def _model_converter_seed(work: Path) -> Path | None:
+    """A VGF with a GRAPH segment, written by Arm's model-converter (None where the Arm SDK is not installed)."""
+    try:
+        from tosa_vk.bench.anchors import arm_sdk
+
+        exe = arm_sdk._tool("model_converter", "model-converter")
+    except Exception:
+        return None
+    out = work / "graph_segment.vgf"
+    done = subprocess.run(
+        [exe, "-i", str(work / "layout_fp32.tosa"), "-o", str(out)], capture_output=True, text=True, timeout=300
+    )
+    return out if done.returncode == 0 and out.is_file() else None
+
+
+# ---- mutations -----------------------------------------------------------------------------------------------------
+
+
+def vgf_structure(data: bytes) -> list[tuple[int, int]]:
+    """Byte ranges of a VGF that hold structure rather than SPIR-V code or constant values: the header, the
+    model-sequence and model-resource sections, the constant section's table."""
+    spans = [(0, 128)]
+    for i in (1, 2, 3):
+        offset, size = (
+            int.from_bytes(data[16 + 16 * i : 24 + 16 * i], "little"),
+            int.from_bytes(data[24 + 16 * i : 32 + 16 * i], "little"),
+        )
+        if i == 3:
+            count = int.from_bytes(data[offset + 8 : offset + 16], "little") if size >= 16 else 0
+            size = min(size, 16 + 24 * count)
+        spans.append((offset, offset + size))
+    return [(a, b) for a, b in spans if 0 <= a < b <= len(data)]
+
+
+def mutate_bytes(data: bytes, rng: random.Random, spans: list[tuple[int, int]] | None = None) -> bytes:
+    """1-4 of: bit flip, random byte, an interesting 32-bit little-endian word at an aligned offset, truncation,
+    a deleted or duplicated chunk; at positions in `spans` three times in four when given."""
+    buf = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        if not buf:
+            break
+        what = rng.random()
+        at = rng.randrange(len(buf))
+        if spans and rng.random() < 0.75:
+            a, b = rng.choice(spans)
+            at = rng.randrange(a, min(b, len(buf))) if a < min(b, len(buf)) else at
+        if what < 0.3:
+            buf[at] ^= 1 << rng.randrange(8)
+        elif what < 0.5:
+            buf[at] = rng.randrange(256)
+        elif what < 0.85:
+            at -= at % 4
+            word = rng.choice(INTERESTING) if rng.random() < 0.7 else int.from_bytes(buf[at : at + 4], "little") + 1
+            buf[at : at + 4] = (word & 0xFFFFFFFF).to_bytes(4, "little")
+        elif what < 0.92:
+            del buf[at:]
+        elif what < 0.96:
+            del buf[at : at + rng.randint(1, 64)]
+        else:
+            buf[at:at] = buf[at : at + rng.randint(1, 64)]
+    return bytes(buf)
+
+
+PAYLOAD_VALUES: tuple[object, ...] = (
+    0, 1, 2, -1, 8, 31, 100000, 2**31 - 1, 2**31, 2**32, 2**63, -(2**63), 1.5, 1e308, True, None, "",
+    "x" * 4096, [], {}, [1], [1, 1, 1], [65535, 65535, 1], [2**31, 1, 1], [0, 1, 1], "Buffer", "Image",
+    "Tensor", "VK_DESCRIPTOR_TYPE_STORAGE_IMAGE", "VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER",
+    "VK_DESCRIPTOR_TYPE_TENSOR_ARM", "VK_FORMAT_R32G32B32A32_SFLOAT", "VK_FORMAT_R8_SINT",
+    "scale: 4", "a: 4, b: 4", "a: 4096", "main", "other", "GLSL", "SPIR-V", "HLSL",
+)  # fmt: skip
+GLSL_SNIPPETS = ("#include \"/etc/hostname\"\n", "while (true) {}\n", "y[idx + 1000000]", "x[idx]", "1.0 / 0.0",
+                 "layout(set = 7, binding = 9) buffer Z { float z[]; };\n", "}", "{", ";", "binding = 2", "set = 1",
+                 "local_size_x = 1024", "local_size_x = 0", "#define A A A\n", "uint", "gl_GlobalInvocationID.y",
+                 "layout(push_constant) uniform P { float s[64]; } p;\n", "\0")  # fmt: skip
+
+
+def mutate_payload(attrs: bytes, rng: random.Random) -> tuple[bytes, set[str]]:
+    """A mutated payload (JSON-aware) and the keys it touched."""
+    if rng.random() < 0.1:
+        return mutate_bytes(attrs, rng), {"*bytes*"}
+    data = json.loads(attrs)
+    touched: set[str] = set()
+    for _ in range(rng.randint(1, 3)):
+        key = rng.choice(sorted(data))
+        what = rng.random()
+        touched.add(key)
+        if key == "shader_code" and what < 0.6:
+            data[key] = _mutate_code(data[key], data.get("shader_language"), rng)
+        elif what < 0.85:
+            data[key] = rng.choice(PAYLOAD_VALUES)
+        elif what < 0.95:
+            del data[key]
+        else:
+            data[rng.choice(["input_1_binding", "output_1_type", "input_0_sampler", "extra"])] = rng.choice(
+                PAYLOAD_VALUES
+            )
+    return json.dumps(data, sort_keys=True).encode(), touched
+
+
+def _mutate_code(code, language, rng: random.Random):
+    if not isinstance(code, str):
+        return code
+    if language == "SPIR-V":
+        try:
+            spirv = base64.b64decode(code)
+        except ValueError:
+            return code
+        return base64.b64encode(mutate_bytes(spirv, rng)).decode()
+    at = rng.randrange(len(code) + 1)
+    if rng.random() < 0.5:
+        return code[:at] + rng.choice(GLSL_SNIPPETS) + code[at:]
+    return code[:at] + code[at + rng.randint(1, 8) :]
+
+
+# ---- the worker: one case at a time --------------------------------------------------------------------------------
+
+
+def clean_errors() -> tuple[type[Exception], ...]:
+    from tosa_vk import TosaError
+    from tosa_vk.vulkan import VulkanError
+    from tosa_vk.vulkan.shaders import ShaderError
+    from vgf import VGFError
+
+    return (TosaError, VGFError, VulkanError, ShaderError)
+
+
+def feeds_for(inputs: dict, seed: int) -> dict[str, np.ndarray] | None:
+    """Deterministic feeds for a model's inputs (None: too big to run)."""
+    from tosa_vk.ir import DType
+
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, (shape, dtype_name) in inputs.items():
+        if int(np.prod(shape, dtype=np.float64)) > MAX_ELEMENTS:
+            return None
+        dtype = DType[dtype_name] if dtype_name in DType.__members__ else None
+        np_dtype = np.dtype(dtype.numpy) if dtype is not None else np.dtype(dtype_name)
+        if np_dtype.kind in "iu":
+            info = np.iinfo(np_dtype)
+            lo, hi = max(info.min, -100), min(info.max, 100)
+            out[name] = rng.integers(lo, hi + 1, shape).astype(np_dtype)
+        elif np_dtype.kind == "b":
+            out[name] = rng.random(shape) < 0.5
+        else:
+            out[name] = (rng.random(shape) * 2 - 1).astype(np_dtype)
+    return out
+
+
+def same(a: dict, b: dict) -> bool:
+    """Outputs equal in order (a renamed output is the same output), floats to a loose tolerance."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a.values(), b.values()):
+        x, y = np.asarray(x), np.asarray(y)
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return False
+        if x.dtype.kind in "fc" or "float" in x.dtype.name:
+            x64, y64 = x.astype(np.float64), y.astype(np.float64)
+            if not np.allclose(x64, y64, rtol=1e-3, atol=1e-5, equal_nan=True):
+                return False
+        elif not np.array_equal(x, y):
+            return False
+    return True
+
+
+def graph_too_big(path: Path) -> bool:
+    """Any tensor with more elements than the harness runs (the reference backend would allocate it)."""
+    import tosa_vk
+
+    graph = tosa_vk.load_graph(path)
+    for _, block in graph.blocks():
+        for t in block.tensors.values():
+            if int(np.prod([abs(int(d)) for d in t.shape], dtype=np.float64)) > MAX_ELEMENTS:
+                return True
+    return False
+
+
+class Worker:
+    def __init__(self, kind: str, work: Path, seeds: list[Path], seed: int):
+        import tosa_vk
+        from tosa_vk.vulkan import Device
+
+        self.kind, self.work, self.seed = kind, work, seed
+        self.tosa_vk = tosa_vk
+        self.device = Device()
+        self.errors: tuple[type[Exception], ...] = clean_errors()
+        self.seeds = [(p, p.read_bytes()) for p in seeds]
+        self.baseline = {p: self.baseline_of(p) for p, _ in self.seeds}
+        self.signatures = {p: self.signature(p) for p, _ in self.seeds}
+
+    def baseline_of(self, path: Path) -> dict | None:
+        """The seed's outputs; None for a seed tosa_vk refuses (a VGF of GRAPH segments)."""
+        try:
+            return self.run_file(path, 0)[1]
+        except self.errors:
+            return None
+
+    def run_file(self, path: Path, case: int) -> tuple[dict | None, dict | None]:
+        """(outputs on Vulkan or None when too big to run, feeds)."""
+        if path.suffix == ".vgf":
+            from tosa_vk.vgf_run import VGFModel
+            from vgf import inspect, read_vgf
+
+            inspect.describe(read_vgf(path), str(path))  # `tosa-vk inspect` reads every file it is given
+            model: Any = VGFModel(path, self.device, timeout_s=20)
+        else:
+            if graph_too_big(path):
+                self.tosa_vk.load(path, backend="vulkan", device=self.device, timeout_s=20).close()
+                return None, None
+            model = self.tosa_vk.load(path, backend="vulkan", device=self.device, timeout_s=20)
+        with model:
+            feeds = feeds_for(model.inputs, case)
+            if feeds is None:
+                return None, None
+            return feeds, model.run(feeds)
+
+    def signature(self, path: Path):
+        """What defines a VGF's computation apart from data (constant bytes, shader code, dispatch sizes, declared
+        shapes) and names: compared with the seed's to tell a legitimately changed output from a wrong one."""
+        if path.suffix == ".vgf":
+            from vgf import read_vgf
+
+            v = read_vgf(path)
+            return repr(
+                (
+                    [(m.type, m.entry_point, m.language) for m in v.modules],
+                    [(s.type, s.module_index, s.set_infos, s.inputs, s.outputs) for s in v.segments],
+                    [(r.category, r.descriptor_type, r.format, r.alias_group, r.sampler) for r in v.resources],
+                    v.inputs,
+                    v.outputs,
+                    [(c.mrt_index, len(c.data)) for c in v.constants],
+                )
+            )
+        return None
+
+    def case(self, i: int) -> tuple[str, str]:
+        rng = random.Random(self.seed * 1_000_003 + i)
+        seed_path, data = self.seeds[i % len(self.seeds)]
+        path = self.work / f"case{seed_path.suffix}"
+        touched: set[str] = set()
+        if self.kind == "payload":
+            graph = self.tosa_vk.load_graph(seed_path)
+            op = graph.main.operators[0]
+            attrs, touched = mutate_payload(bytes(op.attrs["implementation_attrs"]), rng)
+            op.attrs["implementation_attrs"] = attrs
+            self.tosa_vk.save_graph(graph, path)
+        else:
+            path.write_bytes(mutate_bytes(data, rng, vgf_structure(data) if self.kind == "vgf" else None))
+        try:
+            feeds, got = self.run_file(path, 0)
+        except self.errors as err:
+            return "error", f"{type(err).__name__}: {str(err).splitlines()[0][:300]}"
+        except Exception as err:
+            frame = traceback.extract_tb(err.__traceback__)[-1]
+            return "traceback", f"{type(err).__name__}: {str(err)[:200]} at {frame.filename}:{frame.lineno}"
+        if got is None:
+            return "ok", "loaded; too big to run"
+        if self.kind == "tosa":
+            try:
+                want = self.tosa_vk.load(path).run(feeds)
+            except self.errors as err:
+                return "wrong", f"Vulkan ran what the reference backend refuses: {str(err).splitlines()[0][:200]}"
+            return ("ok", "") if same(got, want) else ("wrong", "Vulkan and reference outputs differ")
+        baseline = self.baseline[seed_path]
+        if baseline is None:
+            return "wrong", "ran a file whose seed tosa_vk refuses"
+        if same(got, baseline):
+            return "ok", ""
+        if self.kind == "vgf" and self.signature(path) == self.signatures[seed_path]:
+            return "changed", "constant data / shader code / dispatch / declared shapes changed"
+        if self.kind == "payload" and touched <= {"shader_code", "workgroup_sizes", "push_constants"}:
+            return "changed", f"changed {sorted(touched)}"
+        return "wrong", f"outputs changed; touched {sorted(touched) or 'structure'}"
+
+
+def worker_main(kind: str, work: Path, seed: int) -> None:
+    seeds = [Path(p) for p in json.loads((work / "seeds.json").read_text())]
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # stray prints must not corrupt the protocol
+    worker = Worker(kind, work, seeds, seed)
+    out.write(json.dumps({"ready": True}) + "\n")
+    for line in sys.stdin:
+        i = int(line)
+        outcome, detail = worker.case(i)
+        out.write(json.dumps({"case": i, "outcome": outcome, "detail": detail}) + "\n")
+
+
+# ---- the parent: counts, restarts, reports -------------------------------------------------------------------------
+
+
+class Runner:
+    def __init__(self, kind: str, work: Path, seed: int, hang_s: float):
+        self.kind, self.work, self.seed, self.hang_s = kind, work, seed, hang_s
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--worker", self.kind, str(self.work), "--seed", str(self.seed)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+        )
+        reply = self.read(600)
+        if reply is None or not reply.get("ready"):
+            raise RuntimeError(f"the fuzz worker did not start (seeds failed?): {reply}")
+
+    def read(self, timeout: float) -> dict | None:
+        assert self.proc is not None and self.proc.stdout is not None
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        try:
+            if not sel.select(timeout):
+                return None
+            line = self.proc.stdout.readline()
+            return json.loads(line) if line else {"eof": True}
+        finally:
+            sel.close()
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def case(self, i: int) -> tuple[str, str]:
+        if self.proc is None:
+            self.start()
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(f"{i}\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+        reply = self.read(self.hang_s)
+        if reply is None:
+            self.stop()
+            return "hang", f"no answer within {self.hang_s} s"
+        if "eof" in reply:
+            code = self.proc.wait()
+            self.proc = None
+            return "crash", f"worker exit status {code}"
+        return reply["outcome"], reply["detail"]
+
+
+def fuzz(kind: str, n: int, seed: int = 0, hang_s: float = 120.0, start: int = 0, log=None) -> dict:
+    """Runs cases start..start+n-1 of a kind; returns {"counts": {outcome: n}, "findings": [...], "seconds"}."""
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix=f"tosa_vk_fuzz_{kind}_") as tmp:
+        work = Path(tmp)
+        seeds = make_seeds(kind, work)
+        (work / "seeds.json").write_text(json.dumps([str(p) for p in seeds]))
+        runner = Runner(kind, work, seed, hang_s)
+        counts: Counter = Counter()
+        findings = []
+        try:
+            for i in range(start, start + n):
+                outcome, detail = runner.case(i)
+                counts[outcome] += 1
+                if outcome not in ("ok", "changed", "error"):
+                    findings.append({"case": i, "outcome": outcome, "detail": detail})
+                if log is not None:
+                    print(f"{kind} case {i}: {outcome} {detail}", file=log, flush=True)
+        finally:
+            runner.stop()
+    return {
+        "kind": kind,
+        "cases": n,
+        "seed": seed,
+        "seeds": [p.name for p in seeds],
+        "counts": {o: counts[o] for o in OUTCOMES},
+        "findings": findings,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("kind", choices=KINDS)
+    ap.add_argument("n", type=int, nargs="?", default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--start", type=int, default=0, help="first case number (to split a long run)")
+    ap.add_argument("--hang-s", type=float, default=120.0, help="a case without an answer by then is a hang")
+    ap.add_argument("--json", type=Path, help="write the report here")
+    ap.add_argument("--log", action="store_true", help="print every case")
+    ap.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker is not None:
+        worker_main(args.kind, args.worker, args.seed)
+        return 0
+    report = fuzz(args.kind, args.n, args.seed, args.hang_s, args.start, sys.stderr if args.log else None)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1))
+    counts = report["counts"]
+    print(f"{args.kind}: {args.n} cases in {report['seconds']} s: " + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES))
+    for f in report["findings"][:50]:
+        print(f"  case {f['case']}: {f['outcome']}: {f['detail']}")
+    bad = sum(counts[o] for o in ("wrong", "traceback", "crash", "hang"))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":  # --worker KIND WORK [--seed S]
+        _, _, kind, work, *rest = sys.argv
+        with contextlib.suppress(KeyboardInterrupt):
+            main([kind, "--worker", work, *rest])
+        sys.exit(0)
+    sys.exit(main())
