@@ -25,6 +25,7 @@ import argparse
 import base64
 import contextlib
 import json
+import math
 import os
 import random
 import selectors
@@ -262,7 +263,7 @@ def feeds_for(inputs: dict, seed: int) -> dict[str, np.ndarray] | None:
     rng = np.random.default_rng(seed)
     out = {}
     for name, (shape, dtype_name) in inputs.items():
-        if int(np.prod(shape, dtype=np.float64)) > MAX_ELEMENTS:
+        if math.prod(abs(int(d)) for d in shape) > MAX_ELEMENTS:
             return None
         dtype = DType[dtype_name] if dtype_name in DType.__members__ else None
         np_dtype = np.dtype(dtype.numpy) if dtype is not None else np.dtype(dtype_name)
@@ -301,7 +302,7 @@ def graph_too_big(path: Path) -> bool:
     graph = tosa_vk.load_graph(path)
     for _, block in graph.blocks():
         for t in block.tensors.values():
-            if int(np.prod([abs(int(d)) for d in t.shape], dtype=np.float64)) > MAX_ELEMENTS:
+            if math.prod(abs(int(d)) for d in t.shape) > MAX_ELEMENTS:
                 return True
     return False
 
@@ -355,10 +356,10 @@ class Worker:
             return repr(
                 (
                     [(m.type, m.entry_point, m.language) for m in v.modules],
-                    [(s.type, s.module_index, s.set_infos, s.inputs, s.outputs) for s in v.segments],
+                    [(s.type, s.set_infos, s.inputs, s.outputs) for s in v.segments],  # module_index: which code
                     [(r.category, r.descriptor_type, r.format, r.alias_group, r.sampler) for r in v.resources],
-                    v.inputs,
-                    v.outputs,
+                    [b.mrt_index for b in v.inputs],  # (their binding numbers mean nothing to a runtime)
+                    [b.mrt_index for b in v.outputs],
                     [(c.mrt_index, len(c.data)) for c in v.constants],
                 )
             )
@@ -390,6 +391,8 @@ class Worker:
             try:
                 want = self.tosa_vk.load(path).run(feeds)
             except self.errors as err:
+                if "REQUIRE(" in str(err):  # the mutated graph breaks a REQUIRE: the spec leaves results unpredictable
+                    return "ok", "REQUIRE violated: any result conforms"
                 return "wrong", f"Vulkan ran what the reference backend refuses: {str(err).splitlines()[0][:200]}"
             return ("ok", "") if same(got, want) else ("wrong", "Vulkan and reference outputs differ")
         baseline = self.baseline[seed_path]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 import tosa_vk
 from tosa_vk.cli import main, safe_name
@@ -58,3 +59,29 @@ def test_a_bad_input_file_is_one_line_not_a_traceback(tmp_path, capsys):
     assert main(["run", str(tmp_path / "m.tosa"), "-i", f"x={tmp_path / 'bad.npy'}"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("tosa-vk: error: ") and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+GOOD_DESC = {"tosa_file": "m.tosa", "ifm_name": ["x"], "ifm_file": ["x.npy"], "ofm_name": ["y"], "ofm_file": ["y.npy"]}
+
+
+@pytest.mark.parametrize(
+    "desc,message",
+    [
+        ("{not json", "not JSON"),
+        ([1, 2], "a desc.json is a JSON object"),
+        ({**GOOD_DESC, "tosa_file": None}, "'tosa_file' must name the model file"),
+        ({**GOOD_DESC, "ifm_name": "x"}, "'ifm_name' must be a list of strings"),
+        ({**GOOD_DESC, "ifm_file": []}, "'ifm_name' has 1 entries, 'ifm_file' 0"),
+        ({**GOOD_DESC, "ifm_file": ["pickled.npy"]}, "not a readable .npy array"),
+        ({**GOOD_DESC, "ifm_file": ["missing.npy"]}, "cannot read input"),
+    ],
+)
+def test_a_bad_desc_json_is_named_not_a_traceback(tmp_path, capsys, desc, message):
+    """Found: a bad desc.json ended in KeyError / TypeError tracebacks; an object array would have been unpickled."""
+    write_model(tmp_path)
+    np.save(tmp_path / "pickled.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    path = tmp_path / "desc.json"
+    path.write_text(desc if isinstance(desc, str) else json.dumps(desc))
+    assert main(["run", "--test-desc", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tosa-vk: error: ") and message in err and "Traceback" not in err, err

@@ -134,3 +134,57 @@ def test_a_push_block_the_payload_covers_runs(device):
 def test_robust_buffer_access_is_on_where_the_device_has_it(device):
     """A model's shader reading past its buffers gets zeros, not other tensors' memory (lavapipe has it)."""
     assert device.info.features["robustBufferAccess"]
+
+
+RUNAWAY = """#version 450
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) buffer In { float x[]; };
+layout(set = 0, binding = 1) buffer Out { float y[]; };
+void main() {
+  float acc = x[gl_GlobalInvocationID.x % 64u];
+  for (uint i = 0u; i < 60000u; i++) { acc = sin(acc) + 1.0; }
+  y[gl_GlobalInvocationID.x % 64u] = acc;
+}
+"""
+
+
+def runaway_graph():
+    """Hours of work on a CPU device: 65535 x 64 groups of 64 invocations, 60,000 iterations each."""
+    return single_custom_graph(payload(shader_code=RUNAWAY, workgroup_sizes=[65535, 64, 1]), shape=(64,))
+
+
+def test_a_runaway_shader_ends_at_the_timeout_and_close_does_not_wait_for_it(tmp_path):
+    path = tmp_path / "runaway.tosa"
+    tosa_vk.save_graph(runaway_graph(), path)
+    code = (
+        "import sys, time, numpy as np, tosa_vk\n"
+        f"m = tosa_vk.load({str(path)!r}, backend='vulkan', timeout_s=2)\n"
+        "t = time.monotonic()\n"
+        "try:\n    m.run(x=np.ones(64, np.float32))\nexcept Exception as err:\n    print(err)\n"
+        "m.close()\nprint(f'done in {time.monotonic() - t:.1f} s', flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "the run did not finish within 2 s" in done.stdout, done.stdout + done.stderr[-2000:]
+    assert float(done.stdout.split("done in ")[1].split()[0]) < 10
+
+
+def test_ctrl_c_stops_a_cli_run(tmp_path):
+    import signal
+    import time
+
+    path = tmp_path / "runaway.tosa"
+    tosa_vk.save_graph(runaway_graph(), path)
+    np.save(tmp_path / "x.npy", np.ones(64, np.float32))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tosa_vk.cli", "run", str(path), "--backend", "vulkan", "-i", f"x={tmp_path / 'x.npy'}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(8)  # loaded and running
+    start = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    assert "tosa-vk: interrupted" in err and "Traceback" not in err
+    assert time.monotonic() - start < 10

@@ -100,10 +100,44 @@ def cmd_devices(args) -> int:
 
 
 def _feeds_from_desc(desc_path: Path) -> tuple[Path, dict, dict]:
-    desc = json.loads(desc_path.read_text())
+    """A conformance-style desc.json -> (model path, feeds, output files by name); every defect a TosaError naming
+    the file and the key."""
+    where = str(desc_path)
+    try:
+        desc = json.loads(desc_path.read_text())
+    except OSError as err:
+        raise TosaError(f"cannot read: {err.strerror}", file=where) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise TosaError(f"not JSON ({err})", file=where) from None
+    if not isinstance(desc, dict):
+        raise TosaError(f"a desc.json is a JSON object, got {type(desc).__name__}", file=where)
+    if not isinstance(desc.get("tosa_file"), str):
+        raise TosaError("'tosa_file' must name the model file (a string)", file=where)
+    lists = {}
+    for key in ("ifm_name", "ifm_file", "ofm_name", "ofm_file"):
+        value = desc.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise TosaError(f"'{key}' must be a list of strings, got {value!r}", file=where)
+        lists[key] = value
+    for kind in ("ifm", "ofm"):
+        if len(lists[f"{kind}_name"]) != len(lists[f"{kind}_file"]):
+            raise TosaError(
+                f"'{kind}_name' has {len(lists[f'{kind}_name'])} entries, '{kind}_file' {len(lists[f'{kind}_file'])}",
+                file=where,
+            )
     folder = desc_path.parent
-    feeds = {name: np.load(folder / f) for name, f in zip(desc["ifm_name"], desc["ifm_file"])}
-    return folder / desc["tosa_file"], feeds, dict(zip(desc["ofm_name"], desc["ofm_file"]))
+    feeds = {name: _load_npy(folder / f) for name, f in zip(lists["ifm_name"], lists["ifm_file"])}
+    return folder / desc["tosa_file"], feeds, dict(zip(lists["ofm_name"], lists["ofm_file"]))
+
+
+def _load_npy(path: Path) -> np.ndarray:
+    """An input array from a .npy file (never unpickled: a model's inputs are untrusted too)."""
+    try:
+        return np.load(path, allow_pickle=False)
+    except OSError as err:
+        raise TosaError(f"cannot read input: {err.strerror or err}", file=str(path)) from None
+    except ValueError as err:
+        raise TosaError(f"not a readable .npy array ({err})", file=str(path)) from None
 
 
 def safe_name(name: str) -> str:
@@ -138,7 +172,7 @@ def cmd_run(args) -> int:
             name, _, file = item.partition("=")
             if not file:
                 raise TosaError(f"-i takes name=file.npy, got {item!r}")
-            feeds[name] = np.load(file)
+            feeds[name] = _load_npy(Path(file))
     else:
         raise TosaError("give a model file or --test-desc desc.json")
     if model_path.suffix == ".vgf":
@@ -162,7 +196,7 @@ def cmd_run(args) -> int:
             np.save(target, to_npy(value, dtypes[name]))
             line += f" -> {target}"
         if args.compare and expected_dir and (expected_dir / out_files.get(name, "")).is_file():
-            diff = _max_diff(value, np.load(expected_dir / out_files[name]))
+            diff = _max_diff(value, _load_npy(expected_dir / out_files[name]))
             worst = max(worst, diff)
             line += f"; max |diff| vs {out_files[name]} = {diff:.3g}"
         if name in checked:
@@ -399,6 +433,12 @@ def main(argv: list[str] | None = None) -> int:
     except (TosaError, VGFError) as err:
         print(f"tosa-vk: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # the device may still run the interrupted work: leave without the interpreter's teardown, which would
+        # wait for it (the operating system frees the device's memory)
+        print("tosa-vk: interrupted", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(130)
     except Exception as err:  # anything else: one line, not a traceback (--debug shows it)
         if args.debug:
             raise

@@ -132,6 +132,14 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
             raise fail("a COMPUTE segment needs a 3-value dispatch shape", op=s.name)
         where = sorted((s.set_index(i), b.binding, b.mrt_index) for i, d in enumerate(s.set_infos) for b in d.bindings)
         _check_bindings(s.name, where, [(b.mrt_index, vgf.resources[b.mrt_index].category) for b in s.outputs], fail)
+        bound_mrts = {m for _, _, m in where}
+        for kind, listed in (("input", s.inputs), ("output", s.outputs)):
+            for b in listed:  # what the segment reads and writes is among what it binds
+                if b.mrt_index not in bound_mrts:
+                    raise fail(
+                        f"segment {kind} resource {b.mrt_index} is bound by none of the segment's descriptors",
+                        op=s.name,
+                    )
         bound = tuple(names[m] for _, _, m in where)
         slots = tuple((st, b) for st, b, _ in where)
         if slots == tuple((0, b) for b in range(len(slots))):

@@ -80,9 +80,13 @@ class OnDevice(Model):
 
     def close(self) -> None:
         with getattr(self, "lock", None) or nullcontext():  # waits for a run in progress
+            abandoned = False
             if self.runtime is not None:
                 self.runtime.close()
+                abandoned = self.runtime.abandoned
                 self.runtime = None
+            if abandoned:
+                self.device = None  # still busy with the abandoned work: left to the process exit
             if self.own_device and self.device is not None:
                 self.device.close()
                 self.device = None
@@ -93,8 +97,8 @@ class VulkanModel(OnDevice, GraphModel):
 
     Options: device (a Device, an index or a name), strict (no host steps), timestamps (GPU times for profile()),
     max_iterations (WHILE_LOOP cap), force_host (operator or output names to run on the host), layouts (tensors
-    the graph holds as NCHW, for custom ops with an NHWC shader), timeout_s (the longest a submitted command
-    buffer may take before the run fails)."""
+    the graph holds as NCHW, for custom ops with an NHWC shader), timeout_s (the longest a run may take on the
+    device before it fails)."""
 
     backend = "vulkan"
 

@@ -456,6 +456,10 @@ class Segment:
 WAIT_SLICE_NS = 100_000_000  # one fence wait: 100 ms
 
 
+class DeviceTimeout(VulkanError):
+    """A submitted command buffer did not finish by its deadline (it may still be running)."""
+
+
 class Queue:
     """Submits command buffers on the device's compute queue and waits for them."""
 
@@ -472,6 +476,17 @@ class Queue:
             None,
         )
         self.fence = vk.vkCreateFence(vkd, vk.VkFenceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO), None)
+        self.pending = False  # a submitted command buffer not yet seen finished (a timed-out or interrupted wait)
+
+    def finished(self, timeout_s: float) -> bool:
+        """Whether the last submitted command buffer has finished, waiting at most `timeout_s`."""
+        if self.pending:
+            try:
+                vk.vkWaitForFences(self.device.device, 1, [self.fence], vk.VK_TRUE, int(timeout_s * 1e9))
+            except vk.VkTimeout:
+                return False
+            self.pending = False
+        return True
 
     def submit(self, segment: Segment, timeout_s: float | None = None) -> None:
         """Runs one command buffer and waits for it, at most `timeout_s` seconds (VulkanError after that)."""
@@ -488,6 +503,7 @@ class Queue:
                 ],
                 self.fence,
             )
+        self.pending = True
         while True:  # in slices, so Ctrl-C (KeyboardInterrupt) is handled between them
             left = WAIT_SLICE_NS if deadline is None else max(0, int((deadline - time.monotonic()) * 1e9))
             try:
@@ -495,10 +511,11 @@ class Queue:
                 break
             except vk.VkTimeout:
                 if deadline is not None and time.monotonic() >= deadline:
-                    raise VulkanError(
-                        f"the device did not finish a command buffer within {timeout_s} s "
+                    raise DeviceTimeout(
+                        f"the device did not finish a command buffer within {timeout_s:.3g} s "
                         f"(first kernel: {segment.dispatches[0].name})"
                     ) from None
+        self.pending = False
         vk.vkResetFences(vkd, 1, [self.fence])
 
     def close(self) -> None:

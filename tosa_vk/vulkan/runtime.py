@@ -3,6 +3,7 @@ recorded at load, then each run() only writes the inputs, submits the recorded s
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -17,10 +18,11 @@ from . import reflect
 from .device import Device, VulkanError
 from .memory import Arena, align
 from .pipelines import Pipelines, bound_descriptors, kernel_layout
-from .recorder import Dispatch, Queue, Segment, image_bindings
+from .recorder import DeviceTimeout, Dispatch, Queue, Segment, image_bindings
 from .shaders import ShaderCache, variant_of
 
-DEFAULT_TIMEOUT_S = 300.0  # one submitted command buffer; tosa_vk.load(..., timeout_s=) changes it
+DEFAULT_TIMEOUT_S = 300.0  # the longest one run may take; tosa_vk.load(..., timeout_s=) changes it
+ABANDON_AFTER_S = 1.0  # close() waits this long for the unfinished work of a failed run, then leaves it
 BATCH_ITERATIONS = 16  # WHILE_LOOP iterations recorded ahead per command buffer (conditional rendering)
 BATCH_DISPATCHES = 512  # ... at most this many dispatches in all
 
@@ -45,7 +47,9 @@ class Runtime:
         self.program = program
         self.max_iterations = max_iterations
         self.timeout_s = timeout_s
+        self._deadline = 0.0  # time.monotonic() by which the current run must end
         self.failed = ""  # why the device work of a run did not finish: the runtime cannot run again
+        self.abandoned = False  # closed with that work still running (its device must not be closed either)
         self.host = host
         self.state: dict[str, Variable] = {}  # variables' seen / is_written flags by uid (values stay in the arena)
         self.ran: list[Segment] = []  # segments submitted by the last run, in order
@@ -192,9 +196,18 @@ class Runtime:
             raise VulkanError("\n".join(problems))
 
     def _dispatch(self, step: Kernel) -> Dispatch:
-        pipeline = self.pipelines.get(
-            self.spirv[variant_of(step)], len(step.bindings), len(step.push_constants), kernel_layout(step), step.entry
-        )
+        try:
+            pipeline = self.pipelines.get(
+                self.spirv[variant_of(step)],
+                len(step.bindings),
+                len(step.push_constants),
+                kernel_layout(step),
+                step.entry,
+            )
+        except vk.VkError as err:  # e.g. a model's valid-but-odd SPIR-V the driver's compiler gives up on
+            raise VulkanError(
+                f"{step.op}: the driver could not create the compute pipeline ({type(err).__name__})"
+            ) from None
         ranges = []
         limit = self._device.info.limits["maxStorageBufferRange"]
         for name in step.bindings:
@@ -244,6 +257,7 @@ class Runtime:
         begin_run(self.state)  # a new run: every variable may be declared once again
         for name, value in feeds.items():
             self._write(name, value)
+        self._deadline = time.monotonic() + self.timeout_s  # for the whole run, loops included
         try:
             self._execute(self.plan)
         except (VulkanError, KeyboardInterrupt) as err:  # device work may still be pending: no further runs
@@ -254,7 +268,13 @@ class Runtime:
     def _execute(self, plan: list) -> None:
         for item in plan:
             if isinstance(item, Segment):
-                self.queue.submit(item, self.timeout_s)
+                left = self._deadline - time.monotonic()
+                try:
+                    if left <= 0:
+                        raise DeviceTimeout(f"next kernel: {item.dispatches[0].name}")
+                    self.queue.submit(item, left)
+                except DeviceTimeout as err:
+                    raise VulkanError(f"the run did not finish within {self.timeout_s} s (timeout_s; {err})") from None
                 self.ran.append(item)
             elif isinstance(item, list):
                 for check in item:
@@ -315,8 +335,15 @@ class Runtime:
         device = getattr(self, "device", None)
         if device is None or device.device is None:
             return
-        vk.vkDeviceWaitIdle(device.device)
         queue = getattr(self, "queue", None)
+        if queue is not None and not queue.finished(ABANDON_AFTER_S):
+            # a timed-out or interrupted run left work on the device that may never end: destroying what it
+            # uses is undefined and waiting may not return, so this runtime's objects (and its device's) stay
+            # until the process exits
+            self.abandoned = True
+            self.device = None
+            return
+        vk.vkDeviceWaitIdle(device.device)
         if queue is not None:  # segments are recorded from the queue's pool: none exist without it
             for seg in getattr(self, "segments", []):
                 seg.close(queue.pool)
