@@ -417,6 +417,8 @@ def worker_main(kind: str, work: Path, seed: int) -> None:
         i = int(line)
         outcome, detail = worker.case(i)
         out.write(json.dumps({"case": i, "outcome": outcome, "detail": detail}) + "\n")
+        if "did not finish within" in detail:
+            break  # the timed-out work keeps the device's threads busy: the parent starts a fresh worker
 
 
 # ---- the parent: counts, restarts, reports -------------------------------------------------------------------------
@@ -475,6 +477,8 @@ class Runner:
             code = self.proc.wait()
             self.proc = None
             return "crash", f"worker exit status {code}"
+        if "did not finish within" in reply["detail"]:
+            self.stop()  # (the worker leaves after a timed-out run)
         return reply["outcome"], reply["detail"]
 
 

@@ -198,3 +198,16 @@ def same_bits(got: np.ndarray, want: np.ndarray, what: str) -> None:
     assert got.shape == want.shape, what
     g, w = np.ascontiguousarray(got).view(np.uint8), np.ascontiguousarray(want).view(np.uint8)
     assert np.array_equal(g, w), f"{what}: {np.count_nonzero(g != w)} bytes differ"
+
+
+def error_in_subprocess(imports: str, statement: str) -> str:
+    """The message of the exception `statement` raises, run in a fresh interpreter after `imports` (for inputs
+    that once crashed the driver: a regression must fail the test, not kill pytest). Fails when the statement
+    raises nothing or the interpreter dies."""
+    import subprocess
+    import sys
+
+    code = f"import sys\n{imports}\ntry:\n    {statement}\nexcept Exception as err:\n    print(err)\n    sys.exit(3)\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 3, (done.returncode, done.stderr[-2000:])
+    return done.stdout

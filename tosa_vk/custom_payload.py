@@ -30,6 +30,7 @@ TYPES = {
 SAMPLER_FIELDS = ("min_filter", "mag_filter", "address_mode_u", "address_mode_v", "border_color")
 RESOURCE_FIELDS = ("type", "vkformat", "vkdescriptortype", "binding", "descriptorset")
 SPIRV_MAGIC = 0x07230203
+MAX_CODE_CHARS = 16 << 20  # GLSL source or base64 SPIR-V: far above any real kernel
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,8 @@ def parse(attrs: bytes, n_inputs: int, n_outputs: int, where: str) -> Payload:
     code = data["shader_code"]
     if not isinstance(code, str) or not code:
         raise fail("shader_code must be a non-empty string")
+    if len(code) > MAX_CODE_CHARS:  # glslc / spirv-val get bounded input as well as bounded time
+        raise fail(f"shader_code has {len(code)} characters; a payload shader may have at most {MAX_CODE_CHARS}")
     spirv, glsl = b"", ""
     if language == "SPIR-V":
         try:
