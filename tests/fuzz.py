@@ -208,9 +208,14 @@ GLSL_SNIPPETS = ("#include \"/etc/hostname\"\n", "while (true) {}\n", "y[idx + 1
 
 def mutate_payload(attrs: bytes, rng: random.Random) -> tuple[bytes, set[str]]:
     """A mutated payload (JSON-aware) and the keys it touched."""
-    if rng.random() < 0.1:
-        return mutate_bytes(attrs, rng), {"*bytes*"}
     data = json.loads(attrs)
+    if rng.random() < 0.1:
+        raw = mutate_bytes(attrs, rng)
+        try:  # which keys the byte-level change reached, where it still parses
+            after = json.loads(raw)
+            return raw, {k for k in set(data) | set(after) if data.get(k) != after.get(k)}
+        except (ValueError, TypeError, AttributeError):
+            return raw, {"*bytes*"}
     touched: set[str] = set()
     for _ in range(rng.randint(1, 3)):
         key = rng.choice(sorted(data))
