@@ -4,6 +4,7 @@
     passes     graph rewrites that keep every result: permutes around NHWC custom ops, transpose pairs elided
                (tosa_vk/passes/)
     partition  every operator placed on Vulkan or the host, with the reason (tosa_vk/partition.py)
+    fuse       which operators one kernel does together: epilogues after convolutions (tosa_vk/fuse.py)
     lower      operators -> kernels and host steps over program-wide tensor names (tosa_vk/lower/)
     plan       live ranges, arena offsets, descriptors and formats -> the Program (tosa_vk/plan/)
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from . import fuse as fuse_stage
 from . import passes
 from .ir.graph import Graph
 from .ir.validate import validate
@@ -33,17 +35,20 @@ def compile(
     force_host: Collection[str] = (),
     layouts: dict[str, str] | str | None = None,
     alignment: int | None = None,
+    fuse: bool | None = None,
     file: str | None = None,
 ) -> Program:
     """Compiles `graph` for `target` (a Target, e.g. Device.target, or a named one: tosa_vk.target.NAMED).
 
-    strict: an operator without a Vulkan kernel is an error instead of a host step. force_host: operator names or
-    output tensor names to run on the host. layouts: the tensors the graph holds as NCHW ({name: "NCHW"}, or
-    "NCHW" for every 4-D tensor) — permutes are inserted around custom ops whose shader wants NHWC. alignment:
-    overrides the target's tensor alignment in the arena. The caller's graph is never changed."""
+        strict: an operator without a Vulkan kernel is an error instead of a host step. force_host: operator names or
+        output tensor names to run on the host. layouts: the tensors the graph holds as NCHW ({name: "NCHW"}, or
+        "NCHW" for every 4-D tensor) — permutes are inserted around custom ops whose shader wants NHWC. alignment:
+        overrides the target's tensor alignment in the arena. fuse: False keeps one kernel per operator (default: on,
+    unless TOSA_VK_FUSE=0). The caller's graph is never changed."""
     target = named(target) if isinstance(target, str) else target
     validate(graph, file=file)
     graph = passes.run(graph, layouts)
     placed = partition(graph, target, strict=strict, force_host=force_host)
-    lowered = lower(graph, target, placed)
+    fusion = fuse_stage.fuse(graph, placed) if fuse_stage.enabled(fuse) else fuse_stage.Fusion()
+    lowered = lower(graph, target, placed, fusion)
     return plan(lowered, target, alignment)

@@ -98,7 +98,7 @@ class VulkanModel(OnDevice, GraphModel):
     Options: device (a Device, an index or a name), strict (no host steps), timestamps (GPU times for profile()),
     max_iterations (WHILE_LOOP cap), force_host (operator or output names to run on the host), layouts (tensors
     the graph holds as NCHW, for custom ops with an NHWC shader), timeout_s (the longest a run may take on the
-    device before it fails)."""
+    device before it fails), fuse (False: one kernel per operator; default on unless TOSA_VK_FUSE=0)."""
 
     backend = "vulkan"
 
@@ -114,12 +114,19 @@ class VulkanModel(OnDevice, GraphModel):
         force_host: Collection[str] = (),
         layouts: dict[str, str] | str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        fuse: bool | None = None,
     ):
         self.graph, self.file = source, file
         dev = self.attach(device)
         try:
             self.program = compiler.compile(
-                source, dev.info.target, strict=strict, force_host=force_host, layouts=layouts, file=file
+                source,
+                dev.info.target,
+                strict=strict,
+                force_host=force_host,
+                layouts=layouts,
+                fuse=fuse,
+                file=file,
             )
             self.runtime = Runtime(
                 self.program,

@@ -110,6 +110,14 @@
 // out = acc + bias[(BC == 1) ? 0 : oc]: floating point rounds once to the output type from fp32; integers are
 // exact (int32 + int32 for int8 inputs, int48 as int64 for int16).
 #define FINISH(acc, oc) ((acc) + ACC_T(LOAD_B(bias[BIAS_INDEX(oc)])))
+// What is stored: the result, through the fused operators after the convolution where the fuse stage chose them
+// (include/epilogue.glsl; O_* then describe the last one's output).
+#include "epilogue.glsl"
+#ifdef EPILOGUE
+#define RESULT(acc, oc) EPILOGUE(FINISH(acc, oc), oc)
+#else
+#define RESULT(acc, oc) FINISH(acc, oc)
+#endif
 
 // Reductions too long for one invocation (lavapipe ends a shader's loops after 65535 iterations in total) run in
 // passes over ranges [IC_BEGIN, IC_END) of the input channels; passes but the last write their raw accumulators to
@@ -126,12 +134,12 @@
 #ifdef PARTIAL_OUT
 #define STORE_RESULT(at, acc, oc) partial[at] = (acc)
 #else
-#define STORE_RESULT(at, acc, oc) o[at] = STORE_O(FINISH(acc, oc))
+#define STORE_RESULT(at, acc, oc) o[at] = STORE_O(RESULT(acc, oc))
 #endif
 // 4 consecutive output channels from a 4-vector accumulator, one vector store (`at` a multiple of 4; O_T4 is the
 // storage 4-vector of the output, its buffer seen as `o4`).
 #define OUTPUT_VEC4 layout(set = 0, binding = 3) writeonly buffer Out4 { O_T4 o4[]; };
-#define STORE4_RESULT(at, acc, oc) o4[(at) / 4] = O_T4(STORE_O(FINISH((acc).x, oc)), \
-    STORE_O(FINISH((acc).y, (oc) + 1)), STORE_O(FINISH((acc).z, (oc) + 2)), STORE_O(FINISH((acc).w, (oc) + 3)))
+#define STORE4_RESULT(at, acc, oc) o4[(at) / 4] = O_T4(STORE_O(RESULT((acc).x, oc)), \
+    STORE_O(RESULT((acc).y, (oc) + 1)), STORE_O(RESULT((acc).z, (oc) + 2)), STORE_O(RESULT((acc).w, (oc) + 3)))
 
 #endif

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import TosaError
+from ..fuse import Fusion
 from ..ir.dtype import DType
 from ..ir.graph import Block, Graph, Operator, Tensor
 from ..program import Host, Kernel, Placement, Step, VariableSpec
@@ -77,6 +78,9 @@ class LowerCtx:
     temps: dict[str, Tensor]  # the constants and scratch tensors this operator's kernels add
     prefix: str = ""  # "" in the main block
     compiler: Compilation | None = None  # for operators with regions or program-wide state
+    # the fuse stage's chain after this operator, (index, operator) in order: the kernel applies them to its
+    # result and stores the last one's output (tosa_vk/fuse.py); a lowering that cannot returns None
+    epilogue: list[tuple[int, Operator]] = dataclasses.field(default_factory=list)
 
     def add_constant(self, values: np.ndarray, dtype: DType) -> str:
         """A constant made at load time (e.g. weights packed into the layout a kernel wants); uploaded once.
@@ -117,7 +121,14 @@ class LowerCtx:
 
     @property
     def label(self) -> str:
-        return self.op.label(self.index, self.prefix)
+        """The operator, and the operators its kernels also do: "CONV2D #3 'c' + RESCALE #4 'r'"."""
+        own = self.op.label(self.index, self.prefix)
+        return " + ".join([own] + [op.label(i) for i, op in self.epilogue])
+
+    @property
+    def result(self) -> Tensor:
+        """The tensor the kernel stores: the operator's output, or the last epilogue operator's."""
+        return self.block.tensors[(self.epilogue[-1][1] if self.epilogue else self.op).outputs[0]]
 
     def groups(self, count: int) -> tuple[int, int, int]:
         """A grid of `count` workgroups on this target (x, spilling into y)."""
@@ -153,7 +164,7 @@ class LowerCtx:
         if groups is None:
             assert invocations is not None, "give groups or invocations"
             groups = grid_1d(invocations, self.target.max_workgroup_count[0])
-        outs = {self.q(n) for n in (self.op.outputs if writes is None else writes)}
+        outs = {self.q(n) for n in ((self.result.name,) if writes is None else writes)}
         names = tuple(self.q(n) for n in bindings.values())
         data, layout = push if push is not None else (b"", ())
         return Kernel(
@@ -199,11 +210,11 @@ class Lowered:
     outputs: list[str]
 
 
-def lower(graph: Graph, target: Target, partition: Partition) -> Lowered:
+def lower(graph: Graph, target: Target, partition: Partition, fusion: Fusion | None = None) -> Lowered:
     """Lowers a validated, partitioned graph (its main block, and the regions its control-flow operators run) to
-    steps: the operators placed on Vulkan become kernels, the others Host steps."""
+    steps: the operators placed on Vulkan become kernels (fused ones as `fusion` says), the others Host steps."""
     load_all()
-    c = Compilation(graph, target, partition)
+    c = Compilation(graph, target, partition, fusion or Fusion())
     block = graph.main
     for name in block.inputs:
         c.declare(name, block.tensors[name])
@@ -243,9 +254,9 @@ class Compilation:
     """The state of one lower() call: every tensor that gets memory (by program-wide name), which ones share
     memory (`root`), constants, variables and where each operator runs."""
 
-    def __init__(self, graph: Graph, target: Target, partition: Partition):
+    def __init__(self, graph: Graph, target: Target, partition: Partition, fusion: Fusion):
         self.regions = {r.name: r.blocks[0] for r in graph.regions}
-        self.target, self.partition = target, partition
+        self.target, self.partition, self.fusion = target, partition, fusion
         self.tensors: dict[str, Tensor] = {}  # program-wide name -> tensor (named so)
         self.root: dict[str, str] = {}  # alias -> the tensor whose memory it shares
         self.constants: dict[str, np.ndarray] = {}
@@ -285,9 +296,25 @@ class Compilation:
                 name = prefix + t.name
                 self.constants[name] = t.data
                 self.declare(name, t)
+        fused: dict[int, str] = {}  # operator index -> the label of the kernel that does it
         for index, op in enumerate(block.operators):
             ctx = LowerCtx(op, index, block, self.target, {}, prefix, self)
             placed = self.partition.of(region, index)
+            if index in fused:
+                self.placement.append(Placement(ctx.label, "fused", f"done by the kernel of {fused[index]}"))
+                continue
+            chain = self.fusion.chain(region, index)
+            if chain and placed.where == "vulkan":
+                ctx.epilogue = [(i, block.operators[i]) for i in chain]
+                lowered = LOWERINGS[op.op](ctx)
+                if lowered is not None:
+                    self.declare(ctx.q(ctx.result.name), ctx.result)
+                    steps.extend(lowered)
+                    self.temps.update(ctx.temps)
+                    fused.update((i, ctx.label) for i in chain)
+                    self.placement.append(Placement(op.label(index, prefix), placed.where, placed.reason))
+                    continue
+                ctx = LowerCtx(op, index, block, self.target, {}, prefix, self)  # declined: separate kernels
             if op.op in ("CONST", "CONST_SHAPE"):
                 t = block.tensors[op.outputs[0]]
                 if t.dtype != DType.SHAPE and t.data is not None:

@@ -13,6 +13,7 @@ from ..ir.dtype import DType
 from ..shader_abi import WORKGROUP
 from . import LowerCtx, lowering, spill
 from .elementwise_binary import VEC4
+from .epilogue import epilogue_defines
 from .types import glsl_storage
 
 # in_t -> (allowed (weight_t, out_t) pairs); acc_type is the attribute (fp16 may accumulate in fp32: the kernels
@@ -97,7 +98,7 @@ def _common(ctx: LowerCtx) -> tuple[dict[str, str], dict[str, str]] | None:
     defines = {
         "ACC_T": acc,
         "ACC4_T": {"int64_t": "i64vec4", "int": "ivec4", "float": "vec4"}[acc],
-        "O_T4": VEC4[glsl_storage(out.dtype)],
+        "O_T4": VEC4[glsl_storage(ctx.result.dtype)],  # what is stored: the epilogue's output, if any
     }
     if bias.size == 1:
         defines["BIAS_SCALAR"] = "1"
@@ -149,14 +150,17 @@ def _pixels(p: int, rows: int, width: int, blocks: int) -> int:
 
 def _kernel(
     ctx: LowerCtx, shader: str, defines: dict, extra: dict, groups, outer: int = 0, k: int = 0, ve: int = 1
-) -> list:
+) -> list | None:
     """The dispatch, or passes over ranges of the k input channels (VE at a time) when `outer` loop iterations
     around each chunk would exceed the target's loop budget: raw accumulators go through a temporary in the output's
     layout."""
     x, w, bias = ctx.inputs[:3]
     out = ctx.outputs[0]
-    bindings = {"X": x.name, "W": w.name, "B": bias.name, "O": out.name, **extra}
-    defines = {key: str(v) for key, v in defines.items()}
+    bindings = {"X": x.name, "W": w.name, "B": bias.name, "O": ctx.result.name, **extra}
+    fused = epilogue_defines(ctx, bindings)
+    if fused is None:
+        return None
+    defines = {key: str(v) for key, v in {**defines, **fused}.items()}
     chunks = max(1, k // ve)
     iterations = outer * (chunks + 1)
     if iterations <= ctx.target.loop_budget:

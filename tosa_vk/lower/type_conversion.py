@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ..ir.dtype import DType
-from ..ir.graph import RoundingMode
+from ..ir.graph import Operator, RoundingMode
 from . import LowerCtx, lowering, push
 
 _FLOATS = (DType.FP32, DType.FP16, DType.BF16, DType.FP8E4M3, DType.FP8E5M2)
@@ -53,6 +53,26 @@ def CAST(ctx: LowerCtx):
     ]
 
 
+def rescale_defines(op: Operator, in_t: DType, out_t: DType) -> dict[str, str]:
+    """The defines of one RESCALE's arithmetic (shaders/type_conversion/rescale.comp; the fused form in
+    shaders/include/epilogue.glsl takes them with an EP_ prefix)."""
+    attrs = op.attrs
+    defines = {}
+    if attrs.get("scale32"):
+        defines["SCALE32"] = "1"
+        if RoundingMode(attrs.get("rounding_mode") or RoundingMode.SINGLE_ROUND) == RoundingMode.DOUBLE_ROUND:
+            defines["DOUBLE_ROUND"] = "1"
+    if attrs.get("input_unsigned"):
+        defines["IN_MASK"] = hex((1 << in_t.bits) - 1)
+    if attrs.get("output_unsigned"):
+        defines["OUT_MASK"] = hex((1 << out_t.bits) - 1)
+        lo, hi = 0, (1 << out_t.bits) - 1
+    else:
+        lo, hi = out_t.int_range
+    defines["OUT_MIN"], defines["OUT_MAX"] = _int_literal(lo), _int_literal(hi)
+    return defines
+
+
 @lowering("RESCALE")
 def RESCALE(ctx: LowerCtx):
     if not ctx.target.has("shaderInt64"):
@@ -62,28 +82,11 @@ def RESCALE(ctx: LowerCtx):
     in_t, out_t = x.dtype, out.dtype
     if in_t not in (DType.INT8, DType.INT16, DType.INT32, DType.INT48) or out_t not in _INTS:
         return None
-    scale32 = bool(ctx.attr("scale32", False))
-    per_channel = bool(ctx.attr("per_channel", False))
-    in_unsigned = bool(ctx.attr("input_unsigned", False))
-    out_unsigned = bool(ctx.attr("output_unsigned", False))
-    mode = RoundingMode(ctx.attr("rounding_mode", RoundingMode.SINGLE_ROUND))
-    defines = {}
-    if scale32:
-        defines["SCALE32"] = "1"
-        if mode == RoundingMode.DOUBLE_ROUND:
-            defines["DOUBLE_ROUND"] = "1"
+    defines = rescale_defines(ctx.op, in_t, out_t)
     channels = 1
-    if per_channel and x.shape:
+    if ctx.attr("per_channel", False) and x.shape:
         defines["PER_CHANNEL"] = "1"
         channels = x.shape[-1]
-    if in_unsigned:
-        defines["IN_MASK"] = hex((1 << in_t.bits) - 1)
-    if out_unsigned:
-        defines["OUT_MASK"] = hex((1 << out_t.bits) - 1)
-        lo, hi = 0, (1 << out_t.bits) - 1
-    else:
-        lo, hi = out_t.int_range
-    defines["OUT_MIN"], defines["OUT_MAX"] = _int_literal(lo), _int_literal(hi)
     bindings = {
         "A": x.name,
         "M": multiplier.name,

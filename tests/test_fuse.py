@@ -1,0 +1,140 @@
+"""The fuse stage (issue 16): convolutions store the result of the RESCALE / CLAMP chain after them, with results
+identical to the unfused program (integers bit-exact against the reference backend too), and a chain ends where a
+tensor has another use."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import assert_same, compare
+
+import tosa_vk
+from tosa_vk import Builder
+from tosa_vk.program import Kernel, walk
+
+pytestmark = pytest.mark.vulkan
+MODELS = Path(__file__).parent.parent / "resources" / "models"
+
+
+def kernels(program) -> list[Kernel]:
+    return [s for s in walk(program.steps) if isinstance(s, Kernel)]
+
+
+def quantized_block(rng, *, depthwise=False, per_channel=True, scale32=True, double_round=False, out16=False,
+                    clamp=True, second_use=False, output_mid=False):  # fmt: skip
+    """int8 convolution -> RESCALE (int32 -> int8 / int16) [-> CLAMP]: the pattern of quantized CNNs."""
+    c, oc = 8, 8
+    b = Builder()
+    x = b.input("x", (1, 7, 6, c), "int8")
+    izp, wzp = np.int8(rng.integers(-20, 20)), np.int8(0)
+    if depthwise:
+        w = rng.integers(-128, 128, (3, 3, c, 1)).astype(np.int8)
+        y = b.depthwise_conv2d(x, w, rng.integers(-999, 999, oc).astype(np.int32), izp, wzp, pad=[1, 1, 1, 1])
+    else:
+        w = rng.integers(-128, 128, (oc, 3, 3, c)).astype(np.int8)
+        y = b.conv2d(x, w, rng.integers(-999, 999, oc).astype(np.int32), izp, wzp, pad=[1, 0, 0, 1], stride=[1, 2])
+    n = oc if per_channel else 1
+    if scale32:
+        multiplier = rng.integers(1 << 29, 1 << 31, n).astype(np.int32)
+        shift = rng.integers(36, 44, n).astype(np.int8)
+    else:
+        multiplier = rng.integers(1 << 13, 1 << 15, n).astype(np.int16)
+        shift = rng.integers(20, 28, n).astype(np.int8)
+    out_t, out_np = ("int16", np.int16) if out16 else ("int8", np.int8)
+    r = b.rescale(
+        y,
+        multiplier,
+        shift,
+        b.const(np.zeros(1, np.int32)),
+        b.const(np.array([0 if out16 else rng.integers(-128, 128)], out_np)),
+        scale32=scale32,
+        rounding_mode="DOUBLE_ROUND" if double_round else "SINGLE_ROUND",
+        per_channel=per_channel,
+        out_dtype=out_t,
+        name="r",
+    )
+    outs = [b.op("CLAMP", r, min_val=out_np(-100), max_val=out_np(90), name="out") if clamp else r]
+    if second_use:
+        outs.append(b.op("ABS", y, name="abs"))  # the convolution's result is used again: it is stored
+    if output_mid:
+        outs.append(r)
+    b.output(*outs)
+    return b.build(), {"x": rng.integers(-128, 128, (1, 7, 6, c)).astype(np.int8)}
+
+
+CASES = [
+    {},
+    {"depthwise": True},
+    {"per_channel": False},
+    {"scale32": False},
+    {"double_round": True},
+    {"out16": True},
+    {"clamp": False},
+    {"second_use": True},
+    {"output_mid": True},
+    {"depthwise": True, "out16": True, "double_round": True},
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(c) or "plain")
+def test_quantized_epilogues_are_bit_exact(device, case):
+    rng = np.random.default_rng(len(str(case)))
+    graph, feeds = quantized_block(rng, **case)
+    compare(device, graph, feeds)  # fused (the default) against the reference backend, bit-exact
+    fused, plain = tosa_vk.compile(graph), tosa_vk.compile(graph, fuse=False)
+    labels = [k.op for k in kernels(fused)]
+    if case.get("second_use"):  # the convolution's output has two uses: nothing fuses after it
+        assert not any(" + " in op for op in labels), labels
+    else:  # the RESCALE always; the CLAMP unless the RESCALE's output is a graph output (stored: the chain ends)
+        assert " + RESCALE" in labels[0], labels
+        assert (" + CLAMP" in labels[0]) == (case.get("clamp", True) and not case.get("output_mid")), labels
+        assert len(labels) < len(kernels(plain))
+    with tosa_vk.load(graph, backend="vulkan", device=device, fuse=False) as unfused:
+        want = unfused.run(feeds)
+    with tosa_vk.load(graph, backend="vulkan", device=device) as model:
+        got = model.run(feeds)
+        assert any(p.where == "fused" for p in model.placement) != bool(case.get("second_use"))
+    for name in want:
+        assert np.array_equal(got[name], want[name]), name
+
+
+@pytest.mark.parametrize("nan_mode", ["PROPAGATE", "IGNORE"])
+def test_float_convolution_then_clamp(device, nan_mode):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 9, 9, 4)).astype(np.float32)
+    x[0, 0, 0, 0] = np.nan
+
+    def build(b):
+        xi = b.input("x", x.shape, "fp32")
+        y = b.conv2d(xi, rng.standard_normal((6, 3, 3, 4)).astype(np.float32), np.zeros(6, np.float32),
+                     np.float32(0), np.float32(0), pad=[1, 1, 1, 1])  # fmt: skip
+        y = b.op("CLAMP", y, min_val=np.float32(0), max_val=np.float32(6), nan_mode=nan_mode)
+        return b.op("CLAMP", y, min_val=np.float32(-np.inf), max_val=np.float32(5.5), nan_mode=nan_mode)
+
+    got, _ = compare(device, build, {"x": x}, atol=1e-5)
+    assert np.isnan(got).any() == (nan_mode == "PROPAGATE")
+
+
+@pytest.mark.parametrize("model", ["resnet_int8", "mobilenetv2_fp32"])
+def test_shipped_models_fused_equal_unfused_with_fewer_dispatches(device, model):
+    folder = MODELS / model
+    desc = json.loads((folder / "desc.json").read_text())
+    feeds = {n: np.load(folder / f) for n, f in zip(desc["ifm_name"], desc["ifm_file"])}
+    graph = tosa_vk.load_graph(folder / "model.tosa")
+    results = {}
+    for fuse in (True, False):
+        with tosa_vk.load(graph, backend="vulkan", device=device, fuse=fuse) as m:
+            results[fuse] = m.run(feeds)
+    for name, value in results[True].items():
+        assert_same(value, results[False][name], atol=0, rtol=0)
+    assert len(kernels(tosa_vk.compile(graph))) < len(kernels(tosa_vk.compile(graph, fuse=False)))
+
+
+def test_the_environment_switch_turns_fusion_off(monkeypatch):
+    graph, _ = quantized_block(np.random.default_rng(0))
+    monkeypatch.setenv("TOSA_VK_FUSE", "0")
+    assert not any(" + " in k.op for k in kernels(tosa_vk.compile(graph)))
+    assert any(" + " in k.op for k in kernels(tosa_vk.compile(graph, fuse=True)))
