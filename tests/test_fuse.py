@@ -138,3 +138,55 @@ def test_the_environment_switch_turns_fusion_off(monkeypatch):
     monkeypatch.setenv("TOSA_VK_FUSE", "0")
     assert not any(" + " in k.op for k in kernels(tosa_vk.compile(graph)))
     assert any(" + " in k.op for k in kernels(tosa_vk.compile(graph, fuse=True)))
+
+
+def residual_block(rng):
+    """Two int8 convolution branches joined as quantized ResNets do: RESCALE each to int32, ADD, RESCALE, CLAMP.
+    The second branch is computed after the first convolution: a fused kernel runs where its chain ends."""
+    b = Builder()
+    x = b.input("x", (1, 6, 6, 8), "int8")
+
+    def branch(name):
+        w = rng.integers(-128, 128, (8, 3, 3, 8)).astype(np.int8)
+        y = b.conv2d(x, w, rng.integers(-99, 99, 8).astype(np.int32), np.int8(3), np.int8(0), pad=[1, 1, 1, 1])
+        q = b.rescale(y, rng.integers(1 << 29, 1 << 31, 8).astype(np.int32), np.full(8, 38, np.int8),
+                      b.const(np.zeros(1, np.int32)), b.const(np.array([5], np.int8)), scale32=True,
+                      per_channel=True, out_dtype="int8", name=f"{name}_q")  # fmt: skip
+        five, zero = b.const(np.array([5], np.int8)), b.const(np.zeros(1, np.int32))
+        return b.rescale(q, np.array([1 << 30], np.int32), np.array([20], np.int8), five, zero, scale32=True,
+                         out_dtype="int32", name=f"{name}_wide")  # fmt: skip
+
+    s = b.op("ADD", branch("a"), branch("b"))
+    r = b.rescale(s, np.array([1 << 30], np.int32), np.array([31], np.int8), b.const(np.zeros(1, np.int32)),
+                  b.const(np.array([-7], np.int8)), scale32=True, out_dtype="int8")  # fmt: skip
+    b.output(b.op("CLAMP", r, min_val=np.int8(-128), max_val=np.int8(100), name="out"))
+    return b.build(), {"x": rng.integers(-128, 128, (1, 6, 6, 8)).astype(np.int8)}
+
+
+def float_chain(rng):
+    """fp32 convolution -> ADD (residual, the input) -> SIGMOID -> MUL (per channel) -> SUB (a scalar minus the
+    value) -> MAXIMUM (another tensor) -> TANH."""
+    b = Builder()
+    x = b.input("x", (1, 5, 5, 4), "fp32")
+    other = b.input("other", (1, 5, 5, 4), "fp32")
+    y = b.conv2d(x, rng.standard_normal((4, 3, 3, 4)).astype(np.float32), rng.standard_normal(4).astype(np.float32),
+                 np.float32(0), np.float32(0), pad=[1, 1, 1, 1])  # fmt: skip
+    y = b.op("SIGMOID", b.op("ADD", y, x))
+    y = b.op("MUL", y, b.const(rng.standard_normal((1, 1, 1, 4)).astype(np.float32)), b.const(np.zeros(1, np.int8)))
+    y = b.op("SUB", b.const(np.full((1, 1, 1, 1), 0.25, np.float32)), y)
+    b.output(b.op("TANH", b.op("MAXIMUM", y, other), name="out"))
+    feeds = {n: rng.standard_normal((1, 5, 5, 4)).astype(np.float32) for n in ("x", "other")}
+    return b.build(), feeds
+
+
+@pytest.mark.parametrize("make,atol", [(residual_block, 0), (float_chain, 1e-6)])
+def test_chains_with_other_tensors(device, make, atol):
+    graph, feeds = make(np.random.default_rng(11))
+    compare(device, graph, feeds, atol=atol)
+    labels = [k.op for k in kernels(tosa_vk.compile(graph))]
+    assert len(labels) == 2 if make is residual_block else len(labels) == 1, labels
+    with tosa_vk.load(graph, backend="vulkan", device=device, fuse=False) as unfused:
+        want = unfused.run(feeds)
+    with tosa_vk.load(graph, backend="vulkan", device=device) as model:
+        got = model.run(feeds)
+    assert all(np.array_equal(got[n], want[n]) for n in want)

@@ -1,12 +1,13 @@
 """The fuse stage: which operators one kernel does together, so that a tensor used only between them is never
 written to memory and each absorbed operator costs no dispatch (issue 16).
 
-Epilogues: a convolution's kernel applies the chain of per-element operators that follows it — a RESCALE (constant
-zero points; multiplier and shift read per channel) and then any CLAMPs — to each result in registers, and stores
-only the last one. A tensor joins a chain only when the next operator is its single use: a second consumer, a
-block output, a variable or a region boundary ends the chain (that tensor is stored as usual). Integer results are
-bit-identical to the unfused program (the same arithmetic), floating-point ones too (CLAMP's bounds are values of
-the output type, and rounding is monotonic).
+Epilogues: a convolution's kernel applies the chain of per-element operators that follows it — RESCALE (constant
+zero points), CLAMP, ADD / SUB / MUL / MAXIMUM / MINIMUM with another tensor (a residual, a per-channel or single
+value), SIGMOID, TANH — to each result in registers, and stores only the last one; the kernel runs where the
+chain's last operator was (every tensor it reads exists by then). A tensor joins a chain only when the next
+operator is its single use: a second consumer, a block output, a variable or a region boundary ends the chain
+(that tensor is stored as usual), and an operator joins one chain at most. Each step computes what the operator's
+own kernel computes, so results are identical to the unfused program (tosa_vk/lower/epilogue.py).
 
 `fuse(graph, partition)` decides; the lower stage asks `Fusion.chain()` and falls back to separate kernels when
 a lowering declines a chain. `tosa_vk.load(..., fuse=False)` or TOSA_VK_FUSE=0 turns the
@@ -20,14 +21,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .ir.dtype import DType
 from .ir.graph import Block, Graph, Operator
 
 if TYPE_CHECKING:
     from .partition import Partition
 
 ANCHORS = ("CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D")
-EPILOGUE = ("RESCALE", "CLAMP")
+EPILOGUE = ("RESCALE", "CLAMP", "ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SIGMOID", "TANH")
 ENV = "TOSA_VK_FUSE"
 
 
@@ -59,6 +59,7 @@ def _epilogues(block: Block, on_vulkan) -> list[tuple[int, list[int]]]:
     uses = Counter(n for op in block.operators for n in op.inputs)
     uses.update(block.outputs)  # a block output is stored: it ends a chain
     consumer = {n: i for i, op in enumerate(block.operators) for n in op.inputs}
+    claimed: set[int] = set()  # an operator joins one chain at most (ADD(a, b) could end two)
     found = []
     for index, op in enumerate(block.operators):
         if op.op not in ANCHORS or not on_vulkan(index):
@@ -67,23 +68,23 @@ def _epilogues(block: Block, on_vulkan) -> list[tuple[int, list[int]]]:
         tensor = op.outputs[0]
         while uses[tensor] == 1 and not block.tensors[tensor].variable and tensor in consumer:
             nxt = consumer[tensor]
-            if not on_vulkan(nxt) or not _joins(block, block.operators[nxt], tensor, chain, block.operators):
+            if nxt in claimed or not on_vulkan(nxt) or not _joins(block, block.operators[nxt], tensor):
                 break
             chain.append(nxt)
             tensor = block.operators[nxt].outputs[0]
         if chain:
+            claimed.update(chain)
             found.append((index, chain))
     return found
 
 
-def _joins(block: Block, op: Operator, tensor: str, chain: list[int], ops: list[Operator]) -> bool:
-    """Whether `op`, reading `tensor` as its first input, can follow `chain` in an epilogue."""
-    if op.op not in EPILOGUE or op.inputs[0] != tensor:
+def _joins(block: Block, op: Operator, tensor: str) -> bool:
+    """Whether `op`, which reads `tensor` (the chain's value), can be applied in an epilogue (the lowering checks
+    types and shapes, and declines a chain it cannot do)."""
+    if op.op not in EPILOGUE or not op.outputs or len(op.outputs) != 1:
         return False
-    if op.op == "RESCALE":  # first in the chain, on the accumulator (int32), zero points known at compile time
-        return (
-            not chain
-            and block.tensors[tensor].dtype == DType.INT32
-            and all(block.tensors[n].data is not None for n in op.inputs[3:5])
-        )
-    return True
+    if op.op == "RESCALE":
+        return op.inputs[0] == tensor and all(block.tensors[n].data is not None for n in op.inputs[3:5])
+    if op.op in ("CLAMP", "SIGMOID", "TANH"):
+        return op.inputs[0] == tensor
+    return tensor in op.inputs[:2] and op.inputs[0] != op.inputs[1]

@@ -114,9 +114,9 @@
 // (include/epilogue.glsl; O_* then describe the last one's output).
 #include "epilogue.glsl"
 #ifdef EPILOGUE
-#define RESULT(acc, oc) EPILOGUE(FINISH(acc, oc), oc)
+#define RESULT(acc, oc, at) EPILOGUE(FINISH(acc, oc), oc, at)
 #else
-#define RESULT(acc, oc) FINISH(acc, oc)
+#define RESULT(acc, oc, at) FINISH(acc, oc)
 #endif
 
 // Reductions too long for one invocation (lavapipe ends a shader's loops after 65535 iterations in total) run in
@@ -134,12 +134,13 @@
 #ifdef PARTIAL_OUT
 #define STORE_RESULT(at, acc, oc) partial[at] = (acc)
 #else
-#define STORE_RESULT(at, acc, oc) o[at] = STORE_O(RESULT(acc, oc))
+#define STORE_RESULT(at, acc, oc) o[at] = STORE_O(RESULT(acc, oc, at))
 #endif
 // 4 consecutive output channels from a 4-vector accumulator, one vector store (`at` a multiple of 4; O_T4 is the
 // storage 4-vector of the output, its buffer seen as `o4`).
 #define OUTPUT_VEC4 layout(set = 0, binding = 3) writeonly buffer Out4 { O_T4 o4[]; };
-#define STORE4_RESULT(at, acc, oc) o4[(at) / 4] = O_T4(STORE_O(RESULT((acc).x, oc)), \
-    STORE_O(RESULT((acc).y, (oc) + 1)), STORE_O(RESULT((acc).z, (oc) + 2)), STORE_O(RESULT((acc).w, (oc) + 3)))
+#define STORE4_RESULT(at, acc, oc) o4[(at) / 4] = O_T4(STORE_O(RESULT((acc).x, oc, at)), \
+    STORE_O(RESULT((acc).y, (oc) + 1, (at) + 1)), STORE_O(RESULT((acc).z, (oc) + 2, (at) + 2)), \
+    STORE_O(RESULT((acc).w, (oc) + 3, (at) + 3)))
 
 #endif

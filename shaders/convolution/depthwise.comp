@@ -77,7 +77,7 @@ void main() {
 #if VE >= 4
         [[unroll]] for (int q = 0; q < NG; ++q) STORE4_RESULT(obase + p * OCH + q * 4, acc[p][q], oc0 + q * 4);
 #else
-        o[obase + p * OCH] = STORE_O(RESULT(acc[p][0], oc0));
+        o[obase + p * OCH] = STORE_O(RESULT(acc[p][0], oc0, obase + p * OCH));
 #endif
     }
 }

@@ -297,11 +297,13 @@ class Compilation:
                 self.constants[name] = t.data
                 self.declare(name, t)
         fused: dict[int, str] = {}  # operator index -> the label of the kernel that does it
+        pending: dict[int, list[Step]] = {}  # a fused kernel waits for its chain's last operator's place
         for index, op in enumerate(block.operators):
             ctx = LowerCtx(op, index, block, self.target, {}, prefix, self)
             placed = self.partition.of(region, index)
             if index in fused:
                 self.placement.append(Placement(ctx.label, "fused", f"done by the kernel of {fused[index]}"))
+                steps.extend(pending.pop(index, []))
                 continue
             chain = self.fusion.chain(region, index)
             if chain and placed.where == "vulkan":
@@ -309,7 +311,7 @@ class Compilation:
                 lowered = LOWERINGS[op.op](ctx)
                 if lowered is not None:
                     self.declare(ctx.q(ctx.result.name), ctx.result)
-                    steps.extend(lowered)
+                    pending[chain[-1]] = lowered
                     self.temps.update(ctx.temps)
                     fused.update((i, ctx.label) for i in chain)
                     self.placement.append(Placement(op.label(index, prefix), placed.where, placed.reason))

@@ -1,68 +1,139 @@
 """Epilogues (tosa_vk/fuse.py): the per-element operators a kernel applies to each result before its store, as
-the EPILOGUE(v, c) define of shaders/include/epilogue.glsl (v: the result's compute value, c: its output channel).
+the EPILOGUE(v, c, at) define of shaders/include/epilogue.glsl (v: the result's compute value, c: its channel, at:
+its element index) and the declarations it needs (EP_DECLS).
 
-RESCALE reuses the standalone kernel's defines (tosa_vk/lower/type_conversion.py) with an EP_ prefix and binds its
-multiplier and shift; CLAMP becomes an expression with its bounds as literals."""
+Every step computes what the operator's own kernel computes: RESCALE the arithmetic of rescale.comp (its defines
+come from tosa_vk/lower/type_conversion.py), binary operators on int32 / fp32 values with the other operand read
+from its buffer (same shape as the result, one value per channel, or one value), CLAMP with its bounds as literals,
+SIGMOID / TANH through shaders/include/unary.glsl."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..ir.dtype import DType
-from ..ir.graph import NanPropagationMode
+from ..ir.graph import NanPropagationMode, Operator, Tensor
 from . import LowerCtx
 from .type_conversion import rescale_defines
+from .types import glsl_storage
 
-FLOATS = (DType.FP32, DType.FP16, DType.BF16)
+BINARY = {"ADD": "(({a}) + ({b}))", "SUB": "(({a}) - ({b}))", "MUL": "(({a}) * ({b}))"}
+MINMAX = ("MAXIMUM", "MINIMUM")
+UNARY_FP = {"SIGMOID": "tosa_sigmoid", "TANH": "tosa_tanh"}
 
 
 def epilogue_defines(ctx: LowerCtx, bindings: dict[str, str]) -> dict[str, str] | None:
-    """The defines of ctx.epilogue, adding the bindings it reads to `bindings` (in binding order: call it when
-    `bindings` holds everything bound before them); {} without an epilogue, None when a step is not supported."""
+    """The defines of ctx.epilogue, adding the bindings it reads to `bindings` (call it when `bindings` holds
+    everything bound before them); {} without an epilogue, None when a step is not supported here."""
     if not ctx.epilogue:
         return {}
+    decls: list[str] = []
     defines: dict[str, str] = {}
     expr = "(v)"
+    value = ctx.outputs[0].name
     for k, (_, op) in enumerate(ctx.epilogue):
-        value = ctx.block.tensors[op.inputs[0]]
-        out = ctx.block.tensors[op.outputs[0]]
-        if op.op == "RESCALE":
-            if k or value.dtype != DType.INT32 or not ctx.target.has("shaderInt64"):
-                return None
-            izp, ozp = (ctx.block.tensors[n].data for n in op.inputs[3:5])
-            if izp is None or ozp is None:
-                return None
-            ozp_value = int(np.asarray(ozp).reshape(-1)[0])
-            if op.attrs.get("output_unsigned"):
-                ozp_value &= (1 << out.dtype.bits) - 1  # zero_extend of an unsigned output's zero point
-            defines.update({f"EP_{name}": v for name, v in rescale_defines(op, value.dtype, out.dtype).items()})
-            defines.pop("EP_IN_MASK", None)  # (an int32 input is never unsigned)
-            defines.update(EP_RESCALE="1", EP_IZP=str(int(np.asarray(izp).reshape(-1)[0])), EP_OZP=str(ozp_value))
-            if op.attrs.get("per_channel"):
-                defines["EP_PER_CHANNEL"] = "1"
-            for name, tensor in (("EM", op.inputs[1]), ("ES", op.inputs[2])):
-                defines[f"EP_{name[1]}_AT"] = str(len(bindings))
-                bindings[name] = tensor
-            expr = f"(ep_rescale(int64_t{expr}, c))"
-        elif op.op == "CLAMP":
-            lo, hi = op.attrs.get("min_val"), op.attrs.get("max_val")
-            if value.dtype in FLOATS:
-                mode = op.attrs.get("nan_mode") or NanPropagationMode.PROPAGATE
-                rule = "ignore" if mode == NanPropagationMode.IGNORE else "propagate"
-                lo_s, hi_s = (_float_literal(v) for v in (lo, hi))
-                expr = f"(min_{rule}(max_{rule}(float{expr}, {lo_s}), {hi_s}))"
-            elif value.dtype in (DType.INT8, DType.INT16):
-                lo_i, hi_i = (int(np.asarray(v).reshape(-1)[0]) for v in (lo, hi))
-                expr = f"(clamp(int{expr}, {lo_i}, {hi_i}))"
-            else:
-                return None
-        else:
+        step = _step(ctx, op, k, value, expr, bindings, decls, defines)
+        if step is None:
             return None
-    defines["EPILOGUE(v, c)"] = expr
+        expr, value = step, op.outputs[0]
+    defines["EP_DECLS"] = " ".join(decls)
+    defines["EPILOGUE(v, c, at)"] = expr
     return defines
 
 
-def _float_literal(v) -> str:
-    """An fp32 value exactly (CLAMP's bounds are values of its fp16 / bf16 / fp32 type: exact in fp32)."""
-    bits = int(np.asarray(np.asarray(v).astype(np.float32)).reshape(-1)[0].view(np.uint32))
+def _bind(bindings: dict[str, str], decls: list[str], name: str, tensor: Tensor) -> str:
+    """Binds `tensor` after everything bound so far; returns the GLSL array name."""
+    array = name.lower()
+    decls.append(
+        f"layout(set = 0, binding = {len(bindings)}) readonly buffer Ep{name} {{ {glsl_storage(tensor.dtype)} "
+        f"{array}[]; }};"
+    )
+    bindings[name] = tensor.name
+    return array
+
+
+def _index(other: Tensor, result: Tensor) -> str | None:
+    """Where the other operand of a binary step is read for the result element (at, channel c)."""
+    if tuple(other.shape) == tuple(result.shape):
+        return "at"
+    if other.size == 1:
+        return "0"
+    if result.shape and other.shape[-1] == result.shape[-1] and other.size == result.shape[-1]:
+        return "c"
+    return None
+
+
+def _step(ctx, op: Operator, k: int, value: str, expr: str, bindings, decls, defines) -> str | None:
+    tensors = ctx.block.tensors
+    x, out = tensors[value], tensors[op.outputs[0]]
+    if op.op == "RESCALE":
+        if not ctx.target.has("shaderInt64") or op.attrs.get("input_unsigned") or op.attrs.get("output_unsigned"):
+            return None
+        izp, ozp = (tensors[n].data for n in op.inputs[3:5])
+        if izp is None or ozp is None or x.dtype not in (DType.INT8, DType.INT16, DType.INT32):
+            return None
+        d = rescale_defines(op, x.dtype, out.dtype)
+        m = _bind(bindings, decls, f"EM{k}", tensors[op.inputs[1]])
+        s = _bind(bindings, decls, f"ES{k}", tensors[op.inputs[2]])
+        c = "c" if op.attrs.get("per_channel") else "0"
+        scale = (
+            f"apply_scale_32(value, int64_t({m}[{c}]), int({s}[{c}]), {'true' if 'DOUBLE_ROUND' in d else 'false'})"
+            if "SCALE32" in d
+            else f"apply_scale_16(value, int64_t({m}[{c}]), int({s}[{c}]))"
+        )
+        izp_v, ozp_v = (int(np.asarray(z).reshape(-1)[0]) for z in (izp, ozp))
+        decls.append(
+            f"int ep_rescale{k}(int64_t value, int c) {{ value -= int64_t({izp_v}); int64_t r = {scale}; "
+            f"return int(clamp(r + int64_t({ozp_v}), int64_t{d['OUT_MIN']}, int64_t{d['OUT_MAX']})); }}"
+        )
+        defines["EP_INT64"] = "1"
+        return f"(ep_rescale{k}(int64_t{expr}, c))"
+    if op.op == "CLAMP":
+        lo, hi = op.attrs.get("min_val"), op.attrs.get("max_val")
+        if x.dtype == DType.FP32:
+            rule = _nan_rule(op)
+            return f"(min_{rule}(max_{rule}(float{expr}, {_float(lo)}), {_float(hi)}))"
+        if x.dtype in (DType.INT8, DType.INT16):
+            return f"(clamp(int{expr}, {_int(lo)}, {_int(hi)}))"
+        return None
+    if op.op in UNARY_FP:
+        if x.dtype != DType.FP32 or not ctx.target.has("shaderFloat64"):
+            return None
+        defines["EP_FP64"] = "1"
+        return f"({UNARY_FP[op.op]}(float{expr}))"
+    if op.op in BINARY or op.op in MINMAX:
+        position = op.inputs.index(value)
+        other = tensors[op.inputs[1 - position]]
+        if not (x.dtype == other.dtype == out.dtype and x.dtype in (DType.INT32, DType.FP32)) or position > 1:
+            return None
+        if op.op == "MUL" and x.dtype == DType.INT32:
+            shift = tensors[op.inputs[2]].data
+            if shift is None or int(np.asarray(shift).reshape(-1)[0]) != 0:
+                return None
+        where = _index(other, out)
+        if where is None:
+            return None
+        array = _bind(bindings, decls, f"E{k}", other)
+        compute = "float" if x.dtype == DType.FP32 else "int"
+        loaded = f"{compute}({array}[{where}])"
+        a, b = (f"{compute}{expr}", loaded) if position == 0 else (loaded, f"{compute}{expr}")
+        if op.op in BINARY:
+            return f"({BINARY[op.op].format(a=a, b=b)})"
+        fn = "max" if op.op == "MAXIMUM" else "min"
+        return f"({fn}_{_nan_rule(op)}({a}, {b}))" if compute == "float" else f"({fn}({a}, {b}))"
+    return None
+
+
+def _nan_rule(op: Operator) -> str:
+    mode = op.attrs.get("nan_mode") or NanPropagationMode.PROPAGATE
+    return "ignore" if mode == NanPropagationMode.IGNORE else "propagate"
+
+
+def _int(v) -> int:
+    return int(np.asarray(v).reshape(-1)[0])
+
+
+def _float(v) -> str:
+    """An fp32 value exactly, as GLSL."""
+    bits = int(np.asarray(v).astype(np.float32).reshape(-1)[0].view(np.uint32))
     return f"uintBitsToFloat({bits:#010x}u)"
