@@ -618,7 +618,7 @@ def test_cli_check_runs_the_numpy_twin(tmp_path):
         env=env,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "1 operators as Vulkan kernels, 0 on the host" in done.stdout
+    assert "1 operators as Vulkan kernels, 0 fused into them, 0 on the host" in done.stdout
 
 
 def test_images_with_a_staged_arena(device):

@@ -207,8 +207,8 @@ def cmd_run(args) -> int:
     if args.backend == "vulkan":
         where = [p.where for p in model.placement]
         print(
-            f"placement: {where.count('vulkan')} operators as Vulkan kernels, {where.count('host')} on the host, "
-            f"{where.count('alias')} free aliases"
+            f"placement: {where.count('vulkan')} operators as Vulkan kernels, {where.count('fused')} fused into "
+            f"them, {where.count('host')} on the host, {where.count('alias')} free aliases"
         )
     print(f"{model_path}: ran on {args.backend} in {seconds * 1000:.1f} ms (load + first run)")
     return 1 if (args.compare or args.check) and worst > args.tolerance else 0
@@ -355,8 +355,15 @@ def cmd_plan(args) -> int:
     hosted = [p for p in program.placement if p.where == "host"]
     for p in hosted:
         print(f"host: {p.op}: {p.reason}")
+    from .program import Kernel, walk
+
+    kernels = [k for k in walk(program.steps) if isinstance(k, Kernel)]
+    for label in dict.fromkeys(k.op for k in kernels if " + " in k.op):
+        print(f"fused: {label}")
+    fused = sum(p.where == "fused" for p in program.placement)
     print(
-        f"target {target.name}: {len(program.placement) - len(hosted)} operators on Vulkan, {len(hosted)} on the host"
+        f"target {target.name}: {len(program.placement) - len(hosted)} operators on Vulkan ({fused} of them fused "
+        f"into another's kernel), {len(hosted)} on the host; {len(kernels)} kernels"
     )
     print(
         f"arena {m['arena_bytes']} B = constants / variables {m['static_bytes']} B + packed {m['dynamic_bytes']} B "

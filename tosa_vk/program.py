@@ -162,8 +162,9 @@ class Loop:
 
 
 class Placement(NamedTuple):
-    """Where one operator runs: "vulkan" (kernels), "host" (a Host step), "alias" (no work: it shares its input's
-    memory) or "constant" (CONST / CONST_SHAPE: data, uploaded once or known at compile time), and why."""
+    """Where one operator runs: "vulkan" (kernels), "fused" (in another operator's kernel: tosa_vk/fuse.py), "host"
+    (a Host step), "alias" (no work: it shares its input's memory) or "constant" (CONST / CONST_SHAPE: data,
+    uploaded once or known at compile time), and why."""
 
     op: str
     where: str

@@ -30,15 +30,13 @@ const int TILES = N * OD * OH * OWT;
 const int SPAN = (TILE_P - 1) * SW + (KW - 1) * DW + 1;  // input columns a tile reads in one input row
 
 void main() {
-    int tile = int(gl_GlobalInvocationID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x * WORKGROUP);
-    bool live = tile < TILES;
-    tile = min(tile, TILES - 1);                      // spare invocations redo the last tile, store nothing
+    TILE_AND_BLOCK
     int ow0 = (tile % OWT) * TILE_P;
     int rest = tile / OWT;
     int oh = rest % OH; rest /= OH;
     int od = rest % OD;
     int n = rest / OD;
-    int oc0 = int(gl_WorkGroupID.y) * TILE_C;
+    int oc0 = block * TILE_C;
     int iw0 = ow0 * SW - PL;                          // input column of span position 0
 
 #ifdef MAT

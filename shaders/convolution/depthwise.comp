@@ -37,14 +37,12 @@ const int SPAN = (TILE_P - 1) * SW + (KW - 1) * DW + 1;
 #endif
 
 void main() {
-    int tile = int(gl_GlobalInvocationID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x * WORKGROUP);
-    bool live = tile < TILES;
-    tile = min(tile, TILES - 1);
+    TILE_AND_BLOCK
     int ow0 = (tile % OWT) * TILE_P;
     int rest = tile / OWT;
     int oh = rest % OH;
     int n = rest / OH;
-    int oc0 = int(gl_WorkGroupID.y) * VE;            // first output channel of the chunk
+    int oc0 = block * VE;            // first output channel of the chunk
     int c0 = oc0 / M;                                // its input channel (M == 1 whenever VE > 1)
     int iw0 = ow0 * SW - PL;
 

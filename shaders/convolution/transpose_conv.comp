@@ -25,15 +25,13 @@ const int TILES = N * OH * SX * JT;
 int pmod(int a, int b) { int r = a % b; return r < 0 ? r + b : r; }
 
 void main() {
-    int tile = int(gl_GlobalInvocationID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x * WORKGROUP);
-    bool live = tile < TILES;
-    tile = min(tile, TILES - 1);
+    TILE_AND_BLOCK
     int j = tile % JT;
     int rest = tile / JT;
     int phase = rest % SX; rest /= SX;
     int oy = rest % OH;
     int n = rest / OH;
-    int oc0 = int(gl_WorkGroupID.y) * TILE_C;
+    int oc0 = block * TILE_C;
     int ox0 = phase + j * TILE_P * SX;              // pixel p is at ox0 + p * SX
 
     ACC_T acc[TILE_P][TILE_C];
