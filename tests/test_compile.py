@@ -12,6 +12,7 @@ from test_custom_ops import color_matrix_pair
 import tosa_vk
 from tosa_vk import Builder, TosaError, passes
 from tosa_vk.ir import load_graph
+from tosa_vk.fuse import fuse
 from tosa_vk.lower import Lowered, lower
 from tosa_vk.partition import partition
 from tosa_vk.plan import plan
@@ -44,7 +45,8 @@ def test_compile_reads_as_the_stages_in_order():
     """compile() is exactly the stages run one after another."""
     graph = small_graph()
     program = tosa_vk.compile(graph, LAVAPIPE)
-    by_hand = plan(lower(passes.run(graph), LAVAPIPE, partition(graph, LAVAPIPE)), LAVAPIPE)
+    placed = partition(graph, LAVAPIPE)
+    by_hand = plan(lower(passes.run(graph), LAVAPIPE, placed, fuse(graph, placed)), LAVAPIPE)
     assert program.to_bytes() == by_hand.to_bytes()
 
 

@@ -53,7 +53,7 @@ def test_while_loop_matches_reference_on_the_device(device, limit):
     assert list(got) == list(want)
     for name in want:
         assert np.array_equal(got[name], want[name]), name
-    assert all(where == "vulkan" for _, where, _ in model.placement)
+    assert all(where in ("vulkan", "fused") for _, where, _ in model.placement)
     inputs = 12 * 4 + 2 * 4 + 2 * 4
     # the loop-carried tensors never leave the device: only the inputs, the outputs and one bool per test read
     # back (one per batch of BATCH_ITERATIONS iterations where the device has conditional rendering)

@@ -41,17 +41,27 @@ class Fusion:
     """(region, anchor index) -> the indices of the operators its kernel applies after it, in order."""
 
     chains: dict[tuple[str, int], list[int]] = field(default_factory=dict)
+    # (region, first operator) -> the element-wise operators one generated kernel does, in order
+    groups: dict[tuple[str, int], list[int]] = field(default_factory=dict)
 
     def chain(self, region: str, index: int) -> list[int]:
         return self.chains.get((region, index), [])
+
+    def group(self, region: str, index: int) -> list[int]:
+        return self.groups.get((region, index), [])
 
 
 def fuse(graph: Graph, partition: Partition) -> Fusion:
     out = Fusion()
     for region in graph.regions:
         block = region.blocks[0]
-        for anchor, chain in _epilogues(block, lambda i, r=region.name: partition.of(r, i).where == "vulkan"):
+        on_vulkan = lambda i, r=region.name: partition.of(r, i).where == "vulkan"  # noqa: E731
+        claimed: set[int] = set()
+        for anchor, chain in _epilogues(block, on_vulkan):
             out.chains[(region.name, anchor)] = chain
+            claimed.update([anchor, *chain])
+        for members in _groups(block, on_vulkan, claimed):
+            out.groups[(region.name, members[0])] = members
     return out
 
 
@@ -88,3 +98,50 @@ def _joins(block: Block, op: Operator, tensor: str) -> bool:
     if op.op in ("CLAMP", "SIGMOID", "TANH"):
         return op.inputs[0] == tensor
     return tensor in op.inputs[:2] and op.inputs[0] != op.inputs[1]
+
+
+GROUPED = EPILOGUE + ("SLICE",)  # SLICE of a tensor from outside the group: a strided read, no copy
+
+
+def _groups(block: Block, on_vulkan, claimed: set[int]) -> list[list[int]]:
+    """Element-wise groups: connected operators of one output shape whose inputs outside the group exist before
+    its first operator (its kernel runs there; whatever reads the group's results comes later). Values used only
+    inside stay in registers; the others are stored."""
+    producer = {n: i for i, op in enumerate(block.operators) for n in op.outputs}
+    constant = {n for n, t in block.tensors.items() if t.data is not None}
+    group_of: dict[int, list[int]] = {}
+    for index, op in enumerate(block.operators):
+        if index in claimed or op.op not in GROUPED or len(op.outputs) != 1 or not on_vulkan(index):
+            continue
+        shape = block.tensors[op.outputs[0]].shape
+        data = op.inputs[:1] if op.op in ("SLICE", "CLAMP", "SIGMOID", "TANH") else op.inputs[:2]
+        if op.op == "RESCALE" and not all(n in constant for n in op.inputs[1:5]):
+            continue
+        joined = list({id(g): g for n in data if (p := producer.get(n)) in group_of for g in [group_of[p]]}.values())
+        # join every group the operator reads from, else the latest one alone (the others' values are then inputs)
+        attempts = [joined] + [[g] for g in sorted(joined, key=lambda g: -g[0])] if len(joined) > 1 else [joined]
+        for attempt in attempts:
+            members = sorted({i for g in attempt for i in g} | {index})
+            if _fits(block, members, producer, constant, shape):
+                for i in members:
+                    group_of[i] = members
+                break
+        else:
+            group_of[index] = [index]  # a group of its own, which later operators may join
+    seen: set[int] = set()
+    groups = []
+    for g in group_of.values():
+        if id(g) not in seen and len(g) > 1 and any(block.operators[i].op != "SLICE" for i in g):
+            seen.add(id(g))
+            groups.append(g)
+    return sorted(groups)
+
+
+def _fits(block: Block, members: list[int], producer: dict, constant: set, shape) -> bool:
+    """One output shape, and every input from outside the group there before its first operator."""
+    first = members[0]
+    return all(block.tensors[block.operators[i].outputs[0]].shape == shape for i in members) and all(
+        n in constant or producer.get(n, -1) < first or producer.get(n) in members
+        for i in members
+        for n in block.operators[i].inputs
+    )

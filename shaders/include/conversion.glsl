@@ -36,7 +36,9 @@ int float_to_int_sat(float x, int lo, int hi) {
 // the graph's responsibility.
 int64_t apply_scale_32(int64_t value, int64_t multiplier, int shift, bool double_round) {
     int64_t round_ = int64_t(1) << (shift - 1);
-    if (double_round && shift > 31) round_ += value >= 0 ? (int64_t(1) << 30) : -(int64_t(1) << 30);
+    // The sign as (value >> 63) | 1, without a comparison: lavapipe (Mesa 22.3, LLVM 15) evaluated `value >= 0` as
+    // true for negative values in some inlined uses (fused element-wise kernels), a wrong rounding for them.
+    if (double_round && shift > 31) round_ += ((value >> 63) | int64_t(1)) * (int64_t(1) << 30);
     return (value * multiplier + round_) >> shift;
 }
 

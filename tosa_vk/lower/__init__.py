@@ -305,6 +305,21 @@ class Compilation:
                 self.placement.append(Placement(ctx.label, "fused", f"done by the kernel of {fused[index]}"))
                 steps.extend(pending.pop(index, []))
                 continue
+            group = self.fusion.group(region, index)
+            if group and placed.where == "vulkan":
+                from .group import lower_group  # (it builds on this module's LowerCtx)
+
+                ctx.epilogue = [(i, block.operators[i]) for i in group[1:]]
+                kernels = lower_group(ctx, group)
+                if kernels is not None:
+                    for kernel in kernels:
+                        for name in kernel.writes:
+                            self.declare(name, block.tensors[name.removeprefix(prefix)])
+                    steps.extend(kernels)
+                    fused.update((i, ctx.label) for i in group[1:])
+                    self.placement.append(Placement(op.label(index, prefix), placed.where, placed.reason))
+                    continue
+                ctx = LowerCtx(op, index, block, self.target, {}, prefix, self)  # declined: separate kernels
             chain = self.fusion.chain(region, index)
             if chain and placed.where == "vulkan":
                 ctx.epilogue = [(i, block.operators[i]) for i in chain]

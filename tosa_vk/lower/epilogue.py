@@ -17,6 +17,7 @@ from . import LowerCtx
 from .type_conversion import rescale_defines
 from .types import glsl_storage
 
+COMPUTE = {DType.FP32: "float", DType.INT8: "int", DType.INT16: "int", DType.INT32: "int"}  # values a step takes
 BINARY = {"ADD": "(({a}) + ({b}))", "SUB": "(({a}) - ({b}))", "MUL": "(({a}) * ({b}))"}
 MINMAX = ("MAXIMUM", "MINIMUM")
 UNARY_FP = {"SIGMOID": "tosa_sigmoid", "TANH": "tosa_tanh"}
@@ -24,21 +25,32 @@ UNARY_FP = {"SIGMOID": "tosa_sigmoid", "TANH": "tosa_tanh"}
 
 def epilogue_defines(ctx: LowerCtx, bindings: dict[str, str]) -> dict[str, str] | None:
     """The defines of ctx.epilogue, adding the bindings it reads to `bindings` (call it when `bindings` holds
-    everything bound before them); {} without an epilogue, None when a step is not supported here."""
+    everything bound before them); {} without an epilogue, None when a step is not supported here. The chain is
+    a function, ep_chain(v, c, at), with each step in its own variable (precise for floats: no contraction into
+    fused multiply-adds, every step rounds as its own kernel's store does)."""
     if not ctx.epilogue:
         return {}
     decls: list[str] = []
     defines: dict[str, str] = {}
-    expr = "(v)"
     value = ctx.outputs[0].name
+    first = COMPUTE.get(ctx.block.tensors[value].dtype)
+    prev, body = "v", []
     for k, (_, op) in enumerate(ctx.epilogue):
-        step = _step(ctx, op, k, value, expr, bindings, decls, defines)
-        if step is None:
+        compute = COMPUTE.get(ctx.block.tensors[op.outputs[0]].dtype)
+        step = _step(ctx, op, k, value, prev, bindings, decls, defines)
+        if first is None or compute is None or step is None:
             return None
-        expr, value = step, op.outputs[0]
+        body.append(f"{variable(compute)} t{k} = {step};")
+        prev, value = f"t{k}", op.outputs[0]
+    decls.append(f"{compute} ep_chain({first} v, int c, int at) {{ {' '.join(body)} return {prev}; }}")
     defines["EP_DECLS"] = " ".join(decls)
-    defines["EPILOGUE(v, c, at)"] = expr
+    defines["EPILOGUE(v, c, at)"] = "ep_chain(v, c, at)"
     return defines
+
+
+def variable(compute: str) -> str:
+    """The declaration of a step's value: floats are precise (no fused multiply-adds across steps)."""
+    return "precise float" if compute == "float" else compute
 
 
 def _bind(bindings: dict[str, str], decls: list[str], name: str, tensor: Tensor) -> str:
@@ -64,8 +76,30 @@ def _index(other: Tensor, result: Tensor) -> str | None:
 
 
 def _step(ctx, op: Operator, k: int, value: str, expr: str, bindings, decls, defines) -> str | None:
+    """One chain step on the value `expr` (tensor `value`): a binary operator's other operand is read from its
+    buffer at the result element (same shape), at its channel, or at 0."""
     tensors = ctx.block.tensors
-    x, out = tensors[value], tensors[op.outputs[0]]
+    args = [expr]
+    if op.op in BINARY or op.op in MINMAX:
+        position = op.inputs.index(value)
+        if position > 1:
+            return None
+        other = tensors[op.inputs[1 - position]]
+        where = _index(other, tensors[op.outputs[0]])
+        if where is None:
+            return None
+        compute = "float" if other.dtype == DType.FP32 else "int"
+        loaded = f"{compute}({_bind(bindings, decls, f'E{k}', other)}[{where}])"
+        args = [expr, loaded] if position == 0 else [loaded, expr]
+    return expression(ctx, op, args, k, bindings, decls, defines)
+
+
+def expression(ctx, op: Operator, args: list[str], k: int, bindings, decls, defines) -> str | None:
+    """The GLSL value of `op` applied to `args` (compute values of its data inputs, in order), computing what the
+    operator's own kernel computes; None for a type or variant not done here. Declarations it needs (a RESCALE's
+    multiplier / shift buffers and function) go to `decls`, after `bindings`, named with `k`."""
+    tensors = ctx.block.tensors
+    x, out = tensors[op.inputs[0]], tensors[op.outputs[0]]
     if op.op == "RESCALE":
         if not ctx.target.has("shaderInt64") or op.attrs.get("input_unsigned") or op.attrs.get("output_unsigned"):
             return None
@@ -77,46 +111,41 @@ def _step(ctx, op: Operator, k: int, value: str, expr: str, bindings, decls, def
         s = _bind(bindings, decls, f"ES{k}", tensors[op.inputs[2]])
         c = "c" if op.attrs.get("per_channel") else "0"
         scale = (
-            f"apply_scale_32(value, int64_t({m}[{c}]), int({s}[{c}]), {'true' if 'DOUBLE_ROUND' in d else 'false'})"
+            f"apply_scale_32(value, int64_t({m}[{c}]), shift, {'true' if 'DOUBLE_ROUND' in d else 'false'})"
             if "SCALE32" in d
-            else f"apply_scale_16(value, int64_t({m}[{c}]), int({s}[{c}]))"
+            else f"apply_scale_16(value, int64_t({m}[{c}]), shift)"
         )
         izp_v, ozp_v = (int(np.asarray(z).reshape(-1)[0]) for z in (izp, ozp))
         decls.append(
-            f"int ep_rescale{k}(int64_t value, int c) {{ value -= int64_t({izp_v}); int64_t r = {scale}; "
+            f"int ep_rescale{k}(int64_t value, int c) {{ value -= int64_t({izp_v}); int shift = int({s}[{c}]); "
+            f"int64_t r = {scale}; "
             f"return int(clamp(r + int64_t({ozp_v}), int64_t{d['OUT_MIN']}, int64_t{d['OUT_MAX']})); }}"
         )
         defines["EP_INT64"] = "1"
-        return f"(ep_rescale{k}(int64_t{expr}, c))"
+        return f"(ep_rescale{k}(int64_t({args[0]}), c))"
     if op.op == "CLAMP":
         lo, hi = op.attrs.get("min_val"), op.attrs.get("max_val")
         if x.dtype == DType.FP32:
             rule = _nan_rule(op)
-            return f"(min_{rule}(max_{rule}(float{expr}, {_float(lo)}), {_float(hi)}))"
+            return f"(min_{rule}(max_{rule}(float({args[0]}), {_float(lo)}), {_float(hi)}))"
         if x.dtype in (DType.INT8, DType.INT16):
-            return f"(clamp(int{expr}, {_int(lo)}, {_int(hi)}))"
+            return f"(clamp(int({args[0]}), {_int(lo)}, {_int(hi)}))"
         return None
     if op.op in UNARY_FP:
         if x.dtype != DType.FP32 or not ctx.target.has("shaderFloat64"):
             return None
         defines["EP_FP64"] = "1"
-        return f"({UNARY_FP[op.op]}(float{expr}))"
+        return f"({UNARY_FP[op.op]}(float({args[0]})))"
     if op.op in BINARY or op.op in MINMAX:
-        position = op.inputs.index(value)
-        other = tensors[op.inputs[1 - position]]
-        if not (x.dtype == other.dtype == out.dtype and x.dtype in (DType.INT32, DType.FP32)) or position > 1:
+        y = tensors[op.inputs[1]]
+        if not (x.dtype == y.dtype == out.dtype and x.dtype in (DType.INT32, DType.FP32)):
             return None
         if op.op == "MUL" and x.dtype == DType.INT32:
             shift = tensors[op.inputs[2]].data
             if shift is None or int(np.asarray(shift).reshape(-1)[0]) != 0:
                 return None
-        where = _index(other, out)
-        if where is None:
-            return None
-        array = _bind(bindings, decls, f"E{k}", other)
         compute = "float" if x.dtype == DType.FP32 else "int"
-        loaded = f"{compute}({array}[{where}])"
-        a, b = (f"{compute}{expr}", loaded) if position == 0 else (loaded, f"{compute}{expr}")
+        a, b = (f"{compute}({v})" for v in args[:2])
         if op.op in BINARY:
             return f"({BINARY[op.op].format(a=a, b=b)})"
         fn = "max" if op.op == "MAXIMUM" else "min"
