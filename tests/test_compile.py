@@ -1,4 +1,4 @@
-"""The compile pipeline, stage by stage (tosa_vk/compiler.py): validate -> passes -> partition -> lower -> plan."""
+"""The compile pipeline, stage by stage (tosa_vk/compiler.py): validate -> passes -> partition -> fuse -> lower -> plan."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from test_custom_ops import color_matrix_pair
 
 import tosa_vk
 from tosa_vk import Builder, TosaError, passes
-from tosa_vk.ir import load_graph
 from tosa_vk.fuse import fuse
+from tosa_vk.ir import load_graph
 from tosa_vk.lower import Lowered, lower
 from tosa_vk.partition import partition
 from tosa_vk.plan import plan
