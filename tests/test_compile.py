@@ -1,4 +1,4 @@
-"""The compile pipeline, stage by stage (tosa_vk/compiler.py): validate -> passes -> partition -> fuse -> lower -> plan."""
+"""The compile pipeline, stage by stage (tosa_vk/compiler.py): validate, passes, partition, fuse, lower, plan."""
 
 from __future__ import annotations
 
