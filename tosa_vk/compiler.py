@@ -4,7 +4,8 @@
     passes     graph rewrites that keep every result: permutes around NHWC custom ops, transpose pairs elided
                (tosa_vk/passes/)
     partition  every operator placed on Vulkan or the host, with the reason (tosa_vk/partition.py)
-    fuse       which operators one kernel does together: epilogues after convolutions (tosa_vk/fuse.py)
+    fuse       which operators one kernel does together: epilogues after convolutions, element-wise groups
+               (tosa_vk/fuse.py)
     lower      operators -> kernels and host steps over program-wide tensor names (tosa_vk/lower/)
     plan       live ranges, arena offsets, descriptors and formats -> the Program (tosa_vk/plan/)
 

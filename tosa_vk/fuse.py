@@ -9,9 +9,14 @@ operator is its single use: a second consumer, a block output, a variable or a r
 (that tensor is stored as usual), and an operator joins one chain at most. Each step computes what the operator's
 own kernel computes, so results are identical to the unfused program (tosa_vk/lower/epilogue.py).
 
-`fuse(graph, partition)` decides; the lower stage asks `Fusion.chain()` and falls back to separate kernels when
-a lowering declines a chain. `tosa_vk.load(..., fuse=False)` or TOSA_VK_FUSE=0 turns the
-stage off.
+Element-wise groups: connected element-wise operators of one output shape (the epilogue set, and SLICEs of
+tensors from outside the group, read at an offset) become one generated kernel that runs where the group's first
+operator was: every input from outside must exist by then, which also keeps a group from both feeding and
+reading an operator outside it. Values used only inside the group stay in registers (tosa_vk/lower/group.py).
+
+`fuse(graph, partition)` decides; the lower stage asks `Fusion.chain()` / `Fusion.group()` and falls back to one
+kernel per operator when a lowering declines. `tosa_vk.load(..., fuse=False)` or TOSA_VK_FUSE=0 turns the stage
+off.
 """
 
 from __future__ import annotations
@@ -29,6 +34,12 @@ if TYPE_CHECKING:
 ANCHORS = ("CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D")
 EPILOGUE = ("RESCALE", "CLAMP", "ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SIGMOID", "TANH")
 ENV = "TOSA_VK_FUSE"
+UNARY = ("RESCALE", "CLAMP", "SIGMOID", "TANH", "SLICE")  # one data input (the rest are parameters); others two
+
+
+def data_inputs(op: Operator) -> list[str]:
+    """The inputs an element-wise operator computes on (RESCALE's multiplier, a SLICE's start, ... are not)."""
+    return op.inputs[: 1 if op.op in UNARY else 2]
 
 
 def enabled(fuse: bool | None) -> bool:
@@ -114,10 +125,10 @@ def _groups(block: Block, on_vulkan, claimed: set[int]) -> list[list[int]]:
         if index in claimed or op.op not in GROUPED or len(op.outputs) != 1 or not on_vulkan(index):
             continue
         shape = block.tensors[op.outputs[0]].shape
-        data = op.inputs[:1] if op.op in ("SLICE", "CLAMP", "SIGMOID", "TANH") else op.inputs[:2]
-        if op.op == "RESCALE" and not all(n in constant for n in op.inputs[1:5]):
+        if op.op == "RESCALE" and not all(n in constant for n in op.inputs[3:5]):
             continue
-        joined = list({id(g): g for n in data if (p := producer.get(n)) in group_of for g in [group_of[p]]}.values())
+        feeding = [group_of[p] for n in data_inputs(op) if (p := producer.get(n, -1)) in group_of]
+        joined = list({id(g): g for g in feeding}.values())
         # join every group the operator reads from, else the latest one alone (the others' values are then inputs)
         attempts = [joined] + [[g] for g in sorted(joined, key=lambda g: -g[0])] if len(joined) > 1 else [joined]
         for attempt in attempts:

@@ -13,14 +13,13 @@ from collections import Counter
 
 import numpy as np
 
+from ..fuse import data_inputs
 from ..ir.dtype import DType
 from ..ir.graph import Block
 from ..program import Kernel
 from . import LowerCtx
 from .epilogue import COMPUTE, expression, variable
 from .types import glsl_storage
-
-DATA_INPUTS = {"RESCALE": 1, "CLAMP": 1, "SIGMOID": 1, "TANH": 1, "SLICE": 1}  # the rest: binary, 2
 
 
 def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
@@ -51,7 +50,7 @@ def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
             body.append(f"{COMPUTE[out.dtype]} v{k} = {COMPUTE[src.dtype]}({array}[{index}]);")
             continue
         args = []
-        for name in op.inputs[: DATA_INPUTS.get(op.op, 2)]:
+        for name in data_inputs(op):
             if name in inside:
                 args.append(inside[name])
                 continue
