@@ -362,7 +362,8 @@ class Worker:
                 (
                     [(m.type, m.entry_point, m.language) for m in v.modules],
                     [(s.type, s.set_infos, s.inputs, s.outputs) for s in v.segments],  # module_index: which code
-                    [(r.category, r.descriptor_type, r.format, r.alias_group, r.sampler) for r in v.resources],
+                    [(r.category, r.descriptor_type, r.format, r.sampler) for r in v.resources],
+                    _sharing(v),
                     [b.mrt_index for b in v.inputs],  # (their binding numbers mean nothing to a runtime)
                     [b.mrt_index for b in v.outputs],
                     [(c.mrt_index, len(c.data)) for c in v.constants],
@@ -410,6 +411,15 @@ class Worker:
         if self.kind == "payload" and touched <= {"shader_code", "workgroup_sizes", "push_constants"}:
             return "changed", f"changed {sorted(touched)}"
         return "wrong", f"outputs changed; touched {sorted(touched) or 'structure'}"
+
+
+def _sharing(v) -> list[tuple[int, ...]]:
+    """Which resources share memory (alias groups of two or more; a group's number itself means nothing)."""
+    groups: dict[int, list[int]] = {}
+    for i, r in enumerate(v.resources):
+        if r.alias_group is not None:
+            groups.setdefault(r.alias_group, []).append(i)
+    return sorted(tuple(g) for g in groups.values() if len(g) > 1)
 
 
 def worker_main(kind: str, work: Path, seed: int) -> None:

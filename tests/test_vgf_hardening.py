@@ -139,3 +139,10 @@ def test_a_vgf_without_outputs_is_refused(device):
     vgf = scale_vgf()
     vgf.outputs, vgf.output_names = [], []
     refused(vgf, device, "no outputs: nothing to run")
+
+
+def test_a_resource_listed_twice_as_model_input_is_refused(device):
+    vgf = scale_vgf()
+    vgf.inputs = [*vgf.inputs, vgf.inputs[0]]
+    vgf.input_names = [*vgf.input_names, "again"]
+    refused(vgf, device, "model input resource 0 is listed twice")

@@ -57,6 +57,10 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
         label = names.setdefault(index, f"mrt_{index}")
         if taken.setdefault(label, index) != index:
             raise fail(f"resources {taken[label]} and {index} are both named '{label}'")
+    for kind, listed in (("input", vgf.inputs), ("output", vgf.outputs)):
+        twice = [m for m in {b.mrt_index for b in listed} if sum(b.mrt_index == m for b in listed) > 1]
+        if twice:
+            raise fail(f"model {kind} resource {twice[0]} is listed twice in the model sequence")
     for b in vgf.outputs:
         if vgf.resources[b.mrt_index].category in ("INPUT", "CONSTANT"):
             raise fail(
