@@ -271,3 +271,22 @@ def test_lstm_steps_become_one_kernel_each():
     graph = tosa_vk.load_graph(MODELS / "lstm_unrolled_fp32" / "model.tosa")
     groups = [k.op for k in kernels(tosa_vk.compile(graph)) if k.shader == "fused/elementwise"]
     assert len(groups) == 4 and all(op.count(" + ") == 12 for op in groups), groups
+
+
+def test_groups_inside_a_loop_body(device):
+    """A WHILE_LOOP body's element-wise chain is one kernel per iteration, with the loop's results unchanged."""
+    b = Builder()
+    v = b.input("v", (2, 3), "fp32")
+
+    def body(s, i, v):
+        i = s.add(i, s.const(np.ones(1, np.int32)))
+        w = s.op("MUL", s.op("SIGMOID", v), s.const(np.full((1, 1), 0.5, np.float32)), s.const(np.zeros(1, np.int8)))
+        return i, s.op("TANH", s.op("ADD", w, v))
+
+    cond = lambda s, i, v: s.greater(s.const(np.full(1, 5, np.int32)), i)  # noqa: E731
+    b.output(b.while_loop([b.const(np.zeros(1, np.int32)), v], cond, body)[1])
+    graph = b.build()
+    labels = [k.op for k in kernels(tosa_vk.compile(graph)) if " + " in k.op]
+    assert len(labels) == 1 and labels[0].startswith("while_loop_body::SIGMOID") and labels[0].count(" + ") == 3, labels
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    compare(device, graph, {"v": x}, atol=1e-6)
