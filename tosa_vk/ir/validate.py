@@ -78,7 +78,6 @@ class _Validator:
         self.L = level
         self.regions: dict[str, Region] = {}
         self.depth: dict[str, int] = {}  # region name -> tosa_nesting_depth its operators run at
-        self.variables: set[str] = set()  # tensors VARIABLE operators declare (anywhere in the graph)
 
     # --- driver -----------------------------------------------------------------------------------------------
 
@@ -110,9 +109,6 @@ class _Validator:
                             f"block '{block.name}' {kind} '{missing[0]}' is not a tensor of the block",
                             region=region.name,
                         )
-        self.variables = {
-            o for _, b in self.graph.blocks() for op in b.operators if op.op == "VARIABLE" for o in op.outputs
-        }
         main = self.graph.regions[0]
         for name in main.blocks[0].inputs + main.blocks[0].outputs:
             t = main.blocks[0].tensors.get(name)
