@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from .custom import COMBINED_IMAGE_SAMPLER, STORAGE_BUFFER, STORAGE_IMAGE, TENSOR_ARM, Sampler
 from .errors import TosaError
+from .spirv import entry_points
 
 DOMAIN = "com.arm.VulkanCustomShader"
 LANGUAGES = ("SPIR-V", "GLSL", "HLSL")
@@ -152,21 +153,6 @@ def parse(attrs: bytes, n_inputs: int, n_outputs: int, where: str) -> Payload:
         inputs,
         outputs,
     )
-
-
-def entry_points(spirv: bytes) -> list[str]:
-    """Names of the GLCompute entry points of a SPIR-V module (OpEntryPoint, opcode 15, execution model 5)."""
-    words = memoryview(spirv).cast("I")
-    names, at = [], 5
-    while at < len(words):
-        count, opcode = words[at] >> 16, words[at] & 0xFFFF
-        if count == 0:
-            break
-        if opcode == 15 and count > 3 and words[at + 1] == 5:
-            raw = bytes(words[at + 3 : at + count])
-            names.append(raw.split(b"\0", 1)[0].decode("utf-8", "replace"))
-        at += count
-    return names
 
 
 def _resource(data: dict, kind: str, i: int, fail) -> Resource:

@@ -3,11 +3,14 @@ size, local size — read from the module's words (SPIR-V 1.6 spec, 2.3 "Physica
 
 A model's shader is untrusted: a binding, set or descriptor type the pipeline layout does not match, or a push
 block larger than what is pushed, reaches vkCreateComputePipelines / the dispatch unchecked and crashes the driver
-or reads zeros (issue 15). `check` compares a module with the layout a kernel will bind, before any Vulkan call.
+or reads zeros (issue 15). `check` compares a module with the layout a kernel will bind, before any Vulkan call
+(tosa_vk/vulkan/runtime.py); `entry_points` is what payload parsing checks (tosa_vk/custom_payload.py). Plain
+Python: no Vulkan needed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from vgf import vk_enums
@@ -45,19 +48,38 @@ class Interface:
     local_size: tuple[int, ...] | None = None  # the WorkgroupSize built-in's value where declared, else LocalSize
 
 
-def reflect(spirv: bytes) -> Interface:
+def instructions(spirv: bytes) -> Iterator[tuple[int, memoryview]]:
+    """(opcode, operand words) of each instruction after the 5-word header; ReflectError at a bad word count."""
     if len(spirv) < 20 or len(spirv) % 4:
         raise ReflectError(f"{len(spirv)} bytes is not a SPIR-V module")
     words = memoryview(spirv).cast("I")
-    insts: list[tuple[int, memoryview]] = []
     at = 5
     while at < len(words):
         count, opcode = words[at] >> 16, words[at] & 0xFFFF
         if count == 0 or at + count > len(words):
             raise ReflectError(f"instruction at word {at} has a bad word count {count}")
-        insts.append((opcode, words[at + 1 : at + count]))
+        yield opcode, words[at + 1 : at + count]
         at += count
 
+
+def entry_points(spirv: bytes) -> list[str]:
+    """Names of the GLCompute entry points, as far as the module's instructions read."""
+    names = []
+    try:
+        for opcode, ops in instructions(spirv):
+            if opcode == OP_ENTRY_POINT and len(ops) > 2 and ops[0] == GL_COMPUTE:
+                names.append(_name(ops[2:]))
+    except ReflectError:
+        pass
+    return names
+
+
+def _name(words: memoryview) -> str:
+    """A literal string operand (nul-terminated UTF-8 in words)."""
+    return bytes(words).split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+def reflect(spirv: bytes) -> Interface:
     types: dict[int, tuple[int, memoryview]] = {}
     constants: dict[int, int] = {}
     composites: dict[int, list[int]] = {}
@@ -66,9 +88,9 @@ def reflect(spirv: bytes) -> Interface:
     members: dict[tuple[int, int], dict[int, int]] = {}
     variables: list[tuple[int, int, int]] = []  # (result type, id, storage class)
     out = Interface()
-    for opcode, ops in insts:
+    for opcode, ops in instructions(spirv):
         if opcode == OP_ENTRY_POINT and len(ops) > 2 and ops[0] == GL_COMPUTE:
-            out.entry_points.append(bytes(ops[2:]).split(b"\0", 1)[0].decode("utf-8", "replace"))
+            out.entry_points.append(_name(ops[2:]))
         elif opcode == OP_EXECUTION_MODE and len(ops) >= 5 and ops[1] == LOCAL_SIZE:
             out.local_size = (ops[2], ops[3], ops[4])
         elif opcode == OP_EXECUTION_MODE and len(ops) >= 5 and ops[1] == LOCAL_SIZE_ID:

@@ -53,11 +53,11 @@ def variable(compute: str) -> str:
     return "precise float" if compute == "float" else compute
 
 
-def _bind(bindings: dict[str, str], decls: list[str], name: str, tensor: Tensor) -> str:
-    """Binds `tensor` after everything bound so far; returns the GLSL array name."""
+def bind(bindings: dict[str, str], decls: list[str], name: str, tensor: Tensor, access: str = "readonly") -> str:
+    """Binds `tensor` as `name` after everything bound so far, declaring its buffer; returns the GLSL array name."""
     array = name.lower()
     decls.append(
-        f"layout(set = 0, binding = {len(bindings)}) readonly buffer Ep{name} {{ {glsl_storage(tensor.dtype)} "
+        f"layout(set = 0, binding = {len(bindings)}) {access} buffer Ep{name} {{ {glsl_storage(tensor.dtype)} "
         f"{array}[]; }};"
     )
     bindings[name] = tensor.name
@@ -89,7 +89,7 @@ def _step(ctx, op: Operator, k: int, value: str, expr: str, bindings, decls, def
         if where is None:
             return None
         compute = "float" if other.dtype == DType.FP32 else "int"
-        loaded = f"{compute}({_bind(bindings, decls, f'E{k}', other)}[{where}])"
+        loaded = f"{compute}({bind(bindings, decls, f'E{k}', other)}[{where}])"
         args = [expr, loaded] if position == 0 else [loaded, expr]
     return expression(ctx, op, args, k, bindings, decls, defines)
 
@@ -107,8 +107,8 @@ def expression(ctx, op: Operator, args: list[str], k: int, bindings, decls, defi
         if izp is None or ozp is None or x.dtype not in (DType.INT8, DType.INT16, DType.INT32):
             return None
         d = rescale_defines(op, x.dtype, out.dtype)
-        m = _bind(bindings, decls, f"EM{k}", tensors[op.inputs[1]])
-        s = _bind(bindings, decls, f"ES{k}", tensors[op.inputs[2]])
+        m = bind(bindings, decls, f"EM{k}", tensors[op.inputs[1]])
+        s = bind(bindings, decls, f"ES{k}", tensors[op.inputs[2]])
         c = "c" if op.attrs.get("per_channel") else "0"
         scale = (
             f"apply_scale_32(value, int64_t({m}[{c}]), shift, {'true' if 'DOUBLE_ROUND' in d else 'false'})"

@@ -14,11 +14,10 @@ from collections import Counter
 import numpy as np
 
 from ..fuse import data_inputs
-from ..ir.dtype import DType
-from ..ir.graph import Block
+from ..ir.graph import Block, Tensor
 from ..program import Kernel
 from . import LowerCtx
-from .epilogue import COMPUTE, expression, variable
+from .epilogue import COMPUTE, bind, expression, variable
 from .types import glsl_storage
 
 
@@ -46,7 +45,7 @@ def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
                 return None
             offsets = [int(v) for v in np.asarray(start).reshape(-1)]
             index = _index(src.shape, shape, offsets)
-            array = _input(bindings, decls, src.name, src.dtype)
+            array = _input(bindings, decls, src)
             body.append(f"{COMPUTE[out.dtype]} v{k} = {COMPUTE[src.dtype]}({array}[{index}]);")
             continue
         args = []
@@ -60,7 +59,7 @@ def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
                     return None
                 if any(d not in (s, 1) for d, s in zip(t.shape, shape)):
                     return None
-                array = _input(bindings, decls, name, t.dtype)
+                array = _input(bindings, decls, t)
                 var = f"x{len(loaded)}"
                 body.append(f"{COMPUTE[t.dtype]} {var} = {COMPUTE[t.dtype]}({array}[{_index(t.shape, shape)}]);")
                 loaded[name] = var
@@ -74,12 +73,7 @@ def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
         name = op.outputs[0]
         if name in stored:
             t = block.tensors[name]
-            array = f"o{len(decls)}"
-            decls.append(
-                f"layout(set = 0, binding = {len(bindings)}) writeonly buffer Out{array} "
-                f"{{ {glsl_storage(t.dtype)} {array}[]; }};"
-            )
-            bindings[f"O{len(bindings)}"] = name
+            array = bind(bindings, decls, f"O{len(bindings)}", t, "writeonly")
             body.append(f"{array}[i] = {glsl_storage(t.dtype)}(v{k});")
     if not stored:
         return None
@@ -121,15 +115,9 @@ def _index(tensor_shape, shape, offsets=None) -> str:
     return " + ".join(terms) or "0"
 
 
-def _input(bindings: dict[str, str], decls: list[str], name: str, dtype: DType) -> str:
+def _input(bindings: dict[str, str], decls: list[str], tensor: Tensor) -> str:
     """The array a group input is read from (bound once)."""
     for key, bound in bindings.items():
-        if bound == name and key.startswith("I"):
+        if bound == tensor.name and key.startswith("I"):
             return key.lower()
-    key = f"I{len(bindings)}"
-    storage = glsl_storage(dtype)
-    decls.append(
-        f"layout(set = 0, binding = {len(bindings)}) readonly buffer In{key} {{ {storage} {key.lower()}[]; }};"
-    )
-    bindings[key] = name
-    return key.lower()
+    return bind(bindings, decls, f"I{len(bindings)}", tensor)

@@ -10,11 +10,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import vulkan as vk
 
-from .. import variables
+from .. import spirv, variables
 from ..errors import TosaError
 from ..program import Branch, Host, Kernel, Loop, Program, StateCheck, walk
 from ..variables import Variable, begin_run
-from . import reflect
 from .device import Device, VulkanError
 from .memory import Arena, align
 from .pipelines import Pipelines, bound_descriptors, kernel_layout
@@ -184,7 +183,7 @@ class Runtime:
 
     def _check_interface(self, step: Kernel) -> None:
         bound = bound_descriptors(len(step.bindings), step.slots, step.descriptors)
-        problems = reflect.check(
+        problems = spirv.check(
             self.spirv[variant_of(step)],
             step.op,
             step.entry,
