@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from vgf import VGF, VGFError, read_vgf
-from vgf.scenario import FORMAT_SIZES, IMAGE_DESCRIPTORS, image_extent
+from vgf.scenario import FORMAT_SIZES, IMAGE_DESCRIPTORS, image_extent, resource_bytes
 from vgf.vk_enums import DESCRIPTOR_NAMES, FORMAT_BY_VALUE, FORMAT_NAMES, FORMATS, SAMPLER_NAMES, STORAGE_BUFFER
 
 from .errors import TosaError, TosaFormatError
@@ -202,11 +202,10 @@ def _alias_groups(vgf: VGF, fail) -> dict[int, int]:
     A constant shares memory with no other category (writes to the others would change it between runs)."""
     sizes: dict[int, int] = {}
     categories: dict[int, set[str]] = {}
-    for r in vgf.resources:
-        if r.alias_group is None:
+    for i, r in enumerate(vgf.resources):
+        if r.alias_group is None or r.format not in FORMAT_SIZES:  # (an unknown format is refused by the caller)
             continue
-        size = math.prod(abs(int(d)) for d in r.shape) * FORMAT_SIZES.get(r.format, 1)
-        sizes[r.alias_group] = max(sizes.get(r.alias_group, 0), size)
+        sizes[r.alias_group] = max(sizes.get(r.alias_group, 0), resource_bytes(vgf, i))
         categories.setdefault(r.alias_group, set()).add(r.category)
     for group, kinds in categories.items():
         if "CONSTANT" in kinds and len(kinds) > 1:
