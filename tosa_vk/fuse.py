@@ -105,10 +105,15 @@ def _joins(block: Block, op: Operator, tensor: str) -> bool:
     if op.op not in EPILOGUE or not op.outputs or len(op.outputs) != 1:
         return False
     if op.op == "RESCALE":
-        return op.inputs[0] == tensor and all(block.tensors[n].data is not None for n in op.inputs[3:5])
+        return op.inputs[0] == tensor and _zero_points_known(block, op)
     if op.op in ("CLAMP", "SIGMOID", "TANH"):
         return op.inputs[0] == tensor
     return tensor in op.inputs[:2] and op.inputs[0] != op.inputs[1]
+
+
+def _zero_points_known(block: Block, op: Operator) -> bool:
+    """A RESCALE whose zero points are compile-time constants (fused kernels have them as literals)."""
+    return all(block.tensors[n].data is not None for n in op.inputs[3:5])
 
 
 GROUPED = EPILOGUE + ("SLICE",)  # SLICE of a tensor from outside the group: a strided read, no copy
@@ -125,7 +130,7 @@ def _groups(block: Block, on_vulkan, claimed: set[int]) -> list[list[int]]:
         if index in claimed or op.op not in GROUPED or len(op.outputs) != 1 or not on_vulkan(index):
             continue
         shape = block.tensors[op.outputs[0]].shape
-        if op.op == "RESCALE" and not all(n in constant for n in op.inputs[3:5]):
+        if op.op == "RESCALE" and not _zero_points_known(block, op):
             continue
         feeding = [group_of[p] for n in data_inputs(op) if (p := producer.get(n, -1)) in group_of]
         joined = list({id(g): g for g in feeding}.values())
