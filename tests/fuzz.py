@@ -107,7 +107,7 @@ def make_seeds(kind: str, work: Path) -> list[Path]:
         return [work / "custom_glsl.tosa", _spirv_payload_seed(work)]
     seeds = []
     for name in ("conv_int8", "layout_fp32", "custom_glsl"):
-        export_vgf(tosa_vk.compile(graphs[name]), work / f"{name}.vgf")
+        export_vgf(tosa_vk.compile(graphs[name], views=False), work / f"{name}.vgf")
         seeds.append(work / f"{name}.vgf")
     graph_vgf = _model_converter_seed(work)
     if graph_vgf is not None:

@@ -14,6 +14,7 @@ from helpers import assert_same, compare
 import tosa_vk
 from tosa_vk import Builder
 from tosa_vk.program import Kernel, walk
+from tosa_vk.vgf_export import export_vgf
 
 pytestmark = pytest.mark.vulkan
 MODELS = Path(__file__).parent.parent / "resources" / "models"
@@ -118,7 +119,7 @@ def test_float_convolution_then_clamp(device, nan_mode):
     assert np.isnan(got).any() == (nan_mode == "PROPAGATE")
 
 
-@pytest.mark.parametrize("model", ["resnet_int8", "mobilenetv2_fp32"])
+@pytest.mark.parametrize("model", ["resnet_int8", "mobilenetv2_fp32", "lstm_unrolled_fp32"])
 def test_shipped_models_fused_equal_unfused_with_fewer_dispatches(device, model):
     folder = MODELS / model
     desc = json.loads((folder / "desc.json").read_text())
@@ -290,3 +291,48 @@ def test_groups_inside_a_loop_body(device):
     assert len(labels) == 1 and labels[0].startswith("while_loop_body::SIGMOID") and labels[0].count(" + ") == 3, labels
     x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
     compare(device, graph, {"v": x}, atol=1e-6)
+
+
+def recurrent_steps(rng, *, output_piece=False, misaligned=False):
+    """An unrolled sequence layer's memory traffic: a SLICE per time step (one contiguous run of the input), a 1x1
+    CONV2D + RESHAPE + ADD per step, the steps' results CONCATenated (each one run of the output)."""
+    b = Builder()
+    x = b.input("x", (1, 4, 1, 16), "fp32")
+    w = rng.standard_normal((8, 1, 1, 16)).astype(np.float32)
+    pieces = []
+    for t in range(4):
+        s = b.slice(x, [0, t, 0, 0], [1, 1, 1, 16])
+        y = b.conv2d(s, w, np.zeros(8, np.float32), np.float32(0), np.float32(0))
+        r = b.reshape(y, [1, 8])
+        pieces.append(b.add(r, rng.standard_normal((1, 8)).astype(np.float32), name=f"step{t}"))
+    outs = [b.concat(pieces, axis=1, name="out")]
+    if output_piece:
+        outs.append(pieces[2])  # a graph output too: it keeps its own memory, the CONCAT copies
+    if misaligned:  # starts 12 bytes in: not a descriptor offset (16), so a copy kernel
+        outs.append(b.abs(b.slice(x, [0, 0, 0, 3], [1, 1, 1, 4])))
+    b.output(*outs)
+    return b.build(), {"x": rng.standard_normal((1, 4, 1, 16)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("case", [{}, {"output_piece": True}, {"misaligned": True}], ids=lambda c: "-".join(c) or "0")
+def test_slices_and_concats_as_views(device, case):
+    """Contiguous SLICEs are views of their input and CONCAT inputs are written in place: no copy kernels, the same
+    results as the unfused program; a RESHAPE keeping the channel joins a chain (CONV2D + RESHAPE + ADD)."""
+    graph, feeds = recurrent_steps(np.random.default_rng(3), **case)
+    program = tosa_vk.compile(graph)
+    labels = [k.op for k in kernels(program)]
+    assert sum(" + RESHAPE " in label and " + ADD " in label for label in labels) == 4, labels
+    assert any(label.startswith("CONCAT") for label in labels) == bool(case.get("output_piece")), labels
+    assert sum(label.startswith("SLICE") for label in labels) == (1 if case.get("misaligned") else 0), labels
+    compare(device, graph, feeds, atol=1e-5, rtol=1e-5)
+    with tosa_vk.load(graph, backend="vulkan", device=device, fuse=False) as plain:
+        want = plain.run(feeds)
+    with tosa_vk.load(graph, backend="vulkan", device=device) as model:
+        got = model.run(feeds)
+        assert model.export_vgf().output_names == list(graph.main.outputs)  # recompiled without views
+    for name in want:
+        assert np.array_equal(got[name], want[name]), name
+    if not case:
+        with pytest.raises(tosa_vk.TosaError, match="view of part of another's memory"):
+            export_vgf(program)
+        assert not tosa_vk.compile(graph, views=False).views()

@@ -37,6 +37,7 @@ def compile(
     layouts: dict[str, str] | str | None = None,
     alignment: int | None = None,
     fuse: bool | None = None,
+    views: bool = True,
     file: str | None = None,
 ) -> Program:
     """Compiles `graph` for `target` (a Target, e.g. Device.target, or a named one: tosa_vk.target.NAMED).
@@ -45,11 +46,17 @@ def compile(
         output tensor names to run on the host. layouts: the tensors the graph holds as NCHW ({name: "NCHW"}, or
         "NCHW" for every 4-D tensor) — permutes are inserted around custom ops whose shader wants NHWC. alignment:
         overrides the target's tensor alignment in the arena. fuse: False keeps one kernel per operator (default: on,
-    unless TOSA_VK_FUSE=0). The caller's graph is never changed."""
+    unless TOSA_VK_FUSE=0); views: False copies contiguous SLICE / CONCAT data with kernels instead of sharing
+    memory (VGF export: its resources are whole). The caller's graph is never changed."""
     target = named(target) if isinstance(target, str) else target
     validate(graph, file=file)
     graph = passes.run(graph, layouts)
     placed = partition(graph, target, strict=strict, force_host=force_host)
-    fusion = fuse_stage.fuse(graph, placed) if fuse_stage.enabled(fuse) else fuse_stage.Fusion()
+    alignment = alignment or target.alignment
+    fusion = (
+        fuse_stage.fuse(graph, placed, alignment if views else None)
+        if fuse_stage.enabled(fuse)
+        else fuse_stage.Fusion()
+    )
     lowered = lower(graph, target, placed, fusion)
     return plan(lowered, target, alignment)

@@ -3,16 +3,21 @@ written to memory and each absorbed operator costs no dispatch (issue 16).
 
 Epilogues: a convolution's kernel applies the chain of per-element operators that follows it — RESCALE (constant
 zero points), CLAMP, ADD / SUB / MUL / MAXIMUM / MINIMUM with another tensor (a residual, a per-channel or single
-value), SIGMOID, TANH — to each result in registers, and stores only the last one; the kernel runs where the
-chain's last operator was (every tensor it reads exists by then). A tensor joins a chain only when the next
-operator is its single use: a second consumer, a block output, a variable or a region boundary ends the chain
-(that tensor is stored as usual), and an operator joins one chain at most. Each step computes what the operator's
-own kernel computes, so results are identical to the unfused program (tosa_vk/lower/epilogue.py).
+value), SIGMOID, TANH, and RESHAPEs that keep the channel dimension between them — to each result in registers, and
+stores only the last one; the kernel runs where the chain's last operator was (every tensor it reads exists by
+then). A tensor joins a chain only when the next operator is its single use: a second consumer, a block output, a
+variable or a region boundary ends the chain (that tensor is stored as usual), and an operator joins one chain at
+most. Each step computes what the operator's own kernel computes, so results are identical to the unfused program
+(tosa_vk/lower/epilogue.py).
 
 Element-wise groups: connected element-wise operators of one output shape (the epilogue set, and SLICEs of
 tensors from outside the group, read at an offset) become one generated kernel that runs where the group's first
 operator was: every input from outside must exist by then, which also keeps a group from both feeding and
 reading an operator outside it. Values used only inside the group stay in registers (tosa_vk/lower/group.py).
+
+Views: a SLICE whose output is one contiguous run of its input reads that memory in place, and a CONCAT whose
+inputs are each one run of its output has their producers write there; no kernel either way (not in VGF exports,
+whose resources are bound whole: compile(..., views=False)).
 
 `fuse(graph, partition)` decides; the lower stage asks `Fusion.chain()` / `Fusion.group()` and falls back to one
 kernel per operator when a lowering declines. `tosa_vk.load(..., fuse=False)` or TOSA_VK_FUSE=0 turns the stage
@@ -26,6 +31,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from .ir.graph import Block, Graph, Operator
 
 if TYPE_CHECKING:
@@ -33,6 +40,7 @@ if TYPE_CHECKING:
 
 ANCHORS = ("CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D")
 EPILOGUE = ("RESCALE", "CLAMP", "ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SIGMOID", "TANH")
+# in a chain only: a RESHAPE keeping the last dimension changes no element's linear index or channel
 ENV = "TOSA_VK_FUSE"
 UNARY = ("RESCALE", "CLAMP", "SIGMOID", "TANH", "SLICE")  # one data input (the rest are parameters); others two
 
@@ -54,6 +62,9 @@ class Fusion:
     chains: dict[tuple[str, int], list[int]] = field(default_factory=dict)
     # (region, first operator) -> the element-wise operators one generated kernel does, in order
     groups: dict[tuple[str, int], list[int]] = field(default_factory=dict)
+    # (region, SLICE / CONCAT) -> byte offsets: the SLICE's output is its input's bytes from offsets[0]; the CONCAT's
+    # inputs are written by their producers straight into its output at offsets[i]. Either way no kernel.
+    views: dict[tuple[str, int], list[int]] = field(default_factory=dict)
 
     def chain(self, region: str, index: int) -> list[int]:
         return self.chains.get((region, index), [])
@@ -61,18 +72,28 @@ class Fusion:
     def group(self, region: str, index: int) -> list[int]:
         return self.groups.get((region, index), [])
 
+    def view(self, region: str, index: int) -> list[int] | None:
+        return self.views.get((region, index))
 
-def fuse(graph: Graph, partition: Partition) -> Fusion:
+
+def fuse(graph: Graph, partition: Partition, alignment: int | None = None) -> Fusion:
+    """The fusion of `graph`; `alignment` (the arena's offset alignment) allows views, None none."""
     out = Fusion()
     for region in graph.regions:
         block = region.blocks[0]
-        on_vulkan = lambda i, r=region.name: partition.of(r, i).where == "vulkan"  # noqa: E731
+        on_vulkan = lambda i, r=region.name: partition.of(r, i).where in ("vulkan", "alias")  # noqa: E731
         claimed: set[int] = set()
         for anchor, chain in _epilogues(block, on_vulkan):
             out.chains[(region.name, anchor)] = chain
             claimed.update([anchor, *chain])
         for members in _groups(block, on_vulkan, claimed):
             out.groups[(region.name, members[0])] = members
+            claimed.update(members)
+        # views only without control flow: carried loop state is matched by memory root, which views share
+        if alignment and len(graph.regions) == 1:
+            placed = {i: partition.of(region.name, i).where for i in range(len(block.operators))}
+            for index, offsets in _views(block, placed, claimed, alignment).items():
+                out.views[(region.name, index)] = offsets
     return out
 
 
@@ -93,6 +114,8 @@ def _epilogues(block: Block, on_vulkan) -> list[tuple[int, list[int]]]:
                 break
             chain.append(nxt)
             tensor = block.operators[nxt].outputs[0]
+        while chain and block.operators[chain[-1]].op == "RESHAPE":  # a trailing RESHAPE is an alias anyway
+            chain.pop()
         if chain:
             claimed.update(chain)
             found.append((index, chain))
@@ -102,6 +125,9 @@ def _epilogues(block: Block, on_vulkan) -> list[tuple[int, list[int]]]:
 def _joins(block: Block, op: Operator, tensor: str) -> bool:
     """Whether `op`, which reads `tensor` (the chain's value), can be applied in an epilogue (the lowering checks
     types and shapes, and declines a chain it cannot do)."""
+    if op.op == "RESHAPE":
+        shapes = [block.tensors[n].shape for n in (op.inputs[0], op.outputs[0])]
+        return op.inputs[0] == tensor and all(shapes) and shapes[0][-1] == shapes[1][-1]
     if op.op not in EPILOGUE or not op.outputs or len(op.outputs) != 1:
         return False
     if op.op == "RESCALE":
@@ -161,3 +187,52 @@ def _fits(block: Block, members: list[int], producer: dict, constant: set, shape
         for i in members
         for n in block.operators[i].inputs
     )
+
+
+def _views(block: Block, placed: dict[int, str], claimed: set[int], alignment: int) -> dict[int, list[int]]:
+    """SLICEs whose output is one contiguous run of their input, and CONCATs whose inputs are each one run of the
+    output, written by a kernel or host step and read by nothing else: views at byte offsets that are multiples of
+    `alignment` (a descriptor's offset; a kernel-side base offset would lift that, on devices where it is large)."""
+    uses = Counter(n for op in block.operators for n in op.inputs)
+    uses.update(block.outputs)
+    producer = {n: i for i, op in enumerate(block.operators) for n in op.outputs}
+    found: dict[int, list[int]] = {}
+    for index, op in enumerate(block.operators):
+        if index in claimed or placed[index] != "vulkan" or op.op not in ("SLICE", "CONCAT"):
+            continue
+        out = block.tensors[op.outputs[0]]
+        width = out.dtype.numpy.itemsize
+        if out.variable:
+            continue
+        if op.op == "SLICE":
+            src, start = block.tensors[op.inputs[0]], block.tensors[op.inputs[1]].data
+            at = None if start is None or src.variable else _run_start(src.shape, start, out.shape)
+            offsets = None if at is None else [at * width]
+        else:
+            axis = int(op.attrs.get("axis") or 0)
+            ins = [block.tensors[n] for n in op.inputs]
+            writers = [producer.get(n) for n in op.inputs]
+            ok = (
+                all(d == 1 for d in out.shape[:axis])  # each input is one run of the output
+                and len(set(op.inputs)) == len(op.inputs)
+                and all(uses[t.name] == 1 and not t.variable and t.data is None for t in ins)
+                and all(p is not None and placed[p] in ("vulkan", "host") and p not in found for p in writers)
+            )
+            offsets = list(np.cumsum([0] + [t.size * width for t in ins[:-1]])) if ok else None
+        if offsets is not None and all(int(o) % alignment == 0 for o in offsets):
+            found[index] = [int(o) for o in offsets]
+    return found
+
+
+def _run_start(shape, start, size) -> int | None:
+    """The flat index where a SLICE (start, size) of a row-major `shape` begins, if it is one contiguous run:
+    size 1 up to some dimension, anything there, whole dimensions after it."""
+    start = [int(s) for s in np.asarray(start).reshape(-1)]
+    k = next((i for i, s in enumerate(size) if s != 1), len(size))
+    if any(size[i] != shape[i] for i in range(k + 1, len(size))):
+        return None
+    flat, step = 0, 1
+    for d in range(len(shape) - 1, -1, -1):
+        flat += start[d] * step
+        step *= shape[d]
+    return flat

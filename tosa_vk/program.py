@@ -214,6 +214,11 @@ class Program:
     def storage(self, tensor: str) -> str:
         return self.buffers[tensor].storage or tensor
 
+    def views(self) -> list[str]:
+        """Tensors that are a part of another tensor's memory, not all of it (SLICE / CONCAT views, fuse.py)."""
+        whole = lambda b: (b.offset, b.nbytes)  # noqa: E731
+        return [n for n, b in self.buffers.items() if whole(b) != whole(self.buffers[self.storage(n)])]
+
     def to_bytes(self) -> bytes:
         return serial.dumps(self, TYPES)
 

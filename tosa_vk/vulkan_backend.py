@@ -8,6 +8,7 @@ where the memory is host-visible); `strict=True` refuses them instead.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager, nullcontext
@@ -119,7 +120,9 @@ class VulkanModel(OnDevice, GraphModel):
         self.graph, self.file = source, file
         dev = self.attach(device)
         try:
-            self.program = compiler.compile(
+            # the compile call, kept for export_vgf (which may need the same program without views)
+            self.compile = functools.partial(
+                compiler.compile,
                 source,
                 dev.info.target,
                 strict=strict,
@@ -128,6 +131,7 @@ class VulkanModel(OnDevice, GraphModel):
                 fuse=fuse,
                 file=file,
             )
+            self.program = self.compile()
             self.runtime = Runtime(
                 self.program,
                 dev,
@@ -175,4 +179,7 @@ class VulkanModel(OnDevice, GraphModel):
         segments (tosa_vk/vgf_export.py). Needs every operator as a Vulkan kernel."""
         from .vgf_export import export_vgf
 
-        return export_vgf(self.program, path)
+        program = self.program
+        if program.views():  # VGF resources are bound whole: the same program with copies instead of views
+            program = self.compile(views=False)
+        return export_vgf(program, path)

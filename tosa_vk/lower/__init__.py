@@ -203,6 +203,7 @@ class Lowered:
     steps: list[Step]
     tensors: dict[str, Tensor]
     root: dict[str, str]
+    offsets: dict[str, int]  # views (Fusion.views): bytes from the start of their root's memory
     constants: dict[str, np.ndarray]
     variables: dict[str, VariableSpec]
     placement: list[Placement]
@@ -229,6 +230,7 @@ def lower(graph: Graph, target: Target, partition: Partition, fusion: Fusion | N
         steps,
         {**c.tensors, **c.temps},
         c.root,
+        c.offsets,
         c.constants,
         c.variables,
         c.placement,
@@ -259,6 +261,7 @@ class Compilation:
         self.target, self.partition, self.fusion = target, partition, fusion
         self.tensors: dict[str, Tensor] = {}  # program-wide name -> tensor (named so)
         self.root: dict[str, str] = {}  # alias -> the tensor whose memory it shares
+        self.offsets: dict[str, int] = {}  # a view -> where its bytes start in its root's memory
         self.constants: dict[str, np.ndarray] = {}
         self.temps: dict[str, Tensor] = {}
         self.placement: list[Placement] = []
@@ -278,6 +281,35 @@ class Compilation:
         """`name` shares the memory of `target` (RESHAPE / IDENTITY outputs, region inputs, variables)."""
         self.declare(name, t)
         self.root[name] = self.root.get(target, target)
+        if target in self.offsets:  # an alias of a view is that view
+            self.offsets[name] = self.offsets[target]
+
+    def view(self, name: str, t: Tensor, target: str, offset: int) -> None:
+        """`name` is part of the bytes of `target`, from `offset` on (a SLICE of one contiguous run, a CONCAT's
+        input)."""
+        self.declare(name, t)
+        self.root[name] = self.root.get(target, target)
+        self.offsets[name] = self.offsets.get(target, 0) + offset
+
+    def _views(self, ctx: LowerCtx, offsets: list[int]) -> bool:
+        """A SLICE or CONCAT done by views (Fusion.views): no kernel. False where memory sharing forbids it."""
+        op = ctx.op
+        if op.op == "SLICE":
+            src = ctx.q(op.inputs[0])
+            if self.tensors[self.root.get(src, src)].variable:
+                return False
+            self.view(ctx.q(op.outputs[0]), ctx.outputs[0], src, offsets[0])
+            reason = "no work: a contiguous run of its input's memory"
+        else:
+            if any(ctx.q(n) in self.root or ctx.q(n) in self.offsets for n in op.inputs):
+                return False  # an input sharing memory already (a view, an alias's root) cannot move
+            out = ctx.q(op.outputs[0])
+            self.declare(out, ctx.outputs[0])
+            for n, offset in zip(op.inputs, offsets):
+                self.view(ctx.q(n), ctx.tensor(n), out, offset)
+            reason = "no work: its inputs' producers write into its output"
+        self.placement.append(Placement(ctx.label, "alias", reason))
+        return True
 
     def block(self, block: Block, region: str, prefix: str = "") -> list[Step]:
         """The steps of one block of `region`; a region's inputs must already be aliased (see control_flow.py)."""
@@ -304,6 +336,9 @@ class Compilation:
             if index in fused:
                 self.placement.append(Placement(ctx.label, "fused", f"done by the kernel of {fused[index]}"))
                 steps.extend(pending.pop(index, []))
+                continue
+            offsets = self.fusion.view(region, index)
+            if offsets is not None and placed.where == "vulkan" and self._views(ctx, offsets):
                 continue
             group = self.fusion.group(region, index)
             if group and placed.where == "vulkan":

@@ -100,6 +100,8 @@ def expression(ctx, op: Operator, args: list[str], k: int, bindings, decls, defi
     multiplier / shift buffers and function) go to `decls`, after `bindings`, named with `k`."""
     tensors = ctx.block.tensors
     x, out = tensors[op.inputs[0]], tensors[op.outputs[0]]
+    if op.op == "RESHAPE":  # same linear index and channel (fuse.py): the value passes through
+        return args[0]
     if op.op == "RESCALE":
         if not ctx.target.has("shaderInt64") or op.attrs.get("input_unsigned") or op.attrs.get("output_unsigned"):
             return None

@@ -19,6 +19,7 @@ def plan(lowered: Lowered, target: Target, alignment: int | None = None) -> Prog
         lowered.tensors,
         lowered.steps,
         lowered.root,
+        lowered.offsets,
         lowered.constants,
         lowered.inputs,
         lowered.outputs,
@@ -34,5 +35,5 @@ def plan(lowered: Lowered, target: Target, alignment: int | None = None) -> Prog
         lowered.placement,
         stats,
         lowered.variables,
-        resources.plan_resources(lowered.tensors, lowered.steps, lowered.root),
+        resources.plan_resources(lowered.tensors, lowered.steps, lowered.root, lowered.offsets),
     )

@@ -52,12 +52,14 @@ def place(
     tensors: dict[str, Tensor],
     steps: list[Step],
     root: dict[str, str],
+    offsets: dict[str, int],
     constants: dict[str, np.ndarray],
     inputs: list[str],
     outputs: list[str],
     alignment: int,
 ) -> tuple[dict[str, Buffer], int, dict[str, int]]:
-    """Buffers by tensor name, the arena's size and memory statistics; every offset a multiple of `alignment`."""
+    """Buffers by tensor name, the arena's size and memory statistics; every offset a multiple of `alignment`
+    (views: their root's offset plus theirs, also a multiple)."""
     first, last, count = liveness(steps, root)
     forever = count + 1
     for name in outputs:
@@ -98,7 +100,7 @@ def place(
         iv = intervals[root.get(name, name)]
         buffers[name] = Buffer(
             name,
-            iv.offset,
+            iv.offset + offsets.get(name, 0),
             t.size * t.dtype.numpy.itemsize,
             t.shape,
             t.dtype.numpy,

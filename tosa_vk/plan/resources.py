@@ -124,10 +124,13 @@ def check_alias_group(members: list[Resource]) -> None:
             )
 
 
-def plan_resources(tensors: dict, steps: list, root: dict[str, str]) -> dict[str, Resource]:
+def plan_resources(
+    tensors: dict, steps: list, root: dict[str, str], offsets: dict[str, int] | None = None
+) -> dict[str, Resource]:
     """Every tensor's Resource in a compiled program: a storage buffer unless a kernel binds it otherwise (a custom
     op's image or TENSOR_ARM binding); tensors sharing one allocation (RESHAPE / IDENTITY, region inputs, one
-    variable's declarations) form an alias group, checked to describe the same data."""
+    variable's declarations) form an alias group, checked to describe the same data; views (`offsets`: part of
+    their root's bytes) are in none."""
     from ..program import Kernel, walk
 
     asked: dict[str, tuple[str, str | None]] = {}
@@ -138,12 +141,14 @@ def plan_resources(tensors: dict, steps: list, root: dict[str, str]) -> dict[str
                     asked.setdefault(name, (descriptor, image.format if image is not None else None))
     members: dict[str, list[str]] = {}
     for name in tensors:
-        members.setdefault(root.get(name, name), []).append(name)
+        if name not in (offsets or {}):
+            members.setdefault(root.get(name, name), []).append(name)
     groups = {r: i for i, r in enumerate(r for r, names in members.items() if len(names) > 1)}
     out = {}
     for name, t in tensors.items():
         descriptor, fmt = asked.get(name, (STORAGE_BUFFER, None))
-        out[name] = resource(name, t.shape, t.dtype, descriptor, fmt, groups.get(root.get(name, name)))
+        group = None if name in (offsets or {}) else groups.get(root.get(name, name))
+        out[name] = resource(name, t.shape, t.dtype, descriptor, fmt, group)
     for r in groups:
         check_alias_group([out[n] for n in members[r]])
     return out

@@ -47,7 +47,7 @@ class ReferenceModel(GraphModel):
         from ..compiler import compile
         from ..vgf_export import export_vgf
 
-        return export_vgf(compile(self.graph, target, strict=True, file=self.file), path)
+        return export_vgf(compile(self.graph, target, strict=True, views=False, file=self.file), path)
 
     def profile(self) -> list[Timing]:
         with self.lock:
