@@ -117,7 +117,6 @@ void main() {
             }
         }
     }
-    if (!live) return;
     int obase = (((n * OD + od) * OH + oh) * OW + ow0) * OC;
     [[unroll]] for (int p = 0; p < TILE_P; ++p) {
 #if OW % TILE_P != 0

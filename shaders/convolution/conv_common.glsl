@@ -119,8 +119,9 @@
 #define RESULT(acc, oc, at) FINISH(acc, oc)
 #endif
 
-// The invocation's pixel tile (`tile`, clamped; `live` false for spare invocations, which redo the last tile and
-// store nothing) and channel block (`block`): blocks are gl_WorkGroupID.y, or with PACKED_BLOCKS (the number of
+// The invocation's pixel tile (`tile`; spare invocations past the last one return at once: on a SIMD CPU like
+// lavapipe a batch of spare lanes then costs nothing, where computing a clamped tile made a one-tile layer cost a
+// whole workgroup) and channel block (`block`): blocks are gl_WorkGroupID.y, or with PACKED_BLOCKS (the number of
 // blocks; layers with fewer tiles than a workgroup has invocations) part of the x index, so that a small layer's
 // workgroups are not mostly spare invocations.
 #ifdef PACKED_BLOCKS
@@ -128,14 +129,12 @@
     int gid_ = int(gl_GlobalInvocationID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x * WORKGROUP); \
     int tile = gid_ / PACKED_BLOCKS; \
     int block = gid_ % PACKED_BLOCKS; \
-    bool live = tile < TILES; \
-    tile = min(tile, TILES - 1);
+    if (tile >= TILES) return;
 #else
 #define TILE_AND_BLOCK \
     int tile = int(gl_GlobalInvocationID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x * WORKGROUP); \
     int block = int(gl_WorkGroupID.y); \
-    bool live = tile < TILES; \
-    tile = min(tile, TILES - 1);
+    if (tile >= TILES) return;
 #endif
 
 // Reductions too long for one invocation (lavapipe ends a shader's loops after 65535 iterations in total) run in

@@ -66,7 +66,6 @@ void main() {
                 DW_ACCUMULATE(acc[p][q], xv[p * SW + kw * DW][q], wv[q], valid[p * SW + kw * DW]);
         }
     }
-    if (!live) return;
     int obase = ((n * OH + oh) * OW + ow0) * OCH + oc0;
     [[unroll]] for (int p = 0; p < TILE_P; ++p) {
 #if OW % TILE_P != 0

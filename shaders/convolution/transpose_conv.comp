@@ -66,7 +66,6 @@ void main() {
             }
         }
     }
-    if (!live) return;
     [[unroll]] for (int p = 0; p < TILE_P; ++p) {
         int ox = ox0 + p * SX;
         if (ox >= OW) continue;
