@@ -336,3 +336,52 @@ def test_slices_and_concats_as_views(device, case):
         with pytest.raises(tosa_vk.TosaError, match="view of part of another's memory"):
             export_vgf(program)
         assert not tosa_vk.compile(graph, views=False).views()
+
+
+def reductions(rng, *, dtype="fp32", kind="reduce_sum", long_axis=False, reuse=False):
+    """A global pool's pieces: a reduction over W, then over H (its prologue), then a per-channel epilogue."""
+    w = 700 if long_axis else 5  # a long first axis takes several passes: then it keeps its own kernel
+    b = Builder()
+    x = b.input("x", (2, 3, w, 8), dtype)
+    inner = getattr(b, kind)(x, axis=2)
+    outer = getattr(b, kind)(inner, axis=1)
+    if dtype == "fp32":
+        y = b.mul(outer, rng.standard_normal((1, 1, 1, 8)).astype(np.float32))
+    elif dtype == "int32":
+        y = b.add(outer, rng.integers(-99, 99, (1, 1, 1, 8)).astype(np.int32))
+    else:
+        y = b.clamp(outer, min_val=np.int8(-50), max_val=np.int8(60))
+    b.output(y, *([b.abs(inner)] if reuse else []))
+    if dtype == "fp32":
+        data = rng.standard_normal(x.shape).astype(np.float32)
+    else:
+        data = rng.integers(-100, 100, x.shape).astype(np.int8 if dtype == "int8" else np.int32)
+    return b.build(), {"x": data}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        {},
+        {"kind": "reduce_max", "dtype": "int8"},
+        {"kind": "reduce_min", "dtype": "int32"},
+        {"dtype": "int32"},
+        {"kind": "reduce_product"},
+        {"long_axis": True},
+        {"reuse": True},
+    ],  # fmt: skip
+    ids=lambda c: "-".join(f"{v}" for v in c.values()) or "sum",
+)
+def test_reduction_pairs_and_epilogues_are_one_kernel(device, case):
+    graph, feeds = reductions(np.random.default_rng(9), **case)
+    labels = [k.op for k in kernels(tosa_vk.compile(graph))]
+    one = not case.get("long_axis") and not case.get("reuse")
+    assert any(label.count("REDUCE_") == 2 for label in labels) == one, labels
+    assert any(label.startswith("REDUCE_") and " + " in label for label in labels), labels  # the epilogue at least
+    compare(device, graph, feeds, atol=1e-5, rtol=1e-5)
+    with tosa_vk.load(graph, backend="vulkan", device=device, fuse=False) as plain:
+        want = plain.run(feeds)
+    with tosa_vk.load(graph, backend="vulkan", device=device) as model:
+        got = model.run(feeds)
+    for name in want:  # each fold as the operator's own kernel does it: identical, floats too
+        assert np.array_equal(got[name], want[name]), name

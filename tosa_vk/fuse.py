@@ -38,7 +38,8 @@ from .ir.graph import Block, Graph, Operator
 if TYPE_CHECKING:
     from .partition import Partition
 
-ANCHORS = ("CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D")
+REDUCTIONS = ("REDUCE_SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PRODUCT")
+ANCHORS = ("CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D", *REDUCTIONS)
 EPILOGUE = ("RESCALE", "CLAMP", "ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SIGMOID", "TANH")
 # in a chain only: a RESHAPE keeping the last dimension changes no element's linear index or channel
 ENV = "TOSA_VK_FUSE"
@@ -65,6 +66,9 @@ class Fusion:
     # (region, SLICE / CONCAT) -> byte offsets: the SLICE's output is its input's bytes from offsets[0]; the CONCAT's
     # inputs are written by their producers straight into its output at offsets[i]. Either way no kernel.
     views: dict[tuple[str, int], list[int]] = field(default_factory=dict)
+    # (region, reduction) -> the reduction of the same kind before it whose result only it reads: one kernel folds
+    # both axes (e.g. a global average pool's REDUCE_SUM over W, then over H)
+    prologues: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def chain(self, region: str, index: int) -> list[int]:
         return self.chains.get((region, index), [])
@@ -75,6 +79,10 @@ class Fusion:
     def view(self, region: str, index: int) -> list[int] | None:
         return self.views.get((region, index))
 
+    def absorbed(self, region: str, index: int) -> int | None:
+        """The reduction whose kernel also does this one (its prologue), if any."""
+        return next((i for (r, i), first in self.prologues.items() if r == region and first == index), None)
+
 
 def fuse(graph: Graph, partition: Partition, alignment: int | None = None) -> Fusion:
     """The fusion of `graph`; `alignment` (the arena's offset alignment) allows views, None none."""
@@ -83,6 +91,9 @@ def fuse(graph: Graph, partition: Partition, alignment: int | None = None) -> Fu
         block = region.blocks[0]
         on_vulkan = lambda i, r=region.name: partition.of(r, i).where in ("vulkan", "alias")  # noqa: E731
         claimed: set[int] = set()
+        for later, first in _prologues(block, on_vulkan).items():
+            out.prologues[(region.name, later)] = first
+            claimed.update([later, first])
         for anchor, chain in _epilogues(block, on_vulkan):
             out.chains[(region.name, anchor)] = chain
             claimed.update([anchor, *chain])
@@ -119,6 +130,27 @@ def _epilogues(block: Block, on_vulkan) -> list[tuple[int, list[int]]]:
         if chain:
             claimed.update(chain)
             found.append((index, chain))
+    return found
+
+
+def _prologues(block: Block, on_vulkan) -> dict[int, int]:
+    """Reductions whose input is only the result of the reduction of the same kind (and nan_mode) before them."""
+    uses = Counter(n for op in block.operators for n in op.inputs)
+    uses.update(block.outputs)
+    producer = {n: i for i, op in enumerate(block.operators) for n in op.outputs}
+    found: dict[int, int] = {}
+    for index, op in enumerate(block.operators):
+        first = producer.get(op.inputs[0]) if op.op in REDUCTIONS and op.inputs else None
+        if first is None or first in found or not on_vulkan(index) or not on_vulkan(first):
+            continue
+        before = block.operators[first]
+        if (
+            before.op == op.op
+            and before.attrs.get("nan_mode") == op.attrs.get("nan_mode")
+            and uses[op.inputs[0]] == 1
+            and not block.tensors[op.inputs[0]].variable
+        ):
+            found[index] = first
     return found
 
 

@@ -12,12 +12,18 @@
 //   READ(v)           an input element (or a partial result) from its storage value
 //   STEP(acc, x)      the new accumulator from acc and x (associative: partial results combine with it too)
 //   WRITE(acc)        the storage value of the result (the output rounded once, or a partial result)
+//   PROLOGUE          (first pass only) `a` is the input of the reduction before this one (tosa_vk/fuse.py):
+//                     element idx of that reduction's result, folded here by prologue(idx) over P_LEN elements
+//                     P_INNER apart, with P_INIT / P_STEP / P_FINISH (what its own single pass computes)
+//   EPILOGUE(v, c, at) the operators applied to each result before its store (include/epilogue.glsl; C_OUT
+//                     channels)
 #include "types.glsl"
 #include "index.glsl"
 #include "elementwise.glsl"
 
 layout(set = 0, binding = 0) readonly buffer InA { A_T a[]; };
 layout(set = 0, binding = 1) writeonly buffer Out { O_T o[]; };
+#include "epilogue.glsl"
 #ifdef PUSH_BAKED
 PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
 #else
@@ -43,6 +49,20 @@ float f64_to_f32_odd(double d) {
     return uintBitsToFloat(u | 1u);
 }
 
+#ifdef PROLOGUE
+A_T prologue(uint idx) {
+    uint k = (idx / P_INNER) * P_LEN * P_INNER + idx % P_INNER;
+    P_ACC_T acc = P_INIT;
+    for (uint n = 0u; n < P_LEN; ++n, k += P_INNER) {
+        acc = P_STEP(acc, LOAD_A(a[k]));
+    }
+    return STORE_A(P_FINISH);
+}
+#define A_AT(idx) prologue(idx)
+#else
+#define A_AT(idx) a[idx]
+#endif
+
 void main() {
     uint i = flat_index();
     if (i >= p.total) return;
@@ -54,7 +74,7 @@ void main() {
     uint n = min(p.chunk, p.axis_len - start);
     ACC_T acc = INIT;
     for (uint k = 0u; k < n; ++k, idx += p.inner) {
-        acc = STEP(acc, READ(a[idx]));
+        acc = STEP(acc, READ(A_AT(idx)));
     }
     o[i] = WRITE(acc);
 }

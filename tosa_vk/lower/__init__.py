@@ -81,6 +81,9 @@ class LowerCtx:
     # the fuse stage's chain after this operator, (index, operator) in order: the kernel applies them to its
     # result and stores the last one's output (tosa_vk/fuse.py); a lowering that cannot returns None
     epilogue: list[tuple[int, Operator]] = dataclasses.field(default_factory=list)
+    # a reduction's prologue (Fusion.prologues): the reduction before it, (index, operator), whose result only this
+    # one reads; the kernel folds both (it reads that operator's input). A lowering that cannot returns None.
+    prologue: tuple[int, Operator] | None = None
 
     def add_constant(self, values: np.ndarray, dtype: DType) -> str:
         """A constant made at load time (e.g. weights packed into the layout a kernel wants); uploaded once.
@@ -123,7 +126,8 @@ class LowerCtx:
     def label(self) -> str:
         """The operator, and the operators its kernels also do: "CONV2D #3 'c' + RESCALE #4 'r'"."""
         own = self.op.label(self.index, self.prefix)
-        return " + ".join([own] + [op.label(i) for i, op in self.epilogue])
+        first = [self.prologue[1].label(self.prologue[0], self.prefix)] if self.prologue else []
+        return " + ".join(first + [own] + [op.label(i) for i, op in self.epilogue])
 
     @property
     def result(self) -> Tensor:
@@ -330,6 +334,7 @@ class Compilation:
                 self.declare(name, t)
         fused: dict[int, str] = {}  # operator index -> the label of the kernel that does it
         pending: dict[int, list[Step]] = {}  # a fused kernel waits for its chain's last operator's place
+        deferred: dict[int, tuple[LowerCtx, Placement]] = {}  # a reduction waits for the one folding it in
         for index, op in enumerate(block.operators):
             ctx = LowerCtx(op, index, block, self.target, {}, prefix, self)
             placed = self.partition.of(region, index)
@@ -355,18 +360,40 @@ class Compilation:
                     self.placement.append(Placement(op.label(index, prefix), placed.where, placed.reason))
                     continue
                 ctx = LowerCtx(op, index, block, self.target, {}, prefix, self)  # declined: separate kernels
+            later = self.fusion.absorbed(region, index)
+            if later is not None and placed.where == "vulkan":
+                deferred[later] = (ctx, placed)  # done by that reduction's kernel, or run just before it
+                continue
             chain = self.fusion.chain(region, index)
-            if chain and placed.where == "vulkan":
+            first = deferred.pop(index, None)
+            lowered = None
+            # with the prologue and the chain; declined: the chain alone (the reduction before runs on its own)
+            for before in ([first] if first else []) + ([None] if chain else []):
+                if placed.where != "vulkan":
+                    break
+                if first and before is None:
+                    steps.extend(self._plain(*first, region))
+                    first = None
                 ctx.epilogue = [(i, block.operators[i]) for i in chain]
+                ctx.prologue = (before[0].index, before[0].op) if before else None
                 lowered = LOWERINGS[op.op](ctx)
                 if lowered is not None:
-                    self.declare(ctx.q(ctx.result.name), ctx.result)
-                    pending[chain[-1]] = lowered
-                    self.temps.update(ctx.temps)
-                    fused.update((i, ctx.label) for i in chain)
-                    self.placement.append(Placement(op.label(index, prefix), placed.where, placed.reason))
-                    continue
+                    break
                 ctx = LowerCtx(op, index, block, self.target, {}, prefix, self)  # declined: separate kernels
+            if lowered is not None:
+                self.declare(ctx.q(ctx.result.name), ctx.result)
+                if chain:
+                    pending[chain[-1]] = lowered
+                else:
+                    steps.extend(lowered)
+                self.temps.update(ctx.temps)
+                fused.update((i, ctx.label) for i in chain)
+                if first:
+                    self.placement.append(Placement(first[0].label, "fused", f"done by the kernel of {ctx.label}"))
+                self.placement.append(Placement(op.label(index, prefix), placed.where, placed.reason))
+                continue
+            if first is not None:  # declined: the reduction before runs on its own, here
+                steps.extend(self._plain(*first, region))
             if op.op in ("CONST", "CONST_SHAPE"):
                 t = block.tensors[op.outputs[0]]
                 if t.dtype != DType.SHAPE and t.data is not None:
@@ -377,26 +404,29 @@ class Compilation:
                 self.alias(ctx.q(op.outputs[0]), ctx.outputs[0], ctx.q(op.inputs[0]))
                 self.placement.append(Placement(ctx.label, placed.where, placed.reason))
                 continue
-            for t in ctx.outputs:
-                self.declare(ctx.q(t.name), t)
-            if placed.where == "host":
-                steps.append(host_step(ctx, self.tensors))
-            else:
-                found = self.partition.lowered.pop((region, index), None) if not prefix else None
-                if found is None:
-                    lowered = LOWERINGS[op.op](ctx)
-                    found = None if lowered is None else (lowered, ctx.temps)
-                if found is None:  # the partition saw a kernel for this variant: the lowering must agree
-                    raise TosaError(
-                        "internal: the lowering declined an operator placed on Vulkan",
-                        op=op.op,
-                        index=index,
-                        region=prefix.removesuffix("::") or None,
-                    )
-                steps.extend(found[0])
-                self.temps.update(found[1])
-            self.placement.append(Placement(ctx.label, placed.where, placed.reason))
+            steps.extend(self._plain(ctx, placed, region))
         return steps
+
+    def _plain(self, ctx: LowerCtx, placed: Placement, region: str) -> list[Step]:
+        """One operator's own kernels (or host step), unfused."""
+        for t in ctx.outputs:
+            self.declare(ctx.q(t.name), t)
+        self.placement.append(Placement(ctx.label, placed.where, placed.reason))
+        if placed.where == "host":
+            return [host_step(ctx, self.tensors)]
+        found = self.partition.lowered.pop((region, ctx.index), None) if not ctx.prefix else None
+        if found is None:
+            lowered = LOWERINGS[ctx.op.op](ctx)
+            found = None if lowered is None else (lowered, ctx.temps)
+        if found is None:  # the partition saw a kernel for this variant: the lowering must agree
+            raise TosaError(
+                "internal: the lowering declined an operator placed on Vulkan",
+                op=ctx.op.op,
+                index=ctx.index,
+                region=ctx.prefix.removesuffix("::") or None,
+            )
+        self.temps.update(found[1])
+        return list(found[0])
 
 
 def copy_step(ctx: LowerCtx, src: str, dst: str) -> Step:

@@ -19,6 +19,7 @@ from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode
 from ..program import Kernel
 from . import LowerCtx, lowering, push
+from .epilogue import epilogue_defines
 
 _INT_MIN = "(-2147483647 - 1)"
 _INT_MAX = "2147483647"
@@ -84,22 +85,57 @@ def _reduce(
     ctx: LowerCtx, acc: str, init: str, step: str, partial_dtype: DType, finish: str = "(acc)", bits: bool = False
 ) -> list[Kernel] | None:
     """A reduction whose accumulator `acc` folds with `step`; partial results are stored as `partial_dtype`
-    (as the bit pattern of a double in int64 when `bits`) and the output as STORE_O(finish)."""
+    (as the bit pattern of a double in int64 when `bits`) and the output as STORE_O(finish), through the fused
+    epilogue if any. With a prologue (the same reduction along another axis before this one) the first pass reads
+    that one's input and folds its axis first, as its own single pass would."""
     base = {"ACC_T": acc, "INIT": init, "STEP(acc, x)": step}
-    out = ctx.outputs[0].name
+    extra: dict[str, str] = {"A": "", "O": ""}
+    fused = epilogue_defines(ctx, extra)  # bindings after A and O
+    first = _prologue(ctx, base, finish)
+    if fused is None or (ctx.prologue and first is None):
+        return None
+    extra = {k: v for k, v in extra.items() if k not in ("A", "O")}
+    store = f"STORE_O(EPILOGUE({finish}, int(i % {ctx.outputs[0].shape[-1]}u), int(i)))" if fused else None
 
     def read(i):
         return "int64BitsToDouble(v)" if bits and i > 0 else "LOAD_A(v)"
 
+    def source(i, src):
+        return (first[0], first[1]) if first and i == 0 else (src, {})
+
     def partial(i, src, shape):
         tmp = ctx.temporary(shape, partial_dtype)
         write = "doubleBitsToInt64(acc)" if bits else "STORE_O(acc)"
-        return {"A": src, "O": tmp}, {**base, "READ(v)": read(i), "WRITE(acc)": write}, (tmp,)
+        a, pro = source(i, src)
+        return {"A": a, "O": tmp}, {**base, **pro, "READ(v)": read(i), "WRITE(acc)": write}, (tmp,)
 
     def final(i, src):
-        return {"A": src, "O": out}, {**base, "READ(v)": read(i), "WRITE(acc)": f"STORE_O({finish})"}, None
+        a, pro = source(i, src)
+        defines = {**base, **pro, **fused, "READ(v)": read(i), "WRITE(acc)": store or f"STORE_O({finish})"}
+        return {"A": a, "O": ctx.result.name, **extra}, defines, None
 
     return _multipass(ctx, "reduction/reduce", partial, final)
+
+
+def _prologue(ctx: LowerCtx, base: dict[str, str], finish: str) -> tuple[str, dict[str, str]] | None:
+    """(the input tensor, defines) of the first pass folding ctx.prologue's axis too; None without one, or when
+    that reduction would take more than one pass on its own (its partial sums would differ)."""
+    if ctx.prologue is None:
+        return None
+    index, op = ctx.prologue
+    x = ctx.block.tensors[op.inputs[0]]
+    outer, length, inner = _axis_view(x.shape, int(op.attrs.get("axis") or 0))
+    if x.size >= 1 << 32 or len(_passes(length, outer * inner)) != 1:
+        return None
+    return x.name, {
+        "PROLOGUE": "1",
+        "P_LEN": f"{length}u",
+        "P_INNER": f"{inner}u",
+        "P_ACC_T": base["ACC_T"],
+        "P_INIT": base["INIT"],
+        "P_STEP(acc, x)": base["STEP(acc, x)"],
+        "P_FINISH": finish,
+    }
 
 
 @lowering("REDUCE_ALL", "REDUCE_ANY")
