@@ -385,3 +385,28 @@ def test_reduction_pairs_and_epilogues_are_one_kernel(device, case):
         got = model.run(feeds)
     for name in want:  # each fold as the operator's own kernel does it: identical, floats too
         assert np.array_equal(got[name], want[name]), name
+
+
+@pytest.mark.parametrize("channels", [3, 8])
+def test_a_transpose_into_a_convolution_is_an_index_map(device, channels):
+    """An NCHW input's TRANSPOSE to NHWC is read through by the convolution after it (no copy) where the input is
+    read one element at a time (few channels); with chunked loads (8 channels) it keeps its own kernel."""
+    rng = np.random.default_rng(channels)
+    b = Builder()
+    x = b.input("x", (1, channels, 9, 7), "fp32")
+    t = b.transpose(x, perms=[0, 2, 3, 1])
+    w = rng.standard_normal((5, 3, 3, channels)).astype(np.float32)
+    y = b.conv2d(
+        t, w, rng.standard_normal(5).astype(np.float32), np.float32(0), np.float32(0), pad=[1, 1, 1, 1], stride=[2, 1]
+    )
+    b.output(b.clamp(y, min_val=np.float32(0), max_val=np.float32(6)))
+    graph, feeds = b.build(), {"x": rng.standard_normal((1, channels, 9, 7)).astype(np.float32)}
+    labels = [k.op for k in kernels(tosa_vk.compile(graph))]
+    assert labels[0].startswith("TRANSPOSE #0 'transpose' + CONV2D") == (channels == 3), labels
+    compare(device, graph, feeds, atol=1e-5, rtol=1e-5)
+    with tosa_vk.load(graph, backend="vulkan", device=device, fuse=False) as plain:
+        want = plain.run(feeds)
+    with tosa_vk.load(graph, backend="vulkan", device=device) as model:
+        got = model.run(feeds)
+    for name in want:
+        assert np.array_equal(got[name], want[name]), name

@@ -67,7 +67,8 @@ class Fusion:
     # inputs are written by their producers straight into its output at offsets[i]. Either way no kernel.
     views: dict[tuple[str, int], list[int]] = field(default_factory=dict)
     # (region, reduction) -> the reduction of the same kind before it whose result only it reads: one kernel folds
-    # both axes (e.g. a global average pool's REDUCE_SUM over W, then over H)
+    # both axes (e.g. a global average pool's REDUCE_SUM over W, then over H); (region, CONV2D) -> the TRANSPOSE
+    # whose result only it reads: the convolution reads through the permutation
     prologues: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def chain(self, region: str, index: int) -> list[int]:
@@ -134,17 +135,20 @@ def _epilogues(block: Block, on_vulkan) -> list[tuple[int, list[int]]]:
 
 
 def _prologues(block: Block, on_vulkan) -> dict[int, int]:
-    """Reductions whose input is only the result of the reduction of the same kind (and nan_mode) before them."""
+    """Reductions whose input is only the result of the reduction of the same kind (and nan_mode) before them, and
+    CONV2Ds whose input is only the result of a TRANSPOSE."""
     uses = Counter(n for op in block.operators for n in op.inputs)
     uses.update(block.outputs)
     producer = {n: i for i, op in enumerate(block.operators) for n in op.outputs}
     found: dict[int, int] = {}
     for index, op in enumerate(block.operators):
-        first = producer.get(op.inputs[0]) if op.op in REDUCTIONS and op.inputs else None
+        first = producer.get(op.inputs[0]) if op.op in (*REDUCTIONS, "CONV2D") and op.inputs else None
         if first is None or first in found or not on_vulkan(index) or not on_vulkan(first):
             continue
         before = block.operators[first]
-        if (
+        if op.op == "CONV2D" and before.op == "TRANSPOSE" and uses[op.inputs[0]] == 1:
+            found[index] = first  # its input read through the permutation (a small-channel NCHW input)
+        elif (
             before.op == op.op
             and before.attrs.get("nan_mode") == op.attrs.get("nan_mode")
             and uses[op.inputs[0]] == 1

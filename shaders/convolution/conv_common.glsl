@@ -79,7 +79,11 @@
 #define CHUNK_T X_C
 #define INPUT_WORDS
 #define WEIGHT_WORDS
-#define LOAD_X_CHUNK(dst, i, valid) { dst[0] = mix(X_C(0), IN_VALUE(LOAD_X(x[(valid) ? (i) : 0])), valid); }
+// X_AT(i): where input element i (NHWC order) is stored; a fused TRANSPOSE before the convolution permutes it
+#ifndef X_AT
+#define X_AT(i) (i)
+#endif
+#define LOAD_X_CHUNK(dst, i, valid) { dst[0] = mix(X_C(0), IN_VALUE(LOAD_X(x[X_AT((valid) ? (i) : 0)])), valid); }
 #define LOAD_W_CHUNK(dst, i) { dst[0] = W_VALUE(LOAD_W(w[i])); }
 #if defined(SKIP_PADDED) && !defined(INTEGER)
 #define DOT_CHUNK(acc, a, b, valid) acc += mix(0.0, (a)[0] * (b)[0], valid)

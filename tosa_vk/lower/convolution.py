@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.dtype import DType
+from ..ir.graph import Operator, Tensor
 from ..shader_abi import WORKGROUP
 from . import LowerCtx, lowering, spill
 from .elementwise_binary import VEC4
@@ -137,7 +138,7 @@ def _skip_padded(ctx: LowerCtx, padded: bool) -> bool:
 def _grid(ctx: LowerCtx, tiles: int, blocks: int, defines: dict) -> tuple[int, int, int]:
     """Pixel tiles along x (spilling into z), channel blocks along y; a layer with fewer tiles than a workgroup
     has invocations packs its blocks into x (PACKED_BLOCKS): otherwise each of its workgroups would be mostly
-    spare invocations redoing the last tile (16x the work of a 4 x 4 1x1 convolution on lavapipe)."""
+    spare invocations."""
     if tiles < WORKGROUP and blocks > 1:
         defines["PACKED_BLOCKS"] = blocks
         x, z, _ = spill(-(-(tiles * blocks) // WORKGROUP), ctx.target.max_workgroup_count[0])
@@ -155,14 +156,22 @@ def _pixels(p: int, rows: int, width: int, blocks: int) -> int:
 
 
 def _kernel(
-    ctx: LowerCtx, shader: str, defines: dict, extra: dict, groups, outer: int = 0, k: int = 0, ve: int = 1
+    ctx: LowerCtx,
+    shader: str,
+    defines: dict,
+    extra: dict,
+    groups,
+    outer: int = 0,
+    k: int = 0,
+    ve: int = 1,
+    source: str | None = None,
 ) -> list | None:
     """The dispatch, or passes over ranges of the k input channels (VE at a time) when `outer` loop iterations
     around each chunk would exceed the target's loop budget: raw accumulators go through a temporary in the output's
-    layout."""
+    layout. `source`: the tensor bound as the input (a fused TRANSPOSE's input), if not the operator's."""
     x, w, bias = ctx.inputs[:3]
     out = ctx.outputs[0]
-    bindings = {"X": x.name, "W": w.name, "B": bias.name, "O": ctx.result.name, **extra}
+    bindings = {"X": source or x.name, "W": w.name, "B": bias.name, "O": ctx.result.name, **extra}
     fused = epilogue_defines(ctx, bindings)
     if fused is None:
         return None
@@ -249,8 +258,26 @@ def _conv(ctx: LowerCtx, nd: int):
     )
     if _skip_padded(ctx, any(pad)):
         defines["SKIP_PADDED"] = "1"
+    source = None
+    if ctx.prologue:  # a TRANSPOSE whose result only this reads: its input, read through the permutation
+        if ve != 1 or nd != 2:
+            return None  # (chunked loads want channels contiguous)
+        source, defines["X_AT(i)"] = _permuted(ctx.block.tensors[ctx.prologue[1].inputs[0]], x, ctx.prologue[1])
     tiles = n * od * oh * -(-ow // tp)
-    return _kernel(ctx, "convolution/conv", defines, extra, _grid(ctx, tiles, -(-oc // tc), defines), kd * kh, ic, ve)
+    grid = _grid(ctx, tiles, -(-oc // tc), defines)
+    return _kernel(ctx, "convolution/conv", defines, extra, grid, kd * kh, ic, ve, source)
+
+
+def _permuted(src: Tensor, x: Tensor, transpose: Operator) -> tuple[str, str]:
+    """(src's name, X_AT(i)): where element i of x = TRANSPOSE(src) (row-major) is stored in src."""
+    perms = [int(p) for p in transpose.attrs["perms"]]
+    strides = [int(np.prod(src.shape[d + 1 :])) for d in range(len(src.shape))]
+    terms, inner = [], 1
+    for d in range(len(x.shape) - 1, -1, -1):
+        coord = f"((i) / {inner}) % {x.shape[d]}" if d else f"(i) / {inner}"
+        terms.append(f"({coord}) * {strides[perms[d]]}")
+        inner *= x.shape[d]
+    return src.name, "(" + " + ".join(terms) + ")"
 
 
 @lowering("CONV2D")
