@@ -16,14 +16,23 @@ from ..errors import TosaError
 from ..ir.graph import Block, Graph, Tensor
 from ..ir.validate import validate
 from ..variables import begin_run
-from . import registry
+from . import prepared, registry
 from .registry import Call
 
 
 class Interpreter:
     """Runs one validated Graph; `state` (variables) persists across run() calls of the same interpreter."""
 
-    def __init__(self, graph: Graph, file: str | None = None, check: bool = True, max_iterations: int = 1_000_000):
+    def __init__(
+        self,
+        graph: Graph,
+        file: str | None = None,
+        check: bool = True,
+        max_iterations: int = 1_000_000,
+        prepare: bool = True,
+    ):
+        """prepare: common fp32 operators as closures made once (reference/prepared.py), else every operator
+        through its chapter function."""
         from . import load_all
 
         load_all()
@@ -34,6 +43,7 @@ class Interpreter:
         self.state: dict = {}
         self.timings: list[tuple[str, float]] = []  # (operator, seconds) of the last run
         self.max_iterations = max_iterations
+        self.prepare = prepare
         self._regions = {r.name: r for r in graph.regions}
         self._plans: dict[int, tuple] = {}
 
@@ -71,7 +81,10 @@ class Interpreter:
         for step in steps:
             start = time.perf_counter()
             try:
-                self._run_step(step, env)
+                if step.run is not None:
+                    env[step.outputs[0].name] = step.run(*[_read(env, n) for n in step.call.op.inputs])
+                else:
+                    self._run_step(step, env)
             except TosaError as err:
                 op = step.call.op
                 raise err.located(
@@ -107,7 +120,10 @@ class Interpreter:
                     state=self.state,
                     extra={"max_iterations": self.max_iterations, "block": block},
                 )
-                steps.append(_Step(index, fn, call, outs, op.label(index)))
+                make = prepared.PREPARED.get(op.op) if self.prepare and len(outs) == 1 else None
+                known = [None if block.tensors[n].variable else block.tensors[n].data for n in op.inputs]
+                run = make(call, known) if make else None
+                steps.append(_Step(index, fn, call, outs, op.label(index), run))
             cached = self._plans[id(block)] = (constants, steps)
         return cached
 
@@ -137,6 +153,7 @@ class _Step:
     call: Call
     outputs: list[Tensor]
     label: str
+    run: Callable[..., np.ndarray] | None = None  # the prepared closure, if the operator has one here
 
 
 def _read(env: dict, name: str) -> np.ndarray:
