@@ -13,6 +13,7 @@ from helpers import assert_same, compare
 
 import tosa_vk
 from tosa_vk import Builder
+from tosa_vk.bench import graphs
 from tosa_vk.program import Kernel, walk
 from tosa_vk.vgf_export import export_vgf
 
@@ -197,8 +198,9 @@ def test_chains_with_other_tensors(device, make, atol):
 
 
 def random_dag(seed: int):
-    """A random element-wise graph: int8 RESCALE chains with per-channel scales and int32 arithmetic, or fp32
-    arithmetic and activations; broadcast inputs, shared values, SLICEs of a wider input, outputs in the middle."""
+    """A random element-wise graph: int8 RESCALE chains with per-channel scales, TABLE and int32 arithmetic, or
+    fp32 arithmetic and unary functions; broadcast inputs, shared values, SLICEs of a wider input, outputs in the
+    middle."""
     rng = np.random.default_rng(seed)
     b = Builder()
     c = int(rng.choice([1, 3, 4, 8]))
@@ -236,10 +238,12 @@ def random_dag(seed: int):
                           scale32=True, per_channel=per, out_dtype="int8",
                           rounding_mode=str(rng.choice(["SINGLE_ROUND", "DOUBLE_ROUND"])))  # fmt: skip
             q = b.op("CLAMP", q, min_val=np.int8(-100), max_val=np.int8(110))
+            if rng.integers(2):  # an int8 look-up, as quantized graphs do their non-linear functions
+                q = b.table(q, rng.integers(-128, 128, 256).astype(np.int8))
             v = b.rescale(q, np.array([1 << 30], np.int32), np.array([24], np.int8), b.const(np.zeros(1, np.int8)),
                           b.const(np.zeros(1, np.int32)), scale32=True, out_dtype="int32")  # fmt: skip
         elif not integer and kind == 0:
-            v = b.op(str(rng.choice(["SIGMOID", "TANH"])), a)
+            v = b.op(str(rng.choice(["SIGMOID", "TANH", "EXP", "RECIPROCAL", "RSQRT"])), a)
         elif not integer and kind == 1:
             v = b.op("CLAMP", a, min_val=np.float32(-0.5), max_val=np.float32(rng.uniform(0, 2)))
         elif kind == 2 and not integer:
@@ -410,3 +414,35 @@ def test_a_transpose_into_a_convolution_is_an_index_map(device, channels):
         got = model.run(feeds)
     for name in want:
         assert np.array_equal(got[name], want[name]), name
+
+
+@pytest.mark.parametrize("name", sorted(graphs.GRAPHS))
+def test_benchmark_graphs_fused(device, name):
+    """The Builder-made model graphs of the benchmarks (transformer blocks fp32 / int8, GRU, int8 LSTM, ResNet
+    fp32): fused against the reference backend (integers bit-exact) and against the unfused program, with fewer
+    kernels."""
+    graph, feeds = graphs.build(name)
+    integer = not graph.main.tensors[graph.main.outputs[0]].dtype.is_float
+    compare(device, graph, feeds, **({} if integer else {"atol": 1e-4, "rtol": 1e-4}))
+    with tosa_vk.load(graph, backend="vulkan", device=device, fuse=False) as plain:
+        want = plain.run(feeds)
+    with tosa_vk.load(graph, backend="vulkan", device=device) as model:
+        got = model.run(feeds)
+    for out in want:
+        assert_same(got[out], want[out], **({} if integer else {"atol": 1e-5, "rtol": 1e-5}))
+    assert len(kernels(tosa_vk.compile(graph))) < len(kernels(tosa_vk.compile(graph, fuse=False)))
+
+
+def test_a_broadcast_up_ends_a_chain(device):
+    """ADD(convolution [1, 1, 1, 8], x [1, 4, 4, 8]) has more results than the convolution: not an epilogue (a
+    REDUCE_SUM's SUB(x, sum) likewise)."""
+    rng = np.random.default_rng(2)
+    b = Builder()
+    x = b.input("x", (1, 4, 4, 8), "fp32")
+    pooled = b.avg_pool2d(x, np.float32(0), np.float32(0), kernel=[4, 4], stride=[4, 4])
+    y = b.conv2d(pooled, rng.standard_normal((8, 1, 1, 8)).astype(np.float32), np.zeros(8, np.float32),
+                 np.float32(0), np.float32(0))  # fmt: skip
+    b.output(b.add(y, x), b.sub(x, b.reduce_sum(x, axis=3)))
+    graph = b.build()
+    assert not any(" + " in k.op for k in kernels(tosa_vk.compile(graph)))
+    compare(device, graph, {"x": rng.standard_normal((1, 4, 4, 8)).astype(np.float32)}, atol=1e-5, rtol=1e-5)

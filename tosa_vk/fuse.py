@@ -39,11 +39,14 @@ if TYPE_CHECKING:
     from .partition import Partition
 
 REDUCTIONS = ("REDUCE_SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PRODUCT")
-ANCHORS = ("CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D", *REDUCTIONS)
-EPILOGUE = ("RESCALE", "CLAMP", "ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SIGMOID", "TANH")
-# in a chain only: a RESHAPE keeping the last dimension changes no element's linear index or channel
+ANCHORS = ("CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D", "MATMUL", *REDUCTIONS)
+# per-element operators a kernel applies to its results (and a RESHAPE keeping the last dimension, in a chain only:
+# it changes no element's linear index or channel)
+EPILOGUE: tuple[str, ...] = ("RESCALE", "CLAMP", "ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SIGMOID", "TANH")
+EPILOGUE += ("EXP", "RECIPROCAL", "RSQRT", "TABLE")
 ENV = "TOSA_VK_FUSE"
-UNARY = ("RESCALE", "CLAMP", "SIGMOID", "TANH", "SLICE")  # one data input (the rest are parameters); others two
+# one data input (the rest are parameters); the others two
+UNARY = ("RESCALE", "CLAMP", "SIGMOID", "TANH", "EXP", "RECIPROCAL", "RSQRT", "TABLE", "SLICE")
 
 
 def data_inputs(op: Operator) -> list[str]:
@@ -166,9 +169,11 @@ def _joins(block: Block, op: Operator, tensor: str) -> bool:
         return op.inputs[0] == tensor and all(shapes) and shapes[0][-1] == shapes[1][-1]
     if op.op not in EPILOGUE or not op.outputs or len(op.outputs) != 1:
         return False
+    if block.tensors[op.outputs[0]].shape != block.tensors[tensor].shape:
+        return False  # broadcast up by the other operand: more results than the kernel computes
     if op.op == "RESCALE":
         return op.inputs[0] == tensor and _zero_points_known(block, op)
-    if op.op in ("CLAMP", "SIGMOID", "TANH"):
+    if op.op in UNARY:
         return op.inputs[0] == tensor
     return tensor in op.inputs[:2] and op.inputs[0] != op.inputs[1]
 

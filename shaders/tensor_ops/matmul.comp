@@ -11,6 +11,7 @@
 //   A_ZP / B_ZP zero points (expressions; ZP_BUFFER binds ZA, ZB when they are run-time inputs);
 //   PARTIAL: split s of `splits` sums c in [s * k_len, (s + 1) * k_len) into O = a temporary [N, splits, H, W]
 //   of the accumulator type, summed by matmul_sum.comp (lavapipe ends loops after 65535 iterations per invocation).
+//   EPILOGUE(v, c, at): fused operators applied to each result before its store (not with PARTIAL).
 #include "types.glsl"
 layout(local_size_x = LANES) in;
 
@@ -23,6 +24,13 @@ layout(set = 0, binding = 0) readonly buffer InA4 { A_T4 a4[]; };
 #ifdef B_VEC
 layout(set = 0, binding = 1) readonly buffer InB4 { B_T4 b4[]; };
 layout(set = 0, binding = 2) writeonly buffer Out4 { O_T4 o4[]; };
+#endif
+// The fused epilogue (include/epilogue.glsl) on each result: its channel is its column
+#include "epilogue.glsl"
+#ifdef EPILOGUE
+#define RES(v, at) EPILOGUE(v, int((at) % p.W), int(at))
+#else
+#define RES(v, at) (v)
 #endif
 #ifdef ZP_BUFFER
 layout(set = 0, binding = 3) readonly buffer InZA { ZA_T za[]; };
@@ -116,10 +124,11 @@ void main() {
     }
     if (col >= p.W) return;
 #ifdef B_VEC
-#define STORE4(oi, v) o4[(oi) >> 2] = O_T4(STORE_O(v.x), STORE_O(v.y), STORE_O(v.z), STORE_O(v.w))
+#define STORE4(oi, v) o4[(oi) >> 2] = O_T4(STORE_O(RES(v.x, oi)), STORE_O(RES(v.y, (oi) + 1u)), \
+                                          STORE_O(RES(v.z, (oi) + 2u)), STORE_O(RES(v.w, (oi) + 3u)))
 #else
-#define STORE4(oi, v) { o[oi] = STORE_O(v.x); o[oi + 1u] = STORE_O(v.y); o[oi + 2u] = STORE_O(v.z); \
-                        o[oi + 3u] = STORE_O(v.w); }
+#define STORE4(oi, v) { o[oi] = STORE_O(RES(v.x, oi)); o[oi + 1u] = STORE_O(RES(v.y, (oi) + 1u)); \
+                        o[oi + 2u] = STORE_O(RES(v.z, (oi) + 2u)); o[oi + 3u] = STORE_O(RES(v.w, (oi) + 3u)); }
 #endif
     uint rows = min(uint(TM), p.H - row0);
     uint cols = min(4u, p.W - col);
@@ -130,7 +139,7 @@ void main() {
 #endif
 #define STORE(i) if (uint(i) < rows) { uint oi = obase + uint(i) * p.W; \
         if (cols == 4u) { STORE4(oi, acc##i); } else { \
-            o[oi] = STORE_O(acc##i.x); if (cols > 1u) o[oi + 1u] = STORE_O(acc##i.y); \
-            if (cols > 2u) o[oi + 2u] = STORE_O(acc##i.z); } }
+            o[oi] = STORE_O(RES(acc##i.x, oi)); if (cols > 1u) o[oi + 1u] = STORE_O(RES(acc##i.y, oi + 1u)); \
+            if (cols > 2u) o[oi + 2u] = STORE_O(RES(acc##i.z, oi + 2u)); } }
     ROWS(STORE)
 }

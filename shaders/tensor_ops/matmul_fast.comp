@@ -14,6 +14,13 @@ layout(local_size_x = LANES) in;
 layout(set = 0, binding = 0) readonly buffer InA { UNIT a8[]; };
 layout(set = 0, binding = 1) readonly buffer InB { UNIT b8[]; };
 layout(set = 0, binding = 2) writeonly buffer Out4 { O_T4 o4[]; };
+// The fused epilogue (include/epilogue.glsl) on each result: its channel is its column
+#include "epilogue.glsl"
+#ifdef EPILOGUE
+#define RES(v, at) EPILOGUE(v, int((at) % p.W), int(at))
+#else
+#define RES(v, at) (v)
+#endif
 #ifdef PUSH_BAKED
 PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
 #else
@@ -95,9 +102,10 @@ void main() {
     }
     if (col >= p.W) return;
     uint rows = min(uint(TM), p.H - row0);
-#define ST4(v) O_T4(STORE_O(v.x), STORE_O(v.y), STORE_O(v.z), STORE_O(v.w))
+#define ST4(v, e) O_T4(STORE_O(RES(v.x, e)), STORE_O(RES(v.y, (e) + 1u)), STORE_O(RES(v.z, (e) + 2u)), \
+                       STORE_O(RES(v.w, (e) + 3u)))
 #define STJ(i, j) { uint oi = ((n * p.H + row0 + uint(i)) * p.W + col + 8u * uint(j)) >> 2; \
-        o4[oi] = ST4(lo##i##_##j); o4[oi + 1u] = ST4(hi##i##_##j); }
+        o4[oi] = ST4(lo##i##_##j, 4u * oi); o4[oi + 1u] = ST4(hi##i##_##j, 4u * oi + 4u); }
 #define ST(i) if (uint(i) < rows) { COLS(STJ, i) }
     ROWS(ST)
 }

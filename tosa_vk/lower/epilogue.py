@@ -20,7 +20,13 @@ from .types import glsl_storage
 COMPUTE = {DType.FP32: "float", DType.INT8: "int", DType.INT16: "int", DType.INT32: "int"}  # values a step takes
 BINARY = {"ADD": "(({a}) + ({b}))", "SUB": "(({a}) - ({b}))", "MUL": "(({a}) * ({b}))"}
 MINMAX = ("MAXIMUM", "MINIMUM")
-UNARY_FP = {"SIGMOID": "tosa_sigmoid", "TANH": "tosa_tanh"}
+UNARY_FP = {  # through shaders/include/unary.glsl, as the operators' own kernels
+    "SIGMOID": "tosa_sigmoid",
+    "TANH": "tosa_tanh",
+    "EXP": "tosa_exp",
+    "RECIPROCAL": "tosa_reciprocal",
+    "RSQRT": "tosa_rsqrt",
+}
 
 
 def epilogue_defines(ctx: LowerCtx, bindings: dict[str, str]) -> dict[str, str] | None:
@@ -133,6 +139,11 @@ def expression(ctx, op: Operator, args: list[str], k: int, bindings, decls, defi
         if x.dtype in (DType.INT8, DType.INT16):
             return f"(clamp(int({args[0]}), {_int(lo)}, {_int(hi)}))"
         return None
+    if op.op == "TABLE":  # int8: table[value + 128], the table read from its buffer
+        if not (x.dtype == out.dtype == tensors[op.inputs[1]].dtype == DType.INT8):
+            return None
+        table = bind(bindings, decls, f"ET{k}", tensors[op.inputs[1]])
+        return f"(int({table}[int({args[0]}) + 128]))"
     if op.op in UNARY_FP:
         if x.dtype != DType.FP32 or not ctx.target.has("shaderFloat64"):
             return None

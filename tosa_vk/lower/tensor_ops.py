@@ -16,6 +16,7 @@ from ..ir.graph import NanPropagationMode
 from ..program import Kernel
 from . import LowerCtx, lowering, push
 from .elementwise_binary import VEC4
+from .epilogue import epilogue_defines
 from .types import glsl_storage
 
 
@@ -55,7 +56,6 @@ _FAST_UNIT = {
 def _matmul_fast(ctx: LowerCtx) -> list[Kernel] | None:
     """The register-tiled kernel with 8-element loads, when the shapes allow it."""
     a, b = ctx.inputs[:2]
-    out = ctx.outputs[0]
     n, h, c = a.shape
     w = b.shape[2]
     if (
@@ -78,20 +78,16 @@ def _matmul_fast(ctx: LowerCtx) -> list[Kernel] | None:
         "TM": str(tm),
         "TNB": str(tnb),
         "LANES": str(lanes),
-        "O_T4": VEC4[glsl_storage(out.dtype)],
+        "O_T4": VEC4[glsl_storage(ctx.result.dtype)],
     }
     if kind == "UNIT_FP8":
         defines["DECODE8(v)"] = "LOAD_A(v)"
+    bindings = {"A": a.name, "B": b.name, "O": ctx.result.name}
+    fused = epilogue_defines(ctx, bindings)
+    if fused is None:
+        return None
     values = push.MATMUL_FAST.pack(groups, h, c, w, tiles_h, blocks_w)
-    return [
-        ctx.kernel(
-            "tensor_ops/matmul_fast",
-            {"A": a.name, "B": b.name, "O": out.name},
-            defines,
-            values,
-            groups=ctx.groups(groups),
-        )
-    ]
+    return [ctx.kernel("tensor_ops/matmul_fast", bindings, {**defines, **fused}, values, groups=ctx.groups(groups))]
 
 
 @lowering("MATMUL")
@@ -145,12 +141,14 @@ def MATMUL(ctx: LowerCtx):
     values = push.MATMUL.pack(groups, h, c, w, tiles_h, blocks_w, k_len, splits)
     if splits == 1:
         if w % 4 == 0:
-            defines.update(B_VEC="1", B_T4=VEC4[glsl_storage(b.dtype)], O_T4=VEC4[glsl_storage(out.dtype)])
-        return [
-            ctx.kernel(
-                "tensor_ops/matmul", {**bindings, "O": out.name, **extra}, defines, values, groups=ctx.groups(groups)
-            )
-        ]
+            defines.update(B_VEC="1", B_T4=VEC4[glsl_storage(b.dtype)], O_T4=VEC4[glsl_storage(ctx.result.dtype)])
+        bindings = {**bindings, "O": ctx.result.name, **extra}
+        fused = epilogue_defines(ctx, bindings)
+        if fused is None:
+            return None
+        return [ctx.kernel("tensor_ops/matmul", bindings, {**defines, **fused}, values, groups=ctx.groups(groups))]
+    if ctx.epilogue:
+        return None  # (the sum pass would have to apply it)
     part = ctx.temporary((n, splits, h, w), partial_t)
     if w % 4 == 0:
         defines.update(B_VEC="1", B_T4=VEC4[glsl_storage(b.dtype)], O_T4=acc4)
