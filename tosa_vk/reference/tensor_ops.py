@@ -154,6 +154,19 @@ def _shifted(x: np.ndarray, pads, ct, zp, kernel, dilation, out):
     return xf, offsets, q_len, crop
 
 
+def _weights(call: Call, w: np.ndarray, wzp, ct, taps: int) -> np.ndarray:
+    """w - wzp as [taps, IC, OC] in compute type ct; kept on the Call for the next run while the same weight array
+    (a constant) comes back (the Call holds it, so its id cannot be reused)."""
+    key = (ct, wzp)
+    cached = call.extra.get("weights")
+    if cached is not None and cached[0] is w and cached[1] == key:
+        return cached[2]
+    oc, ic = w.shape[0], w.shape[-1]
+    wt = np.ascontiguousarray(_values(w, wzp, ct).reshape(oc, taps, ic).transpose(1, 2, 0))
+    call.extra["weights"] = (w, key, wt)
+    return wt
+
+
 def _conv_nd(call: Call, nd: int):
     """CONV2D / CONV3D: input [N, *spatial, IC], weight [OC, *kernel, IC]."""
     x, w, bias = call.inputs[:3]
@@ -182,7 +195,7 @@ def _conv_nd(call: Call, nd: int):
     integer = not in_t.is_float
     taps = int(np.prod(kernel))
     ct = _compute_type(in_t, x, w, izp, wzp, taps)
-    wt = np.ascontiguousarray(_values(w, wzp, ct).reshape(oc, taps, ic).transpose(1, 2, 0))  # [T,IC,OC]
+    wt = _weights(call, w, wzp, ct, taps)
     # Padding reads zeros; a non-finite weight times a padded zero would make a NaN the spec never computes
     # (padded multiplies are skipped), so such graphs mask each tap's products instead.
     masked = not integer and any(lo or hi for lo, hi in pads) and not np.isfinite(wt).all()
