@@ -48,6 +48,7 @@ class Runtime:
         self.timeout_s = timeout_s
         self._deadline = 0.0  # time.monotonic() by which the current run must end
         self.failed = ""  # why the device work of a run did not finish: the runtime cannot run again
+        self._views: dict[str, np.ndarray] = {}  # tensor -> its array in the mapped arena, made on first use
         self.abandoned = False  # closed with that work still running (its device must not be closed either)
         self.host = host
         self.state: dict[str, Variable] = {}  # variables' seen / is_written flags by uid (values stay in the arena)
@@ -79,8 +80,12 @@ class Runtime:
         return self.device
 
     def view(self, tensor: str) -> np.ndarray:
-        buf = self.program.buffer(tensor)
-        return self.arena.view(buf.offset, buf.shape, buf.dtype)
+        """The tensor's bytes in the mapped arena, as an array (made once per tensor: ~35 us each)."""
+        found = self._views.get(tensor)
+        if found is None:
+            buf = self.program.buffer(tensor)
+            found = self._views[tensor] = self.arena.view(buf.offset, buf.shape, buf.dtype)
+        return found
 
     def _build(self, timestamps: bool) -> None:
         kernels = [s for s in walk(self.program.steps) if isinstance(s, Kernel)]
@@ -343,6 +348,7 @@ class Runtime:
             self.device = None
             return
         vk.vkDeviceWaitIdle(device.device)
+        self._views.clear()  # they point into the mapping freed below
         if queue is not None:  # segments are recorded from the queue's pool: none exist without it
             for seg in getattr(self, "segments", []):
                 seg.close(queue.pool)
