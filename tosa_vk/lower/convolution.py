@@ -215,6 +215,11 @@ def _conv(ctx: LowerCtx, nd: int):
     n, id_, ih, iw, ic = xs
     oc, kd, kh, kw, _ = ws
     _, od, oh, ow, _ = os_
+    if (kd, kh, kw) == (1, 1, 1) and set(stride) == {1} and not any(pad):
+        # a 1x1 convolution is a matrix product over all pixels, contiguous in NHWC: one long row to tile (a linear
+        # layer written as [1, rows, 1, C] would otherwise get one useful pixel per 4-pixel tile)
+        pixels = n * id_ * ih * iw
+        n, id_, ih, iw, od, oh, ow = 1, 1, 1, pixels, 1, 1, pixels
     # chunks of 8 input channels, fp32 ones in 32-byte loads (lavapipe: ~15% faster than 16)
     defines.update(chunk_defines(ic, {"X": x.dtype, "W": w.dtype}, 8, 32 if ctx.target.has("shaderInt64") else 16))
     ve = int(defines["VE"])
