@@ -220,6 +220,10 @@ def _conv(ctx: LowerCtx, nd: int):
         # layer written as [1, rows, 1, C] would otherwise get one useful pixel per 4-pixel tile)
         pixels = n * id_ * ih * iw
         n, id_, ih, iw, od, oh, ow = 1, 1, 1, pixels, 1, 1, pixels
+        if not ctx.prologue and ic >= MATMUL_MIN_IC:
+            gemm = _as_matmul(ctx, pixels, ic, oc)
+            if gemm is not None:
+                return gemm
     # chunks of 8 input channels, fp32 ones in 32-byte loads (lavapipe: ~15% faster than 16)
     defines.update(chunk_defines(ic, {"X": x.dtype, "W": w.dtype}, 8, 32 if ctx.target.has("shaderInt64") else 16))
     ve = int(defines["VE"])
@@ -283,6 +287,30 @@ def _permuted(src: Tensor, x: Tensor, transpose: Operator) -> tuple[str, str]:
         terms.append(f"({coord}) * {strides[perms[d]]}")
         inner *= x.shape[d]
     return src.name, "(" + " + ".join(terms) + ")"
+
+
+# 1x1 fp32 convolutions with at least this many input channels run as matmul_fast.comp with the weights laid out
+# [IC, OC] at load: measured on lavapipe, 6 layers of 256 pixels 96 -> 96 channels 15.2 -> 6.5 ms, 64 pixels
+# 256 -> 256 22.9 -> 11.0 ms; with 16 channels the convolution kernel is faster (3.3 vs 5.0 ms for 1024 pixels).
+MATMUL_MIN_IC = 32
+
+
+def _as_matmul(ctx: LowerCtx, pixels: int, ic: int, oc: int) -> list | None:
+    """A 1x1 convolution with constant fp32 weights as a matrix product [pixels, IC] x [IC, OC] plus bias."""
+    from .tensor_ops import matmul_fast
+
+    x, w, bias = ctx.inputs[:3]
+    weights = ctx.constant(1)
+    if weights is None or x.dtype != DType.FP32 or w.dtype != DType.FP32 or _skip_padded(ctx, True):
+        return None
+    layout = np.ascontiguousarray(np.asarray(weights, np.float32).reshape(oc, ic).T).reshape(1, ic, oc)
+    saved = dict(ctx.temps)
+    b = ctx.tensor(ctx.add_constant(layout, DType.FP32))
+    kernels = matmul_fast(ctx, x, b, (1, pixels, ic, oc), bias)
+    if kernels is None:
+        ctx.temps.clear()
+        ctx.temps.update(saved)  # declined: no constant left behind
+    return kernels
 
 
 @lowering("CONV2D")

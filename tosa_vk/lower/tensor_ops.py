@@ -12,11 +12,11 @@ pass is one butterfly per invocation.
 from __future__ import annotations
 
 from ..ir.dtype import DType
-from ..ir.graph import NanPropagationMode
+from ..ir.graph import NanPropagationMode, Tensor
 from ..program import Kernel
 from . import LowerCtx, lowering, push
 from .elementwise_binary import VEC4
-from .epilogue import epilogue_defines
+from .epilogue import bind, epilogue_defines
 from .types import glsl_storage
 
 
@@ -57,7 +57,16 @@ def _matmul_fast(ctx: LowerCtx) -> list[Kernel] | None:
     """The register-tiled kernel with 8-element loads, when the shapes allow it."""
     a, b = ctx.inputs[:2]
     n, h, c = a.shape
-    w = b.shape[2]
+    return matmul_fast(ctx, a, b, (n, h, c, b.shape[2]))
+
+
+def matmul_fast(
+    ctx: LowerCtx, a: Tensor, b: Tensor, shape: tuple[int, int, int, int], bias: Tensor | None = None
+) -> list[Kernel] | None:
+    """matmul_fast.comp on a [N, H, C] x b [N, C, W] (shape = N, H, C, W; the tensors' own shapes may differ, e.g. a
+    1x1 convolution's input and its weights laid out as [1, IC, OC]), then `bias` [W] or [1] added to each result
+    (in fp32, as a convolution does) before ctx's epilogue; None when the shapes or types do not allow it."""
+    n, h, c, w = shape
     if (
         a.dtype not in _FAST_UNIT
         or c % 8
@@ -86,6 +95,14 @@ def _matmul_fast(ctx: LowerCtx) -> list[Kernel] | None:
     fused = epilogue_defines(ctx, bindings)
     if fused is None:
         return None
+    if bias is not None:
+        if bias.dtype != DType.FP32:
+            return None
+        decls = [fused.get("EP_DECLS", "")]
+        array = bind(bindings, decls, "BIAS", bias)
+        added = f"((v) + {array}[{'0' if bias.size == 1 else 'c'}])"
+        chain = "ep_chain(" + added + ", c, at)" if fused else added
+        fused = {**fused, "EP_DECLS": " ".join(decls), "EPILOGUE(v, c, at)": chain}
     values = push.MATMUL_FAST.pack(groups, h, c, w, tiles_h, blocks_w)
     return [ctx.kernel("tensor_ops/matmul_fast", bindings, {**defines, **fused}, values, groups=ctx.groups(groups))]
 
