@@ -446,3 +446,34 @@ def test_a_broadcast_up_ends_a_chain(device):
     graph = b.build()
     assert not any(" + " in k.op for k in kernels(tosa_vk.compile(graph)))
     compare(device, graph, {"x": rng.standard_normal((1, 4, 4, 8)).astype(np.float32)}, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["max_pool2d", "avg_pool2d"])
+@pytest.mark.parametrize("dtype", ["fp32", "int8"])
+def test_pools_take_epilogues(device, kind, dtype):
+    rng = np.random.default_rng(11)
+    b = Builder()
+    x = b.input("x", (1, 6, 6, 8), dtype)
+    zp = {"fp32": np.float32(0), "int8": np.int8(0)}[dtype]
+    args = (zp, zp) if kind == "avg_pool2d" else ()
+    y = getattr(b, kind)(x, *args, kernel=[3, 3], stride=[1, 1], pad=[1, 1, 1, 1])
+    if dtype == "fp32":
+        b.output(b.sigmoid(b.add(y, rng.standard_normal((1, 1, 1, 8)).astype(np.float32))))
+        feeds = {"x": rng.standard_normal((1, 6, 6, 8)).astype(np.float32)}
+    else:
+        b.output(
+            b.table(
+                b.clamp(y, min_val=np.int8(-90), max_val=np.int8(100)), rng.integers(-128, 128, 256).astype(np.int8)
+            )
+        )
+        feeds = {"x": rng.integers(-128, 128, (1, 6, 6, 8)).astype(np.int8)}
+    graph = b.build()
+    (label,) = [k.op for k in kernels(tosa_vk.compile(graph))]
+    assert label.startswith(kind.upper()) and label.count(" + ") == 2, label
+    compare(device, graph, feeds, atol=1e-6, rtol=1e-6)
+    with tosa_vk.load(graph, backend="vulkan", device=device, fuse=False) as plain:
+        want = plain.run(feeds)
+    with tosa_vk.load(graph, backend="vulkan", device=device) as model:
+        got = model.run(feeds)
+    for name in want:
+        assert np.array_equal(got[name], want[name]), name

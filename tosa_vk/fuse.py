@@ -1,14 +1,16 @@
 """The fuse stage: which operators one kernel does together, so that a tensor used only between them is never
 written to memory and each absorbed operator costs no dispatch (issue 16).
 
-Epilogues: a convolution's kernel applies the chain of per-element operators that follows it — RESCALE (constant
-zero points), CLAMP, ADD / SUB / MUL / MAXIMUM / MINIMUM with another tensor (a residual, a per-channel or single
-value), SIGMOID, TANH, and RESHAPEs that keep the channel dimension between them — to each result in registers, and
-stores only the last one; the kernel runs where the chain's last operator was (every tensor it reads exists by
-then). A tensor joins a chain only when the next operator is its single use: a second consumer, a block output, a
-variable or a region boundary ends the chain (that tensor is stored as usual), and an operator joins one chain at
-most. Each step computes what the operator's own kernel computes, so results are identical to the unfused program
-(tosa_vk/lower/epilogue.py).
+Epilogues: the kernel of a convolution, MATMUL, pool or reduction applies the chain of per-element operators that
+follows it — RESCALE (constant zero points), CLAMP, ADD / SUB / MUL / MAXIMUM / MINIMUM with another tensor (a
+residual, a per-channel or single value), SIGMOID, TANH, EXP, RECIPROCAL, RSQRT, int8 TABLE, and RESHAPEs that
+keep the channel dimension — to each result in registers, and stores only the last one; the kernel runs where the
+chain's last operator was (every tensor it reads exists by then). A tensor joins a chain only when the next
+operator is its single use and has its shape (an operand broadcast up ends it): a second consumer, a block output,
+a variable or a region boundary ends the chain (that tensor is stored as usual), and an operator joins one chain
+at most. Each step computes what the operator's own kernel computes, so results are identical to the unfused
+program (tosa_vk/lower/epilogue.py). A reduction also folds the same reduction before it, and a CONV2D reads
+through a TRANSPOSE before it (Fusion.prologues).
 
 Element-wise groups: connected element-wise operators of one output shape (the epilogue set, and SLICEs of
 tensors from outside the group, read at an offset) become one generated kernel that runs where the group's first
@@ -39,7 +41,8 @@ if TYPE_CHECKING:
     from .partition import Partition
 
 REDUCTIONS = ("REDUCE_SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PRODUCT")
-ANCHORS = ("CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D", "MATMUL", *REDUCTIONS)
+ANCHORS: tuple[str, ...] = ("CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D", "MATMUL")
+ANCHORS += ("AVG_POOL2D", "MAX_POOL2D", *REDUCTIONS)
 # per-element operators a kernel applies to its results (and a RESHAPE keeping the last dimension, in a chain only:
 # it changes no element's linear index or channel)
 EPILOGUE: tuple[str, ...] = ("RESCALE", "CLAMP", "ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SIGMOID", "TANH")

@@ -80,6 +80,14 @@ int avg_int(int acc, int count) {
 }
 #endif
 
+// The fused epilogue (include/epilogue.glsl) on each result (element `at`, channel at % C) before its store.
+#include "epilogue.glsl"
+#ifdef EPILOGUE
+#define RES(v, at) EPILOGUE(v, int((at) % p.C), int(at))
+#else
+#define RES(v, at) (v)
+#endif
+
 void main() {
     uint i = flat_index();
     if (i >= p.total) return;
@@ -111,8 +119,9 @@ void main() {
     acc = ivec4(avg_int(acc.x, count), avg_int(acc.y, count), avg_int(acc.z, count), avg_int(acc.w, count));
 #endif
 #ifdef VEC4
-    o4[i] = O_T4(STORE_O(acc.x), STORE_O(acc.y), STORE_O(acc.z), STORE_O(acc.w));
+    o4[i] = O_T4(STORE_O(RES(acc.x, 4u * i)), STORE_O(RES(acc.y, 4u * i + 1u)), STORE_O(RES(acc.z, 4u * i + 2u)),
+                 STORE_O(RES(acc.w, 4u * i + 3u)));
 #else
-    o[i] = STORE_O(acc.x);
+    o[i] = STORE_O(RES(acc.x, i));
 #endif
 }

@@ -207,14 +207,16 @@ def _pool(ctx: LowerCtx, defines: dict[str, str], extra: dict[str, str] | None =
     if min(kh, ih) * min(kw, iw) + min(kh, ih) > ctx.target.loop_budget or x.size >= 1 << 32:
         return None  # a window too large for one invocation's loop budget
     vec = c % 4 == 0
-    defines = dict(defines)
+    bindings = {"A": x.name, "O": ctx.result.name, **(extra or {})}
+    fused = epilogue_defines(ctx, bindings)
+    if fused is None:
+        return None
+    defines = {**defines, **fused}
     if vec:
-        defines.update(VEC4="1", A_T4=VEC4[glsl_storage(x.dtype)], O_T4=VEC4[glsl_storage(out.dtype)])
+        defines.update(VEC4="1", A_T4=VEC4[glsl_storage(x.dtype)], O_T4=VEC4[glsl_storage(ctx.result.dtype)])
     total = out.size // (4 if vec else 1)
     values = push.POOL.pack(total, ih, iw, c, oh, ow, kh, kw, sy, sx, pt, pl)
-    return [
-        ctx.kernel("tensor_ops/pool", {"A": x.name, "O": out.name, **(extra or {})}, defines, values, invocations=total)
-    ]
+    return [ctx.kernel("tensor_ops/pool", bindings, defines, values, invocations=total)]
 
 
 @lowering("MAX_POOL2D")
