@@ -144,11 +144,21 @@ def add_arguments(p) -> None:
     p.add_argument("--backends", default=",".join(BACKENDS), help=f"comma list from {','.join(BACKENDS)}")
     p.add_argument("--no-cold", action="store_true", help="skip the cold (empty SPIR-V cache) first run")
     p.add_argument("--out", default="bench_results", help="folder for results.json / .md / .png")
+    p.add_argument(
+        "--built",
+        action="store_true",
+        help="also the Builder-made model graphs (transformer blocks fp32 / int8, GRU, int8 LSTM, ResNet fp32; "
+        "tosa_vk/bench/graphs.py), written as .tosa under OUT/graphs",
+    )
 
 
 def main_from_args(args, cases: list[Case] | None = None) -> int:
     if cases is None:
         cases = select_cases(args.suite, args.models, args.quick)
+    if getattr(args, "built", False):
+        from .graphs import write as write_graphs
+
+        cases += model_cases(write_graphs(Path(args.out) / "graphs"))
     if args.filter:
         cases = [c for c in cases if args.filter.lower() in c.name.lower()]
     if not cases:
