@@ -118,3 +118,33 @@ def test_cli_and_script_parse():
     assert len(bench.op_cases(quick=True)) < len(bench.op_cases()) and bench.default_models()
     for script in sorted((ROOT / "benchmarks").glob("*.py")):  # the presets import the installed package plainly
         runpy.run_path(str(script), run_name="not_main")
+
+
+def test_built_graphs_join_the_model_suite(tmp_path, monkeypatch, capsys):
+    """--built writes the Builder-made graphs as .tosa (conformance layout) and benchmarks them with the rest."""
+    from tosa_vk.bench import graphs
+    from tosa_vk.cli import build_parser
+
+    monkeypatch.setattr(graphs, "GRAPHS", {"gru_fp32": graphs.GRAPHS["gru_fp32"]})  # one, to stay quick
+    args = build_parser().parse_args(
+        [
+            "bench",
+            "--suite",
+            "models",
+            "--built",
+            "--filter",
+            "gru",
+            "--backends",
+            "reference",
+            "--repeats",
+            "1",
+            "--warmup",
+            "0",
+            "--no-cold",
+            "--out",
+            str(tmp_path),
+        ]  # fmt: skip
+    )
+    assert bench.main_from_args(args) == 0
+    assert (tmp_path / "graphs" / "gru_fp32" / "desc.json").is_file()
+    assert "| gru_fp32 |" in capsys.readouterr().out
