@@ -87,7 +87,7 @@ class Fusion:
         return self.views.get((region, index))
 
     def absorbed(self, region: str, index: int) -> int | None:
-        """The reduction whose kernel also does this one (its prologue), if any."""
+        """The operator whose kernel also does this one (as its prologue), if any."""
         return next((i for (r, i), first in self.prologues.items() if r == region and first == index), None)
 
 

@@ -81,8 +81,9 @@ class LowerCtx:
     # the fuse stage's chain after this operator, (index, operator) in order: the kernel applies them to its
     # result and stores the last one's output (tosa_vk/fuse.py); a lowering that cannot returns None
     epilogue: list[tuple[int, Operator]] = dataclasses.field(default_factory=list)
-    # a reduction's prologue (Fusion.prologues): the reduction before it, (index, operator), whose result only this
-    # one reads; the kernel folds both (it reads that operator's input). A lowering that cannot returns None.
+    # the prologue (Fusion.prologues): the operator before this one, (index, operator), whose result only this one
+    # reads — the same reduction along another axis, or a TRANSPOSE before a CONV2D; the kernel does both, reading
+    # that operator's input. A lowering that cannot returns None.
     prologue: tuple[int, Operator] | None = None
 
     def add_constant(self, values: np.ndarray, dtype: DType) -> str:
@@ -334,7 +335,7 @@ class Compilation:
                 self.declare(name, t)
         fused: dict[int, str] = {}  # operator index -> the label of the kernel that does it
         pending: dict[int, list[Step]] = {}  # a fused kernel waits for its chain's last operator's place
-        deferred: dict[int, tuple[LowerCtx, Placement]] = {}  # a reduction waits for the one folding it in
+        deferred: dict[int, tuple[LowerCtx, Placement]] = {}  # a prologue waits for the operator doing it
         for index, op in enumerate(block.operators):
             ctx = LowerCtx(op, index, block, self.target, {}, prefix, self)
             placed = self.partition.of(region, index)
@@ -362,12 +363,12 @@ class Compilation:
                 ctx = LowerCtx(op, index, block, self.target, {}, prefix, self)  # declined: separate kernels
             later = self.fusion.absorbed(region, index)
             if later is not None and placed.where == "vulkan":
-                deferred[later] = (ctx, placed)  # done by that reduction's kernel, or run just before it
+                deferred[later] = (ctx, placed)  # done by that operator's kernel, or run just before it
                 continue
             chain = self.fusion.chain(region, index)
             first = deferred.pop(index, None)
             lowered = None
-            # with the prologue and the chain; declined: the chain alone (the reduction before runs on its own)
+            # with the prologue and the chain; declined: the chain alone (the prologue's operator runs on its own)
             for before in ([first] if first else []) + ([None] if chain else []):
                 if placed.where != "vulkan":
                     break
@@ -392,7 +393,7 @@ class Compilation:
                     self.placement.append(Placement(first[0].label, "fused", f"done by the kernel of {ctx.label}"))
                 self.placement.append(Placement(op.label(index, prefix), placed.where, placed.reason))
                 continue
-            if first is not None:  # declined: the reduction before runs on its own, here
+            if first is not None:  # declined: the prologue's operator runs on its own, here
                 steps.extend(self._plain(*first, region))
             if op.op in ("CONST", "CONST_SHAPE"):
                 t = block.tensors[op.outputs[0]]

@@ -32,8 +32,8 @@ class Interpreter:
         max_iterations: int = 1_000_000,
         prepare: bool = True,
     ):
-        """prepare: common fp32 operators as closures made once (reference/prepared.py), else every operator
-        through its chapter function."""
+        """prepare: common fp32 / integer operators as closures made once (reference/prepared.py), else every
+        operator through its chapter function. The closures rely on the static rules holding: only with check."""
         from . import load_all
 
         load_all()
@@ -44,7 +44,7 @@ class Interpreter:
         self.state: dict = {}
         self.timings: list[tuple[str, float]] = []  # (operator, seconds) of the last run
         self.max_iterations = max_iterations
-        self.prepare = prepare
+        self.prepare = prepare and check
         self._regions = {r.name: r for r in graph.regions}
         self._plans: dict[int, tuple] = {}
 
