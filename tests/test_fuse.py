@@ -199,8 +199,8 @@ def test_chains_with_other_tensors(device, make, atol):
 
 def random_dag(seed: int):
     """A random element-wise graph: int8 RESCALE chains with per-channel scales, TABLE and int32 arithmetic, or
-    fp32 arithmetic and unary functions; broadcast inputs, shared values, SLICEs of a wider input, outputs in the
-    middle."""
+    fp32 arithmetic and unary functions; comparisons selecting values; broadcast inputs, shared values, SLICEs of a
+    wider input, outputs in the middle."""
     rng = np.random.default_rng(seed)
     b = Builder()
     c = int(rng.choice([1, 3, 4, 8]))
@@ -248,6 +248,9 @@ def random_dag(seed: int):
             v = b.op("CLAMP", a, min_val=np.float32(-0.5), max_val=np.float32(rng.uniform(0, 2)))
         elif kind == 2 and not integer:
             v = b.op("MUL", a, other, b.const(np.zeros(1, np.int8)))
+        elif kind == 3:  # a mask: a comparison (bool, in registers) choosing between two values
+            mask = b.op(str(rng.choice(["EQUAL", "GREATER", "GREATER_EQUAL"])), a, other)
+            v = b.op("SELECT", mask, a, values[int(rng.integers(len(values)))])
         else:
             v = b.op(str(rng.choice(["ADD", "SUB", "MAXIMUM", "MINIMUM"])), a, other)
         values.append(v)

@@ -12,10 +12,11 @@ at most. Each step computes what the operator's own kernel computes, so results 
 program (tosa_vk/lower/epilogue.py). A reduction also folds the same reduction before it, and a CONV2D reads
 through a TRANSPOSE before it (Fusion.prologues).
 
-Element-wise groups: connected element-wise operators of one output shape (the epilogue set, and SLICEs of
-tensors from outside the group, read at an offset) become one generated kernel that runs where the group's first
-operator was: every input from outside must exist by then, which also keeps a group from both feeding and
-reading an operator outside it. Values used only inside the group stay in registers (tosa_vk/lower/group.py).
+Element-wise groups: connected element-wise operators of one output shape (the epilogue set, EQUAL / GREATER /
+GREATER_EQUAL / SELECT, and SLICEs of tensors from outside the group, read at an offset) become one generated kernel
+that runs where the group's first operator was: every input from outside must exist by then, which also keeps a
+group from both feeding and reading an operator outside it. Values used only inside the group stay in registers
+(tosa_vk/lower/group.py).
 
 Views: a SLICE whose output is one contiguous run of its input reads that memory in place, and a CONCAT whose
 inputs are each one run of its output has their producers write there; no kernel either way (not in VGF exports,
@@ -54,7 +55,7 @@ UNARY = ("RESCALE", "CLAMP", "SIGMOID", "TANH", "EXP", "RECIPROCAL", "RSQRT", "T
 
 def data_inputs(op: Operator) -> list[str]:
     """The inputs an element-wise operator computes on (RESCALE's multiplier, a SLICE's start, ... are not)."""
-    return op.inputs[: 1 if op.op in UNARY else 2]
+    return op.inputs[: 1 if op.op in UNARY else 3 if op.op == "SELECT" else 2]
 
 
 def enabled(fuse: bool | None) -> bool:
@@ -186,7 +187,9 @@ def _zero_points_known(block: Block, op: Operator) -> bool:
     return all(block.tensors[n].data is not None for n in op.inputs[3:5])
 
 
-GROUPED = EPILOGUE + ("SLICE",)  # SLICE of a tensor from outside the group: a strided read, no copy
+# in groups too: SLICE of a tensor from outside the group (a strided read, no copy), comparisons and SELECT (bool
+# values in registers: masks)
+GROUPED = EPILOGUE + ("SLICE", "EQUAL", "GREATER", "GREATER_EQUAL", "SELECT")
 
 
 def _groups(block: Block, on_vulkan, claimed: set[int]) -> list[list[int]]:

@@ -17,7 +17,9 @@ from . import LowerCtx
 from .type_conversion import rescale_defines
 from .types import glsl_storage
 
-COMPUTE = {DType.FP32: "float", DType.INT8: "int", DType.INT16: "int", DType.INT32: "int"}  # values a step takes
+# values a step takes (bool: comparisons and SELECT in element-wise groups)
+COMPUTE = {DType.FP32: "float", DType.INT8: "int", DType.INT16: "int", DType.INT32: "int", DType.BOOL: "bool"}
+COMPARE = {"EQUAL": "==", "GREATER": ">", "GREATER_EQUAL": ">="}  # ordered: false with a NaN, -0 == +0
 BINARY = {"ADD": "(({a}) + ({b}))", "SUB": "(({a}) - ({b}))", "MUL": "(({a}) * ({b}))"}
 MINMAX = ("MAXIMUM", "MINIMUM")
 UNARY_FP = {  # through shaders/include/unary.glsl, as the operators' own kernels
@@ -139,6 +141,16 @@ def expression(ctx, op: Operator, args: list[str], k: int, bindings, decls, defi
         if x.dtype in (DType.INT8, DType.INT16):
             return f"(clamp(int({args[0]}), {_int(lo)}, {_int(hi)}))"
         return None
+    if op.op in COMPARE:
+        y = tensors[op.inputs[1]]
+        if x.dtype != y.dtype or x.dtype not in (DType.INT32, DType.FP32) or out.dtype != DType.BOOL:
+            return None
+        return f"(({args[0]}) {COMPARE[op.op]} ({args[1]}))"
+    if op.op == "SELECT":
+        a, b = (tensors[n] for n in op.inputs[1:3])
+        if x.dtype != DType.BOOL or not (a.dtype == b.dtype == out.dtype):
+            return None
+        return f"(({args[0]}) ? ({args[1]}) : ({args[2]}))"
     if op.op == "TABLE":  # int8: table[value + 128], the table read from its buffer
         if not (x.dtype == out.dtype == tensors[op.inputs[1]].dtype == DType.INT8):
             return None

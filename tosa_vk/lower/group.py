@@ -2,7 +2,7 @@
 the group computed per element by tosa_vk/lower/epilogue.py's expressions (what its own kernel computes), values
 used only inside the group kept in registers, the others stored.
 
-Done here: fp32 and int8 / int16 / int32 values; inputs of the group's shape or broadcast along size-1
+Done here: fp32, int8 / int16 / int32 and bool values; inputs of the group's shape or broadcast along size-1
 dimensions; SLICE of a tensor from outside the group as an offset read. Anything else declines (None) and the
 operators get their own kernels."""
 
@@ -14,6 +14,7 @@ from collections import Counter
 import numpy as np
 
 from ..fuse import data_inputs
+from ..ir.dtype import DType
 from ..ir.graph import Block, Tensor
 from ..program import Kernel
 from . import LowerCtx
@@ -74,7 +75,8 @@ def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
         if name in stored:
             t = block.tensors[name]
             array = bind(bindings, decls, f"O{len(bindings)}", t, "writeonly")
-            body.append(f"{array}[i] = {glsl_storage(t.dtype)}(v{k});")
+            value = f"uint8_t(v{k} ? 1 : 0)" if t.dtype == DType.BOOL else f"{glsl_storage(t.dtype)}(v{k})"
+            body.append(f"{array}[i] = {value};")
     if not stored:
         return None
     defines.update({"TOTAL": str(math.prod(shape)), "EP_DECLS": " ".join(decls), "GROUP_BODY": " ".join(body)})
