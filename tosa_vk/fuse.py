@@ -9,8 +9,8 @@ chain's last operator was (every tensor it reads exists by then). A tensor joins
 operator is its single use and has its shape (an operand broadcast up ends it): a second consumer, a block output,
 a variable or a region boundary ends the chain (that tensor is stored as usual), and an operator joins one chain
 at most. Each step computes what the operator's own kernel computes, so results are identical to the unfused
-program (tosa_vk/lower/epilogue.py). A reduction also folds the same reduction before it, and a CONV2D reads
-through a TRANSPOSE before it (Fusion.prologues).
+program (tosa_vk/lower/epilogue.py). A reduction also folds the same reduction before it, and a CONV2D (its
+input) or a MATMUL (its B) reads through a TRANSPOSE before it (Fusion.prologues).
 
 Element-wise groups: connected element-wise operators of one output shape (the epilogue set, EQUAL / GREATER /
 GREATER_EQUAL / SELECT, and SLICEs of tensors from outside the group, read at an offset) become one generated kernel
@@ -74,8 +74,8 @@ class Fusion:
     # inputs are written by their producers straight into its output at offsets[i]. Either way no kernel.
     views: dict[tuple[str, int], list[int]] = field(default_factory=dict)
     # (region, reduction) -> the reduction of the same kind before it whose result only it reads: one kernel folds
-    # both axes (e.g. a global average pool's REDUCE_SUM over W, then over H); (region, CONV2D) -> the TRANSPOSE
-    # whose result only it reads: the convolution reads through the permutation
+    # both axes (e.g. a global average pool's REDUCE_SUM over W, then over H); (region, CONV2D or MATMUL) -> the
+    # TRANSPOSE whose result only it reads (as its input, as B): the kernel reads through the permutation
     prologues: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def chain(self, region: str, index: int) -> list[int]:
@@ -142,19 +142,24 @@ def _epilogues(block: Block, on_vulkan) -> list[tuple[int, list[int]]]:
 
 
 def _prologues(block: Block, on_vulkan) -> dict[int, int]:
-    """Reductions whose input is only the result of the reduction of the same kind (and nan_mode) before them, and
-    CONV2Ds whose input is only the result of a TRANSPOSE."""
+    """Reductions whose input is only the result of the reduction of the same kind (and nan_mode) before them,
+    CONV2Ds whose input is only the result of a TRANSPOSE, MATMULs whose B is only a TRANSPOSE of its last two
+    dimensions."""
     uses = Counter(n for op in block.operators for n in op.inputs)
     uses.update(block.outputs)
     producer = {n: i for i, op in enumerate(block.operators) for n in op.outputs}
     found: dict[int, int] = {}
     for index, op in enumerate(block.operators):
-        first = producer.get(op.inputs[0]) if op.op in (*REDUCTIONS, "CONV2D") and op.inputs else None
+        operand = {"MATMUL": 1, "CONV2D": 0}.get(op.op, 0 if op.op in REDUCTIONS else None)
+        first = producer.get(op.inputs[operand]) if operand is not None and len(op.inputs) > operand else None
         if first is None or first in found or not on_vulkan(index) or not on_vulkan(first):
             continue
         before = block.operators[first]
         if op.op == "CONV2D" and before.op == "TRANSPOSE" and uses[op.inputs[0]] == 1:
             found[index] = first  # its input read through the permutation (a small-channel NCHW input)
+        elif op.op == "MATMUL" and before.op == "TRANSPOSE" and uses[op.inputs[1]] == 1:
+            if [int(p) for p in before.attrs.get("perms", ())] == [0, 2, 1]:
+                found[index] = first  # B read as the [N, W, C] it was before (attention's K^T)
         elif (
             before.op == op.op
             and before.attrs.get("nan_mode") == op.attrs.get("nan_mode")

@@ -12,6 +12,7 @@
 //   PARTIAL: split s of `splits` sums c in [s * k_len, (s + 1) * k_len) into O = a temporary [N, splits, H, W]
 //   of the accumulator type, summed by matmul_sum.comp (lavapipe ends loops after 65535 iterations per invocation).
 //   EPILOGUE(v, c, at): fused operators applied to each result before its store (not with PARTIAL).
+//   B_TRANSPOSED: B is bound as the [N, W, C] tensor a fused TRANSPOSE (perms 0, 2, 1) would have made B from.
 #include "types.glsl"
 layout(local_size_x = LANES) in;
 
@@ -59,7 +60,15 @@ layout(push_constant) uniform Params {
 #define BV4(v) (ACC4(CT(LOAD_B(v.x)), CT(LOAD_B(v.y)), CT(LOAD_B(v.z)), CT(LOAD_B(v.w))) - ACC4(CT(B_ZP)))
 
 ACC4 loadB(uint row, uint col) {          // B[row, col .. col + 3] (row = n * C + c), clamped to column W - 1
-#ifdef B_VEC
+#if defined(B_TRANSPOSED)  // B stored as [N, W, C] (a fused TRANSPOSE's input): B[n, c, w] at (n * W + w) * C + c
+    uint c_ = row % p.C, base = (row / p.C) * p.W;
+    ACC4 r;
+    r.x = ACC(CT(LOAD_B(b[(base + min(col, p.W - 1u)) * p.C + c_])) - CT(B_ZP));
+    r.y = ACC(CT(LOAD_B(b[(base + min(col + 1u, p.W - 1u)) * p.C + c_])) - CT(B_ZP));
+    r.z = ACC(CT(LOAD_B(b[(base + min(col + 2u, p.W - 1u)) * p.C + c_])) - CT(B_ZP));
+    r.w = ACC(CT(LOAD_B(b[(base + min(col + 3u, p.W - 1u)) * p.C + c_])) - CT(B_ZP));
+    return r;
+#elif defined(B_VEC)
     return BV4(b4[(row * p.W + col) >> 2]);
 #else
     uint base = row * p.W;

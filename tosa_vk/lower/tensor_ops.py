@@ -123,18 +123,26 @@ def MATMUL(ctx: LowerCtx):
         return []
     if a.size >= 1 << 32 or b.size >= 1 << 32 or out.size >= 1 << 32:
         return None
+    # B read through the TRANSPOSE before it (fuse.py): bound as that operator's input
+    b_source = ctx.prologue[1].inputs[0] if ctx.prologue else b.name
+    transposed = ctx.prologue is not None
     if a.dtype.is_float and MATMUL_FAST:
         fast = _matmul_fast(ctx)
         if fast is not None:
-            return fast
+            # the fast kernel wants B's rows contiguous: with a TRANSPOSE before it, declining (the TRANSPOSE
+            # copies, then this kernel) measured faster than strided loads in matmul.comp (3.45 vs 3.99 ms, the
+            # fp32 transformer block)
+            return None if transposed else fast
     defines = {
         "ACC": acc,
         "ACC4": acc4,
         "TM": str(MATMUL_TM),
         "MAC(acc, s, v)": "acc = fma(vec4(s), v, acc)" if acc == "float" else "acc += (s) * (v)",
     }
-    bindings = {"A": a.name, "B": b.name}
+    bindings = {"A": a.name, "B": b_source}
     extra = {}
+    if transposed:
+        defines["B_TRANSPOSED"] = "1"
     if a.dtype == DType.INT8:
         za, zb = _scalar(ctx, 2), _scalar(ctx, 3)
         if za is None or zb is None:
@@ -157,7 +165,7 @@ def MATMUL(ctx: LowerCtx):
     groups = n * splits * tiles_h * blocks_w
     values = push.MATMUL.pack(groups, h, c, w, tiles_h, blocks_w, k_len, splits)
     if splits == 1:
-        if w % 4 == 0:
+        if w % 4 == 0 and not transposed:
             defines.update(B_VEC="1", B_T4=VEC4[glsl_storage(b.dtype)], O_T4=VEC4[glsl_storage(ctx.result.dtype)])
         bindings = {**bindings, "O": ctx.result.name, **extra}
         fused = epilogue_defines(ctx, bindings)
@@ -167,7 +175,7 @@ def MATMUL(ctx: LowerCtx):
     if ctx.epilogue:
         return None  # (the sum pass would have to apply it)
     part = ctx.temporary((n, splits, h, w), partial_t)
-    if w % 4 == 0:
+    if w % 4 == 0 and not transposed:
         defines.update(B_VEC="1", B_T4=VEC4[glsl_storage(b.dtype)], O_T4=acc4)
     defines["PARTIAL"] = "1"
     first = ctx.kernel(
