@@ -25,6 +25,21 @@ def kernels(program) -> list[Kernel]:
     return [s for s in walk(program.steps) if isinstance(s, Kernel)]
 
 
+def assert_fused_equals_unfused(device, graph, feeds, **tolerance) -> None:
+    """`graph` on Vulkan fused (the default) and with fuse=False: every output identical, or within `tolerance`
+    (assert_same's) when one is given."""
+    runs = []
+    for fuse in (False, True):
+        with tosa_vk.load(graph, backend="vulkan", device=device, fuse=fuse) as model:
+            runs.append(model.run(feeds))
+    want, got = runs
+    for name in want:
+        if tolerance:
+            assert_same(got[name], want[name], **tolerance)
+        else:
+            assert np.array_equal(got[name], want[name]), name
+
+
 def quantized_block(rng, *, depthwise=False, per_channel=True, scale32=True, double_round=False, out16=False,
                     clamp=True, second_use=False, output_mid=False):  # fmt: skip
     """int8 convolution -> RESCALE (int32 -> int8 / int16) [-> CLAMP]: the pattern of quantized CNNs."""
@@ -187,11 +202,7 @@ def test_chains_with_other_tensors(device, make, atol):
     compare(device, graph, feeds, atol=atol)
     labels = [k.op for k in kernels(tosa_vk.compile(graph))]
     assert len(labels) == 2 if make is residual_block else len(labels) == 1, labels
-    with tosa_vk.load(graph, backend="vulkan", device=device, fuse=False) as unfused:
-        want = unfused.run(feeds)
-    with tosa_vk.load(graph, backend="vulkan", device=device) as model:
-        got = model.run(feeds)
-    assert all(np.array_equal(got[n], want[n]) for n in want)
+    assert_fused_equals_unfused(device, graph, feeds)
 
 
 # ---- element-wise groups ---------------------------------------------------------------------------------------
@@ -332,13 +343,9 @@ def test_slices_and_concats_as_views(device, case):
     assert any(label.startswith("CONCAT") for label in labels) == bool(case.get("output_piece")), labels
     assert sum(label.startswith("SLICE") for label in labels) == (1 if case.get("misaligned") else 0), labels
     compare(device, graph, feeds, atol=1e-5, rtol=1e-5)
-    with tosa_vk.load(graph, backend="vulkan", device=device, fuse=False) as plain:
-        want = plain.run(feeds)
+    assert_fused_equals_unfused(device, graph, feeds)
     with tosa_vk.load(graph, backend="vulkan", device=device) as model:
-        got = model.run(feeds)
         assert model.export_vgf().output_names == list(graph.main.outputs)  # recompiled without views
-    for name in want:
-        assert np.array_equal(got[name], want[name]), name
     if not case:
         with pytest.raises(tosa_vk.TosaError, match="view of part of another's memory"):
             export_vgf(program)
@@ -386,12 +393,7 @@ def test_reduction_pairs_and_epilogues_are_one_kernel(device, case):
     assert any(label.count("REDUCE_") == 2 for label in labels) == one, labels
     assert any(label.startswith("REDUCE_") and " + " in label for label in labels), labels  # the epilogue at least
     compare(device, graph, feeds, atol=1e-5, rtol=1e-5)
-    with tosa_vk.load(graph, backend="vulkan", device=device, fuse=False) as plain:
-        want = plain.run(feeds)
-    with tosa_vk.load(graph, backend="vulkan", device=device) as model:
-        got = model.run(feeds)
-    for name in want:  # each fold as the operator's own kernel does it: identical, floats too
-        assert np.array_equal(got[name], want[name]), name
+    assert_fused_equals_unfused(device, graph, feeds)  # each fold as its own kernel does it: floats identical too
 
 
 @pytest.mark.parametrize("channels", [3, 8])
@@ -411,12 +413,7 @@ def test_a_transpose_into_a_convolution_is_an_index_map(device, channels):
     labels = [k.op for k in kernels(tosa_vk.compile(graph))]
     assert labels[0].startswith("TRANSPOSE #0 'transpose' + CONV2D") == (channels == 3), labels
     compare(device, graph, feeds, atol=1e-5, rtol=1e-5)
-    with tosa_vk.load(graph, backend="vulkan", device=device, fuse=False) as plain:
-        want = plain.run(feeds)
-    with tosa_vk.load(graph, backend="vulkan", device=device) as model:
-        got = model.run(feeds)
-    for name in want:
-        assert np.array_equal(got[name], want[name]), name
+    assert_fused_equals_unfused(device, graph, feeds)
 
 
 @pytest.mark.parametrize("name", sorted(graphs.GRAPHS))
@@ -427,12 +424,7 @@ def test_benchmark_graphs_fused(device, name):
     graph, feeds = graphs.build(name)
     integer = not graph.main.tensors[graph.main.outputs[0]].dtype.is_float
     compare(device, graph, feeds, **({} if integer else {"atol": 1e-4, "rtol": 1e-4}))
-    with tosa_vk.load(graph, backend="vulkan", device=device, fuse=False) as plain:
-        want = plain.run(feeds)
-    with tosa_vk.load(graph, backend="vulkan", device=device) as model:
-        got = model.run(feeds)
-    for out in want:
-        assert_same(got[out], want[out], **({} if integer else {"atol": 1e-5, "rtol": 1e-5}))
+    assert_fused_equals_unfused(device, graph, feeds, **({"atol": 0} if integer else {"atol": 1e-5, "rtol": 1e-5}))
     assert len(kernels(tosa_vk.compile(graph))) < len(kernels(tosa_vk.compile(graph, fuse=False)))
 
 
@@ -474,12 +466,7 @@ def test_pools_take_epilogues(device, kind, dtype):
     (label,) = [k.op for k in kernels(tosa_vk.compile(graph))]
     assert label.startswith(kind.upper()) and label.count(" + ") == 2, label
     compare(device, graph, feeds, atol=1e-6, rtol=1e-6)
-    with tosa_vk.load(graph, backend="vulkan", device=device, fuse=False) as plain:
-        want = plain.run(feeds)
-    with tosa_vk.load(graph, backend="vulkan", device=device) as model:
-        got = model.run(feeds)
-    for name in want:
-        assert np.array_equal(got[name], want[name]), name
+    assert_fused_equals_unfused(device, graph, feeds)
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "int8"])

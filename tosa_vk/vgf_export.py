@@ -92,9 +92,10 @@ class _View:
 
 def export_vgf(program: Program, path: str | Path | None = None, cache: ShaderCache | None = None) -> VGF:
     """The VGF container of `program` (written to `path` if given); formats from the planner's resources."""
-    if program.views():  # a VGF resource is bound whole: no descriptor offsets
+    views = program.views()
+    if views:  # a VGF resource is bound whole: no descriptor offsets
         raise TosaError(
-            f"tensor '{program.views()[0]}' is a view of part of another's memory, which a VGF cannot describe: "
+            f"tensor '{views[0]}' is a view of part of another's memory, which a VGF cannot describe: "
             "compile with views=False to export"
         )
     vgf = _Exporter(program, cache or ShaderCache()).run()

@@ -14,12 +14,11 @@ from collections import Counter
 import numpy as np
 
 from ..fuse import data_inputs
-from ..ir.dtype import DType
 from ..ir.graph import Block, Tensor
 from ..program import Kernel
 from . import LowerCtx
 from .epilogue import COMPUTE, bind, expression, variable
-from .types import glsl_storage
+from .types import glsl_store
 
 
 def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
@@ -75,8 +74,7 @@ def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
         if name in stored:
             t = block.tensors[name]
             array = bind(bindings, decls, f"O{len(bindings)}", t, "writeonly")
-            value = f"uint8_t(v{k} ? 1 : 0)" if t.dtype == DType.BOOL else f"{glsl_storage(t.dtype)}(v{k})"
-            body.append(f"{array}[i] = {value};")
+            body.append(f"{array}[i] = {glsl_store(t.dtype, f'v{k}')};")
     if not stored:
         return None
     defines.update({"TOTAL": str(math.prod(shape)), "EP_DECLS": " ".join(decls), "GROUP_BODY": " ".join(body)})

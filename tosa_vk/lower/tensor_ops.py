@@ -60,6 +60,17 @@ def _matmul_fast(ctx: LowerCtx) -> list[Kernel] | None:
     return matmul_fast(ctx, a, b, (n, h, c, b.shape[2]))
 
 
+def _fast_applies(ctx: LowerCtx, dtype: DType, c: int, w: int) -> bool:
+    """Whether matmul_fast.comp can do a [.., C] x [C, W] product of `dtype` on this target."""
+    return (
+        dtype in _FAST_UNIT
+        and c % 8 == 0
+        and w % 8 == 0
+        and c // 8 <= ctx.target.loop_budget
+        and ctx.target.has("shaderInt64")
+    )
+
+
 def matmul_fast(
     ctx: LowerCtx, a: Tensor, b: Tensor, shape: tuple[int, int, int, int], bias: Tensor | None = None
 ) -> list[Kernel] | None:
@@ -67,13 +78,7 @@ def matmul_fast(
     1x1 convolution's input and its weights laid out as [1, IC, OC]), then `bias` [W] or [1] added to each result
     (in fp32, as a convolution does) before ctx's epilogue; None when the shapes or types do not allow it."""
     n, h, c, w = shape
-    if (
-        a.dtype not in _FAST_UNIT
-        or c % 8
-        or w % 8
-        or c // 8 > ctx.target.loop_budget
-        or not ctx.target.has("shaderInt64")
-    ):
+    if not _fast_applies(ctx, a.dtype, c, w):
         return None
     unit, kind = _FAST_UNIT[a.dtype]
     tm = 16 if h >= 16 else (8 if h >= 8 else 4)
@@ -126,13 +131,14 @@ def MATMUL(ctx: LowerCtx):
     # B read through the TRANSPOSE before it (fuse.py): bound as that operator's input
     b_source = ctx.prologue[1].inputs[0] if ctx.prologue else b.name
     transposed = ctx.prologue is not None
-    if a.dtype.is_float and MATMUL_FAST:
+    if a.dtype.is_float and MATMUL_FAST and _fast_applies(ctx, a.dtype, c, w):
+        if transposed:
+            # the fast kernel wants B's rows contiguous: declining (the TRANSPOSE copies, then the fast kernel)
+            # measured faster than strided loads in matmul.comp (3.45 vs 3.99 ms, the fp32 transformer block)
+            return None
         fast = _matmul_fast(ctx)
         if fast is not None:
-            # the fast kernel wants B's rows contiguous: with a TRANSPOSE before it, declining (the TRANSPOSE
-            # copies, then this kernel) measured faster than strided loads in matmul.comp (3.45 vs 3.99 ms, the
-            # fp32 transformer block)
-            return None if transposed else fast
+            return fast
     defines = {
         "ACC": acc,
         "ACC4": acc4,

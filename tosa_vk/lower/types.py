@@ -3,6 +3,8 @@ shaders/include/types.glsl): defines X_T, X_C, LOAD_X(v), STORE_X(v) for a bindi
 
 from __future__ import annotations
 
+import re
+
 from ..ir.dtype import DType
 
 # dtype -> (storage type, compute type, load expression, store expression); `v` is the value.
@@ -28,6 +30,11 @@ def glsl_storage(dtype: DType) -> str:
 
 def glsl_compute(dtype: DType) -> str:
     return _GLSL[dtype][1]
+
+
+def glsl_store(dtype: DType, value: str) -> str:
+    """The storage value of compute value `value` (the STORE_X expression, applied)."""
+    return re.sub(r"\bv\b", value, _GLSL[dtype][3])
 
 
 def binding_defines(name: str, dtype: DType) -> dict[str, str]:

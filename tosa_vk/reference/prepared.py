@@ -21,19 +21,13 @@ import numpy as np
 
 from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode
-from .registry import Call
+from .registry import Call, registrar
 
 Run = Callable[..., np.ndarray]
 PREPARED: dict[str, Callable[[Call, list[Any], Run], Run | None]] = {}
 
 
-def prepared(*names: str):
-    def register(fn):
-        for name in names:
-            PREPARED[name] = fn
-        return fn
-
-    return register
+prepared = registrar(PREPARED, "prepared closures")
 
 
 def _fp32(call: Call) -> bool:
@@ -125,11 +119,7 @@ def conv2d(call: Call, constants: list, slow: Run) -> Run | None:
         lo, hi = DType.INT32.int_range
 
         def run_int8(x, _w, bias, *_):
-            n = x.shape[0]
-            xf = np.subtract(x, zx, dtype=np.float32).reshape(n, -1, ic)
-            acc = np.empty((n, xf.shape[1], oc), dtype=np.float32)
-            for b in range(n):
-                np.matmul(xf[b], wt, out=acc[b])
+            acc = _per_batch(np.subtract(x, zx, dtype=np.float32), wt)
             out = np.rint(acc).astype(np.int64) + bias.reshape(-1).astype(np.int64)
             if out.size and (out.min() < lo or out.max() > hi):
                 return slow(x, _w, bias, *_)
@@ -143,15 +133,20 @@ def conv2d(call: Call, constants: list, slow: Run) -> Run | None:
     wt = np.ascontiguousarray(w.astype(np.float32).reshape(oc, ic).T)
 
     def run(x, _w, bias, *_):
-        n = x.shape[0]
-        xf = np.ascontiguousarray(x, dtype=np.float32).reshape(n, -1, ic)
-        acc = np.empty((n, xf.shape[1], oc), dtype=np.float32)
         with np.errstate(invalid="ignore", over="ignore"):
-            for b in range(n):
-                np.matmul(xf[b], wt, out=acc[b])
+            acc = _per_batch(np.ascontiguousarray(x, dtype=np.float32), wt)
         return np.add(acc, bias.reshape(-1).astype(np.float32), dtype=np.float32).reshape(shape)
 
     return run
+
+
+def _per_batch(x: np.ndarray, wt: np.ndarray) -> np.ndarray:
+    """x [N, ..., IC] (fp32) times wt [IC, OC], one matmul per batch as the chapter function does: [N, pixels, OC]."""
+    xf = x.reshape(x.shape[0], -1, wt.shape[0])
+    acc = np.empty((xf.shape[0], xf.shape[1], wt.shape[1]), dtype=np.float32)
+    for b in range(xf.shape[0]):
+        np.matmul(xf[b], wt, out=acc[b])
+    return acc
 
 
 def _int32_binary(call: Call, constants: list, slow: Run) -> Run | None:

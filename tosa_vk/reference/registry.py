@@ -20,17 +20,24 @@ from ..ir.graph import Operator
 OPS: dict[str, Callable[[Call], Any]] = {}
 
 
-def reference(*names: str):
-    """Registers a reference implementation for the named operators."""
+def registrar(table: dict[str, Callable], what: str):
+    """A decorator maker: `@made("ADD", ...)` puts a function into `table` for the named operators (two for one name
+    is an error)."""
 
-    def register(fn):
-        for name in names:
-            if name in OPS:
-                raise RuntimeError(f"two reference implementations of {name}")
-            OPS[name] = fn
-        return fn
+    def named(*names: str):
+        def register(fn):
+            for name in names:
+                if name in table:
+                    raise RuntimeError(f"two {what} of {name}")
+                table[name] = fn
+            return fn
 
-    return register
+        return register
+
+    return named
+
+
+reference = registrar(OPS, "reference implementations")  # registers a reference implementation
 
 
 @dataclass
