@@ -487,3 +487,66 @@ def test_a_transposed_matmul_operand_is_read_in_place(device, dtype):
     else:
         feeds = {n: rng.integers(-128, 128, s).astype(np.int8) for n, s in (("q", (2, 5, 12)), ("k", (2, 7, 12)))}
     compare(device, graph, feeds, atol=1e-5, rtol=1e-5)
+
+
+def heads(rng, dtype: str, *, kernel: str, perms, output_mid: bool = False):
+    """A linear layer (1x1 CONV2D, or MATMUL) whose result is split into heads, [s, d] -> [h, s, hd] (RESHAPE,
+    TRANSPOSE `perms`), as attention's q / k / v: the layer's kernel stores through the layout tail."""
+    s, d, h = 8, 32, 4
+    b = Builder()
+    integer = dtype == "int8"
+    zero = np.int8(0) if integer else np.float32(0)
+
+    def values(*shape):
+        if integer:
+            return rng.integers(-128, 128, shape).astype(np.int8)
+        return rng.standard_normal(shape).astype(np.float32)
+
+    x = b.input("x", (1, s, 1, d) if kernel == "conv2d" else (1, s, d), dtype)
+    if kernel == "conv2d":
+        bias = rng.integers(-99, 99, d).astype(np.int32) if integer else values(d)
+        y = b.conv2d(x, values(d, 1, 1, d), bias, zero, zero)
+    else:
+        y = b.matmul(x, b.const(values(1, d, d)), zero, zero)
+    if integer:
+        multiplier = rng.integers(1 << 29, 1 << 30, d).astype(np.int32)
+        y = b.rescale(y, multiplier, np.full(d, 40, np.int8), b.const(np.array([0], np.int32)),
+                      b.const(np.array([0], np.int8)), scale32=True, rounding_mode="DOUBLE_ROUND", per_channel=True,
+                      out_dtype="int8")  # fmt: skip
+    split = b.reshape(y, [s, h, d // h])
+    if output_mid:
+        b.output(split)
+    b.output(b.transpose(split, perms=list(perms)))
+    return b.build(), {"x": values(*((1, s, 1, d) if kernel == "conv2d" else (1, s, d)))}
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "int8"])
+@pytest.mark.parametrize("kernel", ["conv2d", "matmul"])
+@pytest.mark.parametrize("perms", [(1, 0, 2), (1, 2, 0)], ids=["keeps-last", "moves-last"])
+def test_a_layout_tail_is_the_stores_index_map(device, dtype, kernel, perms):
+    """CONV2D / MATMUL [-> RESCALE] -> RESHAPE -> TRANSPOSE is one kernel storing each result where the TRANSPOSE
+    puts it: vector stores when the permutation keeps the last dimension, scalar ones when it moves it."""
+    graph, feeds = heads(np.random.default_rng(len(perms) + perms[1]), dtype, kernel=kernel, perms=perms)
+    (label,) = [k.op for k in kernels(tosa_vk.compile(graph))]
+    assert label.endswith("'transpose'") and "RESHAPE" in label, label
+    compare(device, graph, feeds, **({} if dtype == "int8" else {"atol": 1e-5, "rtol": 1e-5}))
+    assert_fused_equals_unfused(device, graph, feeds)
+
+
+def test_a_stored_middle_ends_the_layout_tail(device):
+    """The RESHAPE's output is a graph output too: it is stored as it is, and the TRANSPOSE copies it."""
+    graph, feeds = heads(np.random.default_rng(5), "fp32", kernel="conv2d", perms=(1, 0, 2), output_mid=True)
+    labels = [k.op for k in kernels(tosa_vk.compile(graph))]
+    assert len(labels) == 2 and "TRANSPOSE" not in labels[0], labels
+    assert_fused_equals_unfused(device, graph, feeds)
+
+
+def test_back_to_back_transposes_merge(device):
+    """TRANSPOSE(TRANSPOSE(x, p), q) is one TRANSPOSE by the composed permutation (a pass: results unchanged)."""
+    b = Builder()
+    x = b.input("x", (2, 3, 4, 5), "int32")
+    b.output(b.transpose(b.transpose(x, perms=[1, 0, 3, 2]), perms=[3, 1, 2, 0]))
+    graph = b.build()
+    (kernel,) = kernels(tosa_vk.compile(graph, fuse=False))
+    assert kernel.op.startswith("TRANSPOSE") and " + " not in kernel.op
+    compare(device, graph, {"x": np.arange(120, dtype=np.int32).reshape(2, 3, 4, 5)})

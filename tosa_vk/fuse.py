@@ -9,7 +9,9 @@ chain's last operator was (every tensor it reads exists by then). A tensor joins
 operator is its single use and has its shape (an operand broadcast up ends it): a second consumer, a block output,
 a variable or a region boundary ends the chain (that tensor is stored as usual), and an operator joins one chain
 at most. Each step computes what the operator's own kernel computes, so results are identical to the unfused
-program (tosa_vk/lower/epilogue.py). A reduction also folds the same reduction before it, and a CONV2D (its
+program (tosa_vk/lower/epilogue.py). A CONV2D or MATMUL chain may end in a layout tail, RESHAPEs and TRANSPOSEs
+that the kernel does by storing each result where they would have moved it (no copy kernel; attention's heads split
+and merged around the MATMULs). A reduction also folds the same reduction before it, and a CONV2D (its
 input) or a MATMUL (its B) reads through a TRANSPOSE before it (Fusion.prologues).
 
 Element-wise groups: connected element-wise operators of one output shape (the epilogue set, EQUAL / GREATER /
@@ -48,6 +50,9 @@ ANCHORS += ("AVG_POOL2D", "MAX_POOL2D", *REDUCTIONS)
 # it changes no element's linear index or channel)
 EPILOGUE: tuple[str, ...] = ("RESCALE", "CLAMP", "ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SIGMOID", "TANH")
 EPILOGUE += ("EXP", "RECIPROCAL", "RSQRT", "TABLE")
+# anchors whose kernels store through a chain's layout tail (RESHAPEs and TRANSPOSEs at its end: the store's index
+# map instead of a copy kernel)
+STORE_MAPS = ("CONV2D", "MATMUL")
 ENV = "TOSA_VK_FUSE"
 # one data input (the rest are parameters); the others two
 UNARY = ("RESCALE", "CLAMP", "SIGMOID", "TANH", "EXP", "RECIPROCAL", "RSQRT", "TABLE", "SLICE")
@@ -102,7 +107,8 @@ def fuse(graph: Graph, partition: Partition, alignment: int | None = None) -> Fu
         for later, first in _prologues(block, on_vulkan).items():
             out.prologues[(region.name, later)] = first
             claimed.update([later, first])
-        for anchor, chain in _epilogues(block, on_vulkan):
+        taken = {first for (r, _), first in out.prologues.items() if r == region.name}
+        for anchor, chain in _epilogues(block, on_vulkan, taken):
             out.chains[(region.name, anchor)] = chain
             claimed.update([anchor, *chain])
         for members in _groups(block, on_vulkan, claimed):
@@ -116,11 +122,11 @@ def fuse(graph: Graph, partition: Partition, alignment: int | None = None) -> Fu
     return out
 
 
-def _epilogues(block: Block, on_vulkan) -> list[tuple[int, list[int]]]:
+def _epilogues(block: Block, on_vulkan, taken: set[int]) -> list[tuple[int, list[int]]]:
     uses = Counter(n for op in block.operators for n in op.inputs)
     uses.update(block.outputs)  # a block output is stored: it ends a chain
     consumer = {n: i for i, op in enumerate(block.operators) for n in op.inputs}
-    claimed: set[int] = set()  # an operator joins one chain at most (ADD(a, b) could end two)
+    claimed = set(taken)  # an operator joins one chain at most (ADD(a, b) could end two), or one prologue
     found = []
     for index, op in enumerate(block.operators):
         if op.op not in ANCHORS or not on_vulkan(index):
@@ -129,16 +135,48 @@ def _epilogues(block: Block, on_vulkan) -> list[tuple[int, list[int]]]:
         tensor = op.outputs[0]
         while uses[tensor] == 1 and not block.tensors[tensor].variable and tensor in consumer:
             nxt = consumer[tensor]
-            if nxt in claimed or not on_vulkan(nxt) or not _joins(block, block.operators[nxt], tensor):
+            if nxt in claimed or not on_vulkan(nxt):
+                break
+            nop = block.operators[nxt]
+            if chain and tail_start(block, chain) < len(chain) or _layout(block, nop, tensor):
+                # the layout tail: only RESHAPEs and TRANSPOSEs follow, done by the store (STORE_MAPS)
+                if op.op not in STORE_MAPS or nop.op not in ("RESHAPE", "TRANSPOSE") or nop.inputs[0] != tensor:
+                    break
+            elif not _joins(block, nop, tensor):
                 break
             chain.append(nxt)
-            tensor = block.operators[nxt].outputs[0]
+            tensor = nop.outputs[0]
         while chain and block.operators[chain[-1]].op == "RESHAPE":  # a trailing RESHAPE is an alias anyway
             chain.pop()
         if chain:
             claimed.update(chain)
             found.append((index, chain))
     return found
+
+
+def tail_start(block: Block, chain: list[int]) -> int:
+    """Where a chain's layout tail begins (len(chain) without one): at its first TRANSPOSE or RESHAPE changing the
+    last dimension; the kernel stores through the tail's index map (lower/epilogue.py), so only RESHAPEs and
+    TRANSPOSEs follow."""
+    for k, i in enumerate(chain):
+        op = block.operators[i]
+        if _layout(block, op, op.inputs[0]):
+            return k
+    return len(chain)
+
+
+def without_tail(block: Block, chain: list[int]) -> list[int]:
+    """The chain up to its layout tail, without trailing RESHAPEs (what a kernel that cannot store through an
+    index map still does)."""
+    kept = chain[: tail_start(block, chain)]
+    while kept and block.operators[kept[-1]].op == "RESHAPE":
+        kept.pop()
+    return kept
+
+
+def _layout(block: Block, op: Operator, tensor: str) -> bool:
+    """A TRANSPOSE, or a RESHAPE moving elements to other channels: it starts a chain's layout tail."""
+    return op.op == "TRANSPOSE" or (op.op == "RESHAPE" and not _joins(block, op, tensor))
 
 
 def _prologues(block: Block, on_vulkan) -> dict[int, int]:

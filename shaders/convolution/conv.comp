@@ -19,7 +19,7 @@ INPUT_WORDS
 WEIGHT_WORDS
 ZERO_POINT_BINDINGS
 PARTIAL_BINDING
-#if defined(MAT) && OC % 4 == 0 && !defined(PARTIAL_OUT)
+#if defined(MAT) && OC % 4 == 0 && !defined(PARTIAL_OUT) && !defined(EP_OUT_SCALAR)
 #define STORE_VEC4
 OUTPUT_VEC4
 #endif

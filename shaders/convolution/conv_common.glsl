@@ -156,12 +156,12 @@
 #ifdef PARTIAL_OUT
 #define STORE_RESULT(at, acc, oc) partial[at] = (acc)
 #else
-#define STORE_RESULT(at, acc, oc) o[at] = STORE_O(RESULT(acc, oc, at))
+#define STORE_RESULT(at, acc, oc) o[O_AT(at)] = STORE_O(RESULT(acc, oc, at))
 #endif
 // 4 consecutive output channels from a 4-vector accumulator, one vector store (`at` a multiple of 4; O_T4 is the
 // storage 4-vector of the output, its buffer seen as `o4`).
 #define OUTPUT_VEC4 layout(set = 0, binding = 3) writeonly buffer Out4 { O_T4 o4[]; };
-#define STORE4_RESULT(at, acc, oc) o4[(at) / 4] = O_T4(STORE_O(RESULT((acc).x, oc, at)), \
+#define STORE4_RESULT(at, acc, oc) o4[O4_AT((at) / 4)] = O_T4(STORE_O(RESULT((acc).x, oc, at)), \
     STORE_O(RESULT((acc).y, (oc) + 1, (at) + 1)), STORE_O(RESULT((acc).z, (oc) + 2, (at) + 2)), \
     STORE_O(RESULT((acc).w, (oc) + 3, (at) + 3)))
 

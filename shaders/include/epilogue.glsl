@@ -3,10 +3,14 @@
 // element index in the stored tensor; EP_DECLS declares what it reads (the other operand of an ADD / SUB / MUL /
 // MAXIMUM / MINIMUM, a RESCALE's multiplier and shift) and one function per RESCALE, with the arithmetic of
 // shaders/type_conversion/rescale.comp.
+// A chain may end in layout operators (RESHAPE / TRANSPOSE): the kernel then stores through their index map,
+// EP_OUT(at) -> the element's index in the stored tensor. O_AT(at) is the index a scalar store writes, O4_AT(i) the
+// 4-vector a vector store of elements 4i .. 4i + 3 writes (EP_OUT_SCALAR: the map does not keep 4 consecutive
+// elements together, so the kernel stores scalars).
 #ifndef TOSA_VK_EPILOGUE_GLSL
 #define TOSA_VK_EPILOGUE_GLSL
 
-#ifdef EPILOGUE
+#if defined(EPILOGUE) || defined(EP_OUT)
 #include "elementwise.glsl"
 #ifdef EP_INT64
 #include "conversion.glsl"
@@ -15,6 +19,14 @@
 #include "unary.glsl"
 #endif
 EP_DECLS
+#endif
+
+#ifdef EP_OUT
+#define O_AT(at) uint(EP_OUT(int(at)))
+#define O4_AT(i) (uint(EP_OUT(4 * int(i))) >> 2)
+#else
+#define O_AT(at) (at)
+#define O4_AT(i) (i)
 #endif
 
 #endif

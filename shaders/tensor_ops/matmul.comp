@@ -132,12 +132,13 @@ void main() {
         ROWS(TAIL)
     }
     if (col >= p.W) return;
-#ifdef B_VEC
-#define STORE4(oi, v) o4[(oi) >> 2] = O_T4(STORE_O(RES(v.x, oi)), STORE_O(RES(v.y, (oi) + 1u)), \
+#if defined(B_VEC) && !defined(EP_OUT_SCALAR)
+#define STORE4(oi, v) o4[O4_AT((oi) >> 2)] = O_T4(STORE_O(RES(v.x, oi)), STORE_O(RES(v.y, (oi) + 1u)), \
                                           STORE_O(RES(v.z, (oi) + 2u)), STORE_O(RES(v.w, (oi) + 3u)))
 #else
-#define STORE4(oi, v) { o[oi] = STORE_O(RES(v.x, oi)); o[oi + 1u] = STORE_O(RES(v.y, (oi) + 1u)); \
-                        o[oi + 2u] = STORE_O(RES(v.z, (oi) + 2u)); o[oi + 3u] = STORE_O(RES(v.w, (oi) + 3u)); }
+#define STORE4(oi, v) { o[O_AT(oi)] = STORE_O(RES(v.x, oi)); o[O_AT(oi + 1u)] = STORE_O(RES(v.y, (oi) + 1u)); \
+                        o[O_AT(oi + 2u)] = STORE_O(RES(v.z, (oi) + 2u)); \
+                        o[O_AT(oi + 3u)] = STORE_O(RES(v.w, (oi) + 3u)); }
 #endif
     uint rows = min(uint(TM), p.H - row0);
     uint cols = min(4u, p.W - col);
@@ -148,7 +149,8 @@ void main() {
 #endif
 #define STORE(i) if (uint(i) < rows) { uint oi = obase + uint(i) * p.W; \
         if (cols == 4u) { STORE4(oi, acc##i); } else { \
-            o[oi] = STORE_O(RES(acc##i.x, oi)); if (cols > 1u) o[oi + 1u] = STORE_O(RES(acc##i.y, oi + 1u)); \
-            if (cols > 2u) o[oi + 2u] = STORE_O(RES(acc##i.z, oi + 2u)); } }
+            o[O_AT(oi)] = STORE_O(RES(acc##i.x, oi)); \
+            if (cols > 1u) o[O_AT(oi + 1u)] = STORE_O(RES(acc##i.y, oi + 1u)); \
+            if (cols > 2u) o[O_AT(oi + 2u)] = STORE_O(RES(acc##i.z, oi + 2u)); } }
     ROWS(STORE)
 }

@@ -14,6 +14,7 @@ layout(local_size_x = LANES) in;
 layout(set = 0, binding = 0) readonly buffer InA { UNIT a8[]; };
 layout(set = 0, binding = 1) readonly buffer InB { UNIT b8[]; };
 layout(set = 0, binding = 2) writeonly buffer Out4 { O_T4 o4[]; };
+layout(set = 0, binding = 2) writeonly buffer Out { O_T o[]; };
 // The fused epilogue (include/epilogue.glsl) on each result: its channel is its column
 #include "epilogue.glsl"
 #ifdef EPILOGUE
@@ -104,8 +105,15 @@ void main() {
     uint rows = min(uint(TM), p.H - row0);
 #define ST4(v, e) O_T4(STORE_O(RES(v.x, e)), STORE_O(RES(v.y, (e) + 1u)), STORE_O(RES(v.z, (e) + 2u)), \
                        STORE_O(RES(v.w, (e) + 3u)))
+#ifdef EP_OUT_SCALAR
+#define ST1(v, e) o[O_AT(e)] = STORE_O(RES(v, e));
+#define SCALARS(v, e) ST1(v.x, e) ST1(v.y, (e) + 1u) ST1(v.z, (e) + 2u) ST1(v.w, (e) + 3u)
 #define STJ(i, j) { uint oi = ((n * p.H + row0 + uint(i)) * p.W + col + 8u * uint(j)) >> 2; \
-        o4[oi] = ST4(lo##i##_##j, 4u * oi); o4[oi + 1u] = ST4(hi##i##_##j, 4u * oi + 4u); }
+        SCALARS(lo##i##_##j, 4u * oi) SCALARS(hi##i##_##j, 4u * oi + 4u) }
+#else
+#define STJ(i, j) { uint oi = ((n * p.H + row0 + uint(i)) * p.W + col + 8u * uint(j)) >> 2; \
+        o4[O4_AT(oi)] = ST4(lo##i##_##j, 4u * oi); o4[O4_AT(oi + 1u)] = ST4(hi##i##_##j, 4u * oi + 4u); }
+#endif
 #define ST(i) if (uint(i) < rows) { COLS(STJ, i) }
     ROWS(ST)
 }

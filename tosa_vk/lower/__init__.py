@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import TosaError
-from ..fuse import Fusion
+from ..fuse import Fusion, without_tail
 from ..ir.dtype import DType
 from ..ir.graph import Block, Graph, Operator, Tensor
 from ..program import Host, Kernel, Placement, Step, VariableSpec
@@ -365,11 +365,17 @@ class Compilation:
             if later is not None and placed.where == "vulkan":
                 deferred[later] = (ctx, placed)  # done by that operator's kernel, or run just before it
                 continue
-            chain = self.fusion.chain(region, index)
+            full = self.fusion.chain(region, index)
             first = deferred.pop(index, None)
             lowered = None
-            # with the prologue and the chain; declined: the chain alone (the prologue's operator runs on its own)
-            for before in ([first] if first else []) + ([None] if chain else []):
+            # with the prologue and the chain; declined: the chain alone (the prologue's operator runs on its own),
+            # then the chain without its layout tail (those operators get their own kernels)
+            attempts: list[tuple[tuple[LowerCtx, Placement] | None, list[int]]] = [(first, full)] if first else []
+            for candidate in (full, without_tail(block, full)):
+                if candidate and (None, candidate) not in attempts:
+                    attempts.append((None, candidate))
+            chain: list[int] = []
+            for before, chain in attempts:
                 if placed.where != "vulkan":
                     break
                 if first and before is None:

@@ -14,7 +14,7 @@ from ..ir.graph import Operator, Tensor
 from ..shader_abi import WORKGROUP
 from . import LowerCtx, lowering, spill
 from .elementwise_binary import VEC4
-from .epilogue import epilogue_defines
+from .epilogue import epilogue_defines, transposed_index
 from .types import glsl_storage
 
 # in_t -> (allowed (weight_t, out_t) pairs); acc_type is the attribute (fp16 may accumulate in fp32: the kernels
@@ -165,14 +165,16 @@ def _kernel(
     k: int = 0,
     ve: int = 1,
     source: str | None = None,
+    out_map: bool = False,
 ) -> list | None:
     """The dispatch, or passes over ranges of the k input channels (VE at a time) when `outer` loop iterations
     around each chunk would exceed the target's loop budget: raw accumulators go through a temporary in the output's
-    layout. `source`: the tensor bound as the input (a fused TRANSPOSE's input), if not the operator's."""
+    layout. `source`: the tensor bound as the input (a fused TRANSPOSE's input), if not the operator's; `out_map`:
+    the shader stores through an epilogue's layout tail (conv.comp does)."""
     x, w, bias = ctx.inputs[:3]
     out = ctx.outputs[0]
     bindings = {"X": source or x.name, "W": w.name, "B": bias.name, "O": ctx.result.name, **extra}
-    fused = epilogue_defines(ctx, bindings)
+    fused = epilogue_defines(ctx, bindings, out_map)
     if fused is None:
         return None
     defines = {key: str(v) for key, v in {**defines, **fused}.items()}
@@ -274,19 +276,13 @@ def _conv(ctx: LowerCtx, nd: int):
         source, defines["X_AT(i)"] = _permuted(ctx.block.tensors[ctx.prologue[1].inputs[0]], x, ctx.prologue[1])
     tiles = n * od * oh * -(-ow // tp)
     grid = _grid(ctx, tiles, -(-oc // tc), defines)
-    return _kernel(ctx, "convolution/conv", defines, extra, grid, kd * kh, ic, ve, source)
+    return _kernel(ctx, "convolution/conv", defines, extra, grid, kd * kh, ic, ve, source, out_map=True)
 
 
 def _permuted(src: Tensor, x: Tensor, transpose: Operator) -> tuple[str, str]:
     """(src's name, X_AT(i)): where element i of x = TRANSPOSE(src) (row-major) is stored in src."""
     perms = [int(p) for p in transpose.attrs["perms"]]
-    strides = [int(np.prod(src.shape[d + 1 :])) for d in range(len(src.shape))]
-    terms, inner = [], 1
-    for d in range(len(x.shape) - 1, -1, -1):
-        coord = f"((i) / {inner}) % {x.shape[d]}" if d else f"(i) / {inner}"
-        terms.append(f"({coord}) * {strides[perms[d]]}")
-        inner *= x.shape[d]
-    return src.name, "(" + " + ".join(terms) + ")"
+    return src.name, "(" + transposed_index(x.shape, src.shape, perms, "(i)") + ")"
 
 
 # 1x1 fp32 convolutions with at least this many input channels run as matmul_fast.comp with the weights laid out

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..fuse import tail_start
 from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode, Operator, Tensor
 from . import LowerCtx
@@ -31,29 +32,72 @@ UNARY_FP = {  # through shaders/include/unary.glsl, as the operators' own kernel
 }
 
 
-def epilogue_defines(ctx: LowerCtx, bindings: dict[str, str]) -> dict[str, str] | None:
+def epilogue_defines(ctx: LowerCtx, bindings: dict[str, str], out_map: bool = False) -> dict[str, str] | None:
     """The defines of ctx.epilogue, adding the bindings it reads to `bindings` (call it when `bindings` holds
     everything bound before them); {} without an epilogue, None when a step is not supported here. The chain is
     a function, ep_chain(v, c, at), with each step in its own variable (precise for floats: no contraction into
-    fused multiply-adds, every step rounds as its own kernel's store does)."""
+    fused multiply-adds, every step rounds as its own kernel's store does). A layout tail (fuse.tail_start) is the
+    EP_OUT(at) store map, for kernels that store through O_AT / O4_AT (`out_map`); others decline it."""
     if not ctx.epilogue:
         return {}
+    start = tail_start(ctx.block, [i for i, _ in ctx.epilogue])
+    steps, tail = ctx.epilogue[:start], [op for _, op in ctx.epilogue[start:]]
     decls: list[str] = []
     defines: dict[str, str] = {}
+    if tail:
+        stored = _store_map(ctx, tail) if out_map else None
+        if stored is None:
+            return None
+        decls.append(stored[0])
+        defines["EP_OUT(at)"] = "ep_out(at)"
+        if not stored[1]:
+            defines["EP_OUT_SCALAR"] = "1"
     value = ctx.outputs[0].name
     first = COMPUTE.get(ctx.block.tensors[value].dtype)
     prev, body = "v", []
-    for k, (_, op) in enumerate(ctx.epilogue):
+    for k, (_, op) in enumerate(steps):
         compute = COMPUTE.get(ctx.block.tensors[op.outputs[0]].dtype)
         step = _step(ctx, op, k, value, prev, bindings, decls, defines)
         if first is None or compute is None or step is None:
             return None
         body.append(f"{variable(compute)} t{k} = {step};")
         prev, value = f"t{k}", op.outputs[0]
-    decls.append(f"{compute} ep_chain({first} v, int c, int at) {{ {' '.join(body)} return {prev}; }}")
+    if steps:
+        decls.append(f"{compute} ep_chain({first} v, int c, int at) {{ {' '.join(body)} return {prev}; }}")
+        defines["EPILOGUE(v, c, at)"] = "ep_chain(v, c, at)"
     defines["EP_DECLS"] = " ".join(decls)
-    defines["EPILOGUE(v, c, at)"] = "ep_chain(v, c, at)"
     return defines
+
+
+def _store_map(ctx: LowerCtx, tail: list[Operator]) -> tuple[str, bool] | None:
+    """ep_out(at): where the result element `at` lands after the layout tail's TRANSPOSEs (its RESHAPEs keep every
+    linear index), and whether 4 consecutive elements from a multiple of 4 stay together there (each TRANSPOSE
+    keeps its last dimension, a multiple of 4): vector stores stay possible."""
+    tensors = ctx.block.tensors
+    if ctx.result.size >= 1 << 31:
+        return None
+    body, vector = [], True
+    for op in tail:
+        if op.op != "TRANSPOSE":
+            continue
+        shape, perms = tensors[op.inputs[0]].shape, [int(p) for p in op.attrs["perms"]]
+        inverse = [perms.index(d) for d in range(len(perms))]
+        out_shape = [shape[p] for p in perms]
+        body.append(f"i = {transposed_index(shape, out_shape, inverse, 'i')};")  # the input is TRANSPOSE(output)
+        vector = vector and perms[-1] == len(perms) - 1 and shape[-1] % 4 == 0
+    return "int ep_out(int i) { " + " ".join(body) + " return i; }", vector
+
+
+def transposed_index(shape, src_shape, perms, i: str) -> str:
+    """GLSL: where element `i` of x = TRANSPOSE(src, perms) (x of `shape`, row-major) is stored in src."""
+    strides = [int(np.prod(src_shape[d + 1 :])) for d in range(len(src_shape))]
+    terms, inner = [], 1
+    for d in range(len(shape) - 1, -1, -1):
+        if shape[d] != 1:
+            coord = f"({i} / {inner}) % {shape[d]}" if d else f"{i} / {inner}"
+            terms.append(f"({coord}) * {strides[perms[d]]}")
+        inner *= shape[d]
+    return "(" + (" + ".join(terms) or "0") + ")"
 
 
 def variable(compute: str) -> str:

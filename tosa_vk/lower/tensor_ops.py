@@ -97,7 +97,7 @@ def matmul_fast(
     if kind == "UNIT_FP8":
         defines["DECODE8(v)"] = "LOAD_A(v)"
     bindings = {"A": a.name, "B": b.name, "O": ctx.result.name}
-    fused = epilogue_defines(ctx, bindings)
+    fused = epilogue_defines(ctx, bindings, out_map=True)
     if fused is None:
         return None
     if bias is not None:
@@ -106,7 +106,7 @@ def matmul_fast(
         decls = [fused.get("EP_DECLS", "")]
         array = bind(bindings, decls, "BIAS", bias)
         added = f"((v) + {array}[{'0' if bias.size == 1 else 'c'}])"
-        chain = "ep_chain(" + added + ", c, at)" if fused else added
+        chain = "ep_chain(" + added + ", c, at)" if "EPILOGUE(v, c, at)" in fused else added
         fused = {**fused, "EP_DECLS": " ".join(decls), "EPILOGUE(v, c, at)": chain}
     values = push.MATMUL_FAST.pack(groups, h, c, w, tiles_h, blocks_w)
     return [ctx.kernel("tensor_ops/matmul_fast", bindings, {**defines, **fused}, values, groups=ctx.groups(groups))]
@@ -174,7 +174,7 @@ def MATMUL(ctx: LowerCtx):
         if w % 4 == 0 and not transposed:
             defines.update(B_VEC="1", B_T4=VEC4[glsl_storage(b.dtype)], O_T4=VEC4[glsl_storage(ctx.result.dtype)])
         bindings = {**bindings, "O": ctx.result.name, **extra}
-        fused = epilogue_defines(ctx, bindings)
+        fused = epilogue_defines(ctx, bindings, out_map=True)
         if fused is None:
             return None
         return [ctx.kernel("tensor_ops/matmul", bindings, {**defines, **fused}, values, groups=ctx.groups(groups))]

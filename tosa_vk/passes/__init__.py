@@ -3,7 +3,7 @@
 Run in order on a copy of the graph's structure (tensors and their data are shared, never modified):
 - permutes: a TRANSPOSE before and after each custom operator whose shader wants NHWC, for the tensors the caller
   says are NCHW (permute.py; only when `layouts` is given);
-- elision: TRANSPOSE pairs that undo each other disappear (permute.py).
+- merging: TRANSPOSE pairs that undo each other disappear, other back-to-back pairs become one (permute.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir.graph import Block, Graph, Region
-from .permute import apply_custom_layouts, elide_inverse_pairs
+from .permute import apply_custom_layouts, merge_transposes
 
 
 def run(graph: Graph, layouts: dict[str, str] | str | None = None) -> Graph:
@@ -22,7 +22,7 @@ def run(graph: Graph, layouts: dict[str, str] | str | None = None) -> Graph:
     if layouts is not None:
         apply_custom_layouts(graph, layouts)  # both passes
     else:
-        elide_inverse_pairs(graph)
+        merge_transposes(graph)
     return graph
 
 

@@ -2,8 +2,9 @@
 
 `insert_permutes` puts a TRANSPOSE NCHW -> NHWC before such an operator for each 4-D input the graph holds in NCHW,
 and makes the operator write NHWC tensors that a TRANSPOSE NHWC -> NCHW turns back into the graph's NCHW outputs.
-`elide_inverse_pairs` then removes TRANSPOSE pairs that undo each other (p followed by its inverse), as between two
-adjacent NHWC operators. Permutes never hide inside a copy: they are graph operators, visible in `tosa-vk info`.
+`merge_transposes` then removes TRANSPOSE pairs that undo each other (p followed by its inverse), as between two
+adjacent NHWC operators, and makes other back-to-back pairs one TRANSPOSE. Permutes never hide inside a copy: they
+are graph operators, visible in `tosa-vk info`.
 `apply_custom_layouts` does both for the CUSTOM operators whose registered declaration says layout="NHWC".
 """
 
@@ -72,9 +73,11 @@ def _inverse(perms: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(inv)
 
 
-def elide_inverse_pairs(graph: Graph) -> int:
-    """Removes TRANSPOSE(p) -> TRANSPOSE(inverse of p) chains in the main block whose middle tensor nothing else
-    reads; readers of the second's output read the first's input instead. Returns the pairs removed."""
+def merge_transposes(graph: Graph) -> int:
+    """Merges TRANSPOSE(p) -> TRANSPOSE(q) chains in the main block whose middle tensor nothing else reads: pairs
+    that undo each other disappear (readers of the second's output read the first's input instead), other pairs
+    become one TRANSPOSE of the composed permutation (one copy instead of two; attention's K^T after the head
+    split). Returns the TRANSPOSEs removed."""
     block = graph.main
     removed = 0
     changed = True
@@ -91,16 +94,25 @@ def elide_inverse_pairs(graph: Graph) -> int:
             first = producer.get(second.inputs[0])
             if first is None or first.op != "TRANSPOSE" or readers.get(first.outputs[0], 0) != 1:
                 continue
-            if tuple(second.attrs["perms"]) != _inverse(tuple(first.attrs["perms"])):
-                continue
             middle, source, result = first.outputs[0], first.inputs[0], second.outputs[0]
-            if middle in block.outputs or result in block.outputs:
-                continue  # graph outputs keep their names
-            for op in block.operators:
-                op.inputs = [source if n == result else n for n in op.inputs]
-            block.operators = [op for op in block.operators if op is not first and op is not second]
-            del block.tensors[middle], block.tensors[result]
-            removed += 1
+            if middle in block.outputs or block.tensors[middle].variable:
+                continue
+            p, q = tuple(first.attrs["perms"]), tuple(second.attrs["perms"])
+            composed = tuple(int(p[i]) for i in q)  # result[.., j, ..] = source[.., composed[j], ..]
+            if composed == tuple(range(len(composed))):
+                if result in block.outputs:
+                    continue  # graph outputs keep their names
+                for op in block.operators:
+                    op.inputs = [source if n == result else n for n in op.inputs]
+                block.operators = [op for op in block.operators if op is not first and op is not second]
+                del block.tensors[middle], block.tensors[result]
+                removed += 2
+            else:
+                second.inputs[0] = source
+                second.attrs["perms"] = list(composed)
+                block.operators = [op for op in block.operators if op is not first]
+                del block.tensors[middle]
+                removed += 1
             changed = True
             break
     return removed
@@ -117,9 +129,9 @@ def custom_nhwc(op: Operator) -> bool:
 def apply_custom_layouts(graph: Graph, layouts: dict[str, str] | str) -> tuple[int, int]:
     """The NHWC contract for registered custom ops: permutes around each NHWC-layout CUSTOM operator for the
     tensors `layouts` names NCHW ("NCHW" alone: every 4-D tensor of the main block), then elision of inverse
-    pairs. Returns (transposes inserted, pairs removed)."""
+    pairs. Returns (TRANSPOSEs inserted, TRANSPOSEs removed)."""
     if isinstance(layouts, str):
         if layouts != "NCHW":
             raise ValueError(f"layouts must be a dict or 'NCHW', got {layouts!r}")
         layouts = {n: "NCHW" for n, t in graph.main.tensors.items() if t.rank == 4}
-    return insert_permutes(graph, layouts, custom_nhwc), elide_inverse_pairs(graph)
+    return insert_permutes(graph, layouts, custom_nhwc), merge_transposes(graph)
