@@ -209,8 +209,8 @@ def test_chains_with_other_tensors(device, make, atol):
 
 
 def random_dag(seed: int):
-    """A random element-wise graph: int8 RESCALE chains with per-channel scales, TABLE and int32 arithmetic, or
-    fp32 arithmetic and unary functions; comparisons selecting values; broadcast inputs, shared values, SLICEs of a
+    """A random element-wise graph: int8 RESCALE chains with per-channel scales, TABLE, CASTs and int32 arithmetic,
+    or fp32 arithmetic and unary functions; comparisons and logical operators selecting values; broadcast inputs, shared values, SLICEs of a
     wider input, outputs in the middle."""
     rng = np.random.default_rng(seed)
     b = Builder()
@@ -253,14 +253,21 @@ def random_dag(seed: int):
                 q = b.table(q, rng.integers(-128, 128, 256).astype(np.int8))
             v = b.rescale(q, np.array([1 << 30], np.int32), np.array([24], np.int8), b.const(np.zeros(1, np.int8)),
                           b.const(np.zeros(1, np.int32)), scale32=True, out_dtype="int32")  # fmt: skip
+        elif integer and kind == 1:  # CASTs: int32 -> int8 wraps, -> fp32 rounds, fp32 -> int32 saturates
+            narrow = b.op("CAST", a, out_dtype=str(rng.choice(["int8", "int16"])))
+            v = b.op("CAST", b.op("CAST", b.op("CAST", narrow, out_dtype="int32"), out_dtype="fp32"), out_dtype="int32")
         elif not integer and kind == 0:
-            v = b.op(str(rng.choice(["SIGMOID", "TANH", "EXP", "RECIPROCAL", "RSQRT"])), a)
+            v = b.op(str(rng.choice(["SIGMOID", "TANH", "EXP", "RECIPROCAL", "RSQRT", "ERF"])), a)
         elif not integer and kind == 1:
             v = b.op("CLAMP", a, min_val=np.float32(-0.5), max_val=np.float32(rng.uniform(0, 2)))
         elif kind == 2 and not integer:
             v = b.op("MUL", a, other, b.const(np.zeros(1, np.int8)))
         elif kind == 3:  # a mask: a comparison (bool, in registers) choosing between two values
             mask = b.op(str(rng.choice(["EQUAL", "GREATER", "GREATER_EQUAL"])), a, other)
+            if rng.integers(2):  # masks combined
+                logical = str(rng.choice(["LOGICAL_AND", "LOGICAL_OR", "LOGICAL_XOR", "LOGICAL_NOT"]))
+                second = b.op("GREATER", other, values[int(rng.integers(len(values)))])
+                mask = b.op(logical, mask) if logical == "LOGICAL_NOT" else b.op(logical, mask, second)
             v = b.op("SELECT", mask, a, values[int(rng.integers(len(values)))])
         else:
             v = b.op(str(rng.choice(["ADD", "SUB", "MAXIMUM", "MINIMUM"])), a, other)
@@ -550,3 +557,28 @@ def test_back_to_back_transposes_merge(device):
     (kernel,) = kernels(tosa_vk.compile(graph, fuse=False))
     assert kernel.op.startswith("TRANSPOSE") and " + " not in kernel.op
     compare(device, graph, {"x": np.arange(120, dtype=np.int32).reshape(2, 3, 4, 5)})
+
+
+def test_erf_and_cast_in_an_epilogue(device):
+    """CONV2D -> MUL -> ERF -> CAST fp32 -> int16 (rounded, saturated) and CONV2D (int8) -> CAST int32 -> int8
+    (wrapped): one kernel each, as their own kernels compute."""
+    rng = np.random.default_rng(17)
+    b = Builder()
+    x = b.input("x", (1, 5, 6, 4), "fp32")
+    y = b.conv2d(x, rng.standard_normal((8, 3, 3, 4)).astype(np.float32), np.zeros(8, np.float32), np.float32(0),
+                 np.float32(0), pad=[1, 1, 1, 1])  # fmt: skip
+    scaled = b.mul(b.erf(b.mul(y, np.full((1, 1, 1, 1), 0.5, np.float32))), np.full((1, 1, 1, 1), 3e4, np.float32))
+    b.output(b.op("CAST", scaled, out_dtype="int16"))
+    q = b.input("q", (1, 5, 6, 4), "int8")
+    z = b.conv2d(q, rng.integers(-128, 128, (8, 1, 1, 4)).astype(np.int8), np.zeros(8, np.int32), np.int8(0),
+                 np.int8(0))  # fmt: skip
+    b.output(b.op("CAST", z, out_dtype="int8"))
+    graph = b.build()
+    labels = [k.op for k in kernels(tosa_vk.compile(graph))]
+    assert len(labels) == 2 and all(label.endswith("'cast'") or "CAST" in label for label in labels), labels
+    feeds = {
+        "x": rng.standard_normal((1, 5, 6, 4)).astype(np.float32),
+        "q": rng.integers(-128, 128, (1, 5, 6, 4)).astype(np.int8),
+    }
+    compare(device, graph, feeds, atol=1)  # fp32 -> int16 may round the other way within the ERF bound
+    assert_fused_equals_unfused(device, graph, feeds)

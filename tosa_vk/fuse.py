@@ -3,7 +3,8 @@ written to memory and each absorbed operator costs no dispatch (issue 16).
 
 Epilogues: the kernel of a convolution, MATMUL, pool or reduction applies the chain of per-element operators that
 follows it — RESCALE (constant zero points), CLAMP, ADD / SUB / MUL / MAXIMUM / MINIMUM with another tensor (a
-residual, a per-channel or single value), SIGMOID, TANH, EXP, RECIPROCAL, RSQRT, int8 TABLE, and RESHAPEs that
+residual, a per-channel or single value), SIGMOID, TANH, ERF, EXP, RECIPROCAL, RSQRT, int8 TABLE, CAST between
+int8 / int16 / int32 / fp32 / bool, and RESHAPEs that
 keep the channel dimension — to each result in registers, and stores only the last one; the kernel runs where the
 chain's last operator was (every tensor it reads exists by then). A tensor joins a chain only when the next
 operator is its single use and has its shape (an operand broadcast up ends it): a second consumer, a block output,
@@ -15,7 +16,7 @@ and merged around the MATMULs). A reduction also folds the same reduction before
 input) or a MATMUL (its B) reads through a TRANSPOSE before it (Fusion.prologues).
 
 Element-wise groups: connected element-wise operators of one output shape (the epilogue set, EQUAL / GREATER /
-GREATER_EQUAL / SELECT, and SLICEs of tensors from outside the group, read at an offset) become one generated kernel
+GREATER_EQUAL / SELECT, LOGICAL_AND / OR / XOR / NOT, and SLICEs of tensors from outside the group, read at an offset) become one generated kernel
 that runs where the group's first operator was: every input from outside must exist by then, which also keeps a
 group from both feeding and reading an operator outside it. Values used only inside the group stay in registers
 (tosa_vk/lower/group.py).
@@ -49,13 +50,14 @@ ANCHORS += ("AVG_POOL2D", "MAX_POOL2D", *REDUCTIONS)
 # per-element operators a kernel applies to its results (and a RESHAPE keeping the last dimension, in a chain only:
 # it changes no element's linear index or channel)
 EPILOGUE: tuple[str, ...] = ("RESCALE", "CLAMP", "ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SIGMOID", "TANH")
-EPILOGUE += ("EXP", "RECIPROCAL", "RSQRT", "TABLE")
+EPILOGUE += ("EXP", "RECIPROCAL", "RSQRT", "TABLE", "ERF", "CAST")
 # anchors whose kernels store through a chain's layout tail (RESHAPEs and TRANSPOSEs at its end: the store's index
 # map instead of a copy kernel)
 STORE_MAPS = ("CONV2D", "MATMUL")
 ENV = "TOSA_VK_FUSE"
 # one data input (the rest are parameters); the others two
-UNARY = ("RESCALE", "CLAMP", "SIGMOID", "TANH", "EXP", "RECIPROCAL", "RSQRT", "TABLE", "SLICE")
+UNARY = ("RESCALE", "CLAMP", "SIGMOID", "TANH", "EXP", "RECIPROCAL", "RSQRT", "TABLE", "SLICE", "ERF", "CAST")
+UNARY += ("LOGICAL_NOT",)
 
 
 def data_inputs(op: Operator) -> list[str]:
@@ -230,9 +232,10 @@ def _zero_points_known(block: Block, op: Operator) -> bool:
     return all(block.tensors[n].data is not None for n in op.inputs[3:5])
 
 
-# in groups too: SLICE of a tensor from outside the group (a strided read, no copy), comparisons and SELECT (bool
-# values in registers: masks)
+# in groups too: SLICE of a tensor from outside the group (a strided read, no copy), comparisons, logical operators
+# and SELECT (bool values in registers: masks)
 GROUPED = EPILOGUE + ("SLICE", "EQUAL", "GREATER", "GREATER_EQUAL", "SELECT")
+GROUPED += ("LOGICAL_AND", "LOGICAL_OR", "LOGICAL_XOR", "LOGICAL_NOT")
 
 
 def _groups(block: Block, on_vulkan, claimed: set[int]) -> list[list[int]]:

@@ -5,7 +5,8 @@ its element index) and the declarations it needs (EP_DECLS).
 Every step computes what the operator's own kernel computes: RESCALE the arithmetic of rescale.comp (its defines
 come from tosa_vk/lower/type_conversion.py), binary operators on int32 / fp32 values with the other operand read
 from its buffer (same shape as the result, one value per channel, or one value), CLAMP with its bounds as literals,
-SIGMOID / TANH through shaders/include/unary.glsl."""
+SIGMOID / TANH / ERF / EXP / RECIPROCAL / RSQRT through shaders/include/unary.glsl, CAST as cast.comp converts,
+logical operators on bool values."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ..fuse import tail_start
 from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode, Operator, Tensor
 from . import LowerCtx
-from .type_conversion import rescale_defines
+from .type_conversion import cast_expr, rescale_defines
 from .types import glsl_storage
 
 # values a step takes (bool: comparisons and SELECT in element-wise groups)
@@ -29,7 +30,9 @@ UNARY_FP = {  # through shaders/include/unary.glsl, as the operators' own kernel
     "EXP": "tosa_exp",
     "RECIPROCAL": "tosa_reciprocal",
     "RSQRT": "tosa_rsqrt",
+    "ERF": "tosa_erf",
 }
+LOGICAL = {"LOGICAL_AND": "&&", "LOGICAL_OR": "||", "LOGICAL_XOR": "!="}
 
 
 def epilogue_defines(ctx: LowerCtx, bindings: dict[str, str], out_map: bool = False) -> dict[str, str] | None:
@@ -190,6 +193,12 @@ def expression(ctx, op: Operator, args: list[str], k: int, bindings, decls, defi
         if x.dtype != y.dtype or x.dtype not in (DType.INT32, DType.FP32) or out.dtype != DType.BOOL:
             return None
         return f"(({args[0]}) {COMPARE[op.op]} ({args[1]}))"
+    if op.op == "CAST":
+        return _cast(ctx, x.dtype, out.dtype, args[0], k, decls, defines)
+    if op.op in LOGICAL or op.op == "LOGICAL_NOT":
+        if not all(tensors[n].dtype == DType.BOOL for n in [*op.inputs, *op.outputs]):
+            return None
+        return f"(!({args[0]}))" if op.op == "LOGICAL_NOT" else f"(({args[0]}) {LOGICAL[op.op]} ({args[1]}))"
     if op.op == "SELECT":
         a, b = (tensors[n] for n in op.inputs[1:3])
         if x.dtype != DType.BOOL or not (a.dtype == b.dtype == out.dtype):
@@ -220,6 +229,19 @@ def expression(ctx, op: Operator, args: list[str], k: int, bindings, decls, defi
         fn = "max" if op.op == "MAXIMUM" else "min"
         return f"({fn}_{_nan_rule(op)}({a}, {b}))" if compute == "float" else f"({fn}({a}, {b}))"
     return None
+
+
+def _cast(ctx, in_t: DType, out_t: DType, value: str, k: int, decls, defines) -> str | None:
+    """CAST between compute types, as cast.comp converts (its CONVERT expression; the narrowing an int8 / int16
+    store does on integers is explicit here, the value staying in a register)."""
+    body = cast_expr(in_t, out_t)
+    if in_t not in COMPUTE or out_t not in COMPUTE or body is None or not ctx.target.has("shaderInt64"):
+        return None
+    if out_t in (DType.INT8, DType.INT16) and in_t in (DType.INT16, DType.INT32) and in_t.bits > out_t.bits:
+        body = f"bitfieldExtract(x, 0, {out_t.bits})"  # wraps, sign-extended
+    decls.append(f"{COMPUTE[out_t]} ep_cast{k}({COMPUTE[in_t]} x) {{ return {COMPUTE[out_t]}({body}); }}")
+    defines["EP_INT64"] = "1"  # conversion.glsl
+    return f"(ep_cast{k}({value}))"
 
 
 def _nan_rule(op: Operator) -> str:

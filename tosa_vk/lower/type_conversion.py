@@ -18,7 +18,7 @@ def _int_literal(v: int) -> str:
     return "(-2147483647 - 1)" if v == -(2**31) else f"({v})"
 
 
-def _cast_expr(in_t: DType, out_t: DType) -> str | None:
+def cast_expr(in_t: DType, out_t: DType) -> str | None:
     """CONVERT(x) of cast.comp for one row of CAST's type table (x is the input's compute value)."""
     if out_t == DType.BOOL:
         return "((x) != 0)" if in_t in _INTS else None
@@ -39,7 +39,7 @@ def _cast_expr(in_t: DType, out_t: DType) -> str | None:
 @lowering("CAST")
 def CAST(ctx: LowerCtx):
     a, out = ctx.inputs[0], ctx.outputs[0]
-    expr = _cast_expr(a.dtype, out.dtype)
+    expr = cast_expr(a.dtype, out.dtype)
     if expr is None:
         return None
     return [
