@@ -210,8 +210,8 @@ def test_chains_with_other_tensors(device, make, atol):
 
 def random_dag(seed: int):
     """A random element-wise graph: int8 RESCALE chains with per-channel scales, TABLE, CASTs and int32 arithmetic,
-    or fp32 arithmetic and unary functions; comparisons and logical operators selecting values; broadcast inputs, shared values, SLICEs of a
-    wider input, outputs in the middle."""
+    or fp32 arithmetic and unary functions; comparisons and logical operators selecting values; broadcast inputs,
+    shared values, SLICEs of a wider input, outputs in the middle."""
     rng = np.random.default_rng(seed)
     b = Builder()
     c = int(rng.choice([1, 3, 4, 8]))

@@ -16,8 +16,8 @@ and merged around the MATMULs). A reduction also folds the same reduction before
 input) or a MATMUL (its B) reads through a TRANSPOSE before it (Fusion.prologues).
 
 Element-wise groups: connected element-wise operators of one output shape (the epilogue set, EQUAL / GREATER /
-GREATER_EQUAL / SELECT, LOGICAL_AND / OR / XOR / NOT, and SLICEs of tensors from outside the group, read at an offset) become one generated kernel
-that runs where the group's first operator was: every input from outside must exist by then, which also keeps a
+GREATER_EQUAL / SELECT, LOGICAL_AND / OR / XOR / NOT, and SLICEs of tensors from outside the group, read at an
+offset) become one generated kernel that runs where the group's first operator was: every input from outside must exist by then, which also keeps a
 group from both feeding and reading an operator outside it. Values used only inside the group stay in registers
 (tosa_vk/lower/group.py).
 
@@ -56,8 +56,8 @@ EPILOGUE += ("EXP", "RECIPROCAL", "RSQRT", "TABLE", "ERF", "CAST")
 STORE_MAPS = ("CONV2D", "MATMUL")
 ENV = "TOSA_VK_FUSE"
 # one data input (the rest are parameters); the others two
-UNARY = ("RESCALE", "CLAMP", "SIGMOID", "TANH", "EXP", "RECIPROCAL", "RSQRT", "TABLE", "SLICE", "ERF", "CAST")
-UNARY += ("LOGICAL_NOT",)
+UNARY: tuple[str, ...] = ("RESCALE", "CLAMP", "SIGMOID", "TANH", "EXP", "RECIPROCAL", "RSQRT", "TABLE", "SLICE")
+UNARY += ("ERF", "CAST", "LOGICAL_NOT")
 
 
 def data_inputs(op: Operator) -> list[str]:
