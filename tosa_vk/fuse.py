@@ -17,9 +17,9 @@ input) or a MATMUL (its B) reads through a TRANSPOSE before it (Fusion.prologues
 
 Element-wise groups: connected element-wise operators of one output shape (the epilogue set, EQUAL / GREATER /
 GREATER_EQUAL / SELECT, LOGICAL_AND / OR / XOR / NOT, and SLICEs of tensors from outside the group, read at an
-offset) become one generated kernel that runs where the group's first operator was: every input from outside must exist by then, which also keeps a
-group from both feeding and reading an operator outside it. Values used only inside the group stay in registers
-(tosa_vk/lower/group.py).
+offset) become one generated kernel that runs where the group's first operator was: every input from outside must
+exist by then, which also keeps a group from both feeding and reading an operator outside it. Values used only
+inside the group stay in registers (tosa_vk/lower/group.py).
 
 Views: a SLICE whose output is one contiguous run of its input reads that memory in place, and a CONCAT whose
 inputs are each one run of its output has their producers write there; no kernel either way (not in VGF exports,
