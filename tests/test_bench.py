@@ -74,6 +74,8 @@ def test_report_structure(report, backends):
             assert res["ok"] is True and res["max_abs_diff"] is not None
         vk = case["results"]["vulkan"]
         assert len(vk["device_s"]) == 2 and vk["first_run_cold_s"] > 0 and vk["placement"]["vulkan"] >= 1
+        if case["suite"] == "models":  # a file: cold and warm first runs in processes of their own
+            assert vk["first_run_warm_process_s"] > 0
 
 
 def test_markdown_table(report, backends):

@@ -378,6 +378,34 @@ def cmd_bench(args) -> int:
     return main_from_args(args)
 
 
+def cmd_cache(args) -> int:
+    """The program cache (compiled models) and the SPIR-V cache under $TOSA_VK_CACHE: what is there, or empty them."""
+    from .program_cache import ProgramCache
+    from .vulkan.shaders import default_cache_dir
+
+    programs = ProgramCache(args.dir)
+    spirv = default_cache_dir()
+    if args.action == "clear":
+        removed = programs.clear()
+        shaders = [p for p in spirv.glob("*") if p.suffix in (".spv", ".sha256")] if spirv.is_dir() else []
+        for p in shaders:
+            p.unlink(missing_ok=True)
+        print(
+            f"removed {removed} compiled models from {programs.dir} and {len(shaders) // 2} SPIR-V modules from {spirv}"
+        )
+        return 0
+    info = programs.info()
+    modules = list(spirv.glob("*.spv")) if spirv.is_dir() else []
+    info["spirv"] = {"directory": str(spirv), "modules": len(modules), "bytes": sum(p.stat().st_size for p in modules)}
+    if args.json:
+        print(json.dumps(info, indent=1))
+    else:
+        print(f"compiled models: {info['entries']} in {info['directory']} ({info['bytes'] / 2**20:.1f} MiB of "
+              f"{info['budget'] / 2**20:.0f} MiB)")  # fmt: skip
+        print(f"SPIR-V modules:  {len(modules)} in {spirv} ({info['spirv']['bytes'] / 2**20:.1f} MiB)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="tosa-vk", description="Run TOSA 1.0 graphs on Vulkan.")
     ap.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
@@ -425,6 +453,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("devices", help="list Vulkan devices (* marks the default)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_devices)
+    p = sub.add_parser("cache", help="the compiled-model and SPIR-V caches ($TOSA_VK_CACHE): info or clear")
+    p.add_argument("action", choices=["info", "clear"])
+    p.add_argument("--dir", help="the program cache folder (default: $TOSA_VK_CACHE/programs)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_cache)
     p = sub.add_parser("bench", help="benchmark ops and models on every installed backend (JSON, table, plot)")
     from .bench import add_arguments as add_bench_arguments
 

@@ -13,18 +13,23 @@ import threading
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from . import compiler, host_kernels
+from . import compiler, custom, host_kernels
 from .errors import TosaError
+from .fuse import enabled as fuse_enabled
+from .ir.flatbuffer import write_graph
 from .ir.graph import Graph
-from .program import Placement
+from .program import Placement, Program
+from .program_cache import Entry, ProgramCache
 from .reference.executor import coerce_input
 from .session import GraphModel, Model, Timing
 from .variables import new_value
 from .vulkan import Device
 from .vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
+from .vulkan.shaders import ShaderCache, program_variants
 
 
 class OnDevice(Model):
@@ -99,7 +104,8 @@ class VulkanModel(OnDevice, GraphModel):
     Options: device (a Device, an index or a name), strict (no host steps), timestamps (GPU times for profile()),
     max_iterations (WHILE_LOOP cap), force_host (operator or output names to run on the host), layouts (tensors
     the graph holds as NCHW, for custom ops with an NHWC shader), timeout_s (the longest a run may take on the
-    device before it fails), fuse (False: one kernel per operator; default on unless TOSA_VK_FUSE=0)."""
+    device before it fails), fuse (False: one kernel per operator; default on unless TOSA_VK_FUSE=0), cache_dir
+    (the program cache, tosa_vk/program_cache.py: a folder, default $TOSA_VK_CACHE/programs; False: none)."""
 
     backend = "vulkan"
 
@@ -116,33 +122,54 @@ class VulkanModel(OnDevice, GraphModel):
         layouts: dict[str, str] | str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         fuse: bool | None = None,
+        cache_dir: str | Path | bool | None = None,
     ):
         self.graph, self.file = source, file
         dev = self.attach(device)
         try:
             # the compile call, kept for export_vgf (which may need the same program without views)
-            self.compile = functools.partial(
-                compiler.compile,
-                source,
-                dev.info.target,
-                strict=strict,
-                force_host=force_host,
-                layouts=layouts,
-                fuse=fuse,
-                file=file,
-            )
-            self.program = self.compile()
+            options: dict[str, Any] = {"strict": strict, "force_host": force_host, "layouts": layouts, "fuse": fuse}
+            self.compile = functools.partial(compiler.compile, source, dev.info.target, **options, file=file)
+            self.cached = False  # whether the program came from the program cache
+            found = self._cached(dev, cache_dir, options) if cache_dir is not False else None
+            entry = found[2] if found else None
+            self.program = Program.from_bytes(entry.program) if entry else self.compile()
+            shaders = ShaderCache()
+            if entry:  # the entry's SPIR-V: no glslc
+                shaders.memory.update(zip(program_variants(self.program), entry.spirv))
             self.runtime = Runtime(
                 self.program,
                 dev,
+                shaders,
                 timestamps=timestamps,
                 max_iterations=max_iterations,
                 host=host_kernels.run,
                 timeout_s=timeout_s,
+                pipeline_data=entry.pipeline_data if entry else b"",
             )
+            self.cached = entry is not None
+            if found and not entry:
+                cache, header, _ = found
+                spirv = [self.runtime.spirv[v] for v in program_variants(self.program)]
+                cache.store(header, Entry(self.program.to_bytes(), self.runtime.pipelines.data(), spirv))
         except BaseException:
             self.close()
             raise
+
+    def _cached(self, dev: Device, cache_dir, options: dict) -> tuple[ProgramCache, dict, Entry | None] | None:
+        """(the cache, this model's entry header, the entry if there is a valid one); None where the program
+        cache does not apply: graphs with registered custom ops, whose shader files and numpy twins live outside
+        the model."""
+        if any(op.op == "CUSTOM" and custom.lookup(op.attrs.get("domain_name") or "",
+                                                   op.attrs.get("operator_name") or "")  # fmt: skip
+               for region in self.graph.regions for op in region.blocks[0].operators):  # fmt: skip
+            return None
+        target = dev.info.target
+        model = Path(self.file).read_bytes() if self.file else write_graph(self.graph)
+        resolved = {**options, "fuse": fuse_enabled(options["fuse"]), "force_host": sorted(options["force_host"])}
+        cache = ProgramCache(None if cache_dir in (None, True) else cache_dir)
+        header = cache.header(cache.key(model, resolved, target), target.device_uuid, target.driver)
+        return cache, header, cache.load(header)
 
     def run(self, feeds: dict[str, np.ndarray] | None = None, **named: np.ndarray) -> dict[str, np.ndarray]:
         feeds = {**(feeds or {}), **named}

@@ -5,8 +5,9 @@ raises Skip when its backend cannot run a case (not installed, no numpy equivale
   vulkan    tosa_vk Vulkan: host wall time of Model.run (input write, submit, wait, output copy) and device time
             (sum of the kernels' timestamp queries, from a second model of the graph: on lavapipe the queries
             about double the wall time of graphs of small kernels, so the timed model is not the one with a wall
-            clock). First run cold (empty temporary SPIR-V cache, so glslc runs;
-            Mesa's own pipeline / shader caches are not cleared) and warm (the same cache, now filled).
+            clock). First runs (load + first run): cold, in a new process with tosa_vk's caches (SPIR-V, program)
+            and Mesa's shader cache in empty folders; warm process, a second new process on those caches;
+            warm in-process, this process loading the model again with them.
   reference tosa_vk's numpy reference backend (also the truth every backend's outputs are compared with).
   refmodel  Arm's C++ reference model in-process (tosa_reference_model.run; parses the flatbuffer on every call).
   numpy     a direct numpy expression, for ops that have one.
@@ -128,8 +129,12 @@ class _Vulkan:
 
         self.load, self.timed = load, None
         self.result, self.feeds = {}, feeds
-        cache = Path(tempfile.mkdtemp(prefix="tosa_vk_bench_spirv_")) if ctx["cold"] else None
-        if cache:  # cold: a fresh SPIR-V cache, so every shader goes through glslc
+        cache = Path(tempfile.mkdtemp(prefix="tosa_vk_bench_cache_")) if ctx["cold"] else None
+        if cache and path:  # cold and warm-process first runs: new processes on caches of their own
+            ctx["cleanup"].append(cache)
+            for key in ("first_run_cold_s", "first_run_warm_process_s"):
+                self.result[key] = _first_run_process(path, feeds, cache)
+        elif cache:  # no file: cold in this process (tosa_vk's caches empty; Mesa's may be warm)
             ctx["cleanup"].append(cache)
             with _env("TOSA_VK_CACHE", str(cache)):
                 t = time.perf_counter()
@@ -137,7 +142,8 @@ class _Vulkan:
                     model.run(feeds)
                     self.result["first_run_cold_s"] = time.perf_counter() - t
         rss0 = _rss_reset()
-        with _env("TOSA_VK_CACHE", str(cache)) if cache else nullcontext():  # warm: the cache the cold run filled
+        warm = (cache / "tosa_vk" if path else cache) if cache else None  # the caches the cold run filled
+        with _env("TOSA_VK_CACHE", str(warm)) if warm else nullcontext():
             t = time.perf_counter()
             self.model = load()
             try:
@@ -164,6 +170,26 @@ class _Vulkan:
         self.model.close()
         if self.timed is not None:
             self.timed.close()
+
+
+def _first_run_process(path, feeds: dict, cache: Path) -> float:
+    """Load + first run in a new process (tosa_vk/bench/first_run.py) with tosa_vk's caches and Mesa's shader
+    cache in `cache` (empty the first time); seconds."""
+    import json
+    import subprocess
+
+    np.savez(cache / "feeds.npz", **feeds)
+    env = {**os.environ, "TOSA_VK_CACHE": str(cache / "tosa_vk"), "MESA_SHADER_CACHE_DIR": str(cache / "mesa")}
+    done = subprocess.run(
+        [sys.executable, "-m", "tosa_vk.bench.first_run", str(path), str(cache / "feeds.npz")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"first run in a new process failed: {done.stderr.strip()[-500:]}")
+    return float(json.loads(done.stdout.strip().splitlines()[-1])["seconds"])
 
 
 class _Reference:

@@ -10,7 +10,6 @@ import fcntl
 import hashlib
 import importlib.metadata
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -18,6 +17,8 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..paths import cache_root
 
 # The 70 TOSA 1.0 operators: cts-config_v1.0.json entries without a `from_version`.
 TOSA_1_0_OPS = (
@@ -106,10 +107,6 @@ def tools_root() -> Path:
 FFT_SELECTION = Selection(
     ops=("fft2d", "rfft2d"), per_class=8, extra=("--fp-values-range=-max,max", "--target-shape", "1,32,32", "1,16,64")
 )
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("TOSA_VK_CACHE", Path.home() / ".cache" / "tosa_vk"))
 
 
 def _build_tests(ops: list[str], sel: Selection, out: Path) -> None:

@@ -10,6 +10,8 @@ bound as a storage buffer (lavapipe has no VK_ARM_tensors).
 from __future__ import annotations
 
 import hashlib
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import vulkan as vk
@@ -55,11 +57,19 @@ class Pipeline:
 
 
 class Pipelines:
-    def __init__(self, device: Device):
+    """`initial_data`: a VkPipelineCache's data from an earlier process (the program cache keeps it); the driver
+    checks its header and ignores data of another device or driver."""
+
+    def __init__(self, device: Device, initial_data: bytes = b""):
         self.device = device
-        self._cache = vk.vkCreatePipelineCache(
-            device.device, vk.VkPipelineCacheCreateInfo(sType=vk.VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO), None
-        )
+        info = vk.VkPipelineCacheCreateInfo(sType=vk.VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO)
+        if initial_data:
+            info = vk.VkPipelineCacheCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+                initialDataSize=len(initial_data),
+                pInitialData=vk.ffi.from_buffer(initial_data),
+            )
+        self._cache = vk.vkCreatePipelineCache(device.device, info, None)
         self._pipelines: dict[tuple, Pipeline] = {}
         self._modules: list = []
 
@@ -72,6 +82,30 @@ class Pipelines:
         if found is None:
             found = self._pipelines[key] = self._create(spirv, layout, push_size, entry)
         return found
+
+    def prepare(self, requests: list[tuple[bytes, int, int, Layout, str]]) -> None:
+        """Creates the pipelines of `requests` (get()'s arguments) that do not exist yet, on one thread per core:
+        the driver compiles at creation (LLVM on lavapipe, ~20-70 ms a kernel), and the vulkan module's calls
+        release the GIL. A pipeline that fails here is left for get(), which reports it with its operator."""
+        todo = {}
+        for spirv, bindings, push_size, layout, entry in requests:
+            layout = layout or descriptor_layout(bindings)
+            key = (hashlib.sha256(spirv).digest(), layout, push_size, entry)
+            if key not in self._pipelines:
+                todo[key] = (spirv, layout, push_size, entry)
+        if len(todo) < 2:
+            return
+
+        def create(key):
+            try:
+                return key, self._create(*todo[key])
+            except vk.VkError:
+                return key, None
+
+        with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1)) as pool:
+            for key, made in pool.map(create, list(todo)):
+                if made is not None:
+                    self._pipelines[key] = made
 
     def _create(self, spirv: bytes, layout_spec: Layout, push_size: int, entry: str) -> Pipeline:
         vkd = self.device.device
@@ -137,6 +171,18 @@ class Pipelines:
             None,
         )[0]
         return Pipeline(pipeline, layout, set_layouts[0], len(layout_spec), push_size, set_layouts, layout_spec)
+
+    def data(self) -> bytes:
+        """The driver's pipeline-cache data (vkGetPipelineCacheData, not wrapped by the vulkan module: its C call);
+        a 32-byte header only on lavapipe, whose pipelines are warmed by Mesa's disk cache instead."""
+        size = vk.ffi.new("size_t *")
+        lib, vkd = vk.lib, self.device.device
+        if lib.vkGetPipelineCacheData(vkd, self._cache, size, vk.ffi.NULL) != vk.VK_SUCCESS:
+            return b""
+        buf = vk.ffi.new("char[]", size[0])
+        if lib.vkGetPipelineCacheData(vkd, self._cache, size, buf) != vk.VK_SUCCESS:
+            return b""
+        return bytes(vk.ffi.buffer(buf, size[0]))
 
     def close(self) -> None:
         vkd = self.device.device

@@ -18,7 +18,7 @@ from .device import Device, VulkanError
 from .memory import Arena, align
 from .pipelines import Pipelines, bound_descriptors, kernel_layout
 from .recorder import DeviceTimeout, Dispatch, Queue, Segment, image_bindings
-from .shaders import ShaderCache, variant_of
+from .shaders import ShaderCache, program_variants, variant_of
 
 DEFAULT_TIMEOUT_S = 300.0  # the longest one run may take; tosa_vk.load(..., timeout_s=) changes it
 ABANDON_AFTER_S = 1.0  # close() waits this long for the unfinished work of a failed run, then leaves it
@@ -30,7 +30,8 @@ HostKernels = Callable[[Host, list[np.ndarray]], list[np.ndarray]]
 
 
 class Runtime:
-    """`host` runs the program's Host steps (tosa_vk/host_kernels.py; the Vulkan layer imports no backend)."""
+    """`host` runs the program's Host steps (tosa_vk/host_kernels.py; the Vulkan layer imports no backend);
+    `pipeline_data` seeds the driver's pipeline cache (Pipelines)."""
 
     def __init__(
         self,
@@ -42,6 +43,7 @@ class Runtime:
         max_iterations: int = 1_000_000,
         host: HostKernels | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        pipeline_data: bytes = b"",
     ):
         self.program = program
         self.max_iterations = max_iterations
@@ -58,7 +60,7 @@ class Runtime:
         self.device: Device | None = device or Device()  # None once closed
         self.cache = cache or ShaderCache()
         self.arena = Arena(self.device, align(max(program.arena_bytes, 16), 16), force_staging)
-        self.pipelines = Pipelines(self.device)
+        self.pipelines = Pipelines(self.device, pipeline_data)
         self.queue = Queue(self.device)
         self.segments: list[Segment] = []
         self.plan: list = []
@@ -91,11 +93,14 @@ class Runtime:
         kernels = [s for s in walk(self.program.steps) if isinstance(s, Kernel)]
         for k in kernels:
             self._check_limits(k)
-        variants = list(dict.fromkeys(variant_of(k) for k in kernels))
+        variants = program_variants(self.program)
         self.spirv = dict(zip(variants, self.cache.get_many(variants)))
         for k in kernels:
             if k.source or k.spirv:  # a model's shader: its interface must be what the kernel binds
                 self._check_interface(k)
+        requests = {(self.spirv[variant_of(k)], len(k.bindings), len(k.push_constants), kernel_layout(k), k.entry)
+                    for k in kernels}  # fmt: skip
+        self.pipelines.prepare(list(requests))
         self.plan = self._plan(self.program.steps, timestamps)
 
     def _plan(self, steps: list, timestamps: bool) -> list:

@@ -23,20 +23,14 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 
+from ..paths import SHADER_ROOT, cache_root
+from ..program import Kernel, walk
 from ..shader_abi import PRELUDE
 
 SPIRV_MAGIC = 0x07230203
 TOOL_TIMEOUT_S = 120  # glslc / spirv-val on one batch: built-in batches take seconds; only a runaway shader hits it
 
 
-def _shader_root() -> Path:
-    """shaders/ at the top of the repository (an editable install) or inside the installed package (a wheel)."""
-    package = Path(__file__).resolve().parent.parent
-    inside = package / "shaders"
-    return inside if inside.is_dir() else package.parent / "shaders"
-
-
-SHADER_ROOT = _shader_root()
 INCLUDE_DIR = SHADER_ROOT / "include"
 TARGET_ENV = "vulkan1.2"
 
@@ -70,6 +64,11 @@ def variant_of(kernel) -> Variant:
     if kernel.source or kernel.spirv:
         return Variant(kernel.shader, kernel.defines, kernel.source, kernel.spirv, kernel.op)
     return Variant(kernel.shader, kernel.defines)
+
+
+def program_variants(program) -> list[Variant]:
+    """The shader variants a program.Program dispatches, each once, in the order its kernels first use them."""
+    return list(dict.fromkeys(variant_of(k) for k in walk(program.steps) if isinstance(k, Kernel)))
 
 
 def check_spirv(data: bytes, op: str) -> None:
@@ -116,8 +115,7 @@ def _includes_digest() -> str:
 
 
 def default_cache_dir() -> Path:
-    base = Path(os.environ.get("TOSA_VK_CACHE", Path.home() / ".cache" / "tosa_vk"))
-    return base / "spirv"
+    return cache_root() / "spirv"
 
 
 class ShaderCache:

@@ -1,0 +1,165 @@
+"""The program cache (issue 17): a compiled model is stored with its SPIR-V and pipeline-cache data, and a later
+load of the same model on the same device runs it without compiling (no glslc); a damaged, stale or foreign entry
+is rebuilt, never run; concurrent processes and unwritable folders are safe."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tosa_vk
+from tosa_vk import Builder
+from tosa_vk.cli import main as cli
+from tosa_vk.program_cache import MAGIC, SUFFIX, ProgramCache
+
+pytestmark = pytest.mark.vulkan
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "resources" / "models" / "lstm_unrolled_fp32"
+
+
+def small_graph(scale: float = 2.0):
+    rng = np.random.default_rng(3)
+    b = Builder()
+    x = b.input("x", (1, 4, 4, 8), "fp32")
+    y = b.conv2d(x, rng.standard_normal((8, 3, 3, 8)).astype(np.float32), np.zeros(8, np.float32), np.float32(0),
+                 np.float32(0), pad=[1, 1, 1, 1])  # fmt: skip
+    b.output(b.clamp(b.mul(y, np.full((1, 1, 1, 1), scale, np.float32)), min_val=np.float32(0), max_val=np.float32(6)))
+    return b.build(), {"x": rng.standard_normal((1, 4, 4, 8)).astype(np.float32)}
+
+
+def load_run(graph, feeds, cache_dir, device):
+    with tosa_vk.load(graph, backend="vulkan", device=device, cache_dir=cache_dir) as model:
+        return model.cached, model.run(feeds), model.runtime.cache.compiled
+
+
+def entry(cache_dir: Path) -> Path:
+    (path,) = cache_dir.glob(f"*{SUFFIX}")
+    return path
+
+
+def test_a_second_load_runs_the_stored_program_without_glslc(device, tmp_path, monkeypatch):
+    graph, feeds = small_graph()
+    cached, first, _ = load_run(graph, feeds, tmp_path, device)
+    assert not cached and entry(tmp_path).stat().st_size > 0
+    monkeypatch.setenv("PATH", "/nonexistent")  # glslc (and every other tool) out of reach
+    cached, again, compiled = load_run(graph, feeds, tmp_path, device)
+    assert cached and compiled == 0
+    assert all(np.array_equal(again[n], first[n]) for n in first)
+    other, _ = small_graph(3.0)  # another model: another entry
+    assert not load_run(other, feeds, tmp_path, device)[0]
+    assert len(list(tmp_path.glob(f"*{SUFFIX}"))) == 2
+
+
+def test_options_are_part_of_the_key(device, tmp_path):
+    graph, feeds = small_graph()
+    assert not load_run(graph, feeds, tmp_path, device)[0]
+    with tosa_vk.load(graph, backend="vulkan", device=device, cache_dir=tmp_path, fuse=False) as model:
+        assert not model.cached
+    with tosa_vk.load(graph, backend="vulkan", device=device, cache_dir=False) as model:
+        assert not model.cached
+    assert len(list(tmp_path.glob(f"*{SUFFIX}"))) == 2
+
+
+@pytest.mark.parametrize("damage", ["payload-byte", "truncated", "magic", "empty"])
+def test_a_damaged_entry_is_rebuilt_never_run(device, tmp_path, damage):
+    graph, feeds = small_graph()
+    _, want, _ = load_run(graph, feeds, tmp_path, device)
+    path = entry(tmp_path)
+    data = bytearray(path.read_bytes())
+    if damage == "payload-byte":
+        data[-100] ^= 0xFF  # inside a SPIR-V module
+    elif damage == "truncated":
+        data = data[: len(data) // 2]
+    elif damage == "magic":
+        data[0] ^= 1
+    else:
+        data = bytearray()
+    path.write_bytes(bytes(data))
+    with pytest.warns(RuntimeWarning, match="damaged or stale"):
+        cached, got, _ = load_run(graph, feeds, tmp_path, device)
+    assert not cached
+    assert all(np.array_equal(got[n], want[n]) for n in want)
+    assert load_run(graph, feeds, tmp_path, device)[0]  # rewritten whole
+
+
+@pytest.mark.parametrize("field", ["device_uuid", "driver", "build", "format"])
+def test_a_header_for_another_device_driver_or_version_is_ignored(device, tmp_path, field):
+    graph, feeds = small_graph()
+    load_run(graph, feeds, tmp_path, device)
+    path = entry(tmp_path)
+    data = path.read_bytes()
+    at = len(MAGIC)
+    (n,) = struct.unpack_from("<I", data, at)
+    header = json.loads(data[at + 4 : at + 4 + n])
+    header[field] = 99 if field == "format" else "something else"
+    head = json.dumps(header, sort_keys=True).encode()
+    path.write_bytes(MAGIC + struct.pack("<I", len(head)) + head + data[at + 4 + n :])
+    with pytest.warns(RuntimeWarning, match="damaged or stale"):
+        assert not load_run(graph, feeds, tmp_path, device)[0]
+    assert load_run(graph, feeds, tmp_path, device)[0]
+
+
+def test_an_unwritable_cache_folder_means_running_without_it(device, tmp_path):
+    graph, feeds = small_graph()
+    blocked = tmp_path / "a_file"
+    blocked.write_text("not a folder")
+    with pytest.warns(RuntimeWarning, match="cannot be written"):
+        cached, out, _ = load_run(graph, feeds, blocked / "programs", device)
+    assert not cached and out
+
+
+def test_the_budget_drops_the_least_recently_used(tmp_path):
+    from tosa_vk.program_cache import Entry
+
+    cache = ProgramCache(tmp_path)
+    for i in range(4):
+        header = cache.header(f"{i:064x}", "uuid", "driver")
+        assert cache.store(header, Entry(b"p" * 1000, b"", []))
+        os.utime(cache.path(header["key"]), (i, i))  # used in store order
+    size = cache.path(f"{0:064x}").stat().st_size
+    cache.budget = 2 * size + 10
+    cache._trim()
+    assert [p.name[60:64] for p in cache.entries()] == ["0002", "0003"]
+
+
+def test_two_processes_filling_one_cache_at_once(tmp_path):
+    """Two interpreters load the same model into an empty cache at the same moment: both run it, the entry left
+    behind is whole, and a third process runs from it."""
+    code = (
+        "import sys, json, numpy as np, tosa_vk\n"
+        f"m = tosa_vk.load({str(MODEL / 'model.tosa')!r}, backend='vulkan', cache_dir=sys.argv[1])\n"
+        f"x = np.load({str(MODEL / 'input-0.npy')!r})\n"
+        "out = m.run({m.graph.main.inputs[0]: x})\n"
+        "print(json.dumps([m.cached, float(np.asarray(list(out.values())[0]).sum())]))\n"
+    )
+    env = {**os.environ, "PYTHONWARNINGS": "error::RuntimeWarning"}
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, env=env,
+                              text=True) for _ in range(2)]  # fmt: skip
+    results = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert results[0][1] == results[1][1]
+    third = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
+                           timeout=300)  # fmt: skip
+    assert third.returncode == 0, third.stderr[-2000:]
+    cached, total = json.loads(third.stdout)
+    assert cached and total == results[0][1]
+    assert not list(tmp_path.glob(".tmp-*"))
+
+
+def test_cache_info_and_clear(device, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TOSA_VK_CACHE", str(tmp_path))
+    graph, feeds = small_graph()
+    load_run(graph, feeds, None, device)
+    assert cli(["cache", "info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["entries"] == 1 and info["directory"] == str(tmp_path / "programs")
+    assert cli(["cache", "clear"]) == 0
+    assert "removed 1 compiled models" in capsys.readouterr().out
+    assert not list((tmp_path / "programs").glob(f"*{SUFFIX}"))

@@ -1,0 +1,223 @@
+"""The program cache (issue 17; NNAdapter's compiled-model cache): a compiled Program with the SPIR-V of its kernels
+and the driver's VkPipelineCache data, stored under a key of everything that decides them, so that a later load
+of the same model on the same device skips validate / lower / plan and glslc.
+
+Key: sha256 of the model's content (its .tosa bytes as written by tosa_vk), the compile options, the target (device
+name, UUID, driver version, features, limits) and the build (tosa_vk's version and a digest of its own source and
+shader files: an edited checkout never reads a stale entry).
+
+Entry file `<key>.tvp`:
+    MAGIC, u32 header length, the header (JSON: format, key, version, build, device UUID, driver), u64 payload
+    length, sha256 of the payload, the payload: sections of (u64 length, bytes) — the Program (Program.to_bytes),
+    the VkPipelineCache data, then one SPIR-V module per shader variant in the program's order.
+A header that does not match what this process would write (another device, driver or build), a short file or a
+payload whose hash differs is ignored: the model is compiled again and the entry rewritten — a damaged entry is
+never run. Entries are written to a temporary file and renamed into place, so concurrent processes see whole
+entries only (the last writer wins). A directory that cannot be written (read-only, full) means running without
+storing, with one warning per process. The cache keeps at most `budget` bytes, dropping the least recently used
+entries (hits refresh an entry's time).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import struct
+import tempfile
+import warnings
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from .paths import SHADER_ROOT, cache_root
+
+MAGIC = b"TOSAVK-PROGRAM\x00\x01"
+FORMAT = 1
+SUFFIX = ".tvp"
+DEFAULT_BUDGET = 1 << 30  # bytes; TOSA_VK_CACHE_MAX_MB overrides
+_U32, _U64 = struct.Struct("<I"), struct.Struct("<Q")
+_warned: set[str] = set()
+
+
+def default_dir() -> Path:
+    return cache_root() / "programs"
+
+
+@cache
+def build_digest() -> str:
+    """tosa_vk's version and a digest of the package's Python and shader sources (once per process, ~5 ms)."""
+    from . import __version__
+
+    package = Path(__file__).resolve().parent
+    h = hashlib.sha256(__version__.encode())
+    for root in (package, SHADER_ROOT):
+        for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".comp", ".glsl")):
+            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return f"{__version__}+{h.hexdigest()[:16]}"
+
+
+@dataclass
+class Entry:
+    """What a hit gives back: the Program's bytes, the driver's pipeline-cache data, SPIR-V per variant (in the
+    order the program's kernels first use them)."""
+
+    program: bytes
+    pipeline_data: bytes
+    spirv: list[bytes]
+
+
+class ProgramCache:
+    def __init__(self, directory: str | Path | None = None, budget: int | None = None):
+        self.dir = Path(directory) if directory else default_dir()
+        env = os.environ.get("TOSA_VK_CACHE_MAX_MB")
+        self.budget = budget if budget is not None else int(env) << 20 if env else DEFAULT_BUDGET
+
+    @staticmethod
+    def key(model: bytes, options: dict, target: object) -> str:
+        """The entry's name: the model's bytes, the compile options and the target (a tosa_vk.Target: device
+        name, UUID, driver, features, limits), with this build; sets sorted (their repr changes per process)."""
+        h = hashlib.sha256(hashlib.sha256(model).digest())
+        for part in (options, dataclasses.asdict(target), build_digest()):  # type: ignore[call-overload]
+            h.update(b"\0" + json.dumps(part, sort_keys=True, default=_canonical).encode())
+        return h.hexdigest()
+
+    @staticmethod
+    def header(key: str, device_uuid: str, driver: str) -> dict:
+        return {"format": FORMAT, "key": key, "build": build_digest(), "device_uuid": device_uuid, "driver": driver}
+
+    def path(self, key: str) -> Path:
+        return self.dir / f"{key}{SUFFIX}"
+
+    def load(self, header: dict) -> Entry | None:
+        """The entry for `header` (ProgramCache.header), or None: missing, written for something else, or damaged
+        (with a warning; the caller compiles again and overwrites it)."""
+        path = self.path(header["key"])
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        entry = _decode(data, header)
+        if entry is None:
+            _warn_once(f"damaged:{path}", f"tosa_vk: program cache entry {path} is damaged or stale; rebuilding it")
+            return None
+        try:
+            os.utime(path)  # least recently used goes first
+        except OSError:
+            pass
+        return entry
+
+    def store(self, header: dict, entry: Entry) -> bool:
+        """Writes the entry atomically; False (with one warning per process) when the directory cannot take it."""
+        payload = b"".join(_U64.pack(len(s)) + s for s in (entry.program, entry.pipeline_data, *entry.spirv))
+        head = json.dumps(header, sort_keys=True).encode()
+        blob = MAGIC + _U32.pack(len(head)) + head + _U64.pack(len(payload)) + hashlib.sha256(payload).digest()
+        tmp = None
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-", suffix=SUFFIX)
+            with os.fdopen(fd, "wb") as f:
+                f.write(blob)
+                f.write(payload)
+            os.replace(tmp, self.path(header["key"]))
+            tmp = None
+        except OSError as err:
+            _warn_once(f"store:{self.dir}", f"tosa_vk: the program cache {self.dir} cannot be written ({err}); "
+                       "running without it")  # fmt: skip
+            return False
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+        self._trim()
+        return True
+
+    def entries(self) -> list[Path]:
+        try:
+            return sorted(self.dir.glob(f"*{SUFFIX}"))
+        except OSError:
+            return []
+
+    def info(self) -> dict:
+        sizes = []
+        for p in self.entries():
+            try:
+                sizes.append(p.stat().st_size)
+            except OSError:
+                pass
+        return {"directory": str(self.dir), "entries": len(sizes), "bytes": sum(sizes), "budget": self.budget}
+
+    def clear(self) -> int:
+        """Removes every entry (and leftover temporary files); returns the entries removed."""
+        entries = self.entries()
+        leftovers = list(self.dir.glob(f".tmp-*{SUFFIX}")) if self.dir.is_dir() else []
+        for p in entries + leftovers:
+            try:
+                p.unlink()
+            except OSError:
+                pass
+        return len(entries)
+
+    def _trim(self) -> None:
+        """Drops the least recently used entries while the cache is over its budget."""
+        stats = []
+        for p in self.entries():
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            stats.append((st.st_mtime, st.st_size, p))
+        total = sum(s for _, s, _ in stats)
+        for _, size, p in sorted(stats):
+            if total <= self.budget:
+                break
+            try:
+                p.unlink()
+                total -= size
+            except OSError:
+                pass
+
+
+def _decode(data: bytes, header: dict) -> Entry | None:
+    """The entry in `data` if it is whole and written for `header`."""
+    try:
+        if not data.startswith(MAGIC):
+            return None
+        at = len(MAGIC)
+        (n,) = _U32.unpack_from(data, at)
+        at += _U32.size
+        if json.loads(data[at : at + n]) != header:
+            return None
+        at += n
+        (length,) = _U64.unpack_from(data, at)
+        at += _U64.size
+        digest, payload = data[at : at + 32], data[at + 32 :]
+        if len(payload) != length or hashlib.sha256(payload).digest() != digest:
+            return None
+        sections, at = [], 0
+        while at < len(payload):
+            (size,) = _U64.unpack_from(payload, at)
+            at += _U64.size
+            if at + size > len(payload):
+                return None
+            sections.append(payload[at : at + size])
+            at += size
+        if len(sections) < 2:
+            return None
+        return Entry(sections[0], sections[1], sections[2:])
+    except (struct.error, ValueError, UnicodeDecodeError):
+        return None
+
+
+def _canonical(value):
+    """JSON for what json.dumps does not know: sets sorted, anything else by its str."""
+    return sorted(map(str, value)) if isinstance(value, (set, frozenset)) else str(value)
+
+
+def _warn_once(what: str, message: str) -> None:
+    if what not in _warned:
+        _warned.add(what)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
