@@ -582,3 +582,37 @@ def test_erf_and_cast_in_an_epilogue(device):
     }
     compare(device, graph, feeds, atol=1)  # fp32 -> int16 may round the other way within the ERF bound
     assert_fused_equals_unfused(device, graph, feeds)
+
+
+def projections(rng, *, shared=True, steps=4, used=4, through_reshape=False):
+    """An unrolled RNN's input projections: x [1, steps, 1, 16] sliced per step into a 1x1 CONV2D (the same
+    weights when `shared`), for the first `used` steps."""
+    b = Builder()
+    x = b.input("x", (1, steps, 1, 16), "fp32")
+    weights = [rng.standard_normal((8, 1, 1, 16)).astype(np.float32) for _ in range(1 if shared else steps)]
+    bias = rng.standard_normal(8).astype(np.float32)
+    outs = []
+    for t in range(used):
+        xt = b.slice(x, [0, t, 0, 0], [1, 1, 1, 16])
+        if through_reshape:
+            xt = b.reshape(b.reshape(xt, [1, 16]), [1, 1, 1, 16])
+        y = b.conv2d(xt, weights[0 if shared else t], bias, np.float32(0), np.float32(0))
+        outs.append(b.mul(y, y))  # used twice: no epilogue chain (a chained convolution keeps its own kernel)
+    b.output(*outs)
+    return b.build(), {"x": rng.standard_normal((1, steps, 1, 16)).astype(np.float32)}
+
+
+@pytest.mark.parametrize(
+    "case,batched",
+    [({}, True), ({"through_reshape": True}, True), ({"shared": False}, False), ({"steps": 9, "used": 4}, False)],
+    ids=["shared", "through-reshape", "other-weights", "few-pixels"],
+)
+def test_shared_projections_become_one_convolution(device, case, batched):
+    """1x1 CONV2Ds with the same weights over slices of whole pixels of one tensor are one CONV2D over it (its
+    outputs read back as views); not with other weights, nor when most pixels would be computed for nothing."""
+    graph, feeds = projections(np.random.default_rng(21), **case)
+    convolutions = [k.op for k in kernels(tosa_vk.compile(graph)) if "CONV2D" in k.op]
+    assert len(convolutions) == (1 if batched else 4), convolutions
+    assert len([k for k in kernels(tosa_vk.compile(graph, fuse=False)) if "CONV2D" in k.op]) == 4
+    compare(device, graph, feeds, atol=1e-5, rtol=1e-5)
+    assert_fused_equals_unfused(device, graph, feeds)

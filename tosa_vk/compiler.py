@@ -50,7 +50,7 @@ def compile(
     memory (VGF export: its resources are whole). The caller's graph is never changed."""
     target = named(target) if isinstance(target, str) else target
     validate(graph, file=file)
-    graph = passes.run(graph, layouts)
+    graph = passes.run(graph, layouts, batch=fuse_stage.enabled(fuse))
     placed = partition(graph, target, strict=strict, force_host=force_host)
     alignment = alignment or target.alignment
     fusion = (

@@ -124,6 +124,12 @@ def fuse(graph: Graph, partition: Partition, alignment: int | None = None) -> Fu
     return out
 
 
+def with_epilogues(block: Block) -> set[int]:
+    """The operators of `block` that would anchor an epilogue chain if everything ran on Vulkan (the passes stage
+    asks, so as not to trade a fused chain for a batched kernel)."""
+    return {anchor for anchor, _ in _epilogues(block, lambda i: True, set())}
+
+
 def _epilogues(block: Block, on_vulkan, taken: set[int]) -> list[tuple[int, list[int]]]:
     uses = Counter(n for op in block.operators for n in op.inputs)
     uses.update(block.outputs)  # a block output is stored: it ends a chain

@@ -3,7 +3,8 @@
 Run in order on a copy of the graph's structure (tensors and their data are shared, never modified):
 - permutes: a TRANSPOSE before and after each custom operator whose shader wants NHWC, for the tensors the caller
   says are NCHW (permute.py; only when `layouts` is given);
-- merging: TRANSPOSE pairs that undo each other disappear, other back-to-back pairs become one (permute.py).
+- merging: TRANSPOSE pairs that undo each other disappear, other back-to-back pairs become one (permute.py);
+- batching (with fusion on): 1x1 CONV2Ds sharing weights over runs of pixels of one tensor become one (batch.py).
 """
 
 from __future__ import annotations
@@ -11,18 +12,23 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir.graph import Block, Graph, Region
+from .batch import batch_projections
 from .permute import apply_custom_layouts, merge_transposes
 
 
-def run(graph: Graph, layouts: dict[str, str] | str | None = None) -> Graph:
-    """The graph after every pass; `graph` itself is returned when no pass would change it."""
-    if layouts is None and not any(op.op == "TRANSPOSE" for op in graph.main.operators):
+def run(graph: Graph, layouts: dict[str, str] | str | None = None, batch: bool = False) -> Graph:
+    """The graph after every pass; `graph` itself is returned when no pass would change it. `batch`: batched
+    projections too (an optimisation of the fuse stage's kind, off with it)."""
+    kinds = {op.op for op in graph.main.operators}
+    if layouts is None and "TRANSPOSE" not in kinds and not (batch and "CONV2D" in kinds):
         return graph
     graph = copy_structure(graph)
     if layouts is not None:
         apply_custom_layouts(graph, layouts)  # both passes
     else:
         merge_transposes(graph)
+    if batch:
+        batch_projections(graph)
     return graph
 
 
