@@ -33,9 +33,9 @@ TOOL_TIMEOUT_S = 120  # glslc / spirv-val on one batch: built-in batches take se
 
 INCLUDE_DIR = SHADER_ROOT / "include"
 TARGET_ENV = "vulkan1.2"
-# glslc without spirv-opt (-O0): drivers optimise SPIR-V themselves, and on lavapipe -O cost ~450 ms per convolution
-# or matrix-product variant for no measured gain (mobilenetv2 cold: glslc 9.2 -> 0.8 s, first dispatches 43 -> 32 s,
-# steady run 22 -> 18 ms); part of the cache key
+# glslc without spirv-opt (-O0): drivers optimise SPIR-V themselves, and on lavapipe -O cost ~200-450 ms per
+# convolution or matrix-product variant for no measured gain (mobilenetv2 in a new process, every cache empty: glslc
+# 3.75 -> 0.51 s; pipeline creation, first dispatches (LLVM) and steady runs unchanged); part of the cache key
 GLSLC_FLAGS = (f"--target-env={TARGET_ENV}", "-O0")
 
 
