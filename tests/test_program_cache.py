@@ -116,17 +116,19 @@ def test_an_unwritable_cache_folder_means_running_without_it(device, tmp_path):
 
 
 def test_the_budget_drops_the_least_recently_used(tmp_path):
+    """A store that takes the running total past the budget drops the least recently used entries."""
     from tosa_vk.program_cache import Entry
 
     cache = ProgramCache(tmp_path)
-    for i in range(4):
-        header = cache.header(f"{i:064x}", "uuid", "driver")
+    headers = [cache.header(f"{i:064x}", "uuid", "driver") for i in range(4)]
+    for i, header in enumerate(headers[:3]):
         assert cache.store(header, Entry(b"p" * 1000, b"", []))
         os.utime(cache.path(header["key"]), (i, i))  # used in store order
-    size = cache.path(f"{0:064x}").stat().st_size
+    size = cache.path(headers[0]["key"]).stat().st_size
     cache.budget = 2 * size + 10
-    cache._trim()
+    assert cache.store(headers[3], Entry(b"p" * 1000, b"", []))
     assert [p.name[60:64] for p in cache.entries()] == ["0002", "0003"]
+    assert int((tmp_path / "usage").read_text()) == 2 * size
 
 
 def test_two_processes_filling_one_cache_at_once(tmp_path):
