@@ -381,28 +381,27 @@ def cmd_bench(args) -> int:
 def cmd_cache(args) -> int:
     """The program cache (compiled models) and the SPIR-V cache under $TOSA_VK_CACHE: what is there, or empty them."""
     from .program_cache import ProgramCache
-    from .vulkan.shaders import default_cache_dir
+    from .vulkan.shaders import ShaderCache
 
-    programs = ProgramCache(args.dir)
-    spirv = default_cache_dir()
+    programs, shaders = ProgramCache(args.dir), ShaderCache()
     if args.action == "clear":
         removed = programs.clear()
-        shaders = [p for p in spirv.glob("*") if p.suffix in (".spv", ".sha256")] if spirv.is_dir() else []
-        for p in shaders:
-            p.unlink(missing_ok=True)
-        print(
-            f"removed {removed} compiled models from {programs.dir} and {len(shaders) // 2} SPIR-V modules from {spirv}"
-        )
+        print(f"removed {removed} compiled models from {programs.dir} and {shaders.clear()} SPIR-V modules from "
+              f"{shaders.dir}")  # fmt: skip
         return 0
     info = programs.info()
-    modules = list(spirv.glob("*.spv")) if spirv.is_dir() else []
-    info["spirv"] = {"directory": str(spirv), "modules": len(modules), "bytes": sum(p.stat().st_size for p in modules)}
+    modules = shaders.modules()
+    info["spirv"] = {
+        "directory": str(shaders.dir),
+        "modules": len(modules),
+        "bytes": sum(p.stat().st_size for p in modules),
+    }
     if args.json:
         print(json.dumps(info, indent=1))
     else:
         print(f"compiled models: {info['entries']} in {info['directory']} ({info['bytes'] / 2**20:.1f} MiB of "
               f"{info['budget'] / 2**20:.0f} MiB)")  # fmt: skip
-        print(f"SPIR-V modules:  {len(modules)} in {spirv} ({info['spirv']['bytes'] / 2**20:.1f} MiB)")
+        print(f"SPIR-V modules:  {len(modules)} in {shaders.dir} ({info['spirv']['bytes'] / 2**20:.1f} MiB)")
     return 0
 
 

@@ -141,15 +141,17 @@ def _epilogues(block: Block, on_vulkan, taken: set[int]) -> list[tuple[int, list
             continue
         chain: list[int] = []
         tensor = op.outputs[0]
+        in_tail = False
         while uses[tensor] == 1 and not block.tensors[tensor].variable and tensor in consumer:
             nxt = consumer[tensor]
             if nxt in claimed or not on_vulkan(nxt):
                 break
             nop = block.operators[nxt]
-            if chain and tail_start(block, chain) < len(chain) or _layout(block, nop, tensor):
+            if in_tail or _layout(block, nop, tensor):
                 # the layout tail: only RESHAPEs and TRANSPOSEs follow, done by the store (STORE_MAPS)
                 if op.op not in STORE_MAPS or nop.op not in ("RESHAPE", "TRANSPOSE") or nop.inputs[0] != tensor:
                     break
+                in_tail = True
             elif not _joins(block, nop, tensor):
                 break
             chain.append(nxt)

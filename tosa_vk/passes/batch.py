@@ -109,7 +109,8 @@ def _shape_ops(block: Block, base: str, values: list[list[int]]) -> list[Operato
 
 
 def _drop_unused(block: Block) -> None:
-    """Removes the SLICEs / RESHAPEs (and their shape constants) that fed the batched convolutions."""
+    """Removes SLICEs, RESHAPEs and shape constants whose outputs nothing reads (those that fed the batched
+    convolutions, and any the graph had already)."""
     while True:
         read = {n for op in block.operators for n in op.inputs} | set(block.outputs)
         dead = [op for op in block.operators if op.op in ("SLICE", "RESHAPE", "CONST_SHAPE")

@@ -138,6 +138,18 @@ class ShaderCache:
             h.update(part.encode() + b"\0")
         return h.hexdigest()
 
+    def modules(self) -> list[Path]:
+        """The SPIR-V files on disk."""
+        return sorted(self.dir.glob("*.spv")) if self.dir.is_dir() else []
+
+    def clear(self) -> int:
+        """Removes every module and its hash from disk; returns the modules removed."""
+        modules = self.modules()
+        for spv in modules:
+            spv.unlink(missing_ok=True)
+            spv.with_suffix(".sha256").unlink(missing_ok=True)
+        return len(modules)
+
     def _load(self, key: str) -> bytes | None:
         spv, digest = self.dir / f"{key}.spv", self.dir / f"{key}.sha256"
         try:
