@@ -11,6 +11,7 @@ import pytest
 from helpers import assert_same, compare, run_both, ulp, with_specials
 
 from tosa_vk.ir.dtype import DType
+from tosa_vk.lower import tensor_ops
 
 
 def floats(rng, shape, dtype: DType, scale=1.0):
@@ -27,7 +28,7 @@ MATMUL_FLOAT = [
     (DType.FP8E4M3, DType.FP16),
     (DType.FP8E5M2, DType.FP16),
 ]
-# (N, H, C, W): the fast kernel (C % 8 == 0, W % 8 == 0; 16- and 8-column tiles, partial row tiles) and the
+# (N, H, C, W): the fast kernel (C % 8 == 0, W % 8 == 0; the small-product tiles, partial row tiles) and the
 # generic one (odd C / W)
 MATMUL_SHAPES = [(2, 21, 24, 48), (1, 5, 16, 8), (3, 7, 9, 13), (1, 33, 40, 6), (2, 1, 4, 1)]
 
@@ -62,6 +63,19 @@ def test_matmul_float(device, types, shape):
     got, want = _matmul(device, a, b, out_dtype=out_t)
     assert got.dtype == out_t.numpy
     # the dot-product bound: KS rounding errors of the fp32 accumulator on sum |a| |b|, plus the output rounding
+    mag = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    assert_same(got, want, atol=2 * c * 2.0**-24 * mag + ulp(out_t, want.astype(np.float64)))
+
+
+@pytest.mark.parametrize("types", MATMUL_FLOAT[:4], ids=lambda t: f"{t[0].name}-{t[1].name}")
+def test_matmul_large_tile(device, types):
+    """A product big enough for the 16 x 16 register tile (tensor_ops.LARGE_TILE_MACS), with a partial row tile."""
+    in_t, out_t = types
+    n, h, c, w = 2, 37, 256, 512
+    assert n * h * c * w >= tensor_ops.LARGE_TILE_MACS and tensor_ops._fast_tile(n * h * c * w, h, w) == (16, 2)
+    rng = np.random.default_rng(11)
+    a, b = floats(rng, (n, h, c), in_t), floats(rng, (n, c, w), in_t)
+    got, want = _matmul(device, a, b, out_dtype=out_t)
     mag = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
     assert_same(got, want, atol=2 * c * 2.0**-24 * mag + ulp(out_t, want.astype(np.float64)))
 

@@ -71,6 +71,21 @@ def _fast_applies(ctx: LowerCtx, dtype: DType, c: int, w: int) -> bool:
     )
 
 
+# The register tile trades the driver's compile time for run time. lavapipe, a product alone in a model, steady ms
+# (first dispatch, LLVM, in s): [1,256,256] x [1,256,256] rows x columns 16 x 16: 5.8 (0.9), 8 x 8: 9.9 (0.4);
+# mobilenetv2's 1x1 layers (<= 1.5 M multiply-adds each): whole model 11.4 ms either way, but its first run
+# 23 s -> 7.7 s (a 16 x 16 tile with a fused epilogue is 2.5-4.5 s of LLVM each: the epilogue is unrolled per
+# result). So the large tile only where a product is big enough to earn it back.
+LARGE_TILE_MACS = 1 << 23
+
+
+def _fast_tile(macs: int, h: int, w: int) -> tuple[int, int]:
+    """(TM rows, TNB blocks of 8 columns) per invocation of matmul_fast.comp."""
+    if macs >= LARGE_TILE_MACS:
+        return (16 if h >= 16 else 8 if h >= 8 else 4), (2 if w % 16 == 0 and w >= 32 else 1)
+    return (8 if h >= 8 else 4), 1
+
+
 def matmul_fast(
     ctx: LowerCtx, a: Tensor, b: Tensor, shape: tuple[int, int, int, int], bias: Tensor | None = None
 ) -> list[Kernel] | None:
@@ -81,8 +96,7 @@ def matmul_fast(
     if not _fast_applies(ctx, a.dtype, c, w):
         return None
     unit, kind = _FAST_UNIT[a.dtype]
-    tm = 16 if h >= 16 else (8 if h >= 8 else 4)
-    tnb = 2 if w % 16 == 0 and w >= 32 else 1
+    tm, tnb = _fast_tile(n * h * c * w, h, w)
     lanes = max(1, min(8, -(-w // (8 * tnb))))
     tiles_h, blocks_w = -(-h // tm), -(-w // (8 * tnb * lanes))
     groups = n * tiles_h * blocks_w
