@@ -82,7 +82,8 @@ void main() {
     uint th = g % p.tiles_h;
     uint n = g / p.tiles_h;
     uint col = (tw * LANES + gl_LocalInvocationID.x) * (8u * TNB);
-    uint bcol = min(col, p.W - 8u * TNB);   // lanes past W read valid columns and store nothing
+    if (col >= p.W) return;  // a spare lane (no barriers here): on lavapipe its loads would cost as a live lane's
+    uint bcol = col;
     uint row0 = th * TM;
     uint brow = n * p.C;
     // acc<i>_<j>: row i, columns col + 8 j .. + 7 as two vec4 (lo, hi); rows past H read row H - 1
@@ -101,7 +102,6 @@ void main() {
 #define ROW(i) { vec4 al, ah; unpack8(a8[ra##i + (c >> 3)], al, ah); COLS(FJ, i) }
         ROWS(ROW)
     }
-    if (col >= p.W) return;
     uint rows = min(uint(TM), p.H - row0);
 #define ST4(v, e) O_T4(STORE_O(RES(v.x, e)), STORE_O(RES(v.y, (e) + 1u)), STORE_O(RES(v.z, (e) + 2u)), \
                        STORE_O(RES(v.w, (e) + 3u)))

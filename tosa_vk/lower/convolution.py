@@ -285,10 +285,12 @@ def _permuted(src: Tensor, x: Tensor, transpose: Operator) -> tuple[str, str]:
     return src.name, "(" + transposed_index(x.shape, src.shape, perms, "(i)") + ")"
 
 
-# 1x1 fp32 convolutions with at least this many input channels run as matmul_fast.comp with the weights laid out
-# [IC, OC] at load: measured on lavapipe, 6 layers of 256 pixels 96 -> 96 channels 15.2 -> 6.5 ms, 64 pixels
-# 256 -> 256 22.9 -> 11.0 ms; with 16 channels the convolution kernel is faster (3.3 vs 5.0 ms for 1024 pixels).
-MATMUL_MIN_IC = 32
+# 1x1 fp32 convolutions with at least this many input channels (and a multiple of 8) run as matmul_fast.comp with
+# the weights laid out [IC, OC] at load: measured on lavapipe, 6 layers of 256 pixels 96 -> 96 channels 15.2 -> 6.5
+# ms, 64 pixels 256 -> 256 22.9 -> 11.0 ms. With 16 and 24 channels, since matmul_fast's 8 x 8 tiles for small
+# products, whole models run as fast either way (mobilenetv2 11.4 / 11.7 ms, lstm 1.27 / 0.99 ms, medians of 40
+# interleaved) and share its pipelines instead of compiling one per layer (mobilenetv2's first run 6.6 -> 3.8 s).
+MATMUL_MIN_IC = 8
 
 
 def _as_matmul(ctx: LowerCtx, pixels: int, ic: int, oc: int) -> list | None:
