@@ -22,7 +22,7 @@ def glsl_members(shader: str) -> list[tuple[str, str, int]]:
     """The push-constant members of shaders/<shader>.comp as its GLSL declares them (a test-only parse)."""
     text = (ROOT / "shaders" / f"{shader}.comp").read_text()
     (body,) = BLOCK.findall(text)
-    body = re.sub(r"//[^\n]*", "", body).replace("MAX_RANK", str(MAX_RANK))
+    body = re.sub(r"//[^\n]*", "", body).replace("MAX_RANK", str(MAX_RANK)).replace("EP_PUSH", "")
     members = []
     for decl in filter(None, (d.strip() for d in body.split(";"))):
         glsl, names = decl.split(None, 1)
@@ -37,7 +37,7 @@ def glsl_members(shader: str) -> list[tuple[str, str, int]]:
 def test_declared_layout_matches_the_shader(shader):
     found = glsl_members(shader)
     for layout in push.SHADERS[shader]:
-        clamp_t = {"CLAMP_T": layout.members[-1][1]}  # activation: the bound type is a define
+        clamp_t = {"CLAMP_T": layout.members[-1][1]} if layout.members else {}  # activation: the bound type
         assert [(n, clamp_t.get(t, t), c) for n, t, c in found] == list(layout.members), shader
 
 
@@ -70,5 +70,15 @@ def test_every_built_in_kernel_carries_its_layout(model):
     kernels = [s for s in walk(program.steps) if isinstance(s, Kernel)]
     for k in kernels:
         if k.push_constants:
-            assert k.push_layout in [layout.members for layout in push.SHADERS[k.shader]], k.op
+            own = k.push_layout[:-1] if k.push_layout[-1][0] == "ep" else k.push_layout  # + LowerCtx.word's
+            assert own in [layout.members for layout in push.SHADERS.get(k.shader, (push.NONE,))], k.op
             assert len(k.push_constants) == 4 * sum(max(n, 1) for _, _, n in k.push_layout), k.op
+
+
+def test_push_words_are_shared_scalars():
+    """resnet_int8's layers of one geometry and chain differ only in zero points and clamp bounds: push-constant
+    words, so they share a shader variant (one pipeline); both programs compute the same (tests/test_fuse.py)."""
+    program = tosa_vk.compile(load_graph(ROOT / "resources" / "models" / "resnet_int8" / "model.tosa"))
+    convs = [s for s in walk(program.steps) if isinstance(s, Kernel) and s.shader == "convolution/conv"]
+    assert all(("ep", "int", int(dict(k.defines)["EP_WORDS"])) == k.push_layout[-1] for k in convs)
+    assert len({k.defines for k in convs}) == len(convs) - 2  # 16 -> 14 (conv_1 / conv_3 and conv_2 / conv_4)

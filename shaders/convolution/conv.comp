@@ -40,25 +40,25 @@ void main() {
     int iw0 = ow0 * SW - PL;                          // input column of span position 0
 
 #ifdef MAT
-#define ACC_ELEMENT(a, p, c) a[p][(c) / 4][(c) % 4]
+#define ACC_ELEMENT(a, px, c) a[px][(c) / 4][(c) % 4]
 #else
-#define ACC_ELEMENT(a, p, c) a[p][c]
+#define ACC_ELEMENT(a, px, c) a[px][c]
 #endif
 #ifdef MAT
     // 4 output channels at a time: acc[p][c4] += (4 input channels of pixel p) x (4 x 4 weights), one
     // vector-matrix product; integers (int8) go through fp32, exact per chunk row (|partial| < 2^24, checked
     // by the lowering), then add to int32 accumulators.
     ACC4_T acc[TILE_P][TILE_C / 4];
-    [[unroll]] for (int p = 0; p < TILE_P; ++p) [[unroll]] for (int c = 0; c < TILE_C / 4; ++c) acc[p][c] = ACC4_T(0);
+    [[unroll]] for (int px = 0; px < TILE_P; ++px) [[unroll]] for (int c = 0; c < TILE_C / 4; ++c) acc[px][c] = ACC4_T(0);
 #else
     ACC_T acc[TILE_P][TILE_C];
-    [[unroll]] for (int p = 0; p < TILE_P; ++p) [[unroll]] for (int c = 0; c < TILE_C; ++c) acc[p][c] = ACC_T(0);
+    [[unroll]] for (int px = 0; px < TILE_P; ++px) [[unroll]] for (int c = 0; c < TILE_C; ++c) acc[px][c] = ACC_T(0);
 #endif
 
 #ifdef PARTIAL_IN
-    [[unroll]] for (int p = 0; p < TILE_P; ++p) [[unroll]] for (int c = 0; c < TILE_C; ++c) {
-        int at = (((n * OD + od) * OH + oh) * OW + ow0 + p) * OC + oc0 + c;
-        ACC_ELEMENT(acc, p, c) = ow0 + p < OW && oc0 + c < OC ? partial[at] : ACC_T(0);
+    [[unroll]] for (int px = 0; px < TILE_P; ++px) [[unroll]] for (int c = 0; c < TILE_C; ++c) {
+        int at = (((n * OD + od) * OH + oh) * OW + ow0 + px) * OC + oc0 + c;
+        ACC_ELEMENT(acc, px, c) = ow0 + px < OW && oc0 + c < OC ? partial[at] : ACC_T(0);
     }
 #endif
 
@@ -79,7 +79,7 @@ void main() {
 #ifdef MAT
 #ifdef INTEGER
                 vec4 part[TILE_P][TILE_C / 4];
-                [[unroll]] for (int p = 0; p < TILE_P; ++p) [[unroll]] for (int c = 0; c < TILE_C / 4; ++c) part[p][c] = vec4(0);
+                [[unroll]] for (int px = 0; px < TILE_P; ++px) [[unroll]] for (int c = 0; c < TILE_C / 4; ++c) part[px][c] = vec4(0);
 #define PART part
 #else
 #define PART acc
@@ -96,21 +96,21 @@ void main() {
                         [[unroll]] for (int q = 0; q < NG; ++q)
                             m[c][q] = mat4(vec4(w0[q]), vec4(w1[q]), vec4(w2[q]), vec4(w3[q]));
                     }
-                    [[unroll]] for (int p = 0; p < TILE_P; ++p) [[unroll]] for (int c = 0; c < TILE_C / 4; ++c)
+                    [[unroll]] for (int px = 0; px < TILE_P; ++px) [[unroll]] for (int c = 0; c < TILE_C / 4; ++c)
                         [[unroll]] for (int q = 0; q < NG; ++q)
-                            MAT_ACCUMULATE(PART[p][c], vec4(xv[p * SW + kw * DW][q]) * m[c][q], valid[p * SW + kw * DW]);
+                            MAT_ACCUMULATE(PART[px][c], vec4(xv[px * SW + kw * DW][q]) * m[c][q], valid[px * SW + kw * DW]);
                 }
 #ifdef INTEGER
-                [[unroll]] for (int p = 0; p < TILE_P; ++p) [[unroll]] for (int c = 0; c < TILE_C / 4; ++c)
-                    acc[p][c] += ivec4(part[p][c]);
+                [[unroll]] for (int px = 0; px < TILE_P; ++px) [[unroll]] for (int c = 0; c < TILE_C / 4; ++c)
+                    acc[px][c] += ivec4(part[px][c]);
 #endif
 #else
                 [[unroll]] for (int kw = 0; kw < KW; ++kw) {
                     [[unroll]] for (int c = 0; c < TILE_C; ++c) {
                         CHUNK_T wv[NG];
                         LOAD_W_CHUNK(wv, (min(oc0 + c, OC - 1) * TAPS + tap0 + kw) * IC + i);
-                        [[unroll]] for (int p = 0; p < TILE_P; ++p)
-                            DOT_CHUNK(acc[p][c], xv[p * SW + kw * DW], wv, valid[p * SW + kw * DW]);
+                        [[unroll]] for (int px = 0; px < TILE_P; ++px)
+                            DOT_CHUNK(acc[px][c], xv[px * SW + kw * DW], wv, valid[px * SW + kw * DW]);
                     }
                 }
 #endif
@@ -118,23 +118,23 @@ void main() {
         }
     }
     int obase = (((n * OD + od) * OH + oh) * OW + ow0) * OC;
-    [[unroll]] for (int p = 0; p < TILE_P; ++p) {
+    [[unroll]] for (int px = 0; px < TILE_P; ++px) {
 #if OW % TILE_P != 0
-        if (ow0 + p >= OW) continue;
+        if (ow0 + px >= OW) continue;
 #endif
 #ifdef STORE_VEC4
         [[unroll]] for (int c = 0; c < TILE_C / 4; ++c) {
 #if OC % TILE_C != 0
             if (oc0 + 4 * c >= OC) continue;
 #endif
-            STORE4_RESULT(obase + p * OC + oc0 + 4 * c, acc[p][c], oc0 + 4 * c);
+            STORE4_RESULT(obase + px * OC + oc0 + 4 * c, acc[px][c], oc0 + 4 * c);
         }
 #else
         [[unroll]] for (int c = 0; c < TILE_C; ++c) {
 #if OC % TILE_C != 0
             if (oc0 + c >= OC) continue;
 #endif
-            STORE_RESULT(obase + p * OC + oc0 + c, ACC_ELEMENT(acc, p, c), oc0 + c);
+            STORE_RESULT(obase + px * OC + oc0 + c, ACC_ELEMENT(acc, px, c), oc0 + c);
         }
 #endif
     }

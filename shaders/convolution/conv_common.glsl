@@ -3,7 +3,7 @@
 //   X_* / W_* / B_* / O_*  type defines of input, weight, bias, output (tosa_vk/lower/types.py);
 //   ACC_T                  accumulator: float (every floating-point type), int (int8), int64_t (int16 -> int48);
 //                          ACC4_T its 4-vector;
-//   INTEGER                integer types: subtract the zero points, constants IZP / WZP or, with ZP_BUFFERS, read
+//   INTEGER                integer types: subtract the zero points, IZP / WZP (push-constant words) or, with ZP_BUFFERS, read
 //                          from bindings 4 and 5 (IZ, WZ);
 //   VE                     elements per chunk: the reduction axis is read VE elements at a time. VE = 4 .. 32:
 //                          a chunk is XWORDS (WWORDS) 32-bit words (uint / uvec2 / uvec4 / u64vec4 views)
@@ -114,6 +114,14 @@
 // out = acc + bias[(BC == 1) ? 0 : oc]: floating point rounds once to the output type from fp32; integers are
 // exact (int32 + int32 for int8 inputs, int48 as int64 for int16).
 #define FINISH(acc, oc) ((acc) + ACC_T(LOAD_B(bias[BIAS_INDEX(oc)])))
+// The kernel's push constants: zero points (IZP / WZP) and the epilogue's scalars
+#ifdef EP_WORDS  // only the scalars of LowerCtx.word (types.glsl)
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
+layout(push_constant) uniform Params { EP_PUSH } p;
+#endif
+#endif
 // What is stored: the result, through the fused operators after the convolution where the fuse stage chose them
 // (include/epilogue.glsl; O_* then describe the last one's output).
 #include "epilogue.glsl"

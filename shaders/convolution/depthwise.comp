@@ -47,7 +47,7 @@ void main() {
     int iw0 = ow0 * SW - PL;
 
     ACCV_T acc[TILE_P][NG];
-    [[unroll]] for (int p = 0; p < TILE_P; ++p) [[unroll]] for (int q = 0; q < NG; ++q) acc[p][q] = ACCV(0);
+    [[unroll]] for (int px = 0; px < TILE_P; ++px) [[unroll]] for (int q = 0; q < NG; ++q) acc[px][q] = ACCV(0);
 
     for (int kh = 0; kh < KH; ++kh) {
         int ih = oh * SH - PT + kh * DH;
@@ -62,19 +62,19 @@ void main() {
         [[unroll]] for (int kw = 0; kw < KW; ++kw) {
             CHUNK_T wv[NG];
             LOAD_W_CHUNK(wv, (kh * KW + kw) * OCH + oc0);
-            [[unroll]] for (int p = 0; p < TILE_P; ++p) [[unroll]] for (int q = 0; q < NG; ++q)
-                DW_ACCUMULATE(acc[p][q], xv[p * SW + kw * DW][q], wv[q], valid[p * SW + kw * DW]);
+            [[unroll]] for (int px = 0; px < TILE_P; ++px) [[unroll]] for (int q = 0; q < NG; ++q)
+                DW_ACCUMULATE(acc[px][q], xv[px * SW + kw * DW][q], wv[q], valid[px * SW + kw * DW]);
         }
     }
     int obase = ((n * OH + oh) * OW + ow0) * OCH + oc0;
-    [[unroll]] for (int p = 0; p < TILE_P; ++p) {
+    [[unroll]] for (int px = 0; px < TILE_P; ++px) {
 #if OW % TILE_P != 0
-        if (ow0 + p >= OW) continue;
+        if (ow0 + px >= OW) continue;
 #endif
 #if VE >= 4
-        [[unroll]] for (int q = 0; q < NG; ++q) STORE4_RESULT(obase + p * OCH + q * 4, acc[p][q], oc0 + q * 4);
+        [[unroll]] for (int q = 0; q < NG; ++q) STORE4_RESULT(obase + px * OCH + q * 4, acc[px][q], oc0 + q * 4);
 #else
-        o[obase + p * OCH] = STORE_O(RESULT(acc[p][0], oc0, obase + p * OCH));
+        o[obase + px * OCH] = STORE_O(RESULT(acc[px][0], oc0, obase + px * OCH));
 #endif
     }
 }

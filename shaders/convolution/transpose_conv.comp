@@ -32,16 +32,16 @@ void main() {
     int oy = rest % OH;
     int n = rest / OH;
     int oc0 = block * TILE_C;
-    int ox0 = phase + j * TILE_P * SX;              // pixel p is at ox0 + p * SX
+    int ox0 = phase + j * TILE_P * SX;              // pixel px is at ox0 + px * SX
 
     ACC_T acc[TILE_P][TILE_C];
-    [[unroll]] for (int p = 0; p < TILE_P; ++p) [[unroll]] for (int c = 0; c < TILE_C; ++c) acc[p][c] = ACC_T(0);
+    [[unroll]] for (int px = 0; px < TILE_P; ++px) [[unroll]] for (int c = 0; c < TILE_C; ++c) acc[px][c] = ACC_T(0);
 
 #ifdef PARTIAL_IN
-    [[unroll]] for (int p = 0; p < TILE_P; ++p) [[unroll]] for (int c = 0; c < TILE_C; ++c) {
-        int ox = ox0 + p * SX;
+    [[unroll]] for (int px = 0; px < TILE_P; ++px) [[unroll]] for (int c = 0; c < TILE_C; ++c) {
+        int ox = ox0 + px * SX;
         int at = ((n * OH + oy) * OW + ox) * OC + oc0 + c;
-        acc[p][c] = ox < OW && oc0 + c < OC ? partial[at] : ACC_T(0);
+        acc[px][c] = ox < OW && oc0 + c < OC ? partial[at] : ACC_T(0);
     }
 #endif
 
@@ -50,31 +50,31 @@ void main() {
         bool row_in = iy >= 0 && iy < IH;
         int row = (n * IH + iy) * IW;
         for (int kx = pmod(ox0 - PL, SX); kx < KW; kx += SX) {
-            int ix0 = (ox0 - PL - kx) / SX;          // exact; pixel p reads column ix0 + p
+            int ix0 = (ox0 - PL - kx) / SX;          // exact; pixel px reads column ix0 + px
             for (int i = IC_BEGIN; i < IC_END; i += VE) {
                 CHUNK_T xv[TILE_P][NG];
                 bool valid[TILE_P];
-                [[unroll]] for (int p = 0; p < TILE_P; ++p) {
-                    valid[p] = row_in && ix0 + p >= 0 && ix0 + p < IW;
-                    LOAD_X_CHUNK(xv[p], (row + ix0 + p) * IC + i, valid[p]);
+                [[unroll]] for (int px = 0; px < TILE_P; ++px) {
+                    valid[px] = row_in && ix0 + px >= 0 && ix0 + px < IW;
+                    LOAD_X_CHUNK(xv[px], (row + ix0 + px) * IC + i, valid[px]);
                 }
                 [[unroll]] for (int c = 0; c < TILE_C; ++c) {
                     CHUNK_T wv[NG];
                     LOAD_W_CHUNK(wv, ((min(oc0 + c, OC - 1) * KH + ky) * KW + kx) * IC + i);
-                    [[unroll]] for (int p = 0; p < TILE_P; ++p) DOT_CHUNK(acc[p][c], xv[p], wv, valid[p]);
+                    [[unroll]] for (int px = 0; px < TILE_P; ++px) DOT_CHUNK(acc[px][c], xv[px], wv, valid[px]);
                 }
             }
         }
     }
-    [[unroll]] for (int p = 0; p < TILE_P; ++p) {
-        int ox = ox0 + p * SX;
+    [[unroll]] for (int px = 0; px < TILE_P; ++px) {
+        int ox = ox0 + px * SX;
         if (ox >= OW) continue;
         int obase = ((n * OH + oy) * OW + ox) * OC;
         [[unroll]] for (int c = 0; c < TILE_C; ++c) {
 #if OC % TILE_C != 0
             if (oc0 + c >= OC) continue;
 #endif
-            STORE_RESULT(obase + oc0 + c, acc[p][c], oc0 + c);
+            STORE_RESULT(obase + oc0 + c, acc[px][c], oc0 + c);
         }
     }
 }

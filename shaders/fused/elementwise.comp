@@ -12,6 +12,13 @@
 #ifdef EP_FP64
 #include "unary.glsl"
 #endif
+#ifdef EP_WORDS  // only the scalars of LowerCtx.word (types.glsl)
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
+layout(push_constant) uniform Params { EP_PUSH } p;
+#endif
+#endif
 EP_DECLS
 
 void main() {

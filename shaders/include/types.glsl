@@ -8,6 +8,15 @@
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_EXT_shader_16bit_storage : require
 
+// Scalars a kernel reads from its push constants rather than from its code (zero points, clamp bounds:
+// tosa_vk/lower LowerCtx.word), so that layers differing only in them share a pipeline: EP_PUSH ends a shader's
+// Params block; shaders without one of their own declare `Params { EP_PUSH } p` when EP_WORDS is defined.
+#ifdef EP_WORDS
+#define EP_PUSH int ep[EP_WORDS];
+#else
+#define EP_PUSH
+#endif
+
 // bf16: the top 16 bits of an fp32; round to nearest even, NaN stays NaN.
 float bf16_to_f32(uint16_t b) { return uintBitsToFloat(uint(b) << 16); }
 uint16_t f32_to_bf16(float f) {

@@ -23,7 +23,6 @@
 
 layout(set = 0, binding = 0) readonly buffer InA { A_T a[]; };
 layout(set = 0, binding = 1) writeonly buffer Out { O_T o[]; };
-#include "epilogue.glsl"
 #ifdef PUSH_BAKED
 PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
 #else
@@ -33,8 +32,10 @@ layout(push_constant) uniform Params {
     uint inner;     // product of the dimensions after the axis
     uint chunk;     // axis elements per invocation
     uint chunks;    // ceil(axis_len / chunk)
+    EP_PUSH
 } p;
 #endif
+#include "epilogue.glsl"
 
 // fp64 -> fp32 rounded to odd: truncate, then set the last bit when inexact. Rounding that to a format with at
 // most 22 fraction bits (fp16, bf16) to nearest gives the correctly rounded result of the fp64 value (no double

@@ -26,13 +26,6 @@ layout(set = 0, binding = 0) readonly buffer InA4 { A_T4 a4[]; };
 layout(set = 0, binding = 1) readonly buffer InB4 { B_T4 b4[]; };
 layout(set = 0, binding = 2) writeonly buffer Out4 { O_T4 o4[]; };
 #endif
-// The fused epilogue (include/epilogue.glsl) on each result: its channel is its column
-#include "epilogue.glsl"
-#ifdef EPILOGUE
-#define RES(v, at) EPILOGUE(v, int((at) % p.W), int(at))
-#else
-#define RES(v, at) (v)
-#endif
 #ifdef ZP_BUFFER
 layout(set = 0, binding = 3) readonly buffer InZA { ZA_T za[]; };
 layout(set = 0, binding = 4) readonly buffer InZB { ZB_T zb[]; };
@@ -50,7 +43,15 @@ layout(push_constant) uniform Params {
     uint blocks_w;  // blocks of LANES * 4 columns
     uint k_len;     // c per split (C without PARTIAL)
     uint splits;
+    EP_PUSH
 } p;
+#endif
+// The fused epilogue (include/epilogue.glsl) on each result: its channel is its column
+#include "epilogue.glsl"
+#ifdef EPILOGUE
+#define RES(v, at) EPILOGUE(v, int((at) % p.W), int(at))
+#else
+#define RES(v, at) (v)
 #endif
 
 #define CT A_C

@@ -15,13 +15,6 @@ layout(set = 0, binding = 0) readonly buffer InA { UNIT a8[]; };
 layout(set = 0, binding = 1) readonly buffer InB { UNIT b8[]; };
 layout(set = 0, binding = 2) writeonly buffer Out4 { O_T4 o4[]; };
 layout(set = 0, binding = 2) writeonly buffer Out { O_T o[]; };
-// The fused epilogue (include/epilogue.glsl) on each result: its channel is its column
-#include "epilogue.glsl"
-#ifdef EPILOGUE
-#define RES(v, at) EPILOGUE(v, int((at) % p.W), int(at))
-#else
-#define RES(v, at) (v)
-#endif
 #ifdef PUSH_BAKED
 PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
 #else
@@ -30,7 +23,15 @@ layout(push_constant) uniform Params {
     uint H, C, W;
     uint tiles_h;   // tiles of TM rows
     uint blocks_w;  // blocks of LANES * 8 * TNB columns
+    EP_PUSH
 } p;
+#endif
+// The fused epilogue (include/epilogue.glsl) on each result: its channel is its column
+#include "epilogue.glsl"
+#ifdef EPILOGUE
+#define RES(v, at) EPILOGUE(v, int((at) % p.W), int(at))
+#else
+#define RES(v, at) (v)
 #endif
 
 // 8 consecutive elements (one UNIT) -> two vec4

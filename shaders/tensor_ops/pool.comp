@@ -32,6 +32,7 @@ layout(push_constant) uniform Params {
     uint total;     // invocations: N * OH * OW * C / V
     uint IH, IW, C, OH, OW;
     int KH, KW, SY, SX, PT, PL;
+    EP_PUSH
 } p;
 #endif
 

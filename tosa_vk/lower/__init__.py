@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,10 @@ from .types import binding_defines
 
 if TYPE_CHECKING:
     from ..partition import Partition
+
+# push-constant scalars one kernel may read (LowerCtx.word): 64 bytes, with the largest built-in block (48 bytes)
+# within the 128 bytes every Vulkan device offers
+MAX_WORDS = 16
 
 LOWERINGS: dict[str, Callable[[LowerCtx], list[Step] | None]] = {}
 CHAPTERS = (
@@ -85,6 +90,21 @@ class LowerCtx:
     # reads — the same reduction along another axis, or a TRANSPOSE before a CONV2D; the kernel does both, reading
     # that operator's input. A lowering that cannot returns None.
     prologue: tuple[int, Operator] | None = None
+    # 32-bit scalars the kernel reads from its push constants (word()), in order
+    words: list[int] = dataclasses.field(default_factory=list)
+
+    def word(self, value: int | float, glsl: str = "int") -> str:
+        """GLSL for a scalar of the kernel (a zero point, a clamp bound: "int" or "float", exact) read from its push
+        constants, p.ep[i], rather than written into its code: layers that differ only in such values then share
+        one shader and one pipeline (resnet_int8: one per layer before). A literal past MAX_WORDS."""
+        if len(self.words) >= MAX_WORDS:
+            from .push import literal
+
+            return literal(glsl, value)
+        # one slot per call, equal values too: the code must not depend on which values happen to coincide
+        self.words.append(int(np.float32(value).view(np.int32)) if glsl == "float" else int(value))
+        read = f"p.ep[{len(self.words) - 1}]"
+        return f"intBitsToFloat({read})" if glsl == "float" else read
 
     def add_constant(self, values: np.ndarray, dtype: DType) -> str:
         """A constant made at load time (e.g. weights packed into the layout a kernel wants); uploaded once.
@@ -172,6 +192,10 @@ class LowerCtx:
         outs = {self.q(n) for n in ((self.result.name,) if writes is None else writes)}
         names = tuple(self.q(n) for n in bindings.values())
         data, layout = push if push is not None else (b"", ())
+        if self.words:  # the scalars of word(): the last member of the shader's block (EP_PUSH in types.glsl)
+            data += struct.pack(f"<{len(self.words)}i", *self.words)
+            layout = (*layout, ("ep", "int", len(self.words)))
+            all_defines["EP_WORDS"] = str(len(self.words))
         return Kernel(
             self.label,
             shader,
@@ -382,6 +406,7 @@ class Compilation:
                     steps.extend(self._plain(*first, region))
                     first = None
                 ctx.epilogue = [(i, block.operators[i]) for i in chain]
+                ctx.words = []
                 ctx.prologue = (before[0].index, before[0].op) if before else None
                 lowered = LOWERINGS[op.op](ctx)
                 if lowered is not None:

@@ -1,7 +1,8 @@
 """Convolutions (spec 2.3) on Vulkan: CONV2D, CONV3D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D.
 
-Kernels in shaders/convolution/ are specialised per operator: the geometry (shapes, pads, strides, dilations,
-constant zero points) is compiled in, so index arithmetic folds and the per-tile loops unroll. Each invocation
+Kernels in shaders/convolution/ are specialised per operator: the geometry (shapes, pads, strides, dilations) is
+compiled in, so index arithmetic folds and the per-tile loops unroll; constant zero points are push-constant words
+(LowerCtx.word), so that layers of one geometry share a pipeline. Each invocation
 computes a register tile of output pixels x output channels; the channel block comes from gl_WorkGroupID.y.
 """
 
@@ -108,8 +109,8 @@ def _common(ctx: LowerCtx) -> tuple[dict[str, str], dict[str, str]] | None:
         defines["INTEGER"] = "1"
         izp, wzp = ctx.constant(3), ctx.constant(4)
         if izp is not None and wzp is not None:
-            defines["IZP"] = str(int(np.asarray(izp).reshape(-1)[0]))
-            defines["WZP"] = str(int(np.asarray(wzp).reshape(-1)[0]))
+            defines["IZP"] = ctx.word(int(np.asarray(izp).reshape(-1)[0]))
+            defines["WZP"] = ctx.word(int(np.asarray(wzp).reshape(-1)[0]))
         else:
             defines["ZP_BUFFERS"] = "1"
             extra = {"IZ": ctx.inputs[3].name, "WZ": ctx.inputs[4].name}
@@ -302,12 +303,13 @@ def _as_matmul(ctx: LowerCtx, pixels: int, ic: int, oc: int) -> list | None:
     if weights is None or x.dtype != DType.FP32 or w.dtype != DType.FP32 or _skip_padded(ctx, True):
         return None
     layout = np.ascontiguousarray(np.asarray(weights, np.float32).reshape(oc, ic).T).reshape(1, ic, oc)
-    saved = dict(ctx.temps)
+    saved, words = dict(ctx.temps), list(ctx.words)
     b = ctx.tensor(ctx.add_constant(layout, DType.FP32))
     kernels = matmul_fast(ctx, x, b, (1, pixels, ic, oc), bias)
     if kernels is None:
         ctx.temps.clear()
-        ctx.temps.update(saved)  # declined: no constant left behind
+        ctx.temps.update(saved)  # declined: no constant or push word left behind
+        ctx.words[:] = words
     return kernels
 
 

@@ -4,9 +4,10 @@ its element index) and the declarations it needs (EP_DECLS).
 
 Every step computes what the operator's own kernel computes: RESCALE the arithmetic of rescale.comp (its defines
 come from tosa_vk/lower/type_conversion.py), binary operators on int32 / fp32 values with the other operand read
-from its buffer (same shape as the result, one value per channel, or one value), CLAMP with its bounds as literals,
-SIGMOID / TANH / ERF / EXP / RECIPROCAL / RSQRT through shaders/include/unary.glsl, CAST as cast.comp converts,
-logical operators on bool values."""
+from its buffer (same shape as the result, one value per channel, or one value), CLAMP, SIGMOID / TANH / ERF / EXP /
+RECIPROCAL / RSQRT through shaders/include/unary.glsl, CAST as cast.comp converts, logical operators on bool values.
+Scalars (RESCALE's zero points, CLAMP's bounds) are push-constant words (LowerCtx.word), not literals, so that
+layers differing only in them share a pipeline."""
 
 from __future__ import annotations
 
@@ -172,7 +173,7 @@ def expression(ctx, op: Operator, args: list[str], k: int, bindings, decls, defi
             if "SCALE32" in d
             else f"apply_scale_16(value, int64_t({m}[{c}]), shift)"
         )
-        izp_v, ozp_v = (int(np.asarray(z).reshape(-1)[0]) for z in (izp, ozp))
+        izp_v, ozp_v = (ctx.word(_int(z)) for z in (izp, ozp))
         decls.append(
             f"int ep_rescale{k}(int64_t value, int c) {{ value -= int64_t({izp_v}); int shift = int({s}[{c}]); "
             f"int64_t r = {scale}; "
@@ -184,9 +185,10 @@ def expression(ctx, op: Operator, args: list[str], k: int, bindings, decls, defi
         lo, hi = op.attrs.get("min_val"), op.attrs.get("max_val")
         if x.dtype == DType.FP32:
             rule = _nan_rule(op)
-            return f"(min_{rule}(max_{rule}(float({args[0]}), {_float(lo)}), {_float(hi)}))"
+            lo_v, hi_v = (ctx.word(np.asarray(v).astype(np.float32).reshape(-1)[0], "float") for v in (lo, hi))
+            return f"(min_{rule}(max_{rule}(float({args[0]}), {lo_v}), {hi_v}))"
         if x.dtype in (DType.INT8, DType.INT16):
-            return f"(clamp(int({args[0]}), {_int(lo)}, {_int(hi)}))"
+            return f"(clamp(int({args[0]}), {ctx.word(_int(lo))}, {ctx.word(_int(hi))}))"
         return None
     if op.op in COMPARE:
         y = tensors[op.inputs[1]]
@@ -251,9 +253,3 @@ def _nan_rule(op: Operator) -> str:
 
 def _int(v) -> int:
     return int(np.asarray(v).reshape(-1)[0])
-
-
-def _float(v) -> str:
-    """An fp32 value exactly, as GLSL."""
-    bits = int(np.asarray(v).astype(np.float32).reshape(-1)[0].view(np.uint32))
-    return f"uintBitsToFloat({bits:#010x}u)"

@@ -58,6 +58,7 @@ def _arrays(length: int, *names: str) -> list[Member]:
     return [(n, "int", length) for n in names]
 
 
+NONE = layout()  # only LowerCtx.word's scalars (EP_PUSH): convolutions, element-wise groups
 TOTAL = layout(("total", "uint"))  # unary, cast, table
 CLAMP_FLOAT = layout(("total", "uint"), ("lo", "float"), ("hi", "float"))
 CLAMP_INT = layout(("total", "uint"), ("lo", "int"), ("hi", "int"))
@@ -110,6 +111,7 @@ SHADERS: dict[str, tuple[PushLayout, ...]] = {
     "tensor_ops/pool": (POOL,),
     "tensor_ops/fft": (FFT,),
     "tensor_ops/fft_twiddle": (FFT_TWIDDLE,),
+    "fused/elementwise": (NONE,),
 }
 
 

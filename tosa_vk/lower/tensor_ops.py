@@ -171,7 +171,7 @@ def MATMUL(ctx: LowerCtx):
             defines["ZP_BUFFER"] = "1"
             extra = {"ZA": ctx.inputs[2].name, "ZB": ctx.inputs[3].name}
         else:
-            defines.update(A_ZP=str(int(za)), B_ZP=str(int(zb)))
+            defines.update(A_ZP=ctx.word(int(za)), B_ZP=ctx.word(int(zb)))
     else:
         defines.update(A_ZP="0", B_ZP="0")  # ERROR_IF: zero points only for int8
     if c % 4 == 0:
