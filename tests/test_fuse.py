@@ -616,3 +616,21 @@ def test_shared_projections_become_one_convolution(device, case, batched):
     assert len([k for k in kernels(tosa_vk.compile(graph, fuse=False)) if "CONV2D" in k.op]) == 4
     compare(device, graph, feeds, atol=1e-5, rtol=1e-5)
     assert_fused_equals_unfused(device, graph, feeds)
+
+
+@pytest.mark.parametrize("h, c, w", [(13, 24, 40), (37, 256, 512)], ids=["8x8-tile", "16x16-tile"])
+def test_matmul_epilogue_store_loop(device, h, c, w):
+    """matmul_fast.comp applies a heavy epilogue (EP_LOOP) in a loop over the tile's 4-column groups (compiled once,
+    not per result), for both tile sizes and a partial last row tile: fused == unfused, bit for bit."""
+    rng = np.random.default_rng(h)
+    b = Builder()
+    x = b.input("x", (1, h, c), "fp32")
+    y = b.matmul(x, b.const(rng.standard_normal((1, c, w)).astype(np.float32)), np.float32(0), np.float32(0))
+    y = b.op("ADD", y, b.const(rng.standard_normal((1, 1, w)).astype(np.float32)))
+    y = b.op("CLAMP", y, min_val=np.float32(-2), max_val=np.float32(3))
+    b.output(b.op("SIGMOID", y, name="out"))
+    graph = b.build()
+    (kernel,) = kernels(tosa_vk.compile(graph))
+    assert kernel.shader == "tensor_ops/matmul_fast" and "SIGMOID" in kernel.op, kernel.op
+    assert dict(kernel.defines)["EP_LOOP"] == "1"
+    assert_fused_equals_unfused(device, graph, {"x": rng.standard_normal((1, h, c)).astype(np.float32)})

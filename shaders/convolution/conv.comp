@@ -118,6 +118,20 @@ void main() {
         }
     }
     int obase = (((n * OD + od) * OH + oh) * OW + ow0) * OC;
+#if defined(EP_LOOP) && defined(STORE_VEC4)
+    // A heavy epilogue (EP_LOOP: tosa_vk/lower/epilogue.py) in a loop over the tile's 4-channel groups, not unrolled
+    // per result: the driver compiles it once (lavapipe: an int8 RESCALE unrolled over a 4 x 8 tile was ~200 ms of
+    // LLVM, per layer; light ones like a CLAMP stay unrolled: the loop costs their kernels ~4 % at run time).
+    const int GROUPS4 = TILE_P * (TILE_C / 4);
+    ACC4_T res[GROUPS4];
+    [[unroll]] for (int px = 0; px < TILE_P; ++px) [[unroll]] for (int c = 0; c < TILE_C / 4; ++c)
+        res[px * (TILE_C / 4) + c] = acc[px][c];
+    [[dont_unroll]] for (int e = 0; e < GROUPS4; ++e) {
+        int px = e / (TILE_C / 4), c = e % (TILE_C / 4);
+        if (ow0 + px >= OW || oc0 + 4 * c >= OC) continue;
+        STORE4_RESULT(obase + px * OC + oc0 + 4 * c, res[e], oc0 + 4 * c);
+    }
+#else
     [[unroll]] for (int px = 0; px < TILE_P; ++px) {
 #if OW % TILE_P != 0
         if (ow0 + px >= OW) continue;
@@ -138,4 +152,5 @@ void main() {
         }
 #endif
     }
+#endif
 }

@@ -67,6 +67,16 @@ void main() {
         }
     }
     int obase = ((n * OH + oh) * OW + ow0) * OCH + oc0;
+#if defined(EP_LOOP) && VE >= 4
+    // a heavy epilogue compiled once, in a loop over the tile's 4-channel groups (as conv.comp)
+    ACC4_T res[TILE_P * NG];
+    [[unroll]] for (int px = 0; px < TILE_P; ++px) [[unroll]] for (int q = 0; q < NG; ++q) res[px * NG + q] = acc[px][q];
+    [[dont_unroll]] for (int e = 0; e < TILE_P * NG; ++e) {
+        int px = e / NG, q = e % NG;
+        if (ow0 + px >= OW) continue;
+        STORE4_RESULT(obase + px * OCH + q * 4, res[e], oc0 + q * 4);
+    }
+#else
     [[unroll]] for (int px = 0; px < TILE_P; ++px) {
 #if OW % TILE_P != 0
         if (ow0 + px >= OW) continue;
@@ -77,4 +87,5 @@ void main() {
         o[obase + px * OCH] = STORE_O(RESULT(acc[px][0], oc0, obase + px * OCH));
 #endif
     }
+#endif
 }

@@ -9,6 +9,7 @@
 // A workgroup is LANES invocations side by side along W (sharing their rows of A).
 #include "types.glsl"
 #extension GL_ARB_gpu_shader_int64 : require
+#extension GL_EXT_control_flow_attributes : enable
 layout(local_size_x = LANES) in;
 
 layout(set = 0, binding = 0) readonly buffer InA { UNIT a8[]; };
@@ -115,6 +116,19 @@ void main() {
 #define STJ(i, j) { uint oi = ((n * p.H + row0 + uint(i)) * p.W + col + 8u * uint(j)) >> 2; \
         o4[O4_AT(oi)] = ST4(lo##i##_##j, 4u * oi); o4[O4_AT(oi + 1u)] = ST4(hi##i##_##j, 4u * oi + 4u); }
 #endif
+#if defined(EP_LOOP) && !defined(EP_OUT_SCALAR)
+    // a heavy epilogue compiled once, in a loop over the tile's 4-column groups, not unrolled per result (as
+    // conv.comp)
+    vec4 res[TM * TNB * 2];
+#define KEEPJ(i, j) res[(i * TNB + j) * 2] = lo##i##_##j; res[(i * TNB + j) * 2 + 1] = hi##i##_##j;
+#define KEEP(i) COLS(KEEPJ, i)
+    ROWS(KEEP)
+    [[dont_unroll]] for (uint e = 0u; e < rows * TNB * 2u; ++e) {
+        uint oi = ((n * p.H + row0 + e / (2u * TNB)) * p.W + col + 4u * (e % (2u * TNB))) >> 2;
+        o4[O4_AT(oi)] = ST4(res[e], 4u * oi);
+    }
+#else
 #define ST(i) if (uint(i) < rows) { COLS(STJ, i) }
     ROWS(ST)
+#endif
 }

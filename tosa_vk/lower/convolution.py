@@ -156,6 +156,11 @@ def _pixels(p: int, rows: int, width: int, blocks: int) -> int:
     return p
 
 
+# iterations of the loop that stores a tile through an epilogue (conv.comp / depthwise.comp): at most 16 pixels x 2
+# groups of 4 channels
+STORE_LOOP = 32
+
+
 def _kernel(
     ctx: LowerCtx,
     shader: str,
@@ -180,10 +185,10 @@ def _kernel(
         return None
     defines = {key: str(v) for key, v in {**defines, **fused}.items()}
     chunks = max(1, k // ve)
-    iterations = outer * (chunks + 1)
+    iterations = outer * (chunks + 1) + STORE_LOOP  # + the epilogue's loop over the tile
     if iterations <= ctx.target.loop_budget:
         return [ctx.kernel(shader, bindings, defines, groups=groups)]
-    per = max(1, ctx.target.loop_budget // max(outer, 1) - 1)  # chunks per pass
+    per = max(1, (ctx.target.loop_budget - STORE_LOOP) // max(outer, 1) - 1)  # chunks per pass
     acc = DType.INT48 if out.dtype == DType.INT48 else DType.INT32 if not out.dtype.is_float else DType.FP32
     temp = ctx.temporary(out.shape, acc)
     bindings["P"] = temp

@@ -34,6 +34,10 @@ UNARY_FP = {  # through shaders/include/unary.glsl, as the operators' own kernel
     "ERF": "tosa_erf",
 }
 LOGICAL = {"LOGICAL_AND": "&&", "LOGICAL_OR": "||", "LOGICAL_XOR": "!="}
+# steps whose code is large (int64 rescaling, fp64 functions, conversions, table reads): a chain with one of them
+# (or 3 steps or more) is applied in a loop over the kernel's tile (EP_LOOP), compiled once rather than once per
+# result; short light chains stay unrolled, which runs ~4 % faster
+HEAVY = {"RESCALE", "CAST", "TABLE", *UNARY_FP}
 
 
 def epilogue_defines(ctx: LowerCtx, bindings: dict[str, str], out_map: bool = False) -> dict[str, str] | None:
@@ -69,6 +73,8 @@ def epilogue_defines(ctx: LowerCtx, bindings: dict[str, str], out_map: bool = Fa
     if steps:
         decls.append(f"{compute} ep_chain({first} v, int c, int at) {{ {' '.join(body)} return {prev}; }}")
         defines["EPILOGUE(v, c, at)"] = "ep_chain(v, c, at)"
+        if len(steps) >= 3 or any(op.op in HEAVY for _, op in steps):
+            defines["EP_LOOP"] = "1"
     defines["EP_DECLS"] = " ".join(decls)
     return defines
 

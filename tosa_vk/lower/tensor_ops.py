@@ -66,7 +66,7 @@ def _fast_applies(ctx: LowerCtx, dtype: DType, c: int, w: int) -> bool:
         dtype in _FAST_UNIT
         and c % 8 == 0
         and w % 8 == 0
-        and c // 8 <= ctx.target.loop_budget
+        and c // 8 + 64 <= ctx.target.loop_budget  # + the epilogue's store loop (up to 16 x 2 x 2 groups)
         and ctx.target.has("shaderInt64")
     )
 
