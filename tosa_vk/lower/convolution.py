@@ -2,8 +2,8 @@
 
 Kernels in shaders/convolution/ are specialised per operator: the geometry (shapes, pads, strides, dilations) is
 compiled in, so index arithmetic folds and the per-tile loops unroll; constant zero points are push-constant words
-(LowerCtx.word), so that layers of one geometry share a pipeline. Each invocation
-computes a register tile of output pixels x output channels; the channel block comes from gl_WorkGroupID.y.
+(LowerCtx.word), so that layers of one geometry share a pipeline. Each invocation computes a register tile of
+output pixels x output channels; the channel block comes from gl_WorkGroupID.y.
 """
 
 from __future__ import annotations
