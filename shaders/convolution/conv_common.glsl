@@ -115,7 +115,7 @@
 // exact (int32 + int32 for int8 inputs, int48 as int64 for int16).
 #define FINISH(acc, oc) ((acc) + ACC_T(LOAD_B(bias[BIAS_INDEX(oc)])))
 // The kernel's push constants: zero points (IZP / WZP) and the epilogue's scalars
-#ifdef EP_WORDS  // only the scalars of LowerCtx.word (types.glsl)
+#if defined(EP_WORDS) && !defined(CONV_PARAMS)  // only the scalars of LowerCtx.word (types.glsl)
 #ifdef PUSH_BAKED
 PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
 #else

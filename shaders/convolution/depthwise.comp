@@ -5,7 +5,29 @@
 // (gl_WorkGroupID.y). With M == 1 the chunk is VE channels of both input and weight, read as packed words
 // (conv_common.glsl) and multiplied as 4-vectors; otherwise VE = 1. Per input row the SPAN input columns of
 // the tile are loaded once for all KW taps.
+// Taps, strides, dilations, the tile and VE are compiled in (tosa_vk/lower/convolution.py); shapes and pads are
+// push constants (no loop depends on them), so that layers of one kind share a pipeline.
 #include "types.glsl"
+#ifdef PUSH_BAKED
+PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
+#else
+layout(push_constant) uniform Params {
+    int n, ih, iw, c;       // input [N, IH, IW, C]
+    int oh, ow;             // output [N, OH, OW, C * M]
+    int pt, pl;             // padding before (top, left)
+    int packed;             // PACKED_BLOCKS: channel blocks per pixel tile
+    EP_PUSH
+} p;
+#endif
+#define CONV_PARAMS  // (conv_common.glsl: this block holds the zero points and epilogue scalars too)
+#define N p.n
+#define IH p.ih
+#define IW p.iw
+#define C p.c
+#define OH p.oh
+#define OW p.ow
+#define PT p.pt
+#define PL p.pl
 #include "convolution/conv_common.glsl"
 
 layout(local_size_x = WORKGROUP) in;
@@ -21,9 +43,9 @@ ZERO_POINT_BINDINGS
 OUTPUT_VEC4
 #endif
 
-const int OCH = C * M;                               // output channels
-const int OWT = (OW + TILE_P - 1) / TILE_P;
-const int TILES = N * OH * OWT;
+#define OCH (C * M)                                  // output channels
+#define OWT ((OW + TILE_P - 1) / TILE_P)
+#define TILES (N * OH * OWT)
 const int SPAN = (TILE_P - 1) * SW + (KW - 1) * DW + 1;
 
 #if VE >= 4
@@ -78,9 +100,7 @@ void main() {
     }
 #else
     [[unroll]] for (int px = 0; px < TILE_P; ++px) {
-#if OW % TILE_P != 0
         if (ow0 + px >= OW) continue;
-#endif
 #if VE >= 4
         [[unroll]] for (int q = 0; q < NG; ++q) STORE4_RESULT(obase + px * OCH + q * 4, acc[px][q], oc0 + q * 4);
 #else

@@ -1,8 +1,9 @@
 """Convolutions (spec 2.3) on Vulkan: CONV2D, CONV3D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D.
 
 Kernels in shaders/convolution/ are specialised per operator: the geometry (shapes, pads, strides, dilations) is
-compiled in, so index arithmetic folds and the per-tile loops unroll; constant zero points are push-constant words
-(LowerCtx.word), so that layers of one geometry share a pipeline. Each invocation computes a register tile of
+compiled in, so index arithmetic folds and the per-tile loops unroll, except depthwise.comp's shapes and pads (no
+loop depends on them: push constants); constant zero points are push-constant words (LowerCtx.word). Layers that
+differ only in push constants share a pipeline. Each invocation computes a register tile of
 output pixels x output channels; the channel block comes from gl_WorkGroupID.y.
 """
 
@@ -13,9 +14,10 @@ import numpy as np
 from ..ir.dtype import DType
 from ..ir.graph import Operator, Tensor
 from ..shader_abi import WORKGROUP
-from . import LowerCtx, lowering, spill
+from . import LowerCtx, lowering, push, spill
 from .elementwise_binary import VEC4
 from .epilogue import epilogue_defines, transposed_index
+from .push import Push
 from .types import glsl_storage
 
 # in_t -> (allowed (weight_t, out_t) pairs); acc_type is the attribute (fp16 may accumulate in fp32: the kernels
@@ -172,11 +174,13 @@ def _kernel(
     ve: int = 1,
     source: str | None = None,
     out_map: bool = False,
+    values: Push | None = None,
 ) -> list | None:
     """The dispatch, or passes over ranges of the k input channels (VE at a time) when `outer` loop iterations
     around each chunk would exceed the target's loop budget: raw accumulators go through a temporary in the output's
     layout. `source`: the tensor bound as the input (a fused TRANSPOSE's input), if not the operator's; `out_map`:
-    the shader stores through an epilogue's layout tail (conv.comp does)."""
+    the shader stores through an epilogue's layout tail (conv.comp does); `values`: its push constants (the same for
+    every pass)."""
     x, w, bias = ctx.inputs[:3]
     out = ctx.outputs[0]
     bindings = {"X": source or x.name, "W": w.name, "B": bias.name, "O": ctx.result.name, **extra}
@@ -187,7 +191,7 @@ def _kernel(
     chunks = max(1, k // ve)
     iterations = outer * (chunks + 1) + STORE_LOOP  # + the epilogue's loop over the tile
     if iterations <= ctx.target.loop_budget:
-        return [ctx.kernel(shader, bindings, defines, groups=groups)]
+        return [ctx.kernel(shader, bindings, defines, values, groups=groups)]
     per = max(1, (ctx.target.loop_budget - STORE_LOOP) // max(outer, 1) - 1)  # chunks per pass
     acc = DType.INT48 if out.dtype == DType.INT48 else DType.INT32 if not out.dtype.is_float else DType.FP32
     temp = ctx.temporary(out.shape, acc)
@@ -201,7 +205,7 @@ def _kernel(
             d["PARTIAL_IN"] = "1"
         if end < chunks:
             d["PARTIAL_OUT"] = "1"
-        kernels.append(ctx.kernel(shader, bindings, d, groups=groups, writes=(temp,) if end < chunks else None))
+        kernels.append(ctx.kernel(shader, bindings, d, values, groups=groups, writes=(temp,) if end < chunks else None))
     return kernels
 
 
@@ -345,31 +349,29 @@ def DEPTHWISE_CONV2D(ctx: LowerCtx):
     defines.update(chunk_defines(c, {"X": x.dtype, "W": w.dtype}, 8) if m == 1 else {"VE": "1"})
     ve = int(defines["VE"])
     tp = _pixels(16 if kw <= 3 else 8, n * oh, ow, och // ve)
+    # compiled in: what shapes the tile and unrolls; shapes and pads are push constants (depthwise.comp)
     defines.update(
         geometry(
             {
-                "N": n,
-                "IH": ih,
-                "IW": iw,
-                "C": c,
                 "M": m,
                 "KH": kh,
                 "KW": kw,
-                "OH": oh,
-                "OW": ow,
                 "SH": stride[0],
                 "SW": stride[1],
                 "DH": dilation[0],
                 "DW": dilation[1],
-                "PT": pad[0],
-                "PL": pad[2],
                 "TILE_P": tp,
             }
         )
     )
     if _skip_padded(ctx, any(pad)):
         defines["SKIP_PADDED"] = "1"
-    return _kernel(ctx, "convolution/depthwise", defines, extra, _grid(ctx, n * oh * -(-ow // tp), och // ve, defines))
+    grid = _grid(ctx, n * oh * -(-ow // tp), och // ve, defines)
+    packed = int(defines.pop("PACKED_BLOCKS", 0))
+    if packed:
+        defines["PACKED_BLOCKS"] = "p.packed"  # the count is a push constant; packing or not, compiled in
+    values = push.DEPTHWISE.pack(n, ih, iw, c, oh, ow, pad[0], pad[2], packed)
+    return _kernel(ctx, "convolution/depthwise", defines, extra, grid, values=values)
 
 
 @lowering("TRANSPOSE_CONV2D")

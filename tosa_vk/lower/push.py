@@ -84,6 +84,7 @@ RESIZE = layout(
 MATMUL = layout(*_uints("groups", "H", "C", "W", "tiles_h", "blocks_w", "k_len", "splits"))
 MATMUL_FAST = layout(*_uints("groups", "H", "C", "W", "tiles_h", "blocks_w"))
 MATMUL_SUM = layout(*_uints("total", "plane", "splits"))
+DEPTHWISE = layout(*_ints("n", "ih", "iw", "c", "oh", "ow", "pt", "pl", "packed"))
 POOL = layout(*_uints("total", "IH", "IW", "C", "OH", "OW"), *_ints("KH", "KW", "SY", "SX", "PT", "PL"))
 FFT = layout(*_uints("total", "L", "S", "Ns", "tw_step", "H", "W"))
 FFT_TWIDDLE = layout(*_uints("count", "L"))
@@ -112,6 +113,7 @@ SHADERS: dict[str, tuple[PushLayout, ...]] = {
     "tensor_ops/fft": (FFT,),
     "tensor_ops/fft_twiddle": (FFT_TWIDDLE,),
     "fused/elementwise": (NONE,),
+    "convolution/depthwise": (DEPTHWISE,),
 }
 
 
