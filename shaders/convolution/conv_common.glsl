@@ -3,8 +3,8 @@
 //   X_* / W_* / B_* / O_*  type defines of input, weight, bias, output (tosa_vk/lower/types.py);
 //   ACC_T                  accumulator: float (every floating-point type), int (int8), int64_t (int16 -> int48);
 //                          ACC4_T its 4-vector;
-//   INTEGER                integer types: subtract the zero points, IZP / WZP (push-constant words) or, with ZP_BUFFERS, read
-//                          from bindings 4 and 5 (IZ, WZ);
+//   INTEGER                integer types: subtract the zero points, IZP / WZP (push-constant words) or, with
+//                          ZP_BUFFERS, read from bindings 4 and 5 (IZ, WZ);
 //   VE                     elements per chunk: the reduction axis is read VE elements at a time. VE = 4 .. 32:
 //                          a chunk is XWORDS (WWORDS) 32-bit words (uint / uvec2 / uvec4 / u64vec4 views)
 //                          holding VE / 4 groups of 4 elements, unpacked to 4-vectors by UNPACK4_X(GROUP_X(t, q))

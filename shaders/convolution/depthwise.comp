@@ -92,7 +92,8 @@ void main() {
 #if defined(EP_LOOP) && VE >= 4
     // a heavy epilogue compiled once, in a loop over the tile's 4-channel groups (as conv.comp)
     ACC4_T res[TILE_P * NG];
-    [[unroll]] for (int px = 0; px < TILE_P; ++px) [[unroll]] for (int q = 0; q < NG; ++q) res[px * NG + q] = acc[px][q];
+    [[unroll]] for (int px = 0; px < TILE_P; ++px) [[unroll]] for (int q = 0; q < NG; ++q)
+        res[px * NG + q] = acc[px][q];
     [[dont_unroll]] for (int e = 0; e < TILE_P * NG; ++e) {
         int px = e / NG, q = e % NG;
         if (ow0 + px >= OW) continue;
