@@ -13,7 +13,7 @@ import importlib
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -29,6 +29,8 @@ from .types import binding_defines
 
 if TYPE_CHECKING:
     from ..partition import Partition
+
+Made = TypeVar("Made")  # what a lowering attempt makes (LowerCtx.attempt)
 
 # push-constant scalars one kernel may read (LowerCtx.word): 64 bytes, with the largest built-in block (48 bytes)
 # within the 128 bytes every Vulkan device offers
@@ -105,6 +107,17 @@ class LowerCtx:
         self.words.append(int(np.float32(value).view(np.int32)) if glsl == "float" else int(value))
         read = f"p.ep[{len(self.words) - 1}]"
         return f"intBitsToFloat({read})" if glsl == "float" else read
+
+    def attempt(self, lower: Callable[[], Made | None]) -> Made | None:
+        """lower()'s kernels; when it declines (None), the constants, temporaries and push words it added are
+        dropped, so that the kernel the caller tries next carries only its own."""
+        temps, words = dict(self.temps), list(self.words)
+        made = lower()
+        if made is None:
+            self.temps.clear()
+            self.temps.update(temps)
+            self.words[:] = words
+        return made
 
     def add_constant(self, values: np.ndarray, dtype: DType) -> str:
         """A constant made at load time (e.g. weights packed into the layout a kernel wants); uploaded once.

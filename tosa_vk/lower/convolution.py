@@ -312,14 +312,9 @@ def _as_matmul(ctx: LowerCtx, pixels: int, ic: int, oc: int) -> list | None:
     if weights is None or x.dtype != DType.FP32 or w.dtype != DType.FP32 or _skip_padded(ctx, True):
         return None
     layout = np.ascontiguousarray(np.asarray(weights, np.float32).reshape(oc, ic).T).reshape(1, ic, oc)
-    saved, words = dict(ctx.temps), list(ctx.words)
-    b = ctx.tensor(ctx.add_constant(layout, DType.FP32))
-    kernels = matmul_fast(ctx, x, b, (1, pixels, ic, oc), bias)
-    if kernels is None:
-        ctx.temps.clear()
-        ctx.temps.update(saved)  # declined: no constant or push word left behind
-        ctx.words[:] = words
-    return kernels
+    return ctx.attempt(
+        lambda: matmul_fast(ctx, x, ctx.tensor(ctx.add_constant(layout, DType.FP32)), (1, pixels, ic, oc), bias)
+    )
 
 
 @lowering("CONV2D")

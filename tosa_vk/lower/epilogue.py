@@ -41,15 +41,6 @@ HEAVY = {"RESCALE", "CAST", "TABLE", *UNARY_FP}
 
 
 def epilogue_defines(ctx: LowerCtx, bindings: dict[str, str], out_map: bool = False) -> dict[str, str] | None:
-    """The epilogue's defines (_defines); declined (None), it leaves no push word behind."""
-    words = len(ctx.words)
-    defines = _defines(ctx, bindings, out_map)
-    if defines is None:
-        del ctx.words[words:]
-    return defines
-
-
-def _defines(ctx: LowerCtx, bindings: dict[str, str], out_map: bool) -> dict[str, str] | None:
     """The defines of ctx.epilogue, adding the bindings it reads to `bindings` (call it when `bindings` holds
     everything bound before them); {} without an epilogue, None when a step is not supported here. The chain is
     a function, ep_chain(v, c, at), with each step in its own variable (precise for floats: no contraction into

@@ -152,11 +152,9 @@ def MATMUL(ctx: LowerCtx):
             # the fast kernel wants B's rows contiguous: declining (the TRANSPOSE copies, then the fast kernel)
             # measured faster than strided loads in matmul.comp (3.45 vs 3.99 ms, the fp32 transformer block)
             return None
-        words = list(ctx.words)
-        fast = _matmul_fast(ctx)
+        fast = ctx.attempt(lambda: _matmul_fast(ctx))
         if fast is not None:
             return fast
-        ctx.words[:] = words  # declined: none of its push words (LowerCtx.word) in the generic kernel's block
     defines = {
         "ACC": acc,
         "ACC4": acc4,
