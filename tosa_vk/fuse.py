@@ -156,8 +156,7 @@ def _epilogues(block: Block, on_vulkan, taken: set[int]) -> list[tuple[int, list
                 break
             chain.append(nxt)
             tensor = nop.outputs[0]
-        while chain and block.operators[chain[-1]].op == "RESHAPE":  # a trailing RESHAPE is an alias anyway
-            chain.pop()
+        chain = _without_trailing_reshapes(block, chain)
         if chain:
             claimed.update(chain)
             found.append((index, chain))
@@ -178,10 +177,15 @@ def tail_start(block: Block, chain: list[int]) -> int:
 def without_tail(block: Block, chain: list[int]) -> list[int]:
     """The chain up to its layout tail, without trailing RESHAPEs (what a kernel that cannot store through an
     index map still does)."""
-    kept = chain[: tail_start(block, chain)]
-    while kept and block.operators[kept[-1]].op == "RESHAPE":
-        kept.pop()
-    return kept
+    return _without_trailing_reshapes(block, chain[: tail_start(block, chain)])
+
+
+def _without_trailing_reshapes(block: Block, chain: list[int]) -> list[int]:
+    """A trailing RESHAPE is an alias anyway: not worth a place in a kernel's chain."""
+    end = len(chain)
+    while end and block.operators[chain[end - 1]].op == "RESHAPE":
+        end -= 1
+    return chain[:end]
 
 
 def _layout(block: Block, op: Operator, tensor: str) -> bool:
