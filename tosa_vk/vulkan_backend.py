@@ -150,7 +150,7 @@ class VulkanModel(OnDevice, GraphModel):
             self.cached = entry is not None
             if found and not entry:
                 cache, header, _ = found
-                spirv = [self.runtime.spirv[v] for v in program_variants(self.program)]
+                spirv = list(self.runtime.spirv.values())  # in program_variants order (Runtime._build)
                 cache.store(header, Entry(self.program.to_bytes(), self.runtime.pipelines.data(), spirv))
         except BaseException:
             self.close()
