@@ -32,3 +32,6 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test]'
     echo "$want" > "$stamp"
 fi
+# The built-in kernels' SPIR-V (shaders/builtin/spirv.zip, not committed): built when missing or stale, so that
+# running a graph needs no glslc (tosa_vk/vulkan/builtin.py)
+.venv/bin/python -m tosa_vk.vulkan.builtin build --if-stale

@@ -19,7 +19,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
 
@@ -49,7 +49,7 @@ class Variant:
     defines: tuple[tuple[str, str], ...]  # injected as #define lines after #version
     text: str = ""  # inline GLSL (custom ops) instead of shaders/<shader>.comp
     spirv: bytes = b""  # ready SPIR-V (custom-op payloads): validated, not compiled
-    op: str = ""  # the operator, for errors about inline sources
+    op: str = field(default="", compare=False)  # an operator using it, for errors (not part of its identity)
 
     def source(self) -> str:
         text = self.text or (SHADER_ROOT / f"{self.shader}.comp").read_text()
@@ -65,9 +65,7 @@ class Variant:
 
 def variant_of(kernel) -> Variant:
     """The shader variant a program.Kernel dispatches."""
-    if kernel.source or kernel.spirv:
-        return Variant(kernel.shader, kernel.defines, kernel.source, kernel.spirv, kernel.op)
-    return Variant(kernel.shader, kernel.defines)
+    return Variant(kernel.shader, kernel.defines, kernel.source, kernel.spirv, kernel.op)
 
 
 def program_variants(program) -> list[Variant]:
@@ -110,6 +108,15 @@ def glslc_version() -> str:
     return subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip()
 
 
+def source_digest(variant: Variant) -> str:
+    """What a variant's SPIR-V depends on but the compiler's version: its full source (defines included), every
+    include, glslc's flags. The shipped library (builtin.py) is keyed by it."""
+    h = hashlib.sha256()
+    for part in (variant.source(), _includes_digest(), *GLSLC_FLAGS):
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()
+
+
 @cache
 def _includes_digest() -> str:
     h = hashlib.sha256()
@@ -120,6 +127,60 @@ def _includes_digest() -> str:
 
 def default_cache_dir() -> Path:
     return cache_root() / "spirv"
+
+
+def compile_variants(variants: list[Variant]) -> list[bytes]:
+    """SPIR-V of each variant, compiled by one glslc process."""
+    glslc_version()
+    if shutil.which("glslc") is None:  # gone since its version was read
+        raise ShaderError("glslc is not installed (Debian: apt-get install glslc)")
+    with tempfile.TemporaryDirectory(prefix="tosa_vk-glslc-") as tmp:
+        tmpdir = Path(tmp)
+        sources = []
+        for i, v in enumerate(dict.fromkeys(variants)):
+            path = tmpdir / f"v{i}.comp"
+            path.write_text(v.source())
+            sources.append((v, path))
+        cmd = [
+            "glslc",
+            *GLSLC_FLAGS,
+            "-I",
+            str(INCLUDE_DIR),
+            "-I",
+            str(SHADER_ROOT),
+            "-c",
+            *[str(p) for _, p in sources],
+        ]
+        try:
+            done = subprocess.run(
+                cmd, cwd=tmpdir, capture_output=True, text=True, errors="replace", timeout=TOOL_TIMEOUT_S
+            )
+        except subprocess.TimeoutExpired:
+            names = ", ".join(v.op or v.shader for v, _ in sources[:3])
+            raise ShaderError(
+                f"glslc did not finish within {TOOL_TIMEOUT_S} s ({names}): a shader that "
+                "expands without bound (macro recursion?)"
+            ) from None
+        if done.returncode != 0:
+            raise ShaderError(_explain(done.stderr, sources))
+        out = {v: (tmpdir / f"{p.name}.spv").read_bytes() for v, p in sources}  # glslc -c: v0.comp.spv
+    return [out[v] for v in variants]
+
+
+def _explain(stderr: str, sources: list) -> str:
+    names = {p.name: v for v, p in sources}
+    lines = []
+    for line in stderr.strip().splitlines():
+        m = re.match(r".*?(v\d+\.comp):(.*)", line)
+        if m and m.group(1) in names:
+            v = names[m.group(1)]
+            defs = " ".join(f"{k}={val}" for k, val in v.defines)
+            if v.text:  # a custom op's shader: name the operator and where its source came from
+                line = f"{v.op} [{v.shader.removeprefix('custom:')}]:{m.group(2)}"
+            else:
+                line = f"shaders/{v.shader}.comp [{defs}]:{m.group(2)}"
+        lines.append(line)
+    return "glslc failed:\n" + "\n".join(lines)
 
 
 class ShaderCache:
@@ -133,10 +194,7 @@ class ShaderCache:
         self.compiled = 0  # glslc compilations done by this cache (for tests and profiles)
 
     def key(self, variant: Variant) -> str:
-        h = hashlib.sha256()
-        for part in (variant.source(), _includes_digest(), glslc_version(), *GLSLC_FLAGS):
-            h.update(part.encode() + b"\0")
-        return h.hexdigest()
+        return hashlib.sha256(f"{source_digest(variant)}\0{glslc_version()}".encode()).hexdigest()
 
     def modules(self) -> list[Path]:
         """The SPIR-V files on disk."""
@@ -176,12 +234,25 @@ class ShaderCache:
             return
 
     def get_many(self, variants: list[Variant]) -> list[bytes]:
-        """SPIR-V for every variant, compiling the missing ones in one glslc call."""
+        """SPIR-V for every variant: shipped compiled (builtin.py), from this cache, or compiled by one glslc call."""
+        from .builtin import library
+
         for v in variants:
             if v.spirv and v not in self.memory:
                 check_spirv(v.spirv, v.op or v.shader)
                 self.memory[v] = v.spirv
-        keys = {v: self.key(v) for v in variants if v not in self.memory}
+            elif v not in self.memory and (shipped := library().get(v)) is not None:
+                self.memory[v] = shipped
+        todo = [v for v in variants if v not in self.memory]
+        try:
+            keys = {v: self.key(v) for v in todo}  # the compiler's version is part of a cache key
+        except ShaderError:
+            ops = sorted({v.op or v.shader for v in todo})
+            raise ShaderError(
+                "glslc is not installed (Debian: apt-get install glslc), and the kernels of "
+                f"{', '.join(ops[:5])}{' and others' if len(ops) > 5 else ''} are not among the built-in kernels "
+                "shipped compiled (custom GLSL, or a kernel variant no shipped graph has)"
+            ) from None
         missing = []
         for v, k in keys.items():
             data = self._load(k)
@@ -199,52 +270,6 @@ class ShaderCache:
         return self.get_many([variant])[0]
 
     def _compile(self, variants: list[Variant]) -> list[bytes]:
-        glslc_version()
-        with tempfile.TemporaryDirectory(prefix="tosa_vk-glslc-") as tmp:
-            tmpdir = Path(tmp)
-            sources = []
-            for i, v in enumerate(dict.fromkeys(variants)):
-                path = tmpdir / f"v{i}.comp"
-                path.write_text(v.source())
-                sources.append((v, path))
-            cmd = [
-                "glslc",
-                *GLSLC_FLAGS,
-                "-I",
-                str(INCLUDE_DIR),
-                "-I",
-                str(SHADER_ROOT),
-                "-c",
-                *[str(p) for _, p in sources],
-            ]
-            try:
-                done = subprocess.run(
-                    cmd, cwd=tmpdir, capture_output=True, text=True, errors="replace", timeout=TOOL_TIMEOUT_S
-                )
-            except subprocess.TimeoutExpired:
-                names = ", ".join(v.op or v.shader for v, _ in sources[:3])
-                raise ShaderError(
-                    f"glslc did not finish within {TOOL_TIMEOUT_S} s ({names}): a shader that "
-                    "expands without bound (macro recursion?)"
-                ) from None
-            if done.returncode != 0:
-                raise ShaderError(self._explain(done.stderr, sources))
-            self.compiled += len(sources)
-            out = {v: (tmpdir / f"{p.name}.spv").read_bytes() for v, p in sources}  # glslc -c: v0.comp.spv
-        return [out[v] for v in variants]
-
-    @staticmethod
-    def _explain(stderr: str, sources: list) -> str:
-        names = {p.name: v for v, p in sources}
-        lines = []
-        for line in stderr.strip().splitlines():
-            m = re.match(r".*?(v\d+\.comp):(.*)", line)
-            if m and m.group(1) in names:
-                v = names[m.group(1)]
-                defs = " ".join(f"{k}={val}" for k, val in v.defines)
-                if v.text:  # a custom op's shader: name the operator and where its source came from
-                    line = f"{v.op} [{v.shader.removeprefix('custom:')}]:{m.group(2)}"
-                else:
-                    line = f"shaders/{v.shader}.comp [{defs}]:{m.group(2)}"
-            lines.append(line)
-        return "glslc failed:\n" + "\n".join(lines)
+        out = compile_variants(variants)
+        self.compiled += len(set(variants))
+        return out

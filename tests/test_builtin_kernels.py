@@ -1,0 +1,122 @@
+"""Built-in kernels shipped compiled (tosa_vk/vulkan/builtin.py): the shipped graphs run with no glslc, the list of
+shipped variants and the built library are checked against the current lowering and GLSL sources (either going
+stale fails here), and a damaged or stale library is never used."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tosa_vk.vulkan import builtin
+from tosa_vk.vulkan.shaders import ShaderCache, ShaderError, Variant, source_digest
+
+MODELS = sorted((Path(__file__).resolve().parent.parent / "resources" / "models").iterdir())
+STALE_MANIFEST = "run `python -m tosa_vk.vulkan.builtin collect` (then `build`); commit shaders/builtin/variants.jsonl"
+
+
+def _missing(variants) -> list[str]:
+    listed = set(builtin.manifest())
+    return sorted(f"{v.shader} {dict(v.defines)}"[:300] for v in variants if v not in listed)
+
+
+def test_the_library_is_built_from_the_current_sources():
+    lib = builtin.library()
+    absent = [v.shader for v in builtin.manifest() if lib.get(v) is None]
+    assert builtin.manifest() and not absent, (
+        f"{len(absent)} listed variants have no SPIR-V for their current source (e.g. {absent[:3]}): the library "
+        "is stale or missing; scripts/setup.sh rebuilds it (python -m tosa_vk.vulkan.builtin build)"
+    )
+    assert lib.info()["modules"] == len(builtin.manifest())
+
+
+def test_the_model_graphs_kernels_are_all_shipped():
+    missing = _missing(builtin.corpus_variants(builtin.model_graphs()))
+    assert not missing, f"{len(missing)} kernel variants are not shipped: {STALE_MANIFEST}\n" + "\n".join(missing[:5])
+
+
+@pytest.mark.conformance
+def test_the_conformance_kernels_are_all_shipped():
+    missing = _missing(builtin.corpus_variants(builtin.conformance_graphs()))
+    assert not missing, f"{len(missing)} kernel variants are not shipped: {STALE_MANIFEST}\n" + "\n".join(missing[:5])
+
+
+NO_GLSLC = """
+import json, sys
+import numpy as np
+import tosa_vk
+from pathlib import Path
+diffs = {}
+for folder in map(Path, sys.argv[1:]):
+    feeds = {}
+    with tosa_vk.load(folder / "model.tosa", backend="vulkan") as model:
+        feeds = {n: np.load(folder / f"input-{i}.npy") for i, n in enumerate(model.inputs)}
+        got = model.run(feeds)
+    want = tosa_vk.load(folder / "model.tosa", backend="reference").run(feeds)
+    diffs[folder.name] = max(float(np.max(np.abs(got[n].astype(np.float64) - want[n]))) for n in want)
+print(json.dumps(diffs))
+"""
+
+
+def test_the_shipped_models_run_without_glslc(tmp_path):
+    """A new process with glslc out of reach and every cache empty: all kernels come from the library."""
+    env = {**os.environ, "PATH": "/nonexistent", "TOSA_VK_CACHE": str(tmp_path), "MESA_SHADER_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", NO_GLSLC, *map(str, MODELS)], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    diffs = json.loads(done.stdout)
+    assert set(diffs) == {m.name for m in MODELS}
+    assert diffs["resnet_int8"] == 0 and max(diffs.values()) < 1e-6, diffs
+
+
+def test_an_unshipped_kernel_without_glslc_names_the_operator(tmp_path, monkeypatch):
+    monkeypatch.setattr(builtin, "library", lambda: builtin.Library(tmp_path / "none.zip"))
+    monkeypatch.setattr("tosa_vk.vulkan.shaders.glslc_version", _no_glslc)
+    variant = Variant("elementwise_binary/binary", (("OP(x, y)", "((x) + (y))"),), op="ADD #3 'sum'")
+    with pytest.raises(ShaderError, match=r"glslc is not installed.*ADD #3 'sum'.*not among the built-in kernels"):
+        ShaderCache(tmp_path).get(variant)
+
+
+def _no_glslc() -> str:
+    raise ShaderError("glslc is not installed")
+
+
+def _shipped_variant() -> Variant:
+    return next(v for v in builtin.manifest() if v.shader == "elementwise_binary/binary")
+
+
+def test_a_library_built_from_other_sources_finds_nothing(tmp_path):
+    """An edited shader has another source digest: the library's old module is not found (glslc compiles it)."""
+    variant = _shipped_variant()
+    lib = builtin.Library(tmp_path / "spirv.zip")
+    builtin.build([variant], lib.path)
+    assert lib.get(variant) is not None
+    edited = Variant(variant.shader, (*variant.defines, ("EDITED", "1")))
+    assert source_digest(edited) != source_digest(variant) and lib.get(edited) is None
+
+
+@pytest.mark.parametrize("damage", ["entry", "archive"])
+def test_a_damaged_library_is_ignored_with_a_warning(tmp_path, monkeypatch, damage):
+    variant = _shipped_variant()
+    path = tmp_path / "spirv.zip"
+    builtin.build([variant], path)
+    data = bytearray(path.read_bytes())
+    if damage == "entry":  # a byte inside the stored module: the zip CRC no longer matches
+        with zipfile.ZipFile(path) as z:
+            info = z.getinfo(source_digest(variant) + ".spv")
+        data[info.header_offset + 30 + len(info.filename) + 8] ^= 0xFF
+    else:
+        data = data[: len(data) // 3]
+    path.write_bytes(bytes(data))
+    lib = builtin.Library(path)
+    monkeypatch.setattr(builtin, "library", lambda: lib)
+    with pytest.warns(RuntimeWarning, match="built-in kernel library"):
+        assert lib.get(variant) is None
+    cache = ShaderCache(tmp_path / "cache")
+    assert cache.get(variant)[:4] == (0x07230203).to_bytes(4, "little") and cache.compiled == 1  # glslc instead
