@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -120,3 +121,34 @@ def test_a_damaged_library_is_ignored_with_a_warning(tmp_path, monkeypatch, dama
         assert lib.get(variant) is None
     cache = ShaderCache(tmp_path / "cache")
     assert cache.get(variant)[:4] == (0x07230203).to_bytes(4, "little") and cache.compiled == 1  # glslc instead
+
+
+def test_specialize_sets_each_constant_by_its_id(tmp_path):
+    """shaders.specialize: the module's OpSpecConstant defaults become the values (SpecId order = Variant.specs)."""
+    import shutil
+
+    from tosa_vk.vulkan.shaders import specialize
+
+    text = "#version 450\nlayout(local_size_x = 1) in;\nlayout(set = 0, binding = 0) buffer O { int o[]; };\n"
+    text += "void main() { o[0] = A * 1000 + B; }\n"
+    module = ShaderCache(tmp_path).get(Variant("custom:spec", (), text=text, specs=("A", "B")))
+    out = tmp_path / "m.spv"
+    out.write_bytes(specialize(module, (7, -9)))
+    dis = subprocess.run([shutil.which("spirv-dis") or "spirv-dis", str(out)], capture_output=True, text=True)
+    constants = dict(re.findall(r"%(\w+) = OpSpecConstant %int (-?\d+)", dis.stdout))
+    assert constants == {"A": "7", "B": "-9"}, dis.stdout
+
+
+def test_convolution_layers_share_modules():
+    """Layer geometry is specialization constants: resnet_int8's 16 convolutions use 8 modules (14 when geometry
+    was compiled in), each kernel's module specialized with its own shapes."""
+    import tosa_vk
+    from tosa_vk.ir import load_graph
+    from tosa_vk.program import Kernel, walk
+    from tosa_vk.vulkan.shaders import program_variants
+
+    program = tosa_vk.compile(load_graph(MODELS[[m.name for m in MODELS].index("resnet_int8")] / "model.tosa"))
+    convs = [k for k in walk(program.steps) if isinstance(k, Kernel) and k.shader == "convolution/conv"]
+    modules = {v for v in program_variants(program) if v.shader == "convolution/conv"}
+    assert len(convs) > len(modules) and all(dict(k.specs).keys() >= {"IH", "OC", "KW", "PL"} for k in convs)
+    assert len({k.specs for k in convs}) > len(modules)

@@ -77,8 +77,9 @@ def test_every_built_in_kernel_carries_its_layout(model):
 
 def test_push_words_are_shared_scalars():
     """resnet_int8's layers of one geometry and chain differ only in zero points and clamp bounds: push-constant
-    words, so they share a shader variant (one pipeline); both programs compute the same (tests/test_fuse.py)."""
+    words, so they share a pipeline (a shader variant, specialized with the geometry); both programs compute the same
+    (tests/test_fuse.py)."""
     program = tosa_vk.compile(load_graph(ROOT / "resources" / "models" / "resnet_int8" / "model.tosa"))
     convs = [s for s in walk(program.steps) if isinstance(s, Kernel) and s.shader == "convolution/conv"]
     assert all(("ep", "int", int(dict(k.defines)["EP_WORDS"])) == k.push_layout[-1] for k in convs)
-    assert len({k.defines for k in convs}) == len(convs) - 2  # 16 -> 14 (conv_1 / conv_3 and conv_2 / conv_4)
+    assert len({(k.defines, k.specs) for k in convs}) == len(convs) - 2  # 16 -> 14 (conv_1 / 3 and conv_2 / 4)

@@ -59,10 +59,21 @@ class Kernel:
     # The push-constant block as the shader declares it: (member, GLSL type, array length or 0) in order; VGF
     # export bakes `push_constants` into the module with it. () for custom kernels (their payload says).
     push_layout: tuple[tuple[str, str, int], ...] = ()
+    # Layer geometry as int specialization constants (name, value): the shader variant declares the names in this
+    # order (tosa_vk/vulkan/shaders.py), this kernel's module sets the values (shaders.specialize)
+    specs: tuple[tuple[str, int], ...] = ()
 
     @property
     def key(self) -> tuple:
-        return (self.shader, self.defines, self.source, self.spirv)
+        return (self.shader, self.defines, self.source, self.spirv, self.specs)
+
+    @property
+    def spec_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.specs)
+
+    @property
+    def spec_values(self) -> tuple[int, ...]:
+        return tuple(value for _, value in self.specs)
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,16 @@ from .lower.data_layout import UNIT_TYPES, copy_push
 from .lower.push import baked, literal
 from .plan.resources import SCALAR_FORMATS
 from .program import Image, Kernel, Program
-from .vulkan.shaders import INCLUDE_DIR, SHADER_ROOT, TARGET_ENV, ShaderCache, ShaderError, Variant, variant_of
+from .vulkan.shaders import (
+    INCLUDE_DIR,
+    SHADER_ROOT,
+    TARGET_ENV,
+    ShaderCache,
+    ShaderError,
+    Variant,
+    specialize,
+    variant_of,
+)
 
 STORAGE_BUFFER_TYPE = DESCRIPTOR_TYPES[STORAGE_BUFFER]
 STORAGE_IMAGE_TYPE = DESCRIPTOR_TYPES[STORAGE_IMAGE]
@@ -388,7 +397,7 @@ class _Exporter:
                 variants.append(_bake(variant_of(k), k))
             else:
                 variants.append(variant_of(k))
-        return self.cache.get_many(variants)
+        return [specialize(m, k.spec_values) for m, k in zip(self.cache.get_many(variants), kernels)]
 
 
 def _texel_kernel(op: str, shader: str, src: str, dst: str, view: _View) -> Kernel:
@@ -535,7 +544,7 @@ def _bake(variant: Variant, kernel: Kernel) -> Variant:
             const = baked(kernel.push_layout, kernel.push_constants)
         except ValueError as err:
             raise TosaError(f"cannot bake push constants for VGF: {err}", op=kernel.op) from None
-        return Variant(variant.shader, (*variant.defines, ("PUSH_BAKED", const)), op=kernel.op)
+        return Variant(variant.shader, (*variant.defines, ("PUSH_BAKED", const)), op=kernel.op, specs=variant.specs)
     try:
         text = bake_push_constants(_preprocess(variant), kernel.push_constants, f"{kernel.op} ({variant.shader})")
     except ValueError as err:

@@ -5,7 +5,10 @@
 // (the channel block is gl_WorkGroupID.y). Per input row (kd, kh) and chunk of VE input channels it loads the
 // SPAN input columns its pixels read through all KW taps once, then KW x TILE_C weight chunks, and does
 // KW x TILE_P x TILE_C x VE multiply-adds: loads, not arithmetic, are what costs on lavapipe.
-// Geometry is compiled in (tosa_vk/lower/convolution.py): index math folds, the tile loops unroll.
+// Geometry (N, ID, IH, IW, IC, OC, KD, KH, KW, OD, OH, OW, strides SD / SH / SW, dilations DD / DH / DW, pads PD / PT /
+// PL, BLOCKS) is int specialization constants (tosa_vk/lower/convolution.py): the driver folds the index math and
+// unrolls the tap loops as if they were compiled in, and one module serves every layer of the same types and tile.
+// OC4: OC is a multiple of 4 (a preprocessor fact, so a define).
 #include "types.glsl"
 #include "convolution/conv_common.glsl"
 
@@ -19,7 +22,7 @@ INPUT_WORDS
 WEIGHT_WORDS
 ZERO_POINT_BINDINGS
 PARTIAL_BINDING
-#if defined(MAT) && OC % 4 == 0 && !defined(PARTIAL_OUT) && !defined(EP_OUT_SCALAR)
+#if defined(MAT) && defined(OC4) && !defined(PARTIAL_OUT) && !defined(EP_OUT_SCALAR)
 #define STORE_VEC4
 OUTPUT_VEC4
 #endif
@@ -133,21 +136,15 @@ void main() {
     }
 #else
     [[unroll]] for (int px = 0; px < TILE_P; ++px) {
-#if OW % TILE_P != 0
-        if (ow0 + px >= OW) continue;
-#endif
+        if (OW % TILE_P != 0 && ow0 + px >= OW) continue;
 #ifdef STORE_VEC4
         [[unroll]] for (int c = 0; c < TILE_C / 4; ++c) {
-#if OC % TILE_C != 0
-            if (oc0 + 4 * c >= OC) continue;
-#endif
+            if (OC % TILE_C != 0 && oc0 + 4 * c >= OC) continue;
             STORE4_RESULT(obase + px * OC + oc0 + 4 * c, acc[px][c], oc0 + 4 * c);
         }
 #else
         [[unroll]] for (int c = 0; c < TILE_C; ++c) {
-#if OC % TILE_C != 0
-            if (oc0 + c >= OC) continue;
-#endif
+            if (OC % TILE_C != 0 && oc0 + c >= OC) continue;
             STORE_RESULT(obase + px * OC + oc0 + c, ACC_ELEMENT(acc, px, c), oc0 + c);
         }
 #endif

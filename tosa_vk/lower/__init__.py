@@ -189,12 +189,14 @@ class LowerCtx:
         groups: tuple[int, int, int] | None = None,
         invocations: int | None = None,
         writes: tuple[str, ...] | None = None,
+        specs: dict[str, int] | None = None,
     ) -> Kernel:
         """A dispatch of shaders/<shader>.comp. `bindings` maps binding names (A, B, O, ...) -> tensor names,
         in binding order; each gets the type defines of its tensor. `push`: the values packed by the shader's
         layout (tosa_vk/lower/push.py). The kernel writes the bindings whose tensor is an output of the operator,
         or the tensors named in `writes` (e.g. a temporary). Give `groups`, or `invocations` for a 1-D grid of
-        WORKGROUP-wide groups."""
+        WORKGROUP-wide groups. `specs`: int specialization constants the shader reads by name (layer geometry:
+        kernels that differ only there share one compiled module)."""
         all_defines: dict[str, str] = {}
         for bname, tensor in bindings.items():
             all_defines.update(binding_defines(bname, self.tensor(tensor).dtype))
@@ -219,6 +221,7 @@ class LowerCtx:
             reads=tuple(n for n in names if n not in outs),
             writes=tuple(n for n in names if n in outs),
             push_layout=layout,
+            specs=tuple((specs or {}).items()),
         )
 
 

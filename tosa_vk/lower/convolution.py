@@ -175,12 +175,13 @@ def _kernel(
     source: str | None = None,
     out_map: bool = False,
     values: Push | None = None,
+    specs: dict[str, int] | None = None,
 ) -> list | None:
     """The dispatch, or passes over ranges of the k input channels (VE at a time) when `outer` loop iterations
     around each chunk would exceed the target's loop budget: raw accumulators go through a temporary in the output's
     layout. `source`: the tensor bound as the input (a fused TRANSPOSE's input), if not the operator's; `out_map`:
     the shader stores through an epilogue's layout tail (conv.comp does); `values`: its push constants (the same for
-    every pass)."""
+    every pass); `specs`: its specialization constants (likewise)."""
     x, w, bias = ctx.inputs[:3]
     out = ctx.outputs[0]
     bindings = {"X": source or x.name, "W": w.name, "B": bias.name, "O": ctx.result.name, **extra}
@@ -191,7 +192,7 @@ def _kernel(
     chunks = max(1, k // ve)
     iterations = outer * (chunks + 1) + STORE_LOOP  # + the epilogue's loop over the tile
     if iterations <= ctx.target.loop_budget:
-        return [ctx.kernel(shader, bindings, defines, values, groups=groups)]
+        return [ctx.kernel(shader, bindings, defines, values, groups=groups, specs=specs)]
     per = max(1, (ctx.target.loop_budget - STORE_LOOP) // max(outer, 1) - 1)  # chunks per pass
     acc = DType.INT48 if out.dtype == DType.INT48 else DType.INT32 if not out.dtype.is_float else DType.FP32
     temp = ctx.temporary(out.shape, acc)
@@ -205,7 +206,8 @@ def _kernel(
             d["PARTIAL_IN"] = "1"
         if end < chunks:
             d["PARTIAL_OUT"] = "1"
-        kernels.append(ctx.kernel(shader, bindings, d, values, groups=groups, writes=(temp,) if end < chunks else None))
+        writes = (temp,) if end < chunks else None
+        kernels.append(ctx.kernel(shader, bindings, d, values, groups=groups, writes=writes, specs=specs))
     return kernels
 
 
@@ -248,35 +250,13 @@ def _conv(ctx: LowerCtx, nd: int):
     else:
         tc, tp = min(4, oc), 8
     tp = _pixels(tp, n * od * oh, ow, -(-oc // tc))
-    defines.update(
-        geometry(
-            {
-                "N": n,
-                "ID": id_,
-                "IH": ih,
-                "IW": iw,
-                "IC": ic,
-                "OC": oc,
-                "KD": kd,
-                "KH": kh,
-                "KW": kw,
-                "OD": od,
-                "OH": oh,
-                "OW": ow,
-                "SD": stride[0],
-                "SH": stride[1],
-                "SW": stride[2],
-                "DD": dilation[0],
-                "DH": dilation[1],
-                "DW": dilation[2],
-                "PD": pad[0],
-                "PT": pad[2],
-                "PL": pad[4],
-                "TILE_P": tp,
-                "TILE_C": tc,
-            }
-        )
-    )
+    defines.update(geometry({"TILE_P": tp, "TILE_C": tc}))
+    if mat and oc % 4 == 0:
+        defines["OC4"] = "1"  # 4-channel stores
+    # the layer's geometry as specialization constants: layers of the same types and tile share one module
+    specs = {"N": n, "ID": id_, "IH": ih, "IW": iw, "IC": ic, "OC": oc, "KD": kd, "KH": kh, "KW": kw, "OD": od}
+    specs.update({"OH": oh, "OW": ow, "SD": stride[0], "SH": stride[1], "SW": stride[2], "DD": dilation[0]})
+    specs.update({"DH": dilation[1], "DW": dilation[2], "PD": pad[0], "PT": pad[2], "PL": pad[4]})
     if _skip_padded(ctx, any(pad)):
         defines["SKIP_PADDED"] = "1"
     source = None
@@ -286,7 +266,9 @@ def _conv(ctx: LowerCtx, nd: int):
         source, defines["X_AT(i)"] = _permuted(ctx.block.tensors[ctx.prologue[1].inputs[0]], x, ctx.prologue[1])
     tiles = n * od * oh * -(-ow // tp)
     grid = _grid(ctx, tiles, -(-oc // tc), defines)
-    return _kernel(ctx, "convolution/conv", defines, extra, grid, kd * kh, ic, ve, source, out_map=True)
+    if "PACKED_BLOCKS" in defines:
+        specs["BLOCKS"], defines["PACKED_BLOCKS"] = int(defines["PACKED_BLOCKS"]), "BLOCKS"
+    return _kernel(ctx, "convolution/conv", defines, extra, grid, kd * kh, ic, ve, source, out_map=True, specs=specs)
 
 
 def _permuted(src: Tensor, x: Tensor, transpose: Operator) -> tuple[str, str]:

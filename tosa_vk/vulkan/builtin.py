@@ -41,11 +41,12 @@ def manifest(path: Path = MANIFEST) -> list[Variant]:
     if not path.is_file():
         return []
     rows = (json.loads(line) for line in path.read_text().splitlines() if line.strip())
-    return [Variant(r["shader"], tuple((k, v) for k, v in r["defines"])) for r in rows]
+    return [Variant(r["shader"], tuple((k, v) for k, v in r["defines"]), specs=tuple(r["specs"])) for r in rows]
 
 
 def write_manifest(variants, path: Path = MANIFEST) -> None:
-    rows = sorted({json.dumps({"shader": v.shader, "defines": [list(d) for d in v.defines]}) for v in variants})
+    rows = sorted({json.dumps({"shader": v.shader, "defines": [list(d) for d in v.defines], "specs": list(v.specs)})
+                   for v in variants})  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(row + "\n" for row in rows))
 

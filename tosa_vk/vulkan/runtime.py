@@ -18,7 +18,7 @@ from .device import Device, VulkanError
 from .memory import Arena, align
 from .pipelines import Pipelines, bound_descriptors, kernel_layout
 from .recorder import DeviceTimeout, Dispatch, Queue, Segment, image_bindings
-from .shaders import ShaderCache, program_variants, variant_of
+from .shaders import ShaderCache, program_variants, specialize, variant_of
 
 DEFAULT_TIMEOUT_S = 300.0  # the longest one run may take; tosa_vk.load(..., timeout_s=) changes it
 ABANDON_AFTER_S = 1.0  # close() waits this long for the unfinished work of a failed run, then leaves it
@@ -95,13 +95,22 @@ class Runtime:
             self._check_limits(k)
         variants = program_variants(self.program)
         self.spirv = dict(zip(variants, self.cache.get_many(variants)))
+        self._modules: dict[tuple, bytes] = {}  # (variant, specialization values) -> the kernel's module
         for k in kernels:
             if k.source or k.spirv:  # a model's shader: its interface must be what the kernel binds
                 self._check_interface(k)
-        requests = {(self.spirv[variant_of(k)], len(k.bindings), len(k.push_constants), kernel_layout(k), k.entry)
+        requests = {(self.module(k), len(k.bindings), len(k.push_constants), kernel_layout(k), k.entry)
                     for k in kernels}  # fmt: skip
         self.pipelines.prepare(list(requests))
         self.plan = self._plan(self.program.steps, timestamps)
+
+    def module(self, kernel: Kernel) -> bytes:
+        """The kernel's SPIR-V: its variant's, with its specialization constants set."""
+        key = (variant_of(kernel), kernel.spec_values)
+        found = self._modules.get(key)
+        if found is None:
+            found = self._modules[key] = specialize(self.spirv[key[0]], kernel.spec_values)
+        return found
 
     def _plan(self, steps: list, timestamps: bool) -> list:
         """Steps -> what run() executes: Segments (recorded command buffers of consecutive kernels, preceded by
@@ -194,7 +203,7 @@ class Runtime:
     def _check_interface(self, step: Kernel) -> None:
         bound = bound_descriptors(len(step.bindings), step.slots, step.descriptors)
         problems = spirv.check(
-            self.spirv[variant_of(step)],
+            self.module(step),
             step.op,
             step.entry,
             bound,
@@ -207,7 +216,7 @@ class Runtime:
     def _dispatch(self, step: Kernel) -> Dispatch:
         try:
             pipeline = self.pipelines.get(
-                self.spirv[variant_of(step)],
+                self.module(step),
                 len(step.bindings),
                 len(step.push_constants),
                 kernel_layout(step),

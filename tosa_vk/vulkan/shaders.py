@@ -50,6 +50,7 @@ class Variant:
     text: str = ""  # inline GLSL (custom ops) instead of shaders/<shader>.comp
     spirv: bytes = b""  # ready SPIR-V (custom-op payloads): validated, not compiled
     op: str = field(default="", compare=False)  # an operator using it, for errors (not part of its identity)
+    specs: tuple[str, ...] = ()  # int specialization constants, declared with constant_id 0, 1, ... (specialize())
 
     def source(self) -> str:
         text = self.text or (SHADER_ROOT / f"{self.shader}.comp").read_text()
@@ -60,12 +61,39 @@ class Variant:
         at += 1
         prelude = () if self.text else PRELUDE  # custom GLSL gets only its own defines
         extra = "".join(f"#define {k} {v}\n" for k, v in (*prelude, *self.defines))
+        extra += "".join(f"layout(constant_id = {i}) const int {name} = 1;\n" for i, name in enumerate(self.specs))
         return "".join(lines[:at]) + extra + f"#line {at + 1}\n" + "".join(lines[at:])
 
 
 def variant_of(kernel) -> Variant:
     """The shader variant a program.Kernel dispatches."""
-    return Variant(kernel.shader, kernel.defines, kernel.source, kernel.spirv, kernel.op)
+    return Variant(kernel.shader, kernel.defines, kernel.source, kernel.spirv, kernel.op, kernel.spec_names)
+
+
+# SPIR-V opcodes and the decoration specialize() reads
+_OP_DECORATE, _OP_SPEC_CONSTANT, _SPEC_ID = 71, 50, 1
+
+
+def specialize(spirv: bytes, values: tuple[int, ...]) -> bytes:
+    """The module with the int specialization constant of SpecId i defaulting to values[i]: what the driver would
+    get with VkSpecializationInfo, as a module of its own, so that pipelines, the program cache and VGF export
+    handle it like any other. Layer geometry is specialized this way: the shipped library holds one module per
+    kernel family and types (builtin.py), not one per layer, and the driver folds the constants as if compiled in."""
+    if not values:
+        return spirv
+    words = memoryview(bytearray(spirv)).cast("I")
+    spec_of: dict[int, int] = {}
+    at = 5  # after the header
+    while at < len(words):
+        count, opcode = words[at] >> 16, words[at] & 0xFFFF
+        if count == 0:
+            raise ShaderError("specialize: a SPIR-V instruction of length 0")
+        if opcode == _OP_DECORATE and count == 4 and words[at + 2] == _SPEC_ID:
+            spec_of[words[at + 1]] = words[at + 3]
+        elif opcode == _OP_SPEC_CONSTANT and count == 4 and words[at + 2] in spec_of:
+            words[at + 3] = values[spec_of[words[at + 2]]] & 0xFFFFFFFF
+        at += count
+    return words.tobytes()
 
 
 def program_variants(program) -> list[Variant]:
