@@ -1,4 +1,8 @@
-"""GLSL -> SPIR-V with glslc, cached on disk by a hash of (source, includes, defines, compiler version).
+"""GLSL -> SPIR-V: a built-in variant shipped compiled (builtin.py) needs no compiler; the others are compiled by
+glslc and cached on disk by a hash of (source, includes, defines, compiler version).
+
+A variant's specialization constants (`Variant.specs`, layer geometry) are declared in its source; each kernel's
+module is the variant's with its own values set (`specialize`), so one compiled module serves many layers.
 
 Includes resolve against shaders/include/ (`#include "types.glsl"`) and shaders/ (`#include "reduction/x.glsl"`).
 
