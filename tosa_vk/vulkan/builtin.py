@@ -12,8 +12,10 @@ Two files under shaders/builtin/:
   changes the digest, so its old SPIR-V is simply not found (then glslc compiles it as before): a stale library can
   never run. A damaged library (zip CRC or SPIR-V header) is ignored the same way, with one warning.
 
-A variant not shipped (a convolution layer whose geometry no listed graph has, a generated fused kernel, a custom
-op's GLSL) still needs glslc; without it the error names the operators whose kernels are missing.
+Layer geometry that is a specialization constant (convolutions: shaders.specialize) is not part of a variant, so
+layers of any shape share the listed modules. A variant not listed (a tile or type combination no listed graph has,
+a generated fused kernel, a custom op's GLSL) still needs glslc; without it the error names the operators whose
+kernels are missing.
 """
 
 from __future__ import annotations
