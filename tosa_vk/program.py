@@ -64,10 +64,6 @@ class Kernel:
     specs: tuple[tuple[str, int], ...] = ()
 
     @property
-    def key(self) -> tuple:
-        return (self.shader, self.defines, self.source, self.spirv, self.specs)
-
-    @property
     def spec_names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.specs)
 

@@ -1,10 +1,11 @@
 """Convolutions (spec 2.3) on Vulkan: CONV2D, CONV3D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D.
 
-Kernels in shaders/convolution/ are specialised per operator: the geometry (shapes, pads, strides, dilations) is
-compiled in, so index arithmetic folds and the per-tile loops unroll, except depthwise.comp's shapes and pads (no
-loop depends on them: push constants); constant zero points are push-constant words (LowerCtx.word). Layers that
-differ only in push constants share a pipeline. Each invocation computes a register tile of
-output pixels x output channels; the channel block comes from gl_WorkGroupID.y.
+Kernels in shaders/convolution/ are specialised per operator so that index arithmetic folds and the per-tile loops
+unroll: conv.comp's geometry (shapes, pads, strides, dilations) is specialization constants (one compiled module per
+types and tile, each layer's copy specialized: tosa_vk/vulkan/shaders.py), transpose_conv.comp's is compiled in, and
+depthwise.comp's shapes and pads are push constants (no loop depends on them); constant zero points are push-constant
+words (LowerCtx.word). Layers that differ only in push constants share a pipeline. Each invocation computes a
+register tile of output pixels x output channels; the channel block comes from gl_WorkGroupID.y.
 """
 
 from __future__ import annotations

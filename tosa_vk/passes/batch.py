@@ -18,7 +18,7 @@ import numpy as np
 from ..fuse import with_epilogues
 from ..ir.dtype import DType
 from ..ir.graph import Block, Graph, Operator, Tensor
-from .permute import _fresh
+from .permute import fresh_name
 
 
 def batch_projections(graph: Graph) -> int:
@@ -77,7 +77,7 @@ def _rewrite(block: Block, members: list) -> None:
     source = block.tensors[members[0][1][0]]
     out_t = block.tensors[first.outputs[0]]
     batched = block.add_tensor(
-        Tensor(_fresh(block, f"{first.outputs[0]}_batched"), (*source.shape[:-1], out_t.shape[-1]), out_t.dtype)
+        Tensor(fresh_name(block, f"{first.outputs[0]}_batched"), (*source.shape[:-1], out_t.shape[-1]), out_t.dtype)
     )
     replacement: dict[int, list[Operator]] = {
         id(first): [Operator("CONV2D", [source.name, *first.inputs[1:]], [batched.name], dict(first.attrs))]
@@ -86,7 +86,7 @@ def _rewrite(block: Block, members: list) -> None:
         out = block.tensors[conv.outputs[0]]
         shape = [*size[:-1], out.shape[-1]]
         ops = replacement.setdefault(id(conv), [])
-        piece = conv.outputs[0] if tuple(shape) == out.shape else _fresh(block, f"{conv.outputs[0]}_piece")
+        piece = conv.outputs[0] if tuple(shape) == out.shape else fresh_name(block, f"{conv.outputs[0]}_piece")
         if piece != conv.outputs[0]:
             block.add_tensor(Tensor(piece, tuple(shape), out.dtype))
         ops += _shape_ops(block, conv.outputs[0], [[*start[:-1], 0], shape])
@@ -102,7 +102,7 @@ def _shape_ops(block: Block, base: str, values: list[list[int]]) -> list[Operato
     ops = []
     for v in values:
         t = block.add_tensor(
-            Tensor(_fresh(block, f"{base}_shape"), (len(v),), DType.SHAPE, np.asarray(v, dtype=np.int64))
+            Tensor(fresh_name(block, f"{base}_shape"), (len(v),), DType.SHAPE, np.asarray(v, dtype=np.int64))
         )
         ops.append(Operator("CONST_SHAPE", [], [t.name]))
     return ops

@@ -19,7 +19,7 @@ NCHW_TO_NHWC = (0, 2, 3, 1)
 NHWC_TO_NCHW = (0, 3, 1, 2)
 
 
-def _fresh(block: Block, base: str) -> str:
+def fresh_name(block: Block, base: str) -> str:
     name, n = base, 0
     while name in block.tensors:
         n += 1
@@ -45,7 +45,7 @@ def insert_permutes(graph: Graph, layouts: dict[str, str], nhwc_abi: Callable[[O
             t = block.tensors[name]
             if layouts.get(name) == "NCHW" and t.rank == 4:
                 nhwc = block.add_tensor(
-                    Tensor(_fresh(block, f"{name}_nhwc"), _permuted(t.shape, NCHW_TO_NHWC), t.dtype)
+                    Tensor(fresh_name(block, f"{name}_nhwc"), _permuted(t.shape, NCHW_TO_NHWC), t.dtype)
                 )
                 out_ops.append(Operator("TRANSPOSE", [name], [nhwc.name], {"perms": NCHW_TO_NHWC}))
                 op.inputs[i] = nhwc.name
@@ -55,7 +55,7 @@ def insert_permutes(graph: Graph, layouts: dict[str, str], nhwc_abi: Callable[[O
             t = block.tensors[name]
             if layouts.get(name) == "NCHW" and t.rank == 4:
                 nhwc = block.add_tensor(
-                    Tensor(_fresh(block, f"{name}_nhwc"), _permuted(t.shape, NCHW_TO_NHWC), t.dtype)
+                    Tensor(fresh_name(block, f"{name}_nhwc"), _permuted(t.shape, NCHW_TO_NHWC), t.dtype)
                 )
                 op.outputs[i] = nhwc.name
                 after.append(Operator("TRANSPOSE", [nhwc.name], [name], {"perms": NHWC_TO_NCHW}))

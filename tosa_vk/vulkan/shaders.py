@@ -140,9 +140,11 @@ def glslc_version() -> str:
     return subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip()
 
 
+@lru_cache(maxsize=4096)
 def source_digest(variant: Variant) -> str:
     """What a variant's SPIR-V depends on but the compiler's version: its full source (defines included), every
-    include, glslc's flags. The shipped library (builtin.py) is keyed by it."""
+    include, glslc's flags. The shipped library (builtin.py) is keyed by it, the disk cache by it and the version;
+    read once per variant and process, like the includes (_includes_digest)."""
     h = hashlib.sha256()
     for part in (variant.source(), _includes_digest(), *GLSLC_FLAGS):
         h.update(part.encode() + b"\0")
