@@ -21,7 +21,7 @@ from . import fuse as fuse_stage
 from . import passes
 from .ir.graph import Graph
 from .ir.validate import validate
-from .lower import lower
+from .lower import lower, texels
 from .partition import partition
 from .plan import plan
 from .program import Program
@@ -47,8 +47,11 @@ def compile(
         "NCHW" for every 4-D tensor) — permutes are inserted around custom ops whose shader wants NHWC. alignment:
         overrides the target's tensor alignment in the arena. fuse: False keeps one kernel per operator (default: on,
     unless TOSA_VK_FUSE=0); views: False copies contiguous SLICE / CONCAT data with kernels instead of sharing
-    memory (VGF export: its resources are whole). The caller's graph is never changed."""
+    memory and reads every input from its storage buffer, not through texel-buffer views (VGF export: its resources
+    are whole storage buffers). The caller's graph is never changed."""
     target = named(target) if isinstance(target, str) else target
+    if not views:
+        target = texels.without(target)
     validate(graph, file=file)
     graph = passes.run(graph, layouts, batch=fuse_stage.enabled(fuse))
     placed = partition(graph, target, strict=strict, force_host=force_host)

@@ -56,6 +56,8 @@ class Kernel:
     slots: tuple[tuple[int, int], ...] = ()  # (set, binding) per binding; () = set 0, bindings 0..n-1
     descriptors: tuple[str, ...] = ()  # VK_DESCRIPTOR_TYPE_* per binding; () = storage buffers
     images: tuple[Image | None, ...] = ()  # per binding: texel format / extent / sampler of image bindings
+    # per binding: the VK_FORMAT_* of a uniform texel buffer viewing the tensor's bytes ("" for other descriptors)
+    texels: tuple[str, ...] = ()
     # The push-constant block as the shader declares it: (member, GLSL type, array length or 0) in order; VGF
     # export bakes `push_constants` into the module with it. () for custom kernels (their payload says).
     push_layout: tuple[tuple[str, str, int], ...] = ()
@@ -222,9 +224,12 @@ class Program:
         return self.buffers[tensor].storage or tensor
 
     def views(self) -> list[str]:
-        """Tensors that are a part of another tensor's memory, not all of it (SLICE / CONCAT views, fuse.py)."""
+        """Tensors that are a part of another tensor's memory, not all of it (SLICE / CONCAT views, fuse.py), or
+        that a kernel reads through a texel-buffer view (lower/texels.py)."""
         whole = lambda b: (b.offset, b.nbytes)  # noqa: E731
-        return [n for n, b in self.buffers.items() if whole(b) != whole(self.buffers[self.storage(n)])]
+        parts = [n for n, b in self.buffers.items() if whole(b) != whole(self.buffers[self.storage(n)])]
+        texels = {n for k in walk(self.steps) if isinstance(k, Kernel) for n, t in zip(k.bindings, k.texels) if t}
+        return parts + sorted(texels - set(parts))
 
     def to_bytes(self) -> bytes:
         return serial.dumps(self, TYPES)

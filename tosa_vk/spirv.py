@@ -32,7 +32,7 @@ DIM_BUFFER = 5
 OTHER_DESCRIPTORS = {
     "sampler": "VK_DESCRIPTOR_TYPE_SAMPLER",
     "sampled image": "VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE",
-    "texel buffer": "VK_DESCRIPTOR_TYPE_*_TEXEL_BUFFER",
+    "texel buffer": "VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER",
 }
 
 
@@ -164,8 +164,10 @@ def reflect(spirv: bytes) -> Interface:
             kind = vk_enums.STORAGE_BUFFER if BUFFER_BLOCK in decorations.get(held, {}) else vk_enums.UNIFORM_BUFFER
         elif opcode == OP_TYPE_TENSOR_ARM:
             kind = vk_enums.TENSOR_ARM
-        elif opcode == OP_TYPE_SAMPLED_IMAGE:
-            kind = vk_enums.COMBINED_IMAGE_SAMPLER
+        elif opcode == OP_TYPE_SAMPLED_IMAGE:  # a samplerBuffer is a uniform texel buffer
+            image = types.get(ops[1], (0, memoryview(b"")))[1]
+            buffer = len(image) >= 3 and image[2] == DIM_BUFFER
+            kind = vk_enums.UNIFORM_TEXEL_BUFFER if buffer else vk_enums.COMBINED_IMAGE_SAMPLER
         elif opcode == OP_TYPE_IMAGE and len(ops) >= 7:
             if ops[2] == DIM_BUFFER:
                 kind = OTHER_DESCRIPTORS["texel buffer"]

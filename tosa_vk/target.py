@@ -41,6 +41,9 @@ class Target:
     min_storage_buffer_offset_alignment: int = 256
     max_push_constants_size: int = 128
     subgroup_size: int = 1
+    # uniform texel buffers (kernels read their larger inputs through them, see lower/texels.py); 0 elements: none
+    max_texel_buffer_elements: int = 65536
+    min_texel_buffer_offset_alignment: int = 256
     loop_budget: int = DEFAULT_LOOP_BUDGET  # loop iterations one invocation may run in total
     driver: str = ""  # driver name and version, for caches and reports
     device_uuid: str = ""  # "" for a named (offline) target
@@ -51,9 +54,11 @@ class Target:
 
     @property
     def alignment(self) -> int:
-        """Byte alignment of every tensor in the arena: the device's storage-buffer offset alignment, at least 16
-        (a vec4 load)."""
+        """Byte alignment of every tensor in the arena: the device's storage-buffer and texel-buffer offset
+        alignments, at least 16 (a vec4 load)."""
         a = max(16, self.min_storage_buffer_offset_alignment)
+        if self.max_texel_buffer_elements:
+            a = max(a, self.min_texel_buffer_offset_alignment)
         return -(-a // 16) * 16
 
     def as_dict(self) -> dict:
@@ -66,6 +71,8 @@ class Target:
             "min_storage_buffer_offset_alignment": self.min_storage_buffer_offset_alignment,
             "max_push_constants_size": self.max_push_constants_size,
             "subgroup_size": self.subgroup_size,
+            "max_texel_buffer_elements": self.max_texel_buffer_elements,
+            "min_texel_buffer_offset_alignment": self.min_texel_buffer_offset_alignment,
             "loop_budget": self.loop_budget,
             "driver": self.driver,
             "device_uuid": self.device_uuid,
@@ -82,7 +89,19 @@ def for_driver(base: Target, driver_name: str) -> Target:
 
 # Measured on Mesa 22.3.6 lavapipe (LLVM 15, 256-bit), the device CI has.
 LAVAPIPE = for_driver(
-    Target("lavapipe", frozenset(FEATURES), (65535, 65535, 65535), 1024, 1 << 27, 16, 128, 8, driver="llvmpipe"),
+    Target(
+        "lavapipe",
+        frozenset(FEATURES),
+        (65535, 65535, 65535),
+        1024,
+        1 << 27,
+        16,
+        128,
+        8,
+        max_texel_buffer_elements=1 << 27,
+        min_texel_buffer_offset_alignment=16,
+        driver="llvmpipe",
+    ),
     "llvmpipe",
 )
 # What every Vulkan 1.3 device offers: the spec's required limits and no optional feature.

@@ -102,10 +102,10 @@ class _View:
 def export_vgf(program: Program, path: str | Path | None = None, cache: ShaderCache | None = None) -> VGF:
     """The VGF container of `program` (written to `path` if given); formats from the planner's resources."""
     views = program.views()
-    if views:  # a VGF resource is bound whole: no descriptor offsets
+    if views:  # a VGF resource is bound whole, as a storage buffer: no descriptor offsets, no texel views
         raise TosaError(
-            f"tensor '{views[0]}' is a view of part of another's memory, which a VGF cannot describe: "
-            "compile with views=False to export"
+            f"tensor '{views[0]}' is a view of part of another's memory or read through a texel buffer, which a VGF "
+            "cannot describe: compile with views=False to export"
         )
     vgf = _Exporter(program, cache or ShaderCache()).run()
     if path is not None:

@@ -14,8 +14,6 @@
 
 layout(local_size_x = WORKGROUP) in;
 
-layout(set = 0, binding = 0) readonly buffer InX { X_T x[]; };
-layout(set = 0, binding = 1) readonly buffer InW { W_T w[]; };
 layout(set = 0, binding = 2) readonly buffer InB { B_T bias[]; };
 layout(set = 0, binding = 3) writeonly buffer Out { O_T o[]; };
 INPUT_WORDS

@@ -10,7 +10,8 @@
 //                          holding VE / 4 groups of 4 elements, unpacked to 4-vectors by UNPACK4_X(GROUP_X(t, q))
 //                          (likewise W). One lavapipe load costs about the same whatever its width, so packed
 //                          8 / 16-bit data moves 2-4x faster; 4-vector arithmetic keeps the SPIR-V (and glslc's
-//                          time) 4x smaller. VE = 1 reads single elements.
+//                          time) 4x smaller. VE = 1 reads single elements (x[], w[]).
+//   INPUT_WORDS / WEIGHT_WORDS declare bindings 0 and 1 in the chosen view.
 #ifndef TOSA_VK_CONV_COMMON_GLSL
 #define TOSA_VK_CONV_COMMON_GLSL
 
@@ -50,15 +51,28 @@
 #define CHUNK_T C4
 #define XWORD_T WORD_TYPE(XWORDS)
 #define WWORD_T WORD_TYPE(WWORDS)
+// input / weight chunks from storage buffers, or (TEXEL_X / TEXEL_W) from uniform texel buffers
+#ifdef TEXEL_X
+#define INPUT_WORDS layout(set = 0, binding = 0) uniform usamplerBuffer xt;
+#define X_WORDS(at) TEXEL_WORDS(xt, at, XWORDS)
+#else
 #define INPUT_WORDS layout(set = 0, binding = 0) readonly buffer InXw { XWORD_T xw[]; };
+#define X_WORDS(at) xw[at]
+#endif
+#ifdef TEXEL_W
+#define WEIGHT_WORDS layout(set = 0, binding = 1) uniform usamplerBuffer wt;
+#define W_WORDS(at) TEXEL_WORDS(wt, at, WWORDS)
+#else
 #define WEIGHT_WORDS layout(set = 0, binding = 1) readonly buffer InWw { WWORD_T ww[]; };
+#define W_WORDS(at) ww[at]
+#endif
 // The chunk of VE elements starting at element `i` (a multiple of VE), as values (zero point subtracted); an
 // input chunk outside the tensor (padding) reads element 0 and becomes 0.
 #define LOAD_X_CHUNK(dst, i, valid) { \
-    XWORD_T t_ = xw[(valid) ? (i) / VE : 0]; \
+    XWORD_T t_ = X_WORDS((valid) ? (i) / VE : 0); \
     [[unroll]] for (int q_ = 0; q_ < NG; ++q_) dst[q_] = mix(C4(0), IN_VALUE(UNPACK4_X(GROUP_X(t_, q_))), bvec4(valid)); }
 #define LOAD_W_CHUNK(dst, i) { \
-    WWORD_T t_ = ww[(i) / VE]; \
+    WWORD_T t_ = W_WORDS((i) / VE); \
     [[unroll]] for (int q_ = 0; q_ < NG; ++q_) dst[q_] = W_VALUE(UNPACK4_W(GROUP_W(t_, q_))); }
 #ifdef INTEGER
 // int32 products of a chunk summed in int32 (|sum| < 2^31 for VE <= 16 even for int16 x int8), then widened
@@ -77,8 +91,8 @@
 #else  // VE == 1
 #define NG 1
 #define CHUNK_T X_C
-#define INPUT_WORDS
-#define WEIGHT_WORDS
+#define INPUT_WORDS layout(set = 0, binding = 0) readonly buffer InX { X_T x[]; };
+#define WEIGHT_WORDS layout(set = 0, binding = 1) readonly buffer InW { W_T w[]; };
 // X_AT(i): where input element i (NHWC order) is stored; a fused TRANSPOSE before the convolution permutes it
 #ifndef X_AT
 #define X_AT(i) (i)

@@ -17,6 +17,22 @@
 #define EP_PUSH
 #endif
 
+// Word groups read from a uniform texel buffer (TEXEL_<X>: tosa_vk/lower/texels.py) where a storage buffer would be
+// indexed: TEXEL_WORDS(t, at, n) is element `at` of an array of n 32-bit words (uint / uvec2 / uvec4 / u64vec4)
+// viewed as texels of min(n, 4) words; 8 words are two 16-byte texels.
+#define TEXEL_WORDS_1(t, at) texelFetch(t, int(at)).x
+#define TEXEL_WORDS_2(t, at) texelFetch(t, int(at)).xy
+#define TEXEL_WORDS_4(t, at) texelFetch(t, int(at))
+#define TEXEL_WORDS_8(t, at) texel_words8(t, int(at))
+#define TEXEL_WORDS_(t, at, n) TEXEL_WORDS_##n(t, at)
+#define TEXEL_WORDS(t, at, n) TEXEL_WORDS_(t, at, n)
+#ifdef GL_ARB_gpu_shader_int64
+u64vec4 texel_words8(usamplerBuffer t, int at) {
+    uvec4 a = texelFetch(t, 2 * at), b = texelFetch(t, 2 * at + 1);
+    return u64vec4(packUint2x32(a.xy), packUint2x32(a.zw), packUint2x32(b.xy), packUint2x32(b.zw));
+}
+#endif
+
 // bf16: the top 16 bits of an fp32; round to nearest even, NaN stays NaN.
 float bf16_to_f32(uint16_t b) { return uintBitsToFloat(uint(b) << 16); }
 uint16_t f32_to_bf16(float f) {

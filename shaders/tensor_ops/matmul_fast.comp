@@ -12,8 +12,18 @@
 #extension GL_EXT_control_flow_attributes : enable
 layout(local_size_x = LANES) in;
 
+// A and B from storage buffers, or (TEXEL_A / TEXEL_B) from uniform texel buffers of 16-byte texels
+// (tosa_vk/lower/texels.py: lavapipe fetches texels without its per-lane branches; fp32 / fp16 / bf16 only)
+#ifdef TEXEL_A
+layout(set = 0, binding = 0) uniform usamplerBuffer a8t;
+#else
 layout(set = 0, binding = 0) readonly buffer InA { UNIT a8[]; };
+#endif
+#ifdef TEXEL_B
+layout(set = 0, binding = 1) uniform usamplerBuffer b8t;
+#else
 layout(set = 0, binding = 1) readonly buffer InB { UNIT b8[]; };
+#endif
 layout(set = 0, binding = 2) writeonly buffer Out4 { O_T4 o4[]; };
 layout(set = 0, binding = 2) writeonly buffer Out { O_T o[]; };
 #ifdef PUSH_BAKED
@@ -60,6 +70,24 @@ vec4 fp8x4(uint u) {
 void unpack8(UNIT v, out vec4 lo, out vec4 hi) { lo = fp8x4(v.x); hi = fp8x4(v.y); }
 #endif
 
+// LOAD8_A / LOAD8_B(unit index, lo, hi): the 8 elements of one UNIT as two vec4
+#if defined(UNIT_FP32)
+#define TEXEL8(t, at, lo, hi) lo = uintBitsToFloat(texelFetch(t, int(2u * (at)))); \
+                              hi = uintBitsToFloat(texelFetch(t, int(2u * (at) + 1u)));
+#else
+#define TEXEL8(t, at, lo, hi) unpack8(texelFetch(t, int(at)), lo, hi);
+#endif
+#ifdef TEXEL_A
+#define LOAD8_A(at, lo, hi) TEXEL8(a8t, at, lo, hi)
+#else
+#define LOAD8_A(at, lo, hi) unpack8(a8[at], lo, hi);
+#endif
+#ifdef TEXEL_B
+#define LOAD8_B(at, lo, hi) TEXEL8(b8t, at, lo, hi)
+#else
+#define LOAD8_B(at, lo, hi) unpack8(b8[at], lo, hi);
+#endif
+
 #define K8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #if TM == 16
 #define ROWS(X) K8(X) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
@@ -94,14 +122,14 @@ void main() {
     ROWS(DECL)
     for (uint c = 0u; c < p.C; c += 8u) {
 #define LB(j, k) vec4 bl##k##_##j, bh##k##_##j; \
-        unpack8(b8[((brow + c + uint(k)) * p.W + bcol + 8u * uint(j)) >> 3], bl##k##_##j, bh##k##_##j);
+        LOAD8_B(((brow + c + uint(k)) * p.W + bcol + 8u * uint(j)) >> 3, bl##k##_##j, bh##k##_##j)
 #define LBK(k) COLS_K(LB, k)
         K8(LBK)
 #define F(i, j, s, k) lo##i##_##j = fma(vec4(s), bl##k##_##j, lo##i##_##j); \
                       hi##i##_##j = fma(vec4(s), bh##k##_##j, hi##i##_##j);
 #define FJ(i, j) F(i, j, al.x, 0) F(i, j, al.y, 1) F(i, j, al.z, 2) F(i, j, al.w, 3) \
                  F(i, j, ah.x, 4) F(i, j, ah.y, 5) F(i, j, ah.z, 6) F(i, j, ah.w, 7)
-#define ROW(i) { vec4 al, ah; unpack8(a8[ra##i + (c >> 3)], al, ah); COLS(FJ, i) }
+#define ROW(i) { vec4 al, ah; LOAD8_A(ra##i + (c >> 3), al, ah) COLS(FJ, i) }
         ROWS(ROW)
     }
     uint rows = min(uint(TM), p.H - row0);

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from vgf.vk_enums import STORAGE_BUFFER, UNIFORM_TEXEL_BUFFER
+
 from ..errors import TosaError
 from ..fuse import Fusion, without_tail
 from ..ir.dtype import DType
@@ -25,6 +27,8 @@ from ..program import Host, Kernel, Placement, Step, VariableSpec
 from ..shader_abi import WORKGROUP
 from ..target import Target
 from .push import Push
+from .texels import FORMATS as TEXEL_FORMATS
+from .texels import texel_bytes
 from .types import binding_defines
 
 if TYPE_CHECKING:
@@ -190,17 +194,21 @@ class LowerCtx:
         invocations: int | None = None,
         writes: tuple[str, ...] | None = None,
         specs: dict[str, int] | None = None,
+        texels: dict[str, int] | None = None,
     ) -> Kernel:
         """A dispatch of shaders/<shader>.comp. `bindings` maps binding names (A, B, O, ...) -> tensor names,
         in binding order; each gets the type defines of its tensor. `push`: the values packed by the shader's
         layout (tosa_vk/lower/push.py). The kernel writes the bindings whose tensor is an output of the operator,
         or the tensors named in `writes` (e.g. a temporary). Give `groups`, or `invocations` for a 1-D grid of
         WORKGROUP-wide groups. `specs`: int specialization constants the shader reads by name (layer geometry:
-        kernels that differ only there share one compiled module)."""
+        kernels that differ only there share one compiled module). `texels`: bindings the shader reads through uniform
+        texel buffers, with the bytes it reads at a time (it declares them with TEXEL_<name>: lower/texels.py)."""
         all_defines: dict[str, str] = {}
         for bname, tensor in bindings.items():
             all_defines.update(binding_defines(bname, self.tensor(tensor).dtype))
         all_defines.update(defines or {})
+        texels = texels or {}
+        all_defines.update({f"TEXEL_{b}": "1" for b in texels})
         if groups is None:
             assert invocations is not None, "give groups or invocations"
             groups = grid_1d(invocations, self.target.max_workgroup_count[0])
@@ -222,6 +230,12 @@ class LowerCtx:
             writes=tuple(n for n in names if n in outs),
             push_layout=layout,
             specs=tuple((specs or {}).items()),
+            descriptors=tuple(UNIFORM_TEXEL_BUFFER if b in texels else STORAGE_BUFFER for b in bindings)
+            if texels
+            else (),
+            texels=tuple(TEXEL_FORMATS[texel_bytes(texels[b])] if b in texels else "" for b in bindings)
+            if texels
+            else (),
         )
 
 

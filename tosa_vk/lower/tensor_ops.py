@@ -17,6 +17,7 @@ from ..program import Kernel
 from . import LowerCtx, lowering, push
 from .elementwise_binary import VEC4
 from .epilogue import bind, epilogue_defines
+from .texels import readable
 from .types import glsl_storage
 
 
@@ -125,7 +126,13 @@ def matmul_fast(
         chain = "ep_chain(" + added + ", c, at)" if "EPILOGUE(v, c, at)" in fused else added
         fused = {**fused, "EP_DECLS": " ".join(decls), "EPILOGUE(v, c, at)": chain}
     values = push.MATMUL_FAST.pack(groups, h, c, w, tiles_h, blocks_w)
-    return [ctx.kernel("tensor_ops/matmul_fast", bindings, {**defines, **fused}, values, groups=ctx.groups(groups))]
+    unit_bytes = 8 if kind == "UNIT_FP8" else 16 if kind != "UNIT_FP32" else 32
+    texels = {k: unit_bytes for k, t in (("A", a), ("B", b)) if readable(ctx.target, t, unit_bytes) and unit_bytes > 8}
+    return [
+        ctx.kernel(
+            "tensor_ops/matmul_fast", bindings, {**defines, **fused}, values, groups=ctx.groups(groups), texels=texels
+        )
+    ]
 
 
 @lowering("MATMUL")

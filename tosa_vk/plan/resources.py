@@ -22,6 +22,7 @@ from vgf.vk_enums import (
     STORAGE_BUFFER,
     STORAGE_IMAGE,
     TENSOR_ARM,
+    UNIFORM_TEXEL_BUFFER,
 )
 
 from ..errors import TosaError
@@ -137,7 +138,8 @@ def plan_resources(
     for k in walk(steps):
         if isinstance(k, Kernel):
             for name, descriptor, image in zip(k.bindings, k.descriptors, k.images or (None,) * len(k.bindings)):
-                if descriptor != STORAGE_BUFFER:
+                # a texel-buffer read is a kernel's view of the tensor's storage buffer, not a resource of its own
+                if descriptor not in (STORAGE_BUFFER, UNIFORM_TEXEL_BUFFER):
                     asked.setdefault(name, (descriptor, image.format if image is not None else None))
     members: dict[str, list[str]] = {}
     for name in tensors:

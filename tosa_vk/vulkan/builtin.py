@@ -125,9 +125,11 @@ def corpus_variants(graphs) -> set[Variant]:
     """The variants the lowering makes of `graphs` (tosa_vk Graphs) for every shipped target, fused and unfused."""
     from ..compiler import compile
     from ..errors import TosaError
+    from ..lower.texels import without
     from ..target import LAVAPIPE, MINIMUM
 
-    targets = [LAVAPIPE, *(replace(LAVAPIPE, subgroup_size=s) for s in (16, 32, 64)), MINIMUM]
+    # lavapipe's and other subgroup widths, storage-buffer reads only (VGF export, devices without texel buffers)
+    targets = [LAVAPIPE, *(replace(LAVAPIPE, subgroup_size=s) for s in (16, 32, 64)), without(LAVAPIPE), MINIMUM]
     found: set[Variant] = set()
     for graph in graphs:
         for target in targets:

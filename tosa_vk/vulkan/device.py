@@ -68,6 +68,8 @@ class DeviceInfo:
                 lim["minStorageBufferOffsetAlignment"],
                 lim["maxPushConstantsSize"],
                 self.subgroup_size,
+                lim["maxTexelBufferElements"],
+                lim["minTexelBufferOffsetAlignment"],
                 driver=f"{self.driver_name or self.name} {self.driver_version}",
                 device_uuid=self.uuid,
             ),
@@ -181,6 +183,10 @@ def _query(index: int, pd) -> DeviceInfo:
         "conditionalRendering": CONDITIONAL_RENDERING in extensions and conditional.conditionalRendering,
     }
     lim = props.limits
+    texels = (
+        vk.vkGetPhysicalDeviceFormatProperties(pd, vk.VK_FORMAT_R32G32B32A32_UINT).bufferFeatures
+        & vk.VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT
+    )
     limits = {
         "maxStorageBufferRange": lim.maxStorageBufferRange,
         "maxMemoryAllocationSize": maintenance3.maxMemoryAllocationSize,  # the arena is one allocation
@@ -191,6 +197,9 @@ def _query(index: int, pd) -> DeviceInfo:
         "maxPushConstantsSize": lim.maxPushConstantsSize,
         "maxBoundDescriptorSets": lim.maxBoundDescriptorSets,
         "minStorageBufferOffsetAlignment": lim.minStorageBufferOffsetAlignment,
+        # the texel format kernels read through (mandatory in Vulkan 1.0; 0 elements: no texel reads)
+        "maxTexelBufferElements": lim.maxTexelBufferElements if texels else 0,
+        "minTexelBufferOffsetAlignment": lim.minTexelBufferOffsetAlignment,
         "timestampPeriod": lim.timestampPeriod,
     }
     return DeviceInfo(

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import vulkan as vk
 
+from vgf.vk_enums import FORMATS
+
 from ..program import Image
 from .device import Device, VulkanError
 from .images import ImageResource
@@ -42,6 +44,8 @@ class Dispatch:
     images: tuple[tuple[Image, str, bool] | None, ...] = ()
     # arena offset of a uint32: the dispatch is skipped when it is 0 (conditional rendering)
     predicate: int | None = None
+    # per binding: the VK_FORMAT_* name of a uniform texel buffer view of its range, "" for other descriptors
+    texels: tuple[str, ...] = ()
 
     @property
     def layout(self):
@@ -71,6 +75,7 @@ class Segment:
         self.expected_s = 0.0  # how long its last run took (Queue.submit sleeps through most of the next one)
         vkd = device.device
         self.images: list[ImageResource] = []
+        self.views: list = []  # VkBufferViews of the texel-buffer bindings
         sets_needed = max(1, sum(len(d.pipeline.set_layouts or [None]) for d in dispatches))
         counts: dict[int, int] = {}
         for d in dispatches:
@@ -142,6 +147,20 @@ class Segment:
             mine = []
             for i, ((offset, nbytes), (set_index, binding, dtype)) in enumerate(zip(d.ranges, d.layout)):
                 image = d.images[i] if i < len(d.images) else None
+                texel = d.texels[i] if i < len(d.texels) else ""
+                if texel:
+                    self.views.append(self._view(arena, texel, offset, nbytes))
+                    writes.append(
+                        vk.VkWriteDescriptorSet(
+                            sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                            dstSet=dsets[set_index],
+                            dstBinding=binding,
+                            descriptorCount=1,
+                            descriptorType=dtype,
+                            pTexelBufferView=[self.views[-1]],
+                        )
+                    )
+                    continue
                 if image is None:
                     writes.append(
                         vk.VkWriteDescriptorSet(
@@ -402,6 +421,21 @@ class Segment:
             None,
         )
 
+    def _view(self, arena: Arena, texel: str, offset: int, nbytes: int):
+        """A view of the arena range as texels of format `texel` (the last one padded into the alignment gap)."""
+        size = FORMATS[texel].size
+        return vk.vkCreateBufferView(
+            self.device.device,
+            vk.VkBufferViewCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+                buffer=arena.buffer,
+                format=getattr(vk, texel),
+                offset=offset,
+                range=-(-nbytes // size) * size,
+            ),
+            None,
+        )
+
     def _barrier(self, cmd, host: bool = False) -> None:
         dst_stage = vk.VK_PIPELINE_STAGE_HOST_BIT if host else vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
         dst_access = (
@@ -453,6 +487,9 @@ class Segment:
         for res in self.images:
             res.close()
         self.images = []
+        for view in self.views:
+            vk.vkDestroyBufferView(vkd, view, None)
+        self.views = []
         vk.vkDestroyDescriptorPool(vkd, self.descriptor_pool, None)
         if self.query_pool is not None:
             vk.vkDestroyQueryPool(vkd, self.query_pool, None)

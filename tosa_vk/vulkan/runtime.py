@@ -252,6 +252,7 @@ class Runtime:
             self._bytes(step.reads),
             self._bytes(step.writes),
             image_bindings(step),
+            texels=step.texels,
         )
 
     def _bytes(self, names) -> frozenset[tuple[int, int]]:
