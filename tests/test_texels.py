@@ -85,7 +85,7 @@ def test_a_tensor_past_the_texel_limit_reads_its_storage_buffer(device):
     program = tosa_vk.compile(graph, target)
     (kernel,) = [k for k in walk(program.steps) if isinstance(k, Kernel)]
     assert kernel.shader == "tensor_ops/matmul_fast"
-    assert kernel.texels[:2] == ("", texels.FORMATS[16])
+    assert kernel.texels[:2] == ("", texels.WORDS[16])
     feeds = _feeds(graph, np.random.default_rng(1))
     with Runtime(program, device, host=host) as runtime:
         got = runtime.run(feeds)

@@ -14,7 +14,7 @@
 
 layout(local_size_x = WORKGROUP) in;
 
-layout(set = 0, binding = 2) readonly buffer InB { B_T bias[]; };
+BIAS_BINDING
 layout(set = 0, binding = 3) writeonly buffer Out { O_T o[]; };
 INPUT_WORDS
 WEIGHT_WORDS

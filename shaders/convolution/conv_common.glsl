@@ -53,14 +53,14 @@
 #define WWORD_T WORD_TYPE(WWORDS)
 // input / weight chunks from storage buffers, or (TEXEL_X / TEXEL_W) from uniform texel buffers
 #ifdef TEXEL_X
-#define INPUT_WORDS layout(set = 0, binding = 0) uniform usamplerBuffer xt;
+#define INPUT_WORDS layout(set = 0, binding = 0) uniform TEXEL_X xt;
 #define X_WORDS(at) TEXEL_WORDS(xt, at, XWORDS)
 #else
 #define INPUT_WORDS layout(set = 0, binding = 0) readonly buffer InXw { XWORD_T xw[]; };
 #define X_WORDS(at) xw[at]
 #endif
 #ifdef TEXEL_W
-#define WEIGHT_WORDS layout(set = 0, binding = 1) uniform usamplerBuffer wt;
+#define WEIGHT_WORDS layout(set = 0, binding = 1) uniform TEXEL_W wt;
 #define W_WORDS(at) TEXEL_WORDS(wt, at, WWORDS)
 #else
 #define WEIGHT_WORDS layout(set = 0, binding = 1) readonly buffer InWw { WWORD_T ww[]; };
@@ -127,7 +127,15 @@
 
 // out = acc + bias[(BC == 1) ? 0 : oc]: floating point rounds once to the output type from fp32; integers are
 // exact (int32 + int32 for int8 inputs, int48 as int64 for int16).
-#define FINISH(acc, oc) ((acc) + ACC_T(LOAD_B(bias[BIAS_INDEX(oc)])))
+// The bias from a storage buffer, or (TEXEL_B: fp32 / int32) fetched from a texel buffer as float / int
+#ifdef TEXEL_B
+#define BIAS_BINDING layout(set = 0, binding = 2) uniform TEXEL_B bt;
+#define BIAS_AT(i) texelFetch(bt, i).x
+#else
+#define BIAS_BINDING layout(set = 0, binding = 2) readonly buffer InB { B_T bias[]; };
+#define BIAS_AT(i) LOAD_B(bias[i])
+#endif
+#define FINISH(acc, oc) ((acc) + ACC_T(BIAS_AT(BIAS_INDEX(oc))))
 // The kernel's push constants: zero points (IZP / WZP) and the epilogue's scalars
 #if defined(EP_WORDS) && !defined(CONV_PARAMS)  // only the scalars of LowerCtx.word (types.glsl)
 #ifdef PUSH_BAKED

@@ -15,12 +15,12 @@ layout(local_size_x = LANES) in;
 // A and B from storage buffers, or (TEXEL_A / TEXEL_B) from uniform texel buffers of 16-byte texels
 // (tosa_vk/lower/texels.py: lavapipe fetches texels without its per-lane branches; fp32 / fp16 / bf16 only)
 #ifdef TEXEL_A
-layout(set = 0, binding = 0) uniform usamplerBuffer a8t;
+layout(set = 0, binding = 0) uniform TEXEL_A a8t;
 #else
 layout(set = 0, binding = 0) readonly buffer InA { UNIT a8[]; };
 #endif
 #ifdef TEXEL_B
-layout(set = 0, binding = 1) uniform usamplerBuffer b8t;
+layout(set = 0, binding = 1) uniform TEXEL_B b8t;
 #else
 layout(set = 0, binding = 1) readonly buffer InB { UNIT b8[]; };
 #endif

@@ -27,8 +27,8 @@ from ..program import Host, Kernel, Placement, Step, VariableSpec
 from ..shader_abi import WORKGROUP
 from ..target import Target
 from .push import Push
-from .texels import FORMATS as TEXEL_FORMATS
-from .texels import texel_bytes
+from .texels import SAMPLERS as TEXEL_SAMPLERS
+from .texels import readable
 from .types import binding_defines
 
 if TYPE_CHECKING:
@@ -98,6 +98,9 @@ class LowerCtx:
     prologue: tuple[int, Operator] | None = None
     # 32-bit scalars the kernel reads from its push constants (word()), in order
     words: list[int] = dataclasses.field(default_factory=list)
+    # binding name -> (tensor, VK_FORMAT_*) of the inputs a kernel of this operator reads through a uniform texel
+    # buffer (texel(); lower/texels.py)
+    texels: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
 
     def word(self, value: int | float, glsl: str = "int") -> str:
         """GLSL for a scalar of the kernel (a zero point, a clamp bound: "int" or "float", exact) read from its push
@@ -115,13 +118,24 @@ class LowerCtx:
     def attempt(self, lower: Callable[[], Made | None]) -> Made | None:
         """lower()'s kernels; when it declines (None), the constants, temporaries and push words it added are
         dropped, so that the kernel the caller tries next carries only its own."""
-        temps, words = dict(self.temps), list(self.words)
+        temps, words, texels = dict(self.temps), list(self.words), dict(self.texels)
         made = lower()
         if made is None:
             self.temps.clear()
             self.temps.update(temps)
             self.words[:] = words
+            self.texels.clear()
+            self.texels.update(texels)
         return made
+
+    def texel(self, binding: str, tensor: str, fmt: str | None) -> bool:
+        """Whether the kernel reads `tensor` (bound as `binding`) through a uniform texel buffer of format `fmt`
+        (lower/texels.py; None: not a texel format): yes where the target's texel buffers hold it. The shader then
+        declares the binding as one: TEXEL_<binding> is defined as its GLSL sampler type."""
+        if fmt is None or not readable(self.target, self.tensor(tensor), fmt):
+            return False
+        self.texels[binding] = (tensor, fmt)
+        return True
 
     def add_constant(self, values: np.ndarray, dtype: DType) -> str:
         """A constant made at load time (e.g. weights packed into the layout a kernel wants); uploaded once.
@@ -194,21 +208,20 @@ class LowerCtx:
         invocations: int | None = None,
         writes: tuple[str, ...] | None = None,
         specs: dict[str, int] | None = None,
-        texels: dict[str, int] | None = None,
     ) -> Kernel:
         """A dispatch of shaders/<shader>.comp. `bindings` maps binding names (A, B, O, ...) -> tensor names,
         in binding order; each gets the type defines of its tensor. `push`: the values packed by the shader's
         layout (tosa_vk/lower/push.py). The kernel writes the bindings whose tensor is an output of the operator,
         or the tensors named in `writes` (e.g. a temporary). Give `groups`, or `invocations` for a 1-D grid of
         WORKGROUP-wide groups. `specs`: int specialization constants the shader reads by name (layer geometry:
-        kernels that differ only there share one compiled module). `texels`: bindings the shader reads through uniform
-        texel buffers, with the bytes it reads at a time (it declares them with TEXEL_<name>: lower/texels.py)."""
+        kernels that differ only there share one compiled module). Bindings texel() chose are read through uniform
+        texel buffers."""
         all_defines: dict[str, str] = {}
         for bname, tensor in bindings.items():
             all_defines.update(binding_defines(bname, self.tensor(tensor).dtype))
         all_defines.update(defines or {})
-        texels = texels or {}
-        all_defines.update({f"TEXEL_{b}": "1" for b in texels})
+        texels = {b: fmt for b, (t, fmt) in self.texels.items() if bindings.get(b) == t}
+        all_defines.update({f"TEXEL_{b}": TEXEL_SAMPLERS[fmt] for b, fmt in texels.items()})
         if groups is None:
             assert invocations is not None, "give groups or invocations"
             groups = grid_1d(invocations, self.target.max_workgroup_count[0])
@@ -233,9 +246,7 @@ class LowerCtx:
             descriptors=tuple(UNIFORM_TEXEL_BUFFER if b in texels else STORAGE_BUFFER for b in bindings)
             if texels
             else (),
-            texels=tuple(TEXEL_FORMATS[texel_bytes(texels[b])] if b in texels else "" for b in bindings)
-            if texels
-            else (),
+            texels=tuple(texels.get(b, "") for b in bindings) if texels else (),
         )
 
 

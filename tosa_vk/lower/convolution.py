@@ -15,11 +15,10 @@ import numpy as np
 from ..ir.dtype import DType
 from ..ir.graph import Operator, Tensor
 from ..shader_abi import WORKGROUP
-from . import LowerCtx, lowering, push, spill
+from . import LowerCtx, lowering, push, spill, texels
 from .elementwise_binary import VEC4
 from .epilogue import epilogue_defines, transposed_index
 from .push import Push
-from .texels import readable
 from .types import glsl_storage
 
 # in_t -> (allowed (weight_t, out_t) pairs); acc_type is the attribute (fp16 may accumulate in fp32: the kernels
@@ -192,15 +191,13 @@ def _kernel(
         return None
     defines = {key: str(v) for key, v in {**defines, **fused}.items()}
     chunks = max(1, k // ve)
-    texels = {}
     if int(defines["VE"]) >= 4:  # chunked loads: through texel buffers where the target has them (lower/texels.py)
         for b in ("X", "W"):
-            words = 4 * int(defines[f"{b}WORDS"])
-            if readable(ctx.target, ctx.tensor(bindings[b]), words):
-                texels[b] = words
+            ctx.texel(b, bindings[b], texels.words(4 * int(defines[f"{b}WORDS"])))
+    ctx.texel("B", bias.name, texels.element(bias.dtype))
     iterations = outer * (chunks + 1) + STORE_LOOP  # + the epilogue's loop over the tile
     if iterations <= ctx.target.loop_budget:
-        return [ctx.kernel(shader, bindings, defines, values, groups=groups, specs=specs, texels=texels)]
+        return [ctx.kernel(shader, bindings, defines, values, groups=groups, specs=specs)]
     per = max(1, (ctx.target.loop_budget - STORE_LOOP) // max(outer, 1) - 1)  # chunks per pass
     acc = DType.INT48 if out.dtype == DType.INT48 else DType.INT32 if not out.dtype.is_float else DType.FP32
     temp = ctx.temporary(out.shape, acc)
@@ -215,9 +212,7 @@ def _kernel(
         if end < chunks:
             d["PARTIAL_OUT"] = "1"
         writes = (temp,) if end < chunks else None
-        kernels.append(
-            ctx.kernel(shader, bindings, d, values, groups=groups, writes=writes, specs=specs, texels=texels)
-        )
+        kernels.append(ctx.kernel(shader, bindings, d, values, groups=groups, writes=writes, specs=specs))
     return kernels
 
 

@@ -11,12 +11,14 @@ layers differing only in them share a pipeline."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..fuse import tail_start
 from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode, Operator, Tensor
-from . import LowerCtx
+from . import LowerCtx, texels
 from .type_conversion import cast_expr, rescale_defines
 from .types import glsl_storage
 
@@ -115,15 +117,39 @@ def variable(compute: str) -> str:
     return "precise float" if compute == "float" else compute
 
 
-def bind(bindings: dict[str, str], decls: list[str], name: str, tensor: Tensor, access: str = "readonly") -> str:
-    """Binds `tensor` as `name` after everything bound so far, declaring its buffer; returns the GLSL array name."""
+@dataclass(frozen=True)
+class Array:
+    """A bound tensor as GLSL reads it: array[i] is element i's stored value, from a storage buffer or fetched from
+    a texel buffer (lower/texels.py: the fetch gives the value as int / uint / float, which the kernel's compute
+    conversion takes as it takes the storage type)."""
+
+    name: str
+    texel: bool = False
+
+    def __getitem__(self, index) -> str:
+        return f"texelFetch({self.name}, int({index})).x" if self.texel else f"{self.name}[{index}]"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def bind(
+    bindings: dict[str, str], decls: list[str], name: str, tensor: Tensor, access: str = "readonly", ctx=None
+) -> Array:
+    """Binds `tensor` as `name` after everything bound so far, declaring it; with `ctx` (a LowerCtx) an input is
+    read through a texel buffer where the target allows (LowerCtx.texel)."""
     array = name.lower()
+    if access == "readonly" and ctx is not None and ctx.texel(name, tensor.name, texels.element(tensor.dtype)):
+        sampler = texels.SAMPLERS[texels.ELEMENTS[tensor.dtype]]
+        decls.append(f"layout(set = 0, binding = {len(bindings)}) uniform {sampler} {array};")
+        bindings[name] = tensor.name
+        return Array(array, texel=True)
     decls.append(
         f"layout(set = 0, binding = {len(bindings)}) {access} buffer Ep{name} {{ {glsl_storage(tensor.dtype)} "
         f"{array}[]; }};"
     )
     bindings[name] = tensor.name
-    return array
+    return Array(array)
 
 
 def _index(other: Tensor, result: Tensor) -> str | None:
@@ -151,7 +177,7 @@ def _step(ctx, op: Operator, k: int, value: str, expr: str, bindings, decls, def
         if where is None:
             return None
         compute = "float" if other.dtype == DType.FP32 else "int"
-        loaded = f"{compute}({bind(bindings, decls, f'E{k}', other)}[{where}])"
+        loaded = f"{compute}({bind(bindings, decls, f'E{k}', other, ctx=ctx)[where]})"
         args = [expr, loaded] if position == 0 else [loaded, expr]
     return expression(ctx, op, args, k, bindings, decls, defines)
 
@@ -171,17 +197,17 @@ def expression(ctx, op: Operator, args: list[str], k: int, bindings, decls, defi
         if izp is None or ozp is None or x.dtype not in (DType.INT8, DType.INT16, DType.INT32):
             return None
         d = rescale_defines(op, x.dtype, out.dtype)
-        m = bind(bindings, decls, f"EM{k}", tensors[op.inputs[1]])
-        s = bind(bindings, decls, f"ES{k}", tensors[op.inputs[2]])
+        m = bind(bindings, decls, f"EM{k}", tensors[op.inputs[1]], ctx=ctx)
+        s = bind(bindings, decls, f"ES{k}", tensors[op.inputs[2]], ctx=ctx)
         c = "c" if op.attrs.get("per_channel") else "0"
         scale = (
-            f"apply_scale_32(value, int64_t({m}[{c}]), shift, {'true' if 'DOUBLE_ROUND' in d else 'false'})"
+            f"apply_scale_32(value, int64_t({m[c]}), shift, {'true' if 'DOUBLE_ROUND' in d else 'false'})"
             if "SCALE32" in d
-            else f"apply_scale_16(value, int64_t({m}[{c}]), shift)"
+            else f"apply_scale_16(value, int64_t({m[c]}), shift)"
         )
         izp_v, ozp_v = (ctx.word(_int(z)) for z in (izp, ozp))
         decls.append(
-            f"int ep_rescale{k}(int64_t value, int c) {{ value -= int64_t({izp_v}); int shift = int({s}[{c}]); "
+            f"int ep_rescale{k}(int64_t value, int c) {{ value -= int64_t({izp_v}); int shift = int({s[c]}); "
             f"int64_t r = {scale}; "
             f"return int(clamp(r + int64_t({ozp_v}), int64_t{d['OUT_MIN']}, int64_t{d['OUT_MAX']})); }}"
         )
@@ -215,8 +241,8 @@ def expression(ctx, op: Operator, args: list[str], k: int, bindings, decls, defi
     if op.op == "TABLE":  # int8: table[value + 128], the table read from its buffer
         if not (x.dtype == out.dtype == tensors[op.inputs[1]].dtype == DType.INT8):
             return None
-        table = bind(bindings, decls, f"ET{k}", tensors[op.inputs[1]])
-        return f"(int({table}[int({args[0]}) + 128]))"
+        table = bind(bindings, decls, f"ET{k}", tensors[op.inputs[1]], ctx=ctx)
+        return f"(int({table[f'int({args[0]}) + 128']}))"
     if op.op in UNARY_FP:
         if x.dtype != DType.FP32 or not ctx.target.has("shaderFloat64"):
             return None

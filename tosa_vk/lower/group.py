@@ -17,7 +17,7 @@ from ..fuse import data_inputs
 from ..ir.graph import Block, Tensor
 from ..program import Kernel
 from . import LowerCtx
-from .epilogue import COMPUTE, bind, expression, variable
+from .epilogue import COMPUTE, Array, bind, expression, variable
 from .types import glsl_store
 
 
@@ -45,8 +45,8 @@ def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
                 return None
             offsets = [int(v) for v in np.asarray(start).reshape(-1)]
             index = _index(src.shape, shape, offsets)
-            array = _input(bindings, decls, src)
-            body.append(f"{COMPUTE[out.dtype]} v{k} = {COMPUTE[src.dtype]}({array}[{index}]);")
+            array = _input(ctx, bindings, decls, src)
+            body.append(f"{COMPUTE[out.dtype]} v{k} = {COMPUTE[src.dtype]}({array[index]});")
             continue
         args = []
         for name in data_inputs(op):
@@ -59,9 +59,9 @@ def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
                     return None
                 if any(d not in (s, 1) for d, s in zip(t.shape, shape)):
                     return None
-                array = _input(bindings, decls, t)
+                array = _input(ctx, bindings, decls, t)
                 var = f"x{len(loaded)}"
-                body.append(f"{COMPUTE[t.dtype]} {var} = {COMPUTE[t.dtype]}({array}[{_index(t.shape, shape)}]);")
+                body.append(f"{COMPUTE[t.dtype]} {var} = {COMPUTE[t.dtype]}({array[_index(t.shape, shape)]});")
                 loaded[name] = var
             args.append(loaded[name])
         expr = expression(ctx, op, args, k, bindings, decls, defines)
@@ -74,7 +74,7 @@ def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
         if name in stored:
             t = block.tensors[name]
             array = bind(bindings, decls, f"O{len(bindings)}", t, "writeonly")
-            body.append(f"{array}[i] = {glsl_store(t.dtype, f'v{k}')};")
+            body.append(f"{array['i']} = {glsl_store(t.dtype, f'v{k}')};")
     if not stored:
         return None
     defines.update({"TOTAL": str(math.prod(shape)), "EP_DECLS": " ".join(decls), "GROUP_BODY": " ".join(body)})
@@ -115,9 +115,9 @@ def _index(tensor_shape, shape, offsets=None) -> str:
     return " + ".join(terms) or "0"
 
 
-def _input(bindings: dict[str, str], decls: list[str], tensor: Tensor) -> str:
-    """The array a group input is read from (bound once)."""
+def _input(ctx: LowerCtx, bindings: dict[str, str], decls: list[str], tensor: Tensor) -> Array:
+    """The array a group input is read from (bound once; through a texel buffer where the target allows)."""
     for key, bound in bindings.items():
         if bound == tensor.name and key.startswith("I"):
-            return key.lower()
-    return bind(bindings, decls, f"I{len(bindings)}", tensor)
+            return Array(key.lower(), texel=key in ctx.texels)
+    return bind(bindings, decls, f"I{len(bindings)}", tensor, ctx=ctx)

@@ -14,10 +14,9 @@ from __future__ import annotations
 from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode, Tensor
 from ..program import Kernel
-from . import LowerCtx, lowering, push
+from . import LowerCtx, lowering, push, texels
 from .elementwise_binary import VEC4
 from .epilogue import bind, epilogue_defines
-from .texels import readable
 from .types import glsl_storage
 
 
@@ -121,18 +120,15 @@ def matmul_fast(
         if bias.dtype != DType.FP32:
             return None
         decls = [fused.get("EP_DECLS", "")]
-        array = bind(bindings, decls, "BIAS", bias)
-        added = f"((v) + {array}[{'0' if bias.size == 1 else 'c'}])"
+        array = bind(bindings, decls, "BIAS", bias, ctx=ctx)
+        added = f"((v) + {array['0' if bias.size == 1 else 'c']})"
         chain = "ep_chain(" + added + ", c, at)" if "EPILOGUE(v, c, at)" in fused else added
         fused = {**fused, "EP_DECLS": " ".join(decls), "EPILOGUE(v, c, at)": chain}
     values = push.MATMUL_FAST.pack(groups, h, c, w, tiles_h, blocks_w)
-    unit_bytes = 8 if kind == "UNIT_FP8" else 16 if kind != "UNIT_FP32" else 32
-    texels = {k: unit_bytes for k, t in (("A", a), ("B", b)) if readable(ctx.target, t, unit_bytes) and unit_bytes > 8}
-    return [
-        ctx.kernel(
-            "tensor_ops/matmul_fast", bindings, {**defines, **fused}, values, groups=ctx.groups(groups), texels=texels
-        )
-    ]
+    if kind != "UNIT_FP8":  # fp8's 8-byte unit stays a storage load
+        for key, t in (("A", a), ("B", b)):
+            ctx.texel(key, t.name, texels.words(16 if kind != "UNIT_FP32" else 32))
+    return [ctx.kernel("tensor_ops/matmul_fast", bindings, {**defines, **fused}, values, groups=ctx.groups(groups))]
 
 
 @lowering("MATMUL")

@@ -4,9 +4,13 @@ Measured on lavapipe (Mesa 22.3): a storage-buffer load is a loop over the SIMD 
 component, a texel fetch is one branch-free gather; a 4-float CLAMP kernel costs 4.2 ns per float reading a storage
 buffer and 1.6 ns reading a texel buffer (same storage-buffer store). GPUs read texel buffers through their texture
 path, which is as fast as a storage buffer or faster for read-only data, so where a target has texel buffers large
-enough, kernels that opt in (shaders declare the binding with TEXEL_<X>, see include/types.glsl) read through one:
-the same arena bytes, seen through a VkBufferView of 32-bit words. VGF exports bind storage buffers only:
-compile(..., views=False) compiles for texels.without(target).
+enough (LowerCtx.texel), kernels read their inputs through one: the same arena bytes, seen through a VkBufferView.
+Two kinds of view, in formats every Vulkan device reads as uniform texel buffers:
+- words (`words()`): chunked loads of 4, 8 or 16 bytes as R32 / R32G32 / R32G32B32A32_UINT texels, 32 bytes as two
+  16-byte texels (include/types.glsl TEXEL_WORDS); the shader unpacks the words as it unpacks a storage load;
+- elements (`element()`): one element a texel in the element's own format (int8 -> R8_SINT, fp32 -> R32_SFLOAT...),
+  which the fetch converts to the int / uint / float the kernel computes with (lower/epilogue.py Array).
+VGF exports bind storage buffers only: compile(..., views=False) compiles for without(target).
 """
 
 from __future__ import annotations
@@ -14,23 +18,39 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from vgf.vk_enums import FORMATS
+
+from ..ir.dtype import DType
 from ..ir.graph import Tensor
+from ..shader_abi import TEXEL_SAMPLERS
 from ..target import Target
 
-# texel bytes -> the format of the view: 32-bit unsigned words, one, two or four a texel (the shader unpacks them),
-# formats every Vulkan device reads as uniform texel buffers
-FORMATS = {4: "VK_FORMAT_R32_UINT", 8: "VK_FORMAT_R32G32_UINT", 16: "VK_FORMAT_R32G32B32A32_UINT"}
+WORDS = {4: "VK_FORMAT_R32_UINT", 8: "VK_FORMAT_R32G32_UINT", 16: "VK_FORMAT_R32G32B32A32_UINT"}
+ELEMENTS = {
+    DType.FP32: "VK_FORMAT_R32_SFLOAT",
+    DType.INT32: "VK_FORMAT_R32_SINT",
+    DType.INT16: "VK_FORMAT_R16_SINT",
+    DType.INT8: "VK_FORMAT_R8_SINT",
+    DType.BOOL: "VK_FORMAT_R8_UINT",
+}
+# a view's format -> the GLSL type that fetches it (a shader declares binding X as `uniform TEXEL_X x;`)
+SAMPLERS = TEXEL_SAMPLERS
 
 
-def texel_bytes(word_bytes: int) -> int:
-    """The texel of a shader reading `word_bytes` at a time (32: two 16-byte texels, include/types.glsl)."""
-    return min(16, word_bytes)
+def words(word_bytes: int) -> str | None:
+    """The view format of a shader reading `word_bytes` at a time, None for a size it does not take."""
+    return WORDS.get(min(16, word_bytes)) if word_bytes in (4, 8, 16, 32) else None
 
 
-def readable(target: Target, tensor: Tensor, word_bytes: int = 16) -> bool:
-    """Whether a kernel for `target` may read `tensor` through a texel buffer, `word_bytes` at a time."""
-    texels = -(-math.prod(tensor.shape) * tensor.dtype.numpy.itemsize // texel_bytes(word_bytes))
-    return word_bytes in (4, 8, 16, 32) and 0 < texels <= target.max_texel_buffer_elements
+def element(dtype: DType) -> str | None:
+    """The view format of a shader reading one element of `dtype` a texel, None for a type it does not take."""
+    return ELEMENTS.get(dtype)
+
+
+def readable(target: Target, tensor: Tensor, fmt: str) -> bool:
+    """Whether `target`'s texel buffers hold a `fmt` view of `tensor`."""
+    texels = -(-math.prod(tensor.shape) * tensor.dtype.numpy.itemsize // FORMATS[fmt].size)
+    return 0 < texels <= target.max_texel_buffer_elements
 
 
 def without(target: Target) -> Target:

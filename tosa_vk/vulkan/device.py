@@ -15,6 +15,7 @@ from typing import Any
 
 import vulkan as vk
 
+from ..shader_abi import TEXEL_SAMPLERS
 from ..target import Target, for_driver
 
 API_VERSION = vk.VK_MAKE_VERSION(1, 3, 0)
@@ -183,9 +184,10 @@ def _query(index: int, pd) -> DeviceInfo:
         "conditionalRendering": CONDITIONAL_RENDERING in extensions and conditional.conditionalRendering,
     }
     lim = props.limits
-    texels = (
-        vk.vkGetPhysicalDeviceFormatProperties(pd, vk.VK_FORMAT_R32G32B32A32_UINT).bufferFeatures
+    texels = all(  # the formats of texel-buffer reads (mandatory in Vulkan 1.0, checked all the same)
+        vk.vkGetPhysicalDeviceFormatProperties(pd, getattr(vk, fmt)).bufferFeatures
         & vk.VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT
+        for fmt in TEXEL_SAMPLERS
     )
     limits = {
         "maxStorageBufferRange": lim.maxStorageBufferRange,
@@ -197,7 +199,7 @@ def _query(index: int, pd) -> DeviceInfo:
         "maxPushConstantsSize": lim.maxPushConstantsSize,
         "maxBoundDescriptorSets": lim.maxBoundDescriptorSets,
         "minStorageBufferOffsetAlignment": lim.minStorageBufferOffsetAlignment,
-        # the texel format kernels read through (mandatory in Vulkan 1.0; 0 elements: no texel reads)
+        # 0 elements: no texel reads
         "maxTexelBufferElements": lim.maxTexelBufferElements if texels else 0,
         "minTexelBufferOffsetAlignment": lim.minTexelBufferOffsetAlignment,
         "timestampPeriod": lim.timestampPeriod,
