@@ -148,35 +148,18 @@ class Segment:
             for i, ((offset, nbytes), (set_index, binding, dtype)) in enumerate(zip(d.ranges, d.layout)):
                 image = d.images[i] if i < len(d.images) else None
                 texel = d.texels[i] if i < len(d.texels) else ""
-                if texel:
+                if texel:  # a texel-buffer view of the range
                     self.views.append(self._view(arena, texel, offset, nbytes))
-                    writes.append(
-                        vk.VkWriteDescriptorSet(
-                            sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-                            dstSet=dsets[set_index],
-                            dstBinding=binding,
-                            descriptorCount=1,
-                            descriptorType=dtype,
-                            pTexelBufferView=[self.views[-1]],
-                        )
-                    )
-                    continue
-                if image is None:
-                    writes.append(
-                        vk.VkWriteDescriptorSet(
-                            sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-                            dstSet=dsets[set_index],
-                            dstBinding=binding,
-                            descriptorCount=1,
-                            descriptorType=dtype,
-                            pBufferInfo=[vk.VkDescriptorBufferInfo(buffer=arena.buffer, offset=offset, range=nbytes)],
-                        )
-                    )
-                    continue
-                spec, descriptor, image_written = image
-                res = ImageResource(self.device, spec, descriptor, d.name)
-                self.images.append(res)
-                mine.append((res, offset, image_written))
+                    info = {"pTexelBufferView": [self.views[-1]]}
+                elif image is None:
+                    buffer = vk.VkDescriptorBufferInfo(buffer=arena.buffer, offset=offset, range=nbytes)
+                    info = {"pBufferInfo": [buffer]}
+                else:
+                    spec, descriptor, image_written = image
+                    res = ImageResource(self.device, spec, descriptor, d.name)
+                    self.images.append(res)
+                    mine.append((res, offset, image_written))
+                    info = {"pImageInfo": [res.descriptor_info()]}
                 writes.append(
                     vk.VkWriteDescriptorSet(
                         sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
@@ -184,7 +167,7 @@ class Segment:
                         dstBinding=binding,
                         descriptorCount=1,
                         descriptorType=dtype,
-                        pImageInfo=[res.descriptor_info()],
+                        **info,
                     )
                 )
             images.append(mine)
