@@ -24,7 +24,7 @@ OP_CONSTANT_COMPOSITE, OP_SPEC_CONSTANT, OP_SPEC_CONSTANT_COMPOSITE = 44, 50, 51
 # storage classes, decorations, execution model / mode
 UNIFORM_CONSTANT, UNIFORM, PUSH_CONSTANT, STORAGE_BUFFER_CLASS = 0, 2, 9, 12
 BLOCK, BUFFER_BLOCK, ARRAY_STRIDE, MATRIX_STRIDE, BINDING, DESCRIPTOR_SET, OFFSET = 2, 3, 6, 7, 33, 34, 35
-BUILT_IN, WORKGROUP_SIZE = 11, 25
+BUILT_IN, WORKGROUP_SIZE, SPEC_ID = 11, 25, 1
 GL_COMPUTE, LOCAL_SIZE, LOCAL_SIZE_ID = 5, 17, 38
 DIM_BUFFER = 5
 
@@ -48,8 +48,9 @@ class Interface:
     local_size: tuple[int, ...] | None = None  # the WorkgroupSize built-in's value where declared, else LocalSize
 
 
-def instructions(spirv: bytes) -> Iterator[tuple[int, memoryview]]:
-    """(opcode, operand words) of each instruction after the 5-word header; ReflectError at a bad word count."""
+def instructions(spirv: bytes | bytearray) -> Iterator[tuple[int, memoryview]]:
+    """(opcode, operand words) of each instruction after the 5-word header (writable views of a bytearray's words);
+    ReflectError at a bad word count."""
     if len(spirv) < 20 or len(spirv) % 4:
         raise ReflectError(f"{len(spirv)} bytes is not a SPIR-V module")
     words = memoryview(spirv).cast("I")

@@ -129,9 +129,6 @@ class Array:
     def __getitem__(self, index) -> str:
         return f"texelFetch({self.name}, int({index})).x" if self.texel else f"{self.name}[{index}]"
 
-    def __str__(self) -> str:
-        return self.name
-
 
 def bind(
     bindings: dict[str, str], decls: list[str], name: str, tensor: Tensor, access: str = "readonly", ctx=None

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
 
+from .. import spirv as spirv_reader
 from ..paths import SHADER_ROOT, cache_root
 from ..program import Kernel, walk
 from ..shader_abi import PRELUDE
@@ -74,10 +75,6 @@ def variant_of(kernel) -> Variant:
     return Variant(kernel.shader, kernel.defines, kernel.source, kernel.spirv, kernel.op, kernel.spec_names)
 
 
-# SPIR-V opcodes and the decoration specialize() reads
-_OP_DECORATE, _OP_SPEC_CONSTANT, _SPEC_ID = 71, 50, 1
-
-
 def specialize(spirv: bytes, values: tuple[int, ...]) -> bytes:
     """The module with the int specialization constant of SpecId i defaulting to values[i]: what the driver would
     get with VkSpecializationInfo, as a module of its own, so that pipelines, the program cache and VGF export
@@ -85,19 +82,17 @@ def specialize(spirv: bytes, values: tuple[int, ...]) -> bytes:
     kernel family and types (builtin.py), not one per layer, and the driver folds the constants as if compiled in."""
     if not values:
         return spirv
-    words = memoryview(bytearray(spirv)).cast("I")
-    spec_of: dict[int, int] = {}
-    at = 5  # after the header
-    while at < len(words):
-        count, opcode = words[at] >> 16, words[at] & 0xFFFF
-        if count == 0:
-            raise ShaderError("specialize: a SPIR-V instruction of length 0")
-        if opcode == _OP_DECORATE and count == 4 and words[at + 2] == _SPEC_ID:
-            spec_of[words[at + 1]] = words[at + 3]
-        elif opcode == _OP_SPEC_CONSTANT and count == 4 and words[at + 2] in spec_of:
-            words[at + 3] = values[spec_of[words[at + 2]]] & 0xFFFFFFFF
-        at += count
-    return words.tobytes()
+    module = bytearray(spirv)  # the operand views instructions() yields write through to it
+    spec_of: dict[int, int] = {}  # result id -> SpecId
+    try:
+        for opcode, ops in spirv_reader.instructions(module):
+            if opcode == spirv_reader.OP_DECORATE and len(ops) == 3 and ops[1] == spirv_reader.SPEC_ID:
+                spec_of[ops[0]] = ops[2]
+            elif opcode == spirv_reader.OP_SPEC_CONSTANT and len(ops) == 3 and ops[1] in spec_of:
+                ops[2] = values[spec_of[ops[1]]] & 0xFFFFFFFF
+    except spirv_reader.ReflectError as err:
+        raise ShaderError(f"specialize: {err}") from None
+    return bytes(module)
 
 
 def program_variants(program) -> list[Variant]:
