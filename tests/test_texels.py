@@ -20,6 +20,8 @@ from tosa_vk.ir.dtype import from_npy
 from tosa_vk.lower import texels
 from tosa_vk.program import Kernel, walk
 from tosa_vk.spirv import reflect
+from tosa_vk.target import LAVAPIPE, MINIMUM
+from tosa_vk.vulkan.recorder import view_bytes
 from tosa_vk.vulkan.runtime import Runtime
 from tosa_vk.vulkan.shaders import ShaderCache, variant_of
 
@@ -113,3 +115,17 @@ def test_vgf_export_reads_storage_buffers(device, tmp_path):
     with tosa_vk.load(graph, backend="vulkan", device=device, cache_dir=False) as model:
         model.export_vgf(tmp_path / "m.vgf")
     assert (tmp_path / "m.vgf").stat().st_size > 0
+
+
+def test_lavapipe_texel_views_are_rounded_up_to_one_shader_key():
+    # llvmpipe compiles a pipeline again for each pattern of bits 8..15 of its texel views' sizes: views of 256
+    # bytes and more are rounded up to 64 KiB where the arena has room; elsewhere exact whole texels
+    lavapipe, minimum = LAVAPIPE, MINIMUM
+    assert lavapipe.texel_view_quantum == 1 << 16 and minimum.texel_view_quantum == 1
+    assert view_bytes(lavapipe, 0, 100, 4, 1 << 20) == 100
+    assert view_bytes(lavapipe, 256, 1000, 4, 1 << 20) == 1 << 16
+    assert view_bytes(lavapipe, 256, 70_000, 16, 1 << 20) == 2 << 16
+    assert view_bytes(lavapipe, 1 << 20, 1000, 4, (1 << 20) + 1000) == 1000  # no room past it: exact
+    assert view_bytes(minimum, 256, 1001, 4, 1 << 20) == 1004
+    big = dataclasses.replace(lavapipe, max_texel_buffer_elements=300)
+    assert view_bytes(big, 0, 1000, 4, 1 << 20) == 1000  # rounding would pass the texel limit

@@ -29,6 +29,10 @@ LAVAPIPE_LOOP_BUDGET = 60_000
 # Drivers not measured yet (no GPU in this project's CI) keep the same budget: a larger one changes how kernels split
 # their loops, which wants a measurement on that driver first. for_driver() is where a measured driver gets its own.
 DEFAULT_LOOP_BUDGET = LAVAPIPE_LOOP_BUDGET
+# Mesa's llvmpipe (lavapipe) keys each compiled shader on bits 8..15 of every texel-buffer view's byte size (the
+# size shares a union with the mip-level range it reads as "level zero only"), so a pipeline compiles again for
+# every new pattern of them, ~250 ms of LLVM each: the runtime rounds such views up to this many bytes (bits clear).
+TEXEL_VIEW_QUANTUM = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,11 @@ class Target:
 
     def has(self, feature: str) -> bool:
         return feature in self.features
+
+    @property
+    def texel_view_quantum(self) -> int:
+        """Byte multiple texel-buffer views of 256 bytes and more are rounded up to (1: exact sizes)."""
+        return TEXEL_VIEW_QUANTUM if "texel_view_quantum" in self.quirks else 1
 
     @property
     def alignment(self) -> int:
@@ -81,9 +90,11 @@ class Target:
 
 
 def for_driver(base: Target, driver_name: str) -> Target:
-    """`base` with the quirks of the named driver applied (the only one known: lavapipe's loop budget)."""
+    """`base` with the quirks of the named driver applied (the only one known: lavapipe's loop budget and its
+    texel-view sizes, TEXEL_VIEW_QUANTUM)."""
     if "llvmpipe" in driver_name.lower() or "lavapipe" in driver_name.lower():
-        return replace(base, loop_budget=LAVAPIPE_LOOP_BUDGET, quirks=(*base.quirks, "loop_budget"))
+        quirks = (*base.quirks, "loop_budget", "texel_view_quantum")
+        return replace(base, loop_budget=LAVAPIPE_LOOP_BUDGET, quirks=quirks)
     return base
 
 

@@ -23,6 +23,7 @@ import vulkan as vk
 from vgf.vk_enums import FORMATS
 
 from ..program import Image
+from ..target import Target
 from .device import Device, VulkanError
 from .images import ImageResource
 from .memory import Arena
@@ -405,8 +406,10 @@ class Segment:
         )
 
     def _view(self, arena: Arena, texel: str, offset: int, nbytes: int):
-        """A view of the arena range as texels of format `texel` (the last one padded into the alignment gap)."""
+        """A view of the arena range as texels of format `texel` (the last one padded into the alignment gap; on
+        lavapipe rounded up further, Target.texel_view_quantum: the shader reads only its tensor's part)."""
         size = FORMATS[texel].size
+        nbytes = view_bytes(self.device.info.target, offset, nbytes, size, arena.size)
         return vk.vkCreateBufferView(
             self.device.device,
             vk.VkBufferViewCreateInfo(
@@ -414,7 +417,7 @@ class Segment:
                 buffer=arena.buffer,
                 format=getattr(vk, texel),
                 offset=offset,
-                range=-(-nbytes // size) * size,
+                range=nbytes,
             ),
             None,
         )
@@ -476,6 +479,18 @@ class Segment:
         vk.vkDestroyDescriptorPool(vkd, self.descriptor_pool, None)
         if self.query_pool is not None:
             vk.vkDestroyQueryPool(vkd, self.query_pool, None)
+
+
+def view_bytes(target: Target, offset: int, nbytes: int, texel: int, room: int) -> int:
+    """The byte size of a texel view of `nbytes` at `offset` of an arena of `room` bytes: whole texels of `texel`
+    bytes, rounded up to the target's texel_view_quantum from 256 bytes on where the arena and the texel limit
+    allow it (on lavapipe: one compiled shader for every size, Target.texel_view_quantum)."""
+    nbytes = -(-nbytes // texel) * texel
+    quantum = target.texel_view_quantum if nbytes >= 256 else 1
+    rounded = -(-nbytes // quantum) * quantum
+    if offset + rounded <= room and rounded // texel <= target.max_texel_buffer_elements:
+        return rounded
+    return nbytes
 
 
 WAIT_SLICE_NS = 100_000_000  # one fence wait: 100 ms

@@ -59,7 +59,9 @@ class Runtime:
         self.own_device = device is None
         self.device: Device | None = device or Device()  # None once closed
         self.cache = cache or ShaderCache()
-        self.arena = Arena(self.device, align(max(program.arena_bytes, 16), 16), force_staging)
+        # room past the last tensor for a rounded texel view (Target.texel_view_quantum)
+        slack = self.device.info.target.texel_view_quantum
+        self.arena = Arena(self.device, align(max(program.arena_bytes, 16), 16) + slack, force_staging)
         self.pipelines = Pipelines(self.device, pipeline_data)
         self.queue = Queue(self.device)
         self.segments: list[Segment] = []
