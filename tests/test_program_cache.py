@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import tosa_vk
-from tosa_vk import Builder
+from tosa_vk import Builder, custom
 from tosa_vk.cli import main as cli
 from tosa_vk.program_cache import MAGIC, SUFFIX, ProgramCache
 
@@ -165,3 +165,22 @@ def test_cache_info_and_clear(device, tmp_path, monkeypatch, capsys):
     assert cli(["cache", "clear"]) == 0
     assert "removed 1 compiled models" in capsys.readouterr().out
     assert not list((tmp_path / "programs").glob(f"*{SUFFIX}"))
+
+
+def test_a_hit_from_a_file_runs_without_parsing_it(device, tmp_path, monkeypatch):
+    # the .tosa file's bytes are the key: a hit runs the stored Program, whose signature stands in for the graph's
+    # (with custom ops registered the graph is parsed to look for them, as before)
+    monkeypatch.setattr(custom, "REGISTRY", {})
+    path = tmp_path / "model.tosa"
+    graph, feeds = small_graph()
+    tosa_vk.save_graph(graph, path)
+    runs = []
+    for _ in range(2):
+        with tosa_vk.load(path, backend="vulkan", device=device, cache_dir=tmp_path / "cache") as model:
+            assert model.inputs == {"x": ((1, 4, 4, 8), "FP32")}
+            runs.append((model.cached, model._graph is None, model.run(feeds)))
+            assert model.graph.inputs[0].name == "x"  # parsed when asked for
+    assert [r[:2] for r in runs] == [(False, False), (True, True)]
+    assert all(np.array_equal(runs[0][2][n], runs[1][2][n]) for n in runs[0][2])
+    with pytest.raises(tosa_vk.TosaFormatError, match="missing.tosa"):
+        tosa_vk.load(tmp_path / "missing.tosa", backend="vulkan", device=device, cache_dir=tmp_path / "cache")

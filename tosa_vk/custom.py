@@ -247,6 +247,12 @@ def lookup(domain: str, name: str) -> CustomOp | None:
     return REGISTRY.get((domain, name))
 
 
+def registered() -> bool:
+    """Whether any custom op is registered (a graph can use one only then)."""
+    load_plugins()
+    return bool(REGISTRY)
+
+
 def attrs_bytes(value) -> bytes:
     """implementation_attrs as bytes, however the graph holds it (bytes, a list of ints, a string)."""
     if value is None:

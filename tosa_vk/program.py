@@ -216,6 +216,10 @@ class Program:
     memory: dict[str, int] = field(default_factory=dict)  # arena / lower-bound / naive bytes
     variables: dict[str, VariableSpec] = field(default_factory=dict)  # by uid
     resources: dict[str, Resource] = field(default_factory=dict)  # by tensor: descriptor, format, alias group
+    # the graph's own inputs and outputs as the user feeds and gets them: name -> (shape, DType name); a program
+    # from the cache runs without its graph
+    input_types: dict[str, tuple[tuple[int, ...], str]] = field(default_factory=dict)
+    output_types: dict[str, tuple[tuple[int, ...], str]] = field(default_factory=dict)
 
     def buffer(self, tensor: str) -> Buffer:
         return self.buffers[tensor]

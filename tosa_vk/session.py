@@ -17,6 +17,7 @@ import numpy as np
 
 from .errors import TosaError
 from .ir import Graph, load_graph
+from .ir.flatbuffer import read_graph
 
 # backend name -> "module:class"; a .vgf file is its own kind of source
 BACKENDS = {"reference": "tosa_vk.reference.model:ReferenceModel", "vulkan": "tosa_vk.vulkan_backend:VulkanModel"}
@@ -93,9 +94,25 @@ class Model:
 
 
 class GraphModel(Model):
-    """A Model of a TOSA graph (`graph`): its signature is the graph's."""
+    """A Model of a TOSA graph (`graph`): its signature is the graph's. A subclass with `parses_lazily` is given
+    the file alone (session.load) and the graph is parsed on first use."""
 
-    graph: Graph
+    parses_lazily = False
+    _graph: Graph | None = None
+    _data: bytes | None = None  # the file's bytes, where the model read them already
+
+    @property
+    def graph(self) -> Graph:
+        if self._graph is None:
+            if self.file is None:
+                raise TosaError("the model has neither a graph nor a file")
+            self._graph = read_graph(self._data, file=self.file) if self._data else load_graph(self.file)
+            self._data = None
+        return self._graph
+
+    @graph.setter
+    def graph(self, graph: Graph) -> None:
+        self._graph = graph
 
     @property
     def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -136,4 +153,6 @@ def load(source: str | Path | Graph, backend: str | None = None, **options: Any)
         )
     if is_vgf or isinstance(source, Graph):
         return cls(source, **options)
+    if issubclass(cls, GraphModel) and cls.parses_lazily:  # it reads the file itself, when it needs the graph
+        return cls(None, file=str(source), **options)
     return cls(load_graph(source), file=str(source), **options)

@@ -8,7 +8,6 @@ where the memory is host-visible); `strict=True` refuses them instead.
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager, nullcontext
@@ -20,8 +19,9 @@ import numpy as np
 from . import compiler, custom, host_kernels
 from .errors import TosaError
 from .fuse import enabled as fuse_enabled
+from .ir.dtype import DType
 from .ir.flatbuffer import write_graph
-from .ir.graph import Graph
+from .ir.graph import Graph, Tensor
 from .program import Placement, Program
 from .program_cache import Entry, ProgramCache
 from .reference.executor import coerce_input
@@ -109,9 +109,13 @@ class VulkanModel(OnDevice, GraphModel):
 
     backend = "vulkan"
 
+    # session.load gives the file alone: it is parsed only if the graph is needed (a program-cache hit runs the
+    # cached Program without it)
+    parses_lazily = True
+
     def __init__(
         self,
-        source: Graph,
+        source: Graph | None,
         *,
         file: str | None = None,
         device: Device | str | int | None = None,
@@ -124,14 +128,19 @@ class VulkanModel(OnDevice, GraphModel):
         fuse: bool | None = None,
         cache_dir: str | Path | bool | None = None,
     ):
-        self.graph, self.file = source, file
+        if source is None and file is None:
+            raise TosaError("a VulkanModel needs a graph or a .tosa file")
+        self._graph, self.file = source, file
         dev = self.attach(device)
         try:
-            # the compile call, kept for export_vgf (which may need the same program without views)
-            options: dict[str, Any] = {"strict": strict, "force_host": force_host, "layouts": layouts, "fuse": fuse}
-            self.compile = functools.partial(compiler.compile, source, dev.info.target, **options, file=file)
+            self.options: dict[str, Any] = {
+                "strict": strict,
+                "force_host": force_host,
+                "layouts": layouts,
+                "fuse": fuse,
+            }
             self.cached = False  # whether the program came from the program cache
-            found = self._cached(dev, cache_dir, options) if cache_dir is not False else None
+            found = self._cached(dev, cache_dir) if cache_dir is not False else None
             entry = found[2] if found else None
             self.program = Program.from_bytes(entry.program) if entry else self.compile()
             shaders = ShaderCache()
@@ -156,16 +165,39 @@ class VulkanModel(OnDevice, GraphModel):
             self.close()
             raise
 
-    def _cached(self, dev: Device, cache_dir, options: dict) -> tuple[ProgramCache, dict, Entry | None] | None:
+    def compile(self, **overrides: Any) -> Program:
+        """This model's graph compiled for its device with load's options (export_vgf may need views=False)."""
+        assert self.device is not None
+        return compiler.compile(self.graph, self.device.info.target, **{**self.options, **overrides}, file=self.file)
+
+    @property
+    def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        return dict(self.program.input_types)
+
+    @property
+    def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        return dict(self.program.output_types)
+
+    def _cached(self, dev: Device, cache_dir) -> tuple[ProgramCache, dict, Entry | None] | None:
         """(the cache, this model's entry header, the entry if there is a valid one); None where the program
         cache does not apply: graphs with registered custom ops, whose shader files and numpy twins live outside
         the model."""
-        if any(op.op == "CUSTOM" and custom.lookup(op.attrs.get("domain_name") or "",
-                                                   op.attrs.get("operator_name") or "")  # fmt: skip
-               for region in self.graph.regions for op in region.blocks[0].operators):  # fmt: skip
+        if custom.registered() and any(
+            op.op == "CUSTOM" and custom.lookup(op.attrs.get("domain_name") or "", op.attrs.get("operator_name") or "")
+            for region in self.graph.regions
+            for op in region.blocks[0].operators
+        ):
             return None
         target = dev.info.target
-        model = Path(self.file).read_bytes() if self.file else write_graph(self.graph)
+        if self._graph is None:
+            try:
+                self._data = model = Path(str(self.file)).read_bytes()  # parsed from these on a miss
+            except OSError:
+                self.graph  # noqa: B018 - load_graph's error names the file and why
+                raise
+        else:
+            model = Path(self.file).read_bytes() if self.file else write_graph(self._graph)
+        options = self.options
         resolved = {**options, "fuse": fuse_enabled(options["fuse"]), "force_host": sorted(options["force_host"])}
         cache = ProgramCache(None if cache_dir in (None, True) else cache_dir)
         header = cache.header(cache.key(model, resolved, target), target.device_uuid, target.driver)
@@ -173,9 +205,10 @@ class VulkanModel(OnDevice, GraphModel):
 
     def run(self, feeds: dict[str, np.ndarray] | None = None, **named: np.ndarray) -> dict[str, np.ndarray]:
         feeds = {**(feeds or {}), **named}
-        main = self.graph.main
-        self.check_feeds(main.inputs, feeds, "graph")
-        values = {n: coerce_input(main.tensors[n], feeds[n], self.file) for n in main.inputs}
+        types = self.program.input_types
+        self.check_feeds(list(types), feeds, "graph")
+        tensors = [Tensor(name, shape, DType[dtype]) for name, (shape, dtype) in types.items()]
+        values = {t.name: coerce_input(t, feeds[t.name], self.file) for t in tensors}
         try:
             with self.using() as runtime:
                 return runtime.run(values)

@@ -36,4 +36,11 @@ def plan(lowered: Lowered, target: Target, alignment: int | None = None) -> Prog
         stats,
         lowered.variables,
         resources.plan_resources(lowered.tensors, lowered.steps, lowered.root, lowered.offsets),
+        _signature(lowered, lowered.inputs),
+        _signature(lowered, lowered.outputs),
     )
+
+
+def _signature(lowered: Lowered, names: list[str]) -> dict[str, tuple[tuple[int, ...], str]]:
+    """The graph's own inputs or outputs as the user feeds and gets them: name -> (shape, DType name)."""
+    return {name: (lowered.tensors[name].shape, lowered.tensors[name].dtype.name) for name in names}
