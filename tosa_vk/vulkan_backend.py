@@ -142,6 +142,8 @@ class VulkanModel(OnDevice, GraphModel):
             self.cached = False  # whether the program came from the program cache
             found = self._cached(dev, cache_dir) if cache_dir is not False else None
             entry = found[2] if found else None
+            if entry:
+                self._data = None  # not needed: the graph, if ever asked for, is read from the file again
             self.program = Program.from_bytes(entry.program) if entry else self.compile()
             shaders = ShaderCache()
             if entry:  # the entry's SPIR-V: no glslc
