@@ -145,6 +145,8 @@ class VulkanModel(OnDevice, GraphModel):
             if entry:
                 self._data = None  # not needed: the graph, if ever asked for, is read from the file again
             self.program = Program.from_bytes(entry.program) if entry else self.compile()
+            # what run() coerces the feeds to: the graph's inputs, from the program (the graph may be unparsed)
+            self._feeds = [Tensor(n, shape, DType[dtype]) for n, (shape, dtype) in self.program.input_types.items()]
             shaders = ShaderCache()
             if entry:  # the entry's SPIR-V: no glslc
                 shaders.memory.update(zip(program_variants(self.program), entry.spirv))
@@ -207,10 +209,8 @@ class VulkanModel(OnDevice, GraphModel):
 
     def run(self, feeds: dict[str, np.ndarray] | None = None, **named: np.ndarray) -> dict[str, np.ndarray]:
         feeds = {**(feeds or {}), **named}
-        types = self.program.input_types
-        self.check_feeds(list(types), feeds, "graph")
-        tensors = [Tensor(name, shape, DType[dtype]) for name, (shape, dtype) in types.items()]
-        values = {t.name: coerce_input(t, feeds[t.name], self.file) for t in tensors}
+        self.check_feeds([t.name for t in self._feeds], feeds, "graph")
+        values = {t.name: coerce_input(t, feeds[t.name], self.file) for t in self._feeds}
         try:
             with self.using() as runtime:
                 return runtime.run(values)

@@ -24,10 +24,9 @@ from ..fuse import Fusion, without_tail
 from ..ir.dtype import DType
 from ..ir.graph import Block, Graph, Operator, Tensor
 from ..program import Host, Kernel, Placement, Step, VariableSpec
-from ..shader_abi import WORKGROUP
+from ..shader_abi import TEXEL_SAMPLERS, WORKGROUP
 from ..target import Target
 from .push import Push
-from .texels import SAMPLERS as TEXEL_SAMPLERS
 from .texels import readable
 from .types import binding_defines
 

@@ -18,6 +18,7 @@ import numpy as np
 from ..fuse import tail_start
 from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode, Operator, Tensor
+from ..shader_abi import TEXEL_SAMPLERS
 from . import LowerCtx, texels
 from .type_conversion import cast_expr, rescale_defines
 from .types import glsl_storage
@@ -137,7 +138,7 @@ def bind(
     read through a texel buffer where the target allows (LowerCtx.texel)."""
     array = name.lower()
     if access == "readonly" and ctx is not None and ctx.texel(name, tensor.name, texels.element(tensor.dtype)):
-        sampler = texels.SAMPLERS[texels.ELEMENTS[tensor.dtype]]
+        sampler = TEXEL_SAMPLERS[texels.ELEMENTS[tensor.dtype]]
         decls.append(f"layout(set = 0, binding = {len(bindings)}) uniform {sampler} {array};")
         bindings[name] = tensor.name
         return Array(array, texel=True)

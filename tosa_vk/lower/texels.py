@@ -22,7 +22,6 @@ from vgf.vk_enums import FORMATS
 
 from ..ir.dtype import DType
 from ..ir.graph import Tensor
-from ..shader_abi import TEXEL_SAMPLERS
 from ..target import Target
 
 WORDS = {4: "VK_FORMAT_R32_UINT", 8: "VK_FORMAT_R32G32_UINT", 16: "VK_FORMAT_R32G32B32A32_UINT"}
@@ -33,8 +32,6 @@ ELEMENTS = {
     DType.INT8: "VK_FORMAT_R8_SINT",
     DType.BOOL: "VK_FORMAT_R8_UINT",
 }
-# a view's format -> the GLSL type that fetches it (a shader declares binding X as `uniform TEXEL_X x;`)
-SAMPLERS = TEXEL_SAMPLERS
 
 
 def words(word_bytes: int) -> str | None:
