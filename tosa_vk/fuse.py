@@ -12,8 +12,11 @@ a variable or a region boundary ends the chain (that tensor is stored as usual),
 at most. Each step computes what the operator's own kernel computes, so results are identical to the unfused
 program (tosa_vk/lower/epilogue.py). A CONV2D or MATMUL chain may end in a layout tail, RESHAPEs and TRANSPOSEs
 that the kernel does by storing each result where they would have moved it (no copy kernel; attention's heads split
-and merged around the MATMULs). A reduction also folds the same reduction before it, and a CONV2D (its
-input) or a MATMUL (its B) reads through a TRANSPOSE before it (Fusion.prologues).
+and merged around the MATMULs). A reduction's chain may go on through a head: a 1x1 CONV2D on the 1x1 image it made
+(the classifier after a global average pool), then that convolution's own chain; the kernel pools into shared
+memory and computes the output channels from there (tosa_vk/lower/reduction.py). A reduction also folds the same
+reduction before it, and a CONV2D (its input) or a MATMUL (its B) reads through a TRANSPOSE before it
+(Fusion.prologues).
 
 Element-wise groups: connected element-wise operators of one output shape (the epilogue set, EQUAL / GREATER /
 GREATER_EQUAL / SELECT, LOGICAL_AND / OR / XOR / NOT, and SLICEs of tensors from outside the group, read at an
@@ -141,13 +144,15 @@ def _epilogues(block: Block, on_vulkan, taken: set[int]) -> list[tuple[int, list
             continue
         chain: list[int] = []
         tensor = op.outputs[0]
-        in_tail = False
+        in_tail = headed = False
         while uses[tensor] == 1 and not block.tensors[tensor].variable and tensor in consumer:
             nxt = consumer[tensor]
             if nxt in claimed or not on_vulkan(nxt):
                 break
             nop = block.operators[nxt]
-            if in_tail or _layout(block, nop, tensor):
+            if op.op in REDUCTIONS and not headed and _head(block, nop, tensor):
+                headed = True  # the convolution's own chain follows
+            elif in_tail or _layout(block, nop, tensor):
                 # the layout tail: only RESHAPEs and TRANSPOSEs follow, done by the store (STORE_MAPS)
                 if op.op not in STORE_MAPS or nop.op not in ("RESHAPE", "TRANSPOSE") or nop.inputs[0] != tensor:
                     break
@@ -164,20 +169,34 @@ def _epilogues(block: Block, on_vulkan, taken: set[int]) -> list[tuple[int, list
 
 
 def tail_start(block: Block, chain: list[int]) -> int:
-    """Where a chain's layout tail begins (len(chain) without one): at its first TRANSPOSE or RESHAPE changing the
-    last dimension; the kernel stores through the tail's index map (lower/epilogue.py), so only RESHAPEs and
-    TRANSPOSEs follow."""
+    """Where a chain's tail begins (len(chain) without one): at its first TRANSPOSE or RESHAPE changing the last
+    dimension, the layout tail, which the kernel stores through as an index map (lower/epilogue.py), so only
+    RESHAPEs and TRANSPOSEs follow; or at a reduction's head (a CONV2D), which its own chain follows."""
     for k, i in enumerate(chain):
         op = block.operators[i]
-        if _layout(block, op, op.inputs[0]):
+        if op.op == "CONV2D" or _layout(block, op, op.inputs[0]):
             return k
     return len(chain)
 
 
 def without_tail(block: Block, chain: list[int]) -> list[int]:
-    """The chain up to its layout tail, without trailing RESHAPEs (what a kernel that cannot store through an
-    index map still does)."""
+    """The chain up to its tail, without trailing RESHAPEs (what a kernel that cannot store through an index map,
+    or do a head, still does)."""
     return _without_trailing_reshapes(block, chain[: tail_start(block, chain)])
+
+
+def _head(block: Block, op: Operator, tensor: str) -> bool:
+    """Whether `op` is a CONV2D with a 1x1 kernel, no padding and `tensor` as its input, a 1x1 image: a reduction's
+    result through a classifier (its kernel computes every input channel of the convolution)."""
+    if op.op != "CONV2D" or op.inputs[0] != tensor:
+        return False
+    x, w, out = (block.tensors[n].shape for n in (op.inputs[0], op.inputs[1], op.outputs[0]))
+    pad = op.attrs.get("pad")
+    return (
+        len(x) == len(w) == len(out) == 4
+        and tuple(x[1:3]) == tuple(w[1:3]) == tuple(out[1:3]) == (1, 1)
+        and (pad is None or not np.any(np.asarray(pad)))
+    )
 
 
 def _without_trailing_reshapes(block: Block, chain: list[int]) -> list[int]:

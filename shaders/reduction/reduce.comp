@@ -17,6 +17,12 @@
 //                     P_INNER apart, with P_INIT / P_STEP / P_FINISH (what its own single pass computes)
 //   EPILOGUE(v, c, at) the operators applied to each result before its store (include/epilogue.glsl; C_OUT
 //                     channels)
+//   HEAD              (one pass) the results are the input of a classifier, a 1x1 CONV2D on a 1x1 image, done here
+//                     too (tosa_vk/fuse.py): workgroup (block, n) folds the H_C results of batch n into shared
+//                     memory as H_X(acc) (the result through EPILOGUE, as its type stores it), then each invocation
+//                     computes one of the H_OC output channels, acc = H_MAC(acc, xv, k) over the channels (k: the
+//                     weight's index), and stores H_RESULT(acc, oc, at) (bias and the convolution's own chain);
+//                     HEAD_DECLS declares the weights, the bias and that chain
 #include "types.glsl"
 #include "index.glsl"
 #include "elementwise.glsl"
@@ -64,9 +70,8 @@ A_T prologue(uint idx) {
 #define A_AT(idx) a[idx]
 #endif
 
-void main() {
-    uint i = flat_index();
-    if (i >= p.total) return;
+// result i of this pass: the fold of its chunk of the axis
+ACC_T fold(uint i) {
     uint r = i % p.inner;
     uint t = i / p.inner;
     uint j = t % p.chunks;
@@ -77,5 +82,41 @@ void main() {
     for (uint k = 0u; k < n; ++k, idx += p.inner) {
         acc = STEP(acc, READ(A_AT(idx)));
     }
+    return acc;
+}
+
+#ifdef HEAD
+#ifdef EP_INT64
+#include "conversion.glsl"
+#endif
+#ifdef EP_FP64
+#include "unary.glsl"
+#endif
+HEAD_DECLS
+shared H_X_T pooled[H_C];
+
+void main() {
+    uint n = gl_WorkGroupID.y;
+    for (uint c = gl_LocalInvocationID.x; c < H_C; c += WORKGROUP) {
+        uint i = n * H_C + c;
+        ACC_T acc = fold(i);
+        pooled[c] = H_X(acc);
+    }
+    barrier();
+    uint oc = gl_WorkGroupID.x * WORKGROUP + gl_LocalInvocationID.x;
+    if (oc >= H_OC) return;
+    H_ACC_T acc = H_ACC_T(0);
+    for (uint c = 0u; c < H_C; ++c) {
+        acc = H_MAC(acc, pooled[c], oc * H_C + c);
+    }
+    uint at = n * H_OC + oc;
+    o[at] = H_RESULT(acc, oc, at);
+}
+#else
+void main() {
+    uint i = flat_index();
+    if (i >= p.total) return;
+    ACC_T acc = fold(i);
     o[i] = WRITE(acc);
 }
+#endif

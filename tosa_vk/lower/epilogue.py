@@ -43,12 +43,15 @@ LOGICAL = {"LOGICAL_AND": "&&", "LOGICAL_OR": "||", "LOGICAL_XOR": "!="}
 HEAVY = {"RESCALE", "CAST", "TABLE", *UNARY_FP}
 
 
-def epilogue_defines(ctx: LowerCtx, bindings: dict[str, str], out_map: bool = False) -> dict[str, str] | None:
+def epilogue_defines(
+    ctx: LowerCtx, bindings: dict[str, str], out_map: bool = False, tag: str = ""
+) -> dict[str, str] | None:
     """The defines of ctx.epilogue, adding the bindings it reads to `bindings` (call it when `bindings` holds
     everything bound before them); {} without an epilogue, None when a step is not supported here. The chain is
     a function, ep_chain(v, c, at), with each step in its own variable (precise for floats: no contraction into
     fused multiply-adds, every step rounds as its own kernel's store does). A layout tail (fuse.tail_start) is the
-    EP_OUT(at) store map, for kernels that store through O_AT / O4_AT (`out_map`); others decline it."""
+    EP_OUT(at) store map, for kernels that store through O_AT / O4_AT (`out_map`); others decline it. `tag` names
+    a second chain of one kernel apart (its function ep_chain<tag>, its bindings and declarations)."""
     if not ctx.epilogue:
         return {}
     start = tail_start(ctx.block, [i for i, _ in ctx.epilogue])
@@ -68,14 +71,14 @@ def epilogue_defines(ctx: LowerCtx, bindings: dict[str, str], out_map: bool = Fa
     prev, body = "v", []
     for k, (_, op) in enumerate(steps):
         compute = COMPUTE.get(ctx.block.tensors[op.outputs[0]].dtype)
-        step = _step(ctx, op, k, value, prev, bindings, decls, defines)
+        step = _step(ctx, op, f"{tag}{k}", value, prev, bindings, decls, defines)
         if first is None or compute is None or step is None:
             return None
         body.append(f"{variable(compute)} t{k} = {step};")
         prev, value = f"t{k}", op.outputs[0]
     if steps:
-        decls.append(f"{compute} ep_chain({first} v, int c, int at) {{ {' '.join(body)} return {prev}; }}")
-        defines["EPILOGUE(v, c, at)"] = "ep_chain(v, c, at)"
+        decls.append(f"{compute} ep_chain{tag}({first} v, int c, int at) {{ {' '.join(body)} return {prev}; }}")
+        defines["EPILOGUE(v, c, at)"] = f"ep_chain{tag}(v, c, at)"
         if len(steps) >= 3 or any(op.op in HEAVY for _, op in steps):
             defines["EP_LOOP"] = "1"
     defines["EP_DECLS"] = " ".join(decls)
@@ -161,7 +164,7 @@ def _index(other: Tensor, result: Tensor) -> str | None:
     return None
 
 
-def _step(ctx, op: Operator, k: int, value: str, expr: str, bindings, decls, defines) -> str | None:
+def _step(ctx, op: Operator, k: int | str, value: str, expr: str, bindings, decls, defines) -> str | None:
     """One chain step on the value `expr` (tensor `value`): a binary operator's other operand is read from its
     buffer at the result element (same shape), at its channel, or at 0."""
     tensors = ctx.block.tensors
@@ -180,7 +183,7 @@ def _step(ctx, op: Operator, k: int, value: str, expr: str, bindings, decls, def
     return expression(ctx, op, args, k, bindings, decls, defines)
 
 
-def expression(ctx, op: Operator, args: list[str], k: int, bindings, decls, defines) -> str | None:
+def expression(ctx, op: Operator, args: list[str], k: int | str, bindings, decls, defines) -> str | None:
     """The GLSL value of `op` applied to `args` (compute values of its data inputs, in order), computing what the
     operator's own kernel computes; None for a type or variant not done here. Declarations it needs (a RESCALE's
     multiplier / shift buffers and function) go to `decls`, after `bindings`, named with `k`."""
@@ -263,7 +266,7 @@ def expression(ctx, op: Operator, args: list[str], k: int, bindings, decls, defi
     return None
 
 
-def _cast(ctx, in_t: DType, out_t: DType, value: str, k: int, decls, defines) -> str | None:
+def _cast(ctx, in_t: DType, out_t: DType, value: str, k: int | str, decls, defines) -> str | None:
     """CAST between compute types, as cast.comp converts (its CONVERT expression; the narrowing an int8 / int16
     store does on integers is explicit here, the value staying in a register)."""
     body = cast_expr(in_t, out_t)

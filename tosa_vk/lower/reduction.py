@@ -15,11 +15,17 @@ anyway). int32 sums wrap (an overflowing partial sum is a REQUIRE violation, so 
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
+
+from ..fuse import tail_start
 from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode
 from ..program import Kernel
+from ..shader_abi import WORKGROUP
 from . import LowerCtx, lowering, push
-from .epilogue import epilogue_defines
+from .epilogue import bind, epilogue_defines
 
 _INT_MIN = "(-2147483647 - 1)"
 _INT_MAX = "2147483647"
@@ -30,6 +36,10 @@ _FLOATS = (DType.FP32, DType.FP16, DType.BF16)
 MAX_CHUNK = 8192  # axis elements one invocation folds at most (well inside every target's loop budget)
 MIN_CHUNK = 256  # below this an axis is folded in one pass
 PARALLEL = 16384  # invocations per pass worth splitting an axis for
+# a head (_with_head) keeps its input channels in shared memory: at most 16 KiB, what every Vulkan device offers
+HEAD_MAX_C = 4096
+# (input, weight, output) types of a head's convolution -> its compute type
+_HEAD_TYPES = {(DType.FP32, DType.FP32, DType.FP32): "float", (DType.INT8, DType.INT8, DType.INT32): "int"}
 
 
 def _axis_view(shape, axis: int) -> tuple[int, int, int]:
@@ -90,12 +100,16 @@ def _reduce(
     that one's input and folds its axis first, as its own single pass would."""
     base = {"ACC_T": acc, "INIT": init, "STEP(acc, x)": step}
     extra: dict[str, str] = {"A": "", "O": ""}
-    fused = epilogue_defines(ctx, extra)  # bindings after A and O
+    head = tail_start(ctx.block, [i for i, _ in ctx.epilogue])  # where a head starts (fuse.py), if any
+    own = ctx if head == len(ctx.epilogue) else dataclasses.replace(ctx, epilogue=ctx.epilogue[:head])
+    fused = epilogue_defines(own, extra)  # bindings after A and O
     first = _prologue(ctx, base, finish)
     if fused is None or (ctx.prologue and first is None):
         return None
+    value = f"EPILOGUE({finish}, int(i % {ctx.outputs[0].shape[-1]}u), int(i))" if fused else finish
+    if own is not ctx:
+        return _with_head(ctx, head, {**base, **fused, **(first[1] if first else {})}, extra, value)
     extra = {k: v for k, v in extra.items() if k not in ("A", "O")}
-    store = f"STORE_O(EPILOGUE({finish}, int(i % {ctx.outputs[0].shape[-1]}u), int(i)))" if fused else None
 
     def read(i):
         return "int64BitsToDouble(v)" if bits and i > 0 else "LOAD_A(v)"
@@ -111,10 +125,69 @@ def _reduce(
 
     def final(i, src):
         a, pro = source(i, src)
-        defines = {**base, **pro, **fused, "READ(v)": read(i), "WRITE(acc)": store or f"STORE_O({finish})"}
+        defines = {**base, **pro, **fused, "READ(v)": read(i), "WRITE(acc)": f"STORE_O({value})"}
         return {"A": a, "O": ctx.result.name, **extra}, defines, None
 
     return _multipass(ctx, "reduction/reduce", partial, final)
+
+
+def _with_head(ctx: LowerCtx, at: int, defines: dict[str, str], bindings: dict[str, str], value: str) -> list | None:
+    """The reduction and its head, ctx.epilogue[at] (a 1x1 CONV2D on the 1x1 image of its results, fuse.py), and
+    that convolution's own chain after it, as one kernel: reduce.comp's HEAD main, in one pass. `defines`: the
+    reduction's (its prologue and chain too), `bindings` what they bind (from A and O on), `value`: result i of the
+    reduction through its chain, as a compute value. The convolution computes what conv.comp does (fp32 sums, or
+    int8 products in int32, plus the bias), in channel order."""
+    index, conv = ctx.epilogue[at]
+    tensors = ctx.block.tensors
+    x, w, bias, out = (tensors[n] for n in (*conv.inputs[:3], conv.outputs[0]))
+    compute = _HEAD_TYPES.get((x.dtype, w.dtype, out.dtype))
+    if compute is None or bias.dtype != out.dtype or ctx.inputs[0].size >= 1 << 32:
+        return None
+    outer, length, inner = _axis_view(ctx.inputs[0].shape, int(ctx.attr("axis", 0)))
+    batch, channels, oc = x.shape[0], x.shape[-1], w.shape[0]
+    folded = int(defines.get("P_LEN", "0u").rstrip("u"))  # elements of the prologue's axis per element of ours
+    loops = -(-channels // WORKGROUP) * length * (folded + 1) + channels
+    if channels > HEAD_MAX_C or len(_passes(length, outer * inner)) != 1 or loops > ctx.target.loop_budget:
+        return None
+    if batch > ctx.target.max_workgroup_count[1]:
+        return None
+    decls: list[str] = []
+    weights = bind(bindings, decls, "HW", w, ctx=ctx)
+    b = bind(bindings, decls, "HB", bias, ctx=ctx)["0" if bias.size == 1 else "(oc)"]
+    if compute == "float":
+        pooled, mac = f"float({value})", f"fma(xv, float({weights['(k)']}), acc)"
+    else:
+        izp, wzp = (tensors[n].data for n in conv.inputs[3:5])
+        if izp is None or wzp is None:
+            return None
+        izp_v, wzp_v = (ctx.word(int(np.asarray(z).reshape(-1)[0])) for z in (izp, wzp))
+        pooled = f"bitfieldExtract(int({value}), 0, 8)"  # as stored in int8
+        mac = f"((acc) + ((xv) - {izp_v}) * (int({weights['(k)']}) - {wzp_v}))"
+    own = dataclasses.replace(ctx, op=conv, index=index, epilogue=ctx.epilogue[at + 1 :], prologue=None)
+    chain = epilogue_defines(own, bindings, tag="h")
+    if chain is None:
+        return None
+    result = f"((acc) + {compute}({b}))"
+    if "EPILOGUE(v, c, at)" in chain:
+        result = f"ep_chainh({result}, int(oc), int(at))"
+    defines = {
+        **defines,
+        **{k: v for k, v in chain.items() if k in ("EP_INT64", "EP_FP64")},
+        "READ(v)": "LOAD_A(v)",
+        "HEAD": "1",
+        "HEAD_DECLS": " ".join([*decls, chain.get("EP_DECLS", "")]),
+        "H_C": f"{channels}u",
+        "H_OC": f"{oc}u",
+        "H_X_T": compute,
+        "H_X(acc)": pooled,
+        "H_ACC_T": compute,
+        "H_MAC(acc, xv, k)": mac,
+        "H_RESULT(acc, oc, at)": f"STORE_O({result})",
+    }
+    source = ctx.prologue[1].inputs[0] if ctx.prologue else ctx.inputs[0].name
+    bindings = {"A": source, "O": ctx.result.name, **{k: v for k, v in bindings.items() if k not in ("A", "O")}}
+    values = push.REDUCE.pack(outer * inner, length, inner, length, 1)
+    return [ctx.kernel("reduction/reduce", bindings, defines, values, groups=(-(-oc // WORKGROUP), batch, 1))]
 
 
 def _prologue(ctx: LowerCtx, base: dict[str, str], finish: str) -> tuple[str, dict[str, str]] | None:
