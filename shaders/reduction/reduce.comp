@@ -21,8 +21,8 @@
 //                     too (tosa_vk/fuse.py): workgroup (block, n) folds the H_C results of batch n into shared
 //                     memory as H_X(acc) (the result through EPILOGUE, as its type stores it), then each invocation
 //                     computes one of the H_OC output channels, acc = H_MAC(acc, xv, k) over the channels (k: the
-//                     weight's index), and stores H_RESULT(acc, oc, at) (bias and the convolution's own chain);
-//                     HEAD_DECLS declares the weights, the bias and that chain
+//                     weight's index), and stores H_RESULT(acc, oc, at) (bias and the convolution's own chain,
+//                     H_EPILOGUE); HEAD_DECLS declares the weights, the bias and that chain
 #include "types.glsl"
 #include "index.glsl"
 #include "elementwise.glsl"

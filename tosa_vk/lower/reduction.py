@@ -169,8 +169,9 @@ def _with_head(ctx: LowerCtx, at: int, defines: dict[str, str], bindings: dict[s
         return None
     result = f"((acc) + {compute}({b}))"
     if "EPILOGUE(v, c, at)" in chain:
-        result = f"ep_chainh({result}, int(oc), int(at))"
+        result = f"H_EPILOGUE({result}, int(oc), int(at))"
     defines = {
+        "H_EPILOGUE(v, c, at)": chain.get("EPILOGUE(v, c, at)", "(v)"),
         **defines,
         **{k: v for k, v in chain.items() if k in ("EP_INT64", "EP_FP64")},
         "READ(v)": "LOAD_A(v)",
