@@ -76,6 +76,55 @@ def test_the_shipped_models_run_without_glslc(tmp_path):
     assert diffs["resnet_int8"] == 0 and max(diffs.values()) < 1e-6, diffs
 
 
+NOVEL_SHAPES = """
+import json
+import numpy as np
+import tosa_vk
+from tosa_vk.bench import graphs
+# shapes no listed graph has: layer geometry, tiles and broadcast patterns are specialization constants, and the
+# fused kernels fusion would generate for them are declined (their operators run as shipped kernels)
+cases = {
+    "resnet48": graphs.resnet_fp32(np.random.default_rng(0), size=48),
+    "gru": graphs.gru_fp32(np.random.default_rng(0), steps=8, inputs=24, hidden=48),
+    "lstm_int8": graphs.lstm_int8(np.random.default_rng(0), steps=5, inputs=12, hidden=20),
+}
+diffs = {}
+for name, (graph, feeds) in cases.items():
+    with tosa_vk.load(graph, backend="vulkan") as model:
+        got = model.run(feeds)
+    want = tosa_vk.load(graph, backend="reference").run(feeds)
+    diffs[name] = max(float(np.max(np.abs(got[n].astype(np.float64) - want[n]))) for n in want)
+print(json.dumps(diffs))
+"""
+
+
+def test_graphs_of_new_shapes_run_without_glslc(tmp_path):
+    env = {**os.environ, "PATH": "/nonexistent", "TOSA_VK_CACHE": str(tmp_path), "MESA_SHADER_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", NOVEL_SHAPES], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    diffs = json.loads(done.stdout)
+    assert diffs["lstm_int8"] == 0 and max(diffs.values()) < 1e-5, diffs
+
+
+def test_a_fused_kernel_refused_runs_as_separate_kernels():
+    """compile(kernels=...) (without glslc: the shipped ones) declines each fusion whose kernel it refuses; here it
+    accepts only the unfused program's kernels, so every fused kernel falls back to them."""
+    import numpy as np
+
+    import tosa_vk
+    from tosa_vk.bench import graphs
+    from tosa_vk.program import Kernel, walk
+    from tosa_vk.vulkan.shaders import program_variants, variant_of
+
+    graph, feeds = graphs.gru_fp32(np.random.default_rng(0), steps=3)
+    count = lambda p: sum(isinstance(s, Kernel) for s in walk(p.steps))  # noqa: E731
+    fused, unfused = tosa_vk.compile(graph, fuse=True), tosa_vk.compile(graph, fuse=False)
+    allowed = set(program_variants(unfused))
+    refusing = tosa_vk.compile(graph, fuse=True, kernels=lambda k: variant_of(k) in allowed)
+    assert set(program_variants(refusing)) <= allowed
+    assert count(fused) < count(refusing) <= count(unfused)
+
+
 def test_an_unshipped_kernel_without_glslc_names_the_operator(tmp_path, monkeypatch):
     monkeypatch.setattr(builtin, "library", lambda: builtin.Library(tmp_path / "none.zip"))
     monkeypatch.setattr("tosa_vk.vulkan.shaders.glslc_version", _no_glslc)

@@ -120,9 +120,11 @@ def test_shader_cache_detects_corruption(tmp_path, monkeypatch):
                     "STORE_O(v)": "(v)",
                     "COMPUTE_T": "float",
                     "OP(x, y)": "((x) + (y))",
+                    **{f"{x}_T4": "vec4" for x in "ABO"},
                 }.items()
             )
         ),
+        specs=("A_MODE", "B_MODE", "VEC4"),  # broadcast modes (tosa_vk/lower/elementwise_binary.py)
     )
     first = cache.get(variant)
     assert first[:4] == (0x07230203).to_bytes(4, "little") and cache.compiled == 1

@@ -15,7 +15,7 @@ Program.to_bytes() stores it.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 from . import fuse as fuse_stage
 from . import passes
@@ -24,7 +24,7 @@ from .ir.validate import validate
 from .lower import lower, texels
 from .partition import partition
 from .plan import plan
-from .program import Program
+from .program import Kernel, Program
 from .target import Target, named
 
 
@@ -39,6 +39,7 @@ def compile(
     fuse: bool | None = None,
     views: bool = True,
     file: str | None = None,
+    kernels: Callable[[Kernel], bool] | None = None,
 ) -> Program:
     """Compiles `graph` for `target` (a Target, e.g. Device.target, or a named one: tosa_vk.target.NAMED).
 
@@ -48,7 +49,8 @@ def compile(
         overrides the target's tensor alignment in the arena. fuse: False keeps one kernel per operator (default: on,
     unless TOSA_VK_FUSE=0); views: False copies contiguous SLICE / CONCAT data with kernels instead of sharing
     memory and reads every input from its storage buffer, not through texel-buffer views (VGF export: its resources
-    are whole storage buffers). The caller's graph is never changed."""
+    are whole storage buffers). kernels: whether a fused kernel may be used — without glslc, only shipped ones
+    (tosa_vk/vulkan/builtin.py): a fusion it refuses runs as separate kernels. The caller's graph is never changed."""
     target = named(target) if isinstance(target, str) else target
     if not views:
         target = texels.without(target)
@@ -61,5 +63,5 @@ def compile(
         if fuse_stage.enabled(fuse)
         else fuse_stage.Fusion()
     )
-    lowered = lower(graph, target, placed, fusion)
+    lowered = lower(graph, target, placed, fusion, kernels)
     return plan(lowered, target, alignment)

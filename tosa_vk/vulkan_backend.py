@@ -28,6 +28,7 @@ from .reference.executor import coerce_input
 from .session import GraphModel, Model, Timing
 from .variables import new_value
 from .vulkan import Device
+from .vulkan.builtin import shipped_only
 from .vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
 from .vulkan.shaders import ShaderCache, program_variants
 
@@ -172,7 +173,8 @@ class VulkanModel(OnDevice, GraphModel):
     def compile(self, **overrides: Any) -> Program:
         """This model's graph compiled for its device with load's options (export_vgf may need views=False)."""
         assert self.device is not None
-        return compiler.compile(self.graph, self.device.info.target, **{**self.options, **overrides}, file=self.file)
+        options = {"kernels": shipped_only(), **self.options, **overrides}
+        return compiler.compile(self.graph, self.device.info.target, **options, file=self.file)
 
     @property
     def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:

@@ -6,8 +6,9 @@
 // SPAN input columns its pixels read through all KW taps once, then KW x TILE_C weight chunks, and does
 // KW x TILE_P x TILE_C x VE multiply-adds: loads, not arithmetic, are what costs on lavapipe.
 // Geometry (N, ID, IH, IW, IC, OC, KD, KH, KW, OD, OH, OW, strides SD / SH / SW, dilations DD / DH / DW, pads PD / PT /
-// PL, BLOCKS) is int specialization constants (tosa_vk/lower/convolution.py): the driver folds the index math and
-// unrolls the tap loops as if they were compiled in, and one module serves every layer of the same types and tile.
+// PL), the tile (TILE_P, TILE_C), PACKED_BLOCKS and BIAS_SCALAR are int specialization constants
+// (tosa_vk/lower/convolution.py): the driver folds the index math and unrolls the tap loops as if they were compiled
+// in, and one module serves every layer of the same types.
 // OC4: OC is a multiple of 4 (a preprocessor fact, so a define).
 #include "types.glsl"
 #include "convolution/conv_common.glsl"

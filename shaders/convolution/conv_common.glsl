@@ -119,11 +119,8 @@
 #define DW_ACCUMULATE(acc, a, b, valid) acc += ACCV_T((a) * (b))
 #endif
 
-#ifdef BIAS_SCALAR
-#define BIAS_INDEX(oc) 0
-#else
-#define BIAS_INDEX(oc) (oc)
-#endif
+// BIAS_SCALAR: a specialization constant (1: one bias value for every output channel)
+#define BIAS_INDEX(oc) (BIAS_SCALAR != 0 ? 0 : (oc))
 
 // out = acc + bias[(BC == 1) ? 0 : oc]: floating point rounds once to the output type from fp32; integers are
 // exact (int32 + int32 for int8 inputs, int48 as int64 for int16).
@@ -155,21 +152,14 @@ layout(push_constant) uniform Params { EP_PUSH } p;
 
 // The invocation's pixel tile (`tile`; spare invocations past the last one return at once: on a SIMD CPU like
 // lavapipe a batch of spare lanes then costs nothing, where computing a clamped tile made a one-tile layer cost a
-// whole workgroup) and channel block (`block`): blocks are gl_WorkGroupID.y, or with PACKED_BLOCKS (the number of
-// blocks; layers with fewer tiles than a workgroup has invocations) part of the x index, so that a small layer's
-// workgroups are not mostly spare invocations.
-#ifdef PACKED_BLOCKS
+// whole workgroup) and channel block (`block`): blocks are gl_WorkGroupID.y, or with PACKED_BLOCKS > 0 (the number
+// of blocks; layers with fewer tiles than a workgroup has invocations) part of the x index, so that a small layer's
+// workgroups are not mostly spare invocations. PACKED_BLOCKS is a specialization constant or a push constant.
 #define TILE_AND_BLOCK \
     int gid_ = int(gl_GlobalInvocationID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x * WORKGROUP); \
-    int tile = gid_ / PACKED_BLOCKS; \
-    int block = gid_ % PACKED_BLOCKS; \
+    int tile = PACKED_BLOCKS > 0 ? gid_ / max(PACKED_BLOCKS, 1) : gid_; \
+    int block = PACKED_BLOCKS > 0 ? gid_ % max(PACKED_BLOCKS, 1) : int(gl_WorkGroupID.y); \
     if (tile >= TILES) return;
-#else
-#define TILE_AND_BLOCK \
-    int tile = int(gl_GlobalInvocationID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x * WORKGROUP); \
-    int block = int(gl_WorkGroupID.y); \
-    if (tile >= TILES) return;
-#endif
 
 // Reductions too long for one invocation (lavapipe ends a shader's loops after 65535 iterations in total) run in
 // passes over ranges [IC_BEGIN, IC_END) of the input channels; passes but the last write their raw accumulators to

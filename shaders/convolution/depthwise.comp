@@ -5,8 +5,9 @@
 // (gl_WorkGroupID.y). With M == 1 the chunk is VE channels of both input and weight, read as packed words
 // (conv_common.glsl) and multiplied as 4-vectors; otherwise VE = 1. Per input row the SPAN input columns of
 // the tile are loaded once for all KW taps.
-// Taps, strides, dilations, the tile and VE are compiled in (tosa_vk/lower/convolution.py); shapes and pads are
-// push constants (no loop depends on them), so that layers of one kind share a pipeline.
+// Taps, strides, dilations, the channel multiplier M and the tile are specialization constants, VE compiled in
+// (tosa_vk/lower/convolution.py); shapes and pads are push constants (no loop depends on them), so that layers of
+// one kind share a pipeline.
 #include "types.glsl"
 #ifdef PUSH_BAKED
 PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
@@ -15,7 +16,7 @@ layout(push_constant) uniform Params {
     int n, ih, iw, c;       // input [N, IH, IW, C]
     int oh, ow;             // output [N, OH, OW, C * M]
     int pt, pl;             // padding before (top, left)
-    int packed;             // PACKED_BLOCKS: channel blocks per pixel tile
+    int packed;             // PACKED_BLOCKS: channel blocks per pixel tile (0: blocks are gl_WorkGroupID.y)
     EP_PUSH
 } p;
 #endif
@@ -28,6 +29,7 @@ layout(push_constant) uniform Params {
 #define OW p.ow
 #define PT p.pt
 #define PL p.pl
+#define PACKED_BLOCKS p.packed
 #include "convolution/conv_common.glsl"
 
 layout(local_size_x = WORKGROUP) in;

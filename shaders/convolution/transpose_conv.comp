@@ -4,6 +4,7 @@
 // + SY, ... with iy = (oy - PT - ky) / SY inside the input (likewise x).
 // An invocation computes TILE_P output pixels of one row that share their column phase (ox = phase + k * SX,
 // so every pixel sees the same kx taps, reading consecutive input columns) x TILE_C output channels.
+// Geometry, tile and channel-block packing are specialization constants (tosa_vk/lower/convolution.py).
 #include "types.glsl"
 #include "convolution/conv_common.glsl"
 
@@ -69,9 +70,7 @@ void main() {
         if (ox >= OW) continue;
         int obase = ((n * OH + oy) * OW + ox) * OC;
         [[unroll]] for (int c = 0; c < TILE_C; ++c) {
-#if OC % TILE_C != 0
-            if (oc0 + c >= OC) continue;
-#endif
+            if (OC % TILE_C != 0 && oc0 + c >= OC) continue;
             STORE_RESULT(obase + oc0 + c, acc[px][c], oc0 + c);
         }
     }

@@ -1,9 +1,10 @@
 #version 450
 // SELECT (spec 2.7.1) with broadcasting: out = a ? b : c, the values copied as stored (bit-exact, NaN payloads
-// included). Per input X = A, B, C: X_SCALAR (one element), X_BROADCAST (offset from the push-constant shape /
-// strides) or neither (the output's shape). VEC4: 4 elements per invocation with 4-vector loads / stores
-// (X_T4), the last invocation also does the tail; with X_BROADCAST the innermost (coalesced) dimension is a
-// multiple of 4, so X's 4 elements are consecutive, or equal (X_INNER_SPLAT).
+// included). Specialization constants (tosa_vk/lower/elementwise_binary.py): per input X = A, B, C, X_MODE 0 (the
+// output's shape), 1 (one element), 2 (broadcast: offset from the push-constant shape / strides) or 3 (broadcast,
+// along the innermost dimension too); VEC4: 4 elements per invocation with 4-vector loads / stores (X_T4), the
+// last invocation also does the tail; with X broadcast the innermost (coalesced) dimension is a multiple of 4, so
+// X's 4 elements are consecutive, or equal (mode 3).
 #include "types.glsl"
 #include "index.glsl"
 
@@ -11,12 +12,11 @@ layout(set = 0, binding = 0) readonly buffer InA { A_T a[]; };
 layout(set = 0, binding = 1) readonly buffer InB { B_T b[]; };
 layout(set = 0, binding = 2) readonly buffer InC { C_T c[]; };
 layout(set = 0, binding = 3) writeonly buffer Out { O_T o[]; };
-#ifdef VEC4  // the same buffers seen as 4-vectors
+// the same buffers seen as 4-vectors (VEC4)
 layout(set = 0, binding = 0) readonly buffer InA4 { A_T4 a4[]; };
 layout(set = 0, binding = 1) readonly buffer InB4 { B_T4 b4[]; };
 layout(set = 0, binding = 2) readonly buffer InC4 { C_T4 c4[]; };
 layout(set = 0, binding = 3) writeonly buffer Out4 { O_T4 o4[]; };
-#endif
 #ifdef PUSH_BAKED
 PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
 #else
@@ -31,46 +31,9 @@ layout(push_constant) uniform Params {
 #endif
 
 #define OFFSET(X, strides, i, r) \
-    if (X##_MODE == 1) r = 0u; else if (X##_MODE == 2) BROADCAST_OFFSET(i, p.rank, p.shape, strides, r) else r = i;
-#if defined(A_SCALAR)
-#define A_MODE 1
-#elif defined(A_BROADCAST)
-#define A_MODE 2
-#else
-#define A_MODE 0
-#endif
-#if defined(B_SCALAR)
-#define B_MODE 1
-#elif defined(B_BROADCAST)
-#define B_MODE 2
-#else
-#define B_MODE 0
-#endif
-#if defined(C_SCALAR)
-#define C_MODE 1
-#elif defined(C_BROADCAST)
-#define C_MODE 2
-#else
-#define C_MODE 0
-#endif
-
-#ifdef A_INNER_SPLAT
-#define A_SPLAT 1
-#else
-#define A_SPLAT 0
-#endif
-#ifdef B_INNER_SPLAT
-#define B_SPLAT 1
-#else
-#define B_SPLAT 0
-#endif
-#ifdef C_INNER_SPLAT
-#define C_SPLAT 1
-#else
-#define C_SPLAT 0
-#endif
+    if (X##_MODE == 1) r = 0u; else if (X##_MODE >= 2) BROADCAST_OFFSET(i, p.rank, p.shape, strides, r) else r = i;
 // the 4 elements of X for 4 consecutive outputs are equal
-#define SPLAT(X) (X##_MODE == 1 || X##_SPLAT == 1)
+#define SPLAT(X) (X##_MODE == 1 || X##_MODE == 3)
 
 void scalar_element(uint i) {
     uint ia, ib, ic;
@@ -81,7 +44,11 @@ void scalar_element(uint i) {
 }
 
 void main() {
-#ifdef VEC4
+    if (VEC4 == 0) {
+        uint i = flat_index();
+        if (i < p.total) scalar_element(i);
+        return;
+    }
     uint j = flat_index();
     uint first = j * 4u;
     if (first + 4u <= p.total) {
@@ -98,8 +65,4 @@ void main() {
     } else {
         for (uint i = first; i < p.total; ++i) scalar_element(i);
     }
-#else
-    uint i = flat_index();
-    if (i < p.total) scalar_element(i);
-#endif
 }

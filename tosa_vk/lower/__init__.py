@@ -280,11 +280,19 @@ class Lowered:
     outputs: list[str]
 
 
-def lower(graph: Graph, target: Target, partition: Partition, fusion: Fusion | None = None) -> Lowered:
+def lower(
+    graph: Graph,
+    target: Target,
+    partition: Partition,
+    fusion: Fusion | None = None,
+    kernels: Callable[[Kernel], bool] | None = None,
+) -> Lowered:
     """Lowers a validated, partitioned graph (its main block, and the regions its control-flow operators run) to
-    steps: the operators placed on Vulkan become kernels (fused ones as `fusion` says), the others Host steps."""
+    steps: the operators placed on Vulkan become kernels (fused ones as `fusion` says), the others Host steps.
+    `kernels`: whether a fused kernel may be used (compile()'s option); one it refuses is declined like a fusion
+    no shader does."""
     load_all()
-    c = Compilation(graph, target, partition, fusion or Fusion())
+    c = Compilation(graph, target, partition, fusion or Fusion(), kernels)
     block = graph.main
     for name in block.inputs:
         c.declare(name, block.tensors[name])
@@ -325,9 +333,17 @@ class Compilation:
     """The state of one lower() call: every tensor that gets memory (by program-wide name), which ones share
     memory (`root`), constants, variables and where each operator runs."""
 
-    def __init__(self, graph: Graph, target: Target, partition: Partition, fusion: Fusion):
+    def __init__(
+        self,
+        graph: Graph,
+        target: Target,
+        partition: Partition,
+        fusion: Fusion,
+        kernels: Callable[[Kernel], bool] | None = None,
+    ):
         self.regions = {r.name: r.blocks[0] for r in graph.regions}
         self.target, self.partition, self.fusion = target, partition, fusion
+        self.kernels = kernels
         self.tensors: dict[str, Tensor] = {}  # program-wide name -> tensor (named so)
         self.root: dict[str, str] = {}  # alias -> the tensor whose memory it shares
         self.offsets: dict[str, int] = {}  # a view -> where its bytes start in its root's memory
@@ -415,7 +431,7 @@ class Compilation:
                 from .group import lower_group  # (it builds on this module's LowerCtx)
 
                 ctx.epilogue = [(i, block.operators[i]) for i in group[1:]]
-                kernels = lower_group(ctx, group)
+                kernels = self._usable(lower_group(ctx, group))
                 if kernels is not None:
                     for kernel in kernels:
                         for name in kernel.writes:
@@ -449,6 +465,8 @@ class Compilation:
                 ctx.words = []
                 ctx.prologue = (before[0].index, before[0].op) if before else None
                 lowered = LOWERINGS[op.op](ctx)
+                if chain or ctx.prologue:
+                    lowered = self._usable(lowered)
                 if lowered is not None:
                     break
                 ctx = LowerCtx(op, index, block, self.target, {}, prefix, self)  # declined: separate kernels
@@ -478,6 +496,12 @@ class Compilation:
                 continue
             steps.extend(self._plain(ctx, placed, region))
         return steps
+
+    def _usable(self, fused: list[Made] | None) -> list[Made] | None:
+        """A fused lowering's steps, or None (declined) when one of its kernels is not among the usable ones."""
+        if fused is None or self.kernels is None:
+            return fused
+        return fused if all(self.kernels(k) for k in fused if isinstance(k, Kernel)) else None
 
     def _plain(self, ctx: LowerCtx, placed: Placement, region: str) -> list[Step]:
         """One operator's own kernels (or host step), unfused."""

@@ -1,10 +1,11 @@
 """Convolutions (spec 2.3) on Vulkan: CONV2D, CONV3D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D.
 
 Kernels in shaders/convolution/ are specialised per operator so that index arithmetic folds and the per-tile loops
-unroll: conv.comp's geometry (shapes, pads, strides, dilations) is specialization constants (one compiled module per
-types and tile, each layer's copy specialized: tosa_vk/vulkan/shaders.py), transpose_conv.comp's is compiled in, and
-depthwise.comp's shapes and pads are push constants (no loop depends on them); constant zero points are push-constant
-words (LowerCtx.word). Layers that differ only in push constants share a pipeline. Each invocation computes a
+unroll: the geometry (shapes, pads, strides, dilations), the register tile, the channel-block packing and a scalar
+bias are specialization constants (one compiled module per types, each layer's copy specialized:
+tosa_vk/vulkan/shaders.py), except depthwise.comp's shapes and pads, which are push constants (no loop depends on
+them); constant zero points are push-constant words (LowerCtx.word). Layers that differ only in push constants share
+a pipeline. Each invocation computes a
 register tile of output pixels x output channels; the channel block comes from gl_WorkGroupID.y.
 """
 
@@ -89,9 +90,9 @@ def _ints(ctx: LowerCtx, name: str, default: int, n: int) -> list[int]:
     return [default] * n if v is None else [int(a) for a in np.asarray(v).reshape(-1)]
 
 
-def _common(ctx: LowerCtx) -> tuple[dict[str, str], dict[str, str]] | None:
-    """Type defines and the zero-point bindings shared by every convolution kernel, or None for an unsupported
-    type combination."""
+def _common(ctx: LowerCtx) -> tuple[dict[str, str], dict[str, str], dict[str, int]] | None:
+    """Type defines, the zero-point bindings and the specialization constants shared by every convolution kernel,
+    or None for an unsupported type combination."""
     x, w, bias = ctx.inputs[:3]
     out = ctx.outputs[0]
     if (w.dtype, out.dtype) not in _TYPES.get(x.dtype, ()) or bias.dtype != out.dtype:
@@ -105,8 +106,7 @@ def _common(ctx: LowerCtx) -> tuple[dict[str, str], dict[str, str]] | None:
         "ACC4_T": {"int64_t": "i64vec4", "int": "ivec4", "float": "vec4"}[acc],
         "O_T4": VEC4[glsl_storage(ctx.result.dtype)],  # what is stored: the epilogue's output, if any
     }
-    if bias.size == 1:
-        defines["BIAS_SCALAR"] = "1"
+    specs = {"BIAS_SCALAR": int(bias.size == 1)}
     extra: dict[str, str] = {}
     if integer:
         defines["INTEGER"] = "1"
@@ -117,12 +117,7 @@ def _common(ctx: LowerCtx) -> tuple[dict[str, str], dict[str, str]] | None:
         else:
             defines["ZP_BUFFERS"] = "1"
             extra = {"IZ": ctx.inputs[3].name, "WZ": ctx.inputs[4].name}
-    return defines, extra
-
-
-def geometry(values: dict[str, int]) -> dict[str, str]:
-    """Layer geometry as shader defines."""
-    return {k: str(v) for k, v in values.items()}
+    return defines, extra, specs
 
 
 def _skip_padded(ctx: LowerCtx, padded: bool) -> bool:
@@ -139,16 +134,15 @@ def _skip_padded(ctx: LowerCtx, padded: bool) -> bool:
     return not bool(np.isfinite(w).all())
 
 
-def _grid(ctx: LowerCtx, tiles: int, blocks: int, defines: dict) -> tuple[int, int, int]:
-    """Pixel tiles along x (spilling into z), channel blocks along y; a layer with fewer tiles than a workgroup
-    has invocations packs its blocks into x (PACKED_BLOCKS): otherwise each of its workgroups would be mostly
-    spare invocations."""
+def _grid(ctx: LowerCtx, tiles: int, blocks: int) -> tuple[tuple[int, int, int], int]:
+    """(the grid, PACKED_BLOCKS): pixel tiles along x (spilling into z), channel blocks along y; a layer with fewer
+    tiles than a workgroup has invocations packs its blocks into x (PACKED_BLOCKS, the number of blocks; 0: not
+    packed): otherwise each of its workgroups would be mostly spare invocations."""
     if tiles < WORKGROUP and blocks > 1:
-        defines["PACKED_BLOCKS"] = blocks
         x, z, _ = spill(-(-(tiles * blocks) // WORKGROUP), ctx.target.max_workgroup_count[0])
-        return (x, 1, z)
+        return (x, 1, z), blocks
     x, z, _ = spill(-(-tiles // WORKGROUP), ctx.target.max_workgroup_count[0])
-    return (x, blocks, z)
+    return (x, blocks, z), 0
 
 
 def _pixels(p: int, rows: int, width: int, blocks: int) -> int:
@@ -220,7 +214,7 @@ def _conv(ctx: LowerCtx, nd: int):
     common = _common(ctx)
     if common is None:
         return None
-    defines, extra = common
+    defines, extra, specs = common
     x, w = ctx.inputs[:2]
     out = ctx.outputs[0]
     pad = _ints(ctx, "pad", 0, 2 * nd)
@@ -255,11 +249,11 @@ def _conv(ctx: LowerCtx, nd: int):
     else:
         tc, tp = min(4, oc), 8
     tp = _pixels(tp, n * od * oh, ow, -(-oc // tc))
-    defines.update(geometry({"TILE_P": tp, "TILE_C": tc}))
     if mat and oc % 4 == 0:
         defines["OC4"] = "1"  # 4-channel stores
-    # the layer's geometry as specialization constants: layers of the same types and tile share one module
-    specs = {"N": n, "ID": id_, "IH": ih, "IW": iw, "IC": ic, "OC": oc, "KD": kd, "KH": kh, "KW": kw, "OD": od}
+    # the layer's geometry and tile as specialization constants: layers of the same types share one module
+    specs.update({"TILE_P": tp, "TILE_C": tc})
+    specs.update({"N": n, "ID": id_, "IH": ih, "IW": iw, "IC": ic, "OC": oc, "KD": kd, "KH": kh, "KW": kw, "OD": od})
     specs.update({"OH": oh, "OW": ow, "SD": stride[0], "SH": stride[1], "SW": stride[2], "DD": dilation[0]})
     specs.update({"DH": dilation[1], "DW": dilation[2], "PD": pad[0], "PT": pad[2], "PL": pad[4]})
     if _skip_padded(ctx, any(pad)):
@@ -269,10 +263,7 @@ def _conv(ctx: LowerCtx, nd: int):
         if ve != 1 or nd != 2:
             return None  # (chunked loads want channels contiguous)
         source, defines["X_AT(i)"] = _permuted(ctx.block.tensors[ctx.prologue[1].inputs[0]], x, ctx.prologue[1])
-    tiles = n * od * oh * -(-ow // tp)
-    grid = _grid(ctx, tiles, -(-oc // tc), defines)
-    if "PACKED_BLOCKS" in defines:
-        specs["BLOCKS"], defines["PACKED_BLOCKS"] = int(defines["PACKED_BLOCKS"]), "BLOCKS"
+    grid, specs["PACKED_BLOCKS"] = _grid(ctx, n * od * oh * -(-ow // tp), -(-oc // tc))
     return _kernel(ctx, "convolution/conv", defines, extra, grid, kd * kh, ic, ve, source, out_map=True, specs=specs)
 
 
@@ -319,7 +310,7 @@ def DEPTHWISE_CONV2D(ctx: LowerCtx):
     common = _common(ctx)
     if common is None:
         return None
-    defines, extra = common
+    defines, extra, specs = common
     x, w = ctx.inputs[:2]
     out = ctx.outputs[0]
     pad = _ints(ctx, "pad", 0, 4)
@@ -331,29 +322,14 @@ def DEPTHWISE_CONV2D(ctx: LowerCtx):
     defines.update(chunk_defines(c, {"X": x.dtype, "W": w.dtype}, 8) if m == 1 else {"VE": "1"})
     ve = int(defines["VE"])
     tp = _pixels(16 if kw <= 3 else 8, n * oh, ow, och // ve)
-    # compiled in: what shapes the tile and unrolls; shapes and pads are push constants (depthwise.comp)
-    defines.update(
-        geometry(
-            {
-                "M": m,
-                "KH": kh,
-                "KW": kw,
-                "SH": stride[0],
-                "SW": stride[1],
-                "DH": dilation[0],
-                "DW": dilation[1],
-                "TILE_P": tp,
-            }
-        )
-    )
+    # specialization constants: what shapes the tile and unrolls; shapes and pads are push constants (depthwise.comp)
+    specs.update({"M": m, "KH": kh, "KW": kw, "SH": stride[0], "SW": stride[1], "DH": dilation[0]})
+    specs.update({"DW": dilation[1], "TILE_P": tp})
     if _skip_padded(ctx, any(pad)):
         defines["SKIP_PADDED"] = "1"
-    grid = _grid(ctx, n * oh * -(-ow // tp), och // ve, defines)
-    packed = int(defines.pop("PACKED_BLOCKS", 0))
-    if packed:
-        defines["PACKED_BLOCKS"] = "p.packed"  # the count is a push constant; packing or not, compiled in
+    grid, packed = _grid(ctx, n * oh * -(-ow // tp), och // ve)
     values = push.DEPTHWISE.pack(n, ih, iw, c, oh, ow, pad[0], pad[2], packed)
-    return _kernel(ctx, "convolution/depthwise", defines, extra, grid, values=values)
+    return _kernel(ctx, "convolution/depthwise", defines, extra, grid, values=values, specs=specs)
 
 
 @lowering("TRANSPOSE_CONV2D")
@@ -361,7 +337,7 @@ def TRANSPOSE_CONV2D(ctx: LowerCtx):
     common = _common(ctx)
     if common is None:
         return None
-    defines, extra = common
+    defines, extra, specs = common
     x, w = ctx.inputs[:2]
     out = ctx.outputs[0]
     top, _, left, _ = _ints(ctx, "out_pad", 0, 4)
@@ -373,38 +349,12 @@ def TRANSPOSE_CONV2D(ctx: LowerCtx):
     cols = -(-ow // sx)
     tc = min(4, oc)
     tp = _pixels(8, n * oh * sx, cols, -(-oc // tc))
-    defines.update(
-        geometry(
-            {
-                "N": n,
-                "IH": ih,
-                "IW": iw,
-                "IC": ic,
-                "OC": oc,
-                "KH": kh,
-                "KW": kw,
-                "OH": oh,
-                "OW": ow,
-                "SY": sy,
-                "SX": sx,
-                "PT": top,
-                "PL": left,
-                "TILE_P": tp,
-                "TILE_C": tc,
-            }
-        )
-    )
+    # the layer's geometry and tile as specialization constants (as conv.comp)
+    specs.update({"N": n, "IH": ih, "IW": iw, "IC": ic, "OC": oc, "KH": kh, "KW": kw, "OH": oh, "OW": ow})
+    specs.update({"SY": sy, "SX": sx, "PT": top, "PL": left, "TILE_P": tp, "TILE_C": tc})
     if _skip_padded(ctx, True):  # output positions no input reaches are "padding" too
         defines["SKIP_PADDED"] = "1"
-    tiles = n * oh * sx * -(-cols // tp)
+    grid, specs["PACKED_BLOCKS"] = _grid(ctx, n * oh * sx * -(-cols // tp), -(-oc // tc))
     outer = -(-kh // sy) * -(-kw // sx)
-    return _kernel(
-        ctx,
-        "convolution/transpose_conv",
-        defines,
-        extra,
-        _grid(ctx, tiles, -(-oc // tc), defines),
-        outer,
-        ic,
-        int(defines["VE"]),
-    )
+    ve = int(defines["VE"])
+    return _kernel(ctx, "convolution/transpose_conv", defines, extra, grid, outer, ic, ve, specs=specs)

@@ -70,28 +70,26 @@ def broadcast_push(out_shape, in_shapes) -> tuple[Push, bool]:
     return (push.BINARY if len(in_shapes) == 2 else push.SELECT).pack(*fields), broadcast
 
 
-def broadcast_defines(names: str, tensors, out) -> tuple[dict[str, str], bool]:
-    """Per input binding X (`names[k]`): X_SCALAR (one element), X_BROADCAST (broadcast along some dimensions;
-    X_INNER_SPLAT if along the innermost coalesced one) or nothing (the output's shape). VEC4 (4 elements per
-    invocation, X_T4 the 4-vector storage types) when no input is X_BROADCAST or the innermost coalesced
-    dimension is a multiple of 4 (4 consecutive outputs then read 4 consecutive or 4 equal input elements)."""
+def broadcast_defines(names: str, tensors, out) -> tuple[dict[str, str], dict[str, int], bool]:
+    """(defines, specialization constants, vec4). Per input binding X (`names[k]`) the constant X_MODE: 0 the
+    output's shape, 1 one element (scalar), 2 broadcast along some dimensions, 3 that and along the innermost
+    coalesced one (its 4 elements for 4 consecutive outputs are equal). VEC4 = 1 (4 elements per invocation through
+    the X_T4 4-vector views, always declared) when no input is broadcast or the innermost coalesced dimension is a
+    multiple of 4 (4 consecutive outputs then read 4 consecutive or 4 equal input elements). Constants, not defines:
+    one module serves every broadcast pattern of the same operator and types."""
     merged = _coalesce(out.shape, [t.shape for t in tensors])
-    defines = {}
+    specs = {}
     for k, (name, t) in enumerate(zip(names, tensors)):
         if tuple(t.shape) == tuple(out.shape):
-            continue
-        if t.size == 1:
-            defines[f"{name}_SCALAR"] = "1"
-            continue
-        defines[f"{name}_BROADCAST"] = "1"
-        if merged[-1][k + 1] == 1:
-            defines[f"{name}_INNER_SPLAT"] = "1"
-    vec4 = not any(k.endswith("_BROADCAST") for k in defines) or merged[-1][0] % 4 == 0
-    if vec4:
-        defines["VEC4"] = "1"
-        for name, t in zip(names + "O", list(tensors) + [out]):
-            defines[f"{name}_T4"] = VEC4[glsl_storage(t.dtype)]
-    return defines, vec4
+            specs[f"{name}_MODE"] = 0
+        elif t.size == 1:
+            specs[f"{name}_MODE"] = 1
+        else:
+            specs[f"{name}_MODE"] = 3 if merged[-1][k + 1] == 1 else 2
+    vec4 = all(m < 2 for m in specs.values()) or merged[-1][0] % 4 == 0
+    specs["VEC4"] = int(vec4)
+    defines = {f"{name}_T4": VEC4[glsl_storage(t.dtype)] for name, t in zip(names + "O", list(tensors) + [out])}
+    return defines, specs, vec4
 
 
 def binary(
@@ -105,7 +103,7 @@ def binary(
     a, b = ctx.inputs[:2]
     out = ctx.outputs[0]
     values, _ = broadcast_push(out.shape, [a.shape, b.shape])
-    layout, vec4 = broadcast_defines("AB", [a, b], out)
+    layout, specs, vec4 = broadcast_defines("AB", [a, b], out)
     all_defines = {"COMPUTE_T": compute, "OP(x, y)": op_expr, **layout, **(defines or {})}
     return [
         ctx.kernel(
@@ -114,6 +112,7 @@ def binary(
             all_defines,
             values,
             invocations=-(-out.size // 4) if vec4 else out.size,
+            specs=specs,
         )
     ]
 

@@ -16,7 +16,7 @@ def SELECT(ctx: LowerCtx):
     if cond.dtype != DType.BOOL or not (on_true.dtype == on_false.dtype == out.dtype) or out.dtype not in _TYPES:
         return None
     values, _ = broadcast_push(out.shape, [cond.shape, on_true.shape, on_false.shape])
-    defines, vec4 = broadcast_defines("ABC", [cond, on_true, on_false], out)
+    defines, specs, vec4 = broadcast_defines("ABC", [cond, on_true, on_false], out)
     return [
         ctx.kernel(
             "elementwise_ternary/select",
@@ -24,5 +24,6 @@ def SELECT(ctx: LowerCtx):
             defines,
             values,
             invocations=-(-out.size // 4) if vec4 else out.size,
+            specs=specs,
         )
     ]

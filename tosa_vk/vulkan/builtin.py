@@ -2,10 +2,11 @@
 
 Two files under shaders/builtin/:
 - `variants.jsonl` (committed): the shader variants tosa_vk ships compiled, one JSON object per line. They are
-  what the lowering makes of Arm's conformance selection (every operator x type-table row), the shipped models and
-  the Builder-made model graphs, fused and unfused, for lavapipe and for subgroup sizes 16 / 32 / 64 (matmul_fast's
-  width) and the minimum target. `python -m tosa_vk.vulkan.builtin collect` rewrites it; a test fails when the
-  lowering makes a variant of those graphs that the file lacks (the list went stale).
+  what the lowering makes of Arm's conformance selection (every operator x type-table row; also generated with two
+  other seeds, for more shapes), the shipped models and the Builder-made model graphs, fused and unfused, for
+  lavapipe and for subgroup sizes 16 / 32 / 64 (matmul_fast's width) and the minimum target. `python -m
+  tosa_vk.vulkan.builtin collect` rewrites it; a test fails when the lowering makes a variant of the default
+  selection or the model graphs that the file lacks (the list went stale).
 - `spirv.zip` (built, not committed): the SPIR-V of each listed variant under the digest of its full source text
   (shaders.source_digest: the .comp, every include, the defines, glslc's flags). `python -m tosa_vk.vulkan.builtin
   build` compiles it with glslc, once per checkout (scripts/setup.sh) or wheel build. A shader edited after the build
@@ -13,24 +14,36 @@ Two files under shaders/builtin/:
   never run. A damaged library (zip CRC or SPIR-V header) is ignored the same way, with one warning.
 
 Layer geometry that is a specialization constant (convolutions: shaders.specialize) is not part of a variant, so
-layers of any shape share the listed modules. A variant not listed (a tile or type combination no listed graph has,
-a generated fused kernel, a custom op's GLSL) still needs glslc; without it the error names the operators whose
-kernels are missing.
+layers of any shape share the listed modules. Without glslc, a fused kernel that is not listed (fusion generates
+GLSL per chain) is declined at compile time (`shipped_only`): its operators run as their own, listed kernels. A
+variant still missing then (a tile or type combination no listed graph has, a custom op's GLSL) is an error naming
+its operators.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import warnings
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
 from ..paths import SHADER_ROOT
-from .shaders import SPIRV_MAGIC, Variant, compile_variants, glslc_version, program_variants, source_digest
+from ..program import Kernel
+from .shaders import (
+    SPIRV_MAGIC,
+    Variant,
+    compile_variants,
+    glslc_version,
+    program_variants,
+    source_digest,
+    variant_of,
+)
 
 FOLDER = SHADER_ROOT / "builtin"
 MANIFEST = FOLDER / "variants.jsonl"
@@ -106,6 +119,14 @@ def library() -> Library:
     return Library()
 
 
+def shipped_only() -> Callable[[Kernel], bool] | None:
+    """compile()'s `kernels` option on this machine: None where glslc can compile any kernel; without glslc, whether
+    a kernel is shipped compiled."""
+    if shutil.which("glslc") is not None:
+        return None
+    return lambda kernel: library().get(variant_of(kernel)) is not None
+
+
 def build(variants: list[Variant] | None = None, path: Path = LIBRARY) -> int:
     """Compiles the listed variants with glslc into the library (atomically); returns how many."""
     variants = list(dict.fromkeys(manifest() if variants is None else variants))
@@ -152,19 +173,27 @@ def model_graphs() -> list:
     return shipped + [built.build(name)[0] for name in built.GRAPHS]
 
 
-def conformance_graphs() -> list:
-    """Arm's conformance selection (positive tests, FFT sizes included), generated on first use."""
+# generator seeds of the extra selections `collect` lists: more shapes, so more of the structural choices a shape
+# makes (vector width, chunking, per-channel scales) are shipped; the tests check the default selection only
+EXTRA_SEEDS = (1, 2)
+
+
+def conformance_graphs(seeds: tuple[int, ...] = ()) -> list:
+    """Arm's conformance selection (positive tests, FFT sizes included), and the same selection generated with
+    each of `seeds`; generated on first use."""
     from ..conformance.generate import FFT_SELECTION, Selection, selected_tests
     from ..ir import load_graph
 
     tests = selected_tests(Selection()) + selected_tests(FFT_SELECTION)
+    for seed in seeds:
+        tests += selected_tests(Selection(seed=seed))
     return [load_graph(t / json.loads((t / "desc.json").read_text())["tosa_file"]) for t in tests]
 
 
 def main(argv: list[str]) -> int:
     command = argv[0] if argv else "info"
     if command == "collect":
-        variants = corpus_variants(model_graphs() + conformance_graphs())
+        variants = corpus_variants(model_graphs() + conformance_graphs(EXTRA_SEEDS))
         write_manifest(variants)
         print(f"{MANIFEST}: {len(variants)} variants")
     elif command == "build":
