@@ -5,8 +5,8 @@ unroll: the geometry (shapes, pads, strides, dilations), the register tile, the 
 bias are specialization constants (one compiled module per types, each layer's copy specialized:
 tosa_vk/vulkan/shaders.py), except depthwise.comp's shapes and pads, which are push constants (no loop depends on
 them); constant zero points are push-constant words (LowerCtx.word). Layers that differ only in push constants share
-a pipeline. Each invocation computes a
-register tile of output pixels x output channels; the channel block comes from gl_WorkGroupID.y.
+a pipeline. Each invocation computes a register tile of output pixels x output channels; the channel block comes from
+gl_WorkGroupID.y (or, packed, from the x index).
 """
 
 from __future__ import annotations
