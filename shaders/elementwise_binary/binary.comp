@@ -40,15 +40,10 @@ layout(set = 0, binding = 3) readonly buffer InS { S_T s[]; };
 
 O_T apply(A_T va, B_T vb) { return STORE_O(OP(COMPUTE_T(LOAD_A(va)), COMPUTE_T(LOAD_B(vb)))); }
 
-#define OFFSET(X, strides, i, r) \
-    if (X##_MODE == 1) r = 0u; else if (X##_MODE >= 2) BROADCAST_OFFSET(i, p.rank, p.shape, strides, r) else r = i;
-// the 4 elements of X for 4 consecutive outputs are equal
-#define SPLAT(X) (X##_MODE == 1 || X##_MODE == 3)
-
 void scalar_element(uint i) {
     uint ia, ib;
-    OFFSET(A, p.stride_a, i, ia)
-    OFFSET(B, p.stride_b, i, ib)
+    INPUT_OFFSET(A, p.stride_a, i, ia)
+    INPUT_OFFSET(B, p.stride_b, i, ib)
     o[i] = apply(a[ia], b[ib]);
 }
 
@@ -62,10 +57,10 @@ void main() {
     uint first = j * 4u;
     if (first + 4u <= p.total) {
         uint ia, ib;
-        OFFSET(A, p.stride_a, first, ia)
-        OFFSET(B, p.stride_b, first, ib)
-        A_T4 va = SPLAT(A) ? A_T4(a[ia]) : a4[ia >> 2];
-        B_T4 vb = SPLAT(B) ? B_T4(b[ib]) : b4[ib >> 2];
+        INPUT_OFFSET(A, p.stride_a, first, ia)
+        INPUT_OFFSET(B, p.stride_b, first, ib)
+        A_T4 va = INPUT_SPLAT(A) ? A_T4(a[ia]) : a4[ia >> 2];
+        B_T4 vb = INPUT_SPLAT(B) ? B_T4(b[ib]) : b4[ib >> 2];
         o4[j] = O_T4(apply(va.x, vb.x), apply(va.y, vb.y), apply(va.z, vb.z), apply(va.w, vb.w));
     } else {
         for (uint i = first; i < p.total; ++i) scalar_element(i);

@@ -30,16 +30,11 @@ layout(push_constant) uniform Params {
 } p;
 #endif
 
-#define OFFSET(X, strides, i, r) \
-    if (X##_MODE == 1) r = 0u; else if (X##_MODE >= 2) BROADCAST_OFFSET(i, p.rank, p.shape, strides, r) else r = i;
-// the 4 elements of X for 4 consecutive outputs are equal
-#define SPLAT(X) (X##_MODE == 1 || X##_MODE == 3)
-
 void scalar_element(uint i) {
     uint ia, ib, ic;
-    OFFSET(A, p.stride_a, i, ia)
-    OFFSET(B, p.stride_b, i, ib)
-    OFFSET(C, p.stride_c, i, ic)
+    INPUT_OFFSET(A, p.stride_a, i, ia)
+    INPUT_OFFSET(B, p.stride_b, i, ib)
+    INPUT_OFFSET(C, p.stride_c, i, ic)
     o[i] = LOAD_A(a[ia]) ? b[ib] : c[ic];
 }
 
@@ -53,12 +48,12 @@ void main() {
     uint first = j * 4u;
     if (first + 4u <= p.total) {
         uint ia, ib, ic;
-        OFFSET(A, p.stride_a, first, ia)
-        OFFSET(B, p.stride_b, first, ib)
-        OFFSET(C, p.stride_c, first, ic)
-        A_T4 va = SPLAT(A) ? A_T4(a[ia]) : a4[ia >> 2];
-        B_T4 vb = SPLAT(B) ? B_T4(b[ib]) : b4[ib >> 2];
-        C_T4 vc = SPLAT(C) ? C_T4(c[ic]) : c4[ic >> 2];
+        INPUT_OFFSET(A, p.stride_a, first, ia)
+        INPUT_OFFSET(B, p.stride_b, first, ib)
+        INPUT_OFFSET(C, p.stride_c, first, ic)
+        A_T4 va = INPUT_SPLAT(A) ? A_T4(a[ia]) : a4[ia >> 2];
+        B_T4 vb = INPUT_SPLAT(B) ? B_T4(b[ib]) : b4[ib >> 2];
+        C_T4 vc = INPUT_SPLAT(C) ? C_T4(c[ic]) : c4[ic >> 2];
         O_T4 r;
         for (int k = 0; k < 4; ++k) r[k] = LOAD_A(va[k]) ? vb[k] : vc[k];
         o4[j] = r;

@@ -15,4 +15,12 @@ uint flat_index() { return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * g
     for (int d_ = rank - 1; d_ >= 0; --d_) { \
         uint c_ = rem_ % uint(shape[d_]); rem_ /= uint(shape[d_]); result += c_ * uint(strides[d_]); } }
 
+// Input X's element for output element i, by its broadcast pattern X_MODE (a specialization constant,
+// tosa_vk/lower/elementwise_binary.py::broadcast_defines: 0 the output's shape, 1 one element, 2 broadcast, 3 also
+// along the innermost dimension), with the output's shape in the push constants p.rank / p.shape.
+#define INPUT_OFFSET(X, strides, i, r) \
+    if (X##_MODE == 1) r = 0u; else if (X##_MODE >= 2) BROADCAST_OFFSET(i, p.rank, p.shape, strides, r) else r = i;
+// whether X's 4 elements for 4 consecutive outputs are one and the same
+#define INPUT_SPLAT(X) (X##_MODE == 1 || X##_MODE == 3)
+
 #endif

@@ -70,8 +70,8 @@ def broadcast_push(out_shape, in_shapes) -> tuple[Push, bool]:
     return (push.BINARY if len(in_shapes) == 2 else push.SELECT).pack(*fields), broadcast
 
 
-def broadcast_defines(names: str, tensors, out) -> tuple[dict[str, str], dict[str, int], bool]:
-    """(defines, specialization constants, vec4). Per input binding X (`names[k]`) the constant X_MODE: 0 the
+def broadcast_defines(names: str, tensors, out) -> tuple[dict[str, str], dict[str, int]]:
+    """(defines, specialization constants). Per input binding X (`names[k]`) the constant X_MODE: 0 the
     output's shape, 1 one element (scalar), 2 broadcast along some dimensions, 3 that and along the innermost
     coalesced one (its 4 elements for 4 consecutive outputs are equal). VEC4 = 1 (4 elements per invocation through
     the X_T4 4-vector views, always declared) when no input is broadcast or the innermost coalesced dimension is a
@@ -86,10 +86,9 @@ def broadcast_defines(names: str, tensors, out) -> tuple[dict[str, str], dict[st
             specs[f"{name}_MODE"] = 1
         else:
             specs[f"{name}_MODE"] = 3 if merged[-1][k + 1] == 1 else 2
-    vec4 = all(m < 2 for m in specs.values()) or merged[-1][0] % 4 == 0
-    specs["VEC4"] = int(vec4)
+    specs["VEC4"] = int(all(m < 2 for m in specs.values()) or merged[-1][0] % 4 == 0)
     defines = {f"{name}_T4": VEC4[glsl_storage(t.dtype)] for name, t in zip(names + "O", list(tensors) + [out])}
-    return defines, specs, vec4
+    return defines, specs
 
 
 def binary(
@@ -103,7 +102,7 @@ def binary(
     a, b = ctx.inputs[:2]
     out = ctx.outputs[0]
     values, _ = broadcast_push(out.shape, [a.shape, b.shape])
-    layout, specs, vec4 = broadcast_defines("AB", [a, b], out)
+    layout, specs = broadcast_defines("AB", [a, b], out)
     all_defines = {"COMPUTE_T": compute, "OP(x, y)": op_expr, **layout, **(defines or {})}
     return [
         ctx.kernel(
@@ -111,7 +110,7 @@ def binary(
             {"A": a.name, "B": b.name, "O": out.name, **(extra or {})},
             all_defines,
             values,
-            invocations=-(-out.size // 4) if vec4 else out.size,
+            invocations=-(-out.size // 4) if specs["VEC4"] else out.size,
             specs=specs,
         )
     ]

@@ -16,14 +16,14 @@ def SELECT(ctx: LowerCtx):
     if cond.dtype != DType.BOOL or not (on_true.dtype == on_false.dtype == out.dtype) or out.dtype not in _TYPES:
         return None
     values, _ = broadcast_push(out.shape, [cond.shape, on_true.shape, on_false.shape])
-    defines, specs, vec4 = broadcast_defines("ABC", [cond, on_true, on_false], out)
+    defines, specs = broadcast_defines("ABC", [cond, on_true, on_false], out)
     return [
         ctx.kernel(
             "elementwise_ternary/select",
             {"A": cond.name, "B": on_true.name, "C": on_false.name, "O": out.name},
             defines,
             values,
-            invocations=-(-out.size // 4) if vec4 else out.size,
+            invocations=-(-out.size // 4) if specs["VEC4"] else out.size,
             specs=specs,
         )
     ]
