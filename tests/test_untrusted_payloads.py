@@ -188,3 +188,27 @@ def test_ctrl_c_stops_a_cli_run(tmp_path):
     assert proc.returncode == 130, err[-2000:]
     assert "tosa-vk: interrupted" in err and "Traceback" not in err
     assert time.monotonic() - start < 10
+
+
+def test_ctrl_c_ends_the_cli_even_when_the_main_thread_misses_it():
+    """A main thread stuck in a C call, or one that loses KeyboardInterrupt in a finalizer, cannot act on Ctrl-C:
+    the command's interrupt watcher ends the process after INTERRUPT_GRACE_S."""
+    import signal
+    import time
+
+    code = (
+        "import sys, time\n"
+        "from tosa_vk import cli\n"
+        "cli._watch_interrupts()\n"
+        "print('ready', flush=True)\n"
+        "while True:\n"
+        "    try:\n        time.sleep(60)\n"
+        "    except KeyboardInterrupt:\n        pass  # swallowed, as inside a finalizer\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    start = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "tosa-vk: interrupted" in err
+    assert time.monotonic() - start < 10

@@ -6,7 +6,9 @@ import argparse
 import json
 import os
 import re
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -465,6 +467,37 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+# How long the main thread has to act on Ctrl-C before the process ends without it.
+INTERRUPT_GRACE_S = 2.0
+
+
+def _interrupted() -> None:
+    """Leaves at once: the device may still run the interrupted work, and the interpreter's teardown would wait
+    for it (the operating system frees the device's memory)."""
+    print("tosa-vk: interrupted", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(130)
+
+
+def _watch_interrupts() -> None:
+    """Ctrl-C raises KeyboardInterrupt in the main thread, between two bytecodes: a main thread inside a long C call
+    (a driver compiling a pipeline, a Vulkan wait) acts on it only when the call returns, and one that gets it inside
+    a finalizer or a C callback loses it (Python prints it and goes on), so a runaway shader would keep the process.
+    The signal also wakes this thread (signal.set_wakeup_fd), which ends the process if the main thread has not
+    within INTERRUPT_GRACE_S. Set up by the command's entry point, not by main(), which callers may run in-process."""
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+
+    def watch() -> None:
+        while signal.SIGINT not in os.read(read, 64):
+            pass
+        time.sleep(INTERRUPT_GRACE_S)
+        _interrupted()
+
+    threading.Thread(target=watch, name="tosa-vk-interrupt", daemon=True).start()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -473,11 +506,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tosa-vk: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        # the device may still run the interrupted work: leave without the interpreter's teardown, which would
-        # wait for it (the operating system frees the device's memory)
-        print("tosa-vk: interrupted", file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        os._exit(130)
+        _interrupted()
     except Exception as err:  # anything else: one line, not a traceback (--debug shows it)
         if args.debug:
             raise
@@ -488,5 +517,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def entry() -> int:
+    """The `tosa-vk` command (and `python -m tosa_vk.cli`): main() in a process of its own."""
+    _watch_interrupts()
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())
