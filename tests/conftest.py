@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -37,10 +38,30 @@ def one_positive_test_per_op() -> list[Path]:
 
 
 # Fixture name -> the generated test folders it is parametrized with (computed only for tests that will run).
+@functools.cache
+def one_positive_test_per_class() -> list[Path]:
+    """The first positive test of each (operators, element types) class of the selection: every TOSA.001000.1
+    instruction with each of its type-table rows that the generator covers."""
+    from tosa_vk.ir import load_graph
+
+    seen, picked = set(), []
+    for folder in conformance_selection("positive"):
+        main = load_graph(folder / "test.tosa").main
+        key = (
+            tuple(sorted({op.op for op in main.operators} - {"CONST", "CONST_SHAPE"})),
+            tuple(sorted({t.dtype.name for t in main.tensors.values()})),
+        )
+        if key not in seen:
+            seen.add(key)
+            picked.append(folder)
+    return picked
+
+
 CONFORMANCE_PARAMS = {
     "positive_test": lambda: conformance_selection("positive"),
     "negative_test": lambda: conformance_selection("negative"),
     "op_positive_test": one_positive_test_per_op,
+    "class_test": one_positive_test_per_class,
 }
 
 

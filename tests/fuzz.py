@@ -1,7 +1,10 @@
 """Mutation fuzzers for what tosa_vk reads from untrusted files (issue 15): .tosa graphs, .vgf containers (COMPUTE
 segments, and GRAPH segments as Arm's model-converter writes them) and com.arm.VulkanCustomShader payloads.
 
-    bash scripts/fuzz.sh tosa|vgf|payload N [--seed S] [--hang-s T] [--json report.json]
+    bash scripts/fuzz.sh tosa|vgf|graph|payload N [--seed S] [--hang-s T] [--json report.json]
+
+`graph` mutates the SPIR-V words of GRAPH segments' modules (model-converter's and tosa_vk's exports), which
+tosa_vk decodes into a graph (tosa_vk/spirv_graph) before compiling it; `vgf` mutates the container's structure.
 
 Each case mutates one seed file (seeded by case number: reproducible) and runs it as `tosa-vk run` would: load on
 Vulkan, run with deterministic inputs, read the outputs. Outcomes:
@@ -40,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-KINDS = ("tosa", "vgf", "payload")
+KINDS = ("tosa", "vgf", "graph", "payload")
 OUTCOMES = ("ok", "changed", "error", "wrong", "traceback", "crash", "hang")
 MAX_ELEMENTS = 1 << 22  # a mutated graph with bigger tensors is loaded, not run (its feeds alone would be GBs)
 INTERESTING = (0, 1, 2, 3, 4, 7, 8, 16, 64, 255, 256, 0x7F, 0x80, 0xFF, 0x7FFF, 0xFFFF, 0x7FFFFFFF, 0x80000000,
@@ -106,10 +109,20 @@ def make_seeds(kind: str, work: Path) -> list[Path]:
     if kind == "payload":
         return [work / "custom_glsl.tosa", _spirv_payload_seed(work)]
     seeds = []
+    if kind == "graph":
+        from tosa_vk.vgf_graph import export
+
+        for name in ("conv_int8", "layout_fp32"):
+            export(graphs[name], work / f"{name}.graph.vgf")
+            seeds.append(work / f"{name}.graph.vgf")
+            converted = _model_converter_seed(work, name)
+            if converted is not None:
+                seeds.append(converted)
+        return seeds
     for name in ("conv_int8", "layout_fp32", "custom_glsl"):
         export_vgf(tosa_vk.compile(graphs[name], views=False), work / f"{name}.vgf")
         seeds.append(work / f"{name}.vgf")
-    graph_vgf = _model_converter_seed(work)
+    graph_vgf = _model_converter_seed(work, "layout_fp32")
     if graph_vgf is not None:
         seeds.append(graph_vgf)
     return seeds
@@ -130,7 +143,7 @@ def _spirv_payload_seed(work: Path) -> Path:
     return work / "spirv.tosa"
 
 
-def _model_converter_seed(work: Path) -> Path | None:
+def _model_converter_seed(work: Path, name: str) -> Path | None:
     """A VGF with a GRAPH segment, written by Arm's model-converter (None where the Arm SDK is not installed)."""
     try:
         from tosa_vk.bench.anchors import arm_sdk
@@ -138,9 +151,9 @@ def _model_converter_seed(work: Path) -> Path | None:
         exe = arm_sdk._tool("model_converter", "model-converter")
     except Exception:
         return None
-    out = work / "graph_segment.vgf"
+    out = work / f"{name}.converted.vgf"
     done = subprocess.run(
-        [exe, "-i", str(work / "layout_fp32.tosa"), "-o", str(out)], capture_output=True, text=True, timeout=300
+        [exe, "-i", str(work / f"{name}.tosa"), "-o", str(out)], capture_output=True, text=True, timeout=300
     )
     return out if done.returncode == 0 and out.is_file() else None
 
@@ -162,6 +175,35 @@ def vgf_structure(data: bytes) -> list[tuple[int, int]]:
             size = min(size, 16 + 24 * count)
         spans.append((offset, offset + size))
     return [(a, b) for a, b in spans if 0 <= a < b <= len(data)]
+
+
+def mutate_graph_module(data: bytes, rng: random.Random) -> bytes:
+    """The VGF with the SPIR-V of one GRAPH module mutated: words set to interesting values or to other ids,
+    instructions' word counts changed, words deleted or duplicated (mutate_bytes on the code, aligned)."""
+    from vgf import read_vgf, write_vgf
+
+    vgf = read_vgf(data)
+    module = rng.choice([m for m in vgf.modules if m.type == "GRAPH"])
+    assert isinstance(module.code, bytes)
+    code = bytearray(module.code)
+    for _ in range(rng.randint(1, 3)):
+        words = len(code) // 4
+        if words <= 5:
+            break
+        at = 4 * rng.randrange(5, words)  # past the header: the decoder's rules, not the magic number's
+        what = rng.random()
+        if what < 0.5:  # an operand word: an interesting value or a nearby id
+            word = int.from_bytes(code[at : at + 4], "little")
+            value = rng.choice(INTERESTING) if rng.random() < 0.5 else word + rng.choice((-2, -1, 1, 2))
+            code[at : at + 4] = (value & 0xFFFFFFFF).to_bytes(4, "little")
+        elif what < 0.7:  # an instruction's word count or opcode
+            code[at + rng.choice((0, 2))] ^= 1 << rng.randrange(8)
+        elif what < 0.85:
+            del code[at : at + 4 * rng.randint(1, 8)]
+        else:
+            code[at:at] = code[at : at + 4 * rng.randint(1, 8)]
+    module.code = bytes(code)
+    return write_vgf(vgf)
 
 
 def mutate_bytes(data: bytes, rng: random.Random, spans: list[tuple[int, int]] | None = None) -> bytes:
@@ -326,7 +368,7 @@ class Worker:
         self.signatures = {p: self.signature(p) for p, _ in self.seeds}
 
     def baseline_of(self, path: Path) -> dict | None:
-        """The seed's outputs; None for a seed tosa_vk refuses (a VGF of GRAPH segments)."""
+        """The seed's outputs; None for a seed tosa_vk refuses."""
         try:
             return self.run_file(path, 0)[1]
         except self.errors:
@@ -335,11 +377,10 @@ class Worker:
     def run_file(self, path: Path, case: int) -> tuple[dict | None, dict | None]:
         """(outputs on Vulkan or None when too big to run, feeds)."""
         if path.suffix == ".vgf":
-            from tosa_vk.vgf_run import VGFModel
             from vgf import inspect, read_vgf
 
             inspect.describe(read_vgf(path), str(path))  # `tosa-vk inspect` reads every file it is given
-            model: Any = VGFModel(path, self.device, timeout_s=20)
+            model: Any = self.tosa_vk.load(path, device=self.device, timeout_s=20)  # GRAPH segments: decoded
         else:
             if graph_too_big(path):
                 self.tosa_vk.load(path, backend="vulkan", device=self.device, timeout_s=20).close()
@@ -382,6 +423,8 @@ class Worker:
             attrs, touched = mutate_payload(bytes(op.attrs["implementation_attrs"]), rng)
             op.attrs["implementation_attrs"] = attrs
             self.tosa_vk.save_graph(graph, path)
+        elif self.kind == "graph":
+            path.write_bytes(mutate_graph_module(data, rng))
         else:
             path.write_bytes(mutate_bytes(data, rng, vgf_structure(data) if self.kind == "vgf" else None))
         try:
@@ -408,6 +451,8 @@ class Worker:
             return "ok", ""
         if self.kind == "vgf" and self.signature(path) == self.signatures[seed_path]:
             return "changed", "constant data / shader code / dispatch / declared shapes changed"
+        if self.kind == "graph":  # a different module is a different graph: it must run or be refused, cleanly
+            return "changed", "the graph module's code changed"
         if self.kind == "payload" and touched <= {"shader_code", "workgroup_sizes", "push_constants"}:
             return "changed", f"changed {sorted(touched)}"
         return "wrong", f"outputs changed; touched {sorted(touched) or 'structure'}"

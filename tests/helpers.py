@@ -193,6 +193,73 @@ def vgf_dump(path) -> dict:
     return json.loads(out.stdout)
 
 
+# Arm's scenario runner as its documentation runs it: a scenario file, its resources' src / dst paths, run once. The
+# ML emulation layers are chosen by environment variables read at the first vkCreateInstance: a fresh interpreter.
+_RUN_SCENARIO = """
+import sys
+from pathlib import Path
+from tosa_vk.bench.anchors.arm_sdk import _setup_layers
+_setup_layers(Path(sys.argv[2]))
+import scenario_runner_py
+scenario_runner_py.load_scenario(sys.argv[1]).run()
+"""
+
+
+def arm_documented_flow(vgf_path, inputs: Sequence[np.ndarray], tmp_path) -> list[np.ndarray]:
+    """Arm's documented flow for a .vgf: `vgf_dump --scenario-template`, only the TEMPLATE_PATH_* placeholders
+    filled in (inputs by model-sequence position, outputs to files, a compute segment's shader with the module
+    `vgf_dump --dump-spirv K` / `--dump-glsl K` writes), the scenario run by Arm's scenario runner with the ML
+    emulation layer. Returns the outputs by position, as scenario-runner wrote them."""
+    import json
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import vgf_lib
+
+    tmp_path = Path(tmp_path)
+    exe = Path(vgf_lib.__file__).resolve().parent / "binaries" / "bin" / "vgf_dump"
+    scenario = tmp_path / "scenario.json"
+    done = subprocess.run(
+        [str(exe), "-i", str(vgf_path), "-o", str(scenario), "--scenario-template"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    text = scenario.read_text()
+    outputs: dict[int, Path] = {}
+
+    def fill(match: re.Match) -> str:
+        kind, index = match.group(1), int(match.group(2))
+        if kind == "TENSOR_INPUT":
+            path = tmp_path / f"in{index}.npy"
+            np.save(path, np.ascontiguousarray(inputs[index]))
+        elif kind == "TENSOR_OUTPUT":
+            path = outputs[index] = tmp_path / f"out{index}.npy"
+        else:  # SHADER_SPIRV / SHADER_GLSL: the module at that index, as vgf_dump writes it
+            language = kind.split("_")[1].lower()
+            path = tmp_path / f"shader{index}.{language}"
+            dump = [str(exe), "-i", str(vgf_path), f"--dump-{language}", str(index), "-o", str(path)]
+            assert subprocess.run(dump, capture_output=True, timeout=120).returncode == 0, dump
+        return str(path)
+
+    text = re.sub(r"TEMPLATE_PATH_(TENSOR_INPUT|TENSOR_OUTPUT|SHADER_SPIRV|SHADER_GLSL)_(\d+)", fill, text)
+    assert "TEMPLATE_PATH" not in text, re.findall(r"TEMPLATE_PATH_\w+", text)
+    scenario.write_text(text)
+    json.loads(text)
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_SCENARIO, str(scenario), str(tmp_path / "layers")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=Path(vgf_path).parent,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return [np.load(outputs[i]) for i in sorted(outputs)]
+
+
 def same_bits(got: np.ndarray, want: np.ndarray, what: str) -> None:
     """Bit-exact, byte for byte (NaN payloads included; also for bf16 / fp8, whose NaNs numpy cannot compare)."""
     assert got.shape == want.shape, what

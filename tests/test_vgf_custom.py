@@ -30,6 +30,7 @@ from test_custom_ops import (
     single_custom_graph,
 )
 
+import tosa_vk
 from tosa_vk import Builder, TosaError, custom, custom_payload
 from tosa_vk.bench.anchors import arm_sdk
 from tosa_vk.ir.flatbuffer import save_graph
@@ -371,9 +372,10 @@ def test_model_converter_vgf_runs_on_tosa_vk(case, device, worker, tmp_path):
             same_bits(theirs, value, f"{case}: scenario-runner runs Arm's VGF")
 
 
-def test_model_converter_graph_segments_are_refused(tmp_path):
-    """A CUSTOM node next to a TOSA operator: model-converter adds a GRAPH segment, which tosa_vk refuses clearly."""
-    graph, _ = import_cases(tmp_path)["spirv_buffers"]
+def test_model_converter_graph_and_compute_segments_run_on_tosa_vk(tmp_path, device):
+    """A CUSTOM node next to a TOSA operator: model-converter writes a GRAPH and a COMPUTE segment; tosa_vk decodes
+    the graph and runs the shader as a custom node (tosa_vk/vgf_graph.py)."""
+    graph, feeds = import_cases(tmp_path)["spirv_buffers"]
     b = Builder()
     x = b.input("x", (4, 4), "fp32")
     y = b.custom(
@@ -386,9 +388,12 @@ def test_model_converter_graph_segments_are_refused(tmp_path):
         name="y",
     )
     b.output(y)
-    save_graph(b.build(), tmp_path / "mixed.tosa")
+    mixed = b.build()
+    save_graph(mixed, tmp_path / "mixed.tosa")
     model_converter(tmp_path / "mixed.tosa", tmp_path / "mixed.vgf")
     vgf = read_vgf(tmp_path / "mixed.vgf")
     assert sorted({s.type for s in vgf.segments}) == ["COMPUTE", "GRAPH"]
-    with pytest.raises(TosaError, match="graph segments are not supported"):
-        VGFModel(tmp_path / "mixed.vgf")
+    with vulkan(mixed, device) as model:
+        want = model.run(feeds)["y"]
+    with tosa_vk.load(tmp_path / "mixed.vgf", device=device) as imported:
+        same_bits(imported.run({"input_0": feeds["x"]})["output_0"], want, "model-converter's GRAPH + COMPUTE VGF")

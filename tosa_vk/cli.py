@@ -11,11 +11,11 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
-from vgf import VGFError
+from vgf import VGFError, load_vgf
 
 from .errors import TosaError
 
@@ -177,13 +177,13 @@ def cmd_run(args) -> int:
             feeds[name] = _load_npy(Path(file))
     else:
         raise TosaError("give a model file or --test-desc desc.json")
-    if model_path.suffix == ".vgf":
-        return _run_vgf(model_path, feeds, args)
+    backend = args.backend or ("vulkan" if model_path.suffix.lower() == ".vgf" else "reference")
     start = time.perf_counter()
-    model = load(model_path, backend=args.backend)
+    model = load(model_path, backend=backend)
+    if not isinstance(model, GraphModel):  # a VGF of compute segments only: run as it is
+        return _run_vgf(model_path, model, feeds, args, start)
     outputs = model.run(feeds)
     seconds = time.perf_counter() - start
-    assert isinstance(model, GraphModel), "a .tosa file loads as a graph model"
     graph = model.graph
     checked = load(graph, backend="reference").run(feeds) if args.check else {}
     out_dir = Path(args.output_dir) if args.output_dir else None
@@ -206,22 +206,19 @@ def cmd_run(args) -> int:
             worst = max(worst, diff)
             line += f"; max |diff| vs reference backend = {diff:.3g}"
         print(line)
-    if args.backend == "vulkan":
+    if backend == "vulkan":
         where = [p.where for p in model.placement]
         print(
             f"placement: {where.count('vulkan')} operators as Vulkan kernels, {where.count('fused')} fused into "
             f"them, {where.count('host')} on the host, {where.count('alias')} free aliases"
         )
-    print(f"{model_path}: ran on {args.backend} in {seconds * 1000:.1f} ms (load + first run)")
+    print(f"{model_path}: ran on {backend} in {seconds * 1000:.1f} ms (load + first run)")
     return 1 if (args.compare or args.check) and worst > args.tolerance else 0
 
 
-def _run_vgf(path: Path, feeds: dict, args) -> int:
-    """`tosa-vk run model.vgf`: the container's COMPUTE segments on our Vulkan runtime (tosa_vk/vgf_run.py)."""
-    from .session import load
-
-    start = time.perf_counter()
-    with load(path) as model:
+def _run_vgf(path: Path, model, feeds: dict, args, start: float) -> int:
+    """`tosa-vk run model.vgf` of COMPUTE segments only: run as they are on our Vulkan runtime (tosa_vk/vgf_run.py)."""
+    with model:
         outputs = model.run(feeds)
     seconds = time.perf_counter() - start
     out_dir = Path(args.output_dir) if args.output_dir else None
@@ -239,15 +236,34 @@ def _run_vgf(path: Path, feeds: dict, args) -> int:
 
 
 def cmd_export(args) -> int:
-    from .session import load
-
     out = Path(args.output or Path(args.model).with_suffix(".vgf"))
-    with load(args.model, backend="vulkan", strict=True) as model:
-        vgf = model.export_vgf(out)
+    if args.segments == "graph":
+        from .ir import load_graph
+        from .vgf_graph import export
+
+        vgf = export(load_graph(args.model), out, file=args.model)
+    else:
+        from .session import load
+
+        with load(args.model, backend="vulkan", strict=True) as model:
+            vgf = model.export_vgf(out)
+    kinds = [s.type for s in vgf.segments]
     print(
-        f"{out}: {out.stat().st_size} bytes, {len(vgf.segments)} compute segments, {len(vgf.modules)} modules, "
-        f"{len(vgf.resources)} resources, {len(vgf.constants)} constants"
+        f"{out}: {out.stat().st_size} bytes, {kinds.count('GRAPH')} graph and {kinds.count('COMPUTE')} compute "
+        f"segments, {len(vgf.modules)} modules, {len(vgf.resources)} resources, {len(vgf.constants)} constants"
     )
+    return 0
+
+
+def cmd_vgf2tosa(args) -> int:
+    from .ir.flatbuffer import save_graph
+    from .vgf_graph import to_graph
+
+    out = Path(args.output or Path(args.model).with_suffix(".tosa"))
+    graph = to_graph(load_vgf(args.model), file=args.model)
+    save_graph(graph, out)
+    counts = graph.op_counts()
+    print(f"{out}: {sum(counts.values())} operators ({', '.join(f'{k} {v}' for k, v in counts.items())})")
     return 0
 
 
@@ -420,7 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--test-desc", help="a conformance-style desc.json naming the model, inputs and output files")
     p.add_argument("-i", "--input", action="append", help="graph input as name=file.npy")
     p.add_argument("-o", "--output-dir", help="write each output here (desc.json's ofm_file, else <name>.npy)")
-    p.add_argument("--backend", default="reference")
+    p.add_argument("--backend", help="reference (the default for .tosa) or vulkan (the default for .vgf)")
     p.add_argument("--compare", action="store_true", help="compare with the ofm_files next to desc.json")
     p.add_argument("--check", action="store_true", help="also run the reference backend and compare")
     p.add_argument("--tolerance", type=float, default=0.0, help="largest |diff| --compare / --check accept")
@@ -435,10 +451,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("--show", type=int, default=50, help="how many failures to list")
     p.set_defaults(func=cmd_conformance)
-    p = sub.add_parser("export", help="compile a .tosa graph and write it as a VGF container (COMPUTE segments)")
+    p = sub.add_parser("export", help="write a .tosa graph as a VGF container for Arm's ML SDK")
     p.add_argument("model")
     p.add_argument("-o", "--output", help="the .vgf to write (default: the model's name with .vgf)")
+    p.add_argument(
+        "--segments",
+        choices=("graph", "compute"),
+        default="graph",
+        help="graph: TOSA operators as SPIR-V graphs, as Arm's model-converter writes them (for VK_ARM_data_graph "
+        "drivers, ExecuTorch's VGF runtime, the ML emulation layer); compute: tosa_vk's own compiled kernels "
+        "(any Vulkan device, no ML extensions)",
+    )
     p.set_defaults(func=cmd_export)
+    p = sub.add_parser("vgf2tosa", help="the TOSA graph a .vgf holds (GRAPH segments decoded), as a .tosa file")
+    p.add_argument("model")
+    p.add_argument("-o", "--output", help="the .tosa to write (default: the model's name with .tosa)")
+    p.set_defaults(func=cmd_vgf2tosa)
     p = sub.add_parser("inspect", help="print a .vgf container: modules, segments, resources, constants")
     p.add_argument("model")
     p.add_argument("--json", action="store_true")
@@ -471,7 +499,7 @@ def build_parser() -> argparse.ArgumentParser:
 INTERRUPT_GRACE_S = 2.0
 
 
-def _interrupted() -> None:
+def _interrupted() -> NoReturn:
     """Leaves at once: the device may still run the interrupted work, and the interpreter's teardown would wait
     for it (the operating system frees the device's memory)."""
     print("tosa-vk: interrupted", file=sys.stderr, flush=True)

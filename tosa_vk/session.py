@@ -3,7 +3,8 @@
 Every backend is a Model subclass with the same methods; `load` picks it and refuses options it does not take:
 - "reference": the numpy reference backend (tosa_vk/reference/model.py);
 - "vulkan": a .tosa file or Graph compiled for a Vulkan device (tosa_vk/vulkan_backend.py);
-- a .vgf file runs on Vulkan as it is (tosa_vk/vgf_run.py).
+- a .vgf file with GRAPH segments is decoded into a graph (tosa_vk/vgf_graph.py) and runs on either backend (vulkan
+  by default); one of COMPUTE segments only runs on Vulkan as it is (tosa_vk/vgf_run.py).
 """
 
 from __future__ import annotations
@@ -125,12 +126,23 @@ class GraphModel(Model):
 
 def load(source: str | Path | Graph, backend: str | None = None, **options: Any) -> Model:
     """A Model from a .tosa path, a Graph or a .vgf path. `backend`: "reference" (the default for TOSA graphs) or
-    "vulkan" (the only one for .vgf files). Options are the backend class's keyword arguments; any other is an
-    error naming it."""
+    "vulkan" (the default for .vgf files, and the only one for those of COMPUTE segments only). Options are the backend
+    class's keyword arguments; any other is an error naming it."""
     is_vgf = not isinstance(source, Graph) and Path(source).suffix.lower() == ".vgf"
+    file = None
+    if is_vgf and not isinstance(source, Graph):
+        from vgf import load_vgf
+
+        vgf = load_vgf(source)
+        if any(s.type == "GRAPH" for s in vgf.segments):  # a TOSA graph: compiled like a .tosa file
+            from .vgf_graph import to_graph
+
+            file, source, is_vgf, backend = str(source), to_graph(vgf, file=str(source)), False, backend or "vulkan"
     if is_vgf:
         if backend not in (None, "vulkan"):
-            raise TosaError(f"a .vgf file runs on the vulkan backend, not {backend!r}", file=str(source))
+            raise TosaError(
+                f"a .vgf file of COMPUTE segments only runs on the vulkan backend, not {backend!r}", file=str(source)
+            )
         backend, where = "vulkan", VGF_BACKEND
     else:
         backend = backend or "reference"
@@ -151,8 +163,10 @@ def load(source: str | Path | Graph, backend: str | None = None, **options: Any)
             f"the {backend} backend{' (.vgf)' if is_vgf else ''} takes no option "
             f"{', '.join(map(repr, unknown))}; its options: {', '.join(accepted) or 'none'}"
         )
-    if is_vgf or isinstance(source, Graph):
+    if is_vgf:
         return cls(source, **options)
+    if isinstance(source, Graph):
+        return cls(source, file=file, **options)
     if issubclass(cls, GraphModel) and cls.parses_lazily:  # it reads the file itself, when it needs the graph
         return cls(None, file=str(source), **options)
     return cls(load_graph(source), file=str(source), **options)
