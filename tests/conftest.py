@@ -110,6 +110,30 @@ def device(_vulkan_device):
 
 
 @pytest.fixture(scope="module")
+def arm(tmp_path_factory):
+    """Arm's vgf_dump and scenario-runner binaries, and the environment that gives scenario-runner the ML emulation
+    layers (helpers.arm_flow runs them); skips where the Arm SDK is not installed."""
+    import os
+
+    from helpers import ArmTools
+
+    from tosa_vk.bench.anchors import arm_sdk
+
+    reason = arm_sdk.available()
+    if reason is not None:
+        pytest.skip(reason)
+    tools = arm_sdk._tool("vgf_lib", "vgf_dump"), arm_sdk._tool("scenario_runner", "scenario-runner")
+    saved = dict(os.environ)
+    try:  # the layer variables go to scenario-runner only, never to this process's own Vulkan instances
+        arm_sdk._setup_layers(tmp_path_factory.mktemp("layers"))
+        env = dict(os.environ)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return ArmTools(*tools, env)
+
+
+@pytest.fixture(scope="module")
 def worker():
     """Arm's scenario-runner (ML emulation layer on this device) in a worker process (tosa_vk/bench/anchors)."""
     from tosa_vk.bench.anchors import arm_sdk

@@ -5,7 +5,10 @@ the Vulkan test files share. Imported as `from helpers import ...` (tests/ is on
 from __future__ import annotations
 
 import dataclasses
+import re
+import subprocess
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -193,71 +196,53 @@ def vgf_dump(path) -> dict:
     return json.loads(out.stdout)
 
 
-# Arm's scenario runner as its documentation runs it: a scenario file, its resources' src / dst paths, run once. The
-# ML emulation layers are chosen by environment variables read at the first vkCreateInstance: a fresh interpreter.
-_RUN_SCENARIO = """
-import sys
-from pathlib import Path
-from tosa_vk.bench.anchors.arm_sdk import _setup_layers
-_setup_layers(Path(sys.argv[2]))
-import scenario_runner_py
-scenario_runner_py.load_scenario(sys.argv[1]).run()
-"""
+# ---- Arm's documented ML SDK flow ----------------------------------------------------------------------------------
+
+PLACEHOLDER = re.compile(r"TEMPLATE_PATH_(?:(TENSOR|BUFFER|IMAGE)_(INPUT|OUTPUT)|SHADER_(SPIRV|GLSL|HLSL))_(\d+)")
 
 
-def arm_documented_flow(vgf_path, inputs: Sequence[np.ndarray], tmp_path) -> list[np.ndarray]:
-    """Arm's documented flow for a .vgf: `vgf_dump --scenario-template`, only the TEMPLATE_PATH_* placeholders
-    filled in (inputs by model-sequence position, outputs to files, a compute segment's shader with the module
-    `vgf_dump --dump-spirv K` / `--dump-glsl K` writes), the scenario run by Arm's scenario runner with the ML
-    emulation layer. Returns the outputs by position, as scenario-runner wrote them."""
-    import json
-    import re
-    import subprocess
-    import sys
-    from pathlib import Path
+@dataclasses.dataclass
+class ArmTools:
+    vgf_dump: str
+    scenario_runner: str
+    env: dict[str, str]  # this process's environment plus the emulation layers scenario-runner needs
 
-    import vgf_lib
 
-    tmp_path = Path(tmp_path)
-    exe = Path(vgf_lib.__file__).resolve().parent / "binaries" / "bin" / "vgf_dump"
-    scenario = tmp_path / "scenario.json"
-    done = subprocess.run(
-        [str(exe), "-i", str(vgf_path), "-o", str(scenario), "--scenario-template"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    text = scenario.read_text()
+def _tool(args: list, **options) -> None:
+    done = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=300, **options)
+    assert done.returncode == 0, f"{Path(args[0]).name} failed: {(done.stdout + done.stderr)[-3000:]}"
+
+
+def arm_flow(arm: ArmTools, vgf_path: Path, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Arm's documented flow in vgf_path's folder: `vgf_dump --scenario-template`, its placeholders (only) filled
+    with file names (inputs' .npy files, outputs' destinations, a compute module's code as `vgf_dump --dump-spirv K`
+    writes it), `scenario-runner --scenario` with the ML emulation layer. `inputs` in model-sequence order; returns
+    the outputs' files as scenario-runner wrote them, in order."""
+    folder = vgf_path.parent
+    scenario = folder / "scenario.json"
+    _tool([arm.vgf_dump, "-i", vgf_path, "-o", scenario, "--scenario-template"])
+    template = scenario.read_text()
     outputs: dict[int, Path] = {}
 
-    def fill(match: re.Match) -> str:
-        kind, index = match.group(1), int(match.group(2))
-        if kind == "TENSOR_INPUT":
-            path = tmp_path / f"in{index}.npy"
-            np.save(path, np.ascontiguousarray(inputs[index]))
-        elif kind == "TENSOR_OUTPUT":
-            path = outputs[index] = tmp_path / f"out{index}.npy"
-        else:  # SHADER_SPIRV / SHADER_GLSL: the module at that index, as vgf_dump writes it
-            language = kind.split("_")[1].lower()
-            path = tmp_path / f"shader{index}.{language}"
-            dump = [str(exe), "-i", str(vgf_path), f"--dump-{language}", str(index), "-o", str(path)]
-            assert subprocess.run(dump, capture_output=True, timeout=120).returncode == 0, dump
-        return str(path)
+    def fill(m: re.Match) -> str:
+        io, language, k = m.group(2), m.group(3), int(m.group(4))
+        if language:  # a compute module's code, which the VGF holds
+            name = f"shader_{k}.{'spv' if language == 'SPIRV' else language.lower()}"
+            dump = "--dump-spirv" if language == "SPIRV" else f"--dump-{language.lower()}"
+            _tool([arm.vgf_dump, "-i", vgf_path, "-o", folder / name, dump, k])
+        elif io == "INPUT":
+            name = f"input_{k}.npy"
+            np.save(folder / name, inputs[k])
+        else:
+            name = f"output_{k}.npy"
+            outputs[k] = folder / name
+        return name
 
-    text = re.sub(r"TEMPLATE_PATH_(TENSOR_INPUT|TENSOR_OUTPUT|SHADER_SPIRV|SHADER_GLSL)_(\d+)", fill, text)
-    assert "TEMPLATE_PATH" not in text, re.findall(r"TEMPLATE_PATH_\w+", text)
-    scenario.write_text(text)
-    json.loads(text)
-    done = subprocess.run(
-        [sys.executable, "-c", _RUN_SCENARIO, str(scenario), str(tmp_path / "layers")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=Path(vgf_path).parent,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return [np.load(outputs[i]) for i in sorted(outputs)]
+    filled = PLACEHOLDER.sub(fill, template)
+    assert "TEMPLATE_PATH" not in filled, "a placeholder this helper does not know"
+    scenario.write_text(filled)
+    _tool([arm.scenario_runner, "--scenario", scenario], cwd=folder, env=arm.env)
+    return [np.load(outputs[k]) for k in sorted(outputs)]
 
 
 def same_bits(got: np.ndarray, want: np.ndarray, what: str) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import arm_documented_flow
+from helpers import arm_flow
 from test_spirv_graph import assert_same_graph
 
 import tosa_vk
@@ -61,13 +61,12 @@ def spirv_val(vgf, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", SHIPPED)
-def test_graph_export_runs_in_arms_documented_flow(name, tmp_path):
-    needs_arm_sdk()
+def test_graph_export_runs_in_arms_documented_flow(name, arm, tmp_path):
     tosa, x, want = model_case(name)
     vgf = export(tosa_vk.load_graph(tosa), tmp_path / "model.vgf")
     assert [s.type for s in vgf.segments] == ["GRAPH"] and vgf.constants
     spirv_val(vgf, tmp_path)
-    (got,) = arm_documented_flow(tmp_path / "model.vgf", [x], tmp_path)
+    (got,) = arm_flow(arm, tmp_path / "model.vgf", [x])
     close_enough(got, want, f"{name}: scenario-runner")
     again = tosa_vk.load(tmp_path / "model.vgf", backend="vulkan").run({vgf.input_names[0]: x})
     close_enough(next(iter(again.values())), want, f"{name}: tosa_vk on the exported VGF")
@@ -101,14 +100,13 @@ def mixed_graph(tmp_path: Path) -> tuple[tosa_vk.Graph, dict]:
     return b.build(), {"x": x_value}
 
 
-def test_graph_and_compute_segments_run_in_arms_documented_flow(tmp_path):
-    needs_arm_sdk()
+def test_graph_and_compute_segments_run_in_arms_documented_flow(arm, tmp_path):
     graph, feeds = mixed_graph(tmp_path)
     want = ((feeds["x"] + 1) * 2 + 5) * 3
     vgf = export(graph, tmp_path / "mixed.vgf")
     assert [s.type for s in vgf.segments] == ["GRAPH", "COMPUTE", "GRAPH"]
     spirv_val(vgf, tmp_path)
-    (got,) = arm_documented_flow(tmp_path / "mixed.vgf", [feeds["x"]], tmp_path)
+    (got,) = arm_flow(arm, tmp_path / "mixed.vgf", [feeds["x"]])
     np.testing.assert_allclose(got, want, rtol=1e-6)
     with tosa_vk.load(tmp_path / "mixed.vgf") as model:  # decoded: CUSTOM between two graphs
         assert [op.op for op in model.graph.main.operators if op.op != "CONST"] == ["ADD", "CUSTOM", "MUL"]

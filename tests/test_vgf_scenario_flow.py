@@ -11,15 +11,12 @@ when Arm's tools are not installed."""
 from __future__ import annotations
 
 import json
-import os
-import re
-import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers import arm_flow
 from test_custom_ops import DOMAIN, example
 from test_vgf_custom import rgba_bias_attrs
 
@@ -32,72 +29,8 @@ from vgf import load_vgf
 pytestmark = pytest.mark.vulkan
 
 ROOT = Path(__file__).resolve().parent.parent
-MODELS = sorted(Path("/work/shared/models").glob("*/desc.json")) or sorted(
-    (ROOT / "resources" / "models").glob("*/desc.json")
-)
-PLACEHOLDER = re.compile(r"TEMPLATE_PATH_(?:(TENSOR|BUFFER|IMAGE)_(INPUT|OUTPUT)|SHADER_(SPIRV|GLSL|HLSL))_(\d+)")
+MODELS = sorted((ROOT / "resources" / "models").glob("*/desc.json"))
 FLOATS = ("float16", "float32", "float64", "bfloat16", "float8_e4m3fn", "float8_e5m2")
-
-
-@dataclass
-class ArmTools:
-    vgf_dump: str
-    scenario_runner: str
-    env: dict[str, str]  # this process's environment plus the emulation layers scenario-runner needs
-
-
-@pytest.fixture(scope="module")
-def arm(tmp_path_factory) -> ArmTools:
-    try:
-        from tosa_vk.bench.anchors import arm_sdk
-
-        tools = arm_sdk._tool("vgf_lib", "vgf_dump"), arm_sdk._tool("scenario_runner", "scenario-runner")
-        saved = dict(os.environ)
-        try:  # the layer variables go to scenario-runner only, never to this process's own Vulkan instances
-            arm_sdk._setup_layers(tmp_path_factory.mktemp("layers"))
-            env = dict(os.environ)
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-    except (ImportError, FileNotFoundError) as err:
-        pytest.skip(f"Arm's ML SDK tools are not installed: {err}")
-    return ArmTools(*tools, env)
-
-
-def _tool(args: list, **options) -> None:
-    done = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=300, **options)
-    assert done.returncode == 0, f"{Path(args[0]).name} failed: {(done.stdout + done.stderr)[-3000:]}"
-
-
-def arm_flow(arm: ArmTools, vgf_path: Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """Arm's flow in vgf_path's folder: the template, its placeholders (only) filled with file names, scenario-runner.
-    `inputs` in model-sequence order; returns the outputs' files as scenario-runner wrote them, in order."""
-    folder = vgf_path.parent
-    scenario = folder / "scenario.json"
-    _tool([arm.vgf_dump, "-i", vgf_path, "-o", scenario, "--scenario-template"])
-    template = scenario.read_text()
-    outputs: dict[int, Path] = {}
-
-    def fill(m: re.Match) -> str:
-        io, language, k = m.group(2), m.group(3), int(m.group(4))
-        if language:  # a compute module's code, which the VGF holds
-            name = f"shader_{k}.{'spv' if language == 'SPIRV' else language.lower()}"
-            dump = "--dump-spirv" if language == "SPIRV" else f"--dump-{language.lower()}"
-            _tool([arm.vgf_dump, "-i", vgf_path, "-o", folder / name, dump, k])
-        elif io == "INPUT":
-            name = f"input_{k}.npy"
-            np.save(folder / name, inputs[k])
-        else:
-            name = f"output_{k}.npy"
-            outputs[k] = folder / name
-        return name
-
-    filled = PLACEHOLDER.sub(fill, template)
-    assert "TEMPLATE_PATH" not in filled, "a placeholder this helper does not know"
-    assert len(outputs) == len(json.loads(filled)["commands"][0]["dispatch_graph"]["bindings"]) - len(inputs)
-    scenario.write_text(filled)
-    _tool([arm.scenario_runner, "--scenario", scenario], cwd=folder, env=arm.env)
-    return [np.load(outputs[k]) for k in sorted(outputs)]
 
 
 def check(got: np.ndarray, want: np.ndarray, what: str) -> None:
@@ -111,7 +44,7 @@ def check(got: np.ndarray, want: np.ndarray, what: str) -> None:
         np.testing.assert_array_equal(got, want, err_msg=what)
 
 
-def export_and_run(graph, feeds: dict, arm: ArmTools, device, tmp_path: Path, file: str | None = None) -> dict:
+def export_and_run(graph, feeds: dict, arm, device, tmp_path: Path, file: str | None = None) -> dict:
     """Exports `graph` (compiled for lavapipe, every operator a kernel), runs it through Arm's flow and through
     tosa_vk's VGF runner; both must match the reference backend. Returns the reference outputs."""
     reference = tosa_vk.load(graph, backend="reference")
