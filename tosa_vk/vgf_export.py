@@ -36,8 +36,9 @@ segments that fill the constants (below).
   constant section (by SegmentInfo's constant bindings); an alias group is one memory for INTERMEDIATE entries of any
   descriptor type. So a constant the kernels read is an INTERMEDIATE storage-buffer entry (what they bind) in an alias
   group with an INTERMEDIATE TENSOR_ARM entry, and a constant graph sets that tensor to the constant: a graph without
-  inputs or operations whose outputs are graph constants (tosa_vk/vgf_run.py: constant_graph, the layout
-  model-converter writes for a graph whose outputs are constants), GRAPH_OUTPUTS tensors per segment. The CONSTANT
+  inputs or operations whose outputs are graph constants (tosa_vk/vgf_run.py: constant_graph, encoded by
+  tosa_vk/spirv_graph; the layout model-converter writes for a graph whose outputs are constants), GRAPH_OUTPUTS
+  tensors per segment. The CONSTANT
   entry has the tensor's format and shape, or R8_SINT bytes where a graph tensor lacks the element type (bool, bf16,
   fp8, int48); rank 0 and ranks past 6 are flattened. The template then asks for the inputs, the outputs and each
   COMPUTE module's SPIR-V (TEMPLATE_PATH_SHADER_SPIRV_<module index>, which `vgf_dump --dump-spirv <index>` writes:

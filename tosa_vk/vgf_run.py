@@ -12,8 +12,9 @@ its files carried a constant graph), so callers feed only the real inputs.
 Constant graphs: a GRAPH segment whose graph has no inputs and only sets graph constants (the constant section's
 data, bound by SegmentInfo's constant bindings) as its outputs does no computing; tosa_vk's exporter writes one to
 fill the tensors its compute segments read (tosa_vk/vgf_export.py), and model-converter writes one for a graph
-whose outputs are constants. Its module format is defined here once: `constant_graph` writes it, and
-`constant_graph_outputs` recognises it (any graph module of that shape, not only ours). Each output tensor's range
+whose outputs are constants. Its module comes from the SPIR-V graph codec (tosa_vk/spirv_graph): `constant_graph`
+encodes a Block of CONST outputs (every one a graph constant), and `constant_graph_outputs` recognises one by
+decoding it (any graph module of that shape, not only ours). Each output tensor's range
 of the arena is filled with its constant once, at load; a compute segment writing into that memory (the tensor or
 its alias group) is refused, since a file runner would restore the constant on every run and we would not. Other
 GRAPH segments (TOSA graphs for VK_ARM_data_graph) are refused clearly. This runs the VGFs tosa_vk exports and
@@ -23,7 +24,6 @@ those Arm's model-converter writes for graphs of com.arm.VulkanCustomShader oper
 from __future__ import annotations
 
 import math
-import struct
 from pathlib import Path
 
 import numpy as np
@@ -34,23 +34,9 @@ from vgf.vk_enums import DESCRIPTOR_NAMES, FORMAT_BY_VALUE, FORMAT_NAMES, FORMAT
 
 from .errors import TosaError, TosaFormatError
 from .ir.dtype import DType
+from .ir.graph import Block, Operator, Tensor
 from .program import Buffer, Image, Kernel, Program, Step
-from .spirv import (
-    BINDING,
-    DESCRIPTOR_SET,
-    OP_CONSTANT,
-    OP_CONSTANT_COMPOSITE,
-    OP_DECORATE,
-    OP_TYPE_ARRAY,
-    OP_TYPE_FLOAT,
-    OP_TYPE_INT,
-    OP_TYPE_POINTER,
-    OP_TYPE_TENSOR_ARM,
-    OP_VARIABLE,
-    UNIFORM_CONSTANT,
-    ReflectError,
-    instructions,
-)
+from .spirv_graph import decode_module, encode
 from .vulkan import Device
 from .vulkan.memory import align
 from .vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
@@ -62,163 +48,58 @@ _TOSA_NAMES = {np.dtype(d.numpy): d.name for d in reversed(DType) if d not in (D
 _DTYPES = {f.value: np.dtype(f.numpy) for f in FORMATS.values()}
 
 
-# ---- constant graphs ---------------------------------------------------------------------------------------------
-# SPIR-V opcodes and enumerants beyond tosa_vk/spirv.py's (SPIR-V spec 3.x; SPV_ARM_graph, SPV_ARM_tensors)
-_OP_EXT_INST, _OP_EXTENSION, _OP_MEMORY_MODEL, _OP_CAPABILITY = 12, 10, 14, 17
-_OP_GRAPH_CONSTANT, _OP_GRAPH_ENTRY_POINT, _OP_GRAPH, _OP_GRAPH_INPUT = 4181, 4182, 4183, 4184
-_OP_GRAPH_SET_OUTPUT, _OP_GRAPH_END, _OP_TYPE_GRAPH = 4185, 4186, 4190
-_SHADER, _FLOAT16, _INT16, _INT8, _TENSORS, _GRAPH, _VULKAN_MEMORY_MODEL = 1, 9, 22, 39, 4174, 4191, 5345
-_LOGICAL, _VULKAN = 0, 3
-_EXTENSIONS = ("SPV_ARM_tensors", "SPV_ARM_graph", "SPV_KHR_vulkan_memory_model")
-# VkFormat value -> (element type opcode, width, capability): the formats a constant graph's tensors use as they
-# are (TOSA's int8 / int16 / int32 / fp16 / fp32; integers signless, as model-converter writes them). Other
-# element types travel as R8_SINT bytes (vgf_export.py).
+# ---- constant graphs ----------------------------------------------------------------------------------------------
+# VkFormat value -> the element type a constant graph's tensor of that format has (TOSA's int8 / int16 / int32 /
+# fp16 / fp32, whose bytes are the same in the arena and the graph). Other element types travel as R8_SINT bytes
+# (vgf_export.py): bool (a graph constant's true is 0xFF, kernels read 1), bf16, fp8, int48.
 GRAPH_ELEMENTS = {
-    FORMATS["VK_FORMAT_R8_SINT"].value: (OP_TYPE_INT, 8, _INT8),
-    FORMATS["VK_FORMAT_R16_SINT"].value: (OP_TYPE_INT, 16, _INT16),
-    FORMATS["VK_FORMAT_R32_SINT"].value: (OP_TYPE_INT, 32, None),
-    FORMATS["VK_FORMAT_R16_SFLOAT"].value: (OP_TYPE_FLOAT, 16, _FLOAT16),
-    FORMATS["VK_FORMAT_R32_SFLOAT"].value: (OP_TYPE_FLOAT, 32, None),
+    FORMATS[f"VK_FORMAT_{f}"].value: d
+    for f, d in (
+        ("R8_SINT", DType.INT8),
+        ("R16_SINT", DType.INT16),
+        ("R32_SINT", DType.INT32),
+        ("R16_SFLOAT", DType.FP16),
+        ("R32_SFLOAT", DType.FP32),
+    )
 }
 GRAPH_MAX_RANK = 6  # TOSA's MAX_RANK: a tensor's shape as the graph declares it
-
-
-def _string(text: str) -> list[int]:
-    """A SPIR-V literal string operand: nul-terminated UTF-8, zero-padded to whole words."""
-    data = text.encode() + b"\0"
-    data += bytes(-len(data) % 4)
-    return list(struct.unpack(f"<{len(data) // 4}I", data))
 
 
 def constant_graph(name: str, tensors: list[tuple[int, tuple[int, ...]]]) -> bytes:
     """A SPIR-V graph module (entry point `name`) without inputs whose output k is graph constant k: a tensor of
     (VkFormat value from GRAPH_ELEMENTS, shape of rank 1..GRAPH_MAX_RANK) at set 0, binding k. The layout
-    model-converter writes for a graph whose outputs are constants; each instruction as the specs define it."""
-    counter = iter(range(1, 1 << 32))
-    head: list[list[int]] = []  # types, constants, interface variables, graph constants: in dependency order
-    decorations: list[list[int]] = []
-    capabilities = {_SHADER, _TENSORS, _GRAPH, _VULKAN_MEMORY_MODEL}
-
-    def add(into: list[list[int]], opcode: int, *operands: int) -> None:
-        into.append([(len(operands) + 1) << 16 | opcode, *operands])
-
-    uint = next(counter)
-    add(head, OP_TYPE_INT, uint, 32, 0)
-    uints: dict[int, int] = {}
-
-    def u32(value: int) -> int:
-        if value not in uints:
-            uints[value] = next(counter)
-            add(head, OP_CONSTANT, uint, uints[value], value)
-        return uints[value]
-
-    elements: dict[tuple[int, int], int] = {(OP_TYPE_INT, 32): uint}
-    arrays: dict[int, int] = {}
-    # one OpTypeTensorARM (and pointer type) per element type and shape: SPIR-V forbids declaring a non-aggregate
-    # type twice
-    types: dict[tuple[int, tuple[int, ...]], tuple[int, int]] = {}
-    tensor_types, variables = [], []
+    model-converter writes for a graph whose outputs are constants; encoded by tosa_vk/spirv_graph (every constant
+    a graph constant, however small)."""
+    block = Block(name)
     for k, (fmt, shape) in enumerate(tensors):
-        opcode, width, capability = GRAPH_ELEMENTS[fmt]
         assert 1 <= len(shape) <= GRAPH_MAX_RANK and min(shape) >= 1, f"tensor shape {shape}"
-        if capability is not None:
-            capabilities.add(capability)
-        if (opcode, width) not in elements:
-            elements[opcode, width] = next(counter)
-            add(head, opcode, elements[opcode, width], width, *([0] if opcode == OP_TYPE_INT else []))
-        element, shape = elements[opcode, width], tuple(int(d) for d in shape)
-        if (element, shape) not in types:
-            rank = u32(len(shape))
-            if len(shape) not in arrays:
-                arrays[len(shape)] = next(counter)
-                add(head, OP_TYPE_ARRAY, arrays[len(shape)], uint, rank)
-            dims = [u32(d) for d in shape]
-            dims_id, tensor, pointer = (next(counter) for _ in range(3))
-            add(head, OP_CONSTANT_COMPOSITE, arrays[len(shape)], dims_id, *dims)
-            add(head, OP_TYPE_TENSOR_ARM, tensor, element, rank, dims_id)
-            add(head, OP_TYPE_POINTER, pointer, UNIFORM_CONSTANT, tensor)
-            types[element, shape] = tensor, pointer
-        tensor, pointer = types[element, shape]
-        variable = next(counter)
-        add(head, OP_VARIABLE, pointer, variable, UNIFORM_CONSTANT)
-        add(decorations, OP_DECORATE, variable, DESCRIPTOR_SET, 0)
-        add(decorations, OP_DECORATE, variable, BINDING, k)
-        tensor_types.append(tensor)
-        variables.append(variable)
-    graph_type = next(counter)
-    add(head, _OP_TYPE_GRAPH, graph_type, 0, *tensor_types)
-    values = []
-    for k, tensor in enumerate(tensor_types):
-        values.append(next(counter))
-        add(head, _OP_GRAPH_CONSTANT, tensor, values[-1], k)
-    indices = [u32(k) for k in range(len(tensors))]
-    graph = next(counter)
-    body: list[list[int]] = []
-    add(body, _OP_GRAPH_ENTRY_POINT, graph, *_string(name), *variables)
-    add(body, _OP_GRAPH, graph_type, graph)
-    for value, index in zip(values, indices):
-        add(body, _OP_GRAPH_SET_OUTPUT, value, index)
-    add(body, _OP_GRAPH_END)
-    preamble: list[list[int]] = []
-    for capability in sorted(capabilities):
-        add(preamble, _OP_CAPABILITY, capability)
-    for extension in _EXTENSIONS:
-        add(preamble, _OP_EXTENSION, *_string(extension))
-    add(preamble, _OP_MEMORY_MODEL, _LOGICAL, _VULKAN)
-    words = [0x07230203, 0x00010500, 0, next(counter), 0]  # SPIR-V 1.5, generator 0, id bound, schema
-    for instruction in (*preamble, *decorations, *head, *body):
-        words += instruction
-    return struct.pack(f"<{len(words)}I", *words)
+        dtype = GRAPH_ELEMENTS[fmt]
+        data = np.broadcast_to(np.zeros((), dtype.numpy), shape)  # encode does not read a graph constant's data
+        block.add_tensor(Tensor(f"constant_{k}", shape, dtype, data))
+        block.operators.append(Operator("CONST", [], [f"constant_{k}"]))
+        block.outputs.append(f"constant_{k}")
+    spirv, names = encode(block, name, inline=0)
+    assert names == block.outputs, names
+    return spirv
 
 
 def constant_graph_outputs(code: bytes | str | None) -> list[tuple[int, int, int]] | None:
     """(set, binding, graph constant id) of each output of a graph module without inputs whose outputs are all
-    graph constants (no operation in the graph); None for any other module."""
+    graph constants (no operation in the graph: decoded, it holds only the CONST operators of its outputs); None
+    for any other module. Decoded for its structure only (the data is the constant section's, bound by the
+    segment)."""
     if not isinstance(code, bytes):
         return None
-    decorations: dict[int, dict[int, int]] = {}
-    uints: dict[int, int] = {}
-    graph_constants: dict[int, int] = {}
-    interface: list[int] | None = None
-    outputs: dict[int, int] = {}  # output index -> value id
-    graphs, inside = 0, False
     try:
-        for opcode, ops in instructions(code):
-            if inside:  # the graph's body: output assignments of graph constants only
-                if opcode == _OP_GRAPH_END:
-                    inside = False
-                elif opcode != _OP_GRAPH_SET_OUTPUT or len(ops) != 2 or ops[0] not in graph_constants:
-                    return None
-                elif uints.get(ops[1]) in outputs or ops[1] not in uints:
-                    return None
-                else:
-                    outputs[uints[ops[1]]] = ops[0]
-            elif opcode == _OP_GRAPH:
-                graphs, inside = graphs + 1, True
-            elif opcode in (_OP_EXT_INST, _OP_GRAPH_INPUT) or (opcode == _OP_TYPE_GRAPH and (len(ops) < 2 or ops[1])):
-                return None  # an operation, or a graph with inputs
-            elif opcode == _OP_GRAPH_ENTRY_POINT and len(ops) >= 2:
-                if interface is not None:
-                    return None
-                end = next((i for i in range(1, len(ops)) if b"\0" in struct.pack("<I", ops[i])), len(ops))
-                interface = list(ops[end + 1 :])
-            elif opcode == OP_DECORATE and len(ops) >= 3:
-                decorations.setdefault(ops[0], {})[ops[1]] = ops[2]
-            elif opcode == OP_CONSTANT and len(ops) >= 3:
-                uints[ops[1]] = ops[2]
-            elif opcode == _OP_GRAPH_CONSTANT and len(ops) >= 3:
-                graph_constants[ops[1]] = ops[2]
-    except ReflectError:
+        decoded = decode_module(code, None, [], None)
+    except TosaError:
         return None
-    if graphs != 1 or inside or interface is None or sorted(outputs) != list(range(len(interface))):
+    block, ids = decoded.block, decoded.graph_constants
+    if block.inputs or any(op.op != "CONST" or op.outputs[0] not in block.outputs for op in block.operators):
         return None
-    found = []
-    for k, variable in enumerate(interface):
-        where = decorations.get(variable, {})
-        if BINDING not in where:
-            return None
-        found.append((where.get(DESCRIPTOR_SET, 0), where[BINDING], graph_constants[outputs[k]]))
-    return found
+    if any(n not in ids for n in block.outputs) or any(b is None for b in decoded.bindings):
+        return None
+    return [(*b, ids[n]) for b, n in zip(decoded.bindings, block.outputs) if b is not None]
 
 
 def runs_as_is(vgf: VGF) -> bool:

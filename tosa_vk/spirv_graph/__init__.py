@@ -2,17 +2,19 @@
 form of a VGF GRAPH segment. `encode` writes a Block as one module (large constants as graph constants), `decode`
 reads model-converter's modules and ours back into a Block."""
 
-from .decode import decode
+from .decode import Decoded, decode, decode_module
 from .encode import INLINE_ELEMENTS, encode
 from .instructions import BY_OPCODE, EXT_SET, INSTRUCTIONS, Instruction, tensor_array, tensor_bytes
 
 __all__ = [
     "BY_OPCODE",
+    "Decoded",
     "EXT_SET",
     "INLINE_ELEMENTS",
     "INSTRUCTIONS",
     "Instruction",
     "decode",
+    "decode_module",
     "encode",
     "tensor_array",
     "tensor_bytes",

@@ -101,14 +101,15 @@ class _Decoder:
     def __init__(
         self,
         spirv: bytes,
-        constants: Mapping[int, bytes],
+        constants: Mapping[int, bytes] | None,
         input_names: Sequence[str],
-        output_names: Sequence[str],
+        output_names: Sequence[str] | None,
     ):
         self.spirv = spirv
         self.graph_data = constants
         self.input_names = [str(n) for n in input_names]
-        self.output_names = [str(n) for n in output_names]
+        self.output_names = [str(n) for n in output_names or ()]
+        self.name_outputs = output_names is None  # output_0, output_1, ... as many as the graph has
         self.at: int | None = None  # position of the instruction being read
         self.opcode = 0
         self.inst: Instruction | None = None
@@ -121,6 +122,8 @@ class _Decoder:
         self.consts: dict[int, _Const] = {}
         self.arrays: dict[int, np.ndarray] = {}  # tensor constant id -> its data
         self.pointers: dict[int, int] = {}  # OpVariable id -> pointer type
+        self.slots: dict[int, dict[int, int]] = {}  # id -> {DescriptorSet / Binding decoration: its value}
+        self.graph_ids: dict[str, int] = {}  # CONST tensor name -> the graph constant id it holds
         self.entry: tuple[int, str, tuple[int, ...]] | None = None
         self.graph: tuple[int, _GraphType] | None = None  # (id, type) once OpGraphARM is read
         self.ended = False
@@ -200,7 +203,7 @@ class _Decoder:
             si.OP_CAPABILITY: None,
             si.OP_EXTENSION: None,
             si.OP_MEMORY_MODEL: None,
-            si.OP_DECORATE: None,
+            si.OP_DECORATE: self.op_decorate,
             si.OP_NAME: self.op_name,
             si.OP_STRING: self.op_string,
             si.OP_EXT_INST_IMPORT: self.op_import,
@@ -261,6 +264,10 @@ class _Decoder:
             raise self.fail(f"truncated or corrupt: {err}") from None
         if not self.insts:
             raise self.fail("the module has no instructions")
+
+    def op_decorate(self, ops: tuple[int, ...]) -> None:
+        if len(ops) >= 3 and ops[1] in (si.DESCRIPTOR_SET, si.BINDING):
+            self.slots.setdefault(ops[0], {})[ops[1]] = ops[2]
 
     def op_name(self, ops: tuple[int, ...]) -> None:
         self.need(ops, 2)
@@ -476,7 +483,7 @@ class _Decoder:
         for d in t.shape:
             count *= d
         if c.kind == "graph":
-            raw = self.graph_data.get(c.value)
+            raw = None if self.graph_data is None else self.graph_data.get(c.value)
             if raw is None:
                 raise self.fail(f"graph constant {c.value} (%{ident}) has no data in the constants given")
             try:
@@ -531,6 +538,8 @@ class _Decoder:
             raise self.fail(f"result type %{ops[0]} is not an OpTypeGraphARM")
         self.graph = (self.define(ops[1]), t)
         n_in, n_out = len(t.inputs), len(t.outputs)
+        if self.name_outputs:
+            self.output_names = [f"output_{i}" for i in range(n_out)]
         if (len(self.input_names), len(self.output_names)) != (n_in, n_out):
             raise self.fail(
                 f"the graph has {n_in} inputs and {n_out} outputs; {len(self.input_names)} input and "
@@ -663,13 +672,18 @@ class _Decoder:
         t = self.types[self.consts[ident].type]
         if not isinstance(t, _Tensor):
             raise self.fail(f"{what} (%{ident}) is a {self.describe(self.consts[ident].type)} constant, not a tensor")
+        graph_id = self.consts[ident].value if self.consts[ident].kind == "graph" else None
         if shape_input:
             if len(t.shape) != 1 or t.element.key[0] != si.OP_TYPE_INT:
                 raise self.fail(f"shape input {what} (%{ident}) is {t}, not a rank-1 tensor of integers")
             data = self.tensor_data(ident, t).astype(np.int64)
             tensor = Tensor(name or self.fresh(ident), t.shape, DType.SHAPE, data)
+        elif graph_id is not None and self.graph_data is None:  # structure only: the data is not given
+            tensor = Tensor(name or self.fresh(ident), t.shape, t.dtype)
         else:
             tensor = Tensor(name or self.fresh(ident), t.shape, t.dtype, self.tensor_data(ident, t).copy())
+        if graph_id is not None:
+            self.graph_ids[tensor.name] = graph_id
         self.block.add_tensor(tensor)
         self.block.operators.append(Operator("CONST_SHAPE" if shape_input else "CONST", [], [tensor.name]))
         if name is None:
@@ -815,6 +829,44 @@ def _restore_rank0(block: Block, fresh: Callable[[int | None, str | None], str])
     block.operators = operators
 
 
+@dataclass(frozen=True)
+class Decoded:
+    """What decode_module reads: the Block, the (DescriptorSet, Binding) of each interface variable of the entry
+    point (the graph's inputs, then its outputs; None where it has no Binding decoration; set 0 where it has no
+    DescriptorSet), and the graph constant id each CONST tensor read from an OpGraphConstantARM holds."""
+
+    block: Block
+    bindings: list[tuple[int, int] | None]
+    graph_constants: dict[str, int]
+
+
+def decode_module(
+    spirv: bytes,
+    constants: Mapping[int, bytes] | None,
+    input_names: Sequence[str],
+    output_names: Sequence[str] | None,
+    file: str | None = None,
+) -> Decoded:
+    """decode, with the module's interface bindings and graph constant ids. `constants` None reads the structure
+    only: a CONST tensor of a graph constant then has no data (a graph constant whose values an operator needs is
+    an error). `output_names` None names the outputs output_0, output_1, ... as many as the graph has."""
+    where = file or "<SPIR-V graph module>"
+    decoder = _Decoder(spirv, constants, input_names, output_names)
+    try:
+        block = decoder.run()
+    except TosaError as err:
+        raise err.located(file=where) from None
+    except (IndexError, KeyError, ValueError, TypeError, OverflowError, struct.error, MemoryError) as err:
+        located = decoder.fail(f"malformed module ({type(err).__name__}: {err})")
+        raise located.located(file=where) from None
+    assert decoder.entry is not None  # finish() checked it
+    bindings: list[tuple[int, int] | None] = []
+    for var in decoder.entry[2]:
+        slot = decoder.slots.get(var, {})
+        bindings.append((slot.get(si.DESCRIPTOR_SET, 0), slot[si.BINDING]) if si.BINDING in slot else None)
+    return Decoded(block, bindings, dict(decoder.graph_ids))
+
+
 def decode(
     spirv: bytes,
     constants: Mapping[int, bytes],
@@ -824,12 +876,4 @@ def decode(
 ) -> Block:
     """A SPIR-V graph module -> a Block of TOSA operators. `constants` maps graph constant ids to their data;
     `input_names` / `output_names` name the graph's inputs and outputs in order. Any defect raises TosaError."""
-    where = file or "<SPIR-V graph module>"
-    decoder = _Decoder(spirv, constants, input_names, output_names)
-    try:
-        return decoder.run()
-    except TosaError as err:
-        raise err.located(file=where) from None
-    except (IndexError, KeyError, ValueError, TypeError, OverflowError, struct.error, MemoryError) as err:
-        located = decoder.fail(f"malformed module ({type(err).__name__}: {err})")
-        raise located.located(file=where) from None
+    return decode_module(spirv, constants, input_names, output_names, file).block

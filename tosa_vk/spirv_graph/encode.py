@@ -7,12 +7,13 @@ then its inputs. IDENTITY has no instruction and forwards its input; FFT2D / RFF
 two tensors, taken apart with OpCompositeExtract.
 
 Constants: a CONST tensor of more than INLINE_ELEMENTS elements becomes an OpGraphConstantARM whose id indexes the
-returned list of names (the caller stores their `tensor_bytes` in the VGF constant section in that order); smaller
-ones are inlined as OpConstantComposite, or OpConstantNull when all their bits are zero. 16 is model-converter's
-threshold (measured: 16 elements inline, 17 become graph constants, for every element type); matching it keeps our
-modules and model-converter's alike, keeps every attribute tensor (at most 12 values) and zero point inline, and
-keeps the weights out of the SPIR-V. Splats are not written as OpConstantCompositeReplicateEXT, so the module needs
-no VK_EXT_shader_replicated_composites.
+returned list of names (the caller stores their `tensor_bytes` in the VGF constant section in that order); smaller ones
+are inlined as OpConstantComposite, or OpConstantNull when all their bits are zero. 16 is model-converter's threshold
+(measured: 16 elements inline, 17 become graph constants, for every element type); matching it keeps our modules and
+model-converter's alike, keeps every attribute tensor (at most 12 values) and zero point inline, and keeps the weights
+out of the SPIR-V. encode's `inline` changes the threshold (0: every CONST a graph constant, as tosa_vk/vgf_run.py's
+constant graphs need). Splats are not written as OpConstantCompositeReplicateEXT, so the module needs no
+VK_EXT_shader_replicated_composites.
 
 SPV_ARM_tensors has no rank-0 tensor type (its Rank must be > 0): rank-0 tensors become shape [1], as
 model-converter writes them, and a RESHAPE to rank 0 reshapes to [1].
@@ -53,9 +54,10 @@ def _spirv_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 class _Writer:
-    def __init__(self, block: Block, name: str):
+    def __init__(self, block: Block, name: str, inline: int = INLINE_ELEMENTS):
         self.block = block
         self.name = name
+        self.inline_elements = inline
         self.next_id = 1
         self.capabilities: set[int] = set(_BASE_CAPABILITIES)
         self.extensions: set[str] = set(_BASE_EXTENSIONS)
@@ -221,7 +223,7 @@ class _Writer:
             if values.dtype.kind not in "iub" or any(not -(2**31) <= int(v) < 2**31 for v in values):
                 raise self.fail(f"shape value '{name}' {values.tolist()} does not fit 32-bit integers")
             return self.inline(DType.SHAPE, (values.size,), values)
-        if t.size > INLINE_ELEMENTS:
+        if t.size > self.inline_elements:
             key = ("graph constant", name)
             if key not in self.cache:
                 ident = self.new_id()
@@ -399,11 +401,13 @@ class _Writer:
         return self.cached(("pointer", pointee), make)
 
 
-def encode(block: Block, name: str) -> tuple[bytes, list[str]]:
+def encode(block: Block, name: str, inline: int = INLINE_ELEMENTS) -> tuple[bytes, list[str]]:
     """One SPIR-V 1.5 graph module for `block` (entry point `name`) and the names of its graph constants: constant
-    id i is block.tensors[names[i]], whose `tensor_bytes` go into the VGF constant section.
+    id i is block.tensors[names[i]], whose `tensor_bytes` go into the VGF constant section. A CONST tensor of more
+    than `inline` elements is a graph constant (inline=0: every one, as a constant graph needs; a graph constant's
+    data is not read, so it may be a broadcast view).
 
     Raises TosaError naming the operator for what a graph module cannot hold (COND_IF, WHILE_LOOP, VARIABLE*,
     CUSTOM, unranked or empty tensors)."""
-    writer = _Writer(block, name)
+    writer = _Writer(block, name, inline)
     return writer.module(), writer.graph_constants
