@@ -71,7 +71,7 @@ def export_and_check(graph, feeds: dict, device, worker, tmp_path: Path, exact: 
     assert runs_as_is(vgf) and all(not s.push_constant_ranges for s in vgf.segments)
     dumped = vgf_dump(path)
     assert [r["vk_descriptor_type"] for r in dumped["resources"]] == [
-        DESCRIPTOR_NAMES.get(r.descriptor_type, "none") for r in vgf.resources
+        "none" if r.descriptor_type is None else DESCRIPTOR_NAMES[r.descriptor_type] for r in vgf.resources
     ]
     with VGFModel(path, device) as imported:
         again = imported.run({n: feeds[n] for n in imported.program.inputs})

@@ -23,6 +23,7 @@ from test_vgf_custom import rgba_bias_attrs
 import tosa_vk
 from tosa_vk import custom
 from tosa_vk.ir import load_graph
+from tosa_vk.reference.model import ReferenceModel
 from tosa_vk.vgf_run import VGFModel
 from vgf import load_vgf
 
@@ -48,6 +49,7 @@ def export_and_run(graph, feeds: dict, arm, device, tmp_path: Path, file: str | 
     """Exports `graph` (compiled for lavapipe, every operator a kernel), runs it through Arm's flow and through
     tosa_vk's VGF runner; both must match the reference backend. Returns the reference outputs."""
     reference = tosa_vk.load(graph, backend="reference")
+    assert isinstance(reference, ReferenceModel)
     want = reference.run(feeds)
     path = tmp_path / "model.vgf"
     vgf = reference.export_vgf(path)
