@@ -12,3 +12,6 @@ fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+# mypy reads tosa_vk/builder.pyi in place of builder.py when it checks the package: the module itself, by name
+.venv/bin/mypy --follow-imports=silent tosa_vk/builder.py
+.venv/bin/python scripts/gen_builder_stub.py --check  # the stub matches the operator catalogue

@@ -4,6 +4,7 @@ over 100 steps."""
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 from pathlib import Path
 
@@ -45,11 +46,14 @@ def _read_before_write():
 
 
 def _declared_twice():
+    """Two VARIABLE declarations of one uid: made in the IR (the Builder refuses the second one itself)."""
     b = Builder()
     h = b.variable("h", (1,), "int8", [1])
-    b.variable("h", (1,), "int8", [1])
     b.output(b.variable_read(h))
-    return b.build()
+    graph = b.build()
+    declare = next(op for op in graph.main.operators if op.op == "VARIABLE")
+    graph.main.operators.insert(0, copy.deepcopy(declare))
+    return graph
 
 
 def _write_wrong_shape():

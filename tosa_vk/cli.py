@@ -160,11 +160,65 @@ def confined(folder: Path, relative: str) -> Path:
     return target
 
 
+def _default_backend() -> str:
+    """`tosa-vk run` without --backend: vulkan when there is a Vulkan device, else reference (with a note)."""
+    try:
+        from .vulkan import enumerate_devices
+
+        if enumerate_devices():
+            return "vulkan"
+    except Exception:  # no loader, no driver: the reference backend still runs
+        pass
+    print("tosa-vk: no Vulkan device, running on the reference backend (--backend chooses)", file=sys.stderr)
+    return "reference"
+
+
+# --check / --compare accept an output when every element is within its dtype's bound (one table for the CLI):
+# integers and bools exactly; a float output when |got - want| <= k * eps * (|want| + max |want|), eps the dtype's
+# machine epsilon and k how many of them summation order, approximate exp / tanh / ... and the final rounding may
+# cost (the max |want| term, the output's magnitude, covers cancellation and subnormals). NaN matches NaN, an infinity
+# the same infinity. `--tolerance T` replaces the bound with |got - want| <= T for every output.
+FLOAT_TOLERANCE = {
+    "FP32": (2**-23, 1024),
+    "FP16": (2**-10, 8),
+    "BF16": (2**-7, 4),
+    "FP8E4M3": (2**-3, 2),
+    "FP8E5M2": (2**-2, 2),
+}  # fmt: skip  (dtype: eps, k)
+
+
+def _judge(got: np.ndarray, want: np.ndarray, dtype, tolerance: float | None) -> tuple[bool, str]:
+    """(passed, what was compared) for one output against the expected values (both storage arrays)."""
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        return False, f"shape {list(got.shape)}, expected {list(want.shape)}"
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    with np.errstate(invalid="ignore"):  # inf - inf
+        diff = np.abs(g - w)
+    same = (g == w) | (np.isnan(g) & np.isnan(w))  # equal infinities too
+    worst = float(np.max(np.where(same, 0.0, diff))) if diff.size else 0.0
+    if tolerance is not None:
+        return bool(np.all(same | (diff <= tolerance))), f"max |diff| {worst:.3g}, --tolerance {tolerance:.3g}"
+    if dtype.name not in FLOAT_TOLERANCE:
+        return bool(np.all(same)), f"max |diff| {worst:.3g}, exact"
+    eps, k = FLOAT_TOLERANCE[dtype.name]
+    finite = np.isfinite(w)
+    scale = float(np.max(np.abs(w[finite]))) if finite.any() else 0.0
+    bound = k * eps * (np.abs(w) + scale)
+    ok = same | (finite & (diff <= bound))
+    return bool(np.all(ok)), f"max |diff| {worst:.3g}, bound {k} eps x (|want| + {scale:.3g})"
+
+
 def cmd_run(args) -> int:
-    from .ir.dtype import to_npy
+    from .ir.dtype import from_npy, to_npy
     from .session import GraphModel, load
 
     expected_dir = None
+    if args.compare and not args.test_desc:
+        raise TosaError(
+            "--compare compares with the ofm_file outputs a desc.json names: give --test-desc desc.json "
+            "(--check compares with the reference backend)"
+        )
     if args.test_desc:
         model_path, feeds, out_files = _feeds_from_desc(Path(args.test_desc))
         expected_dir = Path(args.test_desc).parent
@@ -177,34 +231,50 @@ def cmd_run(args) -> int:
             feeds[name] = _load_npy(Path(file))
     else:
         raise TosaError("give a model file or --test-desc desc.json")
-    backend = args.backend or ("vulkan" if model_path.suffix.lower() == ".vgf" else "reference")
+    expected = {}
+    if args.compare:  # read before anything is written (an output folder may be the desc's own)
+        assert expected_dir is not None
+        for name, f in out_files.items():
+            if (expected_dir / f).is_file():
+                expected[name] = _load_npy(expected_dir / f)
+    backend = args.backend or _default_backend()
     start = time.perf_counter()
     model = load(model_path, backend=backend)
     if not isinstance(model, GraphModel):  # a VGF of compute segments only: run as it is
         return _run_vgf(model_path, model, feeds, args, start)
-    outputs = model.run(feeds)
+    outputs = model.run(feeds, cast=args.cast)
     seconds = time.perf_counter() - start
     graph = model.graph
-    checked = load(graph, backend="reference").run(feeds) if args.check else {}
+    checked = load(graph, backend="reference").run(feeds, cast=args.cast) if args.check else {}
+    # Like tosa_reference_model: a desc.json's outputs go next to it unless told otherwise (not with --compare,
+    # which reads the expected results from those very files)
     out_dir = Path(args.output_dir) if args.output_dir else None
+    if out_dir is None and args.test_desc and not args.compare:
+        out_dir = expected_dir
     if out_dir:
         out_dir.mkdir(parents=True, exist_ok=True)
     dtypes = {t.name: t.dtype for t in graph.outputs}
-    worst = 0.0
+    failed = False
     for name, value in outputs.items():
         line = f"{name}: {list(value.shape)} {dtypes[name].name}"
         if out_dir:
             target = confined(out_dir, out_files.get(name) or f"{safe_name(name)}.npy")
             np.save(target, to_npy(value, dtypes[name]))
             line += f" -> {target}"
-        if args.compare and expected_dir and (expected_dir / out_files.get(name, "")).is_file():
-            diff = _max_diff(value, _load_npy(expected_dir / out_files[name]))
-            worst = max(worst, diff)
-            line += f"; max |diff| vs {out_files[name]} = {diff:.3g}"
+        verdicts = []
+        if args.compare:
+            if name in expected:
+                want = from_npy(expected[name], dtypes[name])
+                ok, how = _judge(value, want, dtypes[name], args.tolerance)
+                verdicts.append((ok, f"vs {out_files[name]}: {how}"))
+            else:
+                verdicts.append((False, f"no expected result {out_files.get(name) or '(not in desc.json)'}"))
         if name in checked:
-            diff = _max_diff(value, checked[name])
-            worst = max(worst, diff)
-            line += f"; max |diff| vs reference backend = {diff:.3g}"
+            ok, how = _judge(value, checked[name], dtypes[name], args.tolerance)
+            verdicts.append((ok, f"vs reference backend: {how}"))
+        for ok, how in verdicts:
+            failed |= not ok
+            line += f"; {'PASS' if ok else 'FAIL'} {how}"
         print(line)
     if backend == "vulkan":
         where = [p.where for p in model.placement]
@@ -213,13 +283,13 @@ def cmd_run(args) -> int:
             f"them, {where.count('host')} on the host, {where.count('alias')} free aliases"
         )
     print(f"{model_path}: ran on {backend} in {seconds * 1000:.1f} ms (load + first run)")
-    return 1 if (args.compare or args.check) and worst > args.tolerance else 0
+    return 1 if failed else 0
 
 
 def _run_vgf(path: Path, model, feeds: dict, args, start: float) -> int:
     """`tosa-vk run model.vgf` of COMPUTE segments only: run as they are on our Vulkan runtime (tosa_vk/vgf_run.py)."""
     with model:
-        outputs = model.run(feeds)
+        outputs = model.run(feeds, cast=args.cast)
     seconds = time.perf_counter() - start
     out_dir = Path(args.output_dir) if args.output_dir else None
     if out_dir:
@@ -279,15 +349,6 @@ def cmd_inspect(args) -> int:
     return 0
 
 
-def _max_diff(a: np.ndarray, b: np.ndarray) -> float:
-    a, b = np.asarray(a).astype(np.float64), np.asarray(b).astype(np.float64)
-    if a.size == 0:
-        return 0.0
-    diff = np.abs(a - b)
-    diff[np.isnan(a) & np.isnan(b)] = 0.0
-    return float(np.max(diff))
-
-
 def _progress(done: int, total: int) -> None:
     if sys.stderr.isatty() or done == total:
         width = 30
@@ -297,17 +358,28 @@ def _progress(done: int, total: int) -> None:
 
 
 def cmd_conformance(args) -> int:
-    from .conformance.generate import FFT_SELECTION, TOSA_1_0_OPS, Selection, selected_tests
+    from dataclasses import replace
+
+    from .conformance.generate import (
+        FFT_SELECTION,
+        TOSA_1_0_OPS,
+        Selection,
+        operator_names,
+        selected_tests,
+        test_operator,
+    )
     from .conformance.run import run_tests, table
 
-    ops = [o.lower() for o in args.ops] if args.ops else list(TOSA_1_0_OPS)
+    ops = operator_names(args.ops) if args.ops else tuple(TOSA_1_0_OPS)
     if args.dir:
         tests = sorted(p for p in Path(args.dir).iterdir() if (p / "desc.json").exists())
-    else:
+        tests = [t for t in tests if test_operator(t.name) in ops]
+    else:  # generate (on first use) only the selected operators' tests
         kind = "negative" if args.negative else "positive"
-        tests = selected_tests(Selection(tuple(TOSA_1_0_OPS), 2 if args.full else 1, kind))
-        tests += selected_tests(FFT_SELECTION) if kind == "positive" else []
-    tests = [t for t in tests if any(t.name.startswith(o + "_") for o in ops)]
+        tests = selected_tests(Selection(ops, 2 if args.full else 1, kind))
+        fft = tuple(op for op in FFT_SELECTION.ops if op in ops)
+        if kind == "positive" and fft:
+            tests += selected_tests(replace(FFT_SELECTION, ops=fft), superset=FFT_SELECTION)
     results = run_tests(tests, args.backend, jobs=args.jobs, progress=_progress, strict=args.strict)
     print(table(results))
     failed = [r for r in results if r.status != "pass"]
@@ -423,36 +495,88 @@ def cmd_cache(args) -> int:
     return 0
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows "(default: ...)" after an option's help, unless the default is None / False (their help says what
+    happens without the option) or the help already names it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="tosa-vk", description="Run TOSA 1.0 graphs on Vulkan.")
+    from . import __version__
+
+    ap = argparse.ArgumentParser(
+        prog="tosa-vk", description="Run TOSA 1.0 graphs on Vulkan.", formatter_class=_HelpFormatter
+    )
+    ap.add_argument("--version", action="version", version=f"tosa-vk {__version__}")
     ap.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
-    sub = ap.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("info", help="inputs, outputs, op counts, dtypes and profiles of a .tosa file")
-    p.add_argument("model")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, summary: str, **options) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=summary, description=summary, formatter_class=_HelpFormatter, **options)
+
+    p = command("info", "inputs, outputs, op counts, dtypes and profiles of a .tosa file")
+    p.add_argument("model", help="a .tosa file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_info)
-    p = sub.add_parser("run", help="run a graph (drop-in for tosa_reference_model --test_desc)")
+    p = command("run", "run a graph (drop-in for tosa_reference_model --test_desc)")
     p.add_argument("model", nargs="?", help="a .tosa or .vgf file (with -i name=file.npy inputs)")
-    p.add_argument("--test-desc", help="a conformance-style desc.json naming the model, inputs and output files")
-    p.add_argument("-i", "--input", action="append", help="graph input as name=file.npy")
-    p.add_argument("-o", "--output-dir", help="write each output here (desc.json's ofm_file, else <name>.npy)")
-    p.add_argument("--backend", help="reference (the default for .tosa) or vulkan (the default for .vgf)")
-    p.add_argument("--compare", action="store_true", help="compare with the ofm_files next to desc.json")
-    p.add_argument("--check", action="store_true", help="also run the reference backend and compare")
-    p.add_argument("--tolerance", type=float, default=0.0, help="largest |diff| --compare / --check accept")
+    p.add_argument(
+        "--test-desc",
+        "--test_desc",
+        dest="test_desc",
+        help="a conformance-style desc.json naming the model, inputs and output files",
+    )
+    p.add_argument("-i", "--input", action="append", help="graph input as name=file.npy (repeat for each input)")
+    p.add_argument(
+        "-o",
+        "--output-dir",
+        "--output_dir",
+        dest="output_dir",
+        help="write each output here as desc.json's ofm_file, else <name>.npy (default: the folder of desc.json, "
+        "as tosa_reference_model does, except with --compare; without a desc.json: not written)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=("vulkan", "reference"),
+        help="default: vulkan when a Vulkan device exists (tosa-vk devices), else reference",
+    )
+    p.add_argument(
+        "--compare", action="store_true", help="compare with the ofm_files next to desc.json (needs --test-desc)"
+    )
+    p.add_argument("--check", action="store_true", help="also run the reference backend and compare with it")
+    p.add_argument(
+        "--cast",
+        action="store_true",
+        help="convert inputs of another dtype kind (e.g. float into int8) instead of refusing",
+    )
+    p.add_argument(
+        "--tolerance",
+        type=float,
+        help="largest |diff| --compare / --check accept (default: integers and bools exact, floats within "
+        "k x eps x (|want| + max |want|) per dtype: fp32 k=1024, fp16 8, bf16 4, fp8 2)",
+    )
     p.set_defaults(func=cmd_run)
-    p = sub.add_parser("conformance", help="run Arm's conformance tests on a backend, judged by tosa_verify")
-    p.add_argument("--backend", default="reference")
-    p.add_argument("--ops", nargs="*", help="operators (spec names, any case); default all 70")
+    p = command("conformance", "run Arm's conformance tests on a backend, judged by tosa_verify")
+    p.add_argument("--backend", choices=("reference", "vulkan"), default="reference", help="the backend to test")
+    p.add_argument(
+        "--ops",
+        nargs="*",
+        metavar="OP",
+        help="operators (spec names, any case); only their tests are generated (default: all 70)",
+    )
     p.add_argument("--negative", action="store_true", help="the ERROR_IF tests instead of the positive ones")
     p.add_argument("--full", action="store_true", help="two tests per class instead of one")
     p.add_argument("--strict", action="store_true", help="Vulkan: fail tests whose operators run on the host")
     p.add_argument("--dir", help="a folder of generated tests to run instead of the cached selection")
-    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: CPUs)")
     p.add_argument("--show", type=int, default=50, help="how many failures to list")
     p.set_defaults(func=cmd_conformance)
-    p = sub.add_parser("export", help="write a .tosa graph as a VGF container for Arm's ML SDK")
-    p.add_argument("model")
+    p = command("export", "write a .tosa graph as a VGF container for Arm's ML SDK")
+    p.add_argument("model", help="a .tosa file")
     p.add_argument("-o", "--output", help="the .vgf to write (default: the model's name with .vgf)")
     p.add_argument(
         "--segments",
@@ -463,31 +587,33 @@ def build_parser() -> argparse.ArgumentParser:
         "(any Vulkan device, no ML extensions)",
     )
     p.set_defaults(func=cmd_export)
-    p = sub.add_parser("vgf2tosa", help="the TOSA graph a .vgf holds (GRAPH segments decoded), as a .tosa file")
-    p.add_argument("model")
+    p = command("vgf2tosa", "the TOSA graph a .vgf holds (GRAPH segments decoded), as a .tosa file")
+    p.add_argument("model", help="a .vgf file")
     p.add_argument("-o", "--output", help="the .tosa to write (default: the model's name with .tosa)")
     p.set_defaults(func=cmd_vgf2tosa)
-    p = sub.add_parser("inspect", help="print a .vgf container: modules, segments, resources, constants")
-    p.add_argument("model")
-    p.add_argument("--json", action="store_true")
+    p = command("inspect", "print a .vgf container: modules, segments, resources, constants")
+    p.add_argument("model", help="a .vgf file")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_inspect)
-    p = sub.add_parser("plan", help="where every tensor lives: descriptor, format, offset, live range, aliases")
-    p.add_argument("model")
+    p = command("plan", "where every tensor lives: descriptor, format, offset, live range, aliases")
+    p.add_argument("model", help="a .tosa file")
     p.add_argument(
-        "--target", default="lavapipe", help="a named target (lavapipe, minimum) or 'device' to query the Vulkan device"
+        "--target",
+        default="lavapipe",
+        help="a named target (lavapipe, minimum) or 'device' to query the Vulkan device",
     )
     p.add_argument("--alignment", type=int, help="buffer offset alignment in bytes (default: the target's)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_plan)
-    p = sub.add_parser("devices", help="list Vulkan devices (* marks the default)")
-    p.add_argument("--json", action="store_true")
+    p = command("devices", "list Vulkan devices (* marks the default)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_devices)
-    p = sub.add_parser("cache", help="the compiled-model and SPIR-V caches ($TOSA_VK_CACHE): info or clear")
-    p.add_argument("action", choices=["info", "clear"])
+    p = command("cache", "the compiled-model and SPIR-V caches ($TOSA_VK_CACHE): info or clear")
+    p.add_argument("action", choices=["info", "clear"], help="info: what is there; clear: empty both")
     p.add_argument("--dir", help="the program cache folder (default: $TOSA_VK_CACHE/programs)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="machine-readable output (info)")
     p.set_defaults(func=cmd_cache)
-    p = sub.add_parser("bench", help="benchmark ops and models on every installed backend (JSON, table, plot)")
+    p = command("bench", "benchmark ops and models on every installed backend (JSON, table, plot)")
     from .bench import add_arguments as add_bench_arguments
 
     add_bench_arguments(p)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -42,9 +43,67 @@ class Model:
     backend = ""
     file: str | None = None
 
-    def run(self, feeds: dict[str, np.ndarray] | None = None, **named: np.ndarray) -> dict[str, np.ndarray]:
-        """Runs the graph: inputs by name (a dict, keywords, or both) -> outputs by name."""
+    def run(
+        self,
+        feeds: dict[str, np.ndarray] | None = None,
+        /,
+        *,
+        cast: bool = False,
+        outputs: Sequence[str] | None = None,
+        **named: np.ndarray,
+    ) -> dict[str, np.ndarray]:
+        """Runs the graph: inputs by name (a dict, keywords, or both) -> outputs by name.
+
+        Every input must be given, in its declared shape and a dtype numpy's `same_kind` rule converts to the
+        input's storage dtype (see `inputs`): float64 for an FP32 input, int32 values in range for INT8; a float
+        array for an INT8 input is an error unless `cast=True` (numpy's astype, as `np.asarray(x, dtype)` does).
+        `outputs`: the names of the outputs to return (default all). An input named "cast" or "outputs" goes in
+        the dict."""
         raise NotImplementedError
+
+    def _gather(self, feeds, named: dict, cast, outputs, where: str = "graph") -> dict:
+        """run()'s feeds (the dict and the keywords) checked against `inputs`, and its keywords checked."""
+        if not isinstance(cast, (bool, np.bool_)):
+            raise TosaError(
+                f"run(cast=...) takes True or False, got {type(cast).__name__}; an input named 'cast' is given in "
+                "the feeds dict: run({'cast': value})",
+                file=self.file,
+            )
+        if outputs is not None:
+            self._wanted(outputs, where)
+        if feeds is not None and not isinstance(feeds, Mapping):
+            raise TosaError(f"run() takes the feeds as a dict of input name -> array, got {type(feeds).__name__}")
+        twice = sorted(set(feeds or {}) & set(named))
+        if twice:
+            raise TosaError(f"input(s) {twice} given both in the feeds dict and as keywords", file=self.file)
+        feeds = {**(feeds or {}), **named}
+        expected = list(self.inputs)
+        missing = [n for n in expected if n not in feeds]
+        unknown = sorted(set(feeds) - set(expected))
+        if missing or unknown:
+            problems = [f"missing {where} input(s) {missing}"] if missing else []
+            problems += [f"unknown {where} input(s) {unknown}"] if unknown else []
+            raise TosaError(f"{'; '.join(problems)}; the {where} takes {expected}", file=self.file)
+        return feeds
+
+    def _wanted(self, outputs, where: str = "graph") -> list[str]:
+        """run(outputs=...) as a list of output names, each checked."""
+        names = [outputs] if isinstance(outputs, str) else outputs
+        if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+            raise TosaError(
+                f"run(outputs=...) takes a list of output names, got {type(outputs).__name__}; an input named "
+                "'outputs' is given in the feeds dict: run({'outputs': value})",
+                file=self.file,
+            )
+        known = list(self.outputs)
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise TosaError(f"no {where} output(s) {unknown}; the {where} outputs are {known}", file=self.file)
+        return list(names)
+
+    def _pick(self, results: dict[str, np.ndarray], outputs) -> dict[str, np.ndarray]:
+        """The outputs run() returns: all, or those `outputs` names, in that order."""
+        return results if outputs is None else {n: results[n] for n in self._wanted(outputs)}
 
     @property
     def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -68,7 +127,8 @@ class Model:
         """Forgets all state: the next run declares the variables again with their initial values."""
 
     def profile(self) -> list[Timing]:
-        """Per-operator times of the last run (the Vulkan backend: load with timestamps=True)."""
+        """Per-operator times of the last run as Timing records, in microseconds (`Timing.microseconds`; the Vulkan
+        backend: load with timestamps=True)."""
         return []
 
     @property

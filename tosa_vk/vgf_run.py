@@ -24,6 +24,7 @@ those Arm's model-converter writes for graphs of com.arm.VulkanCustomShader oper
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,7 @@ from .errors import TosaError, TosaFormatError
 from .ir.dtype import DType
 from .ir.graph import Block, Operator, Tensor
 from .program import Buffer, Image, Kernel, Program, Step
+from .reference.executor import coerce_array
 from .spirv_graph import decode_module, encode
 from .vulkan import Device
 from .vulkan.memory import align
@@ -398,17 +400,22 @@ class VGFModel(OnDevice):
         buf = self.program.buffer(name)
         return buf.shape, _TOSA_NAMES.get(np.dtype(buf.dtype), np.dtype(buf.dtype).name)
 
-    def run(self, feeds: dict[str, np.ndarray] | None = None, **named) -> dict[str, np.ndarray]:
-        feeds = {**(feeds or {}), **named}
-        self.check_feeds(self.program.inputs, feeds, "VGF")
-        cast = {}
+    def run(
+        self,
+        feeds: dict[str, np.ndarray] | None = None,
+        /,
+        *,
+        cast: bool = False,
+        outputs: Sequence[str] | None = None,
+        **named: np.ndarray,
+    ) -> dict[str, np.ndarray]:
+        feeds = self._gather(feeds, named, cast, outputs, where="VGF")
+        values = {}
         for name in self.program.inputs:
             buf = self.program.buffer(name)
-            value = np.asarray(feeds[name])
-            if value.size != int(np.prod(buf.shape, dtype=np.int64)):
-                raise TosaError(
-                    f"input '{name}' has shape {list(value.shape)}, the VGF expects {list(buf.shape)}", file=self.file
-                )
-            cast[name] = value.astype(buf.dtype, copy=False).reshape(buf.shape)
+            shape, type_name = self._signature(name)
+            values[name] = coerce_array(
+                name, feeds[name], shape, np.dtype(buf.dtype), type_name, file=self.file, cast=cast, where="VGF"
+            )
         with self.using() as runtime:
-            return runtime.run(cast)
+            return self._pick(runtime.run(values), outputs)

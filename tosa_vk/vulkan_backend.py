@@ -9,7 +9,7 @@ where the memory is host-visible); `strict=True` refuses them instead.
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -69,13 +69,6 @@ class OnDevice(Model):
     def transferred(self) -> dict[str, int]:
         with self.using() as runtime:
             return dict(runtime.transferred)
-
-    def check_feeds(self, expected: list[str], feeds: dict, what: str) -> None:
-        """Every input in `expected` given, nothing else; `what` names them in the error ("graph", "VGF")."""
-        missing = [n for n in expected if n not in feeds]
-        unknown = sorted(set(feeds) - set(expected))
-        if missing or unknown:
-            raise TosaError(f"{what} inputs {expected} expected; missing {missing}, unknown {unknown}", file=self.file)
 
     def __del__(self) -> None:
         # a Model dropped without close(): free its device memory and (own) device, whose driver threads would
@@ -209,13 +202,20 @@ class VulkanModel(OnDevice, GraphModel):
         header = cache.header(cache.key(model, resolved, target), target.device_uuid, target.driver)
         return cache, header, cache.load(header)
 
-    def run(self, feeds: dict[str, np.ndarray] | None = None, **named: np.ndarray) -> dict[str, np.ndarray]:
-        feeds = {**(feeds or {}), **named}
-        self.check_feeds([t.name for t in self._feeds], feeds, "graph")
-        values = {t.name: coerce_input(t, feeds[t.name], self.file) for t in self._feeds}
+    def run(
+        self,
+        feeds: dict[str, np.ndarray] | None = None,
+        /,
+        *,
+        cast: bool = False,
+        outputs: Sequence[str] | None = None,
+        **named: np.ndarray,
+    ) -> dict[str, np.ndarray]:
+        feeds = self._gather(feeds, named, cast, outputs)
+        values = {t.name: coerce_input(t, feeds[t.name], self.file, cast=cast) for t in self._feeds}
         try:
             with self.using() as runtime:
-                return runtime.run(values)
+                return self._pick(runtime.run(values), outputs)
         except TosaError as err:
             raise err.located(file=self.file) from None
 

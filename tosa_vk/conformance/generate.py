@@ -1,11 +1,15 @@
 """Generate TOSA 1.0 conformance tests with Arm's generator (`tosa_verif_build_tests` from tosa-tools).
 
 Tests are generated once per (tosa-tools version, selection, seed) into a cache folder and reused: a folder is only
-published (renamed into place) after the generator finished, so an interrupted run never leaves a half cache.
+published (renamed into place) after the generator finished, so an interrupted run never leaves a half cache. The
+operator list is part of a selection's key: a selection of some operators is generated (and cached) on its own, and
+a cache of some operators is never taken for one of all (`selected_tests` reuses a complete cache of all operators
+for a selection of some, filtering it, rather than generating them again).
 """
 
 from __future__ import annotations
 
+import difflib
 import fcntl
 import hashlib
 import importlib.metadata
@@ -15,9 +19,10 @@ import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..errors import TosaError
 from ..paths import cache_root
 
 # The 70 TOSA 1.0 operators: cts-config_v1.0.json entries without a `from_version`.
@@ -29,6 +34,29 @@ TOSA_1_0_OPS = (
     "reduce_min reduce_product reduce_sum rescale reshape resize reverse rfft2d rsqrt scatter select sigmoid sin "
     "slice sub table tanh tile transpose transpose_conv2d while_loop"
 ).split()
+
+
+def operator_names(names) -> tuple[str, ...]:
+    """Operator names as given (spec names, any case) -> the lower-case names of TOSA_1_0_OPS, in the order given;
+    an unknown name is a TosaError naming the close matches (or every valid name)."""
+    chosen: list[str] = []
+    for name in names:
+        op = name.lower()
+        if op not in TOSA_1_0_OPS:
+            close = difflib.get_close_matches(op, TOSA_1_0_OPS, n=3)
+            hint = f"did you mean {', '.join(close)}?" if close else f"the TOSA 1.0 operators: {' '.join(TOSA_1_0_OPS)}"
+            raise TosaError(f"unknown operator {name!r}: {hint}")
+        if op not in chosen:
+            chosen.append(op)
+    return tuple(chosen)
+
+
+def test_operator(test_name: str) -> str | None:
+    """The operator a generated test folder's name starts with (the longest match: `greater_equal_...` is
+    GREATER_EQUAL, not GREATER), or None."""
+    ops = [op for op in TOSA_1_0_OPS if test_name.startswith(op + "_")]
+    return max(ops, key=len) if ops else None
+
 
 # The profiles and extensions tosa_vk implements (no EXT-DYNAMIC, no TOSA 1.1 extensions).
 PROFILES = ("tosa-pro-int", "tosa-pro-fp")
@@ -152,9 +180,18 @@ def _build_tests(ops: list[str], sel: Selection, out: Path) -> None:
             raise RuntimeError(f"tosa_verif_build_tests failed for {group}:\n{done.stderr[-2000:]}")
 
 
+def cache_folder(sel: Selection) -> Path:
+    return cache_root() / "conformance" / sel.key()
+
+
+def is_generated(sel: Selection) -> bool:
+    """Whether the selection's cache folder is complete (published after its generator finished)."""
+    return (cache_folder(sel) / "complete.json").exists()
+
+
 def generate(sel: Selection = Selection(), jobs: int = 2) -> Path:
     """Folder holding the selected tests (one sub-folder per test, each with desc.json), generating if needed."""
-    final = cache_root() / "conformance" / sel.key()
+    final = cache_folder(sel)
     if (final / "complete.json").exists():
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -168,6 +205,7 @@ def generate(sel: Selection = Selection(), jobs: int = 2) -> Path:
 def _generate_into(final: Path, sel: Selection, jobs: int) -> Path:
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
     try:
+        jobs = max(1, min(jobs, len(sel.ops)))  # no empty shard (a generator run for no operator)
         shards = [list(sel.ops[i::jobs]) for i in range(jobs)]
         with ThreadPoolExecutor(jobs) as pool:
             list(pool.map(lambda i: _build_tests(shards[i], sel, work / f"shard{i}"), range(jobs)))
@@ -191,8 +229,14 @@ def _generate_into(final: Path, sel: Selection, jobs: int) -> Path:
     return final
 
 
-def selected_tests(sel: Selection = Selection()) -> list[Path]:
-    """Sorted test folders of a selection (generated on first use)."""
+def selected_tests(sel: Selection = Selection(), superset: Selection | None = None) -> list[Path]:
+    """Sorted test folders of a selection (generated on first use). A selection of some operators takes its tests
+    from a complete cache of `superset` (default: the same selection of every operator) when there is one, else
+    generates only its own operators."""
+    superset = superset or replace(sel, ops=tuple(TOSA_1_0_OPS))
+    if set(sel.ops) < set(superset.ops) and replace(superset, ops=sel.ops) == sel and is_generated(superset):
+        tests = (cache_folder(superset) / "tests").iterdir()
+        return sorted(p for p in tests if (p / "desc.json").exists() and test_operator(p.name) in sel.ops)
     return sorted(p for p in (generate(sel) / "tests").iterdir() if (p / "desc.json").exists())
 
 
@@ -204,5 +248,5 @@ if __name__ == "__main__":
     ap.add_argument("--ops", nargs="*", default=TOSA_1_0_OPS)
     ap.add_argument("--per-class", type=int, default=1)
     args = ap.parse_args()
-    s = Selection(tuple(args.ops), args.per_class, "negative" if args.negative else "positive")
+    s = Selection(operator_names(args.ops), args.per_class, "negative" if args.negative else "positive")
     print(generate(s))

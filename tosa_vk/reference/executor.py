@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 
 from ..errors import TosaError
@@ -170,34 +171,75 @@ def _read(env: dict, name: str) -> np.ndarray:
         raise TosaError(f"tensor '{name}' is read before it is written") from None
 
 
-def coerce_input(t: Tensor, value, file: str | None) -> np.ndarray:
-    """A user's input array -> the input tensor's storage dtype and shape, or a clear error."""
-    from ..ir.dtype import from_npy
+def coerce_input(t: Tensor, value, file: str | None, *, cast: bool = False) -> np.ndarray:
+    """A user's input array -> the input tensor's storage dtype (DType.numpy) and shape, or a clear error."""
+    return coerce_array(t.name, value, t.shape, t.dtype.numpy, t.dtype.name, file=file, cast=cast)
 
+
+def coerce_array(
+    name: str,
+    value,
+    shape: tuple[int, ...],
+    storage: np.dtype,
+    type_name: str,
+    *,
+    file: str | None = None,
+    cast: bool = False,
+    where: str = "graph",
+) -> np.ndarray:
+    """A feed -> `storage` dtype and exactly `shape`, as onnxruntime takes inputs.
+
+    A dtype that numpy's `same_kind` rule converts (float64 -> fp32, bool -> int, int -> float, int32 -> int8 when
+    the values fit) is converted; one it does not (float -> int, int or float -> bool, int -> unsigned) is an error
+    unless `cast` (then numpy's astype decides; the range check of integers stays). bf16 / fp8 count as floats.
+    Arm's .npy encodings (from_npy in tosa_vk/ir/dtype.py) are taken as they are: raw void items of the size of a
+    bf16 / fp8e4m3 element, and uint8 fed to fp8e5m2 as its bits. `where` names the model in errors ("graph", "VGF").
+    """
     given = np.asarray(value)
-    if given.dtype.kind in "cOUSMm":  # complex, objects, strings, dates: no TOSA type holds them
-        raise TosaError(f"input '{t.name}' is a {given.dtype} array; the graph declares {t.dtype.name}", file=file)
-    target = t.dtype.numpy
-    # a cast that can wrap needs the values scanned; one that cannot (e.g. int8 into int8) costs nothing per run
-    if given.dtype.kind in "iu" and target.kind in "iu" and given.size and not np.can_cast(given.dtype, target):
-        info = np.iinfo(target)
+    storage = np.dtype(storage)
+    declared = f"{type_name} (numpy {storage.name})" if type_name != storage.name else storage.name
+    if given.dtype != storage:
+        raw = given.dtype.type is np.void and given.dtype.names is None  # Arm's bf16 / fp8e4m3 files: bytes
+        if raw and given.dtype.itemsize == storage.itemsize and storage in _ML_FLOATS:
+            given = given.view(storage)
+        elif given.dtype == np.uint8 and storage == _FP8E5M2:  # Arm's fp8e5m2 files: the bits
+            given = given.view(storage)
+        elif raw or _kind(given.dtype) not in _KIND_ORDER:  # complex, objects, strings, dates: no TOSA type
+            raise TosaError(f"input '{name}' is a {given.dtype} array; the {where} declares {declared}", file=file)
+        else:
+            if not cast and _KIND_ORDER[_kind(given.dtype)] > _KIND_ORDER[_kind(storage)]:
+                raise TosaError(
+                    f"input '{name}' is a {given.dtype} array; the {where} declares {declared}, and numpy's "
+                    f"same_kind rule does not convert {given.dtype} to {storage.name}. Convert it first (quantize, "
+                    f"or .astype(np.{storage.name}) if that is meant), or run(..., cast=True) to cast it anyway",
+                    file=file,
+                )
+            _check_range(name, given, storage, type_name, file)
+            given = given.astype(storage)
+    if given.shape != tuple(shape):
+        raise TosaError(f"input '{name}' has shape {list(given.shape)}, the {where} declares {list(shape)}", file=file)
+    return given
+
+
+# the kinds a feed may have, in numpy's same_kind order: a feed converts to its own kind or a later one
+_KIND_ORDER = {"b": 0, "u": 1, "i": 2, "f": 3}
+_FP8E5M2 = np.dtype(ml_dtypes.float8_e5m2)
+_ML_FLOATS = {np.dtype(t) for t in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2)}
+
+
+def _kind(dtype: np.dtype) -> str:
+    """numpy's kind letter; "f" for ml_dtypes' floats (numpy calls them "V")."""
+    return "f" if dtype in _ML_FLOATS else dtype.kind
+
+
+def _check_range(name: str, given: np.ndarray, storage: np.dtype, type_name: str, file: str | None) -> None:
+    """An integer feed with values the storage type cannot hold: an error (a silent wrap would change them)."""
+    # a cast that can wrap needs the values scanned; one that cannot (e.g. int8 into int16) costs nothing per run
+    if given.dtype.kind in "iu" and storage.kind in "iu" and given.size and not np.can_cast(given.dtype, storage):
+        info = np.iinfo(storage)
         lo, hi = int(given.min()), int(given.max())
-        if lo < info.min or hi > info.max:  # a silent wrap would change the values
+        if lo < info.min or hi > info.max:
             raise TosaError(
-                f"input '{t.name}' holds values {lo}..{hi}, outside {t.dtype.name}'s storage range "
-                f"{info.min}..{info.max}",
+                f"input '{name}' holds values {lo}..{hi}, outside {type_name}'s storage range {info.min}..{info.max}",
                 file=file,
             )
-    arr = from_npy(given, t.dtype)
-    if arr.shape != t.shape:
-        if _squeezed(arr.shape) == _squeezed(t.shape):  # e.g. [1, 8] given for [8]
-            arr = arr.reshape(t.shape)
-        else:
-            raise TosaError(
-                f"input '{t.name}' has shape {list(np.shape(value))}, the graph declares {list(t.shape)}", file=file
-            )
-    return arr
-
-
-def _squeezed(shape) -> tuple[int, ...]:
-    return tuple(d for d in shape if d != 1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ from ..ir.graph import Graph
 from ..session import GraphModel, Timing
 from ..target import Target
 from ..variables import new_value
-from .executor import Interpreter
+from .executor import Interpreter, coerce_input
 
 
 class ReferenceModel(GraphModel):
@@ -23,9 +24,20 @@ class ReferenceModel(GraphModel):
         # one run at a time: the interpreter reuses its per-operator calls and holds the variables
         self.lock = threading.RLock()
 
-    def run(self, feeds: dict[str, np.ndarray] | None = None, **named: np.ndarray) -> dict[str, np.ndarray]:
+    def run(
+        self,
+        feeds: dict[str, np.ndarray] | None = None,
+        /,
+        *,
+        cast: bool = False,
+        outputs: Sequence[str] | None = None,
+        **named: np.ndarray,
+    ) -> dict[str, np.ndarray]:
+        feeds = self._gather(feeds, named, cast, outputs)
+        # converted here (the interpreter's own coerce_input then finds the storage dtype and has nothing to do)
+        values = {t.name: coerce_input(t, feeds[t.name], self.file, cast=cast) for t in self.graph.inputs}
         with self.lock:
-            return self.interpreter.run({**(feeds or {}), **named})
+            return self._pick(self.interpreter.run(values), outputs)
 
     @property
     def variables(self) -> dict[str, np.ndarray]:
