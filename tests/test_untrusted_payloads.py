@@ -200,9 +200,11 @@ def test_ctrl_c_ends_the_cli_even_when_the_main_thread_misses_it():
         "import sys, time\n"
         "from tosa_vk import cli\n"
         "cli._watch_interrupts()\n"
-        "print('ready', flush=True)\n"
+        "ready = False\n"
         "while True:\n"
-        "    try:\n        time.sleep(60)\n"
+        "    try:  # 'ready' inside it: an interrupt raised right after the print is swallowed too\n"
+        "        if not ready:\n            ready = True\n            print('ready', flush=True)\n"
+        "        time.sleep(60)\n"
         "    except KeyboardInterrupt:\n        pass  # swallowed, as inside a finalizer\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -54,7 +54,7 @@ def test_our_graph_export(class_test, worker, tmp_path):
     if ops & {"GATHER", "SCATTER"} and tosa_vk.DType.BOOL in {t.dtype for t in graph.main.tensors.values()}:
         pytest.skip("the ML emulation layer has no bool GATHER / SCATTER shader (model-converter refuses them too)")
     vgf = export(graph, tmp_path / "model.vgf")
-    spirv_val(vgf, tmp_path)
+    spirv_val(vgf)
     assert_same_graph(graph.main, to_graph(vgf).main)
     feeds = load_inputs(class_test, desc, graph)
     template = tmp_path / "scenario.json"
