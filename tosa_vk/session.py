@@ -42,6 +42,7 @@ class Model:
 
     backend = ""
     file: str | None = None
+    source_kind = "graph"  # how errors name what the model runs ("graph", "VGF")
 
     def run(
         self,
@@ -59,6 +60,11 @@ class Model:
         array for an INT8 input is an error unless `cast=True` (numpy's astype, as `np.asarray(x, dtype)` does).
         `outputs`: the names of the outputs to return (default all). An input named "cast" or "outputs" goes in
         the dict."""
+        checked = self._gather(feeds, named, cast, outputs, self.source_kind)
+        return self._pick(self._run(checked, bool(cast)), outputs)
+
+    def _run(self, feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
+        """The backend's run: every input given by name (not yet converted) -> every output."""
         raise NotImplementedError
 
     def _gather(self, feeds, named: dict, cast, outputs, where: str = "graph") -> dict:
@@ -103,7 +109,7 @@ class Model:
 
     def _pick(self, results: dict[str, np.ndarray], outputs) -> dict[str, np.ndarray]:
         """The outputs run() returns: all, or those `outputs` names, in that order."""
-        return results if outputs is None else {n: results[n] for n in self._wanted(outputs)}
+        return results if outputs is None else {n: results[n] for n in self._wanted(outputs, self.source_kind)}
 
     @property
     def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:

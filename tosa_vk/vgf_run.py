@@ -24,7 +24,6 @@ those Arm's model-converter writes for graphs of com.arm.VulkanCustomShader oper
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -361,6 +360,8 @@ def _check_bindings(op: str, where: list[tuple[int, int, int]], writes: list[tup
 class VGFModel(OnDevice):
     """A .vgf loaded onto a Vulkan device: run(feeds by input name) -> outputs by name."""
 
+    source_kind = "VGF"
+
     backend = "vulkan"
 
     def __init__(
@@ -400,16 +401,7 @@ class VGFModel(OnDevice):
         buf = self.program.buffer(name)
         return buf.shape, _TOSA_NAMES.get(np.dtype(buf.dtype), np.dtype(buf.dtype).name)
 
-    def run(
-        self,
-        feeds: dict[str, np.ndarray] | None = None,
-        /,
-        *,
-        cast: bool = False,
-        outputs: Sequence[str] | None = None,
-        **named: np.ndarray,
-    ) -> dict[str, np.ndarray]:
-        feeds = self._gather(feeds, named, cast, outputs, where="VGF")
+    def _run(self, feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
         values = {}
         for name in self.program.inputs:
             buf = self.program.buffer(name)
@@ -418,4 +410,4 @@ class VGFModel(OnDevice):
                 name, feeds[name], shape, np.dtype(buf.dtype), type_name, file=self.file, cast=cast, where="VGF"
             )
         with self.using() as runtime:
-            return self._pick(runtime.run(values), outputs)
+            return runtime.run(values)

@@ -9,7 +9,7 @@ where the memory is host-visible); `strict=True` refuses them instead.
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -202,20 +202,11 @@ class VulkanModel(OnDevice, GraphModel):
         header = cache.header(cache.key(model, resolved, target), target.device_uuid, target.driver)
         return cache, header, cache.load(header)
 
-    def run(
-        self,
-        feeds: dict[str, np.ndarray] | None = None,
-        /,
-        *,
-        cast: bool = False,
-        outputs: Sequence[str] | None = None,
-        **named: np.ndarray,
-    ) -> dict[str, np.ndarray]:
-        feeds = self._gather(feeds, named, cast, outputs)
+    def _run(self, feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
         values = {t.name: coerce_input(t, feeds[t.name], self.file, cast=cast) for t in self._feeds}
         try:
             with self.using() as runtime:
-                return self._pick(runtime.run(values), outputs)
+                return runtime.run(values)
         except TosaError as err:
             raise err.located(file=self.file) from None
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -24,20 +23,11 @@ class ReferenceModel(GraphModel):
         # one run at a time: the interpreter reuses its per-operator calls and holds the variables
         self.lock = threading.RLock()
 
-    def run(
-        self,
-        feeds: dict[str, np.ndarray] | None = None,
-        /,
-        *,
-        cast: bool = False,
-        outputs: Sequence[str] | None = None,
-        **named: np.ndarray,
-    ) -> dict[str, np.ndarray]:
-        feeds = self._gather(feeds, named, cast, outputs)
+    def _run(self, feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
         # converted here (the interpreter's own coerce_input then finds the storage dtype and has nothing to do)
         values = {t.name: coerce_input(t, feeds[t.name], self.file, cast=cast) for t in self.graph.inputs}
         with self.lock:
-            return self._pick(self.interpreter.run(values), outputs)
+            return self.interpreter.run(values)
 
     @property
     def variables(self) -> dict[str, np.ndarray]:
