@@ -370,6 +370,7 @@ class VGFModel(OnDevice):
         device: Device | None = None,
         file: str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        validation: bool | str | None = None,
     ):
         if isinstance(source, VGF):
             self.vgf, self.file = source, file
@@ -380,9 +381,10 @@ class VGFModel(OnDevice):
             except VGFError as err:
                 raise TosaFormatError(err.rule, file=err.file) from None
         self.program = vgf_program(self.vgf, self.file)
-        dev = self.attach(device)
+        dev = self.attach(device, validation)
         try:
             self.runtime = Runtime(self.program, dev, timeout_s=timeout_s)
+            self.report_validation()
         except BaseException:
             self.close()
             raise
@@ -410,4 +412,6 @@ class VGFModel(OnDevice):
                 name, feeds[name], shape, np.dtype(buf.dtype), type_name, file=self.file, cast=cast, where="VGF"
             )
         with self.using() as runtime:
-            return runtime.run(values)
+            results = runtime.run(values)
+        self.report_validation()
+        return results

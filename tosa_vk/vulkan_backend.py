@@ -8,7 +8,9 @@ where the memory is host-visible); `strict=True` refuses them instead.
 
 from __future__ import annotations
 
+import os
 import threading
+import warnings
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -27,7 +29,7 @@ from .program_cache import Entry, ProgramCache
 from .reference.executor import coerce_input
 from .session import GraphModel, Model, Timing
 from .variables import new_value
-from .vulkan import Device
+from .vulkan import Device, VulkanError
 from .vulkan.builtin import shipped_only
 from .vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
 from .vulkan.shaders import ShaderCache, program_variants
@@ -45,12 +47,35 @@ class OnDevice(Model):
     device: Device | None = None
     own_device = False
 
-    def attach(self, device: Device | str | int | None) -> Device:
-        """Opens the device (or borrows the one given) and the lock; call first in __init__."""
+    def attach(self, device: Device | str | int | None, validation: bool | str | None = None) -> Device:
+        """Opens the device (or borrows the one given) and the lock; call first in __init__. `validation`: the
+        Khronos validation layer on an opened device (None: as TOSA_VK_VALIDATION says); its messages are an error
+        (VulkanError) after the load or run that caused them, or a warning with validation="warn" (or
+        TOSA_VK_VALIDATION=warn)."""
+        if validation not in (None, True, False, "warn"):
+            raise TosaError(f"validation={validation!r}: take True, False, 'warn' or None (TOSA_VK_VALIDATION)")
         self.lock = threading.RLock()
         self.own_device = not isinstance(device, Device)
-        self.device = device if isinstance(device, Device) else Device(device)
+        self.warn_on_validation = validation == "warn" or (
+            validation is None and os.environ.get("TOSA_VK_VALIDATION", "").lower() == "warn"
+        )
+        opened = None if validation is None else bool(validation)
+        self.device = device if isinstance(device, Device) else Device(device, validation=opened)
         return self.device
+
+    def report_validation(self) -> None:
+        """The validation layer's messages since the last report reach the caller: a VulkanError, or one warning
+        (validation="warn"). A device shared by several models reports to the one that looks next."""
+        messages = self.device.validation_messages if self.device is not None else []
+        if not messages:
+            return
+        taken = list(messages)
+        messages.clear()
+        text = f"the Khronos validation layer reported {len(taken)} message(s): " + " | ".join(taken[:5])
+        if self.warn_on_validation:
+            warnings.warn(text, RuntimeWarning, stacklevel=3)
+        else:
+            raise VulkanError(text)
 
     @contextmanager
     def using(self) -> Iterator[Runtime]:
@@ -99,7 +124,8 @@ class VulkanModel(OnDevice, GraphModel):
     max_iterations (WHILE_LOOP cap), force_host (operator or output names to run on the host), layouts (tensors
     the graph holds as NCHW, for custom ops with an NHWC shader), timeout_s (the longest a run may take on the
     device before it fails), fuse (False: one kernel per operator; default on unless TOSA_VK_FUSE=0), cache_dir
-    (the program cache, tosa_vk/program_cache.py: a folder, default $TOSA_VK_CACHE/programs; False: none)."""
+    (the program cache, tosa_vk/program_cache.py: a folder, default $TOSA_VK_CACHE/programs; False: none),
+    validation (the Khronos validation layer, OnDevice.attach: True, "warn", False; default TOSA_VK_VALIDATION)."""
 
     backend = "vulkan"
 
@@ -121,11 +147,12 @@ class VulkanModel(OnDevice, GraphModel):
         timeout_s: float = DEFAULT_TIMEOUT_S,
         fuse: bool | None = None,
         cache_dir: str | Path | bool | None = None,
+        validation: bool | str | None = None,
     ):
         if source is None and file is None:
             raise TosaError("a VulkanModel needs a graph or a .tosa file")
         self._graph, self.file = source, file
-        dev = self.attach(device)
+        dev = self.attach(device, validation)
         try:
             self.options: dict[str, Any] = {
                 "strict": strict,
@@ -159,6 +186,7 @@ class VulkanModel(OnDevice, GraphModel):
                 cache, header, _ = found
                 spirv = list(self.runtime.spirv.values())  # in program_variants order (Runtime._build)
                 cache.store(header, Entry(self.program.to_bytes(), self.runtime.pipelines.data(), spirv))
+            self.report_validation()  # what pipeline creation and the uploads made the layer say
         except BaseException:
             self.close()
             raise
@@ -206,9 +234,11 @@ class VulkanModel(OnDevice, GraphModel):
         values = {t.name: coerce_input(t, feeds[t.name], self.file, cast=cast) for t in self._feeds}
         try:
             with self.using() as runtime:
-                return runtime.run(values)
+                results = runtime.run(values)
         except TosaError as err:
             raise err.located(file=self.file) from None
+        self.report_validation()
+        return results
 
     @property
     def variables(self) -> dict[str, np.ndarray]:
