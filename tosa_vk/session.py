@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .errors import TosaError
+from .errors import TosaError, TosaFormatError
 from .ir import Graph, load_graph
 from .ir.flatbuffer import read_graph
 
@@ -196,16 +196,21 @@ def load(source: str | Path | Graph, backend: str | None = None, **options: Any)
     class's keyword arguments; any other is an error naming it."""
     is_vgf = not isinstance(source, Graph) and Path(source).suffix.lower() == ".vgf"
     file = None
+    vgf = None
     if is_vgf and not isinstance(source, Graph):
-        from vgf import load_vgf
+        from vgf import VGFError, load_vgf
 
         from .vgf_run import runs_as_is
 
-        vgf = load_vgf(source)
+        file = str(source)
+        try:
+            vgf = load_vgf(source)
+        except VGFError as err:
+            raise TosaFormatError(err.rule, file=err.file) from None
         if not runs_as_is(vgf):  # GRAPH segments of a TOSA graph (not only constant fills): compiled like a .tosa
             from .vgf_graph import to_graph
 
-            file, source, is_vgf, backend = str(source), to_graph(vgf, file=str(source)), False, backend or "vulkan"
+            source, is_vgf, backend = to_graph(vgf, file=file), False, backend or "vulkan"
     if is_vgf:
         if backend not in (None, "vulkan"):
             raise TosaError(
@@ -231,8 +236,8 @@ def load(source: str | Path | Graph, backend: str | None = None, **options: Any)
             f"the {backend} backend{' (.vgf)' if is_vgf else ''} takes no option "
             f"{', '.join(map(repr, unknown))}; its options: {', '.join(accepted) or 'none'}"
         )
-    if is_vgf:
-        return cls(source, **options)
+    if is_vgf:  # the file read once, above
+        return cls(vgf, file=file, **options)
     if isinstance(source, Graph):
         return cls(source, file=file, **options)
     if issubclass(cls, GraphModel) and cls.parses_lazily:  # it reads the file itself, when it needs the graph

@@ -393,7 +393,7 @@ class _GraphImporter:
         module = self._module(s)
         if not isinstance(module.code, bytes) or module.language != "SPIR-V":
             raise self.fail(f"module '{module.name}' of a GRAPH segment holds no SPIR-V", s.name)
-        pairs = s.constant_bindings or list(enumerate(s.constants))
+        pairs = s.graph_constants()
         data = {}
         for graph_id, index in pairs:
             if not 0 <= index < len(self.vgf.constants):

@@ -310,7 +310,7 @@ def _constant_graphs(vgf: VGF, fail) -> dict[int, bytes]:
                 f"they are"
             )
         slots = {(s.set_index(i), b.binding): b.mrt_index for i, d in enumerate(s.set_infos) for b in d.bindings}
-        ids = dict(s.constant_bindings) if s.constant_bindings else dict(enumerate(s.constants))
+        ids = dict(s.graph_constants())
         for set_index, binding, gid in outputs:
             mrt, index = slots.get((set_index, binding)), ids.get(gid)
             if mrt is None or index is None or index >= len(vgf.constants):
@@ -409,7 +409,14 @@ class VGFModel(OnDevice):
             buf = self.program.buffer(name)
             shape, type_name = self._signature(name)
             values[name] = coerce_array(
-                name, feeds[name], shape, np.dtype(buf.dtype), type_name, file=self.file, cast=cast, where="VGF"
+                name,
+                feeds[name],
+                shape,
+                np.dtype(buf.dtype),
+                type_name,
+                file=self.file,
+                cast=cast,
+                where=self.source_kind,
             )
         with self.using() as runtime:
             results = runtime.run(values)

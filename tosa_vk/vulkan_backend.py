@@ -8,7 +8,6 @@ where the memory is host-visible); `strict=True` refuses them instead.
 
 from __future__ import annotations
 
-import os
 import threading
 import warnings
 from collections.abc import Collection, Iterator
@@ -31,6 +30,7 @@ from .session import GraphModel, Model, Timing
 from .variables import new_value
 from .vulkan import Device, VulkanError
 from .vulkan.builtin import shipped_only
+from .vulkan.device import validation_warns
 from .vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
 from .vulkan.shaders import ShaderCache, program_variants
 
@@ -56,9 +56,7 @@ class OnDevice(Model):
             raise TosaError(f"validation={validation!r}: take True, False, 'warn' or None (TOSA_VK_VALIDATION)")
         self.lock = threading.RLock()
         self.own_device = not isinstance(device, Device)
-        self.warn_on_validation = validation == "warn" or (
-            validation is None and os.environ.get("TOSA_VK_VALIDATION", "").lower() == "warn"
-        )
+        self.warn_on_validation = validation == "warn" or (validation is None and validation_warns())
         opened = None if validation is None else bool(validation)
         self.device = device if isinstance(device, Device) else Device(device, validation=opened)
         return self.device

@@ -110,6 +110,11 @@ class Segment:
         s = self.set_infos[position].set_index
         return position if s is None else s
 
+    def graph_constants(self) -> list[tuple[int, int]]:
+        """(graph constant id, constant-section index) of a GRAPH segment: its constant bindings (format 0.5.0), or
+        for earlier files the id as the position in `constants`."""
+        return list(self.constant_bindings) or list(enumerate(self.constants))
+
 
 @dataclass
 class Resource:

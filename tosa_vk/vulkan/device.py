@@ -87,6 +87,11 @@ def validation_requested() -> bool:
     return os.environ.get("TOSA_VK_VALIDATION", "") not in ("", "0")
 
 
+def validation_warns() -> bool:
+    """TOSA_VK_VALIDATION=warn: the layer's messages are warnings, not errors."""
+    return os.environ.get("TOSA_VK_VALIDATION", "").lower() == "warn"
+
+
 def create_instance(validation: bool = False, messages: list[str] | None = None):
     """A Vulkan 1.3 instance (and the debug messenger collecting into `messages` when validating)."""
     app = vk.VkApplicationInfo(
