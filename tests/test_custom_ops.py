@@ -18,6 +18,7 @@ from tosa_vk import Builder, TosaError, custom, custom_payload
 from tosa_vk.custom import Sampler, buffer, sampled_image, storage_image, tensor
 from tosa_vk.passes import copy_structure
 from tosa_vk.passes.permute import apply_custom_layouts
+from tosa_vk.vulkan import VulkanError
 from tosa_vk.vulkan.shaders import ShaderError
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "resources" / "custom_ops"
@@ -580,6 +581,64 @@ def test_declaration_mistakes_are_caught_at_registration():
         )(None)
     assert ("com.example.test", "x") not in custom.REGISTRY
     assert tensor(2).descriptor == custom.TENSOR_ARM and Sampler().items()[0][0] == "address_mode_u"
+
+
+SCALE_BY_PUSH = """#version 450
+layout(local_size_x = LOCAL_SIZE_X) in;
+layout(set = 0, binding = 0) readonly buffer A { float a[]; };
+layout(set = 0, binding = 1) writeonly buffer B { float b[]; };
+layout(push_constant) uniform P { uint n; float scale; } p;
+void main() { uint i = gl_GlobalInvocationID.x; if (i < p.n) b[i] = a[i] * p.scale; }
+"""
+GOOD_PUSH = np.array([64], np.uint32).tobytes() + np.array([2], np.float32).tobytes()
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({}, None),
+        # each of these ran before, and segfaulted (no push_constants) or gave garbage
+        ({"push_constants": b""}, "push-constant block spans 8 bytes but the kernel pushes 0 .the declaration's"),
+        ({"push_constants": GOOD_PUSH[:4]}, "spans 8 bytes but the kernel pushes 4"),
+        ({"outputs": [buffer(2)]}, "declares storage buffer at set 0 binding 1, which the kernel does not bind"),
+        ({"inputs": [buffer(0, set=1)]}, "declares storage buffer at set 0 binding 0, which the kernel does not"),
+        (
+            {"source": SCALE_BY_PUSH.replace("LOCAL_SIZE_X", "16")},
+            r"workgroup size is \[16, 1, 1\] but the declaration says workgroup_size=\(64, 1, 1\)",
+        ),
+        # a user's rule returning the wrong kind of value is an error naming the op, not a crash
+        ({"push_constants": lambda s: [1.5, 2.0]}, "push_constants must give bytes .or a numpy array., got list"),
+        ({"infer": lambda s: 5}, "infer rule failed or did not return"),
+    ],
+    ids=["agrees", "no-push-constants", "short-push", "binding", "set", "workgroup", "push-list", "infer"],
+)
+def test_declarations_are_checked_against_the_shader_before_any_dispatch(change, message, device):
+    """The declaration is compared with the shader's own interface (SPIR-V reflection: bindings and descriptor
+    types, push-constant block size, local size) at load, and the error names the operator."""
+    options = {
+        "source": SCALE_BY_PUSH,
+        "inputs": [buffer(0)],
+        "outputs": [buffer(1)],
+        "workgroup_size": (64, 1, 1),
+        "grid": (64, 1, 1),
+        "push_constants": GOOD_PUSH,
+        **change,
+    }
+    infer = options.pop("infer", None)
+    tosa_vk.custom_op("com.example.test", "scale_by_push", infer=infer, **options)(lambda inputs, attrs: [inputs[0]])
+    try:
+        x = np.arange(64, dtype=np.float32)
+        if message is None:
+            b = Builder()
+            b.output(custom.call(b, "com.example.test", "scale_by_push", [b.input("x", (64,), "fp32")], name_hint="y"))
+            np.testing.assert_array_equal(run(b.build(), "vulkan", device, x=x)["y"], 2 * x)
+            return
+        with pytest.raises((TosaError, VulkanError), match=rf"scale_by_push.*{message}"):
+            b = Builder()
+            b.output(custom.call(b, "com.example.test", "scale_by_push", [b.input("x", (64,), "fp32")], name_hint="y"))
+            run(b.build(), "vulkan", device, x=x)
+    finally:
+        del custom.REGISTRY[("com.example.test", "scale_by_push")]
 
 
 def test_cli_check_runs_the_numpy_twin(tmp_path):

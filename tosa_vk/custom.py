@@ -125,6 +125,18 @@ class CustomOp:
     def label(self) -> str:
         return f"{self.domain}::{self.name}"
 
+    def inferred(self, shapes: Shapes, where: str) -> list[tuple[tuple[int, ...], str]]:
+        """`infer`'s (shape, dtype name) per output, checked: a user's rule that fails or returns something else
+        is a TosaError naming the operator (`where`), never a crash further on."""
+        assert self.infer is not None
+        try:
+            return [(tuple(int(d) for d in shape), str(dtype).lower()) for shape, dtype in self.infer(shapes)]
+        except Exception as err:
+            raise TosaError(
+                f"{where}: the declaration's infer rule failed or did not return [(shape, dtype name)] per "
+                f"output: {type(err).__name__}: {err}"
+            ) from None
+
 
 REGISTRY: dict[tuple[str, str], CustomOp] = {}
 
@@ -274,7 +286,11 @@ def call(
         raise TosaError(f"unknown custom operator {domain}::{name} (registered: {known()})")
     attrs = attrs_bytes(implementation_attrs)
     shapes = Shapes(tuple(v.shape for v in inputs), (), tuple(v.dtype.name.lower() for v in inputs), (), attrs)
-    outs = op.infer(shapes) if op.infer is not None else [(inputs[0].shape, inputs[0].dtype.name.lower())]
+    outs = (
+        op.inferred(shapes, f"custom op {op.label}")
+        if op.infer is not None
+        else [(inputs[0].shape, inputs[0].dtype.name.lower())]
+    )
     return builder.custom(
         list(inputs),
         domain_name=domain,

@@ -183,11 +183,20 @@ def reflect(spirv: bytes) -> Interface:
 
 
 def check(
-    spirv: bytes, op: str, entry: str, layout: dict[tuple[int, int], str], push_size: int, limits: dict
+    spirv: bytes,
+    op: str,
+    entry: str,
+    layout: dict[tuple[int, int], str],
+    push_size: int,
+    limits: dict,
+    local_size: tuple[int, int, int] | None = None,
+    push_source: str = "the payload's push_constants",
 ) -> list[str]:
     """What is wrong with running `spirv`'s `entry` with descriptors `layout` ((set, binding) -> VK_DESCRIPTOR_TYPE_*
     as the kernel binds them) and `push_size` bytes of push constants on a device with `limits` (DeviceInfo.limits):
-    one message per mismatch, [] when it fits."""
+    one message per mismatch, [] when it fits. `local_size`: the workgroup size the kernel's group counts were
+    computed for (a registered declaration's workgroup_size), which the shader must declare; `push_source` names
+    what supplies the push constants in the message."""
     try:
         found = reflect(spirv)
     except ReflectError as err:
@@ -209,6 +218,12 @@ def check(
             f"{op}: workgroup size {list(size)}; this device allows 1 to {limits['maxComputeWorkGroupSize']} per "
             f"dimension and {limits['maxComputeWorkGroupInvocations']} invocations in all"
         )
+    elif local_size is not None and tuple(size) != tuple(local_size):
+        problems.append(
+            f"{op}: the shader's workgroup size is {list(size)} but the declaration says workgroup_size="
+            f"{tuple(local_size)} (its group counts are computed for that: use layout(local_size_x = LOCAL_SIZE_X, "
+            "...) in the shader, or declare the size it has)"
+        )
     for slot, kind in sorted(found.bindings.items()):
         bound = layout.get(slot)
         if bound is None:
@@ -223,7 +238,7 @@ def check(
     if found.push_size > push_size:
         problems.append(
             f"{op}: the shader's push-constant block spans {found.push_size} bytes but the kernel pushes "
-            f"{push_size} (the payload's push_constants must cover the whole block)"
+            f"{push_size} ({push_source} must cover the whole block)"
         )
     return problems
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import custom, custom_payload
 from ..errors import TosaError
 from ..plan import resources
@@ -67,7 +69,7 @@ def _from_declaration(ctx: LowerCtx, where: str, op: custom.CustomOp, s: custom.
         attrs,
     )
     if op.infer is not None:
-        want = [(tuple(int(d) for d in sh), str(dt).lower()) for sh, dt in op.infer(shapes)]
+        want = op.inferred(shapes, where)
         have = list(zip(shapes.outputs, shapes.output_dtypes))
         if want != have:
             raise TosaError(f"{where}: the node's outputs {have} differ from what the declaration infers {want}")
@@ -79,6 +81,9 @@ def _from_declaration(ctx: LowerCtx, where: str, op: custom.CustomOp, s: custom.
             grid = s.grid(shapes) if callable(s.grid) else s.grid
             groups = [max(1, math.ceil(int(g) / w)) for g, w in zip(grid, s.workgroup_size)]
         push = s.push_constants(shapes) if callable(s.push_constants) else s.push_constants
+        if not isinstance(push, (bytes, bytearray, memoryview, np.ndarray)):
+            raise TypeError(f"push_constants must give bytes (or a numpy array), got {type(push).__name__}")
+        push = bytes(np.ascontiguousarray(push).view(np.uint8)) if isinstance(push, np.ndarray) else bytes(push)
     except TosaError:
         raise
     except Exception as err:  # a user's rule failed: say whose
@@ -88,7 +93,6 @@ def _from_declaration(ctx: LowerCtx, where: str, op: custom.CustomOp, s: custom.
     groups = tuple(int(g) for g in groups)
     if len(groups) != 3 or min(groups) < 1:
         raise TosaError(f"{where}: the dispatch rule gave {list(groups)}; want 3 positive group counts")
-    push = bytes(push)
     if len(push) % 4:
         raise TosaError(f"{where}: push constants must be a multiple of 4 bytes, got {len(push)}")
     wg = s.workgroup_size

@@ -204,6 +204,12 @@ class Runtime:
 
     def _check_interface(self, step: Kernel) -> None:
         bound = bound_descriptors(len(step.bindings), step.slots, step.descriptors)
+        # a registered declaration's kernel is compiled with LOCAL_SIZE_X/Y/Z (tosa_vk/lower/custom.py): its group
+        # counts assume that workgroup size, which a shader that hard-codes another would silently break
+        defines = dict(step.defines)
+        declared = None
+        if "LOCAL_SIZE_X" in defines:
+            declared = (int(defines["LOCAL_SIZE_X"]), int(defines["LOCAL_SIZE_Y"]), int(defines["LOCAL_SIZE_Z"]))
         problems = spirv.check(
             self.module(step),
             step.op,
@@ -211,6 +217,8 @@ class Runtime:
             bound,
             len(step.push_constants),
             self._device.info.limits,
+            local_size=declared,
+            push_source="the declaration's push_constants" if declared else "the payload's push_constants",
         )
         if problems:
             raise VulkanError("\n".join(problems))
