@@ -109,6 +109,19 @@ def device(_vulkan_device):
     assert messages == [], "validation layer: " + " | ".join(messages[:3])
 
 
+@pytest.fixture
+def no_vulkan_device(monkeypatch):
+    """As if the machine had no Vulkan device: enumeration finds none. tosa_vk.session.vulkan_devices (what
+    load()'s and the CLI's defaults ask) forgets its cached answer before and after."""
+    import tosa_vk.vulkan
+    from tosa_vk import session
+
+    monkeypatch.setattr(tosa_vk.vulkan, "enumerate_devices", lambda: [])
+    session.vulkan_devices.cache_clear()
+    yield
+    session.vulkan_devices.cache_clear()
+
+
 @pytest.fixture(scope="module")
 def arm(tmp_path_factory):
     """Arm's vgf_dump and scenario-runner binaries, and the environment that gives scenario-runner the ML emulation

@@ -3,6 +3,7 @@ path, a Graph or a .vgf path; options a backend does not take are errors naming 
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -55,7 +56,11 @@ def test_every_source_and_backend_gives_a_model(sources, device, source, backend
         assert model.inputs == {"x": ((2, 3), "FP32")} and list(model.outputs) == ["y"]
         assert np.array_equal(model.run(x=x)["y"], x + x)
         assert model.variables == {}
-        assert all(isinstance(t, Timing) for t in model.profile())
+        if model.backend == "reference":
+            assert all(isinstance(t, Timing) for t in model.profile())
+        else:  # loaded without timestamps=True (tests/test_profile.py)
+            with pytest.raises(TosaError, match="timestamps=True"):
+                model.profile()
     model.close()  # idempotent
 
 
@@ -79,7 +84,7 @@ def test_profile_records_carry_units(device):
         model.run(x=np.ones((2, 3), np.float32))
         (t,) = model.profile()
     assert t.where == "device" and t.microseconds > 0 and t.op.startswith("ADD")
-    ref = tosa_vk.load(graph())
+    ref = tosa_vk.load(graph(), backend="reference")
     ref.run(x=np.ones((2, 3), np.float32))
     (t,) = ref.profile()
     assert t.where == "host" and t.microseconds > 0
@@ -112,7 +117,52 @@ def test_integer_feeds_out_of_range_are_refused():
     b = Builder()
     x = b.input("x", (2,), "int8")
     b.output(b.clamp(x, min_val=-100, max_val=100, name="y"))
-    model = tosa_vk.load(b.build())
+    model = tosa_vk.load(b.build(), backend="reference")
     with pytest.raises(TosaError, match=r"values 1..300, outside INT8's storage range -128..127"):
         model.run(x=np.array([1, 300], np.int32))
     assert model.run(x=np.array([1, 2], np.int32))["y"].tolist() == [1, 2]
+
+
+# ---- the default backend (issue 19): Vulkan wherever there is a device -----------------------------------------------
+
+
+def test_a_graph_runs_on_vulkan_by_default_where_there_is_a_device(tmp_path, device, monkeypatch):
+    from tosa_vk.session import default_backend, vulkan_devices
+
+    monkeypatch.setenv("TOSA_VK_DEVICE", str(device.info.index))
+    tosa_vk.save_graph(graph(), tmp_path / "g.tosa")
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning where there is a device
+        for source in (graph(), tmp_path / "g.tosa", str(tmp_path / "g.tosa")):
+            with tosa_vk.load(source) as model:
+                assert model.backend == "vulkan"
+                assert np.array_equal(model.run(x=x)["y"], x + x)
+    assert default_backend() == "vulkan" and device.info.name in [d.name for d in vulkan_devices()]
+
+
+@pytest.mark.parametrize("failure", ["no device", "no loader"])
+def test_without_a_device_the_default_is_reference_with_a_warning(tmp_path, monkeypatch, no_vulkan_device, failure):
+    import tosa_vk.vulkan
+    from tosa_vk.session import default_backend
+
+    calls = []
+
+    def enumerate_devices():
+        calls.append(1)
+        if failure == "no loader":
+            raise OSError("libvulkan.so.1: cannot open shared object file")
+        return []
+
+    monkeypatch.setattr(tosa_vk.vulkan, "enumerate_devices", enumerate_devices)
+    tosa_vk.save_graph(graph(), tmp_path / "g.tosa")
+    for source in (graph(), tmp_path / "g.tosa"):
+        with pytest.warns(RuntimeWarning, match=r"no Vulkan device found.*backend='reference'") as caught:
+            model = tosa_vk.load(source)
+        assert model.backend == "reference" and caught[0].filename == __file__  # it points at the caller
+        assert model.run(x=np.ones((2, 3), np.float32))["y"].tolist() == [[2.0] * 3] * 2
+    assert default_backend() == "reference"
+    assert len(calls) == 1  # enumerated once per process
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # chosen explicitly: no warning
+        tosa_vk.load(graph(), backend="reference")

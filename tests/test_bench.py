@@ -61,6 +61,7 @@ def test_report_structure(report, backends):
     assert data["environment"]["device"]["name"] and data["environment"]["packages"]["numpy"]
     assert [c["suite"] for c in data["cases"]] == ["ops", "models"]
     assert result["progress"] and any("[2/2]" in line for line in result["progress"])
+    assert (out / "results.png").stat().st_size > 0  # matplotlib: the bench extra, which scripts/setup.sh installs
     for case in data["cases"]:
         assert set(backends) <= set(case["results"])
         for name in backends:

@@ -56,17 +56,17 @@ def test_a_wrong_result_is_a_fail_line_and_exit_1(tmp_path, capsys):
 
 
 def test_dtype_bounds():
-    from tosa_vk.cli import FLOAT_TOLERANCE, _judge
+    from tosa_vk.compare import FLOAT_TOLERANCE, judge
 
     eps, k = FLOAT_TOLERANCE["FP32"]
     want = np.array([1.0, 100.0, 0.0, np.nan, np.inf], np.float32)
     near = want + np.array([k * eps, k * eps * 100, k * eps * 100, 0, 0], np.float32) / 2
-    assert _judge(near, want, DType.FP32, None)[0]
-    assert not _judge(want + np.float32(0.1), want, DType.FP32, None)[0]
-    assert not _judge(np.where(np.isnan(want), 0, want), want, DType.FP32, None)[0]  # NaN only matches NaN
-    assert not _judge(np.array([1, 2], np.int8), np.array([1, 3], np.int8), DType.INT8, None)[0]  # integers: exact
-    assert _judge(np.array([1, 2], np.int8), np.array([1, 3], np.int8), DType.INT8, 1.0)[0]  # --tolerance overrides
-    assert not _judge(np.zeros(2), np.zeros(3), DType.FP32, 1.0)[0]  # shapes must agree
+    assert judge(near, want, DType.FP32, None)[0]
+    assert not judge(want + np.float32(0.1), want, DType.FP32, None)[0]
+    assert not judge(np.where(np.isnan(want), 0, want), want, DType.FP32, None)[0]  # NaN only matches NaN
+    assert not judge(np.array([1, 2], np.int8), np.array([1, 3], np.int8), DType.INT8, None)[0]  # integers: exact
+    assert judge(np.array([1, 2], np.int8), np.array([1, 3], np.int8), DType.INT8, 1.0)[0]  # --tolerance overrides
+    assert not judge(np.zeros(2), np.zeros(3), DType.FP32, 1.0)[0]  # shapes must agree
     assert set(FLOAT_TOLERANCE) == {d.name for d in DType if d.is_float}
 
 
@@ -188,12 +188,52 @@ def test_run_defaults_to_vulkan_when_there_is_a_device(tmp_path, capsys, device)
     assert "ran on vulkan" in captured.out and captured.err == ""
 
 
-def test_run_falls_back_to_reference_with_a_note(tmp_path, capsys, monkeypatch):
-    import tosa_vk.vulkan
-
-    monkeypatch.setattr(tosa_vk.vulkan, "enumerate_devices", lambda: [])
+def test_run_falls_back_to_reference_with_a_note(tmp_path, capsys, no_vulkan_device):
     write_test(tmp_path)
     assert main(["run", str(tmp_path / "m.tosa"), "-i", f"x={tmp_path / 'x.npy'}"]) == 0
     captured = capsys.readouterr()
     assert "ran on reference" in captured.out
     assert captured.err == "tosa-vk: no Vulkan device, running on the reference backend (--backend chooses)\n"
+
+
+# 8. plan: the device's target (its alignment) where there is a device, and it says which target
+
+
+def test_plan_uses_the_devices_target_and_says_so(capsys, device, monkeypatch):
+    monkeypatch.setenv("TOSA_VK_DEVICE", str(device.info.index))
+    model = str(LSTM / "model.tosa")
+    assert main(["plan", model]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    target, index = device.info.target, device.info.index
+    assert first == f"target {target.name} (Vulkan device #{index}), tensors aligned to {target.alignment} B"
+    assert main(["plan", model, "--target", "lavapipe"]) == 0
+    assert capsys.readouterr().out.startswith("target lavapipe (named target), tensors aligned to 16 B\n")
+
+
+def test_plan_lays_tensors_out_at_the_devices_alignment(capsys, device, monkeypatch, no_vulkan_device):
+    """A device whose storage-buffer offsets align to 256 bytes (lavapipe's: 16): the plan is that device's."""
+    import dataclasses
+
+    import tosa_vk.vulkan
+
+    info = device.info
+    odd = dataclasses.replace(info, limits={**info.limits, "minStorageBufferOffsetAlignment": 256})
+    monkeypatch.setattr(tosa_vk.vulkan, "enumerate_devices", lambda: [odd])
+    monkeypatch.delenv("TOSA_VK_DEVICE", raising=False)
+    assert main(["plan", str(LSTM / "model.tosa"), "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["target"]["name"] == info.name and plan["target"]["min_storage_buffer_offset_alignment"] == 256
+    assert plan["target_chosen"] == f"Vulkan device #{info.index}" and plan["alignment"] == 256
+    assert all(r["offset"] % 256 == 0 for r in plan["tensors"]) and any(r["offset"] for r in plan["tensors"])
+
+
+def test_plan_without_a_device_plans_for_lavapipe_and_says_so(capsys, no_vulkan_device):
+    model = str(LSTM / "model.tosa")
+    assert main(["plan", model]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("target lavapipe (named target: no Vulkan device found (--target chooses)), tensors aligned")
+    assert main(["plan", model, "--target", "device"]) == 2
+    assert "no Vulkan device found" in capsys.readouterr().err
+    assert main(["plan", model, "--target", "minimum", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["target"]["name"] == "minimum" and plan["target_chosen"] == "named target" and plan["alignment"] == 256

@@ -84,7 +84,7 @@ def test_numbers_for_a_bool_input_are_refused(device, backend):
 
 
 def test_bf16_inputs_take_floats_their_storage_type_and_arm_bytes():
-    model = tosa_vk.load(bf16_graph())
+    model = tosa_vk.load(bf16_graph(), backend="reference")
     values = np.array([1.0, 2.5, -3.0])
     for x in (
         values,

@@ -1,26 +1,85 @@
-"""The README's "Using it" Python snippets run as written (from a scratch folder that sees the shipped models)."""
+"""The README's Python snippets run as written (from a scratch folder that sees the shipped models): every ```python
+block is either run or, when its first line names a file ("# my_ops.py ..."), written to that folder with the other
+files the section shows ("// scale_bias.comp: ..."), the custom-op tutorial's shader and declaration."""
 
 from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+RUN = ("Using it", "Custom shader ops")  # the sections whose snippets run
+FILE = re.compile(r"(?:#|//) (\w+\.(?:py|comp))\b")  # a block's first line naming the file it is
 
 
-def snippets(section: str) -> list[str]:
-    text = (ROOT / "README.md").read_text()
-    body = text.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```python\n(.*?)```", body, re.S)
+def section(name: str) -> str:
+    return README.split(f"## {name}\n", 1)[1].split("\n## ", 1)[0]
 
 
-def test_using_it_snippets_run(tmp_path, monkeypatch, device):
+def blocks(text: str, lang: str = "python") -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", text, re.S)
+
+
+def snippets(name: str) -> list[str]:
+    """The section's Python snippets to run, in order (not the files it shows)."""
+    return [code for code in blocks(section(name)) if not FILE.match(code)]
+
+
+def files(name: str) -> dict[str, str]:
+    """The files the section shows, by name: Python and GLSL blocks whose first line names them."""
+    shown = {}
+    for code in blocks(section(name), "python") + blocks(section(name), "glsl"):
+        match = FILE.match(code)
+        if match:
+            shown[match.group(1)] = code
+    return shown
+
+
+def run(code: str) -> None:
+    exec(compile(code, "README.md", "exec"), {})
+
+
+def scratch(tmp_path, monkeypatch, device) -> None:
     (tmp_path / "resources").symlink_to(ROOT / "resources")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TOSA_VK_DEVICE", str(device.info.index))
+
+
+def test_every_python_snippet_is_run_by_a_test():
+    covered = [code for name in RUN for code in blocks(section(name))]
+    assert blocks(README) and sorted(blocks(README)) == sorted(covered)
+
+
+def test_using_it_snippets_run(tmp_path, monkeypatch, device):
+    scratch(tmp_path, monkeypatch, device)
     found = snippets("Using it")
     assert found
     for code in found:
-        exec(compile(code, "README.md", "exec"), {})
+        run(code)
     assert (tmp_path / "block.tosa").is_file() and os.path.getsize(tmp_path / "block.tosa") > 0
+
+
+def test_custom_op_tutorial_runs(tmp_path, monkeypatch, device):
+    """The tutorial's shader and declaration, written where its usage snippet imports them, run on Vulkan and
+    match the numpy twin."""
+    from tosa_vk import custom
+
+    scratch(tmp_path, monkeypatch, device)
+    shown = files("Custom shader ops")
+    assert sorted(shown) == ["my_ops.py", "scale_bias.comp"]
+    for name, text in shown.items():
+        (tmp_path / name).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(custom, "REGISTRY", dict(custom.REGISTRY))  # the tutorial's op: registered in this test only
+    monkeypatch.delitem(sys.modules, "my_ops", raising=False)
+    found = snippets("Custom shader ops")
+    assert found
+    try:
+        for code in found:
+            run(code)
+    finally:
+        sys.modules.pop("my_ops", None)
+    assert ("com.example", "scale_bias") in custom.REGISTRY

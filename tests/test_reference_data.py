@@ -14,7 +14,7 @@ def run1(build, **feeds):
     """Builds a one-output graph with `build(b)` -> Value and runs it on the reference backend."""
     b = tosa_vk.Builder()
     b.output(build(b))
-    return next(iter(load(b.build()).run(feeds).values()))
+    return next(iter(load(b.build(), backend="reference").run(feeds).values()))
 
 
 # ---- reduction ----------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ def test_custom_op_registry():
         out_dtype="int32",
     )
     b.output(y)
-    model = tosa_vk.load(b.build())
+    model = tosa_vk.load(b.build(), backend="reference")
     assert model.run(x=np.arange(4, dtype=np.int32))[y.name].tolist() == [0, 2, 4, 6]
 
 
@@ -54,11 +54,11 @@ def test_unknown_custom_op_is_a_clear_error():
         )
     )
     with pytest.raises(TosaError, match=r"CUSTOM #0 .*com\.nowhere::nothing"):
-        tosa_vk.load(b.build()).run(x=np.zeros(4, np.int32))
+        tosa_vk.load(b.build(), backend="reference").run(x=np.zeros(4, np.int32))
 
 
 def test_session_input_errors():
-    model = tosa_vk.load(accumulator())
+    model = tosa_vk.load(accumulator(), backend="reference")
     with pytest.raises(TosaError, match="missing graph input"):
         model.run({})
     with pytest.raises(TosaError, match="unknown graph input"):

@@ -31,7 +31,7 @@ def feeds(seed=0):
 
 def test_matches_reference_and_reruns_with_new_inputs(device):
     graph = small_graph()
-    ref = tosa_vk.load(graph)
+    ref = tosa_vk.load(graph, backend="reference")
     with tosa_vk.load(graph, backend="vulkan", device=device) as model:
         for seed in range(3):
             got, want = model.run(feeds(seed)), ref.run(feeds(seed))
@@ -193,7 +193,7 @@ def check_staged(graph, values: dict, device) -> None:
     with Runtime(program, device, force_staging=True) as runtime:
         assert runtime.arena.staged
         got = runtime.run(values)
-    want = tosa_vk.load(graph).run(values)
+    want = tosa_vk.load(graph, backend="reference").run(values)
     assert all(np.array_equal(got[k], want[k]) for k in want)
 
 

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import sys
 import threading
@@ -161,55 +162,34 @@ def confined(folder: Path, relative: str) -> Path:
 
 
 def _default_backend() -> str:
-    """`tosa-vk run` without --backend: vulkan when there is a Vulkan device, else reference (with a note)."""
-    try:
-        from .vulkan import enumerate_devices
+    """`tosa-vk run` without --backend: tosa_vk.load's default (session.default_backend: vulkan when there is a
+    Vulkan device, else reference), with a note on stderr in place of load()'s warning."""
+    from .session import default_backend
 
-        if enumerate_devices():
-            return "vulkan"
-    except Exception:  # no loader, no driver: the reference backend still runs
-        pass
-    print("tosa-vk: no Vulkan device, running on the reference backend (--backend chooses)", file=sys.stderr)
-    return "reference"
+    backend = default_backend()
+    if backend == "reference":
+        print("tosa-vk: no Vulkan device, running on the reference backend (--backend chooses)", file=sys.stderr)
+    return backend
 
 
-# --check / --compare accept an output when every element is within its dtype's bound (one table for the CLI):
-# integers and bools exactly; a float output when |got - want| <= k * eps * (|want| + max |want|), eps the dtype's
-# machine epsilon and k how many of them summation order, approximate exp / tanh / ... and the final rounding may
-# cost (the max |want| term, the output's magnitude, covers cancellation and subnormals). NaN matches NaN, an infinity
-# the same infinity. `--tolerance T` replaces the bound with |got - want| <= T for every output.
-FLOAT_TOLERANCE = {
-    "FP32": (2**-23, 1024),
-    "FP16": (2**-10, 8),
-    "BF16": (2**-7, 4),
-    "FP8E4M3": (2**-3, 2),
-    "FP8E5M2": (2**-2, 2),
-}  # fmt: skip  (dtype: eps, k)
-
-
-def _judge(got: np.ndarray, want: np.ndarray, dtype, tolerance: float | None) -> tuple[bool, str]:
-    """(passed, what was compared) for one output against the expected values (both storage arrays)."""
-    got, want = np.asarray(got), np.asarray(want)
-    if got.shape != want.shape:
-        return False, f"shape {list(got.shape)}, expected {list(want.shape)}"
-    g, w = got.astype(np.float64), want.astype(np.float64)
-    with np.errstate(invalid="ignore"):  # inf - inf
-        diff = np.abs(g - w)
-    same = (g == w) | (np.isnan(g) & np.isnan(w))  # equal infinities too
-    worst = float(np.max(np.where(same, 0.0, diff))) if diff.size else 0.0
-    if tolerance is not None:
-        return bool(np.all(same | (diff <= tolerance))), f"max |diff| {worst:.3g}, --tolerance {tolerance:.3g}"
-    if dtype.name not in FLOAT_TOLERANCE:
-        return bool(np.all(same)), f"max |diff| {worst:.3g}, exact"
-    eps, k = FLOAT_TOLERANCE[dtype.name]
-    finite = np.isfinite(w)
-    scale = float(np.max(np.abs(w[finite]))) if finite.any() else 0.0
-    bound = k * eps * (np.abs(w) + scale)
-    ok = same | (finite & (diff <= bound))
-    return bool(np.all(ok)), f"max |diff| {worst:.3g}, bound {k} eps x (|want| + {scale:.3g})"
+def _model_and_feeds(args) -> tuple[Path, dict, dict]:
+    """`run` / `profile`'s model and inputs: (model path, feeds, output files by name) from --test-desc desc.json,
+    else the model argument and its -i name=file.npy inputs."""
+    if args.test_desc:
+        return _feeds_from_desc(Path(args.test_desc))
+    if not args.model:
+        raise TosaError("give a model file or --test-desc desc.json")
+    feeds = {}
+    for item in args.input or []:
+        name, _, file = item.partition("=")
+        if not file:
+            raise TosaError(f"-i takes name=file.npy, got {item!r}")
+        feeds[name] = _load_npy(Path(file))
+    return Path(args.model), feeds, {}
 
 
 def cmd_run(args) -> int:
+    from .compare import judge
     from .ir.dtype import from_npy, to_npy
     from .session import GraphModel, load
 
@@ -219,18 +199,9 @@ def cmd_run(args) -> int:
             "--compare compares with the ofm_file outputs a desc.json names: give --test-desc desc.json "
             "(--check compares with the reference backend)"
         )
+    model_path, feeds, out_files = _model_and_feeds(args)
     if args.test_desc:
-        model_path, feeds, out_files = _feeds_from_desc(Path(args.test_desc))
         expected_dir = Path(args.test_desc).parent
-    elif args.model:
-        model_path, feeds, out_files = Path(args.model), {}, {}
-        for item in args.input or []:
-            name, _, file = item.partition("=")
-            if not file:
-                raise TosaError(f"-i takes name=file.npy, got {item!r}")
-            feeds[name] = _load_npy(Path(file))
-    else:
-        raise TosaError("give a model file or --test-desc desc.json")
     expected = {}
     if args.compare:  # read before anything is written (an output folder may be the desc's own)
         assert expected_dir is not None
@@ -238,11 +209,20 @@ def cmd_run(args) -> int:
             if (expected_dir / f).is_file():
                 expected[name] = _load_npy(expected_dir / f)
     backend = args.backend or _default_backend()
+    placing = _host_options(args)
+    if placing and backend != "vulkan":
+        raise TosaError(f"--host-ops / --partition move operators of the vulkan backend to the host; the {backend} "
+                        "backend runs every operator on the host already")  # fmt: skip
     start = time.perf_counter()
-    model = load(model_path, backend=backend)
+    model = load(model_path, backend=backend, **placing)
     if not isinstance(model, GraphModel):  # a VGF of compute segments only: run as it is
         return _run_vgf(model_path, model, feeds, args, start)
-    outputs = model.run(feeds, cast=args.cast)
+    if args.dump_intermediates:  # every tensor kept and returned (tosa_vk/capture.py)
+        outputs = model.run(feeds, cast=args.cast, capture="all")
+        _dump(outputs, model.graph, Path(args.dump_intermediates))
+        outputs = {name: outputs[name] for name in model.outputs}
+    else:
+        outputs = model.run(feeds, cast=args.cast)
     seconds = time.perf_counter() - start
     graph = model.graph
     checked = load(graph, backend="reference").run(feeds, cast=args.cast) if args.check else {}
@@ -265,12 +245,12 @@ def cmd_run(args) -> int:
         if args.compare:
             if name in expected:
                 want = from_npy(expected[name], dtypes[name])
-                ok, how = _judge(value, want, dtypes[name], args.tolerance)
+                ok, _, _, how = judge(value, want, dtypes[name], args.tolerance)
                 verdicts.append((ok, f"vs {out_files[name]}: {how}"))
             else:
                 verdicts.append((False, f"no expected result {out_files.get(name) or '(not in desc.json)'}"))
         if name in checked:
-            ok, how = _judge(value, checked[name], dtypes[name], args.tolerance)
+            ok, _, _, how = judge(value, checked[name], dtypes[name], args.tolerance)
             verdicts.append((ok, f"vs reference backend: {how}"))
         for ok, how in verdicts:
             failed |= not ok
@@ -282,8 +262,103 @@ def cmd_run(args) -> int:
             f"placement: {where.count('vulkan')} operators as Vulkan kernels, {where.count('fused')} fused into "
             f"them, {where.count('host')} on the host, {where.count('alias')} free aliases"
         )
+        for p in model.placement if placing else ():
+            if p.where == "host":
+                print(f"host: {p.op}: {p.reason}")
     print(f"{model_path}: ran on {backend} in {seconds * 1000:.1f} ms (load + first run)")
     return 1 if failed else 0
+
+
+def _dump(tensors: dict[str, np.ndarray], graph, folder: Path) -> None:
+    """--dump-intermediates: one .npy per tensor (the .npy dtype tosa_reference_model writes for its type) and
+    index.json: the tensors in execution order with their file, producer, shape and dtype."""
+    from .capture import capturable, producers
+    from .ir.dtype import to_npy
+
+    folder.mkdir(parents=True, exist_ok=True)
+    main = graph.main
+    producer = producers(graph)
+    index: list[dict] = []
+    for name in capturable(graph):
+        t = main.tensors[name]
+        target = confined(folder, f"{len(index):04d}_{safe_name(name)}.npy")
+        np.save(target, to_npy(tensors[name], t.dtype))
+        index.append(
+            {"tensor": name, "file": target.name, "producer": producer.get(name, "input"),
+             "shape": list(t.shape), "dtype": t.dtype.name}
+        )  # fmt: skip
+    (folder / "index.json").write_text(json.dumps(index, indent=1))
+    print(f"{len(index)} tensors written to {folder} (index.json lists them in execution order)")
+
+
+def cmd_compare(args) -> int:
+    """Vulkan against the reference backend, tensor by tensor (tosa_vk/compare.py); exit 1 if one is out of bounds."""
+    from .compare import compare, first_failure, report
+    from .session import GraphModel, load
+
+    model_path, feeds, _ = _model_and_feeds(args)
+    vulkan = load(model_path, backend="vulkan", **_host_options(args))
+    if not isinstance(vulkan, GraphModel):
+        raise TosaError("compare needs a TOSA graph: this .vgf has COMPUTE segments only", file=str(model_path))
+    with vulkan, load(vulkan.graph, backend="reference") as reference:
+        rows = compare(vulkan, reference, feeds, tolerance=args.tolerance, cast=args.cast)
+    for line in report(rows, width=shutil.get_terminal_size((120, 24)).columns):
+        print(line)
+    return 0 if first_failure(rows) is None else 1
+
+
+def _host_options(args) -> dict[str, Any]:
+    """load()'s host_ops / partition options from --host-ops / --partition (only those given)."""
+    options: dict[str, Any] = {}
+    if args.host_ops:
+        options["host_ops"] = list(args.host_ops)
+    if args.partition:
+        options["partition"] = args.partition
+    return options
+
+
+def cmd_placement(args) -> int:
+    """Every operator's place (vulkan, fused, host, alias, constant) and why, as compiled for the target; or every
+    operator as an NNAdapter rule line, a partition file that puts them all on the host (tosa_vk/host_rules.py)."""
+    from . import passes
+    from .compiler import compile
+    from .fuse import enabled as fuse_enabled
+    from .host_rules import rule_line, writable
+    from .ir import load_graph
+    from .partition import STRUCTURAL
+    from .vulkan.builtin import shipped_only
+
+    target, chosen = _plan_target(args.target)
+    graph = load_graph(args.model)
+    options = _host_options(args)
+    program = compile(graph, target, kernels=shipped_only(), file=args.model, **options)
+    if args.format == "rules":  # the operators the partition saw: the graph after the compile's passes
+        from . import host_kernels
+
+        print(f"# {args.model}: every operator as an NNAdapter rule OP:inputs:outputs, a partition file that puts")
+        print("# them all on the host (--partition FILE); delete a line to run its operator on Vulkan again.")
+        print("# Commented out: the operators that cannot run on the host.")
+        for region in passes.run(graph, batch=fuse_enabled(None)).regions:
+            for op in region.blocks[0].operators:
+                line = rule_line(op)
+                if op.op in STRUCTURAL:
+                    print(f"# {line}  # {STRUCTURAL[op.op]}")
+                elif not host_kernels.available(op.op):
+                    print(f"# {line}  # no host kernel for {op.op}")
+                elif not writable(op):
+                    print(f"# {line}  # a tensor name with ',', ':' or '#' cannot be written in a rule")
+                else:
+                    print(line)
+        return 0
+    rows = [(p.op, p.where, p.reason) for p in program.placement]
+    width = min(max((len(r[0]) for r in rows), default=8), 60)
+    print(f"{args.model}: target {target.name} ({chosen})")
+    print(f"{'operator':<{width}}  {'place':<8}  reason")
+    for label, where, reason in rows:
+        print(f"{label:<{width}}  {where:<8}  {reason}")
+    counts = {w: sum(r[1] == w for r in rows) for w in ("vulkan", "fused", "host", "alias", "constant")}
+    print(", ".join(f"{n} {w}" for w, n in counts.items() if n or w in ("vulkan", "host")))
+    return 0
 
 
 def _run_vgf(path: Path, model, feeds: dict, args, start: float) -> int:
@@ -302,6 +377,30 @@ def _run_vgf(path: Path, model, feeds: dict, args, start: float) -> int:
             line += f" -> {target}"
         print(line)
     print(f"{path}: ran on vulkan in {seconds * 1000:.1f} ms (load + first run)")
+    return 0
+
+
+def cmd_profile(args) -> int:
+    from . import profile
+    from .session import load
+
+    if args.runs < 1:
+        raise TosaError(f"--runs takes 1 or more, got {args.runs}")
+    model_path, feeds, _ = _model_and_feeds(args)
+    backend = args.backend or _default_backend()
+    options = {"timestamps": True} if backend == "vulkan" else {}
+    with load(model_path, backend=backend, **options) as model:
+        runs = profile.measure(model, feeds, args.runs)
+        info = getattr(getattr(model, "device", None), "info", None)
+    on = f"{backend} ({info.name})" if info is not None else backend
+    found = profile.rows(runs)
+    per = "operator" if backend == "reference" else "kernel"
+    print(f"{model_path} on {on}: median of {args.runs} runs after 1 warm-up, per {per}")
+    print("\n".join(profile.table(found, args.sort)))
+    print("\n".join(profile.totals(found, runs)))
+    if args.trace:
+        events = profile.write_trace(Path(args.trace), runs, f"{model_path.name} on {on}")
+        print(f"trace: {args.trace} ({events} kernel events; open in https://ui.perfetto.dev)")
     return 0
 
 
@@ -388,17 +487,30 @@ def cmd_conformance(args) -> int:
     return 1 if failed else 0
 
 
+def _plan_target(name: str | None):
+    """`tosa-vk plan`'s target and how it was chosen: --target NAME a named one, --target device the Vulkan device
+    (TOSA_VK_DEVICE picks one; an error without a device), no --target the device where there is one, else the
+    named target lavapipe."""
+    from .session import vulkan_devices
+    from .target import named
+
+    if name not in (None, "device"):
+        return named(name), "named target"
+    devices = list(vulkan_devices())
+    if devices or name == "device":
+        from .vulkan import select
+
+        info = select(devices)
+        return info.target, f"Vulkan device #{info.index}"
+    return named("lavapipe"), "named target: no Vulkan device found (--target chooses)"
+
+
 def cmd_plan(args) -> int:
     from .compiler import compile
     from .ir import load_graph
-    from .target import named
 
-    if args.target == "device":
-        from .vulkan import enumerate_devices, select
-
-        target = select(enumerate_devices()).target
-    else:
-        target = named(args.target)
+    target, chosen = _plan_target(args.target)
+    alignment = args.alignment or target.alignment
     program = compile(load_graph(args.model), target, alignment=args.alignment, file=args.model)
     rows: list[dict[str, Any]] = []
     for name, buf in program.buffers.items():
@@ -419,6 +531,8 @@ def cmd_plan(args) -> int:
     summary = {
         "file": args.model,
         "target": target.as_dict(),
+        "target_chosen": chosen,
+        "alignment": alignment,
         "memory": program.memory,
         "tensors": rows,
         "placement": [p._asdict() for p in program.placement],
@@ -426,6 +540,7 @@ def cmd_plan(args) -> int:
     if args.json:
         print(json.dumps(summary, indent=1))
         return 0
+    print(f"target {target.name} ({chosen}), tensors aligned to {alignment} B")
     print(
         f"{'tensor':<40} {'kind':<12} {'descriptor':<18} {'format':<30} {'shape':<18} {'offset':>9} "
         f"{'bytes':>9} {'live':>11} alias"
@@ -505,6 +620,31 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+def _model_arguments(p: argparse.ArgumentParser, model: str, desc: str) -> None:
+    """The model and its inputs, for `run`, `profile` and `compare` (read by _model_and_feeds)."""
+    p.add_argument("model", nargs="?", help=f"{model} (with -i name=file.npy inputs)")
+    p.add_argument("--test-desc", "--test_desc", dest="test_desc", help=f"a conformance-style desc.json naming {desc}")
+    p.add_argument("-i", "--input", action="append", help="graph input as name=file.npy (repeat for each input)")
+
+
+def _host_arguments(p: argparse.ArgumentParser) -> None:
+    """--host-ops and --partition (tosa_vk/host_rules.py), for `run` and `placement`."""
+    p.add_argument(
+        "--host-ops",
+        nargs="+",
+        action="extend",
+        metavar="RULE",
+        help="run these operators on the host (vulkan backend): operator names (any case), output tensor names, "
+        "or NNAdapter rules OP:in1,in2:out1,out2; a rule that matches no operator is an error (give the model "
+        "before this option)",
+    )
+    p.add_argument(
+        "--partition",
+        metavar="FILE",
+        help="a file of such rules, one per line ('#' comments; `tosa-vk placement --format rules` writes one)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -523,14 +663,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_info)
     p = command("run", "run a graph (drop-in for tosa_reference_model --test_desc)")
-    p.add_argument("model", nargs="?", help="a .tosa or .vgf file (with -i name=file.npy inputs)")
-    p.add_argument(
-        "--test-desc",
-        "--test_desc",
-        dest="test_desc",
-        help="a conformance-style desc.json naming the model, inputs and output files",
-    )
-    p.add_argument("-i", "--input", action="append", help="graph input as name=file.npy (repeat for each input)")
+    _model_arguments(p, "a .tosa or .vgf file", "the model, inputs and output files")
     p.add_argument(
         "-o",
         "--output-dir",
@@ -559,7 +692,44 @@ def build_parser() -> argparse.ArgumentParser:
         help="largest |diff| --compare / --check accept (default: integers and bools exact, floats within "
         "k x eps x (|want| + max |want|) per dtype: fp32 k=1024, fp16 8, bf16 4, fp8 2)",
     )
+    p.add_argument(
+        "--dump-intermediates",
+        metavar="DIR",
+        help="also write every intermediate tensor to DIR as NNNN_<name>.npy in execution order, with index.json",
+    )
+    _host_arguments(p)
     p.set_defaults(func=cmd_run)
+    p = command(
+        "compare",
+        "run on Vulkan and on the reference backend, judge every tensor in execution order; exit 1 if one is out "
+        "of bounds",
+    )
+    _model_arguments(p, "a .tosa file, or a .vgf with GRAPH segments", "the model and inputs")
+    p.add_argument("--cast", action="store_true", help="convert inputs of another dtype kind instead of refusing")
+    p.add_argument(
+        "--tolerance",
+        type=float,
+        help="largest |diff| accepted for every tensor (default: integers and bools exact, floats within k x eps x "
+        "(|want| + max |want|) per dtype)",
+    )
+    _host_arguments(p)
+    p.set_defaults(func=cmd_compare)
+    p = command("profile", "time each kernel of a graph over several runs: a table in ms, and a Perfetto trace")
+    _model_arguments(p, "a .tosa or .vgf file", "the model and inputs")
+    p.add_argument(
+        "--backend",
+        choices=("vulkan", "reference"),
+        help="default: vulkan when a Vulkan device exists (tosa-vk devices), else reference",
+    )
+    p.add_argument("--runs", type=int, default=5, help="timed runs after one warm-up; the table shows medians")
+    p.add_argument(
+        "--sort",
+        choices=("order", "time"),
+        default="order",
+        help="order: kernels in execution order; time: slowest first",
+    )
+    p.add_argument("--trace", help="also write a Chrome / Perfetto trace (JSON) of every timed run here")
+    p.set_defaults(func=cmd_profile)
     p = command("conformance", "run Arm's conformance tests on a backend, judged by tosa_verify")
     p.add_argument("--backend", choices=("reference", "vulkan"), default="reference", help="the backend to test")
     p.add_argument(
@@ -599,12 +769,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="a .tosa file")
     p.add_argument(
         "--target",
-        default="lavapipe",
-        help="a named target (lavapipe, minimum) or 'device' to query the Vulkan device",
+        help="a named target (lavapipe, minimum) or 'device' to query the Vulkan device (TOSA_VK_DEVICE picks one); "
+        "default: the Vulkan device where there is one, else lavapipe",
     )
     p.add_argument("--alignment", type=int, help="buffer offset alignment in bytes (default: the target's)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_plan)
+    p = command("placement", "where every operator runs (Vulkan, fused, host, alias, constant) and why")
+    p.add_argument("model", help="a .tosa file")
+    p.add_argument(
+        "--target",
+        help="a named target (lavapipe, minimum) or 'device' to query the Vulkan device; default: as tosa-vk plan "
+        "(the Vulkan device where there is one, else lavapipe)",
+    )
+    _host_arguments(p)
+    p.add_argument(
+        "--format",
+        choices=("table", "rules"),
+        default="table",
+        help="table: each operator's place and reason; rules: each operator as an NNAdapter rule line "
+        "OP:inputs:outputs, a partition file for --partition",
+    )
+    p.set_defaults(func=cmd_placement)
     p = command("devices", "list Vulkan devices (* marks the default)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_devices)

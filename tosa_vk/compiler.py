@@ -15,14 +15,15 @@ Program.to_bytes() stores it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from . import fuse as fuse_stage
-from . import passes
+from . import host_rules, passes
 from .ir.graph import Graph
 from .ir.validate import validate
 from .lower import lower, texels
-from .partition import partition
+from .partition import partition as place
 from .plan import plan
 from .program import Kernel, Program
 from .target import Target, named
@@ -33,7 +34,8 @@ def compile(
     target: Target | str = "lavapipe",
     *,
     strict: bool = False,
-    force_host: Collection[str] = (),
+    host_ops: str | Iterable[str] = (),
+    partition: str | Path | None = None,
     layouts: dict[str, str] | str | None = None,
     alignment: int | None = None,
     fuse: bool | None = None,
@@ -43,8 +45,10 @@ def compile(
 ) -> Program:
     """Compiles `graph` for `target` (a Target, e.g. Device.target, or a named one: tosa_vk.target.NAMED).
 
-        strict: an operator without a Vulkan kernel is an error instead of a host step. force_host: operator names or
-        output tensor names to run on the host. layouts: the tensors the graph holds as NCHW ({name: "NCHW"}, or
+        strict: an operator without a Vulkan kernel is an error instead of a host step. host_ops: rules for the
+        operators to run on the host, each an operator name (any case), an output tensor name or an NNAdapter rule
+        "OP:in,...:out,..." (tosa_vk/host_rules.py); partition: a file of such rules, one per line. A rule that
+        matches no operator is an error. layouts: the tensors the graph holds as NCHW ({name: "NCHW"}, or
         "NCHW" for every 4-D tensor) — permutes are inserted around custom ops whose shader wants NHWC. alignment:
         overrides the target's tensor alignment in the arena. fuse: False keeps one kernel per operator (default: on,
     unless TOSA_VK_FUSE=0); views: False copies contiguous SLICE / CONCAT data with kernels instead of sharing
@@ -55,8 +59,9 @@ def compile(
     if not views:
         target = texels.without(target)
     validate(graph, file=file)
+    rules = host_rules.collect(host_ops, partition)  # the file read (and every rule parsed) before the passes run
     graph = passes.run(graph, layouts, batch=fuse_stage.enabled(fuse))
-    placed = partition(graph, target, strict=strict, force_host=force_host)
+    placed = place(graph, target, strict=strict, host_ops=rules)
     alignment = alignment or target.alignment
     fusion = (
         fuse_stage.fuse(graph, placed, alignment if views else None)

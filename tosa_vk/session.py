@@ -3,17 +3,21 @@
 Every backend is a Model subclass with the same methods; `load` picks it and refuses options it does not take:
 - "reference": the numpy reference backend (tosa_vk/reference/model.py);
 - "vulkan": a .tosa file or Graph compiled for a Vulkan device (tosa_vk/vulkan_backend.py);
-- a .vgf file with GRAPH segments is decoded into a graph (tosa_vk/vgf_graph.py) and runs on either backend (vulkan
-  by default); one of COMPUTE segments only runs on Vulkan as it is (tosa_vk/vgf_run.py).
+- a .vgf file with GRAPH segments is decoded into a graph (tosa_vk/vgf_graph.py) and runs on either backend; one of
+  COMPUTE segments only runs on Vulkan as it is (tosa_vk/vgf_run.py).
+Without `backend=`, a graph runs on Vulkan wherever a Vulkan device exists, else on the reference backend with a
+RuntimeWarning (`default_backend()`, which `tosa-vk run` uses too).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -21,14 +25,18 @@ from .errors import TosaError, TosaFormatError
 from .ir import Graph, load_graph
 from .ir.flatbuffer import read_graph
 
+if TYPE_CHECKING:
+    from .vulkan import DeviceInfo
+
 # backend name -> "module:class"; a .vgf file is its own kind of source
 BACKENDS = {"reference": "tosa_vk.reference.model:ReferenceModel", "vulkan": "tosa_vk.vulkan_backend:VulkanModel"}
 VGF_BACKEND = "tosa_vk.vgf_run:VGFModel"
 
 
 class Timing(NamedTuple):
-    """One operator's (or kernel's) time in the last run: `where` "device" (GPU timestamps) or "host" (wall clock
-    of a host step or a reference operator)."""
+    """One operator's (or kernel's) time in the last run, in microseconds: `op` names every TOSA operator a kernel
+    covers ("CONV2D #58 'x' + RESCALE #63 'y'" for a fused kernel), `where` is "device" (GPU timestamp queries)
+    or "host" (wall clock of a host step or a reference operator)."""
 
     op: str
     where: str
@@ -51,6 +59,7 @@ class Model:
         *,
         cast: bool = False,
         outputs: Sequence[str] | None = None,
+        capture: str | Sequence[str] | None = None,
         **named: np.ndarray,
     ) -> dict[str, np.ndarray]:
         """Runs the graph: inputs by name (a dict, keywords, or both) -> outputs by name.
@@ -58,10 +67,24 @@ class Model:
         Every input must be given, in its declared shape and a dtype numpy's `same_kind` rule converts to the
         input's storage dtype (see `inputs`): float64 for an FP32 input, int32 values in range for INT8; a float
         array for an INT8 input is an error unless `cast=True` (numpy's astype, as `np.asarray(x, dtype)` does).
-        `outputs`: the names of the outputs to return (default all). An input named "cast" or "outputs" goes in
-        the dict."""
+        `outputs`: the names of the outputs to return (default all). `capture`: intermediate tensors to return
+        too, after the outputs — "all" or a list of tensor names (tosa_vk/capture.py: the run is then a twin
+        program that keeps them stored). An input named "cast", "outputs" or "capture" goes in the dict."""
         checked = self._gather(feeds, named, cast, outputs, self.source_kind)
-        return self._pick(self._run(checked, bool(cast)), outputs)
+        if capture is None or capture is False:
+            return self._pick(self._run(checked, bool(cast)), outputs)
+        names = self._captures(capture)
+        results = self._capture_run(names, checked, bool(cast))
+        picked = self._pick({n: results[n] for n in self.outputs}, outputs)
+        return {**picked, **{n: results[n] for n in names if n not in picked}}
+
+    def _captures(self, capture) -> list[str]:
+        """run(capture=...) as tensor names in execution order."""
+        raise TosaError(f"run(capture=...) needs a TOSA graph; this {self.source_kind} has none", file=self.file)
+
+    def _capture_run(self, names: list[str], feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
+        """A run that returns the outputs and the tensors `names` (GraphModel: a twin model)."""
+        raise NotImplementedError
 
     def _run(self, feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
         """The backend's run: every input given by name (not yet converted) -> every output."""
@@ -133,9 +156,10 @@ class Model:
         """Forgets all state: the next run declares the variables again with their initial values."""
 
     def profile(self) -> list[Timing]:
-        """Per-operator times of the last run as Timing records, in microseconds (`Timing.microseconds`; the Vulkan
-        backend: load with timestamps=True)."""
-        return []
+        """Per-kernel (Vulkan) or per-operator (reference) times of the last run as Timing records, in execution
+        order; the unit is microseconds (`Timing.microseconds`). The Vulkan backend times kernels with GPU
+        timestamp queries: load with timestamps=True, else this is a TosaError (never an empty list)."""
+        raise TosaError(f"the {self.backend or type(self).__name__} backend has no profile()", file=self.file)
 
     @property
     def transferred(self) -> dict[str, int]:
@@ -144,7 +168,8 @@ class Model:
 
     @property
     def placement(self) -> list:
-        """Where each operator runs, and why (tosa_vk.program.Placement records; empty on the host-only backend)."""
+        """Where each operator runs, and why (tosa_vk.program.Placement records; the reference backend: every operator
+        on the host)."""
         return []
 
     def close(self) -> None:
@@ -185,15 +210,82 @@ class GraphModel(Model):
     def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
         return {t.name: (t.shape, t.dtype.name) for t in self.graph.inputs}
 
+    # the options load() gave this model: its capture twins are loaded with the same
+    _options: dict[str, Any] = {}
+    _twins: dict[tuple[str, ...], Model] | None = None
+
+    def _captures(self, capture) -> list[str]:
+        from .capture import resolve
+
+        return resolve(self.graph, capture, self.file)
+
+    def _capture_run(self, names: list[str], feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
+        from .capture import with_outputs
+
+        self._twins = self._twins if self._twins is not None else {}
+        twin = self._twins.get(tuple(names))
+        if twin is None:
+            twin = self._twins[tuple(names)] = self._twin(with_outputs(self.graph, names))
+        self._lend_state(twin)
+        try:
+            return twin._run(feeds, cast)
+        finally:
+            self._take_state(twin)
+
+    def _twin(self, graph: Graph) -> Model:
+        """This model's backend and options on `graph`."""
+        return type(self)(graph, file=self.file, **self._options)  # type: ignore[call-arg]  # subclasses take these
+
+    def _lend_state(self, twin: Model) -> None:
+        """Before a twin's run: it sees this model's variables."""
+
+    def _take_state(self, twin: Model) -> None:
+        """After a twin's run: this model's variables are what the twin left."""
+
+    def close(self) -> None:
+        for twin in (self._twins or {}).values():
+            twin.close()
+        self._twins = None
+
     @property
     def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
         return {t.name: (t.shape, t.dtype.name) for t in self.graph.outputs}
 
 
+# load()'s warning when it falls back to the reference backend for want of a device
+NO_DEVICE_WARNING = (
+    "no Vulkan device found (no Vulkan loader, driver or device; Debian: apt-get install mesa-vulkan-drivers for "
+    "lavapipe): running on the numpy reference backend. Choose explicitly: tosa_vk.load(..., backend='reference') "
+    "or backend='vulkan'"
+)
+
+
+@functools.cache
+def vulkan_devices() -> tuple[DeviceInfo, ...]:
+    """Every Vulkan physical device (tosa_vk.vulkan.DeviceInfo records), queried once per process: an instance and
+    the devices' properties, no logical device (~30 ms on lavapipe). () where there is no Vulkan loader, driver or
+    device. `vulkan_devices.cache_clear()` queries again on the next call."""
+    try:
+        from . import vulkan
+
+        return tuple(vulkan.enumerate_devices())
+    except Exception:  # no libvulkan, no ICD, an instance that fails: the reference backend still runs
+        return ()
+
+
+def default_backend() -> str:
+    """The backend a graph runs on when none is named (`load()`, `tosa-vk run`): "vulkan" wherever a Vulkan device
+    exists (which one: TOSA_VK_DEVICE, else the first by type, tosa_vk.vulkan.select), else "reference". Cached:
+    the devices are enumerated once per process (`vulkan_devices`)."""
+    return "vulkan" if vulkan_devices() else "reference"
+
+
 def load(source: str | Path | Graph, backend: str | None = None, **options: Any) -> Model:
-    """A Model from a .tosa path, a Graph or a .vgf path. `backend`: "reference" (the default for TOSA graphs) or
-    "vulkan" (the default for .vgf files, and the only one for those of COMPUTE segments only). Options are the backend
-    class's keyword arguments; any other is an error naming it."""
+    """A Model from a .tosa path, a Graph or a .vgf path. `backend`: "vulkan" or "reference" (the numpy reference
+    backend). Without it a graph (a .tosa, a Graph, a .vgf of GRAPH segments) runs on Vulkan wherever a Vulkan device
+    exists, else on the reference backend with a RuntimeWarning saying so (`default_backend()`); a .vgf of COMPUTE
+    segments only runs on Vulkan. Options are the backend class's keyword arguments; any other is an error naming
+    it."""
     is_vgf = not isinstance(source, Graph) and Path(source).suffix.lower() == ".vgf"
     file = None
     vgf = None
@@ -210,7 +302,7 @@ def load(source: str | Path | Graph, backend: str | None = None, **options: Any)
         if not runs_as_is(vgf):  # GRAPH segments of a TOSA graph (not only constant fills): compiled like a .tosa
             from .vgf_graph import to_graph
 
-            source, is_vgf, backend = to_graph(vgf, file=file), False, backend or "vulkan"
+            source, is_vgf = to_graph(vgf, file=file), False
     if is_vgf:
         if backend not in (None, "vulkan"):
             raise TosaError(
@@ -218,7 +310,10 @@ def load(source: str | Path | Graph, backend: str | None = None, **options: Any)
             )
         backend, where = "vulkan", VGF_BACKEND
     else:
-        backend = backend or "reference"
+        if backend is None:
+            backend = default_backend()
+            if backend == "reference":
+                warnings.warn(NO_DEVICE_WARNING, RuntimeWarning, stacklevel=2)
         if backend not in BACKENDS:
             raise TosaError(f"unknown backend {backend!r}; available: {', '.join(BACKENDS)}")
         where = BACKENDS[backend]
@@ -239,7 +334,10 @@ def load(source: str | Path | Graph, backend: str | None = None, **options: Any)
     if is_vgf:  # the file read once, above
         return cls(vgf, file=file, **options)
     if isinstance(source, Graph):
-        return cls(source, file=file, **options)
-    if issubclass(cls, GraphModel) and cls.parses_lazily:  # it reads the file itself, when it needs the graph
-        return cls(None, file=str(source), **options)
-    return cls(load_graph(source), file=str(source), **options)
+        model = cls(source, file=file, **options)
+    elif cls.parses_lazily:  # it reads the file itself, when it needs the graph
+        model = cls(None, file=str(source), **options)
+    else:
+        model = cls(load_graph(source), file=str(source), **options)
+    model._options = options
+    return model

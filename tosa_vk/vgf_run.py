@@ -358,7 +358,8 @@ def _check_bindings(op: str, where: list[tuple[int, int, int]], writes: list[tup
 
 
 class VGFModel(OnDevice):
-    """A .vgf loaded onto a Vulkan device: run(feeds by input name) -> outputs by name."""
+    """A .vgf loaded onto a Vulkan device: run(feeds by input name) -> outputs by name. `timestamps=True`: GPU
+    times for profile()."""
 
     source_kind = "VGF"
 
@@ -371,6 +372,7 @@ class VGFModel(OnDevice):
         file: str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         validation: bool | str | None = None,
+        timestamps: bool = False,
     ):
         if isinstance(source, VGF):
             self.vgf, self.file = source, file
@@ -383,7 +385,7 @@ class VGFModel(OnDevice):
         self.program = vgf_program(self.vgf, self.file)
         dev = self.attach(device, validation)
         try:
-            self.runtime = Runtime(self.program, dev, timeout_s=timeout_s)
+            self.runtime = Runtime(self.program, dev, timeout_s=timeout_s, timestamps=timestamps)  # for profile()
             self.report_validation()
         except BaseException:
             self.close()

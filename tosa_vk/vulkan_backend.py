@@ -8,6 +8,7 @@ where the memory is host-visible); `strict=True` refuses them instead.
 
 from __future__ import annotations
 
+import copy
 import threading
 import warnings
 from collections.abc import Collection, Iterator
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import compiler, custom, host_kernels
+from . import compiler, custom, host_kernels, host_rules
 from .errors import TosaError
 from .fuse import enabled as fuse_enabled
 from .ir.dtype import DType
@@ -33,6 +34,12 @@ from .vulkan.builtin import shipped_only
 from .vulkan.device import validation_warns
 from .vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
 from .vulkan.shaders import ShaderCache, program_variants
+
+
+def _text(path: str | Path) -> str:
+    """A partition file's text, for the program-cache key (its rules checked: an error before the cache is asked)."""
+    host_rules.read_file(path)
+    return Path(path).read_text()
 
 
 class OnDevice(Model):
@@ -84,9 +91,17 @@ class OnDevice(Model):
             yield self.runtime
 
     def profile(self) -> list[Timing]:
-        """Per-kernel device times of the last run (GPU timestamps: load with timestamps=True)."""
+        """Per-kernel device times (GPU timestamp queries) and host-step wall times of the last run, in
+        microseconds, in order. A TosaError unless the model was loaded with timestamps=True (it gave [] before:
+        an empty profile read as "nothing ran")."""
         with self.using() as runtime:
-            return [Timing(op, "device", float(seconds) * 1e6) for op, seconds in runtime.profile()]
+            if not runtime.timestamps:
+                raise TosaError(
+                    "profile() needs GPU timestamps: load the model with timestamps=True "
+                    "(tosa_vk.load(..., backend='vulkan', timestamps=True))",
+                    file=self.file,
+                )
+            return [Timing(s.op, s.where, (s.end - s.start) * 1e6) for s in runtime.spans()]
 
     @property
     def transferred(self) -> dict[str, int]:
@@ -119,11 +134,13 @@ class VulkanModel(OnDevice, GraphModel):
     """A graph compiled for a Vulkan device (tosa_vk.compile) and run by tosa_vk.vulkan.Runtime.
 
     Options: device (a Device, an index or a name), strict (no host steps), timestamps (GPU times for profile()),
-    max_iterations (WHILE_LOOP cap), force_host (operator or output names to run on the host), layouts (tensors
-    the graph holds as NCHW, for custom ops with an NHWC shader), timeout_s (the longest a run may take on the
-    device before it fails), fuse (False: one kernel per operator; default on unless TOSA_VK_FUSE=0), cache_dir
-    (the program cache, tosa_vk/program_cache.py: a folder, default $TOSA_VK_CACHE/programs; False: none),
-    validation (the Khronos validation layer, OnDevice.attach: True, "warn", False; default TOSA_VK_VALIDATION)."""
+    max_iterations (WHILE_LOOP cap), host_ops (rules for operators to run on the host: operator names, output tensor
+    names or NNAdapter rules "OP:in,...:out,...", tosa_vk/host_rules.py), partition (a file of such rules, one per
+    line), layouts (tensors the graph holds as NCHW, for custom ops with an NHWC shader), timeout_s (the longest a
+    run may take on the device before it fails), fuse (False: one kernel per operator; default on unless
+    TOSA_VK_FUSE=0), cache_dir (the program cache, tosa_vk/program_cache.py: a folder, default
+    $TOSA_VK_CACHE/programs; False: none), validation (the Khronos validation layer, OnDevice.attach: True, "warn",
+    False; default TOSA_VK_VALIDATION)."""
 
     backend = "vulkan"
 
@@ -140,7 +157,8 @@ class VulkanModel(OnDevice, GraphModel):
         strict: bool = False,
         timestamps: bool = False,
         max_iterations: int = 1_000_000,
-        force_host: Collection[str] = (),
+        host_ops: str | Collection[str] = (),
+        partition: str | Path | None = None,
         layouts: dict[str, str] | str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         fuse: bool | None = None,
@@ -154,7 +172,8 @@ class VulkanModel(OnDevice, GraphModel):
         try:
             self.options: dict[str, Any] = {
                 "strict": strict,
-                "force_host": force_host,
+                "host_ops": host_ops,
+                "partition": partition,
                 "layouts": layouts,
                 "fuse": fuse,
             }
@@ -221,9 +240,17 @@ class VulkanModel(OnDevice, GraphModel):
                 self.graph  # noqa: B018 - load_graph's error names the file and why
                 raise
         else:
-            model = Path(self.file).read_bytes() if self.file else write_graph(self._graph)
+            model = write_graph(self._graph)  # not the file's bytes: a capture twin's graph differs from its file
         options = self.options
-        resolved = {**options, "fuse": fuse_enabled(options["fuse"]), "force_host": sorted(options["force_host"])}
+        partition = options["partition"]
+        resolved = {
+            **options,
+            "fuse": fuse_enabled(options["fuse"]),
+            # in order (the first rule that matches an operator names its placement); malformed ones refused here
+            "host_ops": [r.text for r in host_rules.collect(options["host_ops"])],
+            # the file by name (in the placements' reasons) and content
+            "partition": None if partition is None else [str(partition), _text(partition)],
+        }
         cache = ProgramCache(None if cache_dir in (None, True) else cache_dir)
         header = cache.header(cache.key(model, resolved, target), target.device_uuid, target.driver)
         return cache, header, cache.load(header)
@@ -242,6 +269,21 @@ class VulkanModel(OnDevice, GraphModel):
     def variables(self) -> dict[str, np.ndarray]:
         with self.using() as runtime:
             return {uid: runtime.view(self.program.variables[uid].tensor).copy() for uid in runtime.state}
+
+    def _twin(self, graph: Graph) -> Model:
+        return VulkanModel(graph, file=self.file, **{**self._options, "device": self.device})
+
+    def _lend_state(self, twin: Model) -> None:
+        assert isinstance(twin, VulkanModel)
+        _copy_state(self, twin)
+
+    def _take_state(self, twin: Model) -> None:
+        assert isinstance(twin, VulkanModel)
+        _copy_state(twin, self)
+
+    def close(self) -> None:
+        GraphModel.close(self)  # the capture twins first: they use this model's device
+        OnDevice.close(self)
 
     def set_variable(self, uid: str, value: np.ndarray) -> None:
         with self.using() as runtime:
@@ -266,3 +308,15 @@ class VulkanModel(OnDevice, GraphModel):
         if program.views():  # VGF resources are bound whole: the same program with copies instead of views
             program = self.compile(views=False)
         return export_vgf(program, path)
+
+
+def _copy_state(source: VulkanModel, target: VulkanModel) -> None:
+    """The variables of `source` (their values in device memory and their flags) made `target`'s: a capture twin
+    runs on the model's state and hands it back."""
+    if not source.program.variables:
+        return
+    with source.using() as a, target.using() as b:
+        b.state.clear()
+        b.state.update({uid: copy.copy(var) for uid, var in a.state.items()})
+        for uid, spec in source.program.variables.items():
+            b.view(target.program.variables[uid].tensor)[...] = a.view(spec.tensor)

@@ -39,7 +39,7 @@ def compare(steps: int = 100, seed: int = 0, **vulkan_options) -> dict:
     """Runs `steps` steps on both backends; returns the largest difference and the bytes per Vulkan step."""
     graph = build()
     xs = np.random.default_rng(seed + 1).standard_normal((steps, 1, 1, INPUTS)).astype(np.float32)
-    reference = tosa_vk.load(graph)
+    reference = tosa_vk.load(graph, backend="reference")
     worst, moved = 0.0, []
     with tosa_vk.load(graph, backend="vulkan", **vulkan_options) as model:
         for x in xs:

@@ -207,7 +207,7 @@ def plot(report: dict, path: Path) -> str | None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return "matplotlib not installed: no plot (pip install matplotlib)"
+        return "matplotlib not installed: no plot (bash scripts/setup.sh installs it; or pip install -e '.[bench]')"
     rows = [r for r in report["cases"] if "results" in r and "error" not in r]
     names = [b for b in BACKENDS if any(r["results"].get(b, {}).get("status") == "ok" for r in rows)]
     fig, ax = plt.subplots(figsize=(10, 0.1 * len(rows) * max(1, len(names)) + 1.5))

@@ -8,10 +8,13 @@ from pathlib import Path
 import numpy as np
 
 from ..ir.graph import Graph
-from ..session import GraphModel, Timing
+from ..program import Placement
+from ..session import GraphModel, Model, Timing
 from ..target import Target
 from ..variables import new_value
 from .executor import Interpreter, coerce_input
+
+REASON = "reference backend: numpy"  # every operator's placement
 
 
 class ReferenceModel(GraphModel):
@@ -43,6 +46,10 @@ class ReferenceModel(GraphModel):
         with self.lock:
             self.interpreter.state.clear()
 
+    def _lend_state(self, twin: Model) -> None:
+        assert isinstance(twin, ReferenceModel)
+        twin.interpreter.state = self.interpreter.state  # one dict: the twin's run updates this model's variables
+
     def export_vgf(self, path: str | Path | None = None, target: Target | str = "lavapipe"):
         """The graph compiled for `target` (strict: every operator a Vulkan kernel) as a VGF container (vgf.VGF;
         written to `path` if given). Needs no device."""
@@ -50,6 +57,16 @@ class ReferenceModel(GraphModel):
         from ..vgf_export import export_vgf
 
         return export_vgf(compile(self.graph, target, strict=True, views=False, file=self.file), path)
+
+    @property
+    def placement(self) -> list[Placement]:
+        """Every operator of every region on the host: the numpy interpreter runs them all."""
+        main = self.graph.regions[0].name
+        return [
+            Placement(op.label(index, "" if region.name == main else f"{region.name}::"), "host", REASON)
+            for region in self.graph.regions
+            for index, op in enumerate(region.blocks[0].operators)
+        ]
 
     def profile(self) -> list[Timing]:
         with self.lock:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from itertools import accumulate
+from typing import NamedTuple
 
 import numpy as np
 import vulkan as vk
@@ -27,6 +29,16 @@ BATCH_DISPATCHES = 512  # ... at most this many dispatches in all
 
 
 HostKernels = Callable[[Host, list[np.ndarray]], list[np.ndarray]]
+
+
+class Span(NamedTuple):
+    """A kernel or host step of the last run (Runtime.spans): `start` / `end` in seconds on the host clock
+    (time.perf_counter)."""
+
+    op: str
+    where: str  # "device" | "host"
+    start: float
+    end: float
 
 
 class Runtime:
@@ -55,6 +67,9 @@ class Runtime:
         self.host = host
         self.state: dict[str, Variable] = {}  # variables' seen / is_written flags by uid (values stay in the arena)
         self.ran: list[Segment] = []  # segments submitted by the last run, in order
+        self.timestamps = timestamps  # the segments bracket their dispatches with timestamp queries
+        self.submitted: dict[Segment, float] = {}  # segment -> time.perf_counter() of its latest submit
+        self.hosted: dict[str, Span] = {}  # host step -> its span in the last run (a loop's: the last iteration)
         self.transferred = {"to_device": 0, "from_device": 0}
         self.own_device = device is None
         self.device: Device | None = device or Device()  # None once closed
@@ -283,6 +298,7 @@ class Runtime:
             raise VulkanError(f"this model cannot run again ({self.failed}); close it and load it again")
         self.transferred = {"to_device": 0, "from_device": 0}
         self.ran = []
+        self.hosted = {}
         begin_run(self.state)  # a new run: every variable may be declared once again
         for name, value in feeds.items():
             self._write(name, value)
@@ -301,6 +317,7 @@ class Runtime:
                 try:
                     if left <= 0:
                         raise DeviceTimeout(f"next kernel: {item.dispatches[0].name}")
+                    self.submitted[item] = time.perf_counter()
                     self.queue.submit(item, left)
                 except DeviceTimeout as err:
                     raise VulkanError(f"the run did not finish within {self.timeout_s} s (timeout_s; {err})") from None
@@ -332,12 +349,14 @@ class Runtime:
                         done += 1
             else:
                 assert self.host is not None  # checked in __init__
+                start = time.perf_counter()
                 try:
                     outs = self.host(item, [self._read(n) for n in item.reads])
                 except TosaError as err:
                     raise err.located(op=item.op) from None
                 for name, value in zip(item.writes, outs):
                     self._write(name, value)
+                self.hosted[item.op] = Span(item.op, "host", start, time.perf_counter())
 
     def _flag(self, name: str) -> bool:
         """A control-flow condition: one bool read back from the device."""
@@ -358,6 +377,20 @@ class Runtime:
         ran, once each (a loop body's times are its last iteration's)."""
         period = self._device.info.limits["timestampPeriod"]
         return [(d.name, t) for seg in dict.fromkeys(self.ran) for d, t in zip(seg.dispatches, seg.timings(period))]
+
+    def spans(self) -> list[Span]:
+        """The last run's kernels and host steps in order of start, once each as profile() (a loop body's: its last
+        iteration). Host steps are wall-clock times; a segment's kernels are its timestamp queries' offsets from
+        the segment's first one, placed at the segment's submit time: the device clock is not calibrated against
+        the host's, so a segment starts a submit latency early and its kernels are end to end (each from the
+        previous one's end timestamp, barriers included). No kernels without timestamps."""
+        period = self._device.info.limits["timestampPeriod"]
+        found = list(self.hosted.values())
+        for seg in dict.fromkeys(self.ran):
+            at = self.submitted[seg]
+            edges = [at + s for s in accumulate(seg.timings(period), initial=0.0)]
+            found += [Span(d.name, "device", a, b) for d, a, b in zip(seg.dispatches, edges, edges[1:])]
+        return sorted(found, key=lambda s: s.start)
 
     def close(self) -> None:
         """Frees every Vulkan object of this runtime (idempotent; safe after a failed __init__)."""
