@@ -94,7 +94,7 @@ def test_trace_has_one_event_per_kernel_per_run_covering_every_placed_operator(c
 def test_model_profile_is_per_kernel_in_microseconds(resnet):
     prof = resnet.profile()
     assert [t.op for t in prof] == kernel_labels(resnet)
-    assert all(t.where == "device" and 0 < t.microseconds < 10e6 for t in prof)
+    assert all(t.where == "device" and type(t.microseconds) is float and 0 < t.microseconds < 10e6 for t in prof)
 
 
 def small_graph():

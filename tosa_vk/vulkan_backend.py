@@ -101,7 +101,7 @@ class OnDevice(Model):
                     "(tosa_vk.load(..., backend='vulkan', timestamps=True))",
                     file=self.file,
                 )
-            return [Timing(s.op, s.where, (s.end - s.start) * 1e6) for s in runtime.spans()]
+            return [Timing(s.op, s.where, float(s.end - s.start) * 1e6) for s in runtime.spans()]
 
     @property
     def transferred(self) -> dict[str, int]:
