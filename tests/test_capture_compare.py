@@ -69,6 +69,9 @@ def test_capture_by_name_and_clear_errors(resnet):
     for model in (vulkan, reference):
         got = model.run(feeds, capture=picked, outputs=[])
         assert list(got) == [names[2], names[5]]  # execution order
+    for k in range(3):  # a model keeps the twins of its last two capture sets loaded, not one per set
+        vulkan.run(feeds, capture=[names[k]], outputs=[])
+    assert vulkan._twins is not None and list(vulkan._twins) == [(names[1],), (names[2],)]
     with pytest.raises(TosaError, match=r"no tensor 'tosa_conv2d_defaultX'.*did you mean 'tosa_conv2d_default'"):
         vulkan.run(feeds, capture=["tosa_conv2d_defaultX"])
     const = next(op.outputs[0] for op in vulkan.graph.main.operators if op.op == "CONST")

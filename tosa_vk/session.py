@@ -16,6 +16,7 @@ import importlib
 import inspect
 import warnings
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 # backend name -> "module:class"; a .vgf file is its own kind of source
 BACKENDS = {"reference": "tosa_vk.reference.model:ReferenceModel", "vulkan": "tosa_vk.vulkan_backend:VulkanModel"}
 VGF_BACKEND = "tosa_vk.vgf_run:VGFModel"
+KEPT_TWINS = 2  # capture twins a model keeps loaded (tosa_vk/capture.py), by capture set
 
 
 class Timing(NamedTuple):
@@ -222,15 +224,19 @@ class GraphModel(Model):
     def _capture_run(self, names: list[str], feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
         from .capture import with_outputs
 
-        self._twins = self._twins if self._twins is not None else {}
-        twin = self._twins.get(tuple(names))
-        if twin is None:
-            twin = self._twins[tuple(names)] = self._twin(with_outputs(self.graph, names))
-        self._lend_state(twin)
-        try:
-            return twin._run(feeds, cast)
-        finally:
-            self._take_state(twin)
+        with getattr(self, "lock", None) or nullcontext():  # one run at a time, the twin's included
+            self._twins = self._twins if self._twins is not None else {}
+            twin = self._twins.pop(tuple(names), None)
+            if twin is None:
+                if len(self._twins) >= KEPT_TWINS:  # each holds its own device memory: the oldest goes
+                    self._twins.pop(next(iter(self._twins))).close()
+                twin = self._twin(with_outputs(self.graph, names))
+            self._twins[tuple(names)] = twin  # the most recent last
+            self._lend_state(twin)
+            try:
+                return twin._run(feeds, cast)
+            finally:
+                self._take_state(twin)
 
     def _twin(self, graph: Graph) -> Model:
         """This model's backend and options on `graph`."""
