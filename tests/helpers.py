@@ -33,6 +33,23 @@ def graph_of(build: Build) -> Graph:
     return b.build()
 
 
+def host_step_graph(domain: str) -> Graph:
+    """x -> ADD -> CUSTOM `domain`::halve (numpy only: a host step between two kernels) -> ADD -> y."""
+    tosa_vk.custom_op(domain, "halve")(lambda inputs, attrs: [inputs[0] / 2])
+    b = Builder()
+    x = b.input("x", (3,), "fp32")
+    h = b.custom(
+        [b.add(x, x)],
+        domain_name=domain,
+        operator_name="halve",
+        implementation_attrs=b"",
+        out_shape=(3,),
+        out_dtype="fp32",
+    )
+    b.output(b.add(h, x, name="y"))
+    return b.build()
+
+
 def op_graph(op: str, shapes: Sequence[Sequence[int]], dtype: DType | str, *operands, **attrs) -> Graph:
     """A graph of one operator on graph inputs x, y, z, ... (`shapes`, one `dtype`), followed by constant `operands`
     (numpy arrays) and attributes."""

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import host_step_graph
 
 import tosa_vk
 from tosa_vk import Builder, TosaError
@@ -117,22 +118,9 @@ def test_profile_without_timestamps_is_an_error(device):
 def test_host_steps_are_in_the_profile_between_the_kernels(device):
     """Found: a host step (an operator without a Vulkan kernel) was missing from the Vulkan profile."""
 
-    @tosa_vk.custom_op("com.example.profile", "halve")
-    def halve(inputs, attrs):
-        return [inputs[0] / 2]
-
-    b = Builder()
-    x = b.input("x", (3,), "fp32")
-    h = b.custom(
-        [b.add(x, x)],
-        domain_name="com.example.profile",
-        operator_name="halve",
-        implementation_attrs=b"",
-        out_shape=(3,),
-        out_dtype="fp32",
-    )
-    b.output(b.add(h, x, name="y"))
-    with tosa_vk.load(b.build(), backend="vulkan", device=device, timestamps=True) as model:
+    with tosa_vk.load(
+        host_step_graph("com.example.profile"), backend="vulkan", device=device, timestamps=True
+    ) as model:
         model.run(x=np.ones(3, np.float32))
         prof = model.profile()
         with model.using() as runtime:

@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import pytest
+from helpers import host_step_graph
 
 import tosa_vk
 from tosa_vk import Builder, TosaError
@@ -46,22 +47,7 @@ def test_host_fallback(device):
     """An operator without a Vulkan kernel (here a CUSTOM op with only a numpy implementation) runs on the host,
     on views of the same device memory, between GPU kernels."""
 
-    @tosa_vk.custom_op("com.example.test", "halve")
-    def halve(inputs, attrs):
-        return [inputs[0] / 2]
-
-    b = Builder()
-    x = b.input("x", (3,), "fp32")
-    h = b.custom(
-        [b.add(x, x)],
-        domain_name="com.example.test",
-        operator_name="halve",
-        implementation_attrs=b"",
-        out_shape=(3,),
-        out_dtype="fp32",
-    )
-    b.output(b.add(h, x, name="y"))
-    with tosa_vk.load(b.build(), backend="vulkan", device=device) as model:
+    with tosa_vk.load(host_step_graph("com.example.test"), backend="vulkan", device=device) as model:
         out = model.run(x=np.array([1.5, -1.5, 2.0], np.float32))
         assert out["y"].tolist() == [3.0, -3.0, 4.0]
         assert [where for _, where, _ in model.placement] == ["vulkan", "host", "vulkan"]

@@ -11,7 +11,7 @@ import numpy as np
 
 from .errors import TosaError
 from .ir.dtype import DType
-from .ir.flatbuffer import _ENUM_FIELDS as ENUM_ATTRS
+from .ir.flatbuffer import ENUM_FIELDS
 from .ir.graph import Operator
 from .program import Host
 
@@ -32,7 +32,7 @@ def run(step: Host, views: list[np.ndarray]) -> list[np.ndarray]:
     inputs = [next(values) if name else np.asarray(const) for name, const in zip(step.inputs, step.constants)]
     names = [name or f"const{i}" for i, name in enumerate(step.inputs)]
     # a Program read back from bytes (the program cache) holds enum attributes (acc_type, ...) as plain ints
-    attrs = {k: ENUM_ATTRS[k](v) if k in ENUM_ATTRS and v is not None else v for k, v in step.attrs.items()}
+    attrs = {k: ENUM_FIELDS[k](v) if k in ENUM_FIELDS and v is not None else v for k, v in step.attrs.items()}
     op = Operator(step.operator, names, list(step.writes), attrs)
     call = Call(
         op,

@@ -37,7 +37,8 @@ OP_CODES: dict[str, int] = {k: v for k, v in vars(_OpCodes).items() if k.isupper
 OP_NAMES: dict[int, str] = {v: k for k, v in OP_CODES.items()}
 # Attribute union member per op code (the union lists one table per op, in op order).
 _ATTR_CLASS = {v: k for k, v in vars(fb_attribute.Attribute).items() if k.endswith("Attribute")}
-_ENUM_FIELDS = {"acc_type": DType, "nan_mode": NanPropagationMode, "mode": ResizeMode, "rounding_mode": RoundingMode}
+# enum-typed attributes and their types (also host_kernels: a Program read back from bytes holds them as ints)
+ENUM_FIELDS = {"acc_type": DType, "nan_mode": NanPropagationMode, "mode": ResizeMode, "rounding_mode": RoundingMode}
 _STRING_FIELDS = {"operator_name", "domain_name", "then_graph", "else_graph", "cond_graph", "body_graph"}
 _BYTES_FIELDS = {"min_val", "max_val", "implementation_attrs"}  # [ubyte] vectors
 _CLAMP_FIELDS = ("min_val", "max_val")  # encoded in the input's dtype
@@ -181,8 +182,8 @@ class _Reader:
                 value = value.tobytes() if key in _BYTES_FIELDS else tuple(int(v) for v in value)
             elif key in _STRING_FIELDS:
                 value = _text(value)
-            elif key in _ENUM_FIELDS:
-                enum = _ENUM_FIELDS[key]
+            elif key in ENUM_FIELDS:
+                enum = ENUM_FIELDS[key]
                 if value not in enum._value2member_map_:
                     raise TosaFormatError(f"attribute {key} has value {value}, not a valid {enum.__name__}")
                 value = enum(value)
