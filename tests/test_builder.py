@@ -113,6 +113,8 @@ def test_generated_names_stay_unique_and_in_sequence():
         ("fp32", DType.FP32),
         ("INT4", DType.INT4),
         (DType.INT48, DType.INT48),
+        (np.int64, DType.INT64),  # TOSA 1.1's INT64 (int48 and shape are named, never guessed)
+        ("int64", DType.INT64),
     ],
 )
 def test_numpy_dtypes_and_their_names_are_accepted(spelling, expected):
@@ -123,7 +125,7 @@ def test_numpy_dtypes_and_their_names_are_accepted(spelling, expected):
     assert b.const(np.zeros(2), dtype=spelling).dtype == expected
     assert b.variable("v", (2,), spelling).dtype == expected
     f = b.input("f", (4,), np.float32)
-    if expected not in (DType.INT48, DType.INT4, DType.BOOL, DType.FP8E4M3):
+    if expected not in (DType.INT48, DType.INT4, DType.BOOL, DType.FP8E4M3, DType.INT64):
         assert b.cast(f, out_dtype=spelling).dtype == expected
 
 
@@ -137,7 +139,7 @@ def test_numpy_dtypes_as_out_dtype_and_acc_type():
     assert q.dtype == DType.INT8 and b.build().main.tensors[b.block.outputs[0]].dtype == DType.INT16
 
 
-@pytest.mark.parametrize("spelling", ["uint8", np.uint8, np.int64, "int64", np.float64, float, "complex64", "nope"])
+@pytest.mark.parametrize("spelling", ["uint8", np.uint8, np.uint64, np.float64, float, "complex64", "nope"])
 def test_dtypes_without_a_tosa_type_name_the_accepted_ones(spelling):
     b = Builder()
     with pytest.raises(TosaError, match=r"accepted.*fp32.*float32.*bfloat16") as info:

@@ -35,13 +35,12 @@ from .ir.shapes import infer_from
 from .ir.validate import validate
 
 # numpy dtype -> TOSA type: the storage table of tosa_vk.ir.dtype read backwards, less the types whose storage is
-# shared or lossy (int4 lives in int8, int48 and shape in int64: a numpy int8 / int64 does not say which is meant).
+# shared (int4 and MXINT8 codes live in int8, int48 and shape in int64: a numpy int8 is INT8, an int64 INT64).
 _FROM_NUMPY: dict[np.dtype, DType] = {
-    dt.numpy: dt for dt in DType if dt not in (DType.UNKNOWN, DType.INT4, DType.INT48, DType.SHAPE)
+    dt.numpy: dt for dt in DType if dt not in (DType.UNKNOWN, DType.INT4, DType.INT48, DType.SHAPE, DType.MXINT8)
 }
 _NO_TOSA_TYPE = {  # why a numpy dtype has no TOSA type, where a hint helps
     "uint": "TOSA has no unsigned types; RESCALE's input_unsigned / output_unsigned read int8 / int16 as unsigned",
-    "int64": "int64 is the storage of both int48 and shape: say 'int48' or 'shape'",
 }
 _ENUMS = {"acc_type": DType, "nan_mode": NanPropagationMode, "mode": ResizeMode, "rounding_mode": RoundingMode}
 # Spec defaults for attributes a caller may leave out (list lengths come from the operand's shape, e.g. "[4]").
@@ -109,9 +108,11 @@ class Builder:
     block: Block
     graph: Graph
 
-    def __init__(self, version: tuple[int, int, int, bool] = (1, 0, 0, False)) -> None:
+    def __init__(self, version: tuple[int, int, int, bool] | None = None) -> None:
+        """version: the graph's TOSA version; by default 1.0, or 1.1 (draft) once a 1.1 operator or type is used."""
         self.block = Block("main")
-        self.graph = Graph([Region("main", [self.block])], version)
+        self.graph = Graph([Region("main", [self.block])], version or (1, 0, 0, False))
+        self._auto_version = version is None
         self._used: set[str] = set()
         self._next: dict[str, int] = {}  # base name -> the next suffix to try (names stay unique in O(1))
 
@@ -379,9 +380,21 @@ class Builder:
         """The Graph built so far (validated unless check=False)."""
         if not self.block.outputs:
             raise TosaError("the graph has no outputs: call Builder.output(...)")
+        if self._auto_version:
+            self.graph.version = (1, 1, 0, True) if _uses_1_1(self.graph) else (1, 0, 0, False)
         if check:
             validate(self.graph)
         return self.graph
+
+
+def _uses_1_1(graph: Graph) -> bool:
+    """Whether a graph uses a TOSA 1.1 operator or element type."""
+    for _, block in graph.blocks():
+        if any(op.op in catalogue.OPS and catalogue.OPS[op.op].since > (1, 0) for op in block.operators):
+            return True
+        if any(t.dtype.since > (1, 0) or t.block_scaled for t in block.tensors.values()):
+            return True
+    return False
 
 
 def _inputs_by_keyword(spec: catalogue.OpSpec, args: list, attrs: dict) -> list:

@@ -29,6 +29,10 @@ FLOAT_TOLERANCE = {
     "BF16": (2**-7, 4),
     "FP8E4M3": (2**-3, 2),
     "FP8E5M2": (2**-2, 2),
+    "FP6E2M3": (2**-3, 2),
+    "FP6E3M2": (2**-2, 2),
+    "FP4E2M1": (2**-1, 2),
+    "FP8UE8M0": (1.0, 1),  # powers of two: one step is a factor of two
 }  # fmt: skip  (dtype: eps, k)
 
 

@@ -2,7 +2,7 @@
 
 from .dtype import DType
 from .flatbuffer import load_graph, read_graph, save_graph, write_graph
-from .graph import Block, Graph, NanPropagationMode, Operator, Region, ResizeMode, RoundingMode, Tensor
+from .graph import Block, BlockSize, Graph, NanPropagationMode, Operator, Region, ResizeMode, RoundingMode, Tensor
 from .validate import validate
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "NanPropagationMode",
     "ResizeMode",
     "RoundingMode",
+    "BlockSize",
     "load_graph",
     "save_graph",
     "read_graph",

@@ -1,8 +1,10 @@
-"""TOSA 1.0 element types: their numpy storage and their byte encoding in .tosa files.
+"""TOSA element types (1.0, and 1.1's INT64 and MX types): their numpy storage and byte encoding in .tosa files.
 
-Storage in numpy follows Arm's conformance tooling: int4 in int8, int48 and shape in int64, bf16 / fp8 as
-ml_dtypes types. In a flatbuffer, constant data is little-endian; int4 packs two values per byte (low nibble
-first) and int48 takes six bytes per value (spec section "Data Types").
+Storage in numpy follows Arm's conformance tooling: int4 in int8, int48 and shape in int64, bf16 / fp8 / fp6 / fp4
+/ fp8ue8m0 as ml_dtypes types (one byte an element), MXINT8 as its int8 code (value = code / 64). In a flatbuffer,
+constant data is little-endian; int4 and fp4 pack two values per byte (low nibble first), fp6 four values per
+three bytes (a little-endian bit stream) and int48 takes six bytes per value (spec section "Data Types"). Arm's
+conformance .npy files hold fp6 / fp4 packed the same way.
 """
 
 from __future__ import annotations
@@ -29,6 +31,13 @@ class DType(enum.IntEnum):
     SHAPE = 10
     FP8E4M3 = 11
     FP8E5M2 = 12
+    # TOSA 1.1
+    FP6E2M3 = 13
+    FP6E3M2 = 14
+    FP4E2M1 = 15
+    FP8UE8M0 = 16  # a block scale: 2^(bits - 127), no sign, no zero
+    INT64 = 17
+    MXINT8 = 18  # an MX element: int8 code / 64
 
     @classmethod
     def of(cls, value: DTypeLike) -> DType:
@@ -49,11 +58,17 @@ class DType(enum.IntEnum):
 
     @property
     def is_float(self) -> bool:
-        return self in (DType.FP32, DType.FP16, DType.BF16, DType.FP8E4M3, DType.FP8E5M2)
+        """A floating-point type numpy computes in (ml_dtypes): not MXINT8, whose storage is its int8 code."""
+        return self in _FLOATS
 
     @property
     def is_int(self) -> bool:
-        return self in (DType.INT4, DType.INT8, DType.INT16, DType.INT32, DType.INT48)
+        return self in (DType.INT4, DType.INT8, DType.INT16, DType.INT32, DType.INT48, DType.INT64)
+
+    @property
+    def since(self) -> tuple[int, int]:
+        """The TOSA version that introduced the type."""
+        return (1, 1) if self >= DType.FP6E2M3 else (1, 0)
 
     @property
     def bits(self) -> int:
@@ -84,7 +99,20 @@ _NUMPY = {
     DType.SHAPE: np.dtype(np.int64),
     DType.FP8E4M3: np.dtype(ml_dtypes.float8_e4m3fn),
     DType.FP8E5M2: np.dtype(ml_dtypes.float8_e5m2),
+    DType.FP6E2M3: np.dtype(ml_dtypes.float6_e2m3fn),
+    DType.FP6E3M2: np.dtype(ml_dtypes.float6_e3m2fn),
+    DType.FP4E2M1: np.dtype(ml_dtypes.float4_e2m1fn),
+    DType.FP8UE8M0: np.dtype(ml_dtypes.float8_e8m0fnu),
+    DType.INT64: np.dtype(np.int64),
+    DType.MXINT8: np.dtype(np.int8),
 }
+_FLOATS = frozenset(
+    (DType.FP32, DType.FP16, DType.BF16, DType.FP8E4M3, DType.FP8E5M2)
+    + (DType.FP6E2M3, DType.FP6E3M2, DType.FP4E2M1, DType.FP8UE8M0)
+)
+# Element types of a block-scaled tensor (the spec's bs32 types: one FP8UE8M0 scale per 32 elements of the last
+# dimension)
+BLOCK_ELEMENTS = (DType.FP4E2M1, DType.FP6E2M3, DType.FP6E3M2, DType.FP8E4M3, DType.FP8E5M2, DType.MXINT8)
 
 _BITS = {
     DType.BOOL: 8,
@@ -99,14 +127,35 @@ _BITS = {
     DType.SHAPE: 64,
     DType.FP8E4M3: 8,
     DType.FP8E5M2: 8,
+    DType.FP6E2M3: 6,
+    DType.FP6E3M2: 6,
+    DType.FP4E2M1: 4,
+    DType.FP8UE8M0: 8,
+    DType.INT64: 64,
+    DType.MXINT8: 8,
 }
+_PACKED = {DType.INT4: 4, DType.FP4E2M1: 4, DType.FP6E2M3: 6, DType.FP6E3M2: 6}  # bits a value, packed
 
 
 def encoded_size(dtype: DType, count: int) -> int:
     """Bytes that `count` elements of `dtype` take in a .tosa constant."""
-    if dtype == DType.INT4:
-        return (count + 1) // 2
+    if dtype in _PACKED:
+        return (count * _PACKED[dtype] + 7) // 8
     return count * (_BITS[dtype] // 8)
+
+
+def unpack_bits(raw: np.ndarray, bits: int, count: int) -> np.ndarray:
+    """`count` values of `bits` bits (4 or 6) from a little-endian bit stream of bytes -> one uint8 each."""
+    raw = np.asarray(raw, dtype=np.uint8).reshape(-1)
+    stream = np.unpackbits(raw, bitorder="little")[: count * bits].reshape(count, bits)
+    return np.packbits(stream, axis=1, bitorder="little").reshape(count)
+
+
+def pack_bits(codes: np.ndarray, bits: int) -> bytes:
+    """One code a byte (its low `bits` bits) -> a little-endian bit stream, zero-padded to whole bytes."""
+    codes = np.asarray(codes, dtype=np.uint8).reshape(-1, 1)
+    stream = np.unpackbits(codes, axis=1, bitorder="little")[:, :bits].reshape(-1)
+    return np.packbits(stream, bitorder="little").tobytes()
 
 
 def decode(dtype: DType, raw: bytes | np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -121,10 +170,10 @@ def decode(dtype: DType, raw: bytes | np.ndarray, shape: tuple[int, ...]) -> np.
         raise ValueError(f"{dtype} tensor of shape {list(shape)} needs {need} bytes of data, file has {raw.size}")
     raw = raw[:need]
     if dtype == DType.INT4:
-        nibbles = np.empty(raw.size * 2, dtype=np.uint8)
-        nibbles[0::2] = raw & 0xF
-        nibbles[1::2] = raw >> 4
-        values = ((nibbles[:count].astype(np.int8) << 4) >> 4).astype(np.int8)  # sign-extend 4 -> 8 bits
+        nibbles = unpack_bits(raw, 4, count)
+        values = ((nibbles.astype(np.int8) << 4) >> 4).astype(np.int8)  # sign-extend 4 -> 8 bits
+    elif dtype in _PACKED:
+        values = unpack_bits(raw, _PACKED[dtype], count).view(_NUMPY[dtype])
     elif dtype == DType.INT48:
         padded = np.zeros((count, 8), dtype=np.uint8)
         padded[:, :6] = raw.reshape(count, 6)
@@ -138,10 +187,9 @@ def encode(dtype: DType, values: np.ndarray) -> bytes:
     """numpy array -> constant bytes for a .tosa file (the inverse of decode)."""
     values = np.ascontiguousarray(values).reshape(-1)
     if dtype == DType.INT4:
-        nibbles = values.astype(np.int8).view(np.uint8) & 0xF
-        if nibbles.size % 2:
-            nibbles = np.append(nibbles, np.uint8(0))
-        return (nibbles[0::2] | (nibbles[1::2] << 4)).astype(np.uint8).tobytes()
+        return pack_bits(values.astype(np.int8).view(np.uint8), 4)
+    if dtype in _PACKED:
+        return pack_bits(values.astype(_NUMPY[dtype]).view(np.uint8), _PACKED[dtype])
     if dtype == DType.INT48:
         return values.astype("<i8").view(np.uint8).reshape(-1, 8)[:, :6].tobytes()
     return values.astype(_NUMPY[dtype]).astype(_NUMPY[dtype].newbyteorder("<")).tobytes()
@@ -150,12 +198,19 @@ def encode(dtype: DType, values: np.ndarray) -> bytes:
 def from_npy(values: np.ndarray, dtype: DType) -> np.ndarray:
     """An array in the encoding of Arm's conformance .npy files -> the storage dtype.
 
-    Those files hold bf16 as raw 2-byte void, fp8e4m3 as 1-byte void and fp8e5m2 as uint8 bits.
+    Those files hold bf16 as raw 2-byte void, fp8e4m3 / fp8ue8m0 as 1-byte void, fp8e5m2 and MXINT8 as uint8
+    bits, and fp6 / fp4 packed (uint8, last dimension 3/4 or 1/2 as long).
     """
     values = np.asarray(values)
     target = _NUMPY[dtype]
     if values.dtype == target:
         return values
+    if values.dtype == np.uint8 and dtype in _PACKED and dtype != DType.INT4 and values.ndim:
+        last = values.shape[-1] * 8 // _PACKED[dtype]
+        count = int(np.prod(values.shape[:-1], dtype=np.int64)) * last
+        return unpack_bits(values, _PACKED[dtype], count).view(target).reshape(values.shape[:-1] + (last,))
+    if values.dtype == np.uint8 and dtype == DType.MXINT8:
+        return values.view(target)
     if values.dtype.kind == "V" and values.dtype.itemsize == target.itemsize and dtype.is_float:
         return values.view(target)
     if values.dtype == np.uint8 and dtype == DType.FP8E5M2:  # bits, as Arm's files store fp8e5m2
@@ -164,7 +219,19 @@ def from_npy(values: np.ndarray, dtype: DType) -> np.ndarray:
 
 
 def to_npy(values: np.ndarray, dtype: DType) -> np.ndarray:
-    """Storage dtype -> the encoding Arm's tools read (fp8e5m2 as uint8 bits; ml_dtypes bf16 / fp8e4m3 save
-    as '<V2' / '<V1' as they expect)."""
+    """Storage dtype -> the encoding Arm's tools read (fp8e5m2 / MXINT8 as uint8 bits, fp6 / fp4 packed; ml_dtypes
+    bf16 / fp8e4m3 / fp8ue8m0 save as '<V2' / '<V1' as they expect)."""
     values = np.asarray(values, dtype=_NUMPY[dtype])
-    return values.view(np.uint8) if dtype == DType.FP8E5M2 else values
+    if dtype in (DType.FP8E5M2, DType.MXINT8):
+        return values.view(np.uint8)
+    if dtype in _PACKED and dtype != DType.INT4 and values.ndim:
+        packed = np.frombuffer(pack_bits(values.view(np.uint8), _PACKED[dtype]), np.uint8)
+        return packed.reshape(values.shape[:-1] + (values.shape[-1] * _PACKED[dtype] // 8,))
+    return values
+
+
+def real_values(values: np.ndarray, dtype: DType) -> np.ndarray:
+    """Storage array -> float64 values (MXINT8 codes scaled by 1/64)."""
+    if dtype == DType.MXINT8:
+        return np.asarray(values, dtype=np.int8).astype(np.float64) / 64.0
+    return np.asarray(values).astype(np.float64)

@@ -28,17 +28,36 @@ from .fbs import TosaShape as fb_shape
 from .fbs import TosaTensor as fb_tensor
 from .fbs import Version as fb_version
 from .fbs.Op import Op as _OpCodes
-from .graph import Block, Graph, NanPropagationMode, Operator, Region, ResizeMode, RoundingMode, Tensor
+from .graph import (
+    Block,
+    BlockSize,
+    Graph,
+    NanPropagationMode,
+    Operator,
+    Region,
+    ResizeMode,
+    RoundingMode,
+    Tensor,
+    version_text,
+)
 
 FILE_IDENTIFIER = b"TOSA"
-SUPPORTED_VERSION = (1, 0)
+SUPPORTED_VERSIONS = ((1, 0), (1, 1))
+BLOCK_SHAPES = {32: 32}  # BlockShape enum value -> elements a scale covers (the only one TOSA 1.1 has)
 
 OP_CODES: dict[str, int] = {k: v for k, v in vars(_OpCodes).items() if k.isupper() and k != "UNKNOWN"}
 OP_NAMES: dict[int, str] = {v: k for k, v in OP_CODES.items()}
 # Attribute union member per op code (the union lists one table per op, in op order).
 _ATTR_CLASS = {v: k for k, v in vars(fb_attribute.Attribute).items() if k.endswith("Attribute")}
 # enum-typed attributes and their types (also host_kernels: a Program read back from bytes holds them as ints)
-ENUM_FIELDS = {"acc_type": DType, "nan_mode": NanPropagationMode, "mode": ResizeMode, "rounding_mode": RoundingMode}
+ENUM_FIELDS = {
+    "acc_type": DType,
+    "nan_mode": NanPropagationMode,
+    "mode": ResizeMode,
+    "rounding_mode": RoundingMode,
+    "block_size": BlockSize,
+}
+FIRST_1_1_OP = OP_CODES["MATMUL_T_BLOCK_SCALED"]  # codes from here on are TOSA 1.1's operators
 _STRING_FIELDS = {"operator_name", "domain_name", "then_graph", "else_graph", "cond_graph", "body_graph"}
 _BYTES_FIELDS = {"min_val", "max_val", "implementation_attrs"}  # [ubyte] vectors
 _CLAMP_FIELDS = ("min_val", "max_val")  # encoded in the input's dtype
@@ -58,6 +77,7 @@ class _Reader:
 
     def __init__(self, buf: bytes):
         self.buf = buf
+        self.version = (1, 0)
         self.budget = len(buf) + 1024  # element visits: a valid file references each element from >= 1 byte
 
     def count(self, n: int, elem_size: int, what: str) -> int:
@@ -78,11 +98,12 @@ class _Reader:
         if ver is None:
             raise TosaFormatError("no version table: not a TOSA flatbuffer")
         version = (ver._major(), ver._minor(), ver._patch(), bool(ver._draft()))
-        if version[:2] != SUPPORTED_VERSION:
+        if version[:2] not in SUPPORTED_VERSIONS:
             raise TosaFormatError(
                 f"TOSA version {'.'.join(map(str, version[:3]))} is not supported: "
-                f"tosa_vk reads TOSA {'.'.join(map(str, SUPPORTED_VERSION))}.x files"
+                f"tosa_vk reads TOSA {' and '.join(version_text(v) + '.x' for v in SUPPORTED_VERSIONS)} files"
             )
+        self.version = version[:2]
         regions = [self.region(root.Regions(i)) for i in range(self.count(root.RegionsLength(), 4, "regions"))]
         if not regions or not regions[0].blocks:
             raise TosaFormatError("the graph has no main region / block")
@@ -108,13 +129,24 @@ class _Reader:
             block.operators.append(self.operator(blk.Operators(i), i, block))
         return block
 
+    def dtype(self, code: int, what: str) -> DType:
+        """An element type code, valid in the file's TOSA version."""
+        if code not in DType._value2member_map_ or code == 0:
+            raise TosaFormatError(f"{what} has element type {code}, which is not a TOSA type")
+        dtype = DType(code)
+        if dtype.since > self.version:
+            raise TosaFormatError(
+                f"{what} has element type {dtype.name}, which TOSA {version_text(dtype.since)} added; "
+                f"the file says TOSA {version_text(self.version)}"
+            )
+        return dtype
+
     def tensor(self, t) -> Tensor:
         name = _text(t.Name())
-        code = t.Type()
-        if code not in DType._value2member_map_ or code == 0:
-            raise TosaFormatError(f"tensor '{name}' has element type {code}, which is not a TOSA 1.0 type")
-        dtype = DType(code)
+        dtype = self.dtype(t.Type(), f"tensor '{name}'")
         shape = tuple(int(d) for d in t.ShapeAsNumpy()) if self.count(t.ShapeLength(), 4, "shape") else ()
+        if t.Offset() or t.Size() or t.ScaleOffset() or t.ScaleSize():
+            raise TosaFormatError(f"tensor '{name}' keeps its data in a separate file, which tosa_vk does not read")
         data = None
         # An empty data vector means "no constant data" unless the tensor itself is empty.
         if self.count(t.DataLength(), 1, "data") or (not t.DataIsNone() and 0 in shape and min(shape) >= 0):
@@ -122,7 +154,7 @@ class _Reader:
                 data = dtypes.decode(dtype, t.DataAsNumpy(), shape)
             except ValueError as err:
                 raise TosaFormatError(f"tensor '{name}': {err}") from None
-        return Tensor(
+        tensor = Tensor(
             name,
             shape,
             dtype,
@@ -131,6 +163,27 @@ class _Reader:
             variable_name=_text(t.VariableName()),
             unranked=bool(t.IsUnranked()),
         )
+        if t.ScaleType() or t.BlockShape():
+            self.block_scale(t, tensor)
+        return tensor
+
+    def block_scale(self, t, tensor: Tensor) -> None:
+        """A block-scaled tensor's scale type, block and scale constants (TOSA 1.1)."""
+        what = f"tensor '{tensor.name}'"
+        tensor.scale_dtype = self.dtype(t.ScaleType(), f"{what}'s scale")
+        tensor.block_size = BLOCK_SHAPES.get(t.BlockShape(), 0)
+        if not tensor.block_size:
+            raise TosaFormatError(f"{what} is block-scaled with block shape {t.BlockShape()}, not a TOSA block shape")
+        if not tensor.shape or tensor.shape[-1] % tensor.block_size:
+            raise TosaFormatError(
+                f"{what} is block-scaled in blocks of {tensor.block_size}, but its shape is {list(tensor.shape)} "
+                "(the last dimension must be a multiple of the block)"
+            )
+        if self.count(t.ScaleDataLength(), 1, "scale data"):
+            try:
+                tensor.scale_data = dtypes.decode(tensor.scale_dtype, t.ScaleDataAsNumpy(), tensor.scale_shape)
+            except ValueError as err:
+                raise TosaFormatError(f"{what}'s scales: {err}") from None
 
     def shape(self, s) -> Tensor:
         name = _text(s.Name())
@@ -149,12 +202,19 @@ class _Reader:
         first = outputs[0] if outputs else None
         if code not in OP_NAMES:
             raise TosaFormatError(
-                f"unknown operator code {code} (TOSA 1.0 codes are 1..{max(OP_NAMES)})",
+                f"unknown operator code {code} (TOSA codes are 1..{max(OP_NAMES)})",
                 op="operator",
                 index=index,
                 output=first,
             )
         name = OP_NAMES[code]
+        if code >= FIRST_1_1_OP and self.version < (1, 1):
+            raise TosaFormatError(
+                f"{name} is a TOSA 1.1 operator; the file says TOSA {version_text(self.version)}",
+                op=name,
+                index=index,
+                output=first,
+            )
         kind = o.AttributeType()
         if kind not in (0, code):
             raise TosaFormatError(
@@ -293,6 +353,9 @@ def _write_tensor(b: flatbuffers.Builder, t: Tensor) -> int:
     var_name = b.CreateString(t.variable_name) if t.variable_name else None
     shape = b.CreateNumpyVector(np.asarray(t.shape, dtype=np.int32))
     data = _byte_vector(b, dtypes.encode(t.dtype, t.data)) if t.data is not None else None
+    scales = None
+    if t.scale_dtype is not None and t.scale_data is not None:
+        scales = _byte_vector(b, dtypes.encode(t.scale_dtype, t.scale_data))
     fb_tensor.Start(b)
     fb_tensor.AddName(b, name)
     fb_tensor.AddShape(b, shape)
@@ -303,6 +366,11 @@ def _write_tensor(b: flatbuffers.Builder, t: Tensor) -> int:
     fb_tensor.AddIsUnranked(b, t.unranked)
     if var_name is not None:
         fb_tensor.AddVariableName(b, var_name)
+    if t.scale_dtype is not None:
+        fb_tensor.AddScaleType(b, int(t.scale_dtype))
+        fb_tensor.AddBlockShape(b, {v: k for k, v in BLOCK_SHAPES.items()}[t.block_size])
+        if scales is not None:
+            fb_tensor.AddScaleData(b, scales)
     return fb_tensor.End(b)
 
 

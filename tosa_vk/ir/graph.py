@@ -36,6 +36,19 @@ class RoundingMode(enum.IntEnum):
     DOUBLE_ROUND = 3
 
 
+def version_text(version: tuple[int, ...]) -> str:
+    """(1, 1) -> "1.1"."""
+    return ".".join(str(v) for v in version[:2])
+
+
+class BlockSize(enum.IntEnum):
+    """A block-scaled operator's block_size attribute (TOSA 1.1): elements per scale."""
+
+    UNKNOWN = 0
+    BLOCK_SIZE_1 = 1
+    BLOCK_SIZE_32 = 32
+
+
 def _same_value(a: Any, b: Any) -> bool:
     """Equality that treats numpy values bitwise (so NaN equals NaN and -0.0 differs from 0.0)."""
     if isinstance(a, (np.ndarray, np.generic)) or isinstance(b, (np.ndarray, np.generic)):
@@ -48,7 +61,12 @@ def _same_value(a: Any, b: Any) -> bool:
 
 @dataclass(eq=False)
 class Tensor:
-    """A named tensor of a block. `data` is set for constants (CONST / CONST_SHAPE outputs, VARIABLE initial values)."""
+    """A named tensor of a block. `data` is set for constants (CONST / CONST_SHAPE outputs, VARIABLE initial values).
+
+    A TOSA 1.1 block-scaled tensor (`scale_dtype` set) holds its elements in `dtype` and one scale of `scale_dtype`
+    per `block_size` elements along the last dimension (`scale_data` for constants); a model's feeds and results
+    carry the scales as a second array named `scale_name` (Arm's conformance files: `<name>_scale.npy`).
+    """
 
     name: str
     shape: tuple[int, ...]
@@ -57,10 +75,28 @@ class Tensor:
     variable: bool = False
     variable_name: str = ""
     unranked: bool = False
+    scale_dtype: DType | None = None
+    block_size: int = 0
+    scale_data: np.ndarray | None = None
 
     def __post_init__(self):
         self.shape = tuple(int(d) for d in self.shape)
         self.dtype = DType.of(self.dtype)
+        if self.scale_dtype is not None:
+            self.scale_dtype = DType.of(self.scale_dtype)
+
+    @property
+    def block_scaled(self) -> bool:
+        return self.scale_dtype is not None
+
+    @property
+    def scale_name(self) -> str:
+        return f"{self.name}_scale"
+
+    @property
+    def scale_shape(self) -> tuple[int, ...]:
+        """The shape of the scales: the last dimension counted in blocks."""
+        return (*self.shape[:-1], self.shape[-1] // self.block_size) if self.shape else ()
 
     @property
     def rank(self) -> int:
@@ -76,13 +112,17 @@ class Tensor:
         return (
             (self.name, self.shape, self.dtype, self.variable, self.variable_name, self.unranked)
             == (other.name, other.shape, other.dtype, other.variable, other.variable_name, other.unranked)
+            and (self.scale_dtype, self.block_size) == (other.scale_dtype, other.block_size)
             and (self.data is None) == (other.data is None)
             and (self.data is None or _same_value(self.data, other.data))
+            and (self.scale_data is None or _same_value(self.scale_data, other.scale_data))
+            and (self.scale_data is None) == (other.scale_data is None)
         )
 
     def __repr__(self) -> str:
         const = ", const" if self.data is not None else ""
-        return f"Tensor({self.name!r}, {list(self.shape)}, {self.dtype.name}{const})"
+        scaled = f" x {self.scale_dtype.name}/{self.block_size}" if self.scale_dtype is not None else ""
+        return f"Tensor({self.name!r}, {list(self.shape)}, {self.dtype.name}{scaled}{const})"
 
 
 @dataclass(eq=False)
@@ -142,7 +182,12 @@ class Graph:
     """A whole TOSA program. regions[0] is the main graph; control-flow bodies are further regions."""
 
     regions: list[Region] = field(default_factory=list)
-    version: tuple[int, int, int, bool] = (1, 0, 0, False)  # major, minor, patch, draft
+    version: tuple[int, int, int, bool] = (1, 0, 0, False)  # major, minor, patch, draft: decides which rules apply
+
+    @property
+    def tosa_version(self) -> tuple[int, int]:
+        """(major, minor): (1, 0) or (1, 1)."""
+        return self.version[0], self.version[1]
 
     @property
     def main(self) -> Block:

@@ -1,14 +1,16 @@
-"""The TOSA 1.0 operator catalogue: each operator's arguments and supported type combinations.
+"""The TOSA operator catalogue: each operator's arguments and supported type combinations.
 
-Transcribed from the specification (tosa-1.0.1, chapter 2 "Operators"; the `# spec line` comments point into
-/work/shared/spec/tosa-1.0.1-spec.txt) with the extraction's OCR noise fixed by hand. Inputs are listed in spec
-order, which is also their order in a .tosa file.
+TOSA 1.0 is transcribed from the specification (tosa-1.0.1, chapter 2 "Operators"; the `# spec line` comments point
+into /work/shared/spec/tosa-1.0.1-spec.txt) with the extraction's OCR noise fixed by hand. TOSA 1.1 (draft) adds
+operators and rows, each marked with the version that added it (`since`), as Arm's tosa-tools 2026.8 generates and
+runs them (the draft specification's tosa.xml of August 2026). A graph's own version decides which apply. Inputs
+are listed in spec order, which is also their order in a .tosa file.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -43,6 +45,7 @@ class TypeSupport:
     mode: str  # "signed 8x8 with int32 accumulate"
     types: Mapping[str, DType] = field(hash=False)  # type variable -> DType
     also: tuple[str, ...] = ()  # further profiles / extensions the row needs
+    since: tuple[int, int] = (1, 0)  # the TOSA version that added the row
 
     @property
     def needs(self) -> tuple[str, ...]:
@@ -55,6 +58,7 @@ class OpSpec:
     chapter: str
     operands: tuple[Operand, ...]
     types: tuple[TypeSupport, ...]  # empty for ops without a type table (CUSTOM, COND_IF, WHILE_LOOP)
+    since: tuple[int, int] = (1, 0)  # the TOSA version that added the operator
 
     @property
     def inputs(self) -> tuple[Operand, ...]:
@@ -99,7 +103,16 @@ SPEC_TYPES: dict[str, DType] = {
     "fp8e4m3_t": DType.FP8E4M3,
     "fp8e5m2_t": DType.FP8E5M2,
     "shape_t": DType.SHAPE,
+    # TOSA 1.1
+    "i64_t": DType.INT64,
+    "int64_t": DType.INT64,
+    "fp6e2m3_t": DType.FP6E2M3,
+    "fp6e3m2_t": DType.FP6E3M2,
+    "fp4e2m1_t": DType.FP4E2M1,
+    "fp8ue8m0_t": DType.FP8UE8M0,
+    "mxint8_t": DType.MXINT8,
 }
+LATEST = (1, 1)  # the newest TOSA version the catalogue knows
 
 OPS: dict[str, OpSpec] = {}
 
@@ -107,12 +120,18 @@ _KINDS = {"in": "input", "attr": "attribute", "out": "output"}
 
 
 def _op(
-    name: str, chapter: str, operands: list[tuple], type_vars: str = "", rows: Sequence[tuple[str, str, str]] = ()
+    name: str,
+    chapter: str,
+    operands: list[tuple],
+    type_vars: str = "",
+    rows: Sequence[tuple[str, ...]] = (),
+    since: str = "1.0",
 ) -> None:
     """Registers one operator from its literal tables below.
 
     operands: (kind, name, spec type, shape, rank[, flags]) with kind in/attr/out, type "T<x>" for a tensor of x,
-    flags a space-separated subset of "list optional". rows: (profile, mode, one spec type per type variable).
+    flags a space-separated subset of "list optional". rows: (profile, mode, one spec type per type variable[,
+    version that added the row, default `since`]). since: the version that added the operator.
     """
     ops = []
     for kind, arg, typ, shape, rank, *flags in operands:
@@ -132,12 +151,21 @@ def _op(
         )
     names = type_vars.split()
     support = []
-    for profile, mode, typs in rows:
+    for profile, mode, typs, *added in rows:
         binding = MappingProxyType({v: SPEC_TYPES[t] for v, t in zip(names, typs.split(), strict=True)})
         first, *also = profile.split(" and ")
+        row_since = _version(added[0] if added else since)
         for p in first.split(" or "):
-            support.append(TypeSupport(p, mode, binding, tuple(also)))
-    OPS[name] = OpSpec(name, chapter, tuple(ops), tuple(support))
+            support.append(TypeSupport(p, mode, binding, tuple(also), row_since))
+    if name in OPS:  # a later version's rows for an operator already listed
+        OPS[name] = replace(OPS[name], types=OPS[name].types + tuple(support))
+        return
+    OPS[name] = OpSpec(name, chapter, tuple(ops), tuple(support), _version(since))
+
+
+def _version(text: str) -> tuple[int, int]:
+    major, minor = text.split(".")
+    return int(major), int(minor)
 
 
 def op_spec(name: str) -> OpSpec:
@@ -147,9 +175,14 @@ def op_spec(name: str) -> OpSpec:
         raise TosaError(f"unknown operator {name!r}") from None
 
 
-def matching_types(name: str, bound: Mapping[str, DType]) -> list[TypeSupport]:
-    """The type rows of `name` that agree with every binding; a variable a row does not have is unconstrained."""
-    return [row for row in op_spec(name).types if all(row.types.get(var, dt) == dt for var, dt in bound.items())]
+def matching_types(name: str, bound: Mapping[str, DType], version: tuple[int, int] = LATEST) -> list[TypeSupport]:
+    """The type rows of `name` in TOSA `version` that agree with every binding; a variable a row does not have is
+    unconstrained."""
+    return [
+        row
+        for row in op_spec(name).types
+        if row.since <= version and all(row.types.get(var, dt) == dt for var, dt in bound.items())
+    ]
 
 
 def bind_types(spec: OpSpec, op: Any, tensors: Mapping[str, Any]) -> dict[str, DType] | None:
@@ -215,6 +248,17 @@ COMPATIBLE_PROFILES: dict[str, tuple[str, ...]] = {
     "EXT-DYNAMIC": ("PRO-INT", "PRO-FP"),
     "EXT-DOUBLEROUND": ("PRO-INT",),
     "EXT-INEXACTROUND": ("PRO-INT",),
+    # TOSA 1.1
+    "EXT-INT64": ("PRO-INT", "PRO-FP"),
+    "EXT-SHAPE": ("PRO-INT", "PRO-FP"),
+    "EXT-MX-COMMON": ("PRO-FP",),
+    "EXT-MX-FP4E2M1": ("PRO-FP",),
+    "EXT-MX-FP6E2M3": ("PRO-FP",),
+    "EXT-MX-FP6E3M2": ("PRO-FP",),
+    "EXT-MX-FP8E4M3": ("PRO-FP",),
+    "EXT-MX-FP8E5M2": ("PRO-FP",),
+    "EXT-MX-INT8": ("PRO-FP",),
+    "EXT-MXFP-CONV": ("PRO-FP",),
 }
 
 
@@ -254,7 +298,7 @@ def requirements(graph: Any) -> tuple[list[str], list[str]]:
             if not spec.types:
                 continue
             bound = bind_types(spec, op, lookup)
-            rows = matching_types(spec.name, bound) if bound is not None else []
+            rows = matching_types(spec.name, bound, graph.tosa_version) if bound is not None else []
             choices = list(dict.fromkeys(frozenset(r.needs) for r in rows))
             base = [c for c in choices if all(p.startswith("PRO-") for p in c)]
             choices = base or choices

@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import Site, TosaError
 from . import ops as _ops
 from .dtype import DType
-from .graph import Block, Graph, NanPropagationMode, Operator, Region, ResizeMode, RoundingMode, Tensor
+from .graph import Block, Graph, NanPropagationMode, Operator, Region, ResizeMode, RoundingMode, Tensor, version_text
 from .shapes import infer_detailed, shape_value
 
 # Table 4 "Level maxima"
@@ -67,7 +67,7 @@ _ZERO_POINTS = {
 
 
 def validate(graph: Graph, file: str | None = None, level: str = "8K") -> None:
-    """Raise the first TosaError that makes `graph` invalid per the TOSA 1.0 spec (at `level`)."""
+    """Raise the first TosaError that makes `graph` invalid per the TOSA spec of its version (at `level`)."""
     _Validator(graph, file, LEVELS[level]).run()
 
 
@@ -218,6 +218,13 @@ class _Validator:
             self.fail(f"tensor '{t.name}' has shape {list(t.shape)}: every dimension must be >= 1", **where)
         if t.dtype == DType.UNKNOWN:
             self.fail(f"tensor '{t.name}' has no element type (UNKNOWN)", **where)
+        for dtype in (t.dtype, t.scale_dtype):
+            if dtype is not None and dtype.since > self.graph.tosa_version:
+                self.fail(
+                    f"tensor '{t.name}' is {dtype.name}, a TOSA {version_text(dtype.since)} type; the graph "
+                    f"is TOSA {version_text(self.graph.tosa_version)}",
+                    **where,
+                )
         size = int(np.prod(t.shape, dtype=object)) * max(1, t.dtype.bits // 8)
         if size > (1 << self.L["MAX_LOG2_SIZE"]) - 1:
             self.fail(
@@ -236,6 +243,11 @@ class _Validator:
         spec = _ops.OPS.get(op.op)
         if spec is None:
             raise TosaError(f"unknown operator {op.op!r}")
+        version = self.graph.tosa_version
+        if spec.since > version:
+            raise TosaError(
+                f"{op.op} is a TOSA {version_text(spec.since)} operator; the graph is TOSA {version_text(version)}"
+            )
         ins = [block.tensors[n] for n in op.inputs]
         outs = [block.tensors[n] for n in op.outputs]
         for t in ins + outs:
@@ -388,16 +400,25 @@ class _Validator:
             if acc is not None:
                 bound["acc_t"] = acc
                 seen.append(f"acc_type={acc}")
-        supported = bool(_ops.matching_types(op.op, bound)) or any(
+        version = self.graph.tosa_version
+        supported = bool(_ops.matching_types(op.op, bound, version)) or any(
             all(r.get(k, v) == v for k, v in bound.items()) for r in _LATER_TYPES.get(op.op, ())
         )
         if not supported:
             allowed = "; ".join(
-                dict.fromkeys(", ".join(f"{k}={v}" for k, v in r.types.items() if k in bound) for r in spec.types)
+                dict.fromkeys(
+                    ", ".join(f"{k}={v}" for k, v in r.types.items() if k in bound)
+                    for r in spec.types
+                    if r.since <= version
+                )
             )
+            later = _ops.matching_types(op.op, bound)
+            if later:  # a row of a later TOSA version than the graph's
+                allowed += f" (TOSA {version_text(later[0].since)} adds {later[0].mode})"
             rule = (
                 "ERROR_IF(acc_type does not match acc_t in Supported Data Types)"
-                if "acc_t" in bound and _ops.matching_types(op.op, {k: v for k, v in bound.items() if k != "acc_t"})
+                if "acc_t" in bound
+                and _ops.matching_types(op.op, {k: v for k, v in bound.items() if k != "acc_t"}, version)
                 else "ERROR_IF(operator data types do not meet requirement of operator Supported Data Types)"
             )
             raise TosaError(f"{rule}: {', '.join(seen)}; supported: {allowed}")

@@ -79,6 +79,31 @@ class Attribute(object):
     VariableWriteAttribute = 73
     VariableReadAttribute = 74
     ConstShapeAttribute = 75
+    MatMulTBlockScaledAttribute = 76
+    CastFromBlockScaledAttribute = 77
+    CastToBlockScaledAttribute = 78
+    DimAttribute = 79
+    ConcatShapeAttribute = 80
+    AddShapeAttribute = 81
+    SubShapeAttribute = 82
+    MulShapeAttribute = 83
+    SliceShapeAttribute = 84
+    Exp2ShapeAttribute = 85
+    Log2CeilShapeAttribute = 86
+    Log2FloorShapeAttribute = 87
+    MaxShapeAttribute = 88
+    MinShapeAttribute = 89
+    ModShapeAttribute = 90
+    DivCeilShapeAttribute = 91
+    DivFloorShapeAttribute = 92
+    AssertEqualShapeAttribute = 93
+    Conv2dBlockScaledAttribute = 94
+    MaxPool2dAdaptiveAttribute = 95
+    AvgPool2dAdaptiveAttribute = 96
+    ReshapeBlockScaledAttribute = 97
+    RowGatherBlockScaledAttribute = 98
+    RowGatherAttribute = 99
+    MatMulTAttribute = 100
 
 def AttributeCreator(unionType, table):
     from flatbuffers.table import Table
@@ -309,4 +334,79 @@ def AttributeCreator(unionType, table):
     if unionType == Attribute().ConstShapeAttribute:
         import tosa_vk.ir.fbs.ConstShapeAttribute
         return tosa_vk.ir.fbs.ConstShapeAttribute.ConstShapeAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().MatMulTBlockScaledAttribute:
+        import tosa_vk.ir.fbs.MatMulTBlockScaledAttribute
+        return tosa_vk.ir.fbs.MatMulTBlockScaledAttribute.MatMulTBlockScaledAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().CastFromBlockScaledAttribute:
+        import tosa_vk.ir.fbs.CastFromBlockScaledAttribute
+        return tosa_vk.ir.fbs.CastFromBlockScaledAttribute.CastFromBlockScaledAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().CastToBlockScaledAttribute:
+        import tosa_vk.ir.fbs.CastToBlockScaledAttribute
+        return tosa_vk.ir.fbs.CastToBlockScaledAttribute.CastToBlockScaledAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().DimAttribute:
+        import tosa_vk.ir.fbs.DimAttribute
+        return tosa_vk.ir.fbs.DimAttribute.DimAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().ConcatShapeAttribute:
+        import tosa_vk.ir.fbs.ConcatShapeAttribute
+        return tosa_vk.ir.fbs.ConcatShapeAttribute.ConcatShapeAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().AddShapeAttribute:
+        import tosa_vk.ir.fbs.AddShapeAttribute
+        return tosa_vk.ir.fbs.AddShapeAttribute.AddShapeAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().SubShapeAttribute:
+        import tosa_vk.ir.fbs.SubShapeAttribute
+        return tosa_vk.ir.fbs.SubShapeAttribute.SubShapeAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().MulShapeAttribute:
+        import tosa_vk.ir.fbs.MulShapeAttribute
+        return tosa_vk.ir.fbs.MulShapeAttribute.MulShapeAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().SliceShapeAttribute:
+        import tosa_vk.ir.fbs.SliceShapeAttribute
+        return tosa_vk.ir.fbs.SliceShapeAttribute.SliceShapeAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().Exp2ShapeAttribute:
+        import tosa_vk.ir.fbs.Exp2ShapeAttribute
+        return tosa_vk.ir.fbs.Exp2ShapeAttribute.Exp2ShapeAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().Log2CeilShapeAttribute:
+        import tosa_vk.ir.fbs.Log2CeilShapeAttribute
+        return tosa_vk.ir.fbs.Log2CeilShapeAttribute.Log2CeilShapeAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().Log2FloorShapeAttribute:
+        import tosa_vk.ir.fbs.Log2FloorShapeAttribute
+        return tosa_vk.ir.fbs.Log2FloorShapeAttribute.Log2FloorShapeAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().MaxShapeAttribute:
+        import tosa_vk.ir.fbs.MaxShapeAttribute
+        return tosa_vk.ir.fbs.MaxShapeAttribute.MaxShapeAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().MinShapeAttribute:
+        import tosa_vk.ir.fbs.MinShapeAttribute
+        return tosa_vk.ir.fbs.MinShapeAttribute.MinShapeAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().ModShapeAttribute:
+        import tosa_vk.ir.fbs.ModShapeAttribute
+        return tosa_vk.ir.fbs.ModShapeAttribute.ModShapeAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().DivCeilShapeAttribute:
+        import tosa_vk.ir.fbs.DivCeilShapeAttribute
+        return tosa_vk.ir.fbs.DivCeilShapeAttribute.DivCeilShapeAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().DivFloorShapeAttribute:
+        import tosa_vk.ir.fbs.DivFloorShapeAttribute
+        return tosa_vk.ir.fbs.DivFloorShapeAttribute.DivFloorShapeAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().AssertEqualShapeAttribute:
+        import tosa_vk.ir.fbs.AssertEqualShapeAttribute
+        return tosa_vk.ir.fbs.AssertEqualShapeAttribute.AssertEqualShapeAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().Conv2dBlockScaledAttribute:
+        import tosa_vk.ir.fbs.Conv2dBlockScaledAttribute
+        return tosa_vk.ir.fbs.Conv2dBlockScaledAttribute.Conv2dBlockScaledAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().MaxPool2dAdaptiveAttribute:
+        import tosa_vk.ir.fbs.MaxPool2dAdaptiveAttribute
+        return tosa_vk.ir.fbs.MaxPool2dAdaptiveAttribute.MaxPool2dAdaptiveAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().AvgPool2dAdaptiveAttribute:
+        import tosa_vk.ir.fbs.AvgPool2dAdaptiveAttribute
+        return tosa_vk.ir.fbs.AvgPool2dAdaptiveAttribute.AvgPool2dAdaptiveAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().ReshapeBlockScaledAttribute:
+        import tosa_vk.ir.fbs.ReshapeBlockScaledAttribute
+        return tosa_vk.ir.fbs.ReshapeBlockScaledAttribute.ReshapeBlockScaledAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().RowGatherBlockScaledAttribute:
+        import tosa_vk.ir.fbs.RowGatherBlockScaledAttribute
+        return tosa_vk.ir.fbs.RowGatherBlockScaledAttribute.RowGatherBlockScaledAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().RowGatherAttribute:
+        import tosa_vk.ir.fbs.RowGatherAttribute
+        return tosa_vk.ir.fbs.RowGatherAttribute.RowGatherAttributeT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == Attribute().MatMulTAttribute:
+        import tosa_vk.ir.fbs.MatMulTAttribute
+        return tosa_vk.ir.fbs.MatMulTAttribute.MatMulTAttributeT.InitFromBuf(table.Bytes, table.Pos)
     return None

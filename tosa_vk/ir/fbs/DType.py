@@ -16,3 +16,9 @@ class DType(object):
     SHAPE = 10
     FP8E4M3 = 11
     FP8E5M2 = 12
+    FP6E2M3 = 13
+    FP6E3M2 = 14
+    FP4E2M1 = 15
+    FP8UE8M0 = 16
+    INT64 = 17
+    MXINT8 = 18

@@ -64,7 +64,29 @@ class TosaGraph(object):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(6))
         return o == 0
 
-def TosaGraphStart(builder): builder.StartObject(2)
+    # TosaGraph
+    def SoftwareVersion(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            from tosa_vk.ir.fbs.SoftwareVersion import SoftwareVersion
+            obj = SoftwareVersion()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+    # TosaGraph
+    def Compatibility(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            x = self._tab.Indirect(o + self._tab.Pos)
+            from tosa_vk.ir.fbs.SerializationCompatibility import SerializationCompatibility
+            obj = SerializationCompatibility()
+            obj.Init(self._tab.Bytes, x)
+            return obj
+        return None
+
+def TosaGraphStart(builder): builder.StartObject(4)
 def Start(builder):
     return TosaGraphStart(builder)
 def TosaGraphAddVersion(builder, version): builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(version), 0)
@@ -76,9 +98,17 @@ def AddRegions(builder, regions):
 def TosaGraphStartRegionsVector(builder, numElems): return builder.StartVector(4, numElems, 4)
 def StartRegionsVector(builder, numElems):
     return TosaGraphStartRegionsVector(builder, numElems)
+def TosaGraphAddSoftwareVersion(builder, softwareVersion): builder.PrependUOffsetTRelativeSlot(2, flatbuffers.number_types.UOffsetTFlags.py_type(softwareVersion), 0)
+def AddSoftwareVersion(builder, softwareVersion):
+    return TosaGraphAddSoftwareVersion(builder, softwareVersion)
+def TosaGraphAddCompatibility(builder, compatibility): builder.PrependUOffsetTRelativeSlot(3, flatbuffers.number_types.UOffsetTFlags.py_type(compatibility), 0)
+def AddCompatibility(builder, compatibility):
+    return TosaGraphAddCompatibility(builder, compatibility)
 def TosaGraphEnd(builder): return builder.EndObject()
 def End(builder):
     return TosaGraphEnd(builder)
+import tosa_vk.ir.fbs.SerializationCompatibility
+import tosa_vk.ir.fbs.SoftwareVersion
 import tosa_vk.ir.fbs.TosaRegion
 import tosa_vk.ir.fbs.Version
 try:
@@ -92,6 +122,8 @@ class TosaGraphT(object):
     def __init__(self):
         self.version = None  # type: Optional[tosa_vk.ir.fbs.Version.VersionT]
         self.regions = None  # type: List[tosa_vk.ir.fbs.TosaRegion.TosaRegionT]
+        self.softwareVersion = None  # type: Optional[tosa_vk.ir.fbs.SoftwareVersion.SoftwareVersionT]
+        self.compatibility = None  # type: Optional[tosa_vk.ir.fbs.SerializationCompatibility.SerializationCompatibilityT]
 
     @classmethod
     def InitFromBuf(cls, buf, pos):
@@ -119,6 +151,10 @@ class TosaGraphT(object):
                 else:
                     tosaRegion_ = tosa_vk.ir.fbs.TosaRegion.TosaRegionT.InitFromObj(tosaGraph.Regions(i))
                     self.regions.append(tosaRegion_)
+        if tosaGraph.SoftwareVersion() is not None:
+            self.softwareVersion = tosa_vk.ir.fbs.SoftwareVersion.SoftwareVersionT.InitFromObj(tosaGraph.SoftwareVersion())
+        if tosaGraph.Compatibility() is not None:
+            self.compatibility = tosa_vk.ir.fbs.SerializationCompatibility.SerializationCompatibilityT.InitFromObj(tosaGraph.Compatibility())
 
     # TosaGraphT
     def Pack(self, builder):
@@ -132,10 +168,18 @@ class TosaGraphT(object):
             for i in reversed(range(len(self.regions))):
                 builder.PrependUOffsetTRelative(regionslist[i])
             regions = builder.EndVector()
+        if self.softwareVersion is not None:
+            softwareVersion = self.softwareVersion.Pack(builder)
+        if self.compatibility is not None:
+            compatibility = self.compatibility.Pack(builder)
         TosaGraphStart(builder)
         if self.version is not None:
             TosaGraphAddVersion(builder, version)
         if self.regions is not None:
             TosaGraphAddRegions(builder, regions)
+        if self.softwareVersion is not None:
+            TosaGraphAddSoftwareVersion(builder, softwareVersion)
+        if self.compatibility is not None:
+            TosaGraphAddCompatibility(builder, compatibility)
         tosaGraph = TosaGraphEnd(builder)
         return tosaGraph

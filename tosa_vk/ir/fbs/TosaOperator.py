@@ -135,29 +135,40 @@ def End(builder):
     return TosaOperatorEnd(builder)
 import tosa_vk.ir.fbs.AbsAttribute
 import tosa_vk.ir.fbs.AddAttribute
+import tosa_vk.ir.fbs.AddShapeAttribute
 import tosa_vk.ir.fbs.ArgMaxAttribute
 import tosa_vk.ir.fbs.ArithmeticRightShiftAttribute
+import tosa_vk.ir.fbs.AssertEqualShapeAttribute
 import tosa_vk.ir.fbs.Attribute
+import tosa_vk.ir.fbs.AvgPool2dAdaptiveAttribute
 import tosa_vk.ir.fbs.AvgPool2dAttribute
 import tosa_vk.ir.fbs.BitwiseAndAttribute
 import tosa_vk.ir.fbs.BitwiseNotAttribute
 import tosa_vk.ir.fbs.BitwiseOrAttribute
 import tosa_vk.ir.fbs.BitwiseXorAttribute
 import tosa_vk.ir.fbs.CastAttribute
+import tosa_vk.ir.fbs.CastFromBlockScaledAttribute
+import tosa_vk.ir.fbs.CastToBlockScaledAttribute
 import tosa_vk.ir.fbs.CeilAttribute
 import tosa_vk.ir.fbs.ClampAttribute
 import tosa_vk.ir.fbs.ClzAttribute
 import tosa_vk.ir.fbs.ConcatAttribute
+import tosa_vk.ir.fbs.ConcatShapeAttribute
 import tosa_vk.ir.fbs.CondIfAttribute
 import tosa_vk.ir.fbs.ConstAttribute
 import tosa_vk.ir.fbs.ConstShapeAttribute
 import tosa_vk.ir.fbs.Conv2dAttribute
+import tosa_vk.ir.fbs.Conv2dBlockScaledAttribute
 import tosa_vk.ir.fbs.Conv3dAttribute
 import tosa_vk.ir.fbs.CosAttribute
 import tosa_vk.ir.fbs.CustomAttribute
 import tosa_vk.ir.fbs.DepthwiseConv2dAttribute
+import tosa_vk.ir.fbs.DimAttribute
+import tosa_vk.ir.fbs.DivCeilShapeAttribute
+import tosa_vk.ir.fbs.DivFloorShapeAttribute
 import tosa_vk.ir.fbs.EqualAttribute
 import tosa_vk.ir.fbs.ErfAttribute
+import tosa_vk.ir.fbs.Exp2ShapeAttribute
 import tosa_vk.ir.fbs.ExpAttribute
 import tosa_vk.ir.fbs.FFT2dAttribute
 import tosa_vk.ir.fbs.FloorAttribute
@@ -166,6 +177,8 @@ import tosa_vk.ir.fbs.GreaterAttribute
 import tosa_vk.ir.fbs.GreaterEqualAttribute
 import tosa_vk.ir.fbs.IdentityAttribute
 import tosa_vk.ir.fbs.IntDivAttribute
+import tosa_vk.ir.fbs.Log2CeilShapeAttribute
+import tosa_vk.ir.fbs.Log2FloorShapeAttribute
 import tosa_vk.ir.fbs.LogAttribute
 import tosa_vk.ir.fbs.LogicalAndAttribute
 import tosa_vk.ir.fbs.LogicalLeftShiftAttribute
@@ -174,10 +187,17 @@ import tosa_vk.ir.fbs.LogicalOrAttribute
 import tosa_vk.ir.fbs.LogicalRightShiftAttribute
 import tosa_vk.ir.fbs.LogicalXorAttribute
 import tosa_vk.ir.fbs.MatMulAttribute
+import tosa_vk.ir.fbs.MatMulTAttribute
+import tosa_vk.ir.fbs.MatMulTBlockScaledAttribute
+import tosa_vk.ir.fbs.MaxPool2dAdaptiveAttribute
 import tosa_vk.ir.fbs.MaxPool2dAttribute
+import tosa_vk.ir.fbs.MaxShapeAttribute
 import tosa_vk.ir.fbs.MaximumAttribute
+import tosa_vk.ir.fbs.MinShapeAttribute
 import tosa_vk.ir.fbs.MinimumAttribute
+import tosa_vk.ir.fbs.ModShapeAttribute
 import tosa_vk.ir.fbs.MulAttribute
+import tosa_vk.ir.fbs.MulShapeAttribute
 import tosa_vk.ir.fbs.NegateAttribute
 import tosa_vk.ir.fbs.OpLocation
 import tosa_vk.ir.fbs.PadAttribute
@@ -192,15 +212,20 @@ import tosa_vk.ir.fbs.ReduceProductAttribute
 import tosa_vk.ir.fbs.ReduceSumAttribute
 import tosa_vk.ir.fbs.RescaleAttribute
 import tosa_vk.ir.fbs.ReshapeAttribute
+import tosa_vk.ir.fbs.ReshapeBlockScaledAttribute
 import tosa_vk.ir.fbs.ResizeAttribute
 import tosa_vk.ir.fbs.ReverseAttribute
+import tosa_vk.ir.fbs.RowGatherAttribute
+import tosa_vk.ir.fbs.RowGatherBlockScaledAttribute
 import tosa_vk.ir.fbs.RsqrtAttribute
 import tosa_vk.ir.fbs.ScatterAttribute
 import tosa_vk.ir.fbs.SelectAttribute
 import tosa_vk.ir.fbs.SigmoidAttribute
 import tosa_vk.ir.fbs.SinAttribute
 import tosa_vk.ir.fbs.SliceAttribute
+import tosa_vk.ir.fbs.SliceShapeAttribute
 import tosa_vk.ir.fbs.SubAttribute
+import tosa_vk.ir.fbs.SubShapeAttribute
 import tosa_vk.ir.fbs.TableAttribute
 import tosa_vk.ir.fbs.TanhAttribute
 import tosa_vk.ir.fbs.TileAttribute
@@ -221,7 +246,7 @@ class TosaOperatorT(object):
     def __init__(self):
         self.op = 0  # type: int
         self.attributeType = 0  # type: int
-        self.attribute = None  # type: Union[None, tosa_vk.ir.fbs.ArgMaxAttribute.ArgMaxAttributeT, tosa_vk.ir.fbs.AvgPool2dAttribute.AvgPool2dAttributeT, tosa_vk.ir.fbs.Conv2dAttribute.Conv2dAttributeT, tosa_vk.ir.fbs.Conv3dAttribute.Conv3dAttributeT, tosa_vk.ir.fbs.DepthwiseConv2dAttribute.DepthwiseConv2dAttributeT, tosa_vk.ir.fbs.FFT2dAttribute.FFT2dAttributeT, tosa_vk.ir.fbs.MatMulAttribute.MatMulAttributeT, tosa_vk.ir.fbs.MaxPool2dAttribute.MaxPool2dAttributeT, tosa_vk.ir.fbs.RFFT2dAttribute.RFFT2dAttributeT, tosa_vk.ir.fbs.TransposeConv2dAttribute.TransposeConv2dAttributeT, tosa_vk.ir.fbs.ClampAttribute.ClampAttributeT, tosa_vk.ir.fbs.ErfAttribute.ErfAttributeT, tosa_vk.ir.fbs.SigmoidAttribute.SigmoidAttributeT, tosa_vk.ir.fbs.TanhAttribute.TanhAttributeT, tosa_vk.ir.fbs.AddAttribute.AddAttributeT, tosa_vk.ir.fbs.ArithmeticRightShiftAttribute.ArithmeticRightShiftAttributeT, tosa_vk.ir.fbs.BitwiseAndAttribute.BitwiseAndAttributeT, tosa_vk.ir.fbs.BitwiseOrAttribute.BitwiseOrAttributeT, tosa_vk.ir.fbs.BitwiseXorAttribute.BitwiseXorAttributeT, tosa_vk.ir.fbs.IntDivAttribute.IntDivAttributeT, tosa_vk.ir.fbs.LogicalAndAttribute.LogicalAndAttributeT, tosa_vk.ir.fbs.LogicalLeftShiftAttribute.LogicalLeftShiftAttributeT, tosa_vk.ir.fbs.LogicalRightShiftAttribute.LogicalRightShiftAttributeT, tosa_vk.ir.fbs.LogicalOrAttribute.LogicalOrAttributeT, tosa_vk.ir.fbs.LogicalXorAttribute.LogicalXorAttributeT, tosa_vk.ir.fbs.MaximumAttribute.MaximumAttributeT, tosa_vk.ir.fbs.MinimumAttribute.MinimumAttributeT, tosa_vk.ir.fbs.MulAttribute.MulAttributeT, tosa_vk.ir.fbs.PowAttribute.PowAttributeT, tosa_vk.ir.fbs.SubAttribute.SubAttributeT, tosa_vk.ir.fbs.TableAttribute.TableAttributeT, tosa_vk.ir.fbs.AbsAttribute.AbsAttributeT, tosa_vk.ir.fbs.BitwiseNotAttribute.BitwiseNotAttributeT, tosa_vk.ir.fbs.CeilAttribute.CeilAttributeT, tosa_vk.ir.fbs.ClzAttribute.ClzAttributeT, tosa_vk.ir.fbs.CosAttribute.CosAttributeT, tosa_vk.ir.fbs.ExpAttribute.ExpAttributeT, tosa_vk.ir.fbs.FloorAttribute.FloorAttributeT, tosa_vk.ir.fbs.LogAttribute.LogAttributeT, tosa_vk.ir.fbs.LogicalNotAttribute.LogicalNotAttributeT, tosa_vk.ir.fbs.NegateAttribute.NegateAttributeT, tosa_vk.ir.fbs.ReciprocalAttribute.ReciprocalAttributeT, tosa_vk.ir.fbs.RsqrtAttribute.RsqrtAttributeT, tosa_vk.ir.fbs.SinAttribute.SinAttributeT, tosa_vk.ir.fbs.SelectAttribute.SelectAttributeT, tosa_vk.ir.fbs.EqualAttribute.EqualAttributeT, tosa_vk.ir.fbs.GreaterAttribute.GreaterAttributeT, tosa_vk.ir.fbs.GreaterEqualAttribute.GreaterEqualAttributeT, tosa_vk.ir.fbs.ReduceAllAttribute.ReduceAllAttributeT, tosa_vk.ir.fbs.ReduceAnyAttribute.ReduceAnyAttributeT, tosa_vk.ir.fbs.ReduceMaxAttribute.ReduceMaxAttributeT, tosa_vk.ir.fbs.ReduceMinAttribute.ReduceMinAttributeT, tosa_vk.ir.fbs.ReduceProductAttribute.ReduceProductAttributeT, tosa_vk.ir.fbs.ReduceSumAttribute.ReduceSumAttributeT, tosa_vk.ir.fbs.ConcatAttribute.ConcatAttributeT, tosa_vk.ir.fbs.PadAttribute.PadAttributeT, tosa_vk.ir.fbs.ReshapeAttribute.ReshapeAttributeT, tosa_vk.ir.fbs.ReverseAttribute.ReverseAttributeT, tosa_vk.ir.fbs.SliceAttribute.SliceAttributeT, tosa_vk.ir.fbs.TileAttribute.TileAttributeT, tosa_vk.ir.fbs.TransposeAttribute.TransposeAttributeT, tosa_vk.ir.fbs.GatherAttribute.GatherAttributeT, tosa_vk.ir.fbs.ScatterAttribute.ScatterAttributeT, tosa_vk.ir.fbs.ResizeAttribute.ResizeAttributeT, tosa_vk.ir.fbs.CastAttribute.CastAttributeT, tosa_vk.ir.fbs.RescaleAttribute.RescaleAttributeT, tosa_vk.ir.fbs.ConstAttribute.ConstAttributeT, tosa_vk.ir.fbs.IdentityAttribute.IdentityAttributeT, tosa_vk.ir.fbs.CustomAttribute.CustomAttributeT, tosa_vk.ir.fbs.CondIfAttribute.CondIfAttributeT, tosa_vk.ir.fbs.WhileLoopAttribute.WhileLoopAttributeT, tosa_vk.ir.fbs.VariableAttribute.VariableAttributeT, tosa_vk.ir.fbs.VariableWriteAttribute.VariableWriteAttributeT, tosa_vk.ir.fbs.VariableReadAttribute.VariableReadAttributeT, tosa_vk.ir.fbs.ConstShapeAttribute.ConstShapeAttributeT]
+        self.attribute = None  # type: Union[None, tosa_vk.ir.fbs.ArgMaxAttribute.ArgMaxAttributeT, tosa_vk.ir.fbs.AvgPool2dAttribute.AvgPool2dAttributeT, tosa_vk.ir.fbs.Conv2dAttribute.Conv2dAttributeT, tosa_vk.ir.fbs.Conv3dAttribute.Conv3dAttributeT, tosa_vk.ir.fbs.DepthwiseConv2dAttribute.DepthwiseConv2dAttributeT, tosa_vk.ir.fbs.FFT2dAttribute.FFT2dAttributeT, tosa_vk.ir.fbs.MatMulAttribute.MatMulAttributeT, tosa_vk.ir.fbs.MaxPool2dAttribute.MaxPool2dAttributeT, tosa_vk.ir.fbs.RFFT2dAttribute.RFFT2dAttributeT, tosa_vk.ir.fbs.TransposeConv2dAttribute.TransposeConv2dAttributeT, tosa_vk.ir.fbs.ClampAttribute.ClampAttributeT, tosa_vk.ir.fbs.ErfAttribute.ErfAttributeT, tosa_vk.ir.fbs.SigmoidAttribute.SigmoidAttributeT, tosa_vk.ir.fbs.TanhAttribute.TanhAttributeT, tosa_vk.ir.fbs.AddAttribute.AddAttributeT, tosa_vk.ir.fbs.ArithmeticRightShiftAttribute.ArithmeticRightShiftAttributeT, tosa_vk.ir.fbs.BitwiseAndAttribute.BitwiseAndAttributeT, tosa_vk.ir.fbs.BitwiseOrAttribute.BitwiseOrAttributeT, tosa_vk.ir.fbs.BitwiseXorAttribute.BitwiseXorAttributeT, tosa_vk.ir.fbs.IntDivAttribute.IntDivAttributeT, tosa_vk.ir.fbs.LogicalAndAttribute.LogicalAndAttributeT, tosa_vk.ir.fbs.LogicalLeftShiftAttribute.LogicalLeftShiftAttributeT, tosa_vk.ir.fbs.LogicalRightShiftAttribute.LogicalRightShiftAttributeT, tosa_vk.ir.fbs.LogicalOrAttribute.LogicalOrAttributeT, tosa_vk.ir.fbs.LogicalXorAttribute.LogicalXorAttributeT, tosa_vk.ir.fbs.MaximumAttribute.MaximumAttributeT, tosa_vk.ir.fbs.MinimumAttribute.MinimumAttributeT, tosa_vk.ir.fbs.MulAttribute.MulAttributeT, tosa_vk.ir.fbs.PowAttribute.PowAttributeT, tosa_vk.ir.fbs.SubAttribute.SubAttributeT, tosa_vk.ir.fbs.TableAttribute.TableAttributeT, tosa_vk.ir.fbs.AbsAttribute.AbsAttributeT, tosa_vk.ir.fbs.BitwiseNotAttribute.BitwiseNotAttributeT, tosa_vk.ir.fbs.CeilAttribute.CeilAttributeT, tosa_vk.ir.fbs.ClzAttribute.ClzAttributeT, tosa_vk.ir.fbs.CosAttribute.CosAttributeT, tosa_vk.ir.fbs.ExpAttribute.ExpAttributeT, tosa_vk.ir.fbs.FloorAttribute.FloorAttributeT, tosa_vk.ir.fbs.LogAttribute.LogAttributeT, tosa_vk.ir.fbs.LogicalNotAttribute.LogicalNotAttributeT, tosa_vk.ir.fbs.NegateAttribute.NegateAttributeT, tosa_vk.ir.fbs.ReciprocalAttribute.ReciprocalAttributeT, tosa_vk.ir.fbs.RsqrtAttribute.RsqrtAttributeT, tosa_vk.ir.fbs.SinAttribute.SinAttributeT, tosa_vk.ir.fbs.SelectAttribute.SelectAttributeT, tosa_vk.ir.fbs.EqualAttribute.EqualAttributeT, tosa_vk.ir.fbs.GreaterAttribute.GreaterAttributeT, tosa_vk.ir.fbs.GreaterEqualAttribute.GreaterEqualAttributeT, tosa_vk.ir.fbs.ReduceAllAttribute.ReduceAllAttributeT, tosa_vk.ir.fbs.ReduceAnyAttribute.ReduceAnyAttributeT, tosa_vk.ir.fbs.ReduceMaxAttribute.ReduceMaxAttributeT, tosa_vk.ir.fbs.ReduceMinAttribute.ReduceMinAttributeT, tosa_vk.ir.fbs.ReduceProductAttribute.ReduceProductAttributeT, tosa_vk.ir.fbs.ReduceSumAttribute.ReduceSumAttributeT, tosa_vk.ir.fbs.ConcatAttribute.ConcatAttributeT, tosa_vk.ir.fbs.PadAttribute.PadAttributeT, tosa_vk.ir.fbs.ReshapeAttribute.ReshapeAttributeT, tosa_vk.ir.fbs.ReverseAttribute.ReverseAttributeT, tosa_vk.ir.fbs.SliceAttribute.SliceAttributeT, tosa_vk.ir.fbs.TileAttribute.TileAttributeT, tosa_vk.ir.fbs.TransposeAttribute.TransposeAttributeT, tosa_vk.ir.fbs.GatherAttribute.GatherAttributeT, tosa_vk.ir.fbs.ScatterAttribute.ScatterAttributeT, tosa_vk.ir.fbs.ResizeAttribute.ResizeAttributeT, tosa_vk.ir.fbs.CastAttribute.CastAttributeT, tosa_vk.ir.fbs.RescaleAttribute.RescaleAttributeT, tosa_vk.ir.fbs.ConstAttribute.ConstAttributeT, tosa_vk.ir.fbs.IdentityAttribute.IdentityAttributeT, tosa_vk.ir.fbs.CustomAttribute.CustomAttributeT, tosa_vk.ir.fbs.CondIfAttribute.CondIfAttributeT, tosa_vk.ir.fbs.WhileLoopAttribute.WhileLoopAttributeT, tosa_vk.ir.fbs.VariableAttribute.VariableAttributeT, tosa_vk.ir.fbs.VariableWriteAttribute.VariableWriteAttributeT, tosa_vk.ir.fbs.VariableReadAttribute.VariableReadAttributeT, tosa_vk.ir.fbs.ConstShapeAttribute.ConstShapeAttributeT, tosa_vk.ir.fbs.MatMulTBlockScaledAttribute.MatMulTBlockScaledAttributeT, tosa_vk.ir.fbs.CastFromBlockScaledAttribute.CastFromBlockScaledAttributeT, tosa_vk.ir.fbs.CastToBlockScaledAttribute.CastToBlockScaledAttributeT, tosa_vk.ir.fbs.DimAttribute.DimAttributeT, tosa_vk.ir.fbs.ConcatShapeAttribute.ConcatShapeAttributeT, tosa_vk.ir.fbs.AddShapeAttribute.AddShapeAttributeT, tosa_vk.ir.fbs.SubShapeAttribute.SubShapeAttributeT, tosa_vk.ir.fbs.MulShapeAttribute.MulShapeAttributeT, tosa_vk.ir.fbs.SliceShapeAttribute.SliceShapeAttributeT, tosa_vk.ir.fbs.Exp2ShapeAttribute.Exp2ShapeAttributeT, tosa_vk.ir.fbs.Log2CeilShapeAttribute.Log2CeilShapeAttributeT, tosa_vk.ir.fbs.Log2FloorShapeAttribute.Log2FloorShapeAttributeT, tosa_vk.ir.fbs.MaxShapeAttribute.MaxShapeAttributeT, tosa_vk.ir.fbs.MinShapeAttribute.MinShapeAttributeT, tosa_vk.ir.fbs.ModShapeAttribute.ModShapeAttributeT, tosa_vk.ir.fbs.DivCeilShapeAttribute.DivCeilShapeAttributeT, tosa_vk.ir.fbs.DivFloorShapeAttribute.DivFloorShapeAttributeT, tosa_vk.ir.fbs.AssertEqualShapeAttribute.AssertEqualShapeAttributeT, tosa_vk.ir.fbs.Conv2dBlockScaledAttribute.Conv2dBlockScaledAttributeT, tosa_vk.ir.fbs.MaxPool2dAdaptiveAttribute.MaxPool2dAdaptiveAttributeT, tosa_vk.ir.fbs.AvgPool2dAdaptiveAttribute.AvgPool2dAdaptiveAttributeT, tosa_vk.ir.fbs.ReshapeBlockScaledAttribute.ReshapeBlockScaledAttributeT, tosa_vk.ir.fbs.RowGatherBlockScaledAttribute.RowGatherBlockScaledAttributeT, tosa_vk.ir.fbs.RowGatherAttribute.RowGatherAttributeT, tosa_vk.ir.fbs.MatMulTAttribute.MatMulTAttributeT]
         self.inputs = None  # type: List[str]
         self.outputs = None  # type: List[str]
         self.location = None  # type: Optional[tosa_vk.ir.fbs.OpLocation.OpLocationT]

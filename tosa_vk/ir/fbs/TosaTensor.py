@@ -117,7 +117,76 @@ class TosaTensor(object):
             return self._tab.String(o + self._tab.Pos)
         return None
 
-def TosaTensorStart(builder): builder.StartObject(7)
+    # TosaTensor
+    def Offset(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint64Flags, o + self._tab.Pos)
+        return 0
+
+    # TosaTensor
+    def Size(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint64Flags, o + self._tab.Pos)
+        return 0
+
+    # TosaTensor
+    def ScaleType(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(22))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # TosaTensor
+    def ScaleData(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(24))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Uint8Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 1))
+        return 0
+
+    # TosaTensor
+    def ScaleDataAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(24))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Uint8Flags, o)
+        return 0
+
+    # TosaTensor
+    def ScaleDataLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(24))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # TosaTensor
+    def ScaleDataIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(24))
+        return o == 0
+
+    # TosaTensor
+    def BlockShape(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(26))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
+    # TosaTensor
+    def ScaleOffset(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(28))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint64Flags, o + self._tab.Pos)
+        return 0
+
+    # TosaTensor
+    def ScaleSize(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(30))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint64Flags, o + self._tab.Pos)
+        return 0
+
+def TosaTensorStart(builder): builder.StartObject(14)
 def Start(builder):
     return TosaTensorStart(builder)
 def TosaTensorAddName(builder, name): builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(name), 0)
@@ -147,6 +216,30 @@ def AddIsUnranked(builder, isUnranked):
 def TosaTensorAddVariableName(builder, variableName): builder.PrependUOffsetTRelativeSlot(6, flatbuffers.number_types.UOffsetTFlags.py_type(variableName), 0)
 def AddVariableName(builder, variableName):
     return TosaTensorAddVariableName(builder, variableName)
+def TosaTensorAddOffset(builder, offset): builder.PrependUint64Slot(7, offset, 0)
+def AddOffset(builder, offset):
+    return TosaTensorAddOffset(builder, offset)
+def TosaTensorAddSize(builder, size): builder.PrependUint64Slot(8, size, 0)
+def AddSize(builder, size):
+    return TosaTensorAddSize(builder, size)
+def TosaTensorAddScaleType(builder, scaleType): builder.PrependUint32Slot(9, scaleType, 0)
+def AddScaleType(builder, scaleType):
+    return TosaTensorAddScaleType(builder, scaleType)
+def TosaTensorAddScaleData(builder, scaleData): builder.PrependUOffsetTRelativeSlot(10, flatbuffers.number_types.UOffsetTFlags.py_type(scaleData), 0)
+def AddScaleData(builder, scaleData):
+    return TosaTensorAddScaleData(builder, scaleData)
+def TosaTensorStartScaleDataVector(builder, numElems): return builder.StartVector(1, numElems, 1)
+def StartScaleDataVector(builder, numElems):
+    return TosaTensorStartScaleDataVector(builder, numElems)
+def TosaTensorAddBlockShape(builder, blockShape): builder.PrependUint32Slot(11, blockShape, 0)
+def AddBlockShape(builder, blockShape):
+    return TosaTensorAddBlockShape(builder, blockShape)
+def TosaTensorAddScaleOffset(builder, scaleOffset): builder.PrependUint64Slot(12, scaleOffset, 0)
+def AddScaleOffset(builder, scaleOffset):
+    return TosaTensorAddScaleOffset(builder, scaleOffset)
+def TosaTensorAddScaleSize(builder, scaleSize): builder.PrependUint64Slot(13, scaleSize, 0)
+def AddScaleSize(builder, scaleSize):
+    return TosaTensorAddScaleSize(builder, scaleSize)
 def TosaTensorEnd(builder): return builder.EndObject()
 def End(builder):
     return TosaTensorEnd(builder)
@@ -166,6 +259,13 @@ class TosaTensorT(object):
         self.variable = False  # type: bool
         self.isUnranked = False  # type: bool
         self.variableName = None  # type: str
+        self.offset = 0  # type: int
+        self.size = 0  # type: int
+        self.scaleType = 0  # type: int
+        self.scaleData = None  # type: List[int]
+        self.blockShape = 0  # type: int
+        self.scaleOffset = 0  # type: int
+        self.scaleSize = 0  # type: int
 
     @classmethod
     def InitFromBuf(cls, buf, pos):
@@ -202,6 +302,19 @@ class TosaTensorT(object):
         self.variable = tosaTensor.Variable()
         self.isUnranked = tosaTensor.IsUnranked()
         self.variableName = tosaTensor.VariableName()
+        self.offset = tosaTensor.Offset()
+        self.size = tosaTensor.Size()
+        self.scaleType = tosaTensor.ScaleType()
+        if not tosaTensor.ScaleDataIsNone():
+            if np is None:
+                self.scaleData = []
+                for i in range(tosaTensor.ScaleDataLength()):
+                    self.scaleData.append(tosaTensor.ScaleData(i))
+            else:
+                self.scaleData = tosaTensor.ScaleDataAsNumpy()
+        self.blockShape = tosaTensor.BlockShape()
+        self.scaleOffset = tosaTensor.ScaleOffset()
+        self.scaleSize = tosaTensor.ScaleSize()
 
     # TosaTensorT
     def Pack(self, builder):
@@ -225,6 +338,14 @@ class TosaTensorT(object):
                 data = builder.EndVector()
         if self.variableName is not None:
             variableName = builder.CreateString(self.variableName)
+        if self.scaleData is not None:
+            if np is not None and type(self.scaleData) is np.ndarray:
+                scaleData = builder.CreateNumpyVector(self.scaleData)
+            else:
+                TosaTensorStartScaleDataVector(builder, len(self.scaleData))
+                for i in reversed(range(len(self.scaleData))):
+                    builder.PrependUint8(self.scaleData[i])
+                scaleData = builder.EndVector()
         TosaTensorStart(builder)
         if self.name is not None:
             TosaTensorAddName(builder, name)
@@ -237,5 +358,13 @@ class TosaTensorT(object):
         TosaTensorAddIsUnranked(builder, self.isUnranked)
         if self.variableName is not None:
             TosaTensorAddVariableName(builder, variableName)
+        TosaTensorAddOffset(builder, self.offset)
+        TosaTensorAddSize(builder, self.size)
+        TosaTensorAddScaleType(builder, self.scaleType)
+        if self.scaleData is not None:
+            TosaTensorAddScaleData(builder, scaleData)
+        TosaTensorAddBlockShape(builder, self.blockShape)
+        TosaTensorAddScaleOffset(builder, self.scaleOffset)
+        TosaTensorAddScaleSize(builder, self.scaleSize)
         tosaTensor = TosaTensorEnd(builder)
         return tosaTensor
