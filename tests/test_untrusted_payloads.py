@@ -168,6 +168,14 @@ def test_a_runaway_shader_ends_at_the_timeout_and_close_does_not_wait_for_it(tmp
     assert float(done.stdout.split("done in ")[1].split()[0]) < 10
 
 
+def _default_sigint() -> None:
+    """A Ctrl-C test's child takes SIGINT's default action: a test run started in the background of a shell
+    without job control ignores SIGINT, and children inherit that (Python then installs no handler at all)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_a_cli_run(tmp_path):
     import signal
     import time
@@ -180,6 +188,7 @@ def test_ctrl_c_stops_a_cli_run(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_default_sigint,
     )
     time.sleep(8)  # loaded and running
     start = time.monotonic()
@@ -207,7 +216,13 @@ def test_ctrl_c_ends_the_cli_even_when_the_main_thread_misses_it():
         "        time.sleep(60)\n"
         "    except KeyboardInterrupt:\n        pass  # swallowed, as inside a finalizer\n"
     )
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
     assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
     start = time.monotonic()
     proc.send_signal(signal.SIGINT)

@@ -461,7 +461,7 @@ def cmd_conformance(args) -> int:
 
     from .conformance.generate import (
         FFT_SELECTION,
-        TOSA_1_0_OPS,
+        VERSION_OPS,
         Selection,
         operator_names,
         selected_tests,
@@ -469,15 +469,16 @@ def cmd_conformance(args) -> int:
     )
     from .conformance.run import run_tests, table
 
-    ops = operator_names(args.ops) if args.ops else tuple(TOSA_1_0_OPS)
+    version = args.tosa_version
+    ops = operator_names(args.ops, version) if args.ops else VERSION_OPS[version]
     if args.dir:
         tests = sorted(p for p in Path(args.dir).iterdir() if (p / "desc.json").exists())
         tests = [t for t in tests if test_operator(t.name) in ops]
     else:  # generate (on first use) only the selected operators' tests
         kind = "negative" if args.negative else "positive"
-        tests = selected_tests(Selection(ops, 2 if args.full else 1, kind))
+        tests = selected_tests(Selection(ops, 2 if args.full else 1, kind, tosa_version=version))
         fft = tuple(op for op in FFT_SELECTION.ops if op in ops)
-        if kind == "positive" and fft:
+        if kind == "positive" and fft and version == "1.0":
             tests += selected_tests(replace(FFT_SELECTION, ops=fft), superset=FFT_SELECTION)
     results = run_tests(tests, args.backend, jobs=args.jobs, progress=_progress, strict=args.strict)
     print(table(results))
@@ -736,7 +737,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--ops",
         nargs="*",
         metavar="OP",
-        help="operators (spec names, any case); only their tests are generated (default: all 70)",
+        help="operators (spec names, any case); only their tests are generated (default: all of the version)",
+    )
+    p.add_argument(
+        "--tosa-version",
+        choices=("1.0", "1.1"),
+        default="1.0",
+        help="1.0: the TOSA 1.0 selection (70 operators); 1.1: what the TOSA 1.1 draft adds (25 new operators, "
+        "and 1.0 operators' INT64 / MX / mixed-precision rows)",
     )
     p.add_argument("--negative", action="store_true", help="the ERROR_IF tests instead of the positive ones")
     p.add_argument("--full", action="store_true", help="two tests per class instead of one")

@@ -1,4 +1,9 @@
-"""Generate TOSA 1.0 conformance tests with Arm's generator (`tosa_verif_build_tests` from tosa-tools).
+"""Generate TOSA conformance tests with Arm's generator (`tosa_verif_build_tests` from tosa-tools).
+
+A selection is of one TOSA version. The 1.0 selection is every 1.0 operator's tests as the 1.0 profiles and
+extensions generate them; the 1.1 selection is what TOSA 1.1 (draft) adds: the generator's tests (with
+`--tosa-version 1.1`) of the 25 new operators, and of 1.0 operators those whose types only a 1.1 row has (INT64,
+MX block-scaled, mixed precision) — a test a 1.0 graph could hold belongs to the 1.0 selection.
 
 Tests are generated once per (tosa-tools version, selection, seed) into a cache folder and reused: a folder is only
 published (renamed into place) after the generator finished, so an interrupted run never leaves a half cache. The
@@ -36,15 +41,27 @@ TOSA_1_0_OPS = (
 ).split()
 
 
-def operator_names(names) -> tuple[str, ...]:
-    """Operator names as given (spec names, any case) -> the lower-case names of TOSA_1_0_OPS, in the order given;
-    an unknown name is a TosaError naming the close matches (or every valid name)."""
+# The 25 operators TOSA 1.1 adds: cts-config_v1.0.json entries with `"from_version": "1.1.0"`.
+TOSA_1_1_NEW_OPS = (
+    "add_shape assert_equal_shape avg_pool2d_adaptive cast_from_block_scaled cast_to_block_scaled concat_shape "
+    "conv2d_block_scaled dim div_ceil_shape div_floor_shape exp2_shape log2_ceil_shape log2_floor_shape matmul_t "
+    "matmul_t_block_scaled max_pool2d_adaptive max_shape min_shape mod_shape mul_shape reshape_block_scaled "
+    "row_gather row_gather_block_scaled slice_shape sub_shape"
+).split()
+TOSA_1_1_OPS = (*TOSA_1_0_OPS, *TOSA_1_1_NEW_OPS)
+VERSION_OPS = {"1.0": tuple(TOSA_1_0_OPS), "1.1": TOSA_1_1_OPS}
+
+
+def operator_names(names, version: str = "1.0") -> tuple[str, ...]:
+    """Operator names as given (spec names, any case) -> the lower-case names of TOSA `version`'s operators, in the
+    order given; an unknown name is a TosaError naming the close matches (or every valid name)."""
+    known = VERSION_OPS[version]
     chosen: list[str] = []
     for name in names:
         op = name.lower()
-        if op not in TOSA_1_0_OPS:
-            close = difflib.get_close_matches(op, TOSA_1_0_OPS, n=3)
-            hint = f"did you mean {', '.join(close)}?" if close else f"the TOSA 1.0 operators: {' '.join(TOSA_1_0_OPS)}"
+        if op not in known:
+            close = difflib.get_close_matches(op, known, n=3)
+            hint = f"did you mean {', '.join(close)}?" if close else f"the TOSA {version} operators: {' '.join(known)}"
             raise TosaError(f"unknown operator {name!r}: {hint}")
         if op not in chosen:
             chosen.append(op)
@@ -54,7 +71,7 @@ def operator_names(names) -> tuple[str, ...]:
 def test_operator(test_name: str) -> str | None:
     """The operator a generated test folder's name starts with (the longest match: `greater_equal_...` is
     GREATER_EQUAL, not GREATER), or None."""
-    ops = [op for op in TOSA_1_0_OPS if test_name.startswith(op + "_")]
+    ops = [op for op in TOSA_1_1_OPS if test_name.startswith(op + "_")]
     return max(ops, key=len) if ops else None
 
 
@@ -73,6 +90,23 @@ EXTENSIONS = (
 )
 # Dtypes of TOSA 1.0 (the generator also emits TOSA 1.1 types even with --tosa-version 1.0).
 DTYPES = ("bool", "int4", "int8", "int16", "int32", "int48", "fp32", "fp16", "bf16", "fp8e4m3", "fp8e5m2", "shape")
+# What TOSA 1.1 adds (EXT-DYNAMIC stays out: tosa_vk runs graphs of static shapes and constant zero points)
+EXTENSIONS_1_1 = (
+    "tosa-ext-int64",
+    "tosa-ext-shape",
+    "tosa-ext-mx-common",
+    "tosa-ext-mx-fp4e2m1",
+    "tosa-ext-mx-fp6e2m3",
+    "tosa-ext-mx-fp6e3m2",
+    "tosa-ext-mx-fp8e4m3",
+    "tosa-ext-mx-fp8e5m2",
+    "tosa-ext-mx-int8",
+    "tosa-ext-mxfp-conv",
+)
+DTYPES_1_1 = (
+    "fp6e2m3 fp6e3m2 fp4e2m1 fp8ue8m0 int64 mxint8 bs32_fp8ue8m0_fp8e4m3 bs32_fp8ue8m0_fp8e5m2 bs32_fp8ue8m0_fp6e3m2 "
+    "bs32_fp8ue8m0_fp6e2m3 bs32_fp8ue8m0_fp4e2m1 bs32_fp8ue8m0_mxint8"
+).split()
 # Ops whose accumulator type is a test dimension of its own.
 ACC_TYPE_OPS = {
     "conv2d",
@@ -84,6 +118,8 @@ ACC_TYPE_OPS = {
     "reduce_sum",
     "fft2d",
     "rfft2d",
+    "matmul_t",
+    "avg_pool2d_adaptive",
 }
 # FFT / RFFT produce no DOT_PRODUCT tests at the default random shapes: widen their sizes.
 EXTRA_ARGS = {"fft2d": ["--tensor-dim-range", "10,31"], "rfft2d": ["--tensor-dim-range", "10,31"]}
@@ -98,6 +134,15 @@ class Selection:
     test_type: str = "positive"  # or "negative"
     seed: int = 42
     extra: tuple[str, ...] = ()  # generator arguments for every op of this selection (replacing EXTRA_ARGS)
+    tosa_version: str = "1.0"  # "1.1": what TOSA 1.1 adds (module docstring)
+
+    @property
+    def extensions(self) -> tuple[str, ...]:
+        return EXTENSIONS + (EXTENSIONS_1_1 if self.tosa_version == "1.1" else ())
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        return DTYPES + (tuple(DTYPES_1_1) if self.tosa_version == "1.1" else ())
 
     def config(self) -> dict:
         def entry(op):
@@ -109,10 +154,12 @@ class Selection:
     def key(self) -> str:
         text = json.dumps(
             [tools_version(), self.config(), self.test_type, self.seed, PROFILES, EXTENSIONS, DTYPES, EXTRA_ARGS]
-            + ([list(self.extra)] if self.extra else []),
+            + ([list(self.extra)] if self.extra else [])
+            + ([self.tosa_version, EXTENSIONS_1_1, DTYPES_1_1] if self.tosa_version != "1.0" else []),
             sort_keys=True,
         )
-        return f"{self.test_type}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+        prefix = self.test_type if self.tosa_version == "1.0" else f"{self.test_type}-{self.tosa_version}"
+        return f"{prefix}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
 _RUN_GENERATOR = "import sys; from generator.tosa_verif_build_tests import main; sys.exit(main())"
@@ -150,7 +197,7 @@ def _build_tests(ops: list[str], sel: Selection, out: Path) -> None:
             "-c",
             _RUN_GENERATOR,
             "--tosa-version",
-            "1.0",
+            sel.tosa_version,
             "--seed",
             str(sel.seed),
             "--generate-lib-path",
@@ -160,9 +207,9 @@ def _build_tests(ops: list[str], sel: Selection, out: Path) -> None:
             "--profile",
             *PROFILES,
             "--extension",
-            *EXTENSIONS,
+            *sel.extensions,
             "--target-dtype",
-            *DTYPES,
+            *sel.dtypes,
             "--test-type",
             sel.test_type,
             "--test-selection-config",
@@ -212,7 +259,8 @@ def _generate_into(final: Path, sel: Selection, jobs: int) -> Path:
         tests = work / "tests"
         tests.mkdir()
         for desc in sorted(work.glob("shard*/**/desc.json")):
-            desc.parent.rename(tests / desc.parent.name)
+            if sel.tosa_version == "1.0" or adds_to_1_0(desc.parent):
+                desc.parent.rename(tests / desc.parent.name)
         for shard in work.glob("shard*"):
             shutil.rmtree(shard, ignore_errors=True)
         count = sum(1 for _ in tests.iterdir())
@@ -229,11 +277,38 @@ def _generate_into(final: Path, sel: Selection, jobs: int) -> Path:
     return final
 
 
+def adds_to_1_0(test: Path) -> bool:
+    """Whether a generated test needs TOSA 1.1: a 1.1 operator, element type or block-scaled tensor, or types
+    that no 1.0 row of its operator has (a negative test: whether its positive twin would; it is kept when its
+    graph cannot even be read as one)."""
+    from ..ir import load_graph
+    from ..ir import ops as catalogue
+
+    desc = json.loads((test / "desc.json").read_text())
+    try:
+        graph = load_graph(test / desc["tosa_file"])
+    except TosaError:
+        return True
+    for _, block in graph.blocks():
+        if any(t.dtype.since > (1, 0) or t.block_scaled for t in block.tensors.values()):
+            return True
+        for op in block.operators:
+            spec = catalogue.OPS.get(op.op)
+            if spec is None or spec.since > (1, 0):
+                return True
+            if not spec.types or desc.get("expected_failure"):
+                continue
+            bound = catalogue.bind_types(spec, op, block.tensors)
+            if bound is not None and not catalogue.matching_types(op.op, bound, (1, 0)):
+                return True
+    return False
+
+
 def selected_tests(sel: Selection = Selection(), superset: Selection | None = None) -> list[Path]:
     """Sorted test folders of a selection (generated on first use). A selection of some operators takes its tests
     from a complete cache of `superset` (default: the same selection of every operator) when there is one, else
     generates only its own operators."""
-    superset = superset or replace(sel, ops=tuple(TOSA_1_0_OPS))
+    superset = superset or replace(sel, ops=VERSION_OPS[sel.tosa_version])
     if set(sel.ops) < set(superset.ops) and replace(superset, ops=sel.ops) == sel and is_generated(superset):
         tests = (cache_folder(superset) / "tests").iterdir()
         return sorted(p for p in tests if (p / "desc.json").exists() and test_operator(p.name) in sel.ops)
@@ -245,8 +320,11 @@ if __name__ == "__main__":
 
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--negative", action="store_true")
-    ap.add_argument("--ops", nargs="*", default=TOSA_1_0_OPS)
+    ap.add_argument("--ops", nargs="*")
     ap.add_argument("--per-class", type=int, default=1)
+    ap.add_argument("--tosa-version", default="1.0", choices=sorted(VERSION_OPS))
     args = ap.parse_args()
-    s = Selection(operator_names(args.ops), args.per_class, "negative" if args.negative else "positive")
+    ops = operator_names(args.ops or VERSION_OPS[args.tosa_version], args.tosa_version)
+    kind = "negative" if args.negative else "positive"
+    s = Selection(ops, args.per_class, kind, tosa_version=args.tosa_version)
     print(generate(s))
