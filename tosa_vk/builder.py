@@ -31,7 +31,7 @@ from .errors import TosaError
 from .ir import ops as catalogue
 from .ir.dtype import DType
 from .ir.graph import Block, Graph, NanPropagationMode, Operator, Region, ResizeMode, RoundingMode, Tensor
-from .ir.shapes import infer_from
+from .ir.shapes import infer_from, shape_value_from
 from .ir.validate import validate
 
 # numpy dtype -> TOSA type: the storage table of tosa_vk.ir.dtype read backwards, less the types whose storage is
@@ -283,7 +283,12 @@ class Builder:
             raise err.located(op=op_name, index=len(self.block.operators)) from None
         base = op_name.lower()
         values = [self._tensor(self._out_name(name, base, i), shape, dt) for i, (shape, dt) in enumerate(outs)]
+        shape_value = shape_value_from(op_name, tensors, full_attrs)
+        if shape_value is not None:  # a shape operator's value: the shape input of the operators that follow
+            self.block.tensors[values[0].name].data = np.asarray(shape_value, dtype=np.int64)
         self.block.operators.append(Operator(op_name, inputs, [v.name for v in values], full_attrs))
+        if not values:  # ASSERT_EQUAL_SHAPE
+            return None
         return values[0] if len(values) == 1 else tuple(values)
 
     def _inputs(self, spec: catalogue.OpSpec, args: list, out_dtype=None) -> tuple[list[str], dict[str, DType]]:
@@ -492,7 +497,8 @@ def _op_signature(spec: catalogue.OpSpec) -> tuple[list[inspect.Parameter], str]
     P = inspect.Parameter
     params = [P("self", P.POSITIONAL_OR_KEYWORD)]
     for o in spec.inputs:
-        ann = "Sequence[TensorArg]" if o.is_list else "ShapeArg" if o.type == "shape_t" else "TensorArg"
+        shape = "ShapeArg" if o.type == "shape_t" else "TensorArg"
+        ann = f"Sequence[{shape}]" if o.is_list else shape
         default = _Text("0") if _DEFAULT_ZERO_INPUTS.search(o.name) else P.empty
         params.append(P(o.name, P.POSITIONAL_OR_KEYWORD, default=default, annotation=_Text(ann)))
     for o in spec.attributes:
@@ -508,6 +514,8 @@ def _op_signature(spec: catalogue.OpSpec) -> tuple[list[inspect.Parameter], str]
     params += [P(k, P.KEYWORD_ONLY, default=_Text("None"), annotation=_Text(v)) for k, v in common.items()]
     if several:  # CUSTOM: a Value, or a tuple when out_shape lists several (known at run time only, as for op())
         returns = "Any"
+    elif not spec.outputs:  # ASSERT_EQUAL_SHAPE
+        returns = "None"
     elif len(spec.outputs) == 1:
         returns = "Value"
     else:

@@ -816,3 +816,151 @@ class Builder:
         name: str | None = None,
     ) -> Any:
         """TOSA CUSTOM (spec chapter custom): returns output_list."""
+    def add_shape(
+        self,
+        input1: ShapeArg,
+        input2: ShapeArg,
+        *,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> Value:
+        """TOSA ADD_SHAPE (spec chapter shape): returns output."""
+    def div_ceil_shape(
+        self,
+        input1: ShapeArg,
+        input2: ShapeArg,
+        *,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> Value:
+        """TOSA DIV_CEIL_SHAPE (spec chapter shape): returns output."""
+    def div_floor_shape(
+        self,
+        input1: ShapeArg,
+        input2: ShapeArg,
+        *,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> Value:
+        """TOSA DIV_FLOOR_SHAPE (spec chapter shape): returns output."""
+    def max_shape(
+        self,
+        input1: ShapeArg,
+        input2: ShapeArg,
+        *,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> Value:
+        """TOSA MAX_SHAPE (spec chapter shape): returns output."""
+    def min_shape(
+        self,
+        input1: ShapeArg,
+        input2: ShapeArg,
+        *,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> Value:
+        """TOSA MIN_SHAPE (spec chapter shape): returns output."""
+    def mod_shape(
+        self,
+        input1: ShapeArg,
+        input2: ShapeArg,
+        *,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> Value:
+        """TOSA MOD_SHAPE (spec chapter shape): returns output."""
+    def mul_shape(
+        self,
+        input1: ShapeArg,
+        input2: ShapeArg,
+        *,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> Value:
+        """TOSA MUL_SHAPE (spec chapter shape): returns output."""
+    def sub_shape(
+        self,
+        input1: ShapeArg,
+        input2: ShapeArg,
+        *,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> Value:
+        """TOSA SUB_SHAPE (spec chapter shape): returns output."""
+    def exp2_shape(
+        self,
+        input: ShapeArg,
+        *,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> Value:
+        """TOSA EXP2_SHAPE (spec chapter shape): returns output."""
+    def log2_ceil_shape(
+        self,
+        input: ShapeArg,
+        *,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> Value:
+        """TOSA LOG2_CEIL_SHAPE (spec chapter shape): returns output."""
+    def log2_floor_shape(
+        self,
+        input: ShapeArg,
+        *,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> Value:
+        """TOSA LOG2_FLOOR_SHAPE (spec chapter shape): returns output."""
+    def assert_equal_shape(
+        self,
+        input1: ShapeArg,
+        input2: ShapeArg,
+        *,
+        allow_broadcast: bool,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> None:
+        """TOSA ASSERT_EQUAL_SHAPE (spec chapter shape): returns ."""
+    def concat_shape(
+        self,
+        input: Sequence[ShapeArg],
+        *,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> Value:
+        """TOSA CONCAT_SHAPE (spec chapter shape): returns output."""
+    def slice_shape(
+        self,
+        input: ShapeArg,
+        start: TensorArg,
+        size: TensorArg,
+        *,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> Value:
+        """TOSA SLICE_SHAPE (spec chapter shape): returns output."""
+    def dim(
+        self,
+        input1: TensorArg,
+        *,
+        axis: int,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> Value:
+        """TOSA DIM (spec chapter shape): returns output."""

@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import TosaError
 from .dtype import DType, DTypeLike
 from .graph import Block, Graph, Operator, ResizeMode, Tensor
+from .shape_ops import SHAPE_OPS, evaluate
 
 Shape = tuple[int, ...]
 
@@ -35,6 +36,7 @@ class Inferred:
     rule: str = "output shape"  # the rule tying the whole output shape to the inputs
     dims: tuple[str, ...] | None = None
     dim_rules: dict[int, str] = field(default_factory=dict)
+    value: list[int] | None = None  # a shape_t output's values, when known (shape operators: shape_ops.py)
 
 
 @dataclass
@@ -674,6 +676,26 @@ def _const_shape(c: _Ctx) -> list[Inferred]:
     return [Inferred(c.declared_shape(), DType.SHAPE)]
 
 
+def _shape_op(c: _Ctx) -> list[Inferred]:
+    """TOSA 1.1's shape operators and DIM: the value is computed from the constant inputs (shape_ops.py)."""
+    t = c.inputs[0] if c.inputs else None
+    if c.op == "DIM":
+        scaled = t is not None and t.block_scaled
+        value = evaluate(c.op, [], c.attrs, None if t is None else t.shape, t.block_size if scaled and t else 0)
+    else:
+        value = evaluate(c.op, [shape_value(x) for x in c.inputs], c.attrs)
+    if c.op == "ASSERT_EQUAL_SHAPE":
+        return []
+    if value is None:
+        return [Inferred(c.declared_shape(), DType.SHAPE)]
+    rule = (
+        "ERROR_IF(length(output) != sum(length(input[k]) for all k))"
+        if c.op == "CONCAT_SHAPE"
+        else "output length (the number of values the operator computes)"
+    )
+    return [Inferred((len(value),), DType.SHAPE, rule, value=value)]
+
+
 def _declared(c: _Ctx) -> list[Inferred]:
     """Outputs that cannot be inferred from the inputs (CUSTOM, VARIABLE_READ): the declared ones."""
     n = len(c.declared) if c.declared is not None else len(c.out_dtype or ())
@@ -744,6 +766,7 @@ _FAMILIES: dict[str, Callable[[_Ctx], list[Inferred]]] = {
     "RESIZE": _resize,
     "CONST": _const,
     "CONST_SHAPE": _const_shape,
+    **{op: _shape_op for op in SHAPE_OPS},
     "CUSTOM": _declared,
     "COND_IF": _cond_if,
     "WHILE_LOOP": _while_loop,
@@ -799,3 +822,12 @@ def infer_from(
         dtypes = [DType.of(out_dtype)]
     ctx = _Ctx(op_name, list(input_tensors), dict(attrs), None, graph, dtypes)
     return [(o.shape, o.dtype) for o in _run(ctx)]
+
+
+def shape_value_from(op_name: str, input_tensors: Sequence[Tensor], attrs: dict[str, Any]) -> list[int] | None:
+    """The value of a shape operator's output (TOSA 1.1, shape_ops.py) for graph builders, or None when `op_name`
+    computes none (or its inputs' values are not known)."""
+    if op_name not in SHAPE_OPS:
+        return None
+    outs = _run(_Ctx(op_name, list(input_tensors), dict(attrs), None, None))
+    return outs[0].value if outs else None

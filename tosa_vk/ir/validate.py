@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 import re
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any, NoReturn, Unpack
 
@@ -26,6 +27,7 @@ from ..errors import Site, TosaError
 from . import ops as _ops
 from .dtype import DType
 from .graph import Block, Graph, NanPropagationMode, Operator, Region, ResizeMode, RoundingMode, Tensor, version_text
+from .shape_ops import SHAPE_OPS
 from .shapes import infer_detailed, shape_value
 
 # Table 4 "Level maxima"
@@ -38,6 +40,7 @@ LEVELS: dict[str, dict[str, int]] = {
         MAX_LOG2_SIZE=31,
         MAX_NESTING=6,
         MAX_TENSOR_LIST_SIZE=64,
+        MAX_SHAPE_LEN=16,  # TOSA 1.1
     ),
     "none": dict(
         MAX_RANK=32,
@@ -47,6 +50,7 @@ LEVELS: dict[str, dict[str, int]] = {
         MAX_LOG2_SIZE=63,
         MAX_NESTING=256,
         MAX_TENSOR_LIST_SIZE=256,
+        MAX_SHAPE_LEN=64,  # TOSA 1.1
     ),
 }
 
@@ -173,6 +177,9 @@ class _Validator:
                 self.fail(
                     f"tensor '{n}' is flagged variable, but no VARIABLE operator of the block declares it", **where
                 )
+        # Shape values computed so far (TOSA 1.1 shape operators) are data of the tensors of this view only: the
+        # caller's graph is never changed.
+        view = Block(block.name, block.operators, dict(block.tensors), block.inputs, block.outputs)
         # Defined before use: block inputs, variables, constant data without a producer, earlier outputs.
         defined = set(block.inputs)
         defined |= {n for n, t in block.tensors.items() if n not in producers and (t.variable or t.data is not None)}
@@ -193,7 +200,7 @@ class _Validator:
                 if n not in block.tensors:
                     self.fail(f"output '{n}' is not a tensor of block '{block.name}'", **loc)
             try:
-                self.operator(op, block, region)
+                self.operator(op, view, region)
             except TosaError as err:
                 raise err.located(file=self.file, **loc) from None
             defined.update(op.outputs)
@@ -339,7 +346,7 @@ class _Validator:
                         raise TosaError(
                             f"{o.name} must be a shape_t value (a CONST_SHAPE output), '{t.name}' is a {t.dtype} tensor"
                         )
-                    if shape_value(t) is None:
+                    if shape_value(t) is None and operands is spec.inputs:  # (outputs: computed by outputs())
                         raise TosaError(
                             f"{o.name} '{t.name}': shape_t values must be resolvable to constants at "
                             f"backend compile time (a CONST_SHAPE output)"
@@ -449,6 +456,15 @@ class _Validator:
                     name = inf.dims[d] if inf.dims else f"shape[{d}]"
                     more = "" if inf.dims else f" (declared {list(t.shape)}, computed {list(inf.shape)})"
                     raise TosaError(f"{rule}: declared {name}={have}, computed {want}{more}")
+            if inf.value is not None:
+                self.shape_value(block, t, inf.value)
+
+    def shape_value(self, block: Block, t: Tensor, value: list[int]) -> None:
+        """A shape operator's output value becomes the data of its tensor in the validator's view of the block."""
+        if t.data is None:
+            block.tensors[t.name] = replace(t, data=np.asarray(value, dtype=np.int64))
+        elif shape_value(t) != value:
+            raise TosaError(f"output '{t.name}' holds the shape value {shape_value(t)}, the operator computes {value}")
 
     # --- operator families: static ERROR_IFs and LEVEL_CHECKs ---------------------------------------------------
 
@@ -690,8 +706,19 @@ class _Validator:
         if t.rank != 1 or t.shape[0] != np.size(t.data):
             raise TosaError(f"CONST_SHAPE output '{t.name}' has shape {list(t.shape)} but {np.size(t.data)} values")
 
+    def shape_levels(self, op: Operator, ins, outs, bound) -> None:
+        """LEVEL_CHECK(length(x) <= MAX_SHAPE_LEN) of the shape operators' shape_t inputs (and CONCAT_SHAPE's
+        output)."""
+        for t in ins + (outs if op.op == "CONCAT_SHAPE" else []):
+            if t.dtype == DType.SHAPE and t.rank == 1 and t.shape[0] > self.L["MAX_SHAPE_LEN"]:
+                raise TosaError(
+                    f"LEVEL_CHECK(length({t.name}) <= MAX_SHAPE_LEN): {t.shape[0]} values, "
+                    f"MAX_SHAPE_LEN={self.L['MAX_SHAPE_LEN']}"
+                )
+
 
 _FAMILY_CHECKS = {
+    "shape_levels": SHAPE_OPS,
     "zero_points": tuple(_ZERO_POINTS),
     "pool_levels": ("AVG_POOL2D", "MAX_POOL2D"),
     "conv_levels": ("CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D"),

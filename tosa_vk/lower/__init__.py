@@ -23,6 +23,7 @@ from ..errors import TosaError
 from ..fuse import Fusion, without_tail
 from ..ir.dtype import DType
 from ..ir.graph import Block, Graph, Operator, Tensor
+from ..ir.shape_ops import FOLDED
 from ..program import Host, Kernel, Placement, Step, VariableSpec
 from ..shader_abi import TEXEL_SAMPLERS, WORKGROUP
 from ..target import Target
@@ -489,6 +490,12 @@ class Compilation:
                 if t.dtype != DType.SHAPE and t.data is not None:
                     self.constants[ctx.q(t.name)] = t.data
                     self.declare(ctx.q(t.name), t)
+                if op.attrs.get(FOLDED):  # a shape operator the passes evaluated (tosa_vk/passes/shape.py)
+                    label = f"{prefix}{op.attrs[FOLDED]} #{index} '{t.name}'"
+                    value = [int(v) for v in np.asarray(t.data).reshape(-1)]
+                    self.placement.append(
+                        Placement(label, "constant", f"shape operator: evaluated at compile time, {value}")
+                    )
                 continue
             if placed.where == "alias":
                 self.alias(ctx.q(op.outputs[0]), ctx.outputs[0], ctx.q(op.inputs[0]))

@@ -4,6 +4,7 @@ Run in order on a copy of the graph's structure (tensors and their data are shar
 - permutes: a TRANSPOSE before and after each custom operator whose shader wants NHWC, for the tensors the caller
   says are NCHW (permute.py; only when `layouts` is given);
 - merging: TRANSPOSE pairs that undo each other disappear, other back-to-back pairs become one (permute.py);
+- shape folding: TOSA 1.1's shape operators become CONST_SHAPEs of their values (shape.py);
 - batching (with fusion on): 1x1 CONV2Ds sharing weights over runs of pixels of one tensor become one (batch.py).
 """
 
@@ -14,15 +15,19 @@ from dataclasses import replace
 from ..ir.graph import Block, Graph, Region
 from .batch import batch_projections
 from .permute import apply_custom_layouts, merge_transposes
+from .shape import fold_shapes, has_shape_ops
 
 
 def run(graph: Graph, layouts: dict[str, str] | str | None = None, batch: bool = False) -> Graph:
     """The graph after every pass; `graph` itself is returned when no pass would change it. `batch`: batched
     projections too (an optimisation of the fuse stage's kind, off with it)."""
     kinds = {op.op for op in graph.main.operators}
-    if layouts is None and "TRANSPOSE" not in kinds and not (batch and "CONV2D" in kinds):
+    shapes = has_shape_ops(graph)
+    if layouts is None and "TRANSPOSE" not in kinds and not (batch and "CONV2D" in kinds) and not shapes:
         return graph
     graph = copy_structure(graph)
+    if shapes:
+        fold_shapes(graph)
     if layouts is not None:
         apply_custom_layouts(graph, layouts)  # both passes
     else:

@@ -20,6 +20,7 @@ CHAPTERS = (
     "control_flow",
     "variable",
     "custom",
+    "shape",
 )
 
 
