@@ -10,11 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import graph_of, run_both
 
 import tosa_vk
 from tosa_vk.errors import TosaError
 from tosa_vk.ir.dtype import DType
-from tosa_vk.ir.ops import matching_types
+from tosa_vk.ir.ops import TOSA_1_0_OPS, matching_types
 
 MIN, MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
 EDGES = np.array([MIN, MIN + 1, -(2**32), -(2**31) - 1, -1, 0, 1, 2**31, 2**32 + 7, 2**53 + 1, MAX - 1, MAX], np.int64)
@@ -189,25 +190,169 @@ def test_gather_scatter_int64_indices():
     assert out.tolist() == want.tolist()
 
 
+# ---- Vulkan against the reference, bit-exact ----------------------------------------------------------------------
+
+RNG = np.random.default_rng(64)
+
+
+def full_range(*shape) -> np.ndarray:
+    """int64 values over the whole range, with EDGES mixed in."""
+    x = RNG.integers(MIN, MAX, size=shape, dtype=np.int64, endpoint=True).reshape(-1)
+    x[: min(x.size, EDGES.size)] = EDGES[: x.size]
+    return x.reshape(shape)
+
+
+def same(device, build, **feeds) -> np.ndarray:
+    """Runs build on both backends (Vulkan strict) and requires identical int64 / bool results; returns them."""
+    got, want = run_both(device, lambda b: build(b, *[b.input(n, a.shape, a.dtype) for n, a in feeds.items()]), feeds)
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    return got
+
+
+def _no_wrap(fn):
+    """The EDGES pairs whose exact fn(x, y) fits int64 (others violate a REQUIRE)."""
+    x, y = pairs()
+    keep = np.array([MIN <= fn(int(p), int(q)) <= MAX for p, q in zip(x, y)])
+    return x[keep], y[keep]
+
+
+@pytest.mark.parametrize("op", ["add", "sub"])
+def test_vulkan_add_sub(device, op):
+    x, y = _no_wrap(lambda p, q: p + q if op == "add" else p - q)
+    same(device, lambda b, x, y: getattr(b, op)(x, y), x=x, y=y)
+
+
+@pytest.mark.parametrize("op", ["mul", "bitwise_and", "bitwise_or", "bitwise_xor", "maximum", "minimum"])
+@pytest.mark.parametrize("shapes", [((144,), (144,)), ((3, 8), (1, 8)), ((3, 8), (3, 1)), ((5, 7), (1, 1))])
+def test_vulkan_binary_full_range_and_broadcast(device, op, shapes):
+    x, y = full_range(*shapes[0]), full_range(*shapes[1])
+    same(device, lambda b, x, y: getattr(b, op)(x, y), x=x, y=y)
+
+
+@pytest.mark.parametrize("op", ["equal", "greater", "greater_equal"])
+def test_vulkan_comparisons(device, op):
+    x, y = pairs()
+    out = same(device, lambda b, x, y: getattr(b, op)(x, y), x=x, y=y)
+    assert out.dtype == np.bool_
+
+
+def test_vulkan_intdiv(device):
+    x, y = pairs()
+    keep = (y != 0) & ~((x == MIN) & (y == -1))
+    same(
+        device,
+        lambda b, x, y: b.intdiv(x, y),
+        x=np.concatenate([x[keep], full_range(64)]),
+        y=np.concatenate([y[keep], RNG.integers(1, 2**40, 64, dtype=np.int64) * RNG.choice([-1, 1], 64)]),
+    )
+
+
+@pytest.mark.parametrize("op", ["logical_left_shift", "logical_right_shift", "arithmetic_right_shift", "round"])
+def test_vulkan_shifts_by_0_to_63(device, op):
+    x = np.repeat(EDGES, 64)
+    s = np.tile(np.arange(64, dtype=np.int64), EDGES.size)
+    if op == "round":
+        same(device, lambda b, x, y: b.arithmetic_right_shift(x, y, round=True), x=x, y=s)
+    else:
+        same(device, lambda b, x, y: getattr(b, op)(x, y), x=x, y=s)
+
+
+def test_vulkan_unary(device):
+    x = np.concatenate([EDGES[1:], full_range(61)[1:]])
+    x = x[x != MIN]
+    same(device, lambda b, x: b.abs(x), x=x)
+    same(device, lambda b, x: b.negate(x, b.const(i64(0)), b.const(i64(0))), x=x)
+    y = np.concatenate([EDGES, full_range(50), np.left_shift(np.int64(1), np.arange(63, dtype=np.int64))])
+    same(device, lambda b, x: b.bitwise_not(x), x=y)
+    same(device, lambda b, x: b.clz(x), x=y)
+
+
+def test_vulkan_select(device):
+    cond = RNG.integers(0, 2, (4, 9)).astype(np.bool_)
+    same(device, lambda b, c, x, y: b.select(c, x, y), c=cond, x=full_range(4, 9), y=full_range(1, 9))
+
+
+@pytest.mark.parametrize("length", [5, 1000])
+def test_vulkan_reductions_and_argmax(device, length):
+    x = full_range(3, length, 2)
+    for op in ("reduce_max", "reduce_min"):
+        same(device, lambda b, x, op=op: getattr(b, op)(x, axis=1), x=x)
+    small = RNG.integers(-(2**52), 2**52, (3, length, 2), dtype=np.int64)
+    same(device, lambda b, x: b.reduce_sum(x, axis=1), x=small)
+    assert same(device, lambda b, x: b.argmax(x, axis=1, out_dtype="int64"), x=x).dtype == np.int64
+    f = RNG.standard_normal((3, length)).astype(np.float32)
+    same(device, lambda b, x: b.argmax(x, axis=1, out_dtype="int64"), x=f)
+
+
+def test_vulkan_data_layout(device):
+    x, y = full_range(3, 4, 5), full_range(3, 2, 5)
+    same(device, lambda b, x, y: b.concat([x, y], axis=1), x=x, y=y)
+    same(device, lambda b, x: b.pad(x, b.const_shape([1, 0, 0, 2, 3, 1]), b.const(i64(MIN))), x=x)
+    same(device, lambda b, x: b.reverse(x, axis=2), x=x)
+    same(device, lambda b, x: b.slice(x, b.const_shape([1, 1, 1]), b.const_shape([2, 2, 3])), x=x)
+    same(device, lambda b, x: b.tile(x, b.const_shape([2, 1, 3])), x=x)
+    same(device, lambda b, x: b.transpose(x, perms=[2, 0, 1]), x=x)
+    same(device, lambda b, x: b.bitwise_xor(b.reshape(x, b.const_shape([5, 12])), b.const(full_range(1, 12))), x=x)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.float16, np.bool_])
+def test_vulkan_gather_scatter_int64_indices(device, dtype):
+    values = full_range(2, 7, 5)
+    values = values.astype(dtype) if dtype != np.float16 else (values % 1000).astype(dtype)
+    idx = np.array([[6, 0, 3], [2, 2, 5]], np.int64)
+    same(device, lambda b, v, i: b.gather(v, i), v=values, i=idx)
+    unique = np.array([[6, 0, 3], [1, 2, 5]], np.int64)
+    data = values[:, :3]
+    same(device, lambda b, v, i, d: b.scatter(v, i, d), v=values, i=unique, d=np.ascontiguousarray(data[:, ::-1]))
+
+
+def test_vulkan_cast(device):
+    x = np.concatenate([EDGES, full_range(40)])
+    same(device, lambda b, x: b.cast(x, out_dtype="int32"), x=x)
+    same(device, lambda b, x: b.cast(x, out_dtype="bool"), x=x)
+    x32 = RNG.integers(-(2**31), 2**31, 77, dtype=np.int64).astype(np.int32)
+    same(device, lambda b, x: b.cast(x, out_dtype="int64"), x=x32)
+    same(device, lambda b, x: b.cast(x, out_dtype="int64"), x=RNG.integers(0, 2, 9).astype(np.bool_))
+
+
+def test_a_device_without_shader_int64_is_named_in_strict_placement():
+    import dataclasses
+
+    from tosa_vk.compiler import compile
+    from tosa_vk.target import named
+
+    target = named("lavapipe")
+    target = dataclasses.replace(target, features=target.features - {"shaderInt64"})
+    graph = graph_of(lambda b: b.add(b.input("x", (4,), "int64"), b.input("y", (4,), "int64")))
+    with pytest.raises(TosaError, match="shaderInt64"):
+        compile(graph, target, strict=True)
+
+
 # ---- Arm's generated int64 conformance tests ---------------------------------------------------------------------
 
-# One folder of generated tests, <op>/<test>/ as tosa_verif_build_tests writes them (--tosa-version 1.1): the first
-# that exists of $TOSA_VK_INT64_TESTS, /tmp/int64_11 (one test per class of the int64 operators) and /tmp/g11all/out
-# (every 1.1 operator). Tests named *_i64*, *_outi64*, *_idxi64* are the EXT-INT64 rows'.
-_FOLDERS = [os.environ.get("TOSA_VK_INT64_TESTS", ""), "/tmp/int64_11", "/tmp/g11all/out"]
-_FOLDER = next((Path(f) for f in _FOLDERS if f and Path(f).is_dir()), None)
+# Folders of generated tests, <op>/<test>/ as tosa_verif_build_tests writes them (--tosa-version 1.1, seed 42, one
+# test per rank x type class): $TOSA_VK_INT64_TESTS, /tmp/int64_11/out (made for the int64 operators) and
+# /tmp/g11all/out (every 1.1 operator); a test found in several is run once. Tests named *_i64*, *_outi64*,
+# *_idxi64* are the EXT-INT64 rows'.
+_FOLDERS = [os.environ.get("TOSA_VK_INT64_TESTS", ""), "/tmp/int64_11/out", "/tmp/g11all/out"]
+_FOUND = [Path(f) for f in _FOLDERS if f and Path(f).is_dir()]
+_FOLDER = _FOUND[0] if _FOUND else None
 _INT64 = re.compile(r"(^|_)(i64|outi64|idxi64)(_|$)")
-# 1.1 operators of other work (the shape extension's DIM): not EXT-INT64 rows of 1.0 operators
-_OTHERS = ("dim", "row_gather", "reshape_block_scaled", "cast_to_block_scaled", "cast_from_block_scaled")
-GENERATED = (
-    sorted(
-        t
-        for t in _FOLDER.glob("*/*")
-        if _INT64.search(t.name) and t.parent.name not in _OTHERS and (t / "desc.json").exists()
-    )
-    if _FOLDER
-    else []
-)
+
+
+def _of_1_0_operator(test: Path) -> bool:
+    """A test of a 1.0 operator (the EXT-INT64 rows; 1.1's new operators with i64_t rows are other work)."""
+    desc = json.loads((test / "desc.json").read_text())
+    return desc.get("test_details", {}).get("operator", "") in TOSA_1_0_OPS
+
+
+_BY_NAME = {
+    t.name: t
+    for folder in reversed(_FOUND)
+    for t in folder.glob("*/*")
+    if _INT64.search(t.name) and (t / "desc.json").exists() and _of_1_0_operator(t)
+}
+GENERATED = [_BY_NAME[n] for n in sorted(_BY_NAME)]
 
 
 def run_generated(test: Path, backend: str, device=None) -> str | None:
