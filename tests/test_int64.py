@@ -395,3 +395,19 @@ def test_generated_reference(test):
 @pytest.mark.parametrize("test", GENERATED, ids=_ids(GENERATED))
 def test_generated_vulkan_strict(test, device):
     assert run_generated(test, "vulkan", device) is None
+
+
+# Negative (ERROR_IF) tests of the int64 operators' i64_t classes: generated with --test-type negative into
+# /tmp/int64_11/neg/out (or $TOSA_VK_INT64_NEGATIVE); tosa_vk must reject each graph with a TosaError.
+_NEG = Path(os.environ.get("TOSA_VK_INT64_NEGATIVE", "/tmp/int64_11/neg/out"))
+NEGATIVE = sorted(t for t in _NEG.glob("*/*") if _INT64.search(t.name) and (t / "desc.json").exists())
+
+
+@pytest.mark.skipif(not NEGATIVE, reason=f"no generated negative int64 tests in {_NEG}")
+@pytest.mark.parametrize("test", NEGATIVE, ids=_ids(NEGATIVE))
+@pytest.mark.parametrize("backend", ["reference", "vulkan"])
+def test_generated_negative(test, backend):
+    from tosa_vk.conformance.run import run_test
+
+    outcome = run_test(test, backend, strict=backend == "vulkan")
+    assert outcome.status == "pass", outcome.detail

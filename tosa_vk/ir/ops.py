@@ -1401,6 +1401,7 @@ _op("CAST", "", [], "in_t out_t", [
 
 _op("CONST", "", [], "out_t", [("EXT-INT64", "64-bit", "i64_t", "1.1")])
 _op("IDENTITY", "", [], "in_out_t", [("EXT-INT64", "64-bit", "i64_t", "1.1")])
+del _name, _I64
 # fmt: on
 
 
