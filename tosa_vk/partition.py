@@ -108,6 +108,12 @@ def _place(
         return Placement(label, "alias", "no work: shares its input's memory")
     if op.op not in LOWERINGS:
         return Placement(label, "host", f"tosa_vk has no Vulkan kernel for {op.op}")
+    if not target.has("shaderInt64") and any(
+        block.tensors[n].dtype == DType.INT64 for n in (*op.inputs, *op.outputs) if n in block.tensors
+    ):
+        return Placement(
+            label, "host", f"its INT64 tensors (EXT-INT64) need the shaderInt64 feature, which {target.name} lacks"
+        )
     found = try_lower(op, index, block, target)
     if found is None:
         return Placement(

@@ -45,11 +45,11 @@ from .spirv_graph.instructions import tensor_array, tensor_bytes
 
 CONSTANT_PRODUCERS = ("CONST", "CONST_SHAPE")
 NOT_IN_A_GRAPH = ("COND_IF", "WHILE_LOOP", "VARIABLE", "VARIABLE_READ", "VARIABLE_WRITE")
-# VkFormat value -> the TOSA type a graph tensor of that format has (INT48 over SHAPE, INT8 over INT4); unsigned
-# formats are what model-converter writes for RESCALE's unsigned operands: the signed type of that width
-_DTYPES = {FORMATS[f].value: d for d, f in SCALAR_FORMATS.items() if d not in (DType.SHAPE, DType.INT4)} | {
-    FORMATS[f"VK_FORMAT_R{bits}_UINT"].value: DType[f"INT{bits}"] for bits in (8, 16)
-}
+# VkFormat value -> the TOSA type a graph tensor of that format has (INT48 over SHAPE and INT64, INT8 over INT4);
+# unsigned formats are what model-converter writes for RESCALE's unsigned operands: the signed type of that width
+_DTYPES = {
+    FORMATS[f].value: d for d, f in SCALAR_FORMATS.items() if d not in (DType.SHAPE, DType.INT4, DType.INT64)
+} | {FORMATS[f"VK_FORMAT_R{bits}_UINT"].value: DType[f"INT{bits}"] for bits in (8, 16)}
 _OP_DECORATE, _BINDING = 71, 33  # SPIR-V OpDecorate, decoration Binding
 _BUFFER_TYPES = {STORAGE_BUFFER: "Buffer", TENSOR_ARM: "Tensor"}
 

@@ -27,7 +27,20 @@ int arithmetic_right_shift(int a, int b, bool round_) {
 // LOGICAL_RIGHT_SHIFT: zero_extend the `bits`-wide value (mask), shift, then the store wraps to the type.
 int logical_right_shift(int a, int b, uint mask) { return int((uint(a) & mask) >> uint(b)); }
 
-#ifdef ELEMENTWISE_INT64  // defined by lowerings that checked shaderInt64
+#ifdef ELEMENTWISE_INT64  // defined by lowerings that checked shaderInt64, and for every INT64 binding
+// The same for i64_t (EXT-INT64): the shift amount is REQUIREd in [0, 63].
+int64_t intdiv_s(int64_t a, int64_t b) {
+    if (b == int64_t(0)) return int64_t(0);
+    if (b == -1l) return -a;  // INT64_MIN / -1 (a REQUIRE violation) wraps instead of trapping
+    return a / b;
+}
+int64_t arithmetic_right_shift(int64_t a, int64_t b, bool round_) {
+    int64_t r = a >> b;
+    if (round_ && b > int64_t(0)) r += (a >> (b - 1l)) & 1l;
+    return r;
+}
+int64_t logical_right_shift(int64_t a, int64_t b) { return int64_t(uint64_t(a) >> uint64_t(b)); }
+
 // MUL for i32_t: with shift > 0 the 64-bit product is rounded and shifted (REQUIRE: the result fits in i32_t),
 // else apply_mul_s keeps the low 32 bits.
 int mul_shift(int a, int b, int shift) {

@@ -8,6 +8,14 @@
 
 #extension GL_EXT_shader_explicit_arithmetic_types : require
 
+#ifdef ELEMENTWISE_INT64  // an INT64 binding (EXT-INT64)
+// count_leading_zeros of an i64_t: 64 for 0 (findMSB has no 64-bit form)
+int64_t clz64(int64_t a) {
+    uint hi = uint(uint64_t(a) >> 32ul), lo = uint(uint64_t(a) & 0xfffffffful);
+    return int64_t(hi != 0u ? 31 - findMSB(hi) : 63 - findMSB(lo));
+}
+#endif
+
 #define F32_NAN uintBitsToFloat(0x7fc00000u)
 #define F32_INF uintBitsToFloat(0x7f800000u)
 

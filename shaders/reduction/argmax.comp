@@ -4,7 +4,7 @@
 // into `chunks` pieces of `chunk`; a pass that is not the last writes each piece's maximum (PV, input type) and
 // its axis index (PI), and the next pass (PARTIAL_IN) folds those pairs in order, taking the index along.
 // Strict comparisons in axis order keep the first index of the maximum.
-// Defines: A_* / O_* binding types (O: int32 indices, the output or PI), FLOAT for floating point, IGNORE for
+// Defines: A_* / O_* binding types (O: int32 indices, the output or PI; an int64 output for EXT-INT64), FLOAT for floating point, IGNORE for
 // nan_mode IGNORE, PARTIAL_IN (AI: the indices of the partial maxima in A), PARTIAL_OUT (PV: maxima written),
 // and the binding numbers B_AI, B_O, B_PV.
 // Floating point (as apply_max_s with nan_mode): PROPAGATE -> the first NaN wins; IGNORE -> NaNs are skipped,
@@ -66,7 +66,7 @@ void main() {
 #endif
         if (take) { m = x; mv = a[idx]; best = INDEX(idx, start + k); }
     }
-    o[i] = STORE_O(best);
+    o[i] = O_T(best);                          // int32, or int64 (EXT-INT64)
 #ifdef PARTIAL_OUT
     pv[i] = mv;
 #endif

@@ -7,8 +7,11 @@
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_EXT_shader_16bit_storage : require
 #include "index.glsl"
+#ifndef INDEX_T
+#define INDEX_T int
+#endif
 
-layout(set = 0, binding = 0) readonly buffer Indices { int indices[]; };
+layout(set = 0, binding = 0) readonly buffer Indices { INDEX_T indices[]; };  // int, or int64_t for i64_t indices
 layout(set = 0, binding = 1) readonly buffer In { ELEM_T a[]; };
 layout(set = 0, binding = 2) writeonly buffer Out { ELEM_T o[]; };
 #ifdef PUSH_BAKED
@@ -26,7 +29,7 @@ void main() {
     uint i = flat_index();
     if (i >= p.total) return;
     uint c = i % p.C, nw = i / p.C, n = nw / p.W;
-    int k = indices[nw];
-    if (k < 0 || k >= p.K) return;
+    INDEX_T k = indices[nw];
+    if (k < INDEX_T(0) || k >= INDEX_T(p.K)) return;
     o[(n * uint(p.K) + uint(k)) * p.C + c] = a[i];
 }

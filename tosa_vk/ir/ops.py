@@ -1444,6 +1444,71 @@ _op("DIM", "shape", [
     ("EXT-MX-COMMON and EXT-SHAPE",      "fp8ue8m0",  "fp8ue8m0_t"),
     ("EXT-INT64 and EXT-SHAPE",          "i64",       "i64_t"),
 ], since="1.1")
+
+# ---- TOSA 1.1: EXT-INT64 rows -------------------------------------------------------------------
+# The i64_t rows 1.1 adds to 1.0 operators (tosa.xml typesupport rows with version_added="1.1"), as Arm's generator
+# emits them (*_i64*, *_outi64*, *_idxi64* tests). The operands are the 1.0 operator's; these calls append rows.
+
+_I64 = ("EXT-INT64", "signed 64", "i64_t", "1.1")
+for _name in (
+    "ADD", "ARITHMETIC_RIGHT_SHIFT", "BITWISE_AND", "BITWISE_OR", "BITWISE_XOR", "INTDIV", "LOGICAL_LEFT_SHIFT",
+    "LOGICAL_RIGHT_SHIFT", "MAXIMUM", "MINIMUM", "SUB", "ABS", "BITWISE_NOT", "CLZ", "SELECT", "REDUCE_MAX",
+    "REDUCE_MIN", "CONCAT", "PAD", "RESHAPE", "REVERSE", "SLICE", "TILE", "TRANSPOSE",
+):
+    _op(_name, "", [], "in_out_t", [_I64])
+for _name in ("EQUAL", "GREATER", "GREATER_EQUAL"):
+    _op(_name, "", [], "in_t out_t", [("EXT-INT64", "signed 64", "i64_t bool_t", "1.1")])
+
+_op("MUL", "", [], "in_t out_t", [
+    ("EXT-INT64", "signed 64", "i64_t i64_t", "1.1"),
+])
+
+_op("NEGATE", "", [], "in_out_t acc_t", [
+    ("EXT-INT64", "signed 64", "i64_t i64_t", "1.1"),
+])
+
+_op("REDUCE_SUM", "", [], "in_out_t acc_t", [
+    ("EXT-INT64", "signed 64", "i64_t i64_t", "1.1"),
+])
+
+_op("ARGMAX", "", [], "in_t out_t", [
+    ("EXT-INT64",                 "signed 8",  "i8_t i64_t",      "1.1"),
+    ("EXT-INT64",                 "signed 16", "i16_t i64_t",     "1.1"),
+    ("EXT-INT64",                 "signed 32", "i32_t i64_t",     "1.1"),
+    ("EXT-INT64",                 "signed 64", "i64_t i64_t",     "1.1"),
+    ("EXT-FP8E4M3 and EXT-INT64", "fp8e4m3",   "fp8e4m3_t i64_t", "1.1"),
+    ("EXT-FP8E5M2 and EXT-INT64", "fp8e5m2",   "fp8e5m2_t i64_t", "1.1"),
+    ("PRO-FP and EXT-INT64",      "fp16",      "fp16_t i64_t",    "1.1"),
+    ("EXT-BF16 and EXT-INT64",    "bf16",      "bf16_t i64_t",    "1.1"),
+    ("PRO-FP and EXT-INT64",      "fp32",      "fp32_t i64_t",    "1.1"),
+])
+
+# GATHER / SCATTER: i64_t indices for every value type, and i64_t values.
+for _name in ("GATHER", "SCATTER"):
+    _op(_name, "", [], "index_t in_out_t", [
+        ("PRO-INT or PRO-FP and EXT-INT64", "signed 8",  "i64_t i8_t",      "1.1"),
+        ("PRO-INT or PRO-FP and EXT-INT64", "signed 16", "i64_t i16_t",     "1.1"),
+        ("PRO-INT or PRO-FP and EXT-INT64", "signed 32", "i64_t i32_t",     "1.1"),
+        ("EXT-INT64",                       "signed 64", "i64_t i64_t",     "1.1"),
+        ("EXT-FP8E4M3 and EXT-INT64",       "fp8e4m3",   "i64_t fp8e4m3_t", "1.1"),
+        ("EXT-FP8E5M2 and EXT-INT64",       "fp8e5m2",   "i64_t fp8e5m2_t", "1.1"),
+        ("PRO-FP and EXT-INT64",            "fp16",      "i64_t fp16_t",    "1.1"),
+        ("EXT-BF16 and EXT-INT64",          "bf16",      "i64_t bf16_t",    "1.1"),
+        ("PRO-FP and EXT-INT64",            "fp32",      "i64_t fp32_t",    "1.1"),
+        ("PRO-INT or PRO-FP and EXT-INT64", "Boolean",   "i64_t bool_t",    "1.1"),
+    ])
+
+# CAST: only bool_t / i32_t to and from i64_t ("to signed 64", "signed 64 to bool/i32").
+_op("CAST", "", [], "in_t out_t", [
+    ("EXT-INT64", "bool to signed 64",      "bool_t i64_t", "1.1"),
+    ("EXT-INT64", "signed 32 to signed 64", "i32_t i64_t",  "1.1"),
+    ("EXT-INT64", "signed 64 to bool",      "i64_t bool_t", "1.1"),
+    ("EXT-INT64", "signed 64 to signed 32", "i64_t i32_t",  "1.1"),
+])
+
+_op("CONST", "", [], "out_t", [("EXT-INT64", "64-bit", "i64_t", "1.1")])
+_op("IDENTITY", "", [], "in_out_t", [("EXT-INT64", "64-bit", "i64_t", "1.1")])
+del _name, _I64
 # fmt: on
 
 

@@ -222,7 +222,9 @@ def _axis(c: _Ctx, rank: int, rule: str = "ERROR_IF(axis < 0 || axis >= rank(sha
 def _argmax(c: _Ctx) -> list[Inferred]:
     s = c.inp(0, "input").shape
     axis = _axis(c, len(s))
-    return [Inferred(s[:axis] + s[axis + 1 :], DType.INT32, "ERROR_IF(flatten(left_shape, right_shape) != shape)")]
+    # out_t is i32_t, or i64_t with EXT-INT64 (TOSA 1.1): a declared INT64 output is the latter
+    out_t = DType.INT64 if c.declared_dtype() == DType.INT64 else DType.INT32
+    return [Inferred(s[:axis] + s[axis + 1 :], out_t, "ERROR_IF(flatten(left_shape, right_shape) != shape)")]
 
 
 def _reduce(c: _Ctx) -> list[Inferred]:

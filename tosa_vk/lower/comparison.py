@@ -7,7 +7,7 @@ from ..ir.dtype import DType
 from . import LowerCtx, lowering
 from .elementwise_binary import binary
 
-_TYPES = (DType.INT32, DType.FP16, DType.BF16, DType.FP32)
+_TYPES = (DType.INT32, DType.INT64, DType.FP16, DType.BF16, DType.FP32)
 _SYMBOL = {"EQUAL": "==", "GREATER": ">", "GREATER_EQUAL": ">="}
 
 
@@ -16,4 +16,5 @@ def COMPARE(ctx: LowerCtx):
     a, b = ctx.inputs
     if a.dtype != b.dtype or a.dtype not in _TYPES or ctx.outputs[0].dtype != DType.BOOL:
         return None
-    return binary(ctx, f"((x) {_SYMBOL[ctx.op.op]} (y))", "float" if a.dtype.is_float else "int")
+    compute = "float" if a.dtype.is_float else "int64_t" if a.dtype == DType.INT64 else "int"
+    return binary(ctx, f"((x) {_SYMBOL[ctx.op.op]} (y))", compute)

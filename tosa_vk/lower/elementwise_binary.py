@@ -12,6 +12,7 @@ from .types import glsl_storage
 
 MAX_RANK = 6
 _INT = (DType.INT8, DType.INT16, DType.INT32)
+_INT64 = (DType.INT64,)  # EXT-INT64 (TOSA 1.1), computed in int64_t
 _FLOAT = (DType.FP16, DType.BF16, DType.FP32)
 
 
@@ -116,6 +117,11 @@ def binary(
     ]
 
 
+def _compute(t: DType) -> str:
+    """The GLSL compute type of an element-wise kernel on `t`."""
+    return "float" if t.is_float else "int64_t" if t == DType.INT64 else "bool" if t == DType.BOOL else "int"
+
+
 def _types(ctx: LowerCtx) -> tuple[DType, DType, DType]:
     return ctx.inputs[0].dtype, ctx.inputs[1].dtype, ctx.outputs[0].dtype
 
@@ -129,30 +135,31 @@ def _same(ctx: LowerCtx, allowed) -> DType | None:
 @lowering("ADD", "SUB")
 def ADD(ctx: LowerCtx):
     sign = "+" if ctx.op.op == "ADD" else "-"
-    t = _same(ctx, _FLOAT + (DType.INT32,))
+    t = _same(ctx, _FLOAT + (DType.INT32,) + _INT64)
     if t is None:
         return None
-    return binary(ctx, f"((x) {sign} (y))", "float" if t.is_float else "int")
+    return binary(ctx, f"((x) {sign} (y))", _compute(t))
 
 
 @lowering("MAXIMUM", "MINIMUM")
 def MAXIMUM(ctx: LowerCtx):
     fn = "max" if ctx.op.op == "MAXIMUM" else "min"
-    t = _same(ctx, _FLOAT + (DType.INT32,))
+    t = _same(ctx, _FLOAT + (DType.INT32,) + _INT64)
     if t is None:
         return None
     if t.is_float:
         mode = "ignore" if ctx.attr("nan_mode") == NanPropagationMode.IGNORE else "propagate"
         return binary(ctx, f"{fn}_{mode}(x, y)", "float")
-    return binary(ctx, f"{fn}(x, y)", "int")
+    return binary(ctx, f"{fn}(x, y)", _compute(t))
 
 
 @lowering("BITWISE_AND", "BITWISE_OR", "BITWISE_XOR")
 def BITWISE(ctx: LowerCtx):
-    if _same(ctx, _INT) is None:
+    t = _same(ctx, _INT + _INT64)
+    if t is None:
         return None
     sym = {"BITWISE_AND": "&", "BITWISE_OR": "|", "BITWISE_XOR": "^"}[ctx.op.op]
-    return binary(ctx, f"((x) {sym} (y))", "int")  # the store truncates to the 8 / 16-bit type
+    return binary(ctx, f"((x) {sym} (y))", _compute(t))  # the store truncates to the 8 / 16-bit type
 
 
 @lowering("LOGICAL_AND", "LOGICAL_OR", "LOGICAL_XOR")
@@ -165,32 +172,37 @@ def LOGICAL(ctx: LowerCtx):
 
 @lowering("ARITHMETIC_RIGHT_SHIFT")
 def ARITHMETIC_RIGHT_SHIFT(ctx: LowerCtx):
-    if _same(ctx, _INT) is None:
+    t = _same(ctx, _INT + _INT64)
+    if t is None:
         return None
     rnd = "true" if ctx.attr("round", False) else "false"
-    return binary(ctx, f"arithmetic_right_shift(x, y, {rnd})", "int")
+    return binary(ctx, f"arithmetic_right_shift(x, y, {rnd})", _compute(t))
 
 
 @lowering("LOGICAL_LEFT_SHIFT")
 def LOGICAL_LEFT_SHIFT(ctx: LowerCtx):
-    if _same(ctx, _INT) is None:
+    t = _same(ctx, _INT + _INT64)
+    if t is None:
         return None
-    return binary(ctx, "((x) << (y))", "int")  # REQUIRE(0 <= value2 < bits); the store wraps
+    return binary(ctx, "((x) << (y))", _compute(t))  # REQUIRE(0 <= value2 < bits); the store wraps
 
 
 @lowering("LOGICAL_RIGHT_SHIFT")
 def LOGICAL_RIGHT_SHIFT(ctx: LowerCtx):
-    t = _same(ctx, _INT)
+    t = _same(ctx, _INT + _INT64)
     if t is None:
         return None
+    if t == DType.INT64:
+        return binary(ctx, "logical_right_shift(x, y)", "int64_t")
     return binary(ctx, f"logical_right_shift(x, y, {(1 << t.bits) - 1:#x}u)", "int")
 
 
 @lowering("INTDIV")
 def INTDIV(ctx: LowerCtx):
-    if _same(ctx, (DType.INT32,)) is None:
+    t = _same(ctx, (DType.INT32,) + _INT64)
+    if t is None:
         return None
-    return binary(ctx, "intdiv_s(x, y)", "int")
+    return binary(ctx, "intdiv_s(x, y)", _compute(t))
 
 
 @lowering("MUL")
@@ -202,6 +214,8 @@ def MUL(ctx: LowerCtx):
         if a not in _FLOAT or o != a:
             return None
         return binary(ctx, "((x) * (y))", "float")  # exact in fp32 for fp16 / bf16, then one rounding
+    if a == o == DType.INT64:  # REQUIRE(shift == 0): apply_mul_s keeps the low 64 bits
+        return binary(ctx, "((x) * (y))", "int64_t")
     if a not in _INT or o != DType.INT32:
         return None
     if a != DType.INT32:  # REQUIRE(shift == 0): the int32 product of 8 / 16-bit values is exact

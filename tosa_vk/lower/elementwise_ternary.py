@@ -6,7 +6,7 @@ from ..ir.dtype import DType
 from . import LowerCtx, lowering
 from .elementwise_binary import broadcast_defines, broadcast_push
 
-_TYPES = (DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.FP16, DType.BF16, DType.FP32)
+_TYPES = (DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.INT64, DType.FP16, DType.BF16, DType.FP32)
 
 
 @lowering("SELECT")

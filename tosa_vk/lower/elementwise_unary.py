@@ -74,14 +74,14 @@ def ABS(ctx: LowerCtx):
     t = _dtype(ctx)
     if t in FLOATS:
         return unary(ctx, {"BITS_OP(v)": _SIGN_BITS[t][0]})  # -0 -> +0, NaN stays NaN
-    if t == DType.INT32:
+    if t in (DType.INT32, DType.INT64):
         return unary(ctx, {"OP(x)": "abs(x)"})  # abs(minimum) violates a REQUIRE: unpredictable
     return None
 
 
 @lowering("BITWISE_NOT")
 def BITWISE_NOT(ctx: LowerCtx):
-    if _dtype(ctx) not in (DType.INT8, DType.INT16, DType.INT32):
+    if _dtype(ctx) not in (DType.INT8, DType.INT16, DType.INT32, DType.INT64):
         return None
     return unary(ctx, {"OP(x)": "(~(x))"})
 
@@ -95,6 +95,8 @@ def LOGICAL_NOT(ctx: LowerCtx):
 
 @lowering("CLZ")
 def CLZ(ctx: LowerCtx):
+    if _dtype(ctx) == DType.INT64:
+        return unary(ctx, {"OP(x)": "clz64(x)"})
     if _dtype(ctx) != DType.INT32:
         return None
     return unary(ctx, {"OP(x)": "(31 - findMSB(uint(x)))"})  # findMSB(0u) = -1: clz(0) = 32
@@ -105,6 +107,8 @@ def NEGATE(ctx: LowerCtx):
     t = _dtype(ctx)
     if t in FLOATS:
         return unary(ctx, {"BITS_OP(v)": _SIGN_BITS[t][1]})  # zero points are 0 for floats (ERROR_IF)
+    if t == DType.INT64:  # acc_t i64_t, zero points 0 (ERROR_IF); -minimum violates a REQUIRE: it wraps
+        return unary(ctx, {"OP(x)": "(-(x))"})
     if t not in (DType.INT8, DType.INT16, DType.INT32):
         return None
     # acc_t = int32: (0 - (value - input1_zp)) + output_zp, REQUIREd not to overflow, clamped to in_out_t

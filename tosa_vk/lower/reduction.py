@@ -10,7 +10,7 @@ the result equals the sequential fold up to the summation order of floating-poin
 
 Floating-point sums and products accumulate in fp64 (as the reference does; partials kept as int64 bit patterns)
 and are rounded once to the output type; without fp64 they accumulate in fp32 (REDUCE_SUM's acc_t is fp32 or fp16
-anyway). int32 sums wrap (an overflowing partial sum is a REQUIRE violation, so unpredictable).
+anyway). int32 and int64 sums wrap (an overflowing partial sum is a REQUIRE violation, so unpredictable).
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ from .epilogue import bind, epilogue_defines
 
 _INT_MIN = "(-2147483647 - 1)"
 _INT_MAX = "2147483647"
+# (no 64-bit literals: defines come before the shader's #extension lines, and glslang checks literals in them early)
+_INT64_MIN = "(int64_t(1) << 63)"
+_INT64_MAX = "(~(int64_t(1) << 63))"
 _NAN = "uintBitsToFloat(0x7fc00000u)"
 _INF = "uintBitsToFloat(0x7f800000u)"
 _FLOATS = (DType.FP32, DType.FP16, DType.BF16)
@@ -231,6 +234,8 @@ def REDUCE_MAX(ctx: LowerCtx):
         if ctx.attr("nan_mode") == NanPropagationMode.IGNORE:
             return _reduce(ctx, "float", _NAN, f"{fn}_ignore(acc, x)", dtype)
         return _reduce(ctx, "float", f"(-{_INF})" if fn == "max" else _INF, f"{fn}_propagate(acc, x)", dtype)
+    if dtype == DType.INT64:  # EXT-INT64
+        return _reduce(ctx, "int64_t", _INT64_MIN if fn == "max" else _INT64_MAX, f"{fn}(acc, x)", dtype)
     if dtype not in (DType.INT8, DType.INT16, DType.INT32):
         return None
     return _reduce(ctx, "int", _INT_MIN if fn == "max" else _INT_MAX, f"{fn}(acc, x)", dtype)
@@ -255,6 +260,8 @@ def REDUCE_PRODUCT(ctx: LowerCtx):
 def REDUCE_SUM(ctx: LowerCtx):
     if ctx.inputs[0].dtype == DType.INT32:
         return _reduce(ctx, "int", "0", "((acc) + (x))", DType.INT32)
+    if ctx.inputs[0].dtype == DType.INT64:  # EXT-INT64: wraps like int32 (a wrapping partial sum is a REQUIRE)
+        return _reduce(ctx, "int64_t", "int64_t(0)", "((acc) + (x))", DType.INT64)
     return _fp_reduce(ctx, "0.0", "+")
 
 
@@ -262,14 +269,14 @@ def REDUCE_SUM(ctx: LowerCtx):
 @lowering("ARGMAX")
 def ARGMAX(ctx: LowerCtx):
     x, out = ctx.inputs[0], ctx.outputs[0]
-    if out.dtype != DType.INT32:
+    if out.dtype not in (DType.INT32, DType.INT64):  # i64_t indices: EXT-INT64 (partial indices stay int32)
         return None
     base: dict[str, str] = {}
     if x.dtype.is_float:
         base["FLOAT"] = "1"
         if ctx.attr("nan_mode") == NanPropagationMode.IGNORE:
             base["IGNORE"] = "1"
-    elif x.dtype not in (DType.INT8, DType.INT16, DType.INT32):
+    elif x.dtype not in (DType.INT8, DType.INT16, DType.INT32, DType.INT64):
         return None
     src_index: list[str] = []  # the indices of the partial maxima read by the next pass
 

@@ -7,9 +7,15 @@ GATHER is one kernel (shaders/scatter_gather/gather.comp); SCATTER copies values
 
 from __future__ import annotations
 
+from ..ir.dtype import DType
 from ..ir.graph import Tensor
 from . import LowerCtx, lowering, push
 from .data_layout import raw_kernel, row_major, strided_copy, unit_ok, width
+
+
+def _index(indices: Tensor) -> dict[str, str]:
+    """INDEX_T of the shaders: i32_t indices, or i64_t ones (EXT-INT64)."""
+    return {"INDEX_T": "int64_t"} if indices.dtype == DType.INT64 else {}
 
 
 def _rows(ctx: LowerCtx, values: Tensor, n: int, w: int, k: int, c: int):
@@ -41,6 +47,7 @@ def GATHER(ctx: LowerCtx):
             unit,
             rows,
             out.size * width(values) // unit,
+            _index(indices),
         )
     ]
 
@@ -70,5 +77,6 @@ def SCATTER(ctx: LowerCtx):
             unit,
             rows,
             data.size * width(data) // unit,
+            _index(indices),
         ),
     ]

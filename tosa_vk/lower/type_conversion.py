@@ -20,6 +20,10 @@ def _int_literal(v: int) -> str:
 
 def cast_expr(in_t: DType, out_t: DType) -> str | None:
     """CONVERT(x) of cast.comp for one row of CAST's type table (x is the input's compute value)."""
+    if DType.INT64 in (in_t, out_t):  # EXT-INT64: bool / i32_t <-> i64_t only
+        if in_t == DType.INT64:
+            return {DType.BOOL: "((x) != int64_t(0))", DType.INT32: "int(x)"}.get(out_t)  # int(): the low 32 bits
+        return {DType.BOOL: "int64_t(x)", DType.INT32: "int64_t(x)"}.get(in_t)  # sign_extend
     if out_t == DType.BOOL:
         return "((x) != 0)" if in_t in _INTS else None
     if in_t == DType.BOOL:

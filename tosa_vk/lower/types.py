@@ -15,6 +15,7 @@ _GLSL = {
     DType.INT16: ("int16_t", "int", "int(v)", "int16_t(v)"),
     DType.INT32: ("int", "int", "(v)", "(v)"),
     DType.INT48: ("int64_t", "int64_t", "(v)", "(v)"),
+    DType.INT64: ("int64_t", "int64_t", "(v)", "(v)"),
     DType.SHAPE: ("int64_t", "int64_t", "(v)", "(v)"),
     DType.FP32: ("float", "float", "(v)", "(v)"),
     DType.FP16: ("float16_t", "float", "float(v)", "float16_t(v)"),
@@ -40,4 +41,7 @@ def glsl_store(dtype: DType, value: str) -> str:
 def binding_defines(name: str, dtype: DType) -> dict[str, str]:
     """The defines that declare binding `name` as holding `dtype`."""
     storage, compute, load, store = _GLSL[dtype]
-    return {f"{name}_T": storage, f"{name}_C": compute, f"LOAD_{name}(v)": load, f"STORE_{name}(v)": store}
+    defines = {f"{name}_T": storage, f"{name}_C": compute, f"LOAD_{name}(v)": load, f"STORE_{name}(v)": store}
+    if dtype == DType.INT64:  # the int64 helpers of the includes (partition.py placed the operator: shaderInt64)
+        defines["ELEMENTWISE_INT64"] = "1"
+    return defines

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode
-from .numeric import require_range, round_to, to_float64, wrap
+from .numeric import add_s, require_range, round_to, sub_s, to_float64, wrap
 from .registry import Call, reference
 
 # ---- helpers shared by the elementwise chapters (binary, ternary, comparison) ---------------------------------
@@ -84,8 +84,7 @@ def ADD(call: Call):
     if call.out_types[0].is_float:
         return _float_op(call, np.add)
     a, b, t = _int_args(call)
-    c = a + b
-    require_range(c, t, "c >= minimum_s<in_t>() && c <= maximum_s<in_t>()")  # apply_add_s
+    c = add_s(a, b, t, "c >= minimum_s<in_t>() && c <= maximum_s<in_t>()")  # apply_add_s
     return c.astype(t.numpy)
 
 
@@ -94,8 +93,7 @@ def SUB(call: Call):
     if call.out_types[0].is_float:
         return _float_op(call, np.subtract)
     a, b, t = _int_args(call)
-    c = a - b
-    require_range(c, t, "c >= minimum_s<in_t>() && c <= maximum_s<in_t>()")  # apply_sub_s
+    c = sub_s(a, b, t, "c >= minimum_s<in_t>() && c <= maximum_s<in_t>()")  # apply_sub_s
     return c.astype(t.numpy)
 
 
@@ -108,20 +106,23 @@ def MUL(call: Call):
     if out_t.is_float:
         return _float_op(call, np.multiply)
     a, b, t = _int_args(call)
-    product = a * b  # int32 x int32 fits int64
+    with np.errstate(over="ignore"):
+        product = a * b  # int32 x int32 fits int64; i64_t keeps the low 64 bits (apply_mul_s)
     if in_t == DType.INT32 and shift > 0:
         product = (product + (1 << (shift - 1))) >> shift
         require_range(product, DType.INT32, "product >= minimum_s<i32_t>() && product <= maximum_s<i32_t>()")
         return product.astype(out_t.numpy)
-    return wrap(product, out_t)  # apply_mul_s: low 32 bits for i32_t
+    return wrap(product, out_t)  # apply_mul_s: low 32 bits for i32_t, low 64 for i64_t
 
 
 @reference("INTDIV")
 def INTDIV(call: Call):
     a, b, t = _int_args(call)
     call.require(b != 0, "value2 != 0")
-    q = np.abs(a) // np.abs(b)  # truncation toward zero
-    q = np.where((a < 0) != (b < 0), -q, q)
+    call.require(~((a == np.iinfo(np.int64).min) & (b == -1)), "!(a_i64 == minimum<int64_t> && b_i64 == -1)")
+    safe = np.where(b == 0, 1, b)
+    q = a // safe  # floor division, then toward zero where the remainder is not 0 and the signs differ
+    q = q + (((a - q * safe) != 0) & ((a < 0) != (safe < 0)))
     require_range(q, t, "c >= minimum_s<in_t>() && c <= maximum_s<in_t>()")  # apply_intdiv_s
     return q.astype(t.numpy)
 
@@ -195,6 +196,8 @@ def LOGICAL_LEFT_SHIFT(call: Call):
 def LOGICAL_RIGHT_SHIFT(call: Call):
     a, b, t = _int_args(call)
     _shift_range(call, b, t)
+    if t.bits == 64:  # i64_t: the bits as uint64
+        return (a.view(np.uint64) >> b.astype(np.uint64)).view(np.int64)
     unsigned = a & ((1 << t.bits) - 1)  # zero_extend: the value's own width, read as unsigned
     return wrap(unsigned >> b, t)
 

@@ -25,9 +25,8 @@ def ABS(call: Call):
     if t.is_float:
         return _float(call, np.abs)  # -0 -> +0, NaN stays NaN
     v = call.inputs[0].astype(np.int64)
-    result = np.abs(v)
-    require_range(result, t, "c >= minimum_s<in_t>() && c <= maximum_s<in_t>()")  # apply_sub_s(0, minimum)
-    return result.astype(t.numpy)
+    call.require(v != t.int_range[0], "c >= minimum_s<in_t>() && c <= maximum_s<in_t>()")  # apply_sub_s(0, minimum)
+    return np.abs(v).astype(t.numpy)
 
 
 @reference("BITWISE_NOT")
@@ -42,7 +41,8 @@ def LOGICAL_NOT(call: Call):
 
 @reference("CLZ")
 def CLZ(call: Call):
-    return count_leading_zeros(call.inputs[0]).astype(call.out_types[0].numpy)
+    t = call.out_types[0]
+    return count_leading_zeros(call.inputs[0], 64 if t == DType.INT64 else 32).astype(t.numpy)
 
 
 # Floating-point unary functions, computed in float64 and rounded once (LOG: log(0) = -inf, log(x < 0) = NaN, as
@@ -79,7 +79,11 @@ def NEGATE(call: Call):
     call.error_if(t != DType.INT8 and out_zp != 0, "!is_same<in_out_t,i8_t>() && output_zp != 0")
     if t.is_float:
         return _float(call, np.negative)
-    # acc_t is int32 for every integer type: apply_sub_s / apply_add_s REQUIRE no int32 overflow
+    if t == DType.INT64:  # acc_t i64_t, zero points 0: apply_sub_s<i64_t>(0, value) REQUIREs value != minimum
+        v = value.astype(np.int64)
+        call.require(v != t.int_range[0], "0 - value within int64")
+        return -v
+    # acc_t is int32 for the other integer types: apply_sub_s / apply_add_s REQUIRE no int32 overflow
     v = value.astype(np.int64) - int(in_zp)
     require_range(v, DType.INT32, "value1 - input1_zp within int32")
     v = -v

@@ -44,6 +44,33 @@ def require_range(values, dtype: DType, rule: str) -> None:
         raise TosaError(f"REQUIRE({rule}) does not hold: result outside the {dtype} range")
 
 
+def add_s(a, b, dtype: DType, rule: str) -> np.ndarray:
+    """apply_add_s on int64 arrays: REQUIRE the sum within `dtype` (for i64_t: that the int64 sum did not wrap)."""
+    with np.errstate(over="ignore"):
+        c = np.add(a, b, dtype=np.int64)
+    if dtype == DType.INT64:
+        _require_no_wrap((np.bitwise_xor(a, c) & np.bitwise_xor(b, c)) < 0, rule)
+    else:
+        require_range(c, dtype, rule)
+    return c
+
+
+def sub_s(a, b, dtype: DType, rule: str) -> np.ndarray:
+    """apply_sub_s on int64 arrays, as add_s."""
+    with np.errstate(over="ignore"):
+        c = np.subtract(a, b, dtype=np.int64)
+    if dtype == DType.INT64:
+        _require_no_wrap((np.bitwise_xor(a, b) & np.bitwise_xor(a, c)) < 0, rule)
+    else:
+        require_range(c, dtype, rule)
+    return c
+
+
+def _require_no_wrap(wrapped, rule: str) -> None:
+    if np.any(wrapped):
+        raise TosaError(f"REQUIRE({rule}) does not hold: result outside the INT64 range")
+
+
 def as_int64(values) -> np.ndarray:
     return np.asarray(values).astype(np.int64)
 
@@ -77,13 +104,20 @@ def apply_scale_16(value, multiplier, shift) -> np.ndarray:
     return result.astype(np.int64)
 
 
-def count_leading_zeros(values) -> np.ndarray:
-    """count_leading_zeros over int32 values (32 for zero)."""
-    v = np.asarray(values).astype(np.int64) & 0xFFFFFFFF
-    out = np.full(v.shape, 32, dtype=np.int64)
-    nz = v != 0
-    out[nz] = 31 - np.floor(np.log2(v[nz].astype(np.float64))).astype(np.int64)
-    return out
+def count_leading_zeros(values, bits: int = 32) -> np.ndarray:
+    """count_leading_zeros over int32 (or, bits=64, int64) values: `bits` for zero. Exact integer steps (a float
+    log2 rounds near powers of two past 2**53)."""
+    v = np.asarray(values).astype(np.int64).astype(np.uint64)
+    if bits == 32:
+        v = v & np.uint64(0xFFFFFFFF)
+    out = np.zeros(v.shape, dtype=np.int64)
+    step = bits // 2
+    while step:  # binary search for the highest set bit
+        high = (v >> np.uint64(bits - step)) == 0  # the top `step` bits of the remaining window are clear
+        out += np.where(high, step, 0)
+        v = np.where(high, v << np.uint64(step), v)
+        step //= 2
+    return np.where(np.asarray(values) == 0, bits, out)
 
 
 def reciprocal_scale(value: int) -> tuple[int, int]:

@@ -86,6 +86,15 @@ def REDUCE_SUM(call: Call):
             "acc >= minimum_s<i32_t>() && acc <= maximum_s<i32_t>() in apply_add_s",
         )
         return np.take(partial, [x.shape[axis] - 1], axis=axis).astype(np.int32)
+    if dtype == DType.INT64:
+        # the same REQUIRE for i64_t: no partial sum may wrap (cumsum wraps; a step wrapped when the running sum
+        # before it and the element agree in sign and the new sum does not)
+        v = x.astype(np.int64)
+        with np.errstate(over="ignore"):
+            partial = np.cumsum(v, axis=axis, dtype=np.int64)
+            before = partial - v
+        call.require(((before ^ partial) & (v ^ partial)) >= 0, "acc within int64 in apply_add_s<i64_t>")
+        return np.take(partial, [x.shape[axis] - 1], axis=axis)
     with np.errstate(over="ignore", invalid="ignore"):
         acc = np.sum(to_float64(x), axis=axis, keepdims=True)
     return round_to(acc, dtype)

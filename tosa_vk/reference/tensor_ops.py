@@ -230,8 +230,9 @@ def ARGMAX(call: Call):
     call.error_if(
         tuple(call.out_shapes[0]) != x.shape[:axis] + x.shape[axis + 1 :], "flatten(left_shape, right_shape) != shape"
     )
+    out_t = call.out_types[0].numpy  # i32_t, or i64_t (EXT-INT64)
     if not call.in_types[0].is_float:
-        return np.argmax(x, axis=axis).astype(np.int32)
+        return np.argmax(x, axis=axis).astype(out_t)
     v = x.astype(np.float32)  # exact for every TOSA float type
     ignore = call.attr("nan_mode") == NanPropagationMode.IGNORE
     with np.errstate(invalid="ignore"):
@@ -239,7 +240,7 @@ def ARGMAX(call: Call):
     # First index equal to the maximum (-0 == +0, NaN matches NaN): a NaN maximum means "propagate, first NaN"
     # or "ignore, every value NaN" (then index 0, which the NaN test also gives).
     hit = (v == m) | (np.isnan(v) & np.isnan(m))
-    return np.argmax(hit, axis=axis).astype(np.int32)
+    return np.argmax(hit, axis=axis).astype(out_t)
 
 
 def _pool_args(call: Call):
