@@ -57,9 +57,79 @@ def one_positive_test_per_class() -> list[Path]:
     return picked
 
 
+# TOSA 1.1 (draft): the operators and rows tosa_vk runs so far, by family. A 1.1 test is in scope when its operator
+# is a new operator done here (block-scaled tensors only for the block-scaled operators), or a 1.0 operator's
+# INT64 row; tests/test_conformance_1_1.py::test_scope reports the rest of the selection.
+TOSA_1_1_NEW_OPS_DONE = (
+    "dim add_shape sub_shape mul_shape div_ceil_shape div_floor_shape mod_shape min_shape max_shape exp2_shape "
+    "log2_ceil_shape log2_floor_shape concat_shape slice_shape assert_equal_shape"
+).split()
+TOSA_1_1_MX_OPS_DONE: list[str] = []  # new operators whose block-scaled (MX) tests are in scope
+
+
+def tosa_1_1_ops() -> tuple[str, ...]:
+    """The operators whose 1.1 tests are generated: the new ones done, and the 1.0 operators with INT64 rows."""
+    from tosa_vk.ir.dtype import DType
+    from tosa_vk.ir.ops import OPS
+
+    int64 = sorted(
+        name.lower()
+        for name, spec in OPS.items()
+        if spec.since == (1, 0) and any(r.since > (1, 0) and DType.INT64 in r.types.values() for r in spec.types)
+    )
+    return (*int64, *TOSA_1_1_NEW_OPS_DONE)
+
+
+def in_tosa_1_1_scope(folder: Path) -> bool:
+    from tosa_vk.ir import load_graph
+    from tosa_vk.ir.dtype import BLOCK_ELEMENTS, DType
+
+    desc = json.loads((folder / "desc.json").read_text())
+    op = desc["test_details"]["operator"].lower()
+    try:
+        tensors = [t for _, b in load_graph(folder / desc["tosa_file"]).blocks() for t in b.tensors.values()]
+    except Exception:  # an unreadable negative test: in scope with its operator
+        return op in TOSA_1_1_NEW_OPS_DONE
+    mx = any(t.block_scaled or (t.dtype in BLOCK_ELEMENTS and t.dtype.since > (1, 0)) for t in tensors)
+    mx = mx or any(t.dtype == DType.FP8UE8M0 for t in tensors)
+    if op in TOSA_1_1_NEW_OPS_DONE:
+        return not mx or op in TOSA_1_1_MX_OPS_DONE
+    return not mx and any(t.dtype == DType.INT64 for t in tensors)
+
+
+def tosa_1_1_selection(kind: str, everything: bool = False) -> list[Path]:
+    """The generated 1.1 tests of `kind`: all of them (everything), or those in scope — in the default run one per
+    (operator, element types) class, every class once; TOSA_VK_CONFORMANCE_1_1=full runs every test in scope."""
+    import os
+
+    from tosa_vk.conformance.generate import Selection, selected_tests
+
+    tests = selected_tests(Selection(tosa_1_1_ops(), test_type=kind, tosa_version="1.1"))
+    if everything:
+        return tests
+    tests = [t for t in tests if in_tosa_1_1_scope(t)]
+    if os.environ.get("TOSA_VK_CONFORMANCE_1_1") == "full" or kind == "negative":
+        return tests
+    from tosa_vk.ir import load_graph
+
+    seen, picked = set(), []
+    for folder in tests:
+        blocks = load_graph(folder / "test.tosa").blocks()
+        key = (
+            json.loads((folder / "desc.json").read_text())["test_details"]["operator"],
+            tuple(sorted({t.dtype.name for _, b in blocks for t in b.tensors.values()})),
+        )
+        if key not in seen:
+            seen.add(key)
+            picked.append(folder)
+    return picked
+
+
 CONFORMANCE_PARAMS = {
     "positive_test": lambda: conformance_selection("positive"),
     "negative_test": lambda: conformance_selection("negative"),
+    "positive_test_1_1": lambda: tosa_1_1_selection("positive"),
+    "negative_test_1_1": lambda: tosa_1_1_selection("negative"),
     "op_positive_test": one_positive_test_per_op,
     "class_test": one_positive_test_per_class,
 }

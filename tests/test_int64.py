@@ -1,12 +1,7 @@
 """TOSA 1.1 EXT-INT64: the i64_t rows of 1.0 operators on both backends (edge cases against expected values and
-against each other), and Arm's generated int64 conformance tests (reference and Vulkan strict)."""
+against each other). Arm's generated int64 tests run in tests/test_conformance_1_1.py."""
 
 from __future__ import annotations
-
-import json
-import os
-import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +10,7 @@ from helpers import graph_of, run_both
 import tosa_vk
 from tosa_vk.errors import TosaError
 from tosa_vk.ir.dtype import DType
-from tosa_vk.ir.ops import TOSA_1_0_OPS, matching_types
+from tosa_vk.ir.ops import matching_types
 
 MIN, MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
 EDGES = np.array([MIN, MIN + 1, -(2**32), -(2**31) - 1, -1, 0, 1, 2**31, 2**32 + 7, 2**53 + 1, MAX - 1, MAX], np.int64)
@@ -326,88 +321,3 @@ def test_a_device_without_shader_int64_is_named_in_strict_placement():
     graph = graph_of(lambda b: b.add(b.input("x", (4,), "int64"), b.input("y", (4,), "int64")))
     with pytest.raises(TosaError, match="shaderInt64"):
         compile(graph, target, strict=True)
-
-
-# ---- Arm's generated int64 conformance tests ---------------------------------------------------------------------
-
-# Folders of generated tests, <op>/<test>/ as tosa_verif_build_tests writes them (--tosa-version 1.1, seed 42, one
-# test per rank x type class): $TOSA_VK_INT64_TESTS, /tmp/int64_11/out (made for the int64 operators) and
-# /tmp/g11all/out (every 1.1 operator); a test found in several is run once. Tests named *_i64*, *_outi64*,
-# *_idxi64* are the EXT-INT64 rows'.
-_FOLDERS = [os.environ.get("TOSA_VK_INT64_TESTS", ""), "/tmp/int64_11/out", "/tmp/g11all/out"]
-_FOUND = [Path(f) for f in _FOLDERS if f and Path(f).is_dir()]
-_FOLDER = _FOUND[0] if _FOUND else None
-_INT64 = re.compile(r"(^|_)(i64|outi64|idxi64)(_|$)")
-
-
-def _of_1_0_operator(test: Path) -> bool:
-    """A test of a 1.0 operator (the EXT-INT64 rows; 1.1's new operators with i64_t rows are other work)."""
-    desc = json.loads((test / "desc.json").read_text())
-    return desc.get("test_details", {}).get("operator", "") in TOSA_1_0_OPS
-
-
-_BY_NAME = {
-    t.name: t
-    for folder in reversed(_FOUND)
-    for t in folder.glob("*/*")
-    if _INT64.search(t.name) and (t / "desc.json").exists() and _of_1_0_operator(t)
-}
-GENERATED = [_BY_NAME[n] for n in sorted(_BY_NAME)]
-
-
-def run_generated(test: Path, backend: str, device=None) -> str | None:
-    """None when tosa_vk's outputs of one generated test agree with Arm's reference model, else what differs. INT64
-    outputs are compared for equality (EXACT): Arm's verifier library wrapper (checker.verifier) has no numpy type for
-    INT64 (it reads int64 arrays as INT48), so conformance.run.judge cannot judge them."""
-    from tosa_vk.conformance.run import judge, load_inputs, reference_results
-
-    desc = json.loads((test / "desc.json").read_text())
-    ref_dir = reference_results(test)
-    if (ref_dir / "exit_code").read_text().strip() != "0":
-        return "the reference model could not run this test"
-    options = {"device": device, "strict": True} if backend == "vulkan" else {}
-    with tosa_vk.load(test / desc["tosa_file"], backend=backend, **options) as model:
-        outputs = model.run(load_inputs(test, desc, model.graph))
-        tensors = model.graph.main.tensors
-    for name, file in zip(desc["ofm_name"], desc["ofm_file"]):
-        if tensors[name].dtype == DType.INT64:
-            want = np.load(ref_dir / file)
-            if outputs[name].dtype != np.int64 or not np.array_equal(outputs[name], want):
-                return f"output '{name}' differs from the reference model's"
-        else:
-            problem = judge(test, dict(desc, ofm_name=[name], ofm_file=[file]), outputs, {name: tensors[name].dtype})
-            if problem:
-                return problem
-    return None
-
-
-def _ids(tests: list[Path]) -> list[str]:
-    return [t.name for t in tests]
-
-
-@pytest.mark.skipif(_FOLDER is None, reason="no generated int64 tests (/tmp/int64_11 or /tmp/g11all/out)")
-@pytest.mark.parametrize("test", GENERATED, ids=_ids(GENERATED))
-def test_generated_reference(test):
-    assert run_generated(test, "reference") is None
-
-
-@pytest.mark.skipif(_FOLDER is None, reason="no generated int64 tests (/tmp/int64_11 or /tmp/g11all/out)")
-@pytest.mark.parametrize("test", GENERATED, ids=_ids(GENERATED))
-def test_generated_vulkan_strict(test, device):
-    assert run_generated(test, "vulkan", device) is None
-
-
-# Negative (ERROR_IF) tests of the int64 operators' i64_t classes: generated with --test-type negative into
-# /tmp/int64_11/neg/out (or $TOSA_VK_INT64_NEGATIVE); tosa_vk must reject each graph with a TosaError.
-_NEG = Path(os.environ.get("TOSA_VK_INT64_NEGATIVE", "/tmp/int64_11/neg/out"))
-NEGATIVE = sorted(t for t in _NEG.glob("*/*") if _INT64.search(t.name) and (t / "desc.json").exists())
-
-
-@pytest.mark.skipif(not NEGATIVE, reason=f"no generated negative int64 tests in {_NEG}")
-@pytest.mark.parametrize("test", NEGATIVE, ids=_ids(NEGATIVE))
-@pytest.mark.parametrize("backend", ["reference", "vulkan"])
-def test_generated_negative(test, backend):
-    from tosa_vk.conformance.run import run_test
-
-    outcome = run_test(test, backend, strict=backend == "vulkan")
-    assert outcome.status == "pass", outcome.detail

@@ -1,15 +1,10 @@
 """TOSA 1.1's shape operators (EXT-SHAPE) and DIM: their values and rules (tosa_vk/ir/shape_ops.py), the validator's
 inference of them, both backends (reference: tosa_vk/reference/shape.py; Vulkan: folded at compile time by
-tosa_vk/passes/shape.py), the Builder, and Arm's generated 1.1 conformance tests of these operators.
-
-The conformance tests are read from $TOSA_VK_SHAPE11 (default /tmp/shape11: out/ and extra/ positive, neg/
-negative folders, one per operator, as tosa_verif_build_tests writes them); they skip when it is absent.
+tosa_vk/passes/shape.py) and the Builder. Arm's generated 1.1 tests of these operators run in
+tests/test_conformance_1_1.py.
 """
 
 from __future__ import annotations
-
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +14,7 @@ import tosa_vk
 from tosa_vk import Builder
 from tosa_vk.errors import TosaError
 from tosa_vk.ir.dtype import DType
-from tosa_vk.ir.ops import matching_types, op_spec
+from tosa_vk.ir.ops import op_spec
 from tosa_vk.ir.shape_ops import SHAPE_OPS, evaluate
 from tosa_vk.ir.validate import validate
 
@@ -212,60 +207,3 @@ def test_fold_pass_leaves_caller_graph():
     for op in made:
         assert op.op == "CONST_SHAPE" and folded.main.tensors[op.outputs[0]].data is not None
         assert folded.main.tensors[op.outputs[0]] is not graph.main.tensors[op.outputs[0]]
-
-
-# ---- Arm's generated 1.1 conformance tests of these operators ------------------------------------------------------
-
-SHAPE11 = Path(os.environ.get("TOSA_VK_SHAPE11", "/tmp/shape11"))
-OPS = {name.lower() for name in SHAPE_OPS}
-
-
-def generated(kinds: tuple[str, ...]) -> list[Path]:
-    return sorted(t for kind in kinds for t in (SHAPE11 / kind).glob("*/*") if t.parent.name in OPS and t.is_dir())
-
-
-POSITIVE = generated(("out", "extra"))
-NEGATIVE = generated(("neg",))
-
-
-def needs_rows(test: Path) -> None:
-    """DIM's int64 tests tile an int64 tensor: TILE's 1.1 INT64 row is another branch's work."""
-    if "_i64_" in test.name and not matching_types("TILE", {"in_out_t": DType.INT64}, (1, 1)):
-        pytest.xfail("TILE has no INT64 row yet (EXT-INT64)")
-
-
-def _params(tests: list[Path]):
-    if not tests:
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no generated shape tests in {SHAPE11}"))]
-    return [pytest.param(t, id=f"{t.parent.parent.name}-{t.name}") for t in tests]
-
-
-@pytest.mark.conformance
-@pytest.mark.parametrize("test", _params(POSITIVE))
-def test_generated_positive_reference(test):
-    from tosa_vk.conformance.run import run_test
-
-    needs_rows(test)
-    outcome = run_test(test, "reference")
-    assert outcome.status == "pass", outcome.detail
-
-
-@pytest.mark.conformance
-@pytest.mark.vulkan
-@pytest.mark.parametrize("test", _params(POSITIVE))
-def test_generated_positive_vulkan(test):
-    from tosa_vk.conformance.run import run_test
-
-    needs_rows(test)
-    outcome = run_test(test, "vulkan", strict=True)
-    assert outcome.status == "pass", outcome.detail
-
-
-@pytest.mark.conformance
-@pytest.mark.parametrize("backend", ["reference", "vulkan"])
-@pytest.mark.parametrize("test", _params(NEGATIVE))
-def test_generated_negative(test, backend):
-    from tosa_vk.conformance.run import run_test
-
-    outcome = run_test(test, backend, strict=True)
-    assert outcome.status == "pass", outcome.detail
