@@ -15,6 +15,7 @@ _GLSL = {
     DType.INT16: ("int16_t", "int", "int(v)", "int16_t(v)"),
     DType.INT32: ("int", "int", "(v)", "(v)"),
     DType.INT48: ("int64_t", "int64_t", "(v)", "(v)"),
+    DType.INT64: ("int64_t", "int64_t", "(v)", "(v)"),
     DType.SHAPE: ("int64_t", "int64_t", "(v)", "(v)"),
     DType.FP32: ("float", "float", "(v)", "(v)"),
     DType.FP16: ("float16_t", "float", "float(v)", "float16_t(v)"),
