@@ -303,6 +303,11 @@ class Builder:
         }
         if out_dtype is not None and not isinstance(out_dtype, (list, tuple)) and spec.outputs:
             bound.setdefault(spec.outputs[0].type, out_dtype)  # e.g. RESCALE's output_zp is out_t
+        for o, a in zip(operands, args):  # an array's own type, where a row allows it (MATMUL_T's constant B)
+            dt = _FROM_NUMPY.get(a.dtype) if isinstance(a, np.ndarray) else None
+            if dt is not None and o.type.endswith("_t") and o.type not in bound and o.type not in catalogue.SPEC_TYPES:
+                if spec.types and catalogue.matching_types(spec.name, {**bound, o.type: dt}):
+                    bound[o.type] = dt
         rows = catalogue.matching_types(spec.name, bound) if spec.types else []
         row = _preferred(rows)
         names = []
