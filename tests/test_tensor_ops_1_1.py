@@ -116,11 +116,24 @@ def test_matmul_t_float(device, types, shape):
 
 
 @pytest.mark.parametrize("d", [1, 2])
-def test_matmul_t_constant_b(device, d):
-    """A constant B (weights) is transposed at load time for matmul_fast.comp."""
+@pytest.mark.parametrize(
+    "types",
+    [(DType.FP16, DType.FP16), (DType.FP16, DType.FP8E4M3), (DType.BF16, DType.FP8E5M2), (DType.FP32, DType.BF16)],
+    ids=lambda t: "x".join(d.name for d in t),
+)
+def test_matmul_t_constant_b(device, d, types):
+    """A constant B (weights) is transposed at load time, converted to A's type where that holds it exactly, and
+    runs on matmul_fast.comp."""
+    a_t, b_t = types
     rng = np.random.default_rng(d)
-    a, b = values(rng, (2, 6, 32), DType.FP16), values(rng, (d, 16, 32), DType.FP16)
-    got, want = run_both(device, _matmul_t(a, b, DType.FP32, b_const=True), {"a": a})
+    a, b = values(rng, (2, 6, 32), a_t), values(rng, (d, 16, 32), b_t)
+    build = _matmul_t(a, b, DType.FP32, b_const=True)
+    import tosa_vk
+    from tosa_vk.program import Kernel
+
+    with tosa_vk.load(graph_of(build), backend="vulkan", device=device, strict=True) as model:
+        assert [s.shader for s in model.program.steps if isinstance(s, Kernel)] == ["tensor_ops/matmul_fast"]
+    got, want = run_both(device, build, {"a": a})
     assert_same(got, want, atol=_dot_bound(a, b, DType.FP32, want))
 
 
@@ -167,6 +180,30 @@ def test_matmul_t_errors(a_shape, b_shape, a_t, b_t, out_t, zp, rule):
     with pytest.raises(TosaError, match=re.escape(rule)):
         b.output(b.matmul_t(x, y, out_dtype=out_t, out_shape=(a_shape[0], a_shape[1], b_shape[1]), **zps))
         validate(b.build())
+
+
+@pytest.mark.parametrize("shape", [(2, 9, 16, 24, 1), (2, 7, 9, 13, 2)], ids=lambda s: "x".join(map(str, s)))
+def test_matmul_t_epilogue(device, shape):
+    """MATMUL_T + ADD (bias per column) + CLAMP + TRANSPOSE run as one kernel (the epilogue and the store map)."""
+    n, h, c, w, d = shape
+    rng = np.random.default_rng(w)
+    a, b = values(rng, (n, h, c), DType.FP32), values(rng, (d, w, c), DType.FP32)
+    bias = values(rng, (1, 1, w), DType.FP32)
+
+    def build(bb: Builder):
+        y = bb.matmul_t(bb.input("a", a.shape, DType.FP32), bb.input("b", b.shape, DType.FP32))
+        y = bb.clamp(bb.add(y, bias), min_val=np.float32(-1.0), max_val=np.float32(2.0))
+        return bb.transpose(y, perms=[0, 2, 1])
+
+    import tosa_vk
+    from tosa_vk.program import Kernel
+
+    with tosa_vk.load(graph_of(build), backend="vulkan", device=device, strict=True) as model:
+        shaders = [s.shader for s in model.program.steps if isinstance(s, Kernel)]
+    assert len([s for s in shaders if "matmul" in s]) == 1 and "fused/elementwise" not in shaders, shaders
+    assert not any("transpose" in s or "copy" in s for s in shaders[-1:]), shaders
+    got, want = run_both(device, build, {"a": a, "b": b})
+    assert_same(got, want, atol=_dot_bound(a, b, DType.FP32, want.transpose(0, 2, 1)).transpose(0, 2, 1) + 1e-6)
 
 
 # ---- the _ADAPTIVE pools -------------------------------------------------------------------------------------------
@@ -237,6 +274,24 @@ def test_max_pool2d_adaptive(device, dtype, case, nan_mode):
     adaptive, plain = _pool_graphs("MAX_POOL2D", shape, dtype, kernel, stride, pad, a={"nan_mode": nan_mode})
     got, want = run_both(device, adaptive, {"x": x})
     assert_same(want, run_reference(graph_of(plain), {"x": x})[0], bits=True)
+    assert_same(got, want)
+
+
+def test_pool2d_adaptive_epilogue(device):
+    """An _ADAPTIVE pool + CLAMP is one kernel (the pool's epilogue), as for the 1.0 pools."""
+    rng = np.random.default_rng(1)
+    x = values(rng, (1, 7, 9, 4), DType.INT8)
+
+    def build(b: Builder):
+        y = b.avg_pool2d_adaptive(b.input("x", x.shape, DType.INT8), kernel=[3, 3], stride=[2, 2], pad=[1, 1, 1, 1])
+        return b.clamp(b.max_pool2d_adaptive(y, kernel=[2, 2], stride=[1, 1], pad=[0, 1, 0, 1]), min_val=-5, max_val=9)
+
+    import tosa_vk
+    from tosa_vk.program import Kernel
+
+    with tosa_vk.load(graph_of(build), backend="vulkan", device=device, strict=True) as model:
+        assert [s.shader for s in model.program.steps if isinstance(s, Kernel)] == ["tensor_ops/pool"] * 2
+    got, want = run_both(device, build, {"x": x})
     assert_same(got, want)
 
 

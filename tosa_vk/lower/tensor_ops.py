@@ -267,22 +267,35 @@ _FLOAT_ACC: tuple[tuple[DType, ...], str, str, DType] = (
 )
 
 
+# B types each A type holds exactly: a constant B of one of them is converted to A's type at load time, so that a
+# mixed pair (fp8 weights with bf16 / fp16 / fp32 activations) runs on the fast kernel with the same products
+_HOLDS = {
+    DType.FP32: (DType.FP16, DType.BF16, DType.FP8E4M3, DType.FP8E5M2),
+    DType.BF16: (DType.FP8E4M3, DType.FP8E5M2),
+    DType.FP16: (DType.FP8E4M3, DType.FP8E5M2),
+}
+
+
 def _matmul_t_fast(ctx: LowerCtx, broadcast: bool) -> list[Kernel] | None:
-    """matmul_fast.comp on B^T: a constant B is transposed at load time, a run-time one by a copy into a temporary
-    (a copy then the fast kernel beats matmul.comp's strided loads, as for MATMUL after a TRANSPOSE)."""
+    """matmul_fast.comp on B^T: a constant B is transposed (and converted to A's type, see _HOLDS) at load time, a
+    run-time one of A's type copied transposed into a temporary (a copy then the fast kernel beats matmul.comp's
+    strided loads, as for MATMUL after a TRANSPOSE)."""
     a, b = ctx.inputs[:2]
     n, h, c = a.shape
     d, w, _ = b.shape
     data = ctx.constant(1)
-    if data is not None:
-        bt = ctx.add_constant(np.ascontiguousarray(np.asarray(data).reshape(d, w, c).transpose(0, 2, 1)), b.dtype)
+    if data is not None and (b.dtype == a.dtype or b.dtype in _HOLDS.get(a.dtype, ())):
+        values = np.asarray(data).reshape(d, w, c).transpose(0, 2, 1).astype(a.dtype.numpy)
+        bt = ctx.add_constant(np.ascontiguousarray(values), a.dtype)
         copy = []
-    else:
+    elif b.dtype == a.dtype:
         bt = ctx.temporary((d, c, w), b.dtype)
         k = strided_copy(ctx, b, ctx.tensor(bt), (d, c, w), (w * c, 1, c))
         if k is None:
             return None
         copy = [dataclasses.replace(k, reads=(ctx.q(b.name),), writes=(bt,))]
+    else:
+        return None
     fast = matmul_fast(ctx, a, ctx.tensor(bt), (n, h, c, w), broadcast=broadcast)
     return None if fast is None else copy + fast
 
@@ -304,7 +317,7 @@ def MATMUL_T(ctx: LowerCtx):
     if a.size >= 1 << 32 or b.size >= 1 << 32 or out.size >= 1 << 32:
         return None
     broadcast = d == 1 and n > 1
-    if a.dtype == b.dtype and a.dtype.is_float and MATMUL_FAST and _fast_applies(ctx, a.dtype, c, w):
+    if a.dtype.is_float and MATMUL_FAST and _fast_applies(ctx, a.dtype, c, w):
         fast = ctx.attempt(lambda: _matmul_t_fast(ctx, broadcast))
         if fast is not None:
             return fast
