@@ -496,12 +496,12 @@ def _op_signature(spec: catalogue.OpSpec) -> tuple[list[inspect.Parameter], str]
     """The parameters (annotations and defaults as _Text) and return annotation of the method for `spec`."""
     P = inspect.Parameter
     params = [P("self", P.POSITIONAL_OR_KEYWORD)]
-    kind = P.POSITIONAL_OR_KEYWORD
+    by_name = False  # a required input after zero points (AVG_POOL2D_ADAPTIVE's kernel) is passed by name
     for o in spec.inputs:
         ann = "Sequence[TensorArg]" if o.is_list else "ShapeArg" if o.type == "shape_t" else "TensorArg"
         default = _Text("0") if _DEFAULT_ZERO_INPUTS.search(o.name) else P.empty
-        if default is P.empty and params[-1].default is not P.empty:
-            kind = P.KEYWORD_ONLY  # a required input after zero points (AVG_POOL2D_ADAPTIVE's kernel): by name
+        by_name = by_name or (default is P.empty and params[-1].default is not P.empty)
+        kind = P.KEYWORD_ONLY if by_name else P.POSITIONAL_OR_KEYWORD
         params.append(P(o.name, kind, default=default, annotation=_Text(ann)))
     for o in spec.attributes:
         value = _attribute_default(o)
