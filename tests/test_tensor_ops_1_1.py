@@ -392,7 +392,7 @@ def test_row_gather_row_count_error():
 
 OPS = ("matmul_t", "row_gather", "max_pool2d_adaptive", "avg_pool2d_adaptive")
 # Generated 1.1 tests (one per op x type class, seed 42): the first folder holding an operator is used.
-ROOTS = [Path("/tmp/tensor11/out"), Path("/tmp/tensor11/neg"), Path("/tmp/g11all/out"), Path("/tmp/g11/out")]
+ROOTS = [Path("/tmp/g11all/out"), Path("/tmp/tensor11/out"), Path("/tmp/g11/out"), Path("/tmp/tensor11/neg")]
 
 
 def _conformance_tests() -> list[Path]:
