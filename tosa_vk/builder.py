@@ -308,6 +308,11 @@ class Builder:
         }
         if out_dtype is not None and not isinstance(out_dtype, (list, tuple)) and spec.outputs:
             bound.setdefault(spec.outputs[0].type, out_dtype)  # e.g. RESCALE's output_zp is out_t
+        for o, a in zip(operands, args):  # an array's own type, where a row allows it (MATMUL_T's constant B)
+            dt = _FROM_NUMPY.get(a.dtype) if isinstance(a, np.ndarray) else None
+            if dt is not None and o.type.endswith("_t") and o.type not in bound and o.type not in catalogue.SPEC_TYPES:
+                if spec.types and catalogue.matching_types(spec.name, {**bound, o.type: dt}):
+                    bound[o.type] = dt
         rows = catalogue.matching_types(spec.name, bound) if spec.types else []
         row = _preferred(rows)
         names = []
@@ -496,11 +501,14 @@ def _op_signature(spec: catalogue.OpSpec) -> tuple[list[inspect.Parameter], str]
     """The parameters (annotations and defaults as _Text) and return annotation of the method for `spec`."""
     P = inspect.Parameter
     params = [P("self", P.POSITIONAL_OR_KEYWORD)]
+    by_name = False  # a required input after zero points (AVG_POOL2D_ADAPTIVE's kernel) is passed by name
     for o in spec.inputs:
         shape = "ShapeArg" if o.type == "shape_t" else "TensorArg"
         ann = f"Sequence[{shape}]" if o.is_list else shape
         default = _Text("0") if _DEFAULT_ZERO_INPUTS.search(o.name) else P.empty
-        params.append(P(o.name, P.POSITIONAL_OR_KEYWORD, default=default, annotation=_Text(ann)))
+        by_name = by_name or (default is P.empty and params[-1].default is not P.empty)
+        kind = P.KEYWORD_ONLY if by_name else P.POSITIONAL_OR_KEYWORD
+        params.append(P(o.name, kind, default=default, annotation=_Text(ann)))
     for o in spec.attributes:
         value = _attribute_default(o)
         default = P.empty if value is _REQUIRED else _Text(_default_text(value))

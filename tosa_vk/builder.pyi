@@ -109,6 +109,21 @@ class Builder:
         name: str | None = None,
     ) -> Value:
         """TOSA AVG_POOL2D (spec chapter tensor_ops): returns output."""
+    def avg_pool2d_adaptive(
+        self,
+        input: TensorArg,
+        input_zp: TensorArg = 0,
+        output_zp: TensorArg = 0,
+        *,
+        kernel: ShapeArg,
+        stride: ShapeArg,
+        pad: ShapeArg,
+        acc_type: DTypeArg | None = None,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> Value:
+        """TOSA AVG_POOL2D_ADAPTIVE (spec chapter tensor_ops): returns output."""
     def conv2d(
         self,
         input: TensorArg,
@@ -187,6 +202,18 @@ class Builder:
         name: str | None = None,
     ) -> Value:
         """TOSA MATMUL (spec chapter tensor_ops): returns output."""
+    def matmul_t(
+        self,
+        A: TensorArg,
+        B: TensorArg,
+        A_zp: TensorArg = 0,
+        B_zp: TensorArg = 0,
+        *,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> Value:
+        """TOSA MATMUL_T (spec chapter tensor_ops): returns output."""
     def max_pool2d(
         self,
         input: TensorArg,
@@ -200,6 +227,19 @@ class Builder:
         name: str | None = None,
     ) -> Value:
         """TOSA MAX_POOL2D (spec chapter tensor_ops): returns output."""
+    def max_pool2d_adaptive(
+        self,
+        input: TensorArg,
+        kernel: ShapeArg,
+        stride: ShapeArg,
+        pad: ShapeArg,
+        *,
+        nan_mode: NanPropagationMode | str = NanPropagationMode.PROPAGATE,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> Value:
+        """TOSA MAX_POOL2D_ADAPTIVE (spec chapter tensor_ops): returns output."""
     def rfft2d(
         self,
         input_real: TensorArg,
@@ -744,6 +784,17 @@ class Builder:
         name: str | None = None,
     ) -> Value:
         """TOSA GATHER (spec chapter scatter_gather): returns output."""
+    def row_gather(
+        self,
+        values: TensorArg,
+        indices: TensorArg,
+        row_count: TensorArg,
+        *,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> Value:
+        """TOSA ROW_GATHER (spec chapter scatter_gather): returns output."""
     def scatter(
         self,
         values_in: TensorArg,

@@ -50,13 +50,14 @@ if TYPE_CHECKING:
 REDUCTIONS = ("REDUCE_SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PRODUCT")
 ANCHORS: tuple[str, ...] = ("CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D", "MATMUL")
 ANCHORS += ("AVG_POOL2D", "MAX_POOL2D", *REDUCTIONS)
+ANCHORS += ("MATMUL_T", "AVG_POOL2D_ADAPTIVE", "MAX_POOL2D_ADAPTIVE")  # TOSA 1.1: the same kernels
 # per-element operators a kernel applies to its results (and a RESHAPE keeping the last dimension, in a chain only:
 # it changes no element's linear index or channel)
 EPILOGUE: tuple[str, ...] = ("RESCALE", "CLAMP", "ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SIGMOID", "TANH")
 EPILOGUE += ("EXP", "RECIPROCAL", "RSQRT", "TABLE", "ERF", "CAST")
 # anchors whose kernels store through a chain's layout tail (RESHAPEs and TRANSPOSEs at its end: the store's index
 # map instead of a copy kernel)
-STORE_MAPS = ("CONV2D", "MATMUL")
+STORE_MAPS = ("CONV2D", "MATMUL", "MATMUL_T")
 ENV = "TOSA_VK_FUSE"
 # one data input (the rest are parameters); the others two
 UNARY: tuple[str, ...] = ("RESCALE", "CLAMP", "SIGMOID", "TANH", "EXP", "RECIPROCAL", "RSQRT", "TABLE", "SLICE")

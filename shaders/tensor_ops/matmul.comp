@@ -12,7 +12,8 @@
 //   PARTIAL: split s of `splits` sums c in [s * k_len, (s + 1) * k_len) into O = a temporary [N, splits, H, W]
 //   of the accumulator type, summed by matmul_sum.comp (lavapipe ends loops after 65535 iterations per invocation).
 //   EPILOGUE(v, c, at): fused operators applied to each result before its store (not with PARTIAL).
-//   B_TRANSPOSED: B is bound as the [N, W, C] tensor a fused TRANSPOSE (perms 0, 2, 1) would have made B from.
+//   B_TRANSPOSED: B is bound as [N, W, C]: MATMUL_T's B, or the tensor a fused TRANSPOSE (perms 0, 2, 1) would have
+//   made MATMUL's B from. B_BROADCAST: B holds one matrix, used for every n (MATMUL_T with D == 1).
 #include "types.glsl"
 layout(local_size_x = LANES) in;
 
@@ -117,7 +118,11 @@ void main() {
     // A row offsets (rows past H clamp to the last row; their results are not stored)
 #define DECL(i) uint ra##i = ((n * p.H + min(row0 + uint(i), p.H - 1u)) * p.C); ACC4 acc##i = ACC4(0);
     ROWS(DECL)
+#ifdef B_BROADCAST
+    uint brow = 0u;
+#else
     uint brow = n * p.C;
+#endif
     uint bcol = min(col, p.W - 1u);    // columns past W read a valid column, not stored
     uint c = k0;
     for (; c + 4u <= k1; c += 4u) {

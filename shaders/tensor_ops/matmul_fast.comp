@@ -115,7 +115,11 @@ void main() {
     if (col >= p.W) return;  // a spare lane (no barriers here): on lavapipe its loads would cost as a live lane's
     uint bcol = col;
     uint row0 = th * TM;
+#ifdef B_BROADCAST  // one B matrix for every n (MATMUL_T with D == 1)
+    uint brow = 0u;
+#else
     uint brow = n * p.C;
+#endif
     // acc<i>_<j>: row i, columns col + 8 j .. + 7 as two vec4 (lo, hi); rows past H read row H - 1
 #define DECLJ(i, j) vec4 lo##i##_##j = vec4(0), hi##i##_##j = vec4(0);
 #define DECL(i) uint ra##i = ((n * p.H + min(row0 + uint(i), p.H - 1u)) * p.C) >> 3; COLS(DECLJ, i)

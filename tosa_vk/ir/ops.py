@@ -314,6 +314,34 @@ def requirements(graph: Any) -> tuple[list[str], list[str]]:
     return profiles, sorted(needs - set(profiles))
 
 
+# The 1.1 draft writes some rows with type sets (<type_set>, <type_bind>) and the profile DEDUCE-EXT: one row per
+# combination, each needing the extensions of the types it uses. _DEDUCED_EXT: type -> the extension it needs.
+_DEDUCED_EXT = {"bf16_t": "EXT-BF16", "fp8e4m3_t": "EXT-FP8E4M3", "fp8e5m2_t": "EXT-FP8E5M2", "i64_t": "EXT-INT64"}
+
+
+def _deduce(base: str, *types: str) -> str:
+    """The profile text of an expanded type-set row: `base` ("PRO-FP", "PRO-INT or PRO-FP" or "") and the
+    extensions its types need; an extension alone stands for its profile (COMPATIBLE_PROFILES)."""
+    exts = sorted({_DEDUCED_EXT[t] for t in types if t in _DEDUCED_EXT})
+    return " and ".join(([base] if base and (not exts or "EXT-INT64" in exts) else []) + exts)
+
+
+def _matmul_t_mixed(out: str, a_set: Sequence[str], b_set: Sequence[str]) -> list[tuple[str, str, str]]:
+    """MATMUL_T's "Mixed precision" rows: A_t x B_t over two type sets (A_zp_t / B_zp_t follow A_t / B_t)."""
+    return [
+        (_deduce("PRO-FP", a, b, out), f"{a[:-2]}x{b[:-2]} with {out[:-2]} accumulate", f"{a} {b} {out} {a} {b}")
+        for a in a_set
+        for b in b_set
+    ]
+
+
+def _row_gather_rows(base: str, values: Sequence[str]) -> list[tuple[str, str, str]]:
+    """ROW_GATHER's rows: index_t in S_INDEX (i32_t, i64_t) x in_out_t in a type set."""
+    return [
+        (_deduce(base, i, v), f"{v[:-2]} with {i[:-2]} indices", f"{i} {v}") for i in ("i32_t", "i64_t") for v in values
+    ]
+
+
 # ==== The catalogue ============================================================================================
 # _op(NAME, chapter, [(kind, name, spec type, shape, rank[, flags]), ...], "type variables", [(profile, mode, types)])
 # The rows are aligned like the spec's tables, so the formatter leaves them alone.
@@ -355,6 +383,26 @@ _op("AVG_POOL2D", "tensor_ops", [  # spec line 963
     ("EXT-FP8E5M2", "fp8e5m2 with fp16 accumulate",    "fp8e5m2_t fp16_t"),
     ("EXT-INT16",   "signed 16 with int32 accumulate", "i16_t i32_t"),
 ])
+
+_op("AVG_POOL2D_ADAPTIVE", "tensor_ops", [  # tosa.xml line 256: kernel, stride, pad as shape_t inputs
+    ("in",   "input",     "T<in_out_t>", "[N,IH,IW,C]", "4"),
+    ("in",   "input_zp",  "T<in_out_t>", "[1]",         "1"),
+    ("in",   "output_zp", "T<in_out_t>", "[1]",         "1"),
+    ("in",   "kernel",    "shape_t",     "[2]",         "1"),
+    ("in",   "stride",    "shape_t",     "[2]",         "1"),
+    ("in",   "pad",       "shape_t",     "[4]",         "1"),
+    ("attr", "acc_type",  "acc_type_t",  "-",           "-"),
+    ("out",  "output",    "T<in_out_t>", "[N,OH,OW,C]", "4"),
+], "in_out_t acc_t", [
+    ("PRO-FP",      "fp16 with fp16 accumulate",       "fp16_t fp16_t"),
+    ("PRO-FP",      "fp16 with fp32 accumulate",       "fp16_t fp32_t"),
+    ("PRO-FP",      "fp32 with fp32 accumulate",       "fp32_t fp32_t"),
+    ("PRO-INT",     "signed 8 with int32 accumulate",  "i8_t i32_t"),
+    ("EXT-BF16",    "bf16 with fp32 accumulate",       "bf16_t fp32_t"),
+    ("EXT-FP8E4M3", "fp8e4m3 with fp16 accumulate",    "fp8e4m3_t fp16_t"),
+    ("EXT-FP8E5M2", "fp8e5m2 with fp16 accumulate",    "fp8e5m2_t fp16_t"),
+    ("EXT-INT16",   "signed 16 with int32 accumulate", "i16_t i32_t"),
+], since="1.1")
 
 _op("CONV2D", "tensor_ops", [  # spec line 1074
     ("in",   "input",       "T<in_t>",     "[N,IH,IW,IC]",  "4"),
@@ -456,6 +504,26 @@ _op("MATMUL", "tensor_ops", [  # spec line 1505
     ("EXT-INT16",   "signed 16x16 with int48 accumulate", "i16_t i48_t"),
 ])
 
+# A_zp_t / B_zp_t are A_t / B_t for every row without a block-scaled type. The draft's S1_IN / S2_IN sets less
+# bs32_fp8ue8m0_set_t (those rows come with block-scaled tensors); Arm's generator emits the same pairs.
+_MATMUL_T_S1 = ("fp8e4m3_t", "fp8e5m2_t", "fp16_t", "bf16_t")
+_op("MATMUL_T", "tensor_ops", [  # tosa.xml line 942: B is [D,W,C], D == 1 broadcasts it
+    ("in",  "A",      "T<A_t>",    "[N,H,C]", "3"),
+    ("in",  "B",      "T<B_t>",    "[D,W,C]", "3"),
+    ("in",  "A_zp",   "T<A_zp_t>", "[1]",     "1"),
+    ("in",  "B_zp",   "T<B_zp_t>", "[1]",     "1"),
+    ("out", "output", "T<out_t>",  "[N,H,W]", "3"),
+], "A_t B_t out_t A_zp_t B_zp_t", [
+    ("PRO-INT",   "signed 8x8 with int32 accumulate",   "i8_t i8_t i32_t i8_t i8_t"),
+    ("EXT-INT16", "signed 16x16 with int48 accumulate", "i16_t i16_t i48_t i16_t i16_t"),
+    # Mixed precision fp with bf16 accumulate (A_t in S1_IN_NO_FP16), and fp16 x S1_IN_NO_FP16
+    *_matmul_t_mixed("bf16_t", ("fp8e4m3_t", "fp8e5m2_t", "bf16_t"), _MATMUL_T_S1),
+    *_matmul_t_mixed("bf16_t", ("fp16_t",), ("fp8e4m3_t", "fp8e5m2_t", "bf16_t")),
+    # Mixed precision fp with fp32 accumulate: S2_IN x S2_IN
+    *_matmul_t_mixed("fp32_t", (*_MATMUL_T_S1, "fp32_t"), (*_MATMUL_T_S1, "fp32_t")),
+    ("PRO-FP",    "fp16xfp16 with fp16 accumulate",     "fp16_t fp16_t fp16_t fp16_t fp16_t"),
+], since="1.1")
+
 _op("MAX_POOL2D", "tensor_ops", [  # spec line 1568
     ("in",   "input",    "T<in_out_t>",            "[N,IH,IW,C]", "4"),
     ("attr", "kernel",   "T<i32_t>",               "[2]",         "1"),
@@ -472,6 +540,23 @@ _op("MAX_POOL2D", "tensor_ops", [  # spec line 1568
     ("EXT-FP8E5M2", "fp8e5m2",   "fp8e5m2_t"),
     ("EXT-INT16",   "signed 16", "i16_t"),
 ])
+
+_op("MAX_POOL2D_ADAPTIVE", "tensor_ops", [  # tosa.xml line 1135: kernel, stride, pad as shape_t inputs
+    ("in",   "input",    "T<in_out_t>",            "[N,IH,IW,C]", "4"),
+    ("in",   "kernel",   "shape_t",                "[2]",         "1"),
+    ("in",   "stride",   "shape_t",                "[2]",         "1"),
+    ("in",   "pad",      "shape_t",                "[4]",         "1"),
+    ("attr", "nan_mode", "nan_propagation_mode_t", "-",           "-"),
+    ("out",  "output",   "T<in_out_t>",            "[N,OH,OW,C]", "4"),
+], "in_out_t", [
+    ("PRO-FP",      "fp16",      "fp16_t"),
+    ("PRO-FP",      "fp32",      "fp32_t"),
+    ("PRO-INT",     "signed 8",  "i8_t"),
+    ("EXT-BF16",    "bf16",      "bf16_t"),
+    ("EXT-FP8E4M3", "fp8e4m3",   "fp8e4m3_t"),
+    ("EXT-FP8E5M2", "fp8e5m2",   "fp8e5m2_t"),
+    ("EXT-INT16",   "signed 16", "i16_t"),
+], since="1.1")
 
 _op("RFFT2D", "tensor_ops", [  # spec line 1662
     ("in",   "input_real",  "T<in_out_t>", "[N,H,W]",     "3"),
@@ -1103,6 +1188,19 @@ _op("GATHER", "scatter_gather", [  # spec line 4554
     ("EXT-FP8E4M3", "fp8e4m3",   "i32_t fp8e4m3_t"),
     ("EXT-FP8E5M2", "fp8e5m2",   "i32_t fp8e5m2_t"),
 ])
+
+# Base INT (S_INT), Base FP (S_FP adds fp16 / fp32) and Extension (S_EXT) rows over S_INDEX = i32_t, i64_t; the
+# block-scaled S_EXT member (bs32_fp8ue8m0_set_t) comes with block-scaled tensors.
+_op("ROW_GATHER", "scatter_gather", [  # tosa.xml line 3466
+    ("in",  "values",    "T<in_out_t>", "[N,K,C]",           "3"),
+    ("in",  "indices",   "T<index_t>",  "[N,W]",             "2"),
+    ("in",  "row_count", "T<i32_t>",    "[1]",               "1"),
+    ("out", "output",    "T<in_out_t>", "[N,W*row_count,C]", "3"),
+], "index_t in_out_t", [
+    *_row_gather_rows("PRO-INT or PRO-FP", ("bool_t", "i8_t", "i16_t", "i32_t", "i64_t")),
+    *_row_gather_rows("PRO-FP", ("fp16_t", "fp32_t")),
+    *_row_gather_rows("", ("fp8e4m3_t", "fp8e5m2_t", "bf16_t")),
+], since="1.1")
 
 _op("SCATTER", "scatter_gather", [  # spec line 4592
     ("in",  "values_in",  "T<in_out_t>", "[N,K,C]", "3"),

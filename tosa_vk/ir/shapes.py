@@ -242,11 +242,27 @@ def _reduce(c: _Ctx) -> list[Inferred]:
 
 
 def _pool2d(c: _Ctx) -> list[Inferred]:
+    return _pool2d_out(c, c.ints("kernel", 2), c.ints("stride", 2), c.ints("pad", 4))
+
+
+def _pool2d_adaptive(c: _Ctx) -> list[Inferred]:
+    """AVG_POOL2D_ADAPTIVE / MAX_POOL2D_ADAPTIVE: AVG_POOL2D / MAX_POOL2D with kernel, stride and pad as shape_t
+    inputs (after AVG's two zero points)."""
+    first = 3 if c.op == "AVG_POOL2D_ADAPTIVE" else 1
+    kernel = _shape_input(c, first, "kernel", 2)
+    stride = _shape_input(c, first + 1, "stride", 2)
+    pad = _shape_input(c, first + 2, "pad", 4)
+    if kernel is None or stride is None or pad is None:
+        return [Inferred(c.declared_shape(), c.inp(0, "input").dtype)]
+    return _pool2d_out(c, kernel, stride, pad)
+
+
+def _pool2d_out(c: _Ctx, kernel: Sequence[int], stride: Sequence[int], pad: Sequence[int]) -> list[Inferred]:
     t = c.inp(0, "input")
     n, ih, iw, ch = _rank(t, 4, "input", "[N,IH,IW,C]")
-    ky, kx = c.ints("kernel", 2)
-    sy, sx = c.ints("stride", 2)
-    pt, pb, pl, pr = c.ints("pad", 4)
+    ky, kx = kernel
+    sy, sx = stride
+    pt, pb, pl, pr = pad
     _err(ky < 1 or kx < 1, "ERROR_IF(kernel_y < 1 || kernel_x < 1)", f"kernel={[ky, kx]}")
     _err(sy < 1 or sx < 1, "ERROR_IF(stride_y < 1 || stride_x < 1)", f"stride={[sy, sx]}")
     _err(
@@ -407,6 +423,19 @@ def _matmul(c: _Ctx) -> list[Inferred]:
     declared = c.declared_dtype()
     if a == DType.FP16 and declared in (DType.FP16, DType.FP32):
         dtype = declared  # fp16 with fp16 or fp32 accumulate
+    return [Inferred((n, h, w), dtype, "output shape [N,H,W]", ("N", "H", "W"))]
+
+
+def _matmul_t(c: _Ctx) -> list[Inferred]:
+    n, h, ch = _rank(c.inp(0, "A"), 3, "A", "[N,H,C]")
+    d, w, c2 = _rank(c.inp(1, "B"), 3, "B", "[D,W,C]")
+    _err(d != n and d != 1, "ERROR_IF(D != N && D != 1)", f"A has N={n}, B has D={d}")
+    _err(c2 != ch, "A [N,H,C] and B [D,W,C] must have the same C", f"{ch} vs {c2}")
+    a = c.inputs[0].dtype
+    dtype: DType | None = _MATMUL_OUT.get(a) if not a.is_float else None
+    if dtype is None:  # floating point: bf16, fp16 (fp16 x fp16 only) or fp32 as declared; fp32 fits every pair
+        declared = c.declared_dtype()
+        dtype = declared if declared in (DType.BF16, DType.FP16, DType.FP32) else DType.FP32
     return [Inferred((n, h, w), dtype, "output shape [N,H,W]", ("N", "H", "W"))]
 
 
@@ -596,6 +625,19 @@ def _gather(c: _Ctx) -> list[Inferred]:
     return [Inferred((n, w, ch), values.dtype, "output shape [N,W,C]", ("N", "W", "C"))]
 
 
+def _row_gather(c: _Ctx) -> list[Inferred]:
+    values = c.inp(0, "values")
+    n, k, ch = _rank(values, 3, "values", "[N,K,C]")
+    n2, w = _rank(c.inp(1, "indices"), 2, "indices", "[N,W]")
+    _err(n2 != n, "values [N,K,C] and indices [N,W] must have the same N", f"{n} vs {n2}")
+    row_count = c.inp(2, "row_count")
+    if row_count.data is None or np.size(row_count.data) != 1:
+        return [Inferred(c.declared_shape(), values.dtype)]
+    r = int(np.asarray(row_count.data).reshape(-1)[0])
+    _err(r < 1, "ERROR_IF(row_count < 1)", f"row_count={r}")
+    return [Inferred((n, w * r, ch), values.dtype, "output shape [N,W*row_count,C]", ("N", "W*row_count", "C"))]
+
+
 def _scatter(c: _Ctx) -> list[Inferred]:
     values = c.inp(0, "values_in")
     n, k, ch = _rank(values, 3, "values_in", "[N,K,C]")
@@ -749,11 +791,14 @@ _FAMILIES: dict[str, Callable[[_Ctx], list[Inferred]]] = {
     "ARGMAX": _argmax,
     "AVG_POOL2D": _pool2d,
     "MAX_POOL2D": _pool2d,
+    "AVG_POOL2D_ADAPTIVE": _pool2d_adaptive,
+    "MAX_POOL2D_ADAPTIVE": _pool2d_adaptive,
     "CONV2D": _conv2d,
     "CONV3D": _conv3d,
     "DEPTHWISE_CONV2D": _depthwise_conv2d,
     "TRANSPOSE_CONV2D": _transpose_conv2d,
     "MATMUL": _matmul,
+    "MATMUL_T": _matmul_t,
     "FFT2D": _fft2d,
     "RFFT2D": _rfft2d,
     "CONCAT": _concat,
@@ -764,6 +809,7 @@ _FAMILIES: dict[str, Callable[[_Ctx], list[Inferred]]] = {
     "TILE": _tile,
     "TRANSPOSE": _transpose,
     "GATHER": _gather,
+    "ROW_GATHER": _row_gather,
     "SCATTER": _scatter,
     "RESIZE": _resize,
     "CONST": _const,

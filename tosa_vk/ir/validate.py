@@ -66,6 +66,8 @@ _ZERO_POINTS = {
     "DEPTHWISE_CONV2D": ((3, "input_zp", "in_t"), (4, "weight_zp", "weight_t")),
     "TRANSPOSE_CONV2D": ((3, "input_zp", "in_t"), (4, "weight_zp", "weight_t")),
     "MATMUL": ((2, "A_zp", "in_t"), (3, "B_zp", "in_t")),
+    "AVG_POOL2D_ADAPTIVE": ((1, "input_zp", "in_out_t"), (2, "output_zp", "in_out_t")),
+    "MATMUL_T": ((2, "A_zp", "A_t"), (3, "B_zp", "B_t")),
     "NEGATE": ((1, "input1_zp", "in_out_t"), (2, "output_zp", "in_out_t")),
 }
 
@@ -488,6 +490,14 @@ class _Validator:
         self.level_le(op.attrs["stride"], "MAX_STRIDE", ("stride_y", "stride_x"))
         self.level_le(op.attrs["pad"], "MAX_KERNEL", ("pad_top", "pad_bottom", "pad_left", "pad_right"))
 
+    def adaptive_pool_levels(self, op: Operator, ins, outs, bound) -> None:
+        """pool_levels on the kernel, stride and pad inputs (shape_t values, known: operand_ranks checked)."""
+        first = 3 if op.op == "AVG_POOL2D_ADAPTIVE" else 1
+        kernel, stride, pad = (shape_value(ins[first + i]) or [] for i in range(3))
+        self.level_le(kernel, "MAX_KERNEL", ("kernel_y", "kernel_x"))
+        self.level_le(stride, "MAX_STRIDE", ("stride_y", "stride_x"))
+        self.level_le(pad, "MAX_KERNEL", ("pad_top", "pad_bottom", "pad_left", "pad_right"))
+
     def conv_levels(self, op: Operator, ins, outs, bound) -> None:
         w = ins[1].shape
         if op.op == "CONV3D":
@@ -721,6 +731,7 @@ _FAMILY_CHECKS = {
     "shape_levels": SHAPE_OPS,
     "zero_points": tuple(_ZERO_POINTS),
     "pool_levels": ("AVG_POOL2D", "MAX_POOL2D"),
+    "adaptive_pool_levels": ("AVG_POOL2D_ADAPTIVE", "MAX_POOL2D_ADAPTIVE"),
     "conv_levels": ("CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D"),
     "fft_levels": ("FFT2D", "RFFT2D"),
 }

@@ -78,6 +78,7 @@ TRANSPOSE = layout(
 )
 PAD = layout(("total", "uint"), ("rank", "int"), *_arrays(MAX_RANK, "shape", "in_shape", "lo", "in_stride"))
 GATHER = layout(*_uints("total", "C", "W"), ("K", "int"))  # gather and scatter
+ROW_GATHER = layout(*_uints("total", "C", "W"), *_ints("K", "R"))
 RESIZE = layout(
     ("total", "uint"), *_ints("C", "OW", "OH", "IW", "IH", "sy_n", "sy_d", "sx_n", "sx_d", "off_y", "off_x")
 )
@@ -105,6 +106,7 @@ SHADERS: dict[str, tuple[PushLayout, ...]] = {
     "data_layout/pad": (PAD,),
     "scatter_gather/gather": (GATHER,),
     "scatter_gather/scatter": (GATHER,),
+    "scatter_gather/row_gather": (ROW_GATHER,),
     "image/resize": (RESIZE,),
     "tensor_ops/matmul": (MATMUL,),
     "tensor_ops/matmul_fast": (MATMUL_FAST,),

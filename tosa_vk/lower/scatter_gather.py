@@ -1,7 +1,9 @@
-"""Scatter / gather operators (spec 2.11) on Vulkan: GATHER and SCATTER along K of [N, K, C] value tensors.
+"""Scatter / gather operators (spec 2.11) on Vulkan: GATHER, SCATTER and (TOSA 1.1) ROW_GATHER along K of [N, K, C]
+value tensors.
 
 Exact data movement of raw units (see data_layout.py): rows of C elements are copied as wide units when C allows.
-GATHER is one kernel (shaders/scatter_gather/gather.comp); SCATTER copies values_in to values_out
+GATHER is one kernel (shaders/scatter_gather/gather.comp), ROW_GATHER one too (row_gather.comp: row_count rows per
+index, int32 or int64 indices); SCATTER copies values_in to values_out
 (data_layout/copy) and then writes the input rows at their indices (shaders/scatter_gather/scatter.comp).
 """
 
@@ -48,6 +50,37 @@ def GATHER(ctx: LowerCtx):
             rows,
             out.size * width(values) // unit,
             _index(indices),
+        )
+    ]
+
+
+@lowering("ROW_GATHER")
+def ROW_GATHER(ctx: LowerCtx):
+    values, indices = ctx.inputs[:2]
+    out = ctx.outputs[0]
+    row_count = ctx.constant(2)
+    if row_count is None or indices.dtype not in (DType.INT32, DType.INT64):
+        return None
+    r = int(row_count.reshape(-1)[0])
+    n, k, c = values.shape
+    w = indices.shape[1]
+    if out.size == 0:
+        return []
+    if r < 1 or out.size >= 1 << 32:
+        return None
+    unit, _ = _rows(ctx, values, n, w, k, c)
+    if unit is None:
+        return None
+    cu = c * width(values) // unit
+    return [
+        raw_kernel(
+            ctx,
+            "scatter_gather/row_gather",
+            {"V": values.name, "I": indices.name, "O": out.name},
+            unit,
+            push.ROW_GATHER.pack(n * w * r * cu, cu, w, k, r),
+            n * w * r * cu,
+            {"IDX64": "1"} if indices.dtype == DType.INT64 else {},
         )
     ]
 

@@ -1,8 +1,9 @@
 """Tensor operators (spec 2.3) on Vulkan: MATMUL (shaders/tensor_ops/matmul_fast.comp for floating point with
 C % 8 == 0 and W % 8 == 0: 16 x 16 register tiles fed by 8-element loads; matmul.comp otherwise: 8 x 4 tiles of
-any type, zero points, long C split into passes), AVG_POOL2D / MAX_POOL2D (pool.comp), FFT2D / RFFT2D (fft.comp:
-radix-2 Stockham passes over a twiddle table from fft_twiddle.comp). ARGMAX lives in lower/reduction.py; the
-convolutions in lower/convolution.py.
+any type, zero points, long C split into passes), MATMUL_T (the same kernels: matmul.comp reads B as [D, W, C],
+mixed fp types included; matmul_fast.comp after B is transposed, at load time for a constant B), AVG_POOL2D /
+MAX_POOL2D and their _ADAPTIVE forms (pool.comp), FFT2D / RFFT2D (fft.comp: radix-2 Stockham passes over a twiddle
+table from fft_twiddle.comp). ARGMAX lives in lower/reduction.py; the convolutions in lower/convolution.py.
 
 Every loop here stays within the target's loop budget (lavapipe ends an invocation's loops after 65535 iterations in
 total): MATMUL splits a long C into partial sums (a second pass adds them), pooling windows are bounded, and each FFT
@@ -11,10 +12,15 @@ pass is one butterfly per invocation.
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
+
 from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode, Tensor
 from ..program import Kernel
 from . import LowerCtx, lowering, push, texels
+from .data_layout import strided_copy
 from .elementwise_binary import VEC4
 from .epilogue import bind, epilogue_defines
 from .types import glsl_storage
@@ -87,11 +93,17 @@ def _fast_tile(macs: int, h: int, w: int) -> tuple[int, int]:
 
 
 def matmul_fast(
-    ctx: LowerCtx, a: Tensor, b: Tensor, shape: tuple[int, int, int, int], bias: Tensor | None = None
+    ctx: LowerCtx,
+    a: Tensor,
+    b: Tensor,
+    shape: tuple[int, int, int, int],
+    bias: Tensor | None = None,
+    broadcast: bool = False,
 ) -> list[Kernel] | None:
     """matmul_fast.comp on a [N, H, C] x b [N, C, W] (shape = N, H, C, W; the tensors' own shapes may differ, e.g. a
     1x1 convolution's input and its weights laid out as [1, IC, OC]), then `bias` [W] or [1] added to each result
-    (in fp32, as a convolution does) before ctx's epilogue; None when the shapes or types do not allow it."""
+    (in fp32, as a convolution does) before ctx's epilogue; None when the shapes or types do not allow it.
+    `broadcast`: b is one [C, W] matrix for every n."""
     n, h, c, w = shape
     if not _fast_applies(ctx, a.dtype, c, w):
         return None
@@ -112,6 +124,8 @@ def matmul_fast(
     }
     if kind == "UNIT_FP8":
         defines["DECODE8(v)"] = "LOAD_A(v)"
+    if broadcast:
+        defines["B_BROADCAST"] = "1"
     bindings = {"A": a.name, "B": b.name, "O": ctx.result.name}
     fused = epilogue_defines(ctx, bindings, out_map=True)
     if fused is None:
@@ -158,6 +172,24 @@ def MATMUL(ctx: LowerCtx):
         fast = ctx.attempt(lambda: _matmul_fast(ctx))
         if fast is not None:
             return fast
+    return _matmul_generic(ctx, a, b_source, (n, h, c, w), spec, transposed)
+
+
+def _matmul_generic(
+    ctx: LowerCtx,
+    a: Tensor,
+    b_source: str,
+    shape: tuple[int, int, int, int],
+    spec: tuple,
+    transposed: bool,
+    broadcast: bool = False,
+) -> list[Kernel] | None:
+    """matmul.comp (then matmul_sum.comp when C is split) on A [N, H, C] and B bound as `b_source`: [N, C, W], or
+    [N, W, C] when `transposed`; `broadcast`: B has one matrix for every n (MATMUL_T's D == 1)."""
+    n, h, c, w = shape
+    b = ctx.tensor(b_source)
+    out = ctx.outputs[0]
+    _, acc, acc4, partial_t = spec
     defines = {
         "ACC": acc,
         "ACC4": acc4,
@@ -168,6 +200,8 @@ def MATMUL(ctx: LowerCtx):
     extra = {}
     if transposed:
         defines["B_TRANSPOSED"] = "1"
+    if broadcast:
+        defines["B_BROADCAST"] = "1"
     if a.dtype == DType.INT8:
         za, zb = _scalar(ctx, 2), _scalar(ctx, 3)
         if za is None or zb is None:
@@ -222,19 +256,105 @@ def MATMUL(ctx: LowerCtx):
     return [first, second]
 
 
+# ---- MATMUL_T ------------------------------------------------------------------------------------------------------
+
+# every fp pair: fp32 sums
+_FLOAT_ACC: tuple[tuple[DType, ...], str, str, DType] = (
+    (DType.FP16, DType.BF16, DType.FP32),
+    "float",
+    "vec4",
+    DType.FP32,
+)
+
+
+# B types each A type holds exactly: a constant B of one of them is converted to A's type at load time, so that a
+# mixed pair (fp8 weights with bf16 / fp16 / fp32 activations) runs on the fast kernel with the same products
+_HOLDS = {
+    DType.FP32: (DType.FP16, DType.BF16, DType.FP8E4M3, DType.FP8E5M2),
+    DType.BF16: (DType.FP8E4M3, DType.FP8E5M2),
+    DType.FP16: (DType.FP8E4M3, DType.FP8E5M2),
+}
+
+
+def _matmul_t_fast(ctx: LowerCtx, broadcast: bool) -> list[Kernel] | None:
+    """matmul_fast.comp on B^T: a constant B is transposed (and converted to A's type, see _HOLDS) at load time, a
+    run-time one of A's type copied transposed into a temporary (a copy then the fast kernel beats matmul.comp's
+    strided loads, as for MATMUL after a TRANSPOSE)."""
+    a, b = ctx.inputs[:2]
+    n, h, c = a.shape
+    d, w, _ = b.shape
+    data = ctx.constant(1)
+    if data is not None and (b.dtype == a.dtype or b.dtype in _HOLDS.get(a.dtype, ())):
+        values = np.asarray(data).reshape(d, w, c).transpose(0, 2, 1).astype(a.dtype.numpy)
+        bt = ctx.add_constant(np.ascontiguousarray(values), a.dtype)
+        copy = []
+    elif b.dtype == a.dtype:
+        bt = ctx.temporary((d, c, w), b.dtype)
+        k = strided_copy(ctx, b, ctx.tensor(bt), (d, c, w), (w * c, 1, c))
+        if k is None:
+            return None
+        copy = [dataclasses.replace(k, reads=(ctx.q(b.name),), writes=(bt,))]
+    else:
+        return None
+    fast = matmul_fast(ctx, a, ctx.tensor(bt), (n, h, c, w), broadcast=broadcast)
+    return None if fast is None else copy + fast
+
+
+@lowering("MATMUL_T")
+def MATMUL_T(ctx: LowerCtx):
+    a, b = ctx.inputs[:2]
+    out = ctx.outputs[0]
+    # mixed fp precision: each side converted to fp32 on load
+    spec = _FLOAT_ACC if a.dtype.is_float and b.dtype.is_float else _MATMUL.get(a.dtype)
+    if spec is None or (spec is not _FLOAT_ACC and b.dtype != a.dtype) or out.dtype not in spec[0]:
+        return None
+    if spec[1] == "int64_t" and not ctx.target.has("shaderInt64"):
+        return None
+    n, h, c = a.shape
+    d, w, _ = b.shape
+    if out.size == 0:
+        return []
+    if a.size >= 1 << 32 or b.size >= 1 << 32 or out.size >= 1 << 32:
+        return None
+    broadcast = d == 1 and n > 1
+    if a.dtype.is_float and MATMUL_FAST and _fast_applies(ctx, a.dtype, c, w):
+        fast = ctx.attempt(lambda: _matmul_t_fast(ctx, broadcast))
+        if fast is not None:
+            return fast
+    return _matmul_generic(ctx, a, b.name, (n, h, c, w), spec, transposed=True, broadcast=broadcast)
+
+
 # ---- pooling -------------------------------------------------------------------------------------------------------
 
 _POOL_INT = {DType.INT8: (-128, 127), DType.INT16: (-32768, 32767)}
 _POOL_FLOAT = (DType.FP16, DType.BF16, DType.FP32, DType.FP8E4M3, DType.FP8E5M2)
 
 
-def _pool(ctx: LowerCtx, defines: dict[str, str], extra: dict[str, str] | None = None) -> list[Kernel] | None:
+Window = tuple[list[int], list[int], list[int]]  # kernel, stride, pad
+
+
+def _attr_window(ctx: LowerCtx) -> Window:
+    return tuple([int(v) for v in ctx.attr(name)] for name in ("kernel", "stride", "pad"))  # type: ignore[return-value]
+
+
+def _input_window(ctx: LowerCtx, first: int) -> Window | None:
+    """The _ADAPTIVE pools' kernel, stride and pad: shape_t inputs first .. first + 2 (CONST_SHAPE values)."""
+    values = [ctx.constant(first + i) for i in range(3)]
+    if any(v is None for v in values):
+        return None
+    return tuple([int(x) for x in v.reshape(-1)] for v in values)  # type: ignore[return-value,union-attr]
+
+
+def _pool(
+    ctx: LowerCtx, window: Window | None, defines: dict[str, str], extra: dict[str, str] | None = None
+) -> list[Kernel] | None:
+    """pool.comp over the window `window` (every output position clips it to the input: padding never counts)."""
+    if window is None:
+        return None
     x, out = ctx.inputs[0], ctx.outputs[0]
     n, ih, iw, c = x.shape
     _, oh, ow, _ = out.shape
-    kh, kw = (int(v) for v in ctx.attr("kernel"))
-    sy, sx = (int(v) for v in ctx.attr("stride"))
-    pt, _, pl, _ = (int(v) for v in ctx.attr("pad"))
+    (kh, kw), (sy, sx), (pt, _, pl, _) = window
     if out.size == 0:
         return []
     if min(kh, ih) * min(kw, iw) + min(kh, ih) > ctx.target.loop_budget or x.size >= 1 << 32:
@@ -254,26 +374,44 @@ def _pool(ctx: LowerCtx, defines: dict[str, str], extra: dict[str, str] | None =
 
 @lowering("MAX_POOL2D")
 def MAX_POOL2D(ctx: LowerCtx):
+    return _max_pool2d(ctx, _attr_window(ctx))
+
+
+@lowering("MAX_POOL2D_ADAPTIVE")
+def MAX_POOL2D_ADAPTIVE(ctx: LowerCtx):
+    return _max_pool2d(ctx, _input_window(ctx, 1))
+
+
+def _max_pool2d(ctx: LowerCtx, window: Window | None):
     t = ctx.inputs[0].dtype
     if ctx.outputs[0].dtype != t:
         return None
     if t in _POOL_INT:
-        return _pool(ctx, {"MAX_INT": "1"})
+        return _pool(ctx, window, {"MAX_INT": "1"})
     if t not in _POOL_FLOAT:
         return None
     defines = {"MAX_FLOAT": "1"}
     if ctx.attr("nan_mode") == NanPropagationMode.IGNORE:
         defines["IGNORE"] = "1"
-    return _pool(ctx, defines)
+    return _pool(ctx, window, defines)
 
 
 @lowering("AVG_POOL2D")
 def AVG_POOL2D(ctx: LowerCtx):
+    return _avg_pool2d(ctx, _attr_window(ctx))
+
+
+@lowering("AVG_POOL2D_ADAPTIVE")
+def AVG_POOL2D_ADAPTIVE(ctx: LowerCtx):
+    return _avg_pool2d(ctx, _input_window(ctx, 3))
+
+
+def _avg_pool2d(ctx: LowerCtx, window: Window | None):
     t = ctx.inputs[0].dtype
     if ctx.outputs[0].dtype != t:
         return None
     if t in _POOL_FLOAT:
-        return _pool(ctx, {"AVG_FLOAT": "1"})  # fp32 sums for acc_type fp16 / fp32 alike
+        return _pool(ctx, window, {"AVG_FLOAT": "1"})  # fp32 sums for acc_type fp16 / fp32 alike
     if t not in _POOL_INT or not ctx.target.has("shaderInt64"):
         return None
     lo, hi = _POOL_INT[t]
@@ -281,9 +419,9 @@ def AVG_POOL2D(ctx: LowerCtx):
     zi, zo = _scalar(ctx, 1), _scalar(ctx, 2)
     if zi is None or zo is None:
         defines["ZP_BUFFER"] = "1"
-        return _pool(ctx, defines, {"ZI": ctx.inputs[1].name, "ZO": ctx.inputs[2].name})
+        return _pool(ctx, window, defines, {"ZI": ctx.inputs[1].name, "ZO": ctx.inputs[2].name})
     defines.update(IN_ZP=str(int(zi)), OUT_ZP=str(int(zo)))
-    return _pool(ctx, defines)
+    return _pool(ctx, window, defines)
 
 
 # ---- FFT -----------------------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Scatter / gather operators (spec 2.11): GATHER and SCATTER along K of [N, K, C] value tensors."""
+"""Scatter / gather operators (spec 2.11): GATHER, SCATTER and (TOSA 1.1) ROW_GATHER along K of [N, K, C] value
+tensors."""
 
 from __future__ import annotations
 
@@ -24,6 +25,23 @@ def GATHER(call: Call):
     k = indices.astype(np.int64)
     call.require((k >= 0) & (k < values.shape[1]), "0 <= k && k < K")
     return np.take_along_axis(values, k[:, :, None], axis=1)
+
+
+@reference("ROW_GATHER")
+def ROW_GATHER(call: Call):
+    values, indices, row_count = call.inputs
+    r = int(np.asarray(row_count).reshape(-1)[0])
+    call.error_if(r < 1, "row_count < 1")
+    call.error_if(values.ndim != 3 or indices.ndim != 2, "values must be rank 3 and indices rank 2")
+    n, k_size, c = values.shape
+    w = indices.shape[1]
+    call.error_if(indices.shape[0] != n, "N differs between values and indices")
+    call.error_if(tuple(call.out_shapes[0]) != (n, w * r, c), "output shape != [N,W*row_count,C]")
+    k = indices.astype(np.int64)
+    # k + row_count <= K, written so that an index near the int64 maximum cannot wrap around
+    call.require((k >= 0) & (k <= k_size - r), "0 <= k && (k+row_count) <= K")
+    rows = (k[:, :, None] + np.arange(r)).reshape(n, w * r)  # output row w * row_count + r reads row k + r
+    return np.take_along_axis(values, rows[:, :, None], axis=1)
 
 
 @reference("SCATTER")

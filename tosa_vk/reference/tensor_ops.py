@@ -1,12 +1,13 @@
 """Tensor operators (spec 2.3): ARGMAX, AVG_POOL2D, CONV2D, CONV3D, DEPTHWISE_CONV2D, FFT2D, MATMUL, MAX_POOL2D,
-RFFT2D, TRANSPOSE_CONV2D.
+RFFT2D, TRANSPOSE_CONV2D; TOSA 1.1's AVG_POOL2D_ADAPTIVE / MAX_POOL2D_ADAPTIVE (the pools with kernel, stride and
+pad as shape_t inputs) and MATMUL_T (B as [D,W,C], broadcast when D == 1; A and B of different types).
 
-Floating-point dot products (convolutions, MATMUL) are summed in FLOAT_DOT (float32, see below), then bias-added
-and rounded to the output type; FFTs and AVG_POOL2D run in float64 and round once. Integer dot products use float32 /
-float64 BLAS, exact while every partial sum is an integer below 2**24 / 2**53 (checked, else int64), and REQUIRE the
-int32 / int48 accumulator and output ranges on the final sums. Stride-1 convolutions are one matmul per kernel tap
-over contiguous slices of the flattened padded input ("shifted GEMM"); strided ones one matmul per tap over strided
-views.
+Floating-point dot products (convolutions, MATMUL, MATMUL_T) are summed in FLOAT_DOT (float32, see below), then
+bias-added and rounded to the output type; FFTs and AVG_POOL2D run in float64 and round once. Integer dot products use
+float32 / float64 BLAS, exact while every partial sum is an integer below 2**24 / 2**53 (checked, else int64), and
+REQUIRE the int32 / int48 accumulator and output ranges on the final sums. Stride-1 convolutions are one matmul per
+kernel tap over contiguous slices of the flattened padded input ("shifted GEMM"); strided ones one matmul per tap over
+strided views.
 """
 
 from __future__ import annotations
@@ -243,11 +244,8 @@ def ARGMAX(call: Call):
     return np.argmax(hit, axis=axis).astype(out_t)
 
 
-def _pool_args(call: Call):
+def _pool_args(call: Call, kernel: list[int], stride: list[int], pad: list[int]):
     x = call.inputs[0]
-    kernel = _ints(call, "kernel", 1, 2)
-    stride = _ints(call, "stride", 1, 2)
-    pad = _ints(call, "pad", 0, 4)
     call.error_if(kernel[0] < 1 or kernel[1] < 1, "kernel_y < 1 || kernel_x < 1")
     call.error_if(stride[0] < 1 or stride[1] < 1, "stride_y < 1 || stride_x < 1")
     call.error_if(min(pad) < 0, "pad_top < 0 || pad_bottom < 0 || pad_left < 0 || pad_right < 0")
@@ -268,13 +266,34 @@ def _pool(xp: np.ndarray, kernel, stride, out, combine):
     return acc
 
 
+def _attr_window(call: Call) -> tuple[list[int], list[int], list[int]]:
+    """kernel, stride, pad of AVG_POOL2D / MAX_POOL2D (attributes)."""
+    return _ints(call, "kernel", 1, 2), _ints(call, "stride", 1, 2), _ints(call, "pad", 0, 4)
+
+
+def _input_window(call: Call, first: int) -> tuple[list[int], list[int], list[int]]:
+    """kernel, stride, pad of the _ADAPTIVE pools: shape_t inputs first .. first + 2."""
+    kernel, stride, pad = ([int(v) for v in np.asarray(call.inputs[first + i]).reshape(-1)] for i in range(3))
+    call.error_if(len(kernel) != 2 or len(stride) != 2 or len(pad) != 4, "kernel, stride, pad not of [2], [2], [4]")
+    return kernel, stride, pad
+
+
 @reference("AVG_POOL2D")
 def AVG_POOL2D(call: Call):
+    return _avg_pool2d(call, *_attr_window(call))
+
+
+@reference("AVG_POOL2D_ADAPTIVE")
+def AVG_POOL2D_ADAPTIVE(call: Call):
+    return _avg_pool2d(call, *_input_window(call, 3))
+
+
+def _avg_pool2d(call: Call, kernel: list[int], stride: list[int], pad: list[int]):
     x = call.inputs[0]
     t = call.in_types[0]
     izp = _zp(call, 1, t == DType.INT8, "in_out")
     ozp = _zp(call, 2, t == DType.INT8, "in_out")
-    kernel, stride, pads, out = _pool_args(call)
+    kernel, stride, pads, out = _pool_args(call, kernel, stride, pad)
     # Number of valid (non-padding) input positions per output row / column.
     counts = []
     for o, k, s, (lo, _), size in zip(out, kernel, stride, pads, x.shape[1:3]):
@@ -297,9 +316,18 @@ def AVG_POOL2D(call: Call):
 
 @reference("MAX_POOL2D")
 def MAX_POOL2D(call: Call):
+    return _max_pool2d(call, *_attr_window(call))
+
+
+@reference("MAX_POOL2D_ADAPTIVE")
+def MAX_POOL2D_ADAPTIVE(call: Call):
+    return _max_pool2d(call, *_input_window(call, 1))
+
+
+def _max_pool2d(call: Call, kernel: list[int], stride: list[int], pad: list[int]):
     x = call.inputs[0]
     t = call.in_types[0]
-    kernel, stride, pads, out = _pool_args(call)
+    kernel, stride, pads, out = _pool_args(call, kernel, stride, pad)
     if not t.is_float:
         return _pool(_pad_input(x, pads, t.int_range[0]), kernel, stride, out, np.maximum)
     ignore = call.attr("nan_mode") == NanPropagationMode.IGNORE
@@ -426,6 +454,27 @@ def MATMUL(call: Call):
     if out_t.is_float:
         return acc if acc.dtype == out_t.numpy else round_to(acc, out_t)
     require_range(acc, out_t, "apply_add_s<out_t>(acc, value1 * value2) in range")
+    return acc.astype(out_t.numpy)
+
+
+@reference("MATMUL_T")
+def MATMUL_T(call: Call):
+    a, b = call.inputs[:2]
+    a_t, b_t, out_t = call.in_types[0], call.in_types[1], call.out_types[0]
+    azp = _zp(call, 2, a_t == DType.INT8, "A")
+    bzp = _zp(call, 3, b_t == DType.INT8, "B")
+    n, _, c = a.shape
+    d, _, c2 = b.shape
+    call.error_if(d != n and d != 1, "D != N && D != 1")
+    call.error_if(c2 != c, "A [N,H,C] and B [D,W,C] do not match")
+    integer = not a_t.is_float
+    ct = _compute_type(a_t, a, b, azp, bzp, 1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        # B^T as a [D, C, W] view; matmul broadcasts its D == 1 over N
+        acc = _to_acc(np.matmul(_values(a, azp, ct), _values(b, bzp, ct).transpose(0, 2, 1)), integer)
+    if out_t.is_float:
+        return acc if acc.dtype == out_t.numpy else round_to(acc, out_t)
+    require_range(acc, out_t, "apply_add_s<out_t>(acc, apply_mul_s<out_t>(value1, value2)) in range")
     return acc.astype(out_t.numpy)
 
 
