@@ -62,7 +62,8 @@ def one_positive_test_per_class() -> list[Path]:
 # INT64 row; tests/test_conformance_1_1.py::test_scope reports the rest of the selection.
 TOSA_1_1_NEW_OPS_DONE = (
     "dim add_shape sub_shape mul_shape div_ceil_shape div_floor_shape mod_shape min_shape max_shape exp2_shape "
-    "log2_ceil_shape log2_floor_shape concat_shape slice_shape assert_equal_shape"
+    "log2_ceil_shape log2_floor_shape concat_shape slice_shape assert_equal_shape matmul_t row_gather "
+    "avg_pool2d_adaptive max_pool2d_adaptive"
 ).split()
 TOSA_1_1_MX_OPS_DONE: list[str] = []  # new operators whose block-scaled (MX) tests are in scope
 

@@ -1,11 +1,10 @@
 """TOSA 1.1's MATMUL_T, ROW_GATHER, AVG_POOL2D_ADAPTIVE and MAX_POOL2D_ADAPTIVE (without block-scaled tensors) on
 both backends: the reference against numpy / the 1.0 operators, Vulkan (strict) against the reference, the
-ERROR_IF / REQUIRE rules, and Arm's generated 1.1 conformance tests of these operators (positive and negative)."""
+ERROR_IF / REQUIRE rules. Arm's generated 1.1 tests of these operators run in tests/test_conformance_1_1.py."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -386,48 +385,3 @@ def test_row_gather_out_of_range_stays_in_buffer(device):
 def test_row_gather_row_count_error():
     with pytest.raises(TosaError, match=re.escape("ERROR_IF(row_count < 1)")):
         graph_of(_row_gather((1, 7, 2), (1, 2), DType.FP32, DType.INT32, 0))
-
-
-# ---- Arm's generated conformance tests -----------------------------------------------------------------------------
-
-OPS = ("matmul_t", "row_gather", "max_pool2d_adaptive", "avg_pool2d_adaptive")
-# Generated 1.1 tests (one per op x type class, seed 42): the first folder holding an operator is used.
-ROOTS = [Path("/tmp/g11all/out"), Path("/tmp/tensor11/out"), Path("/tmp/g11/out"), Path("/tmp/tensor11/neg")]
-
-
-def _conformance_tests() -> list[Path]:
-    """One test per class (data-set variants _s0 .. _s5 and the _fs / _is / _dyn sets of one class share it), block-
-    scaled tests (bs32) left out; positive tests from the first root that has the operator, negative ones from
-    every root of negative tests."""
-    found: list[Path] = []
-    for op in OPS:
-        for negative in (False, True):
-            for root in ROOTS:
-                folder = root / op
-                if not folder.is_dir() or (("neg" in root.name) != negative):
-                    continue
-                seen: set[str] = set()
-                for test in sorted(folder.iterdir()):
-                    key = re.sub(r"_(s\d|fs|is|dyn)$", "", re.sub(r"_(dyn|is)(?=_s\d$)", "", test.name))
-                    if "bs32" in test.name or key in seen or not (test / "desc.json").exists():
-                        continue
-                    seen.add(key)
-                    found.append(test)
-                break
-    return found
-
-
-TESTS = _conformance_tests()
-
-
-@pytest.mark.parametrize("backend", ["reference", "vulkan"])
-@pytest.mark.parametrize("test", TESTS or [None], ids=lambda t: t.name if t else "none")
-def test_conformance_1_1(backend, test):
-    if test is None:
-        pytest.skip("no generated 1.1 conformance tests of these operators under " + ", ".join(map(str, ROOTS)))
-    from tosa_vk.conformance.run import run_test
-
-    if re.search(r"_i64_", test.name):
-        pytest.xfail("int64 results: the conformance runner does not write INT64 outputs yet (Arm's verifier)")
-    outcome = run_test(test, backend, strict=True) if backend == "vulkan" else run_test(test, backend)
-    assert outcome.status == "pass", outcome.detail

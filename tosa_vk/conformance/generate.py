@@ -19,6 +19,7 @@ import fcntl
 import hashlib
 import importlib.metadata
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -223,8 +224,15 @@ def _build_tests(ops: list[str], sel: Selection, out: Path) -> None:
         if sel.test_type == "negative":
             cmd += ["--tensor-dim-range", "1,16"]
         done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode != 0:
+        # tosa-tools 2026.8 cannot build a few of its own 1.1 ERROR_IF tests ("Invalid ERROR_IF test created:
+        # concat_ERRORIF_ConcatInputDimMismatch_..._bs32-..."): it writes the others and exits 1 naming them
+        invalid = re.findall(r"Invalid ERROR_IF test created: \S+ (\S+)", done.stderr)
+        if done.returncode != 0 and not (invalid and sel.test_type == "negative"):
             raise RuntimeError(f"tosa_verif_build_tests failed for {group}:\n{done.stderr[-2000:]}")
+        if invalid:
+            out.mkdir(parents=True, exist_ok=True)
+            with open(out / "generator_failures.txt", "a") as log:
+                log.write("".join(name + "\n" for name in invalid))
 
 
 def cache_folder(sel: Selection) -> Path:
@@ -261,11 +269,19 @@ def _generate_into(final: Path, sel: Selection, jobs: int) -> Path:
         for desc in sorted(work.glob("shard*/**/desc.json")):
             if sel.tosa_version == "1.0" or adds_to_1_0(desc.parent):
                 desc.parent.rename(tests / desc.parent.name)
+        failures = sorted(n for f in work.glob("shard*/generator_failures.txt") for n in f.read_text().split())
         for shard in work.glob("shard*"):
             shutil.rmtree(shard, ignore_errors=True)
         count = sum(1 for _ in tests.iterdir())
         (work / "complete.json").write_text(
-            json.dumps({"tests": count, "tosa_tools": tools_version(), "selection": sel.config()})
+            json.dumps(
+                {
+                    "tests": count,
+                    "tosa_tools": tools_version(),
+                    "selection": sel.config(),
+                    "generator_failures": failures,  # tests Arm's generator could not build
+                }
+            )
         )
         try:
             work.rename(final)
