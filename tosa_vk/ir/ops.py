@@ -203,12 +203,43 @@ def _op(
         choices = [_row_types(t) for t in typs.split()]
         for combination in itertools.product(*choices):
             binding = MappingProxyType(dict(zip(names, combination, strict=True)))
-            for p in first.split(" or "):
-                support.append(TypeSupport(p, mode, binding, tuple(also), row_since))
+            needs = [p for p in first.split(" or ")]
+            more = tuple(also)
+            if "DEDUCE-EXT" in (first, *also):  # the spec's marker: the extensions follow from the types
+                deduced = list(dict.fromkeys(e for t in combination for e in deduced_extensions(t)))
+                more = tuple(dict.fromkeys(a for a in (*also, *deduced) if a != "DEDUCE-EXT"))
+                if first == "DEDUCE-EXT":
+                    needs, more = ([more[0]], more[1:]) if more else (["PRO-FP"], ())
+            for p in needs:
+                support.append(TypeSupport(p, mode, binding, more, row_since))
     if name in OPS:  # a later version's rows for an operator already listed
         OPS[name] = replace(OPS[name], types=OPS[name].types + tuple(support))
         return
     OPS[name] = OpSpec(name, chapter, tuple(ops), tuple(support), _version(since))
+
+
+# The spec's "Extension Data Type Mapping": the extensions a type brings to a DEDUCE-EXT row
+_TYPE_EXTENSIONS: dict[DType, tuple[str, ...]] = {
+    DType.INT64: ("EXT-INT64",),
+    DType.INT16: ("EXT-INT16",),
+    DType.INT4: ("EXT-INT4",),
+    DType.BF16: ("EXT-BF16",),
+    DType.FP8E4M3: ("EXT-FP8E4M3",),
+    DType.FP8E5M2: ("EXT-FP8E5M2",),
+    DType.FP8UE8M0: ("EXT-MX-COMMON",),
+    DType.FP4E2M1: ("EXT-MX-FP4E2M1",),
+    DType.FP6E2M3: ("EXT-MX-FP6E2M3",),
+    DType.FP6E3M2: ("EXT-MX-FP6E3M2",),
+    DType.MXINT8: ("EXT-MX-INT8",),
+}
+
+
+def deduced_extensions(t: ElementType) -> tuple[str, ...]:
+    """The extensions a type needs (spec: Extension Data Type Mapping; a bs32 type: EXT-MX-COMMON and its value's
+    MX extension, e.g. EXT-MX-FP8E4M3 for bs32_fp8ue8m0_fp8e4m3_t)."""
+    if isinstance(t, BlockScaled):
+        return ("EXT-MX-COMMON", "EXT-MX-" + t.value.name.replace("MXINT8", "INT8"))
+    return _TYPE_EXTENSIONS.get(t, ())
 
 
 def _row_types(name: str) -> tuple[ElementType, ...]:
@@ -1512,6 +1543,21 @@ _op("ROW_GATHER_BLOCK_SCALED", "scatter_gather", [
     *((f"EXT-MX-COMMON and {_MX_EXT[v]}{x}", f"{v} with fp8ue8m0 scale factor", f"{v}_t {i} fp8ue8m0_t")
       for i, x in (("i32_t", ""), ("i64_t", " and EXT-INT64")) for v in _MX_VALUES),
 ], since="1.1")
+
+# MX rows of 1.0 operators: plain MX element constants (Arm's tests hold block-scaled operands as two plain
+# tensors) and block-scaled tensors
+_op("CONST", "", [], "out_t", [
+    ("EXT-MX-COMMON",  "fp8ue8m0", "fp8ue8m0_t",          "1.1"),
+    ("EXT-MX-FP6E3M2", "fp6e3m2",  "fp6e3m2_t",           "1.1"),
+    ("EXT-MX-FP6E2M3", "fp6e2m3",  "fp6e2m3_t",           "1.1"),
+    ("EXT-MX-FP4E2M1", "fp4e2m1",  "fp4e2m1_t",           "1.1"),
+    ("EXT-MX-INT8",    "mxint8",   "mxint8_t",            "1.1"),
+    ("DEDUCE-EXT",     "MX",       "bs32_fp8ue8m0_set_t", "1.1"),
+])
+
+_op("IDENTITY", "", [], "in_out_t", [
+    ("DEDUCE-EXT", "MX", "bs32_fp8ue8m0_set_t", "1.1"),
+])
 # fmt: on
 
 

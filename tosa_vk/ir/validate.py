@@ -408,7 +408,7 @@ class _Validator:
                         f" ({', '.join(seen)})"
                     )
         if op.op == "CONST" and outs:
-            bound["out_t"] = outs[0].dtype
+            bound["out_t"] = _ops.tensor_type(outs[0])
         if "acc_t" in spec.type_vars:
             acc = _dtype(op.attrs.get("acc_type"))
             if acc is not None:
