@@ -1,0 +1,327 @@
+"""TOSA 1.1 block-scaled (MX) types and operators: the bs32 type in the catalogue, the reference encode / decode
+(CAST_TO_BLOCK_SCALED / CAST_FROM_BLOCK_SCALED) at their edges, the model I/O of block-scaled tensors, and Arm's
+generated 1.1 conformance tests of the six *_BLOCK_SCALED operators.
+
+Expected bits of the edge cases are what Arm's reference model (tosa-tools 2026.8) writes for the same inputs.
+The conformance part runs the folders below that exist (generated with seed 42, one per class, see MX_FOLDERS) and
+skips cleanly otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tosa_vk
+from tosa_vk.errors import TosaError
+from tosa_vk.ir.dtype import DType, to_npy
+from tosa_vk.ir.graph import Block, BlockSize, Graph, Operator, Region, Tensor
+from tosa_vk.ir.ops import BLOCK_SCALED_TYPES, TYPE_SETS, BlockScaled, matching_types, tensor_type
+from tosa_vk.ir.validate import validate
+from tosa_vk.reference.numeric import block_scale_exponents, largest_rounding_to_normal_max, mx_decode, mx_round
+
+E8M0 = ml_dtypes.float8_e8m0fnu
+
+
+def graph_of(tensors, operators, inputs, outputs) -> Graph:
+    block = Block("main", operators, {t.name: t for t in tensors}, inputs, outputs)
+    return Graph([Region("main", [block])], (1, 1, 0, False))
+
+
+def run_op(op: str, inputs: dict[str, Tensor], outputs: list[Tensor], feeds: dict, **attrs) -> dict:
+    g = graph_of(
+        [*inputs.values(), *outputs],
+        [Operator(op, list(inputs), [t.name for t in outputs], attrs)],
+        list(inputs),
+        [t.name for t in outputs],
+    )
+    with tosa_vk.load(g, backend="reference") as model:
+        return model.run(feeds)
+
+
+def cast_to(x: np.ndarray, in_t: DType, out_t: DType) -> tuple[np.ndarray, np.ndarray]:
+    x = np.asarray(x, in_t.numpy)
+    outs = [Tensor("y", x.shape, out_t), Tensor("s", (*x.shape[:-1], x.shape[-1] // 32), DType.FP8UE8M0)]
+    r = run_op(
+        "CAST_TO_BLOCK_SCALED", {"x": Tensor("x", x.shape, in_t)}, outs, {"x": x}, block_size=BlockSize.BLOCK_SIZE_32
+    )
+    return r["y"], r["s"]
+
+
+def cast_from(data: np.ndarray, scale: np.ndarray, in_t: DType, out_t: DType) -> np.ndarray:
+    ins = {"x": Tensor("x", data.shape, in_t), "s": Tensor("s", scale.shape, DType.FP8UE8M0)}
+    r = run_op("CAST_FROM_BLOCK_SCALED", ins, [Tensor("y", data.shape, out_t)], {"x": data, "s": scale}, block_size=32)
+    return r["y"]
+
+
+def codes(a: np.ndarray) -> list[int]:
+    return np.asarray(a).view(np.uint8).reshape(-1).tolist()
+
+
+# ---- the type ------------------------------------------------------------------------------------------------------
+
+
+def test_block_scaled_type_names_and_sets():
+    assert BlockScaled(DType.FP4E2M1).name == "bs32_fp8ue8m0_fp4e2m1_t"
+    assert set(BLOCK_SCALED_TYPES) == {
+        f"bs32_fp8ue8m0_{v}_t" for v in ("fp8e4m3", "fp8e5m2", "fp6e3m2", "fp6e2m3", "fp4e2m1", "mxint8")
+    }
+    assert TYPE_SETS["bs32_fp8ue8m0_set_t"] == tuple(BLOCK_SCALED_TYPES.values())
+    t = Tensor("w", (2, 64), DType.FP8E4M3, scale_dtype=DType.FP8UE8M0, block_size=32)
+    assert (
+        tensor_type(t) == BlockScaled(DType.FP8E4M3) and tensor_type(Tensor("p", (2,), DType.FP8E4M3)) == DType.FP8E4M3
+    )
+
+
+def test_a_plain_tensor_never_matches_a_block_scaled_row_nor_the_other_way():
+    mx = [r for r in matching_types("IDENTITY", {"in_out_t": BlockScaled(DType.FP8E4M3)})]
+    assert [(r.mode, r.profile, r.also) for r in mx] == [("MX", "EXT-MX-COMMON", ("EXT-MX-FP8E4M3",))]
+    plain = matching_types("IDENTITY", {"in_out_t": DType.FP8E4M3})
+    assert plain and all(not isinstance(r.types["in_out_t"], BlockScaled) for r in plain)
+    assert matching_types("IDENTITY", {"in_out_t": BlockScaled(DType.FP8E4M3)}, (1, 0)) == []
+    # a (values, scales) list: the scales bind scale_t, "-" rows take no scales
+    assert [r.mode for r in matching_types("RESHAPE_BLOCK_SCALED", {"in_out_t": DType.FP8E4M3})] == [
+        "fp8e4m3",
+        "fp8e4m3 with fp8ue8m0 scale factor",
+    ]
+    assert [
+        r.mode for r in matching_types("RESHAPE_BLOCK_SCALED", {"in_out_t": DType.INT8, "scale_t": DType.FP8UE8M0})
+    ] == []
+
+
+def test_validator_refuses_plain_tensors_for_a_block_scaled_row_and_the_other_way():
+    def identity(x: Tensor, y: Tensor) -> Graph:
+        return graph_of([x, y], [Operator("IDENTITY", ["x"], ["y"])], ["x"], ["y"])
+
+    scaled = {"scale_dtype": DType.FP8UE8M0, "block_size": 32}
+    validate(identity(Tensor("x", (2, 64), DType.FP4E2M1, **scaled), Tensor("y", (2, 64), DType.FP4E2M1, **scaled)))
+    with pytest.raises(TosaError, match="Supported Data Types"):
+        validate(identity(Tensor("x", (2, 64), DType.FP4E2M1), Tensor("y", (2, 64), DType.FP4E2M1)))
+    with pytest.raises(TosaError, match="Supported Data Types"):
+        validate(identity(Tensor("x", (2, 64), DType.FP8E4M3, **scaled), Tensor("y", (2, 64), DType.FP8E4M3)))
+
+
+@pytest.mark.parametrize(
+    ("shape", "block_size", "rule"),
+    [((2, 48), 32, "shape[rank(shape)-1] % block_size != 0"), ((2, 64), 1, "block_size == 1")],
+)
+def test_cast_to_block_scaled_error_ifs(shape, block_size, rule):
+    outs = [Tensor("y", shape, DType.FP4E2M1), Tensor("s", (2, 2), DType.FP8UE8M0)]
+    g = graph_of(
+        [Tensor("x", shape, DType.FP32), *outs],
+        [Operator("CAST_TO_BLOCK_SCALED", ["x"], ["y", "s"], {"block_size": block_size})],
+        ["x"],
+        ["y", "s"],
+    )
+    with pytest.raises(TosaError, match=re.escape(rule)):
+        validate(g)
+
+
+# ---- encode / decode edges -----------------------------------------------------------------------------------------
+
+
+def test_largest_values_rounding_to_normal_max():
+    assert [largest_rounding_to_normal_max(t) for t in (DType.FP4E2M1, DType.FP6E2M3, DType.FP6E3M2)] == [7, 7.75, 30]
+    assert (
+        largest_rounding_to_normal_max(DType.FP8E4M3) == 464
+        and largest_rounding_to_normal_max(DType.MXINT8) == 255 / 128
+    )
+
+
+def test_scale_choice_ceil_for_fp8e4m3_floor_plus_one_for_the_others():
+    # max_abs exactly out_max x 2^3: fp8e4m3 keeps 2^3, the others take the next power
+    assert block_scale_exponents(np.array(464.0 * 8), DType.FP8E4M3) == 3
+    assert block_scale_exponents(np.array(7.0 * 8), DType.FP4E2M1) == 4
+    assert block_scale_exponents(np.array([0.0, np.inf, np.nan]), DType.FP4E2M1)[0] == -127
+    assert np.isnan(block_scale_exponents(np.array([np.inf, np.nan]), DType.FP4E2M1)).all()
+    assert block_scale_exponents(np.array([1e-45, 3.4e38]), DType.FP8E5M2).tolist() == [-127, 113]
+
+
+@pytest.mark.parametrize(
+    "out_t", [DType.FP4E2M1, DType.FP6E2M3, DType.FP6E3M2, DType.FP8E4M3, DType.FP8E5M2, DType.MXINT8]
+)
+def test_cast_to_block_scaled_zero_nan_and_infinity_blocks(out_t):
+    x = np.zeros((4, 32), np.float32)
+    x[1] = -0.0
+    x[2, 3] = np.nan
+    x[3, 5] = -np.inf
+    data, scale = cast_to(x, DType.FP32, out_t)
+    assert codes(scale) == [0, 0, 255, 255]  # zero blocks: normal_min (2^-127); NaN / Inf: the NaN scale
+    nan_code = {DType.FP4E2M1: 0x6, DType.FP6E2M3: 0x18, DType.FP6E3M2: 0x1C, DType.MXINT8: 0x7F}.get(out_t, 0x7F)
+    assert set(codes(data[2:])) == {nan_code if out_t != DType.FP8E5M2 else codes(np.array(np.nan, out_t.numpy))[0]}
+    assert set(codes(data[0])) == {0}
+    negative_zero = {DType.FP4E2M1: 0x8, DType.FP6E2M3: 0x20, DType.FP6E3M2: 0x20, DType.MXINT8: 0}.get(out_t, 0x80)
+    assert set(codes(data[1])) == {negative_zero}  # -0 stays -0 where the type has one
+
+
+def test_cast_to_block_scaled_saturates_at_the_largest_scale():
+    # mxint8: 1.9921875 * 2^127 needs 2^128 -> clipped to 2^127 (code 254), values saturate at 127/64
+    data, scale = cast_to(np.full((1, 32), 1.9921875 * 2.0**127, np.float32), DType.FP32, DType.MXINT8)
+    assert codes(scale) == [254] and set(np.asarray(data).reshape(-1).tolist()) == {127}
+    data, scale = cast_to(np.full((1, 32), 3.0e38, np.float32), DType.FP32, DType.FP8E4M3)
+    assert codes(scale) == [246] and set(codes(data)) == {0x7E}  # 448 x 2^119
+    data, scale = cast_to(np.full((1, 32), 1e-45, np.float32), DType.FP32, DType.FP4E2M1)
+    assert codes(scale) == [0] and set(codes(data)) == {0}  # 2^-149 / 2^-127 rounds to 0
+
+
+def test_cast_to_block_scaled_rounds_to_nearest_even():
+    x = np.zeros((1, 32), np.float32)
+    x[0, :4] = [6.0, 5.0, 0.25, 0.75]  # scale 1 (max 6 < 7); 5 ties to 4, 0.25 to 0, 0.75 to 1
+    data, scale = cast_to(x, DType.FP32, DType.FP4E2M1)
+    assert codes(scale) == [127] and np.asarray(data).astype(np.float32)[0, :4].tolist() == [6.0, 4.0, 0.0, 1.0]
+
+
+def test_cast_from_block_scaled_scales_nan_and_overflow():
+    data = np.array([[1.5, -6.0, 0.5, 0.0] * 8] * 4, np.float32).astype(ml_dtypes.float4_e2m1fn)
+    scale = np.array([[0], [127], [254], [255]], np.uint8).view(E8M0)
+    out = cast_from(data, scale, DType.FP4E2M1, DType.FP32)
+    assert out[0, :3].tolist() == [1.5 * 2.0**-127, -6.0 * 2.0**-127, 0.5 * 2.0**-127]  # fp32 subnormals, exact
+    assert out[1, :4].tolist() == [1.5, -6.0, 0.5, 0.0]
+    assert out[2, :2].tolist() == [1.5 * 2.0**127, -np.inf]  # -6 x 2^127 overflows fp32
+    assert np.isnan(out[3]).all()
+    bf16 = cast_from(data, scale, DType.FP4E2M1, DType.BF16)
+    assert bf16[2, 2] == 2.0**126 and bf16[2, 1] == -np.inf
+
+
+def test_decode_keeps_mxint8_codes_over_64():
+    v = mx_decode(np.array([[-128, 1] + [0] * 30], np.int8), DType.MXINT8, np.array([[128]], np.uint8).view(E8M0), 32)
+    assert v[0, :2].tolist() == [-4.0, 1 / 32]
+    assert codes(mx_round(np.array([2.5, -3.0, np.nan]), DType.MXINT8)) == [127, 0x80, 0x7F]
+
+
+# ---- model I/O: a block-scaled tensor is two arrays -----------------------------------------------------------------
+
+
+def test_reference_model_feeds_and_returns_block_scaled_tensors_as_two_arrays():
+    scaled = {"scale_dtype": DType.FP8UE8M0, "block_size": 32}
+    x, y = Tensor("x", (2, 64), DType.FP8E4M3, **scaled), Tensor("y", (2, 64), DType.FP8E4M3, **scaled)
+    g = graph_of([x, y], [Operator("IDENTITY", ["x"], ["y"])], ["x"], ["y"])
+    rng = np.random.default_rng(0)
+    data = rng.normal(size=(2, 64)).astype(ml_dtypes.float8_e4m3fn)
+    scales = np.array([[120, 127], [130, 255]], np.uint8).view(E8M0)
+    with tosa_vk.load(g, backend="reference") as model:
+        assert model.inputs == {"x": ((2, 64), "FP8E4M3"), "x_scale": ((2, 2), "FP8UE8M0")}
+        assert list(model.outputs) == ["y", "y_scale"]
+        out = model.run({"x": data, "x_scale": scales})
+        assert codes(out["y"]) == codes(data) and codes(out["y_scale"]) == codes(scales)
+        with pytest.raises(TosaError, match="x_scale"):
+            model.run({"x": data})
+
+
+def test_block_scaled_constant_reaches_the_output_with_its_scales():
+    scaled = {"scale_dtype": DType.FP8UE8M0, "block_size": 32}
+    data = np.arange(64, dtype=np.uint8).reshape(1, 64).view(ml_dtypes.float6_e3m2fn)
+    scales = np.array([[3, 250]], np.uint8).view(E8M0)
+    c = Tensor("c", (1, 64), DType.FP6E3M2, data, scale_data=scales, **scaled)
+    y = Tensor("y", (1, 64), DType.FP6E3M2, **scaled)
+    g = graph_of([c, y], [Operator("CONST", [], ["c"]), Operator("IDENTITY", ["c"], ["y"])], [], ["y"])
+    with tosa_vk.load(g, backend="reference") as model:
+        out = model.run({})
+    assert codes(out["y"]) == codes(data) and codes(out["y_scale"]) == [3, 250]
+
+
+# ---- Arm's generated 1.1 conformance tests --------------------------------------------------------------------------
+
+# The folders used (one test per class unless noted), generated by tosa-tools 2026.8 with --tosa-version 1.1
+# --seed 42: /tmp/mx11/out (reshape / row_gather (+ _mxfp) / matmul_t_block_scaled, positive), /tmp/mx11/neg
+# (negative tests of all six), /tmp/g11all/out (cast_from / cast_to / conv2d_block_scaled_*), /tmp/g11/out.
+MX_FOLDERS = [
+    Path("/tmp/mx11/out"),
+    Path("/tmp/g11all/out"),
+    Path("/tmp/g11/out"),
+]
+NEGATIVE_FOLDERS = [Path("/tmp/mx11/neg")]
+OPS = (
+    "cast_from_block_scaled",
+    "cast_to_block_scaled",
+    "conv2d_block_scaled",
+    "matmul_t_block_scaled",
+    "reshape_block_scaled",
+    "row_gather_block_scaled",
+)
+NEGATIVE_PER_FOLDER = 12  # negative tests are many (thousands); a sample of each operator folder
+
+
+def _tests(roots: list[Path], limit: int | None = None) -> list[Path]:
+    found = []
+    for root in roots:
+        if not root.is_dir():
+            continue
+        for folder in sorted(root.iterdir()):
+            if folder.name.startswith(OPS):
+                tests = sorted(t for t in folder.iterdir() if (t / "desc.json").exists())
+                found += tests[:limit] if limit else tests
+    return found
+
+
+def _judge(test: Path, backend: str) -> str | None:
+    """None when Arm's tosa_verify accepts every output (a block-scaled output's data and scale files together, as
+    Arm's test runner passes them), else what failed."""
+    from tosa_vk.conformance.generate import tools_root
+    from tosa_vk.conformance.run import _load, load_inputs, reference_results
+
+    desc = json.loads((test / "desc.json").read_text())
+    ref = reference_results(test)
+    if (ref / "exit_code").read_text().strip() != "0":
+        pytest.skip("Arm's reference model could not run this test")
+    with _load(test / desc["tosa_file"], backend, backend == "vulkan") as model:
+        outputs = model.run(load_inputs(test, desc, model.graph))
+        tensors = model.graph.main.tensors
+    compliance = desc["meta"]["compliance"]["tensors"]
+    files = dict(zip(desc["ofm_name"], desc["ofm_file"]))
+    scale_outputs = {c["scale_tensor_name"] for c in compliance.values() if "scale_tensor_name" in c}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, f in files.items():
+            np.save(Path(tmp) / f, to_npy(outputs[name], tensors[name].dtype))
+        for name in files:
+            if name in scale_outputs:
+                continue
+            group = [
+                name,
+                *([compliance[name]["scale_tensor_name"]] if "scale_tensor_name" in compliance[name] else []),
+            ]
+            cmd = [
+                str(tools_root() / "bin" / "tosa_verify"),
+                "--test_desc",
+                str(test / "desc.json"),
+                "--ofm_name",
+                name,
+            ]
+            cmd += ["--imp_result_file", ",".join(str(Path(tmp) / files[g]) for g in group)]
+            cmd += ["--ref_result_file", ",".join(str(ref / files[g]) for g in group)]
+            if (ref / f"bounds_{files[name]}").exists():
+                cmd += ["--bnd_result_file", str(ref / f"bounds_{files[name]}")]
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            if done.returncode != 0:
+                return f"{name}: tosa_verify exit {done.returncode}: {done.stdout[-200:]} {done.stderr[-200:]}"
+    return None
+
+
+@pytest.mark.parametrize("test", _tests(MX_FOLDERS) or [None], ids=lambda t: t.name if t else "absent")
+def test_generated_block_scaled_conformance_on_reference(test):
+    if test is None:
+        pytest.skip(f"no generated block-scaled tests in {[str(f) for f in MX_FOLDERS]}")
+    problem = _judge(test, "reference")
+    assert problem is None, problem
+
+
+@pytest.mark.parametrize(
+    "test", _tests(NEGATIVE_FOLDERS, NEGATIVE_PER_FOLDER) or [None], ids=lambda t: t.name if t else "absent"
+)
+def test_generated_block_scaled_negative_tests_are_rejected(test):
+    if test is None:
+        pytest.skip(f"no generated negative block-scaled tests in {[str(f) for f in NEGATIVE_FOLDERS]}")
+    from tosa_vk.conformance.run import _load, load_inputs
+
+    desc = json.loads((test / "desc.json").read_text())
+    assert desc["expected_failure"]
+    with pytest.raises(TosaError):
+        with _load(test / desc["tosa_file"], "reference", False) as model:
+            model.run(load_inputs(test, desc, model.graph))
