@@ -378,3 +378,18 @@ def test_generated_block_scaled_negative_tests_are_rejected(test):
     with pytest.raises(TosaError):
         with _load(test / desc["tosa_file"], "reference", False) as model:
             model.run(load_inputs(test, desc, model.graph))
+
+
+def test_rows_bind_access_elem_type_and_alternatives(monkeypatch):
+    """The mechanism of MATMUL_T's block-scaled rows (catalogued with MATMUL_T): a zero point typed
+    access_elem_type<A_t> is fp32_t for a bs32 A_t and A_t itself otherwise; "a_t|b_t" rows stand for both."""
+    from tosa_vk.ir import ops
+
+    monkeypatch.setattr(ops, "OPS", dict(ops.OPS))
+    ops._op("MX_ROWS_PROBE", "tensor_ops", [], "A_t A_zp_t", [
+        ("DEDUCE-EXT", "probe", "bs32_fp8ue8m0_set_t|fp8e4m3_t access_elem_type<A_t>", "1.1"),
+    ], since="1.1")  # fmt: skip
+    rows = {r.types["A_t"]: (r.types["A_zp_t"], r.needs) for r in ops.OPS["MX_ROWS_PROBE"].types}
+    assert rows[BlockScaled(DType.MXINT8)] == (DType.FP32, ("EXT-MX-COMMON", "EXT-MX-INT8"))
+    assert rows[DType.FP8E4M3] == (DType.FP8E4M3, ("EXT-FP8E4M3",))
+    assert len(rows) == 7

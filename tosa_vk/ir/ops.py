@@ -202,6 +202,7 @@ def _op(
         row_since = _version(added[0] if added else since)
         choices = [_row_types(t) for t in typs.split()]
         for combination in itertools.product(*choices):
+            combination = _elem_types(names, typs.split(), combination)
             binding = MappingProxyType(dict(zip(names, combination, strict=True)))
             needs = [p for p in first.split(" or ")]
             more = tuple(also)
@@ -243,12 +244,27 @@ def deduced_extensions(t: ElementType) -> tuple[str, ...]:
 
 
 def _row_types(name: str) -> tuple[ElementType, ...]:
-    """A type name of a row -> the types it stands for."""
+    """A type name of a row -> the types it stands for ("a_t|b_t": either)."""
+    if "|" in name:
+        return tuple(dict.fromkeys(t for part in name.split("|") for t in _row_types(part)))
     if name == "-":
         return (DType.UNKNOWN,)
     if name in TYPE_SETS:
         return TYPE_SETS[name]
+    if name.startswith("access_elem_type<"):
+        return (DType.UNKNOWN,)  # filled in per combination by _elem_types
     return (BLOCK_SCALED_TYPES[name] if name in BLOCK_SCALED_TYPES else SPEC_TYPES[name],)
+
+
+def _elem_types(names: list[str], typs: list[str], combination: tuple) -> tuple:
+    """The spec's access_elem_type<X> in a row: the element type of variable X's type in this combination, fp32_t for
+    a block-scaled type (e.g. MATMUL_T's A_zp_t with a bs32 A_t)."""
+    out = list(combination)
+    for i, t in enumerate(typs):
+        if t.startswith("access_elem_type<"):
+            ref = combination[names.index(t[len("access_elem_type<") : -1])]
+            out[i] = DType.FP32 if isinstance(ref, BlockScaled) else ref
+    return tuple(out)
 
 
 def _version(text: str) -> tuple[int, int]:
@@ -1558,6 +1574,28 @@ _op("CONST", "", [], "out_t", [
 _op("IDENTITY", "", [], "in_out_t", [
     ("DEDUCE-EXT", "MX", "bs32_fp8ue8m0_set_t", "1.1"),
 ])
+
+# The block-scaled rows of MATMUL_T's and ROW_GATHER's "Mixed precision" / "Extension" rows (the rows with a bs32
+# operand; the plain ones are those operators' own section). Both operators are 1.1's, catalogued elsewhere: the
+# rows join them where they are listed.
+_BS = "bs32_fp8ue8m0_set_t"
+_A_NO_FP16, _B_ALL = "fp8e4m3_t|fp8e5m2_t|bf16_t", "fp8e4m3_t|fp8e5m2_t|fp16_t|bf16_t"
+_FP32_ALL = f"{_B_ALL}|fp32_t"
+_ZPS = "access_elem_type<A_t> access_elem_type<B_t>"
+if "MATMUL_T" in OPS:
+    _op("MATMUL_T", "", [], "A_t B_t out_t A_zp_t B_zp_t", [
+        *(("DEDUCE-EXT", "Mixed precision fp with bf16 accumulate", f"{a} {b} bf16_t {_ZPS}")
+          for a, b in ((_BS, f"{_B_ALL}|{_BS}"), (_A_NO_FP16, _BS))),
+        ("DEDUCE-EXT", "Mixed precision fp16 x fp input with bf16 accumulate",
+         f"fp16_t {_BS} bf16_t fp16_t access_elem_type<B_t>"),
+        *(("PRO-FP and DEDUCE-EXT", "Mixed precision fp with fp32 accumulate",
+           f"{a} {b} fp32_t {_ZPS}")
+          for a, b in ((_BS, f"{_FP32_ALL}|{_BS}"), (_FP32_ALL, _BS))),
+    ], since="1.1")
+if "ROW_GATHER" in OPS:
+    _op("ROW_GATHER", "", [], "in_out_t index_t", [
+        ("DEDUCE-EXT", "Extension", f"{_BS} i32_t|i64_t"),
+    ], since="1.1")
 # fmt: on
 
 
