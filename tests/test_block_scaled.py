@@ -350,17 +350,20 @@ def test_generated_block_scaled_conformance_on_reference(test):
     assert problem is None, problem
 
 
-VULKAN_OPS = ("cast_from_block_scaled", "cast_to_block_scaled")  # lowered to Vulkan kernels so far
+# lowered to Vulkan kernels so far (INT64 tensors wait for INT64 kernels: skipped)
+VULKAN_OPS = ("cast_from_block_scaled", "cast_to_block_scaled", "reshape_block_scaled")
 
 
 @pytest.mark.parametrize(
     "test",
-    [t for t in _tests(MX_FOLDERS) if t.parent.name in VULKAN_OPS] or [None],
+    [t for t in _tests(MX_FOLDERS) if t.parent.name.startswith(VULKAN_OPS)] or [None],
     ids=lambda t: t.name if t else "absent",
 )
 def test_generated_block_scaled_conformance_on_vulkan_strict(test, device):
     if test is None:
         pytest.skip(f"no generated block-scaled cast tests in {[str(f) for f in MX_FOLDERS]}")
+    if "_i64_" in test.name:
+        pytest.skip("INT64 tensors have no Vulkan kernels yet")
     problem = _judge(test, "vulkan", device)
     assert problem is None, problem
 

@@ -47,3 +47,8 @@ def binding_defines(name: str, dtype: DType) -> dict[str, str]:
     """The defines that declare binding `name` as holding `dtype`."""
     storage, compute, load, store = _GLSL[dtype]
     return {f"{name}_T": storage, f"{name}_C": compute, f"LOAD_{name}(v)": load, f"STORE_{name}(v)": store}
+
+
+def glsl_known(dtype: DType) -> bool:
+    """Whether kernels can bind a tensor of `dtype`."""
+    return dtype in _GLSL
