@@ -232,6 +232,31 @@ def test_vulkan_cast_from_block_scaled_matches_the_reference(device, in_t, out_t
     assert codes(np.where(tiny, 0, got).astype(want.dtype)) == codes(np.where(tiny, 0, want).astype(want.dtype))
 
 
+@pytest.mark.parametrize("dtype", MX_TYPES)
+def test_vulkan_matmul_t_block_scaled_matches_the_reference(device, dtype):
+    rng = np.random.default_rng(11)
+    n, h, w, c = 2, 3, 5, 64
+    a = rng.integers(0, 1 << min(dtype.bits, 8), (n, h, c)).astype(np.uint8).view(dtype.numpy)
+    b = rng.integers(0, 1 << min(dtype.bits, 8), (1, w, c)).astype(np.uint8).view(dtype.numpy)  # D = 1: broadcast
+    if dtype in (DType.FP8E4M3, DType.FP8E5M2):  # keep NaN / Inf elements out: the sums compare as numbers
+        a, b = (np.nan_to_num(x.astype(np.float32), nan=1, posinf=2, neginf=-2).astype(dtype.numpy) for x in (a, b))
+    sa = rng.integers(100, 150, (n, h, 2)).astype(np.uint8)
+    sb = rng.integers(100, 150, (1, w, 2)).astype(np.uint8)
+    sa[0, 0, 1] = 255  # a NaN scale: that output row is NaN
+    ins = {
+        "a": Tensor("a", a.shape, dtype),
+        "sa": Tensor("sa", sa.shape, DType.FP8UE8M0),
+        "b": Tensor("b", b.shape, dtype),
+        "sb": Tensor("sb", sb.shape, DType.FP8UE8M0),
+    }
+    feeds = {"a": a, "sa": sa.view(E8M0), "b": b, "sb": sb.view(E8M0)}
+    outs = [Tensor("o", (n, h, w), DType.FP32)]
+    want = run_op("MATMUL_T_BLOCK_SCALED", ins, outs, feeds, block_size=32)["o"]
+    got = run_op("MATMUL_T_BLOCK_SCALED", ins, outs, feeds, device, block_size=32)["o"]
+    assert np.isnan(got[0, 0]).all() and not np.isnan(got[1:]).any()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-30)
+
+
 # ---- model I/O: a block-scaled tensor is two arrays -----------------------------------------------------------------
 
 
@@ -351,7 +376,7 @@ def test_generated_block_scaled_conformance_on_reference(test):
 
 
 # lowered to Vulkan kernels so far (INT64 tensors wait for INT64 kernels: skipped)
-VULKAN_OPS = ("cast_from_block_scaled", "cast_to_block_scaled", "reshape_block_scaled")
+VULKAN_OPS = ("cast_from_block_scaled", "cast_to_block_scaled", "reshape_block_scaled", "matmul_t_block_scaled")
 
 
 @pytest.mark.parametrize(

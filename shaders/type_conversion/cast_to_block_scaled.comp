@@ -1,6 +1,6 @@
 #version 450
 // CAST_TO_BLOCK_SCALED (TOSA 1.1): one invocation a block of BLOCK elements (the last dimension is whole blocks, so
-// block b is flat elements b * BLOCK ..). Defines: A_* (input), O_* (MX data), S_* (fp8ue8m0 scales), BLOCK,
+// block b is flat elements b * BLOCK .., push constant total = the number of blocks). Defines: A_* (input), O_* (MX data), S_* (fp8ue8m0 scales), BLOCK,
 // OUT_MAX (the largest value rounding to normal_max of O), OUT_EXP (floor(log2(OUT_MAX))), CEIL_SCALE (fp8e4m3),
 // NAN_CODE (fp8e5m2: the NaN code Arm's reference model writes, 0x7e).
 // The scale is the spec's calc_block_scale, found exactly: the smallest 2^k with max_abs / 2^k <= OUT_MAX
@@ -15,7 +15,7 @@ layout(set = 0, binding = 2) writeonly buffer OutS { S_T s[]; };
 #ifdef PUSH_BAKED
 PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
 #else
-layout(push_constant) uniform Params { uint total; } p;  // blocks
+layout(push_constant) uniform Params { uint total; } p;
 #endif
 
 bool within(float m, int k) {

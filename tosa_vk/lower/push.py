@@ -88,6 +88,7 @@ DEPTHWISE = layout(*_ints("n", "ih", "iw", "c", "oh", "ow", "pt", "pl", "packed"
 POOL = layout(*_uints("total", "IH", "IW", "C", "OH", "OW"), *_ints("KH", "KW", "SY", "SX", "PT", "PL"))
 FFT = layout(*_uints("total", "L", "S", "Ns", "tw_step", "H", "W"))
 FFT_TWIDDLE = layout(*_uints("count", "L"))
+MATMUL_T_BLOCK_SCALED = layout(*_uints("total", "H", "W", "C", "D"))
 
 # shader (path under shaders/, without .comp) -> its layout(s); what tests/test_push_layouts.py checks
 SHADERS: dict[str, tuple[PushLayout, ...]] = {
@@ -114,6 +115,9 @@ SHADERS: dict[str, tuple[PushLayout, ...]] = {
     "tensor_ops/fft_twiddle": (FFT_TWIDDLE,),
     "fused/elementwise": (NONE,),
     "convolution/depthwise": (DEPTHWISE,),
+    "type_conversion/cast_to_block_scaled": (TOTAL,),
+    "type_conversion/cast_from_block_scaled": (TOTAL,),
+    "tensor_ops/matmul_t_block_scaled": (MATMUL_T_BLOCK_SCALED,),
 }
 
 
