@@ -376,7 +376,13 @@ def test_generated_block_scaled_conformance_on_reference(test):
 
 
 # lowered to Vulkan kernels so far (INT64 tensors wait for INT64 kernels: skipped)
-VULKAN_OPS = ("cast_from_block_scaled", "cast_to_block_scaled", "reshape_block_scaled", "matmul_t_block_scaled")
+VULKAN_OPS = (
+    "cast_from_block_scaled",
+    "cast_to_block_scaled",
+    "reshape_block_scaled",
+    "matmul_t_block_scaled",
+    "conv2d_block_scaled",
+)
 
 
 @pytest.mark.parametrize(
