@@ -23,9 +23,10 @@ import tosa_vk
 from tosa_vk.errors import TosaError
 from tosa_vk.ir.dtype import DType, to_npy
 from tosa_vk.ir.graph import Block, BlockSize, Graph, Operator, Region, Tensor
+from tosa_vk.ir.mx import largest_rounding_to_normal_max
 from tosa_vk.ir.ops import BLOCK_SCALED_TYPES, TYPE_SETS, BlockScaled, matching_types, tensor_type
 from tosa_vk.ir.validate import validate
-from tosa_vk.reference.numeric import block_scale_exponents, largest_rounding_to_normal_max, mx_decode, mx_round
+from tosa_vk.reference.numeric import block_scale_exponents, mx_decode, mx_round
 
 E8M0 = ml_dtypes.float8_e8m0fnu
 

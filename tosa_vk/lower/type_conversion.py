@@ -7,7 +7,7 @@ import math
 
 from ..ir.dtype import DType
 from ..ir.graph import Operator, RoundingMode
-from ..reference.numeric import largest_rounding_to_normal_max
+from ..ir.mx import largest_rounding_to_normal_max
 from . import LowerCtx, lowering, push
 
 _FLOATS = (DType.FP32, DType.FP16, DType.BF16, DType.FP8E4M3, DType.FP8E5M2)

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import TosaError
 from ..ir.dtype import DType
+from ..ir.mx import SCALE_MAX_EXP, SCALE_MIN_EXP, largest_rounding_to_normal_max
 
 
 def int_min(dtype: DType) -> int:
@@ -122,17 +123,6 @@ def round_to(values, dtype: DType) -> np.ndarray:
 
 # ---- TOSA 1.1 block-scaled (MX) values ------------------------------------------------------------------------------
 
-# normal_max<t>() and normal_frac<t>() (mantissa bits) of the MX element types; MXINT8's ulp is 1/64
-_MX_NORMAL = {
-    DType.FP4E2M1: (6.0, 1),
-    DType.FP6E2M3: (7.5, 3),
-    DType.FP6E3M2: (28.0, 2),
-    DType.FP8E4M3: (448.0, 3),
-    DType.FP8E5M2: (57344.0, 2),
-    DType.MXINT8: (127 / 64, 0),
-}
-SCALE_MIN_EXP, SCALE_MAX_EXP = -127, 127  # normal_min / normal_max of fp8ue8m0_t: 2^-127 .. 2^127
-
 
 def blocks(x: np.ndarray, block: int) -> np.ndarray:
     """[..., C] -> [..., C / block, block]: each block of the last dimension on its own axis."""
@@ -155,13 +145,6 @@ def mx_decode(values: np.ndarray, dtype: DType, scales: np.ndarray, block: int) 
     with np.errstate(invalid="ignore"):
         product = v * scale_values(scales)[..., None]
     return np.where(np.isnan(v), v, product).reshape(values.shape)
-
-
-def largest_rounding_to_normal_max(dtype: DType) -> float:
-    """The spec's get_largest_value_rounding_to_normal_max<dtype>: normal_max plus half its ulp."""
-    top, frac = _MX_NORMAL[dtype]
-    ulp = 1 / 64 if dtype == DType.MXINT8 else 2.0 ** (int(np.floor(np.log2(top))) - frac)
-    return top + 0.5 * ulp
 
 
 def block_scale_exponents(max_abs: np.ndarray, out_t: DType) -> np.ndarray:
