@@ -429,3 +429,11 @@ def test_rows_bind_access_elem_type_and_alternatives(monkeypatch):
     assert rows[BlockScaled(DType.MXINT8)] == (DType.FP32, ("EXT-MX-COMMON", "EXT-MX-INT8"))
     assert rows[DType.FP8E4M3] == (DType.FP8E4M3, ("EXT-FP8E4M3",))
     assert len(rows) == 7
+
+
+def test_vulkan_refuses_block_scaled_tensors_clearly(device):
+    scaled = {"scale_dtype": DType.FP8UE8M0, "block_size": 32}
+    x, y = Tensor("x", (2, 64), DType.FP8E4M3, **scaled), Tensor("y", (2, 64), DType.FP8E4M3, **scaled)
+    g = graph_of([x, y], [Operator("IDENTITY", ["x"], ["y"])], ["x"], ["y"])
+    with pytest.raises(TosaError, match="block-scaled .*backend='reference'"):
+        tosa_vk.load(g, backend="vulkan", device=device)
