@@ -302,6 +302,12 @@ def typed_operands(operands: Sequence[Operand], items: Sequence[Any]) -> Iterato
         i += take
 
 
+def unscaled(spec: OpSpec, bound: dict[str, ElementType]) -> None:
+    """A (values, scales) list given without scales binds scale_t to UNKNOWN: only the rows typing it "-" match."""
+    if "scale_t" not in bound and any(o.scaled for o in spec.operands):
+        bound["scale_t"] = DType.UNKNOWN
+
+
 def bind_types(spec: OpSpec, op: Any, tensors: Mapping[str, Any]) -> dict[str, ElementType] | None:
     """Type variable -> DType (BlockScaled for a block-scaled tensor) from an Operator's tensors (looked up by name in
     `tensors`) and its acc_type.
@@ -328,6 +334,7 @@ def bind_types(spec: OpSpec, op: Any, tensors: Mapping[str, Any]) -> dict[str, E
             t = tensors.get(tname)
             if t is not None and var != "tensor_list_t" and not bind(var, tensor_type(t)):
                 return None
+    unscaled(spec, bound)
     attrs = getattr(op, "attrs", {}) or {}
     if "acc_type" in attrs and attrs["acc_type"] is not None:
         if not bind("acc_t", attrs["acc_type"]):

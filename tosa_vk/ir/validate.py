@@ -407,6 +407,7 @@ class _Validator:
                         f" Types): {o.name} is {dtype} but another {var} operand is {bound[var]}"
                         f" ({', '.join(seen)})"
                     )
+        _ops.unscaled(spec, bound)
         if op.op == "CONST" and outs:
             bound["out_t"] = _ops.tensor_type(outs[0])
         if "acc_t" in spec.type_vars:
