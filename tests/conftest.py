@@ -63,9 +63,11 @@ def one_positive_test_per_class() -> list[Path]:
 TOSA_1_1_NEW_OPS_DONE = (
     "dim add_shape sub_shape mul_shape div_ceil_shape div_floor_shape mod_shape min_shape max_shape exp2_shape "
     "log2_ceil_shape log2_floor_shape concat_shape slice_shape assert_equal_shape matmul_t row_gather "
-    "avg_pool2d_adaptive max_pool2d_adaptive"
+    "avg_pool2d_adaptive max_pool2d_adaptive cast_to_block_scaled cast_from_block_scaled reshape_block_scaled "
+    "row_gather_block_scaled matmul_t_block_scaled conv2d_block_scaled"
 ).split()
-TOSA_1_1_MX_OPS_DONE: list[str] = []  # new operators whose block-scaled (MX) tests are in scope
+# new operators whose block-scaled (MX) tests are in scope
+TOSA_1_1_MX_OPS_DONE = [op for op in TOSA_1_1_NEW_OPS_DONE if op.endswith("_block_scaled")]
 
 
 def tosa_1_1_ops() -> tuple[str, ...]:

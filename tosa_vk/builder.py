@@ -315,16 +315,18 @@ class Builder:
                     bound[o.type] = dt
         rows = catalogue.matching_types(spec.name, bound) if spec.types else []
         row = _preferred(rows)
+        # the row's element types (a block-scaled one is not a type a constant can be made of)
+        plain = {k: v for k, v in row.types.items() if isinstance(v, DType)} if row else {}
         names = []
         for o, a in zip(operands, args):
             if a is None and _DEFAULT_ZERO_INPUTS.search(o.name):
                 a = 0
             if a is None:
                 raise TosaError(f"input '{o.name}' is required")
-            dtype = catalogue.SPEC_TYPES.get(o.type) or bound.get(o.type) or (row.types.get(o.type) if row else None)
+            dtype = catalogue.SPEC_TYPES.get(o.type) or bound.get(o.type) or (plain.get(o.type) if row else None)
             names.append(self._as_value(a, dtype, o).name)
         if row is not None:
-            bound = {**dict(row.types), **bound}
+            bound = {**plain, **bound}
         return names, bound
 
     def _as_value(self, a, dtype: DType | None, operand) -> Value:

@@ -1015,3 +1015,77 @@ class Builder:
         name: str | None = None,
     ) -> Value:
         """TOSA DIM (spec chapter shape): returns output."""
+    def cast_from_block_scaled(
+        self,
+        input_data: TensorArg,
+        input_scale: TensorArg,
+        *,
+        block_size: Any,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> Value:
+        """TOSA CAST_FROM_BLOCK_SCALED (spec chapter type_conversion): returns output_data."""
+    def cast_to_block_scaled(
+        self,
+        input_data: TensorArg,
+        *,
+        block_size: Any,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> tuple[Value, Value]:
+        """TOSA CAST_TO_BLOCK_SCALED (spec chapter type_conversion): returns output_data, output_scale."""
+    def conv2d_block_scaled(
+        self,
+        input_data: TensorArg,
+        input_scale: TensorArg,
+        weight_data: TensorArg,
+        weight_scale: TensorArg,
+        bias: TensorArg,
+        pad: ShapeArg,
+        stride: ShapeArg,
+        dilation: ShapeArg,
+        *,
+        block_size: Any,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> Value:
+        """TOSA CONV2D_BLOCK_SCALED (spec chapter tensor_ops): returns output."""
+    def matmul_t_block_scaled(
+        self,
+        A_data: TensorArg,
+        A_scale: TensorArg,
+        B_data: TensorArg,
+        B_scale: TensorArg,
+        *,
+        block_size: Any,
+        out_dtype: DTypeArg | None = None,
+        out_shape: Sequence[int] | None = None,
+        name: str | None = None,
+    ) -> Value:
+        """TOSA MATMUL_T_BLOCK_SCALED (spec chapter tensor_ops): returns output_data."""
+    def reshape_block_scaled(
+        self,
+        input: Sequence[TensorArg],
+        new_value_shape: ShapeArg,
+        *,
+        block_size: Any,
+        out_dtype: DTypeArg | Sequence[DTypeArg] | None = None,
+        out_shape: Sequence[int] | Sequence[Sequence[int]] | None = None,
+        name: str | None = None,
+    ) -> Any:
+        """TOSA RESHAPE_BLOCK_SCALED (spec chapter data_layout): returns output."""
+    def row_gather_block_scaled(
+        self,
+        values: Sequence[TensorArg],
+        indices: TensorArg,
+        row_count: TensorArg,
+        *,
+        block_size: Any,
+        out_dtype: DTypeArg | Sequence[DTypeArg] | None = None,
+        out_shape: Sequence[int] | Sequence[Sequence[int]] | None = None,
+        name: str | None = None,
+    ) -> Any:
+        """TOSA ROW_GATHER_BLOCK_SCALED (spec chapter scatter_gather): returns output."""

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from .errors import TosaError, TosaFormatError
-from .ir import Graph, load_graph
+from .ir import Graph, Tensor, load_graph
 from .ir.flatbuffer import read_graph
 
 if TYPE_CHECKING:
@@ -210,7 +210,7 @@ class GraphModel(Model):
 
     @property
     def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        return {t.name: (t.shape, t.dtype.name) for t in self.graph.inputs}
+        return _arrays(self.graph.inputs)
 
     # the options load() gave this model: its capture twins are loaded with the same
     _options: dict[str, Any] = {}
@@ -255,7 +255,18 @@ class GraphModel(Model):
 
     @property
     def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        return {t.name: (t.shape, t.dtype.name) for t in self.graph.outputs}
+        return _arrays(self.graph.outputs)
+
+
+def _arrays(tensors: list[Tensor]) -> dict[str, tuple[tuple[int, ...], str]]:
+    """Name -> (shape, dtype name) of a graph's input or output arrays: a block-scaled tensor (TOSA 1.1) is two, its
+    elements and its scales (`Tensor.scale_name`)."""
+    arrays = {}
+    for t in tensors:
+        arrays[t.name] = (t.shape, t.dtype.name)
+        if t.scale_dtype is not None:
+            arrays[t.scale_name] = (t.scale_shape, t.scale_dtype.name)
+    return arrays
 
 
 # load()'s warning when it falls back to the reference backend for want of a device

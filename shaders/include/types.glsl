@@ -95,4 +95,41 @@ uint8_t f32_to_fp8e5m2(float f) {
     return uint8_t(s | (h >> 8));
 }
 
+// TOSA 1.1 MX element types, one code a byte (fp4 / fp6 unpacked): sign | exponent | mantissa with `bias`, no
+// infinity or NaN (fp4e2m1 max 6, fp6e2m3 7.5, fp6e3m2 28); fp8ue8m0 is 2^(code - 127), 0xff NaN; MXINT8 code / 64.
+float mx_float_to_f32(uint b, int mbits, int ebits, int bias) {
+    uint s = (b >> (mbits + ebits)) & 1u, e = (b >> mbits) & ((1u << ebits) - 1u), m = b & ((1u << mbits) - 1u);
+    float mag = e == 0u ? float(m) * exp2(float(1 - bias - mbits))
+                        : (1.0 + float(m) * exp2(float(-mbits))) * exp2(float(int(e) - bias));
+    return s == 1u ? -mag : mag;
+}
+// Round to nearest even, saturating at `maxv`; -0 keeps its sign. NaN has no code: Arm's reference model writes
+// exponent all ones, mantissa zero (mx_nan_code).
+uint f32_to_mx_float(float f, int mbits, int ebits, int bias, float maxv) {
+    if (isnan(f)) return ((1u << ebits) - 1u) << mbits;
+    uint s = (floatBitsToUint(f) >> 31) << (mbits + ebits);
+    float a = min(abs(round_to_format(f, mbits, 1 - bias)), maxv);
+    if (a == 0.0) return s;
+    int e;
+    frexp(a, e);
+    e -= 1;  // 2^e <= a < 2^(e+1)
+    if (e < 1 - bias) return s | uint(a * exp2(float(mbits + bias - 1)));  // subnormal: a / 2^(1 - bias - mbits)
+    return s | (uint(e + bias) << mbits) | uint((a * exp2(float(-e)) - 1.0) * exp2(float(mbits)));
+}
+float fp4e2m1_to_f32(uint8_t v) { return mx_float_to_f32(uint(v), 1, 2, 1); }
+float fp6e2m3_to_f32(uint8_t v) { return mx_float_to_f32(uint(v), 3, 2, 1); }
+float fp6e3m2_to_f32(uint8_t v) { return mx_float_to_f32(uint(v), 2, 3, 3); }
+uint8_t f32_to_fp4e2m1(float f) { return uint8_t(f32_to_mx_float(f, 1, 2, 1, 6.0)); }
+uint8_t f32_to_fp6e2m3(float f) { return uint8_t(f32_to_mx_float(f, 3, 2, 1, 7.5)); }
+uint8_t f32_to_fp6e3m2(float f) { return uint8_t(f32_to_mx_float(f, 2, 3, 3, 28.0)); }
+float fp8ue8m0_to_f32(uint8_t v) { return v == uint8_t(255) ? uintBitsToFloat(0x7fc00000u) : ldexp(1.0, int(v) - 127); }
+uint8_t f32_to_fp8ue8m0(float f) {  // the power of two at or below f (scales are powers of two)
+    if (isnan(f) || f <= 0.0) return uint8_t(isnan(f) ? 255 : 0);
+    int e;
+    frexp(f, e);
+    return uint8_t(clamp(e - 1 + 127, 0, 254));
+}
+// MXINT8: round to the nearest multiple of 1/64 (ties to even), saturating; NaN -> 127 as Arm's reference model
+int8_t f32_to_mxint8(float f) { return int8_t(isnan(f) ? 127 : int(clamp(roundEven(f * 64.0), -128.0, 127.0))); }
+
 #endif

@@ -9,13 +9,14 @@ are listed in spec order, which is also their order in a .tosa file.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
 from ..errors import TosaError
-from .dtype import DType
+from .dtype import BLOCK_ELEMENTS, DType
 from .graph import RoundingMode
 
 
@@ -31,6 +32,41 @@ class Operand:
     rank: str  # spec rank text: "4", "0 to MAX_RANK", "-"
     is_list: bool = False  # a list of tensors (CONCAT input1, control-flow and CUSTOM input_list / output_list)
     optional: bool = False
+    scaled: bool = False  # a (values, scales) list of TOSA 1.1: the second tensor, if any, is of type scale_t
+
+
+@dataclass(frozen=True)
+class BlockScaled:
+    """A block-scaled element type (TOSA 1.1): the spec's block_scale_t<BLOCK_SHAPE_32, fp8ue8m0_t, value_t>, e.g.
+    bs32_fp8ue8m0_fp4e2m1_t. A Tensor with `scale_dtype` set has this type (`tensor_type`); it binds a type variable
+    as a DType does and never equals one, so a plain tensor never matches a block-scaled row, nor the other way.
+    """
+
+    value: DType  # one of dtype.BLOCK_ELEMENTS
+    scale: DType = DType.FP8UE8M0
+    block: int = 32  # elements of the last dimension per scale
+
+    @property
+    def name(self) -> str:
+        """The spec's name: "bs32_fp8ue8m0_fp4e2m1_t"."""
+        return f"bs{self.block}_{self.scale.name.lower()}_{self.value.name.lower()}_t"
+
+    @property
+    def since(self) -> tuple[int, int]:
+        return (1, 1)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+ElementType = DType | BlockScaled  # what a type variable binds
+
+
+def tensor_type(t: Any) -> ElementType:
+    """A Tensor's element type for type binding: BlockScaled for a block-scaled tensor, else its DType."""
+    if getattr(t, "scale_dtype", None) is not None:
+        return BlockScaled(t.dtype, t.scale_dtype, t.block_size)
+    return t.dtype
 
 
 @dataclass(frozen=True)
@@ -43,7 +79,7 @@ class TypeSupport:
 
     profile: str  # "PRO-INT", "PRO-FP", "EXT-INT16", ...
     mode: str  # "signed 8x8 with int32 accumulate"
-    types: Mapping[str, DType] = field(hash=False)  # type variable -> DType
+    types: Mapping[str, ElementType] = field(hash=False)  # type variable -> DType or BlockScaled (UNKNOWN: absent)
     also: tuple[str, ...] = ()  # further profiles / extensions the row needs
     since: tuple[int, int] = (1, 0)  # the TOSA version that added the row
 
@@ -112,6 +148,13 @@ SPEC_TYPES: dict[str, DType] = {
     "fp8ue8m0_t": DType.FP8UE8M0,
     "mxint8_t": DType.MXINT8,
 }
+# The spec's bs32 block-scaled types by name (rows may name them; they are not operand types, so not in SPEC_TYPES)
+BLOCK_SCALED_TYPES: dict[str, BlockScaled] = {
+    b.name: b for b in (BlockScaled(v) for v in sorted(BLOCK_ELEMENTS, key=lambda d: d.name))
+}
+# Type sets a row may name for a type variable; such a row stands for one row per member (per combination when
+# several variables name sets), e.g. the 1.0 operators' "block scaled" rows of TOSA 1.1.
+TYPE_SETS: dict[str, tuple[ElementType, ...]] = {"bs32_fp8ue8m0_set_t": tuple(BLOCK_SCALED_TYPES.values())}
 LATEST = (1, 1)  # the newest TOSA version the catalogue knows
 
 OPS: dict[str, OpSpec] = {}
@@ -130,8 +173,10 @@ def _op(
     """Registers one operator from its literal tables below.
 
     operands: (kind, name, spec type, shape, rank[, flags]) with kind in/attr/out, type "T<x>" for a tensor of x,
-    flags a space-separated subset of "list optional". rows: (profile, mode, one spec type per type variable[,
-    version that added the row, default `since`]). since: the version that added the operator.
+    flags a space-separated subset of "list optional scaled". rows: (profile, mode, one spec type per type
+    variable[, version that added the row, default `since`]); a type may be a bs32 type, a TYPE_SETS name (one row
+    per member) or "-" (the spec's "no such tensor": the variable must stay unbound, e.g. a list without scales).
+    since: the version that added the operator.
     """
     ops = []
     for kind, arg, typ, shape, rank, *flags in operands:
@@ -147,20 +192,79 @@ def _op(
                 rank,
                 is_list="list" in flags,
                 optional="optional" in flags,
+                scaled="scaled" in flags,
             )
         )
     names = type_vars.split()
     support = []
     for profile, mode, typs, *added in rows:
-        binding = MappingProxyType({v: SPEC_TYPES[t] for v, t in zip(names, typs.split(), strict=True)})
         first, *also = profile.split(" and ")
         row_since = _version(added[0] if added else since)
-        for p in first.split(" or "):
-            support.append(TypeSupport(p, mode, binding, tuple(also), row_since))
+        choices = [_row_types(t) for t in typs.split()]
+        for combination in itertools.product(*choices):
+            combination = _elem_types(names, typs.split(), combination)
+            binding = MappingProxyType(dict(zip(names, combination, strict=True)))
+            needs = [p for p in first.split(" or ")]
+            more = tuple(also)
+            if "DEDUCE-EXT" in (first, *also):  # the spec's marker: the extensions follow from the types
+                deduced = list(dict.fromkeys(e for t in combination for e in deduced_extensions(t)))
+                more = tuple(dict.fromkeys(a for a in (*also, *deduced) if a != "DEDUCE-EXT"))
+                if first == "DEDUCE-EXT":
+                    needs, more = ([more[0]], more[1:]) if more else (["PRO-FP"], ())
+            for p in needs:
+                support.append(TypeSupport(p, mode, binding, more, row_since))
     if name in OPS:  # a later version's rows for an operator already listed
         OPS[name] = replace(OPS[name], types=OPS[name].types + tuple(support))
         return
     OPS[name] = OpSpec(name, chapter, tuple(ops), tuple(support), _version(since))
+
+
+# The spec's "Extension Data Type Mapping": the extensions a type brings to a DEDUCE-EXT row
+_TYPE_EXTENSIONS: dict[DType, tuple[str, ...]] = {
+    DType.INT64: ("EXT-INT64",),
+    DType.INT16: ("EXT-INT16",),
+    DType.INT4: ("EXT-INT4",),
+    DType.BF16: ("EXT-BF16",),
+    DType.FP8E4M3: ("EXT-FP8E4M3",),
+    DType.FP8E5M2: ("EXT-FP8E5M2",),
+    DType.FP8UE8M0: ("EXT-MX-COMMON",),
+    DType.FP4E2M1: ("EXT-MX-FP4E2M1",),
+    DType.FP6E2M3: ("EXT-MX-FP6E2M3",),
+    DType.FP6E3M2: ("EXT-MX-FP6E3M2",),
+    DType.MXINT8: ("EXT-MX-INT8",),
+}
+
+
+def deduced_extensions(t: ElementType) -> tuple[str, ...]:
+    """The extensions a type needs (spec: Extension Data Type Mapping; a bs32 type: EXT-MX-COMMON and its value's
+    MX extension, e.g. EXT-MX-FP8E4M3 for bs32_fp8ue8m0_fp8e4m3_t)."""
+    if isinstance(t, BlockScaled):
+        return ("EXT-MX-COMMON", "EXT-MX-" + t.value.name.replace("MXINT8", "INT8"))
+    return _TYPE_EXTENSIONS.get(t, ())
+
+
+def _row_types(name: str) -> tuple[ElementType, ...]:
+    """A type name of a row -> the types it stands for ("a_t|b_t": either)."""
+    if "|" in name:
+        return tuple(dict.fromkeys(t for part in name.split("|") for t in _row_types(part)))
+    if name == "-":
+        return (DType.UNKNOWN,)
+    if name in TYPE_SETS:
+        return TYPE_SETS[name]
+    if name.startswith("access_elem_type<"):
+        return (DType.UNKNOWN,)  # filled in per combination by _elem_types
+    return (BLOCK_SCALED_TYPES[name] if name in BLOCK_SCALED_TYPES else SPEC_TYPES[name],)
+
+
+def _elem_types(names: list[str], typs: list[str], combination: tuple) -> tuple:
+    """The spec's access_elem_type<X> in a row: the element type of variable X's type in this combination, fp32_t for
+    a block-scaled type (e.g. MATMUL_T's A_zp_t with a bs32 A_t)."""
+    out = list(combination)
+    for i, t in enumerate(typs):
+        if t.startswith("access_elem_type<"):
+            ref = combination[names.index(t[len("access_elem_type<") : -1])]
+            out[i] = DType.FP32 if isinstance(ref, BlockScaled) else ref
+    return tuple(out)
 
 
 def _version(text: str) -> tuple[int, int]:
@@ -175,9 +279,9 @@ def op_spec(name: str) -> OpSpec:
         raise TosaError(f"unknown operator {name!r}") from None
 
 
-def matching_types(name: str, bound: Mapping[str, DType], version: tuple[int, int] = LATEST) -> list[TypeSupport]:
+def matching_types(name: str, bound: Mapping[str, ElementType], version: tuple[int, int] = LATEST) -> list[TypeSupport]:
     """The type rows of `name` in TOSA `version` that agree with every binding; a variable a row does not have is
-    unconstrained."""
+    unconstrained, one a row types "-" (UNKNOWN) must be unbound."""
     return [
         row
         for row in op_spec(name).types
@@ -185,18 +289,38 @@ def matching_types(name: str, bound: Mapping[str, DType], version: tuple[int, in
     ]
 
 
-def bind_types(spec: OpSpec, op: Any, tensors: Mapping[str, Any]) -> dict[str, DType] | None:
-    """Type variable -> DType from an Operator's tensors (looked up by name in `tensors`) and its acc_type.
+def typed_operands(operands: Sequence[Operand], items: Sequence[Any]) -> Iterator[tuple[Operand, str, Any]]:
+    """(operand, its type variable or fixed type, item) for an operator's input or output `items` (tensors or
+    names): operands take items by position, a list operand the surplus; the second item of a scaled list has
+    type scale_t."""
+    surplus = len(items) - sum(not o.is_list for o in operands)
+    i = 0
+    for o in operands:
+        take = max(surplus, 0) if o.is_list else 1
+        for k, item in enumerate(items[i : i + take]):
+            yield o, "scale_t" if o.scaled and k == 1 else o.type, item
+        i += take
+
+
+def unscaled(spec: OpSpec, bound: dict[str, ElementType]) -> None:
+    """A (values, scales) list given without scales binds scale_t to UNKNOWN: only the rows typing it "-" match."""
+    if "scale_t" not in bound and any(o.scaled for o in spec.operands):
+        bound["scale_t"] = DType.UNKNOWN
+
+
+def bind_types(spec: OpSpec, op: Any, tensors: Mapping[str, Any]) -> dict[str, ElementType] | None:
+    """Type variable -> DType (BlockScaled for a block-scaled tensor) from an Operator's tensors (looked up by name in
+    `tensors`) and its acc_type.
 
     Operands map to op.inputs / op.outputs by position; a list operand takes the surplus. Tensors that are missing
     or of UNKNOWN dtype bind nothing. Returns None when the tensors contradict each other or a fixed operand type
     (e.g. MUL's shift must be i8_t, PAD's padding shape_t).
     """
-    bound: dict[str, DType] = {}
+    bound: dict[str, ElementType] = {}
 
     def bind(var: str, value: Any) -> bool:
         try:
-            dtype = DType.of(value)
+            dtype = value if isinstance(value, BlockScaled) else DType.of(value)
         except ValueError:
             return False
         if dtype == DType.UNKNOWN:
@@ -206,15 +330,11 @@ def bind_types(spec: OpSpec, op: Any, tensors: Mapping[str, Any]) -> dict[str, D
         return bound.setdefault(var, dtype) == dtype
 
     for operands, names in ((spec.inputs, list(op.inputs)), (spec.outputs, list(op.outputs))):
-        surplus = len(names) - sum(not o.is_list for o in operands)
-        i = 0
-        for o in operands:
-            take = max(surplus + 1, 0) if o.is_list else 1
-            for tname in names[i : i + take]:
-                t = tensors.get(tname)
-                if t is not None and o.type != "tensor_list_t" and not bind(o.type, t.dtype):
-                    return None
-            i += take
+        for _o, var, tname in typed_operands(operands, names):
+            t = tensors.get(tname)
+            if t is not None and var != "tensor_list_t" and not bind(var, tensor_type(t)):
+                return None
+    unscaled(spec, bound)
     attrs = getattr(op, "attrs", {}) or {}
     if "acc_type" in attrs and attrs["acc_type"] is not None:
         if not bind("acc_t", attrs["acc_type"]):
@@ -1607,6 +1727,149 @@ _op("CAST", "", [], "in_t out_t", [
 _op("CONST", "", [], "out_t", [("EXT-INT64", "64-bit", "i64_t", "1.1")])
 _op("IDENTITY", "", [], "in_out_t", [("EXT-INT64", "64-bit", "i64_t", "1.1")])
 del _name, _I64
+
+# ==== TOSA 1.1: block-scaled (MX) operators =======================================================================
+# As Arm's tosa-tools 2026.8 build them: data and scales are separate plain tensors (scale_t = fp8ue8m0_t); the
+# (values, scales) lists of RESHAPE_BLOCK_SCALED / ROW_GATHER_BLOCK_SCALED hold one tensor (block_size 1, scale_t
+# "-") or two. block_size is the deprecated block_size_t attribute that these operators still carry.
+
+_MX_VALUES = ("fp4e2m1", "fp6e2m3", "fp6e3m2", "fp8e4m3", "fp8e5m2", "mxint8")
+_MX_EXT = {v: f"EXT-MX-{v.upper().replace('MXINT8', 'INT8')}" for v in _MX_VALUES}
+
+_op("CAST_FROM_BLOCK_SCALED", "type_conversion", [
+    ("in",   "input_data",  "T<in_t>",      "shape",          "1 to MAX_RANK"),
+    ("in",   "input_scale", "T<scale_t>",   "in_scale_shape", "1 to MAX_RANK"),
+    ("attr", "block_size",  "block_size_t", "-",              "-"),
+    ("out",  "output_data", "T<out_t>",     "shape",          "1 to MAX_RANK"),
+], "in_t scale_t out_t", [
+    *((f"EXT-MX-COMMON and {_MX_EXT[v]} and EXT-BF16", f"{v} with fp8ue8m0 scale to bf16", f"{v}_t fp8ue8m0_t bf16_t")
+      for v in _MX_VALUES),
+    *((f"EXT-MX-COMMON and {_MX_EXT[v]}", f"{v} with fp8ue8m0 scale to fp32", f"{v}_t fp8ue8m0_t fp32_t")
+      for v in _MX_VALUES),
+], since="1.1")
+
+# The draft's bf16 -> fp4e2m1 row does not name EXT-BF16 (the other bf16 rows do).
+_op("CAST_TO_BLOCK_SCALED", "type_conversion", [
+    ("in",   "input_data",   "T<in_t>",      "shape",           "1 to MAX_RANK"),
+    ("attr", "block_size",   "block_size_t", "-",               "-"),
+    ("out",  "output_data",  "T<out_t>",     "shape",           "1 to MAX_RANK"),
+    ("out",  "output_scale", "T<scale_t>",   "out_scale_shape", "1 to MAX_RANK"),
+], "in_t scale_t out_t", [
+    *((f"EXT-MX-COMMON and {_MX_EXT[v]}" + ("" if v == "fp4e2m1" else " and EXT-BF16"),
+       f"bf16 to {v} with fp8ue8m0 scale", f"bf16_t fp8ue8m0_t {v}_t") for v in _MX_VALUES),
+    *((f"EXT-MX-COMMON and {_MX_EXT[v]}", f"fp32 to {v} with fp8ue8m0 scale", f"fp32_t fp8ue8m0_t {v}_t")
+      for v in _MX_VALUES),
+], since="1.1")
+
+_op("CONV2D_BLOCK_SCALED", "tensor_ops", [
+    ("in",   "input_data",   "T<in_t>",      "[N,IH,IW,IC]",            "4"),
+    ("in",   "input_scale",  "T<scale_t>",   "[N,IH,IW,IC/block_size]", "4"),
+    ("in",   "weight_data",  "T<weight_t>",  "[OC,KH,KW,IC]",           "4"),
+    ("in",   "weight_scale", "T<scale_t>",   "[OC,KH,KW,IC/block_size]", "4"),
+    ("in",   "bias",         "T<out_t>",     "[BC]",                    "1"),
+    ("in",   "pad",          "shape_t",      "[4]",                     "1"),
+    ("in",   "stride",       "shape_t",      "[2]",                     "1"),
+    ("in",   "dilation",     "shape_t",      "[2]",                     "1"),
+    ("attr", "block_size",   "block_size_t", "-",                       "-"),
+    ("out",  "output",       "T<out_t>",     "[N,OH,OW,OC]",            "4"),
+], "in_t scale_t weight_t out_t", [
+    *((f"EXT-MXFP-CONV and {_MX_EXT[v]} and EXT-MX-COMMON", f"{v} with fp8ue8m0 scale factor",
+       f"{v}_t fp8ue8m0_t {v}_t fp32_t") for v in _MX_VALUES if v != "mxint8"),
+], since="1.1")
+
+_op("MATMUL_T_BLOCK_SCALED", "tensor_ops", [
+    ("in",   "A_data",      "T<A_t>",       "[N,H,C]",            "3"),
+    ("in",   "A_scale",     "T<scale_t>",   "[N,H,C/block_size]", "3"),
+    ("in",   "B_data",      "T<B_t>",       "[D,W,C]",            "3"),
+    ("in",   "B_scale",     "T<scale_t>",   "[D,W,C/block_size]", "3"),
+    ("attr", "block_size",  "block_size_t", "-",                  "-"),
+    ("out",  "output_data", "T<out_t>",     "[N,H,W]",            "3"),
+], "A_t B_t scale_t out_t", [
+    *((f"EXT-MX-COMMON and {_MX_EXT[v]}", f"Scaled {v} with fp8ue8m0 scale and fp32 accumulate",
+       f"{v}_t {v}_t fp8ue8m0_t fp32_t") for v in _MX_VALUES),
+], since="1.1")
+
+_op("RESHAPE_BLOCK_SCALED", "data_layout", [
+    ("in",   "input",           "T<in_out_t>",  "(value_shape1,scale_shape1)", "0 to MAX_RANK", "list scaled"),
+    ("in",   "new_value_shape", "shape_t",      "[rank(new_value_shape)]",      "1"),
+    ("attr", "block_size",      "block_size_t", "-",                            "-"),
+    ("out",  "output",          "T<in_out_t>",  "(value_shape2,scale_shape2)", "0 to MAX_RANK", "list scaled"),
+], "in_out_t scale_t", [
+    ("PRO-INT or PRO-FP", "Boolean",   "bool_t -"),
+    ("PRO-INT",           "signed 8",  "i8_t -"),
+    ("PRO-INT",           "signed 16", "i16_t -"),
+    ("PRO-INT",           "signed 32", "i32_t -"),
+    ("EXT-INT64",         "signed 64", "i64_t -"),
+    ("EXT-FP8E4M3",       "fp8e4m3",   "fp8e4m3_t -"),
+    ("EXT-FP8E5M2",       "fp8e5m2",   "fp8e5m2_t -"),
+    ("PRO-FP",            "fp16",      "fp16_t -"),
+    ("EXT-BF16",          "bf16",      "bf16_t -"),
+    ("PRO-FP",            "fp32",      "fp32_t -"),
+    *((f"EXT-MX-COMMON and {_MX_EXT[v]}", f"{v} with fp8ue8m0 scale factor", f"{v}_t fp8ue8m0_t")
+      for v in _MX_VALUES),
+], since="1.1")
+
+# The draft gives values / output rank 4 with shape [N,K,C]; Arm's tools use rank 3.
+_op("ROW_GATHER_BLOCK_SCALED", "scatter_gather", [
+    ("in",   "values",     "T<in_out_t>",  "[N,K,C]",           "3", "list scaled"),
+    ("in",   "indices",    "T<index_t>",   "[N,W]",             "2"),
+    ("in",   "row_count",  "T<i32_t>",     "[1]",               "1"),
+    ("attr", "block_size", "block_size_t", "-",                 "-"),
+    ("out",  "output",     "T<in_out_t>",  "[N,W*row_count,C]", "3", "list scaled"),
+], "in_out_t index_t scale_t", [
+    *((p, m, f"{t} {i} -") for i, x in (("i32_t", ""), ("i64_t", " and EXT-INT64")) for p, m, t in (
+        (f"PRO-INT{x}", "signed 8", "i8_t"),
+        (f"PRO-INT{x}", "signed 16", "i16_t"),
+        (f"PRO-INT{x}", "signed 32", "i32_t"),
+        (f"PRO-FP{x}", "signed 8", "i8_t"),
+        (f"PRO-FP{x}", "signed 16", "i16_t"),
+        (f"PRO-FP{x}", "signed 32", "i32_t"),
+        (f"EXT-FP8E4M3{x}", "fp8e4m3", "fp8e4m3_t"),
+        (f"EXT-FP8E5M2{x}", "fp8e5m2", "fp8e5m2_t"),
+        (f"PRO-FP{x}", "fp16", "fp16_t"),
+        (f"EXT-BF16{x}", "bf16", "bf16_t"),
+        (f"PRO-FP{x}", "fp32", "fp32_t"),
+        (f"PRO-INT{x}", "Boolean", "bool_t"),
+        (f"PRO-FP{x}", "Boolean", "bool_t"),
+    )),
+    ("EXT-INT64", "signed 64", "i64_t i64_t -"),
+    *((f"EXT-MX-COMMON and {_MX_EXT[v]}{x}", f"{v} with fp8ue8m0 scale factor", f"{v}_t {i} fp8ue8m0_t")
+      for i, x in (("i32_t", ""), ("i64_t", " and EXT-INT64")) for v in _MX_VALUES),
+], since="1.1")
+
+# MX rows of 1.0 operators: plain MX element constants (Arm's tests hold block-scaled operands as two plain
+# tensors) and block-scaled tensors
+_op("CONST", "", [], "out_t", [
+    ("EXT-MX-COMMON",  "fp8ue8m0", "fp8ue8m0_t",          "1.1"),
+    ("EXT-MX-FP6E3M2", "fp6e3m2",  "fp6e3m2_t",           "1.1"),
+    ("EXT-MX-FP6E2M3", "fp6e2m3",  "fp6e2m3_t",           "1.1"),
+    ("EXT-MX-FP4E2M1", "fp4e2m1",  "fp4e2m1_t",           "1.1"),
+    ("EXT-MX-INT8",    "mxint8",   "mxint8_t",            "1.1"),
+    ("DEDUCE-EXT",     "MX",       "bs32_fp8ue8m0_set_t", "1.1"),
+])
+
+_op("IDENTITY", "", [], "in_out_t", [
+    ("DEDUCE-EXT", "MX", "bs32_fp8ue8m0_set_t", "1.1"),
+])
+
+# The block-scaled rows of MATMUL_T's and ROW_GATHER's "Mixed precision" / "Extension" rows (the rows with a bs32
+# operand; the plain ones are in those operators' own sections, which these calls append to).
+_BS = "bs32_fp8ue8m0_set_t"
+_A_NO_FP16, _B_ALL = "fp8e4m3_t|fp8e5m2_t|bf16_t", "fp8e4m3_t|fp8e5m2_t|fp16_t|bf16_t"
+_FP32_ALL = f"{_B_ALL}|fp32_t"
+_ZPS = "access_elem_type<A_t> access_elem_type<B_t>"
+_op("MATMUL_T", "", [], "A_t B_t out_t A_zp_t B_zp_t", [
+    *(("DEDUCE-EXT", "Mixed precision fp with bf16 accumulate", f"{a} {b} bf16_t {_ZPS}")
+      for a, b in ((_BS, f"{_B_ALL}|{_BS}"), (_A_NO_FP16, _BS))),
+    ("DEDUCE-EXT", "Mixed precision fp16 x fp input with bf16 accumulate",
+     f"fp16_t {_BS} bf16_t fp16_t access_elem_type<B_t>"),
+    *(("PRO-FP and DEDUCE-EXT", "Mixed precision fp with fp32 accumulate",
+       f"{a} {b} fp32_t {_ZPS}")
+      for a, b in ((_BS, f"{_FP32_ALL}|{_BS}"), (_FP32_ALL, _BS))),
+], since="1.1")
+_op("ROW_GATHER", "", [], "in_out_t index_t", [
+    ("DEDUCE-EXT", "Extension", f"{_BS} i32_t|i64_t"),
+], since="1.1")
 # fmt: on
 
 

@@ -13,14 +13,14 @@ accumulation) the declared output dtype is returned; without one, None.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from ..errors import TosaError
 from .dtype import DType, DTypeLike
-from .graph import Block, Graph, Operator, ResizeMode, Tensor
+from .graph import Block, BlockSize, Graph, Operator, ResizeMode, Tensor
 from .shape_ops import SHAPE_OPS, evaluate
 
 Shape = tuple[int, ...]
@@ -783,6 +783,197 @@ def _none(c: _Ctx) -> list[Inferred]:
     return []
 
 
+# ---- TOSA 1.1 block-scaled (MX) operators ----------------------------------------------------------------------
+
+
+def _block_size(c: _Ctx) -> int:
+    """The block_size attribute as a number of elements (BlockSize values are their sizes)."""
+    value = c.attr("block_size")
+    try:
+        return int(BlockSize[value.upper()] if isinstance(value, str) else value)
+    except (KeyError, ValueError, TypeError):
+        raise TosaError(f"attribute block_size has an invalid value {value!r}") from None
+
+
+def _scale_shape(shape: Shape, block: int) -> Shape:
+    return (*shape[:-1], shape[-1] // block)
+
+
+def _scales_match(scale: Tensor, want: Shape, what: str, dims: str) -> None:
+    _err(
+        scale.shape != want,
+        f"{what} must have shape {dims}",
+        f"got {list(scale.shape)}, expected {list(want)}",
+    )
+
+
+def _cast_from_block_scaled(c: _Ctx) -> list[Inferred]:
+    data, scale, block = c.inp(0, "input_data"), c.inp(1, "input_scale"), _block_size(c)
+    shape = data.shape
+    _err(
+        not shape or shape[-1] % block != 0,
+        "ERROR_IF(rank(shape) == 0 || shape[rank(shape)-1] % block_size != 0)",
+        f"shape={list(shape)}, block_size={block}",
+    )
+    _err(
+        len(shape) != scale.rank,
+        "ERROR_IF(rank(shape) != rank(in_scale_shape))",
+        f"{list(shape)} vs {list(scale.shape)}",
+    )
+    _err(block == 1, "ERROR_IF(block_size == 1)")
+    for i in range(len(shape) - 1):
+        _err(
+            shape[i] != scale.shape[i],
+            "ERROR_IF(shape[axis_index] != in_scale_shape[axis_index])",
+            f"axis {i}: {shape[i]} vs {scale.shape[i]}",
+        )
+    _err(
+        shape[-1] != scale.shape[-1] * block,
+        "ERROR_IF(shape[rank(shape) - 1] != in_scale_shape[rank(shape) - 1] * block_size)",
+        f"{shape[-1]} vs {scale.shape[-1]} * {block}",
+    )
+    return [Inferred(shape, c.declared_dtype(0), "output shape must equal the input_data shape")]
+
+
+def _cast_to_block_scaled(c: _Ctx) -> list[Inferred]:
+    shape, block = c.inp(0, "input_data").shape, _block_size(c)
+    _err(
+        not shape or shape[-1] % block != 0,
+        "ERROR_IF(rank(shape) == 0 || shape[rank(shape)-1] % block_size != 0)",
+        f"shape={list(shape)}, block_size={block}",
+    )
+    _err(block == 1, "ERROR_IF(block_size == 1)")
+    return [
+        Inferred(shape, c.declared_dtype(0), "output_data shape must equal the input_data shape"),
+        Inferred(_scale_shape(shape, block), DType.FP8UE8M0, "output_scale shape [..., C/block_size]"),
+    ]
+
+
+def _conv2d_block_scaled(c: _Ctx) -> list[Inferred]:
+    block = _block_size(c)
+    n, ih, iw, ic = _rank(c.inp(0, "input_data"), 4, "input_data", "[N,IH,IW,IC]")
+    oc, kh, kw, wic = _rank(c.inp(2, "weight_data"), 4, "weight_data", "[OC,KH,KW,IC]")
+    _err(wic != ic, "weight_data [OC,KH,KW,IC] must have the input's IC", f"input IC={ic}, weight IC={wic}")
+    _err(ic % block != 0, "ERROR_IF(IC % block_size != 0)", f"IC={ic}, block_size={block}")
+    _err(block == 1, "ERROR_IF(block_size == 1)")
+    _scales_match(c.inp(1, "input_scale"), (n, ih, iw, ic // block), "input_scale", "[N,IH,IW,IC/block_size]")
+    _scales_match(c.inp(3, "weight_scale"), (oc, kh, kw, ic // block), "weight_scale", "[OC,KH,KW,IC/block_size]")
+    bias = _rank(c.inp(4, "bias"), 1, "bias", "[BC]")
+    _err(bias[0] != oc and bias[0] != 1, "ERROR_IF(BC != OC && BC != 1)", f"BC={bias[0]}, OC={oc}")
+    values = {}
+    for i, name, length in ((5, "pad", 4), (6, "stride", 2), (7, "dilation", 2)):
+        values[name] = _shape_input(c, i, name, length)
+    if any(v is None for v in values.values()):
+        return [Inferred(c.declared_shape(), DType.FP32)]
+    (oh, ow), rules = _conv_out(replace(c, attrs={**c.attrs, **values}), "HW", (ih, iw), (kh, kw))
+    return [
+        Inferred(
+            (n, oh, ow, oc),
+            DType.FP32,
+            "output shape [N,OH,OW,OC]",
+            ("N", "OH", "OW", "OC"),
+            {1: rules["OH"], 2: rules["OW"]},
+        )
+    ]
+
+
+def _matmul_t_block_scaled(c: _Ctx) -> list[Inferred]:
+    block = _block_size(c)
+    n, h, ch = _rank(c.inp(0, "A_data"), 3, "A_data", "[N,H,C]")
+    d, w, c2 = _rank(c.inp(2, "B_data"), 3, "B_data", "[D,W,C]")
+    _err(c2 != ch, "A_data [N,H,C] and B_data [D,W,C] must have the same C", f"{ch} vs {c2}")
+    _err(ch % block != 0, "ERROR_IF(C % block_size != 0)", f"C={ch}, block_size={block}")
+    _err(block == 1, "ERROR_IF(block_size == 1)")
+    _err(d != n and d != 1, "ERROR_IF(D != N && D != 1)", f"D={d}, N={n}")
+    _scales_match(c.inp(1, "A_scale"), (n, h, ch // block), "A_scale", "[N,H,C/block_size]")
+    _scales_match(c.inp(3, "B_scale"), (d, w, ch // block), "B_scale", "[D,W,C/block_size]")
+    return [Inferred((n, h, w), DType.FP32, "output shape [N,H,W]", ("N", "H", "W"))]
+
+
+def _list_length(c: _Ctx, n: int, what: str, block: int) -> None:
+    """The (values[, scales]) list rules shared by RESHAPE_BLOCK_SCALED and ROW_GATHER_BLOCK_SCALED."""
+    _err(n not in (1, 2), f"ERROR_IF({what}_len != 1 && {what}_len != 2)", f"{what} has {n} tensors")
+    if c.declared is not None:
+        _err(len(c.declared) != n, f"ERROR_IF(output_len != {what}_len)", f"{len(c.declared)} vs {n}")
+    _err(n == 1 and block != 1, f"ERROR_IF(({what}_len == 1) && (block_size != 1))", f"block_size={block}")
+    _err(n == 2 and block == 1, f"ERROR_IF(({what}_len == 2) && (block_size == 1))")
+
+
+def _reshape_block_scaled(c: _Ctx) -> list[Inferred]:
+    block, n = _block_size(c), len(c.inputs) - 1
+    _list_length(c, n, "input", block)
+    values = c.inp(0, "input")
+    new = _shape_input(c, n, "new_value_shape", None)
+    if new is None:
+        return [Inferred(c.declared_shape(i), t.dtype) for i, t in enumerate(c.inputs[:n])]
+    size = int(np.prod(new, dtype=np.int64))
+    _err(
+        values.size != size,
+        "ERROR_IF(tensor_size(value_shape1) != tensor_size(new_value_shape))",
+        f"input {list(values.shape)} has {values.size} elements, new_value_shape {new} has {size}",
+    )
+    out = [Inferred(tuple(new), values.dtype, "output shape must equal new_value_shape")]
+    if n == 2:
+        scale = c.inputs[1]
+        _err(
+            values.rank == 0 or not new,
+            "ERROR_IF(rank(value_shape1) == 0 || rank(new_value_shape) == 0)",
+        )
+        _err(
+            values.rank != scale.rank,
+            "ERROR_IF(rank(value_shape1) != rank(scale_shape1))",
+            f"{list(values.shape)} vs {list(scale.shape)}",
+        )
+        _err(values.shape[-1] % block != 0, "ERROR_IF((value_shape1_last % block_size) != 0)")
+        _err(new[-1] % block != 0, "ERROR_IF((new_value_shape_last % block_size) != 0)", f"{new}")
+        _err(
+            scale.shape[-1] != values.shape[-1] // block,
+            "ERROR_IF(scale_shape1[-1] != (value_shape1_last / block_size))",
+            f"{list(scale.shape)} for values {list(values.shape)}",
+        )
+        new_scale = _scale_shape(tuple(new), block)
+        _err(
+            scale.size != int(np.prod(new_scale, dtype=np.int64)),
+            "ERROR_IF(tensor_size(scale_shape1) != tensor_size(new_scale_shape))",
+            f"{list(scale.shape)} vs {list(new_scale)}",
+        )
+        out.append(Inferred(new_scale, scale.dtype, "scale output shape: new_value_shape in blocks"))
+    return out
+
+
+def _row_gather_block_scaled(c: _Ctx) -> list[Inferred]:
+    block, n = _block_size(c), len(c.inputs) - 2
+    _list_length(c, n, "values", block)
+    nb, k, ch = _rank(c.inp(0, "values"), 3, "values", "[N,K,C]")
+    _err(ch % block != 0, "ERROR_IF(C % block_size != 0)", f"C={ch}, block_size={block}")
+    n2, w = _rank(c.inp(n, "indices"), 2, "indices", "[N,W]")
+    _err(n2 != nb, "values [N,K,C] and indices [N,W] must have the same N", f"{nb} vs {n2}")
+    if n == 2:
+        _scales_match(c.inputs[1], (nb, k, ch // block), "values[1]", "[N,K,C/block_size]")
+    count = c.inp(n + 1, "row_count")
+    if count.data is None:
+        return [Inferred(c.declared_shape(i), t.dtype) for i, t in enumerate(c.inputs[:n])]
+    rows = int(np.asarray(count.data).reshape(-1)[0])
+    _err(rows < 1, "ERROR_IF(row_count < 1)", f"row_count={rows}")
+    dims = ("N", "W*row_count", "C")
+    out = [Inferred((nb, w * rows, ch), c.inputs[0].dtype, "output shape [N,W*row_count,C]", dims)]
+    if n == 2:
+        out.append(
+            Inferred((nb, w * rows, ch // block), c.inputs[1].dtype, "scale output [N,W*row_count,C/block_size]")
+        )
+    return out
+
+
+_BLOCK_SCALED = {
+    "CAST_FROM_BLOCK_SCALED": _cast_from_block_scaled,
+    "CAST_TO_BLOCK_SCALED": _cast_to_block_scaled,
+    "CONV2D_BLOCK_SCALED": _conv2d_block_scaled,
+    "MATMUL_T_BLOCK_SCALED": _matmul_t_block_scaled,
+    "RESHAPE_BLOCK_SCALED": _reshape_block_scaled,
+    "ROW_GATHER_BLOCK_SCALED": _row_gather_block_scaled,
+}
+
+
 _FAMILIES: dict[str, Callable[[_Ctx], list[Inferred]]] = {
     **{op: _elementwise_binary for op in BINARY_SAME + COMPARISON + ("MUL",)},
     **{op: _elementwise_unary for op in UNARY_SAME + ("CAST", "RESCALE", "TABLE")},
@@ -821,6 +1012,7 @@ _FAMILIES: dict[str, Callable[[_Ctx], list[Inferred]]] = {
     "VARIABLE": _none,
     "VARIABLE_WRITE": _none,
     "VARIABLE_READ": _declared,
+    **_BLOCK_SCALED,
 }
 
 SUPPORTED = frozenset(_FAMILIES)

@@ -26,7 +26,18 @@ import numpy as np
 from ..errors import Site, TosaError
 from . import ops as _ops
 from .dtype import DType
-from .graph import Block, Graph, NanPropagationMode, Operator, Region, ResizeMode, RoundingMode, Tensor, version_text
+from .graph import (
+    Block,
+    BlockSize,
+    Graph,
+    NanPropagationMode,
+    Operator,
+    Region,
+    ResizeMode,
+    RoundingMode,
+    Tensor,
+    version_text,
+)
 from .shape_ops import SHAPE_OPS
 from .shapes import infer_detailed, shape_value
 
@@ -332,6 +343,8 @@ class _Validator:
                     RoundingMode.INEXACT_ROUND,
                     RoundingMode.DOUBLE_ROUND,
                 )
+            elif o.type == "block_size_t":
+                ok = _enum(BlockSize, value) in (BlockSize.BLOCK_SIZE_1, BlockSize.BLOCK_SIZE_32)
             elif o.type == "tosa_graph_t":
                 ok = isinstance(value, str)
             if not ok:
@@ -370,23 +383,24 @@ class _Validator:
 
     def types(
         self, spec: _ops.OpSpec, op: Operator, block: Block, ins: list[Tensor], outs: list[Tensor]
-    ) -> dict[str, DType]:
+    ) -> dict[str, _ops.ElementType]:
         """Bind type variables from the tensors and find a Supported Data Types row."""
         if not spec.types or (
             spec.chapter == "variable" and (len(ins), len(outs)) != (len(spec.inputs), len(spec.outputs))
         ):
             return {}
-        bound: dict[str, DType] = {}
+        bound: dict[str, _ops.ElementType] = {}
         seen: list[str] = []
         for operands, tensors in ((spec.inputs, ins), (spec.outputs, outs)):
-            for o, t in _pair(operands, tensors):
-                if o.type == "tensor_list_t":
+            for o, var, t in _ops.typed_operands(operands, tensors):
+                if var == "tensor_list_t":
                     continue
-                seen.append(f"{o.name}={t.dtype}")
-                fixed = _ops.SPEC_TYPES.get(o.type)
+                dtype = _ops.tensor_type(t)  # BlockScaled for a block-scaled tensor: never a plain type's match
+                seen.append(f"{o.name}={dtype}")
+                fixed = _ops.SPEC_TYPES.get(var)
                 if fixed is not None:
-                    if t.dtype != fixed:
-                        raise TosaError(f"{o.name} must be {o.type} ({fixed}), '{t.name}' is {t.dtype}")
+                    if dtype != fixed:
+                        raise TosaError(f"{o.name} must be {var} ({fixed}), '{t.name}' is {dtype}")
                     continue
                 if o.type == "mul_t":  # RESCALE: mul_t = scale32 ? i32_t : i16_t
                     want = DType.INT32 if op.attrs.get("scale32") else DType.INT16
@@ -396,14 +410,15 @@ class _Validator:
                             f"'{t.name}' is {t.dtype}"
                         )
                     continue
-                if bound.setdefault(o.type, t.dtype) != t.dtype:
+                if bound.setdefault(var, dtype) != dtype:
                     raise TosaError(
                         f"ERROR_IF(operator data types do not meet requirement of operator Supported Data"
-                        f" Types): {o.name} is {t.dtype} but another {o.type} operand is {bound[o.type]}"
+                        f" Types): {o.name} is {dtype} but another {var} operand is {bound[var]}"
                         f" ({', '.join(seen)})"
                     )
+        _ops.unscaled(spec, bound)
         if op.op == "CONST" and outs:
-            bound["out_t"] = outs[0].dtype
+            bound["out_t"] = _ops.tensor_type(outs[0])
         if "acc_t" in spec.type_vars:
             acc = _dtype(op.attrs.get("acc_type"))
             if acc is not None:

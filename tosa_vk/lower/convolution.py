@@ -358,3 +358,30 @@ def TRANSPOSE_CONV2D(ctx: LowerCtx):
     outer = -(-kh // sy) * -(-kw // sx)
     ve = int(defines["VE"])
     return _kernel(ctx, "convolution/transpose_conv", defines, extra, grid, outer, ic, ve, specs=specs)
+
+
+# ---- TOSA 1.1 block-scaled (MX) ----------------------------------------------------------------------------------
+
+
+@lowering("CONV2D_BLOCK_SCALED")
+def CONV2D_BLOCK_SCALED(ctx: LowerCtx):
+    """One invocation an output (shaders/convolution/conv2d_block_scaled.comp); MX data stays one code a byte."""
+    x, x_scale, w, w_scale, bias = ctx.inputs[:5]
+    out = ctx.outputs[0]
+    geometry = [ctx.constant(i) for i in (5, 6, 7)]  # pad, stride, dilation: shape_t constants
+    if any(g is None for g in geometry) or out.size == 0:
+        return None if out.size else []
+    (pt, _, pl, _), (sy, sx), (dy, dx) = ([int(v) for v in np.asarray(g).reshape(-1)] for g in geometry)
+    _, ih, iw, ic = x.shape
+    _, oh, ow, oc = out.shape
+    kh, kw = w.shape[1:3]
+    values = push.CONV2D_BLOCK_SCALED.pack(out.size, ih, iw, ic, oh, ow, oc, kh, kw, bias.size, pt, pl, sy, sx, dy, dx)
+    return [
+        ctx.kernel(
+            "convolution/conv2d_block_scaled",
+            {"A": x.name, "S": x_scale.name, "W": w.name, "T": w_scale.name, "C": bias.name, "O": out.name},
+            {"BLOCK": str(int(ctx.attr("block_size")))},
+            values,
+            invocations=out.size,
+        )
+    ]

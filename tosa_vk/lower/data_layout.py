@@ -19,6 +19,7 @@ from ..program import Kernel
 from ..shader_abi import MAX_RANK, WORKGROUP
 from . import LowerCtx, lowering, push
 from .push import Push
+from .types import glsl_known
 
 TILE_SIZE = 32  # shaders/data_layout/transpose.comp: tiles of TILE_SIZE x TILE_SIZE elements
 TILE_MIN = 8  # both dimensions of the tiled plane at least this long, else the plain strided copy
@@ -311,3 +312,21 @@ def copy(ctx: LowerCtx, src: str, dst: str) -> Kernel | None:
     s, d = ctx.tensor(src), ctx.tensor(dst)
     k = strided_copy(ctx, s, d, s.shape, row_major(s.shape))
     return None if k is None else dataclasses.replace(k, reads=k.bindings[:1], writes=k.bindings[1:])
+
+
+@lowering("RESHAPE_BLOCK_SCALED")
+def RESHAPE_BLOCK_SCALED(ctx: LowerCtx):
+    """TOSA 1.1: values (and scales) keep their row-major order, so each is a flat copy to its output (two outputs:
+    no alias, which takes one)."""
+    kernels = []
+    if not all(glsl_known(t.dtype) for t in ctx.outputs):
+        return None
+    for src, dst in zip(ctx.inputs[:-1], ctx.outputs):
+        if dst.size == 0:
+            continue
+        k = strided_copy(ctx, src, dst, (src.size,), (1,))
+        if k is None:
+            return None
+        target = ctx.q(dst.name)
+        kernels.append(dataclasses.replace(k, reads=tuple(b for b in k.bindings if b != target), writes=(target,)))
+    return kernels

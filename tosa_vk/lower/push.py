@@ -89,6 +89,11 @@ DEPTHWISE = layout(*_ints("n", "ih", "iw", "c", "oh", "ow", "pt", "pl", "packed"
 POOL = layout(*_uints("total", "IH", "IW", "C", "OH", "OW"), *_ints("KH", "KW", "SY", "SX", "PT", "PL"))
 FFT = layout(*_uints("total", "L", "S", "Ns", "tw_step", "H", "W"))
 FFT_TWIDDLE = layout(*_uints("count", "L"))
+MATMUL_T_BLOCK_SCALED = layout(*_uints("total", "H", "W", "C", "D"))
+ROW_GATHER_BLOCK_SCALED = layout(*_uints("total", "C", "W"), ("K", "int"), ("R", "uint"))
+CONV2D_BLOCK_SCALED = layout(
+    *_uints("total", "IH", "IW", "IC", "OH", "OW", "OC", "KH", "KW", "BC"), *_ints("PT", "PL", "SY", "SX", "DY", "DX")
+)
 
 # shader (path under shaders/, without .comp) -> its layout(s); what tests/test_push_layouts.py checks
 SHADERS: dict[str, tuple[PushLayout, ...]] = {
@@ -116,6 +121,11 @@ SHADERS: dict[str, tuple[PushLayout, ...]] = {
     "tensor_ops/fft_twiddle": (FFT_TWIDDLE,),
     "fused/elementwise": (NONE,),
     "convolution/depthwise": (DEPTHWISE,),
+    "type_conversion/cast_to_block_scaled": (TOTAL,),
+    "type_conversion/cast_from_block_scaled": (TOTAL,),
+    "tensor_ops/matmul_t_block_scaled": (MATMUL_T_BLOCK_SCALED,),
+    "convolution/conv2d_block_scaled": (CONV2D_BLOCK_SCALED,),
+    "scatter_gather/row_gather_block_scaled": (ROW_GATHER_BLOCK_SCALED,),
 }
 
 

@@ -9,10 +9,15 @@ index, int32 or int64 indices); SCATTER copies values_in to values_out
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
+
 from ..ir.dtype import DType
 from ..ir.graph import Tensor
 from . import LowerCtx, lowering, push
 from .data_layout import raw_kernel, row_major, strided_copy, unit_ok, width
+from .types import glsl_known
 
 
 def _index(indices: Tensor) -> dict[str, str]:
@@ -113,3 +118,41 @@ def SCATTER(ctx: LowerCtx):
             _index(indices),
         ),
     ]
+
+
+@lowering("ROW_GATHER_BLOCK_SCALED")
+def ROW_GATHER_BLOCK_SCALED(ctx: LowerCtx):
+    """TOSA 1.1: one raw-unit dispatch per tensor of the (values, scales) list
+    (shaders/scatter_gather/row_gather_block_scaled.comp); row_count must be a constant."""
+    *values, indices, row_count = ctx.inputs
+    rows = ctx.constant(len(values) + 1)
+    if rows is None or not glsl_known(indices.dtype):  # INT64 indices: once INT64 has kernels
+        return None
+    r = int(np.asarray(rows).reshape(-1)[0])
+    kernels = []
+    for src, dst in zip(values, ctx.outputs):
+        n, k, c = src.shape
+        w = indices.shape[1]
+        size = width(src)
+        unit = next((u for u in (16, 8, 4, 2, 1) if u >= size and (c * size) % u == 0 and unit_ok(ctx, u)), None)
+        if unit is None or not glsl_known(src.dtype):
+            return None
+        if dst.size == 0:
+            continue
+        cu = c * size // unit
+        values_push = push.ROW_GATHER_BLOCK_SCALED.pack(n * w * r * cu, cu, w, k, r)
+        index_t = "int64_t" if indices.dtype == DType.INT64 else "int"
+        kernel = raw_kernel(
+            ctx,
+            "scatter_gather/row_gather_block_scaled",
+            {"V": src.name, "I": indices.name, "O": dst.name},
+            unit,
+            values_push,
+            n * w * r * cu,
+            {"INDEX_T": index_t},
+        )
+        target = ctx.q(dst.name)
+        kernels.append(
+            dataclasses.replace(kernel, reads=tuple(b for b in kernel.bindings if b != target), writes=(target,))
+        )
+    return kernels

@@ -504,3 +504,26 @@ def FFT2D(ctx: LowerCtx):
 @lowering("RFFT2D")
 def RFFT2D(ctx: LowerCtx):
     return _fft(ctx, real=True)
+
+
+# ---- TOSA 1.1 block-scaled (MX) ----------------------------------------------------------------------------------
+
+
+@lowering("MATMUL_T_BLOCK_SCALED")
+def MATMUL_T_BLOCK_SCALED(ctx: LowerCtx):
+    """One invocation an output (shaders/tensor_ops/matmul_t_block_scaled.comp); MX data stays one code a byte."""
+    a, a_scale, b, b_scale = ctx.inputs
+    out = ctx.outputs[0]
+    n, h, c = a.shape
+    d, w, _ = b.shape
+    if out.size == 0:
+        return []
+    return [
+        ctx.kernel(
+            "tensor_ops/matmul_t_block_scaled",
+            {"A": a.name, "S": a_scale.name, "B": b.name, "T": b_scale.name, "O": out.name},
+            {"BLOCK": str(int(ctx.attr("block_size")))},
+            push.MATMUL_T_BLOCK_SCALED.pack(out.size, h, w, c, d),
+            invocations=out.size,
+        )
+    ]

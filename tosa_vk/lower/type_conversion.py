@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import math
+
 from ..ir.dtype import DType
 from ..ir.graph import Operator, RoundingMode
+from ..ir.mx import largest_rounding_to_normal_max
 from . import LowerCtx, lowering, push
 
 _FLOATS = (DType.FP32, DType.FP16, DType.BF16, DType.FP8E4M3, DType.FP8E5M2)
@@ -102,5 +105,52 @@ def RESCALE(ctx: LowerCtx):
     return [
         ctx.kernel(
             "type_conversion/rescale", bindings, defines, push.RESCALE.pack(out.size, channels), invocations=out.size
+        )
+    ]
+
+
+# ---- TOSA 1.1 block-scaled (MX) casts: data and scales stay one code a byte in storage, decoded in the kernel ------
+
+
+@lowering("CAST_FROM_BLOCK_SCALED")
+def CAST_FROM_BLOCK_SCALED(ctx: LowerCtx):
+    data, scale = ctx.inputs
+    out = ctx.outputs[0]
+    defines = {"BLOCK": str(int(ctx.attr("block_size")))}
+    if out.dtype == DType.BF16:
+        defines["NAN_KEEPS_VALUE"] = "1"
+    return [
+        ctx.kernel(
+            "type_conversion/cast_from_block_scaled",
+            {"A": data.name, "S": scale.name, "O": out.name},
+            defines,
+            push.TOTAL.pack(out.size),
+            invocations=out.size,
+        )
+    ]
+
+
+@lowering("CAST_TO_BLOCK_SCALED")
+def CAST_TO_BLOCK_SCALED(ctx: LowerCtx):
+    x = ctx.inputs[0]
+    data, scale = ctx.outputs
+    out_max = largest_rounding_to_normal_max(data.dtype)
+    defines = {
+        "BLOCK": str(int(ctx.attr("block_size"))),
+        "OUT_MAX": repr(float(out_max)),
+        "OUT_EXP": str(math.floor(math.log2(out_max))),
+    }
+    if data.dtype == DType.FP8E4M3:
+        defines["CEIL_SCALE"] = "1"
+    if data.dtype == DType.FP8E5M2:
+        defines["NAN_CODE"] = "0x7e"
+    return [
+        ctx.kernel(
+            "type_conversion/cast_to_block_scaled",
+            {"A": x.name, "O": data.name, "S": scale.name},
+            defines,
+            push.TOTAL.pack(scale.size),
+            invocations=scale.size,
+            writes=(data.name, scale.name),
         )
     ]

@@ -22,6 +22,12 @@ _GLSL = {
     DType.BF16: ("uint16_t", "float", "bf16_to_f32(v)", "f32_to_bf16(v)"),
     DType.FP8E4M3: ("uint8_t", "float", "fp8e4m3_to_f32(v)", "f32_to_fp8e4m3(v)"),
     DType.FP8E5M2: ("uint8_t", "float", "fp8e5m2_to_f32(v)", "f32_to_fp8e5m2(v)"),
+    # TOSA 1.1 MX types: one code a byte, as numpy holds them (ml_dtypes; MXINT8 its int8 code)
+    DType.FP4E2M1: ("uint8_t", "float", "fp4e2m1_to_f32(v)", "f32_to_fp4e2m1(v)"),
+    DType.FP6E2M3: ("uint8_t", "float", "fp6e2m3_to_f32(v)", "f32_to_fp6e2m3(v)"),
+    DType.FP6E3M2: ("uint8_t", "float", "fp6e3m2_to_f32(v)", "f32_to_fp6e3m2(v)"),
+    DType.FP8UE8M0: ("uint8_t", "float", "fp8ue8m0_to_f32(v)", "f32_to_fp8ue8m0(v)"),
+    DType.MXINT8: ("int8_t", "float", "(float(v) / 64.0)", "f32_to_mxint8(v)"),
 }
 
 
@@ -45,3 +51,8 @@ def binding_defines(name: str, dtype: DType) -> dict[str, str]:
     if dtype == DType.INT64:  # the int64 helpers of the includes (partition.py placed the operator: shaderInt64)
         defines["ELEMENTWISE_INT64"] = "1"
     return defines
+
+
+def glsl_known(dtype: DType) -> bool:
+    """Whether kernels can bind a tensor of `dtype`."""
+    return dtype in _GLSL

@@ -47,6 +47,8 @@ SCALAR_FORMATS = {
     DType.BF16: "VK_FORMAT_R16_SFLOAT_FPENCODING_BFLOAT16_ARM",
     DType.FP8E4M3: "VK_FORMAT_R8_SFLOAT_FPENCODING_FLOAT8E4M3_ARM",
     DType.FP8E5M2: "VK_FORMAT_R8_SFLOAT_FPENCODING_FLOAT8E5M2_ARM",
+    # TOSA 1.1 MX types have no Vulkan format: one opaque code a byte (vgf_graph reads R8_UINT back as INT8)
+    **dict.fromkeys((DType.FP4E2M1, DType.FP6E2M3, DType.FP6E3M2, DType.FP8UE8M0, DType.MXINT8), "VK_FORMAT_R8_UINT"),
 }
 
 

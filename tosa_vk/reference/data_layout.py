@@ -123,3 +123,9 @@ def TRANSPOSE(call: Call):
         used[p] = True
     call.error_if(any(x.shape[perms[i]] != out_shape[i] for i in range(x.ndim)), "shape1[perms[i]] != shape[i]")
     return np.ascontiguousarray(np.transpose(x, perms))
+
+
+@reference("RESHAPE_BLOCK_SCALED")
+def RESHAPE_BLOCK_SCALED(call: Call):
+    """TOSA 1.1: values (and scales, when given) to the declared shapes, in row-major order."""
+    return [np.asarray(v).reshape(shape) for v, shape in zip(call.inputs[:-1], call.out_shapes)]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from .registry import Call, reference
+from .registry import Call, ScaledArray, reference
 
 
 @reference("IDENTITY")
 def IDENTITY(call: Call):
-    return call.inputs[0].copy()
+    scale = call.scales[0] if call.scales else None
+    return call.inputs[0].copy() if scale is None else ScaledArray(call.inputs[0].copy(), scale.copy())

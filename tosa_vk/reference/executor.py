@@ -10,16 +10,18 @@ import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import ml_dtypes
 import numpy as np
 
 from ..errors import TosaError
+from ..ir.dtype import DType
 from ..ir.graph import Block, Graph, Tensor
 from ..ir.validate import validate
 from ..variables import begin_run
 from . import prepared, registry
-from .registry import Call
+from .registry import Call, ScaledArray
 
 
 class Interpreter:
@@ -52,17 +54,21 @@ class Interpreter:
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Graph inputs by name -> graph outputs by name (storage dtypes, see DType.numpy)."""
         main = self.graph.main
-        missing = [n for n in main.inputs if n not in feeds]
+        expected = feed_names(self.graph.inputs)
+        missing = [n for n in expected if n not in feeds]
         if missing:
-            raise TosaError(f"missing graph input(s) {missing}; the graph takes {main.inputs}", file=self.file)
-        unknown = sorted(set(feeds) - set(main.inputs))
+            raise TosaError(f"missing graph input(s) {missing}; the graph takes {expected}", file=self.file)
+        unknown = sorted(set(feeds) - set(expected))
         if unknown:
-            raise TosaError(f"unknown graph input(s) {unknown}; the graph takes {main.inputs}", file=self.file)
+            raise TosaError(f"unknown graph input(s) {unknown}; the graph takes {expected}", file=self.file)
         values = [coerce_input(main.tensors[n], feeds[n], self.file) for n in main.inputs]
+        scales = {
+            t.scale_name: coerce_scales(t, feeds[t.scale_name], self.file) for t in self.graph.inputs if t.block_scaled
+        }
         begin_run(self.state)
         self.timings = []
-        outs = self.run_block(self.graph.regions[0].name, main, values)
-        return dict(zip(main.outputs, outs))
+        env = self.run_block(self.graph.regions[0].name, main, values, scales, env_out=True)
+        return {name: env[name] for name in feed_names(self.graph.outputs)}
 
     def run_region(self, name: str, values: list[np.ndarray]) -> list[np.ndarray]:
         region = self._regions.get(name)
@@ -70,7 +76,9 @@ class Interpreter:
             raise TosaError(f"no region named {name!r}", file=self.file)
         return self.run_block(name, region.blocks[0], values)
 
-    def run_block(self, region: str, block: Block, values: list[np.ndarray]) -> list[np.ndarray]:
+    def run_block(self, region: str, block: Block, values: list[np.ndarray], scales=None, env_out=False) -> Any:
+        """The block's outputs for its input `values`; `scales`: those of block-scaled inputs by scale name (TOSA
+        1.1); `env_out`: every value by name instead (a block-scaled tensor's scales under its scale_name)."""
         if len(values) != len(block.inputs):
             raise TosaError(
                 f"block '{block.name}' takes {len(block.inputs)} inputs, got {len(values)}",
@@ -80,6 +88,7 @@ class Interpreter:
         constants, steps = self._prepared(block)
         env = dict(constants)
         env.update(zip(block.inputs, values))
+        env.update(scales or {})
         for step in steps:
             start = time.perf_counter()
             try:
@@ -97,13 +106,14 @@ class Interpreter:
                     file=self.file,
                 ) from None
             self.timings.append((step.label, time.perf_counter() - start))
-        return [_read(env, n) for n in block.outputs]
+        return env if env_out else [_read(env, n) for n in block.outputs]
 
     def _prepared(self, block: Block) -> tuple[dict[str, np.ndarray], list[_Step]]:
         """Per block, once: its constant values and one reusable Call per operator."""
         cached = self._plans.get(id(block))
         if cached is None:
             constants = {n: t.data for n, t in block.tensors.items() if t.data is not None and not t.variable}
+            constants.update({t.scale_name: t.scale_data for t in block.tensors.values() if t.scale_data is not None})
             steps = []
             for index, op in enumerate(block.operators):
                 if op.op in ("CONST", "CONST_SHAPE"):
@@ -122,10 +132,12 @@ class Interpreter:
                     state=self.state,
                     extra={"max_iterations": self.max_iterations, "block": block},
                 )
-                make = prepared.PREPARED.get(op.op) if self.prepare and len(outs) == 1 else None
+                ins = [block.tensors[n] for n in op.inputs]
+                scaled = any(t.block_scaled for t in ins + outs)  # block-scaled (1.1): values and scales
+                make = prepared.PREPARED.get(op.op) if self.prepare and len(outs) == 1 and not scaled else None
                 known = [None if block.tensors[n].variable else block.tensors[n].data for n in op.inputs]
                 run = make(call, known, functools.partial(_slow, fn, call)) if make else None
-                steps.append(_Step(index, fn, call, outs, op.label(index), run))
+                steps.append(_Step(index, fn, call, outs, op.label(index), run, ins if scaled else None))
             cached = self._plans[id(block)] = (constants, steps)
         return cached
 
@@ -133,6 +145,8 @@ class Interpreter:
     def _run_step(step: _Step, env: dict) -> None:
         call = step.call
         call.inputs = [_read(env, n) for n in call.op.inputs]
+        if step.scaled is not None:
+            call.scales = [_read(env, t.scale_name) if t.block_scaled else None for t in step.scaled]
         result = step.fn(call)
         results = result if isinstance(result, (list, tuple)) else (result,)
         if len(results) != len(step.outputs):
@@ -140,6 +154,11 @@ class Interpreter:
                 f"reference {call.op.op} returned {len(results)} outputs, the graph declares {len(step.outputs)}"
             )
         for t, r in zip(step.outputs, results):
+            if t.block_scaled != isinstance(r, ScaledArray):
+                raise TosaError(f"reference {call.op.op} has no block-scaled form for output '{t.name}'")
+            if isinstance(r, ScaledArray):
+                env[t.scale_name] = np.asarray(r.scale, dtype=DType.FP8UE8M0.numpy).reshape(t.scale_shape)
+                r = r.data
             r = np.asarray(r)
             if r.dtype != t.dtype.numpy or r.shape != t.shape:
                 if r.size != t.size:
@@ -156,6 +175,7 @@ class _Step:
     outputs: list[Tensor]
     label: str
     run: Callable[..., np.ndarray] | None = None  # the prepared closure, if the operator has one here
+    scaled: list[Tensor] | None = None  # the input tensors, where an input or output is block-scaled (1.1)
 
 
 def _slow(fn: Callable[[registry.Call], object], call: registry.Call, *inputs: np.ndarray):
@@ -169,6 +189,20 @@ def _read(env: dict, name: str) -> np.ndarray:
         return env[name]
     except KeyError:
         raise TosaError(f"tensor '{name}' is read before it is written") from None
+
+
+def feed_names(tensors: list[Tensor]) -> list[str]:
+    """A graph's input (or output) arrays: one a tensor, two for a block-scaled one (its elements, then its scales
+    under `Tensor.scale_name`, as Arm's conformance files give them)."""
+    return [n for t in tensors for n in ((t.name, t.scale_name) if t.block_scaled else (t.name,))]
+
+
+def coerce_scales(t: Tensor, value, file: str | None, *, cast: bool = False) -> np.ndarray:
+    """The scales feed of a block-scaled input -> fp8ue8m0 storage of Tensor.scale_shape."""
+    assert t.scale_dtype is not None
+    return coerce_array(
+        t.scale_name, value, t.scale_shape, t.scale_dtype.numpy, t.scale_dtype.name, file=file, cast=cast
+    )
 
 
 def coerce_input(t: Tensor, value, file: str | None, *, cast: bool = False) -> np.ndarray:
@@ -224,7 +258,11 @@ def coerce_array(
 # the kinds a feed may have, in numpy's same_kind order: a feed converts to its own kind or a later one
 _KIND_ORDER = {"b": 0, "u": 1, "i": 2, "f": 3}
 _FP8E5M2 = np.dtype(ml_dtypes.float8_e5m2)
-_ML_FLOATS = {np.dtype(t) for t in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2)}
+_ML_FLOATS = {
+    np.dtype(t)
+    for t in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2)
+    + (ml_dtypes.float6_e2m3fn, ml_dtypes.float6_e3m2fn, ml_dtypes.float4_e2m1fn, ml_dtypes.float8_e8m0fnu)
+}
 
 
 def _kind(dtype: np.dtype) -> str:

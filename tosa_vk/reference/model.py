@@ -12,7 +12,7 @@ from ..program import Placement
 from ..session import GraphModel, Model, Timing
 from ..target import Target
 from ..variables import new_value
-from .executor import Interpreter, coerce_input
+from .executor import Interpreter, coerce_input, coerce_scales
 
 REASON = "reference backend: numpy"  # every operator's placement
 
@@ -29,6 +29,9 @@ class ReferenceModel(GraphModel):
     def _run(self, feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
         # converted here (the interpreter's own coerce_input then finds the storage dtype and has nothing to do)
         values = {t.name: coerce_input(t, feeds[t.name], self.file, cast=cast) for t in self.graph.inputs}
+        for t in self.graph.inputs:
+            if t.block_scaled:  # TOSA 1.1: elements and scales are two feeds
+                values[t.scale_name] = coerce_scales(t, feeds[t.scale_name], self.file, cast=cast)
         with self.lock:
             return self.interpreter.run(values)
 

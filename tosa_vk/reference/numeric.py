@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import TosaError
 from ..ir.dtype import DType
+from ..ir.mx import SCALE_MAX_EXP, SCALE_MIN_EXP, largest_rounding_to_normal_max
 
 
 def int_min(dtype: DType) -> int:
@@ -152,3 +153,61 @@ def round_to(values, dtype: DType) -> np.ndarray:
         bits = toward_zero.view(np.uint32) | np.uint32(1)
         f = np.where(inexact, bits.view(np.float32), f)
     return f.astype(dtype.numpy)
+
+
+# ---- TOSA 1.1 block-scaled (MX) values ------------------------------------------------------------------------------
+
+
+def blocks(x: np.ndarray, block: int) -> np.ndarray:
+    """[..., C] -> [..., C / block, block]: each block of the last dimension on its own axis."""
+    return x.reshape(*x.shape[:-1], x.shape[-1] // block, block)
+
+
+def scale_values(scales: np.ndarray) -> np.ndarray:
+    """fp8ue8m0 storage -> float64 2^(bits - 127) (NaN for 0xFF)."""
+    return np.asarray(scales).astype(np.float64)
+
+
+def mx_decode(values: np.ndarray, dtype: DType, scales: np.ndarray, block: int) -> np.ndarray:
+    """Block-scaled data -> float64 value x scale, each element with the scale of its block of the last dimension.
+
+    Exact: an element has at most 8 significant bits and a scale is a power of two inside float64's range. A NaN
+    element stays itself (its sign too, as x86 keeps the first NaN operand of value x scale); a NaN scale (0xFF)
+    otherwise gives a positive NaN.
+    """
+    v = blocks(values.astype(np.float64) / 64.0 if dtype == DType.MXINT8 else values.astype(np.float64), block)
+    with np.errstate(invalid="ignore"):
+        product = v * scale_values(scales)[..., None]
+    return np.where(np.isnan(v), v, product).reshape(values.shape)
+
+
+def block_scale_exponents(max_abs: np.ndarray, out_t: DType) -> np.ndarray:
+    """The spec's calc_block_scale as float64 exponents (NaN where the block holds a NaN or an infinity): 2^e is the
+    smallest scale (fp8e4m3: ceil; other types: floor + 1) bringing max_abs within what rounds to normal_max, clipped
+    to fp8ue8m0's normal range; an all-zero block gets normal_min."""
+    m = np.asarray(max_abs, dtype=np.float64)
+    out_max = largest_rounding_to_normal_max(out_t)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.log2(m / out_max)
+        e = np.ceil(ratio) if out_t == DType.FP8E4M3 else np.floor(ratio) + 1
+    e = np.clip(np.where(m == 0, SCALE_MIN_EXP, e), SCALE_MIN_EXP, SCALE_MAX_EXP)
+    return np.where(np.isfinite(m), e, np.nan)
+
+
+# The code Arm's reference model writes for a NaN (a block with a NaN or an infinity, whose scale is NaN) in the MX
+# types that have no NaN: exponent all ones, mantissa zero (fp4 / fp6), 127 (MXINT8). The spec leaves it open.
+_MX_NAN_CODE = {DType.FP4E2M1: 0x6, DType.FP6E2M3: 0x18, DType.FP6E3M2: 0x1C, DType.MXINT8: 0x7F}
+
+
+def mx_round(values: np.ndarray, out_t: DType) -> np.ndarray:
+    """float64 -> an MX element type, round to nearest even, saturating (MXINT8: its code, the nearest multiple of
+    1/64); NaN as Arm's reference model writes it."""
+    nan = np.isnan(values)
+    with np.errstate(invalid="ignore"):
+        if out_t == DType.MXINT8:
+            out = np.clip(np.nan_to_num(np.rint(values * 64.0)), -128, 127).astype(np.int8)
+        else:
+            out = round_to(values, out_t)
+    if out_t in _MX_NAN_CODE and nan.any():
+        out.view(np.uint8)[nan] = _MX_NAN_CODE[out_t]
+    return out

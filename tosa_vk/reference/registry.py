@@ -41,6 +41,14 @@ reference = registrar(OPS, "reference implementations")  # registers a reference
 
 
 @dataclass
+class ScaledArray:
+    """A block-scaled output (TOSA 1.1): its elements and its scales (one per block of the last dimension)."""
+
+    data: np.ndarray
+    scale: np.ndarray
+
+
+@dataclass
 class Call:
     """One operator invocation on concrete values."""
 
@@ -52,6 +60,7 @@ class Call:
     run_region: Callable[[str, list[np.ndarray]], list[np.ndarray]] | None = None  # control flow: runs a sub-graph
     state: Any = None  # the session's variable store (VARIABLE ops)
     extra: dict = field(default_factory=dict)
+    scales: list[np.ndarray | None] = field(default_factory=list)  # per input: a block-scaled one's scales (1.1)
 
     @property
     def name(self) -> str:

@@ -58,3 +58,16 @@ def SCATTER(call: Call):
     out = values_in.copy()
     out[np.arange(k.shape[0])[:, None], k] = data
     return out
+
+
+@reference("ROW_GATHER_BLOCK_SCALED")
+def ROW_GATHER_BLOCK_SCALED(call: Call):
+    """TOSA 1.1: row_count consecutive rows of values (and of its scales, when given) from each index."""
+    *values, indices, row_count = call.inputs
+    rows = int(np.asarray(row_count).reshape(-1)[0])
+    call.error_if(rows < 1, "row_count < 1")
+    k = values[0].shape[1]
+    index = indices.astype(np.int64)
+    call.require((index >= 0) & (index + rows <= k), "0 <= k && (k+row_count) <= K")
+    take = (index[..., None] + np.arange(rows)).reshape(index.shape[0], -1)  # [N, W*row_count]
+    return [np.take_along_axis(v, take[..., None], axis=1) for v in values]

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode
-from .numeric import apply_scale_32, reciprocal_scale, require_range, round_to
+from .numeric import apply_scale_32, mx_decode, reciprocal_scale, require_range, round_to
 from .registry import Call, reference
 
 # Floating-point dot products are summed in float32: products of fp16 / bf16 / fp8 are exact in it, and any summation
@@ -511,3 +511,42 @@ def RFFT2D(call: Call):
     imag[:, np.ix_(rows, cols)[0], np.ix_(rows, cols)[1]] = 0.0
     t = call.out_types[0]
     return [round_to(r.real, t), round_to(imag, t)]
+
+
+# ---- TOSA 1.1 block-scaled (MX) operators --------------------------------------------------------------------------
+# Elements are decoded with their block's scale into float64 (exact) and summed there: the spec's per-block fp32
+# sums scaled by the product of the two scales differ only by rounding, well inside the dot-product bound.
+
+
+@reference("MATMUL_T_BLOCK_SCALED")
+def MATMUL_T_BLOCK_SCALED(call: Call):
+    a, a_scale, b, b_scale = call.inputs
+    block = int(call.attr("block_size", 0))
+    av = mx_decode(a, call.in_types[0], a_scale, block)
+    bv = mx_decode(b, call.in_types[2], b_scale, block)  # [D, W, C], D is 1 (broadcast) or N
+    with np.errstate(invalid="ignore", over="ignore"):
+        return round_to(np.matmul(av, bv.transpose(0, 2, 1)), call.out_types[0])
+
+
+@reference("CONV2D_BLOCK_SCALED")
+def CONV2D_BLOCK_SCALED(call: Call):
+    x, x_scale, w, w_scale, bias = call.inputs[:5]
+    pad, stride, dilation = (np.asarray(v).astype(np.int64).tolist() for v in call.inputs[5:8])
+    block = int(call.attr("block_size", 0))
+    xv = mx_decode(x, call.in_types[0], x_scale, block)
+    wv = mx_decode(w, call.in_types[2], w_scale, block)
+    oc, kernel, ic = w.shape[0], tuple(w.shape[1:3]), w.shape[-1]
+    out = tuple(call.out_shapes[0][1:3])
+    pads = [(pad[0], pad[1]), (pad[2], pad[3])]
+    xp = _pad_input(xv, pads)
+    acc = np.zeros((x.shape[0], *out, oc), dtype=np.float64)
+    masked = any(pad) and not np.isfinite(wv).all()  # padded multiplies are skipped: no 0 x Inf there
+    with np.errstate(invalid="ignore", over="ignore"):
+        for tap, view in _tap_slices(xp, kernel, stride, dilation, out):
+            contrib = np.matmul(view.reshape(-1, ic), wv[:, tap[0], tap[1], :].T).reshape(acc.shape)
+            if masked:
+                contrib = np.where(
+                    _tap_mask(tap, stride, dilation, pads, x.shape[1:3], out)[None, ..., None], contrib, 0
+                )
+            acc += contrib
+        return round_to(acc + bias.astype(np.float64), call.out_types[0])

@@ -6,7 +6,19 @@ import numpy as np
 
 from ..ir.dtype import DType
 from ..ir.graph import RoundingMode
-from .numeric import apply_scale_16, apply_scale_32, require_range, round_to, to_float64, wrap
+from .numeric import (
+    apply_scale_16,
+    apply_scale_32,
+    block_scale_exponents,
+    blocks,
+    mx_decode,
+    mx_round,
+    require_range,
+    round_to,
+    scale_values,
+    to_float64,
+    wrap,
+)
 from .registry import Call, reference
 
 _FLOATS = (DType.FP32, DType.FP16, DType.BF16, DType.FP8E4M3, DType.FP8E5M2)
@@ -104,3 +116,32 @@ def RESCALE(call: Call):
         lo, hi = out_t.int_range
         result = np.clip(result, lo, hi)
     return wrap(result, out_t)  # static_cast<out_t>: uint8/uint16 results keep their bits in int8/int16 storage
+
+
+# ---- TOSA 1.1 block-scaled (MX) casts ------------------------------------------------------------------------------
+
+
+def _block_size(call: Call) -> int:
+    return int(call.attr("block_size", 0))
+
+
+@reference("CAST_FROM_BLOCK_SCALED")
+def CAST_FROM_BLOCK_SCALED(call: Call):
+    data, scale = call.inputs
+    block, out_t = _block_size(call), call.out_types[0]
+    # value x scale is exact in float64 (and in fp32 unless it overflows), so one rounding to out_t is the spec's
+    acc = mx_decode(data, call.in_types[0], scale, block)
+    if out_t == DType.FP32:  # Arm's reference model: a NaN scale's (positive) NaN wins over a NaN element's here
+        acc = np.where(np.repeat(np.isnan(scale_values(scale)), block, axis=-1), np.nan, acc)
+    return round_to(round_to(acc, DType.FP32).astype(np.float64), out_t)
+
+
+@reference("CAST_TO_BLOCK_SCALED")
+def CAST_TO_BLOCK_SCALED(call: Call):
+    out_t, block = call.out_types[0], _block_size(call)
+    x = blocks(to_float64(call.inputs[0]), block)
+    with np.errstate(invalid="ignore"):
+        exponent = block_scale_exponents(np.abs(x).max(axis=-1), out_t)  # NaN where a block has a NaN or an Inf
+        scale = np.exp2(exponent)
+        data = mx_round((x / scale[..., None]).reshape(call.inputs[0].shape), out_t)
+    return data, scale.astype(np.float32).astype(DType.FP8UE8M0.numpy)
