@@ -1870,6 +1870,34 @@ _op("MATMUL_T", "", [], "A_t B_t out_t A_zp_t B_zp_t", [
 _op("ROW_GATHER", "", [], "in_out_t index_t", [
     ("DEDUCE-EXT", "Extension", f"{_BS} i32_t|i64_t"),
 ], since="1.1")
+
+# The block-scaled and other non-INT64 1.1 rows of 1.0 operators (tosa.xml typesupport rows with
+# version_added="1.1"): a block-scaled tensor's elements and scales move together (CONCAT, RESHAPE, RESIZE nearest),
+# CAST converts between plain floats and block-scaled tensors as CAST_TO / CAST_FROM_BLOCK_SCALED do.
+_FP_MX = "fp8e4m3_t|fp8e5m2_t|fp16_t|bf16_t|fp32_t"
+_op("CAST", "", [], "in_t out_t", [
+    ("PRO-FP",     "bool to fp32", "bool_t fp32_t",  "1.1"),
+    ("PRO-FP",     "fp32 to bool", "fp32_t bool_t",  "1.1"),
+    ("DEDUCE-EXT", "fp to MX",     f"{_FP_MX} {_BS}", "1.1"),
+    ("DEDUCE-EXT", "MX to fp",     f"{_BS} {_FP_MX}", "1.1"),
+])
+for _name in ("CONCAT", "RESHAPE"):
+    _op(_name, "", [], "in_out_t", [("DEDUCE-EXT", "block scaled with fp8ue8m0 scale", _BS, "1.1")])
+# resize_t is fp32_t; out_t is in_t's type (the draft's same_as), so one row per member rather than a set product
+_op("RESIZE", "", [], "resize_t in_t out_t", [
+    *(("DEDUCE-EXT", "fp8", f"fp32_t {t} {t}", "1.1") for t in ("fp8e4m3_t", "fp8e5m2_t")),
+    *(("DEDUCE-EXT", "block scaled with fp8ue8m0 scale factor, nearest neighbor", f"fp32_t {t} {t}", "1.1")
+      for t in BLOCK_SCALED_TYPES),
+])
+# GATHER / SCATTER: the signed rows under PRO-FP too, and bool_t values with i32_t indices
+for _name in ("GATHER", "SCATTER"):
+    _op(_name, "", [], "index_t in_out_t", [
+        ("PRO-FP",            "signed 8",  "i32_t i8_t",   "1.1"),
+        ("PRO-FP",            "signed 16", "i32_t i16_t",  "1.1"),
+        ("PRO-FP",            "signed 32", "i32_t i32_t",  "1.1"),
+        ("PRO-INT or PRO-FP", "Boolean",   "i32_t bool_t", "1.1"),
+    ])
+del _name
 # fmt: on
 
 

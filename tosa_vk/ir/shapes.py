@@ -659,6 +659,11 @@ def _resize(c: _Ctx) -> list[Inferred]:
     border = _shape_input(c, 3, "border", 2)
     mode = c.attr("mode")
     dtype = _RESIZE_OUT.get((t.dtype, mode), t.dtype)
+    _err(
+        t.block_scaled and mode != ResizeMode.NEAREST,
+        "ERROR_IF(is_block_scale<in_t>() && mode != NEAREST_NEIGHBOR)",
+        f"mode={mode.name if isinstance(mode, ResizeMode) else mode}",
+    )
     if scale is None or offset is None or border is None:
         return [Inferred(c.declared_shape(), dtype)]
     syn, syd, sxn, sxd = scale

@@ -245,6 +245,14 @@ class _Validator:
                     f"is TOSA {version_text(self.graph.tosa_version)}",
                     **where,
                 )
+        if t.block_scaled and (not t.shape or t.block_size < 1 or t.shape[-1] % t.block_size):
+            # every operator's ERROR_IF(is_block_scale<t>() && (rank(shape) == 0 || shape[rank(shape)-1] %
+            # get_innermost_block_size<t>() != 0)) (CAST, CONCAT, RESHAPE, RESIZE ...), once for every tensor
+            self.fail(
+                f"ERROR_IF(is_block_scale && shape[rank(shape)-1] % block_size != 0): tensor '{t.name}' of shape "
+                f"{list(t.shape)} is block-scaled in blocks of {t.block_size}",
+                **where,
+            )
         size = int(np.prod(t.shape, dtype=object)) * max(1, t.dtype.bits // 8)
         if size > (1 << self.L["MAX_LOG2_SIZE"]) - 1:
             self.fail(

@@ -13,8 +13,10 @@ import numpy as np
 from ..ir.dtype import DType
 from ..ir.graph import ResizeMode
 from . import LowerCtx, lowering, push
+from .types import glsl_known
 
-_FLOATS = (DType.FP32, DType.FP16, DType.BF16)
+# fp8 (TOSA 1.1) interpolates in fp32 (its resize_t) and rounds once to fp8, as the others do
+_FLOATS = (DType.FP32, DType.FP16, DType.BF16, DType.FP8E4M3, DType.FP8E5M2)
 _INT_BILINEAR = {DType.INT8: (DType.INT32, "int"), DType.INT16: (DType.INT48, "int64_t")}
 
 
@@ -33,7 +35,7 @@ def RESIZE(ctx: LowerCtx):
     mode = ctx.attr("mode")
     defines: dict[str, str] = {}
     if mode == ResizeMode.NEAREST:
-        if out.dtype != x.dtype or x.dtype not in _FLOATS + (DType.INT8, DType.INT16):
+        if out.dtype != x.dtype or not glsl_known(x.dtype):  # a copy of storage values: any type (MX codes too)
             return None
         defines["NEAREST"] = "1"
     elif mode == ResizeMode.BILINEAR:

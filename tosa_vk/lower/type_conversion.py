@@ -27,10 +27,10 @@ def cast_expr(in_t: DType, out_t: DType) -> str | None:
         if in_t == DType.INT64:
             return {DType.BOOL: "((x) != int64_t(0))", DType.INT32: "int(x)"}.get(out_t)  # int(): the low 32 bits
         return {DType.BOOL: "int64_t(x)", DType.INT32: "int64_t(x)"}.get(in_t)  # sign_extend
-    if out_t == DType.BOOL:
-        return "((x) != 0)" if in_t in _INTS else None
-    if in_t == DType.BOOL:
-        return "int(x)" if out_t in _INTS else None
+    if out_t == DType.BOOL:  # fp32_t -> bool_t (TOSA 1.1): NaN != 0, so true
+        return "((x) != 0)" if in_t in _INTS else "((x) != 0.0)" if in_t == DType.FP32 else None
+    if in_t == DType.BOOL:  # bool_t -> fp32_t (TOSA 1.1)
+        return "int(x)" if out_t in _INTS else "float(x)" if out_t == DType.FP32 else None
     if in_t in _INTS and out_t in _INTS:
         return "(x)"  # STORE_O truncates / the load sign-extends
     if in_t in _FLOATS and out_t in _INTS:

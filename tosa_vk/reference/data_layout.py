@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .registry import Call, reference
+from .registry import Call, ScaledArray, reference
 
 
 def _shape_values(call: Call, index: int) -> list[int]:
@@ -35,6 +35,8 @@ def CONCAT(call: Call):
                 )
     call.error_if(len(out_shape) != rank, "rank(shape) != rank(shapes1[0])")
     call.error_if(axis_sum != out_shape[axis], "axis_sum != shape[axis]")
+    if call.input_scales:  # TOSA 1.1 block-scaled: the scales (whole blocks of the last dimension) follow their values
+        return ScaledArray(np.concatenate(inputs, axis=axis), np.concatenate(call.input_scales, axis=axis))
     return np.concatenate(inputs, axis=axis)
 
 
@@ -64,6 +66,9 @@ def RESHAPE(call: Call):
     call.error_if(any(d < 0 for d in shape), "shape[i] < 0")
     call.error_if(int(np.prod(shape, dtype=np.int64)) != x.size, "tensor_size(shape1) != tensor_size(shape)")
     call.error_if(tuple(shape) != tuple(call.out_shapes[0]), "shape input != shape of output")
+    if call.input_scales:  # TOSA 1.1 block-scaled: whole blocks, so the scales keep their row-major order too
+        block = call.out_block_size()
+        return ScaledArray(x.reshape(shape), call.input_scales[0].reshape(*shape[:-1], shape[-1] // block))
     return x.reshape(shape)
 
 

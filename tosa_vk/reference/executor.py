@@ -157,7 +157,9 @@ class Interpreter:
             if t.block_scaled != isinstance(r, ScaledArray):
                 raise TosaError(f"reference {call.op.op} has no block-scaled form for output '{t.name}'")
             if isinstance(r, ScaledArray):
-                env[t.scale_name] = np.asarray(r.scale, dtype=DType.FP8UE8M0.numpy).reshape(t.scale_shape)
+                # row-major, whatever the operator's indexing left (results are saved as .npy files for Arm's tools)
+                scale = np.ascontiguousarray(r.scale, dtype=DType.FP8UE8M0.numpy)
+                env[t.scale_name] = scale.reshape(t.scale_shape)
                 r = r.data
             r = np.asarray(r)
             if r.dtype != t.dtype.numpy or r.shape != t.shape:

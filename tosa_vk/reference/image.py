@@ -13,7 +13,7 @@ import numpy as np
 
 from ..ir.graph import ResizeMode
 from .numeric import round_to, to_float64
-from .registry import Call, reference
+from .registry import Call, ScaledArray, reference
 
 _CHUNK = 1 << 22  # output elements computed at a time (bounds float64 temporaries)
 
@@ -79,7 +79,10 @@ def RESIZE(call: Call):
         # Arm's non-precise model does; verdicts are against its fp64 results, which this matches.)
         iy = np.where(2 * ry >= sy_n, iy1, iy0)
         ix = np.where(2 * rx >= sx_n, ix1, ix0)
+        if call.input_scales:  # TOSA 1.1 block-scaled: each value with its block's scale (C is whole blocks)
+            return ScaledArray(x[:, iy][:, :, ix], call.input_scales[0][:, iy][:, :, ix])
         return x[:, iy][:, :, ix]
+    call.error_if(bool(call.input_scales), "is_block_scale<in_t>() && mode != NEAREST_NEIGHBOR")
     call.error_if(mode != ResizeMode.BILINEAR, "mode is neither NEAREST nor BILINEAR")
 
     out_type = call.out_types[0]

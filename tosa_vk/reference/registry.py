@@ -70,6 +70,17 @@ class Call:
         value = self.op.attrs.get(name, default)
         return default if value is None else value
 
+    @property
+    def input_scales(self) -> list[np.ndarray]:
+        """The scales of the block-scaled inputs, in input order (TOSA 1.1; none for plain ones)."""
+        return [s for s in self.scales if s is not None]
+
+    def out_block_size(self, index: int = 0) -> int:
+        """The block size of output `index` when it is block-scaled (TOSA 1.1; its result is a ScaledArray), else 0."""
+        block = self.extra.get("block")
+        t = block.tensors[self.op.outputs[index]] if block is not None else None
+        return t.block_size if t is not None and t.block_scaled else 0
+
     def error_if(self, condition, rule: str) -> None:
         """ERROR_IF(rule): the graph is invalid for these values."""
         if condition if isinstance(condition, (bool, np.bool_)) else np.any(condition):

@@ -19,7 +19,7 @@ from .numeric import (
     to_float64,
     wrap,
 )
-from .registry import Call, reference
+from .registry import Call, ScaledArray, reference
 
 _FLOATS = (DType.FP32, DType.FP16, DType.BF16, DType.FP8E4M3, DType.FP8E5M2)
 
@@ -28,6 +28,11 @@ _FLOATS = (DType.FP32, DType.FP16, DType.BF16, DType.FP8E4M3, DType.FP8E5M2)
 def CAST(call: Call):
     x = call.inputs[0]
     in_t, out_t = call.in_types[0], call.out_types[0]
+    scale = call.scales[0] if call.scales else None
+    if scale is not None:  # TOSA 1.1: a block-scaled input (to a plain float type)
+        return from_block_scaled(x, in_t, scale, x.shape[-1] // scale.shape[-1], out_t)
+    if call.out_block_size():  # TOSA 1.1: to a block-scaled type
+        return to_block_scaled(x, call.out_block_size(), out_t)
     if out_t == DType.BOOL:
         return np.asarray(x != 0)
     if out_t in _FLOATS:
@@ -125,23 +130,33 @@ def _block_size(call: Call) -> int:
     return int(call.attr("block_size", 0))
 
 
-@reference("CAST_FROM_BLOCK_SCALED")
-def CAST_FROM_BLOCK_SCALED(call: Call):
-    data, scale = call.inputs
-    block, out_t = _block_size(call), call.out_types[0]
-    # value x scale is exact in float64 (and in fp32 unless it overflows), so one rounding to out_t is the spec's
-    acc = mx_decode(data, call.in_types[0], scale, block)
+def from_block_scaled(data: np.ndarray, in_t: DType, scale: np.ndarray, block: int, out_t: DType) -> np.ndarray:
+    """Block-scaled data -> a plain float type (CAST_FROM_BLOCK_SCALED, CAST of a block-scaled input): value x scale
+    is exact in float64 (and in fp32 unless it overflows); rounded to fp32 first, as Arm's reference model does."""
+    acc = mx_decode(data, in_t, scale, block)
     if out_t == DType.FP32:  # Arm's reference model: a NaN scale's (positive) NaN wins over a NaN element's here
         acc = np.where(np.repeat(np.isnan(scale_values(scale)), block, axis=-1), np.nan, acc)
     return round_to(round_to(acc, DType.FP32).astype(np.float64), out_t)
 
 
+def to_block_scaled(x: np.ndarray, block: int, out_t: DType) -> ScaledArray:
+    """A plain float tensor -> block-scaled out_t (CAST_TO_BLOCK_SCALED, CAST to a block-scaled output): the spec's
+    calc_block_scale per block of the last dimension, then each value / scale rounded to out_t."""
+    v = blocks(to_float64(x), block)
+    with np.errstate(invalid="ignore"):
+        exponent = block_scale_exponents(np.abs(v).max(axis=-1), out_t)  # NaN where a block has a NaN or an Inf
+        scale = np.exp2(exponent)
+        data = mx_round((v / scale[..., None]).reshape(x.shape), out_t)
+    return ScaledArray(data, scale.astype(np.float32).astype(DType.FP8UE8M0.numpy))
+
+
+@reference("CAST_FROM_BLOCK_SCALED")
+def CAST_FROM_BLOCK_SCALED(call: Call):
+    data, scale = call.inputs
+    return from_block_scaled(data, call.in_types[0], scale, _block_size(call), call.out_types[0])
+
+
 @reference("CAST_TO_BLOCK_SCALED")
 def CAST_TO_BLOCK_SCALED(call: Call):
-    out_t, block = call.out_types[0], _block_size(call)
-    x = blocks(to_float64(call.inputs[0]), block)
-    with np.errstate(invalid="ignore"):
-        exponent = block_scale_exponents(np.abs(x).max(axis=-1), out_t)  # NaN where a block has a NaN or an Inf
-        scale = np.exp2(exponent)
-        data = mx_round((x / scale[..., None]).reshape(call.inputs[0].shape), out_t)
-    return data, scale.astype(np.float32).astype(DType.FP8UE8M0.numpy)
+    out = to_block_scaled(call.inputs[0], _block_size(call), call.out_types[0])
+    return out.data, out.scale
