@@ -58,8 +58,9 @@ def one_positive_test_per_class() -> list[Path]:
 
 
 # TOSA 1.1 (draft): the operators and rows tosa_vk runs so far, by family. A 1.1 test is in scope when its operator
-# is a new operator done here (block-scaled tensors only for the block-scaled operators), or a 1.0 operator's
-# INT64 row; tests/test_conformance_1_1.py::test_scope reports the rest of the selection.
+# is a new operator done here (block-scaled tensors only for the operators in TOSA_1_1_MX_OPS_DONE), or a 1.0
+# operator's INT64 row or other 1.1 row done (TOSA_1_1_ROWS_DONE); tests/test_conformance_1_1.py::test_scope reports
+# the rest of the selection.
 TOSA_1_1_NEW_OPS_DONE = (
     "dim add_shape sub_shape mul_shape div_ceil_shape div_floor_shape mod_shape min_shape max_shape exp2_shape "
     "log2_ceil_shape log2_floor_shape concat_shape slice_shape assert_equal_shape matmul_t row_gather "
@@ -67,11 +68,15 @@ TOSA_1_1_NEW_OPS_DONE = (
     "row_gather_block_scaled matmul_t_block_scaled conv2d_block_scaled"
 ).split()
 # new operators whose block-scaled (MX) tests are in scope
-TOSA_1_1_MX_OPS_DONE = [op for op in TOSA_1_1_NEW_OPS_DONE if op.endswith("_block_scaled")]
+TOSA_1_1_MX_OPS_DONE = [op for op in TOSA_1_1_NEW_OPS_DONE if op.endswith("_block_scaled")] + ["matmul_t", "row_gather"]
+# 1.0 operators whose 1.1 rows (besides INT64) are done: their generated 1.1 tests are in scope (the 1.1 selection
+# holds a 1.0 operator's tests that only a 1.1 row types, tosa_vk/conformance/generate.py)
+TOSA_1_1_ROWS_DONE = ["matmul"]
 
 
 def tosa_1_1_ops() -> tuple[str, ...]:
-    """The operators whose 1.1 tests are generated: the new ones done, and the 1.0 operators with INT64 rows."""
+    """The operators whose 1.1 tests are generated: the new ones done, the 1.0 operators with INT64 rows and those
+    of TOSA_1_1_ROWS_DONE."""
     from tosa_vk.ir.dtype import DType
     from tosa_vk.ir.ops import OPS
 
@@ -80,7 +85,7 @@ def tosa_1_1_ops() -> tuple[str, ...]:
         for name, spec in OPS.items()
         if spec.since == (1, 0) and any(r.since > (1, 0) and DType.INT64 in r.types.values() for r in spec.types)
     )
-    return (*int64, *TOSA_1_1_NEW_OPS_DONE)
+    return (*int64, *(op for op in TOSA_1_1_ROWS_DONE if op not in int64), *TOSA_1_1_NEW_OPS_DONE)
 
 
 def in_tosa_1_1_scope(folder: Path) -> bool:
@@ -97,7 +102,7 @@ def in_tosa_1_1_scope(folder: Path) -> bool:
     mx = mx or any(t.dtype == DType.FP8UE8M0 for t in tensors)
     if op in TOSA_1_1_NEW_OPS_DONE:
         return not mx or op in TOSA_1_1_MX_OPS_DONE
-    return not mx and any(t.dtype == DType.INT64 for t in tensors)
+    return not mx and (op in TOSA_1_1_ROWS_DONE or any(t.dtype == DType.INT64 for t in tensors))
 
 
 def tosa_1_1_selection(kind: str, everything: bool = False) -> list[Path]:

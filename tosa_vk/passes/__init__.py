@@ -1,6 +1,8 @@
 """The passes stage: graph-to-graph rewrites before partitioning that never change a result.
 
 Run in order on a copy of the graph's structure (tensors and their data are shared, never modified):
+- block-scaled tensors (TOSA 1.1) become their elements and their scales, two plain tensors, and the operators on
+  them the *_BLOCK_SCALED operators that take both (block_scaled.py);
 - permutes: a TRANSPOSE before and after each custom operator whose shader wants NHWC, for the tensors the caller
   says are NCHW (permute.py; only when `layouts` is given);
 - merging: TRANSPOSE pairs that undo each other disappear, other back-to-back pairs become one (permute.py);
@@ -14,18 +16,24 @@ from dataclasses import replace
 
 from ..ir.graph import Block, Graph, Region
 from .batch import batch_projections
+from .block_scaled import has_block_scaled, split_block_scaled
 from .permute import apply_custom_layouts, merge_transposes
 from .shape import fold_shapes, has_shape_ops
 
 
-def run(graph: Graph, layouts: dict[str, str] | str | None = None, batch: bool = False) -> Graph:
+def run(
+    graph: Graph, layouts: dict[str, str] | str | None = None, batch: bool = False, file: str | None = None
+) -> Graph:
     """The graph after every pass; `graph` itself is returned when no pass would change it. `batch`: batched
-    projections too (an optimisation of the fuse stage's kind, off with it)."""
+    projections too (an optimisation of the fuse stage's kind, off with it); `file` names the graph in errors."""
     kinds = {op.op for op in graph.main.operators}
     shapes = has_shape_ops(graph)
-    if layouts is None and "TRANSPOSE" not in kinds and not (batch and "CONV2D" in kinds) and not shapes:
+    scaled = has_block_scaled(graph)
+    if layouts is None and "TRANSPOSE" not in kinds and not (batch and "CONV2D" in kinds) and not (shapes or scaled):
         return graph
     graph = copy_structure(graph)
+    if scaled:
+        split_block_scaled(graph, file)
     if shapes:
         fold_shapes(graph)
     if layouts is not None:
