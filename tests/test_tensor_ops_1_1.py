@@ -1,7 +1,6 @@
-"""TOSA 1.1's MATMUL_T, ROW_GATHER, AVG_POOL2D_ADAPTIVE and MAX_POOL2D_ADAPTIVE (block-scaled MATMUL_T / ROW_GATHER
-operands too) and MATMUL's 1.1 rows on
-both backends: the reference against numpy / the 1.0 operators, Vulkan (strict) against the reference, the
-ERROR_IF / REQUIRE rules. Arm's generated 1.1 tests of these operators run in tests/test_conformance_1_1.py."""
+"""TOSA 1.1's MATMUL_T, ROW_GATHER (block-scaled operands too), AVG_POOL2D_ADAPTIVE, MAX_POOL2D_ADAPTIVE and MATMUL's
+1.1 rows on both backends: the reference against numpy / the 1.0 operators, Vulkan (strict) against the reference,
+the ERROR_IF / REQUIRE rules. Arm's generated 1.1 tests of these operators run in tests/test_conformance_1_1.py."""
 
 from __future__ import annotations
 
