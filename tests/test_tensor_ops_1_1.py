@@ -5,6 +5,7 @@ the ERROR_IF / REQUIRE rules. Arm's generated 1.1 tests of these operators run i
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import ml_dtypes
 import numpy as np
@@ -470,6 +471,24 @@ def test_matmul_t_block_scaled_operands(device, case):
     bound = 2 * c * 2.0**-24 * (np.abs(real["a"]) @ np.abs(real["b"]).transpose(0, 2, 1)) + ulp(out_t, exact)
     assert_same(want.astype(np.float64), exact, atol=bound)
     assert_same(got.astype(np.float64), exact, atol=2 * bound)
+
+
+def test_matmul_t_block_scaled_constant_b(device):
+    """A constant block-scaled B (CONST: elements and scales in the file) with a plain A."""
+    from tosa_vk.ir.graph import Operator
+
+    rng = np.random.default_rng(11)
+    b, b_s, b_real = _mx(rng, (1, 4, 32), DType.FP4E2M1)
+    a = values(rng, (2, 3, 32), DType.BF16)
+    graph = _mx_matmul_t((2, 3, 32), DType.BF16, False, (1, 4, 32), DType.FP4E2M1, True, DType.FP32)
+    main = graph.main
+    main.tensors["b"] = replace(main.tensors["b"], data=b, scale_data=b_s)
+    main.operators.insert(0, Operator("CONST", [], ["b"]))
+    main.inputs.remove("b")
+    got, want = run_both(device, graph, {"a": a})
+    exact = np.matmul(a.astype(np.float64), b_real.transpose(0, 2, 1))
+    assert_same(want.astype(np.float64), exact, atol=1e-5 * np.abs(exact).max())
+    assert_same(got, want, atol=1e-5 * np.abs(exact).max())
 
 
 def test_matmul_t_block_scaled_nan_scale(device):

@@ -70,6 +70,8 @@ def _matmul_t(op: Operator, index: int, block: Block, scaled: dict[str, Tensor],
             continue
         t = block.tensors[name]
         unit = f"{op.outputs[0]}_{side}_unit_scale"  # 2^0 for every block of the plain operand
+        while unit in block.tensors:
+            unit += "_"
         shape = (*t.shape[:-1], t.shape[-1] // size)
         block.tensors[unit] = Tensor(unit, shape, DType.FP8UE8M0, np.ones(shape, dtype=DType.FP8UE8M0.numpy))
         scales.append(unit)
