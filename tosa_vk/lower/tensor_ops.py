@@ -521,6 +521,8 @@ def MATMUL_T_BLOCK_SCALED(ctx: LowerCtx):
     d, w, _ = b.shape
     if out.size == 0:
         return []
+    if c + c // int(ctx.attr("block_size")) > ctx.target.loop_budget:
+        return None  # one invocation loops over all of C (and its blocks): past the budget the driver stops it
     return [
         ctx.kernel(
             "tensor_ops/matmul_t_block_scaled",
