@@ -58,8 +58,9 @@ def one_positive_test_per_class() -> list[Path]:
 
 
 # TOSA 1.1 (draft): the operators and rows tosa_vk runs so far, by family. A 1.1 test is in scope when its operator
-# is a new operator done here (block-scaled tensors only for the block-scaled operators), or a 1.0 operator's
-# INT64 row; tests/test_conformance_1_1.py::test_scope reports the rest of the selection.
+# is a new operator done here (block-scaled tensors only for the operators in TOSA_1_1_MX_OPS_DONE), or a 1.0
+# operator's INT64 row or other 1.1 row done (TOSA_1_1_ROWS_DONE); tests/test_conformance_1_1.py::test_scope reports
+# the rest of the selection.
 TOSA_1_1_NEW_OPS_DONE = (
     "dim add_shape sub_shape mul_shape div_ceil_shape div_floor_shape mod_shape min_shape max_shape exp2_shape "
     "log2_ceil_shape log2_floor_shape concat_shape slice_shape assert_equal_shape matmul_t row_gather "
@@ -67,10 +68,11 @@ TOSA_1_1_NEW_OPS_DONE = (
     "row_gather_block_scaled matmul_t_block_scaled conv2d_block_scaled"
 ).split()
 # new operators whose block-scaled (MX) tests are in scope
-TOSA_1_1_MX_OPS_DONE = [op for op in TOSA_1_1_NEW_OPS_DONE if op.endswith("_block_scaled")]
-# 1.0 operators whose 1.1 rows are all done (block-scaled tensors, fp8 RESIZE, CAST fp32 <-> bool, ...): every 1.1
-# test of theirs is in scope
-TOSA_1_1_ROWS_DONE = "cast concat reshape resize gather scatter".split()
+TOSA_1_1_MX_OPS_DONE = [op for op in TOSA_1_1_NEW_OPS_DONE if op.endswith("_block_scaled")] + ["matmul_t", "row_gather"]
+# 1.0 operators whose 1.1 rows are all done (block-scaled tensors, fp8 RESIZE and MATMUL, CAST fp32 <-> bool, ...):
+# every 1.1 test of theirs is in scope (the 1.1 selection holds a 1.0 operator's tests that only a 1.1 row types,
+# tosa_vk/conformance/generate.py)
+TOSA_1_1_ROWS_DONE = "cast concat reshape resize gather scatter matmul".split()
 
 
 def tosa_1_1_ops() -> tuple[str, ...]:
@@ -103,7 +105,7 @@ def in_tosa_1_1_scope(folder: Path) -> bool:
     mx = mx or any(t.dtype == DType.FP8UE8M0 for t in tensors)
     if op in TOSA_1_1_NEW_OPS_DONE:
         return not mx or op in TOSA_1_1_MX_OPS_DONE
-    return not mx and any(t.dtype == DType.INT64 for t in tensors)
+    return not mx and (op in TOSA_1_1_ROWS_DONE or any(t.dtype == DType.INT64 for t in tensors))
 
 
 def tosa_1_1_selection(kind: str, everything: bool = False) -> list[Path]:

@@ -127,7 +127,7 @@ def test_matmul():
     spec = op_spec("MATMUL")
     assert names(spec.inputs) == ["A", "B", "A_zp", "B_zp"]
     assert names(spec.outputs) == ["output"] and not spec.attributes
-    assert matching_types("MATMUL", {"in_t": DType.INT16})[0].mode == "signed 16x16 with int48 accumulate"
+    assert matching_types("MATMUL", {"A_t": DType.INT16})[0].mode == "signed 16x16 with int48 accumulate"
 
 
 def test_table():

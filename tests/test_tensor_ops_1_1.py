@@ -1,10 +1,11 @@
-"""TOSA 1.1's MATMUL_T, ROW_GATHER, AVG_POOL2D_ADAPTIVE and MAX_POOL2D_ADAPTIVE (without block-scaled tensors) on
-both backends: the reference against numpy / the 1.0 operators, Vulkan (strict) against the reference, the
-ERROR_IF / REQUIRE rules. Arm's generated 1.1 tests of these operators run in tests/test_conformance_1_1.py."""
+"""TOSA 1.1's MATMUL_T, ROW_GATHER (block-scaled operands too), AVG_POOL2D_ADAPTIVE, MAX_POOL2D_ADAPTIVE and MATMUL's
+1.1 rows on both backends: the reference against numpy / the 1.0 operators, Vulkan (strict) against the reference,
+the ERROR_IF / REQUIRE rules. Arm's generated 1.1 tests of these operators run in tests/test_conformance_1_1.py."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import ml_dtypes
 import numpy as np
@@ -385,3 +386,193 @@ def test_row_gather_out_of_range_stays_in_buffer(device):
 def test_row_gather_row_count_error():
     with pytest.raises(TosaError, match=re.escape("ERROR_IF(row_count < 1)")):
         graph_of(_row_gather((1, 7, 2), (1, 2), DType.FP32, DType.INT32, 0))
+
+
+# ---- block-scaled (MX) MATMUL_T and ROW_GATHER ------------------------------------------------------------------
+# Block-scaled tensors are fed as their elements (one code a byte) and `<name>_scale` (fp8ue8m0); on Vulkan the
+# operators become MATMUL_T_BLOCK_SCALED / ROW_GATHER_BLOCK_SCALED (tosa_vk/passes/block_scaled.py).
+
+_SCALED = {"scale_dtype": DType.FP8UE8M0, "block_size": 32}
+_MX_NUMPY = {
+    DType.FP4E2M1: ml_dtypes.float4_e2m1fn,
+    DType.FP6E2M3: ml_dtypes.float6_e2m3fn,
+    DType.FP6E3M2: ml_dtypes.float6_e3m2fn,
+    DType.FP8E4M3: ml_dtypes.float8_e4m3fn,
+    DType.FP8E5M2: ml_dtypes.float8_e5m2,
+}
+
+
+def _mx(rng, shape, dtype: DType, exponents=(-3, 3)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(codes, scales, float64 value x scale) of a random block-scaled tensor."""
+    if dtype == DType.MXINT8:
+        data = rng.integers(-128, 128, shape).astype(np.int8)
+        real = data / 64.0
+    else:
+        data = (rng.standard_normal(shape) * 2).astype(_MX_NUMPY[dtype])
+        real = data.astype(np.float64)
+    e = rng.integers(exponents[0], exponents[1], (*shape[:-1], shape[-1] // 32), endpoint=True)
+    scales = (2.0**e).astype(ml_dtypes.float8_e8m0fnu)
+    return data, scales, real * np.repeat(2.0**e, 32, axis=-1)
+
+
+def _mx_graph(ops, tensors, inputs, outputs):
+    from tosa_vk.ir.graph import Block, Graph, Region
+
+    return Graph(
+        [Region("main", [Block("main", ops, {t.name: t for t in tensors}, inputs, outputs)])], (1, 1, 0, False)
+    )
+
+
+def _mx_matmul_t(a_shape, a_t, a_scaled, b_shape, b_t, b_scaled, out_t):
+    from tosa_vk.ir.graph import Operator, Tensor
+
+    a = Tensor("a", a_shape, a_t, **(_SCALED if a_scaled else {}))
+    b = Tensor("b", b_shape, b_t, **(_SCALED if b_scaled else {}))
+    zps = [
+        Tensor(n, (1,), t, np.zeros(1, (DType.FP32 if s else t).numpy))
+        for n, t, s in (
+            ("a_zp", DType.FP32 if a_scaled else a_t, a_scaled),
+            ("b_zp", DType.FP32 if b_scaled else b_t, b_scaled),
+        )
+    ]
+    out = Tensor("out", (a_shape[0], a_shape[1], b_shape[1]), out_t)
+    ops = [Operator("CONST", [], ["a_zp"]), Operator("CONST", [], ["b_zp"])]
+    ops.append(Operator("MATMUL_T", ["a", "b", "a_zp", "b_zp"], ["out"]))
+    return _mx_graph(ops, [a, b, *zps, out], ["a", "b"], ["out"])
+
+
+@pytest.mark.parametrize(
+    "case",
+    [  # (A_t, A block-scaled, B_t, B block-scaled, out_t, D)
+        (DType.FP4E2M1, True, DType.FP16, False, DType.FP32, 2),
+        (DType.FP16, False, DType.MXINT8, True, DType.BF16, 1),
+        (DType.FP6E3M2, True, DType.FP8E4M3, True, DType.BF16, 2),
+        (DType.FP32, False, DType.FP6E2M3, True, DType.FP32, 1),
+        (DType.FP8E5M2, True, DType.BF16, False, DType.FP32, 1),
+    ],
+    ids=lambda c: f"{c[0].name}{'-bs' if c[1] else ''}x{c[2].name}{'-bs' if c[3] else ''}-{c[4].name}-D{c[5]}",
+)
+def test_matmul_t_block_scaled_operands(device, case):
+    """A block-scaled A and / or B with a plain or block-scaled other operand, B broadcast (D == 1) or not: both
+    backends against float64 value x scale products."""
+    a_t, a_bs, b_t, b_bs, out_t, d = case
+    n, h, c, w = 2, 3, 64, 5
+    rng = np.random.default_rng(7)
+    feeds, real = {}, {}
+    for name, t, bs, shape in (("a", a_t, a_bs, (n, h, c)), ("b", b_t, b_bs, (d, w, c))):
+        if bs:
+            feeds[name], feeds[f"{name}_scale"], real[name] = _mx(rng, shape, t)
+        else:
+            feeds[name] = values(rng, shape, t)
+            real[name] = feeds[name].astype(np.float64)
+    graph = _mx_matmul_t((n, h, c), a_t, a_bs, (d, w, c), b_t, b_bs, out_t)
+    got, want = run_both(device, graph, feeds)
+    exact = np.matmul(real["a"], real["b"].transpose(0, 2, 1))
+    bound = 2 * c * 2.0**-24 * (np.abs(real["a"]) @ np.abs(real["b"]).transpose(0, 2, 1)) + ulp(out_t, exact)
+    assert_same(want.astype(np.float64), exact, atol=bound)
+    assert_same(got.astype(np.float64), exact, atol=2 * bound)
+
+
+def test_matmul_t_block_scaled_constant_b(device):
+    """A constant block-scaled B (CONST: elements and scales in the file) with a plain A."""
+    from tosa_vk.ir.graph import Operator
+
+    rng = np.random.default_rng(11)
+    b, b_s, b_real = _mx(rng, (1, 4, 32), DType.FP4E2M1)
+    a = values(rng, (2, 3, 32), DType.BF16)
+    graph = _mx_matmul_t((2, 3, 32), DType.BF16, False, (1, 4, 32), DType.FP4E2M1, True, DType.FP32)
+    main = graph.main
+    main.tensors["b"] = replace(main.tensors["b"], data=b, scale_data=b_s)
+    main.operators.insert(0, Operator("CONST", [], ["b"]))
+    main.inputs.remove("b")
+    got, want = run_both(device, graph, {"a": a})
+    exact = np.matmul(a.astype(np.float64), b_real.transpose(0, 2, 1))
+    assert_same(want.astype(np.float64), exact, atol=1e-5 * np.abs(exact).max())
+    assert_same(got, want, atol=1e-5 * np.abs(exact).max())
+
+
+def test_matmul_t_block_scaled_nan_scale(device):
+    """A NaN scale (0xFF) makes every value of its block NaN: the dot products that read it are NaN, the others
+    are numbers."""
+    rng = np.random.default_rng(3)
+    a, a_s, _ = _mx(rng, (1, 2, 64), DType.FP8E4M3)
+    b = values(rng, (1, 3, 64), DType.FP16)
+    a_s.view(np.uint8)[0, 1, 1] = 0xFF  # row h = 1, second block
+    graph = _mx_matmul_t((1, 2, 64), DType.FP8E4M3, True, (1, 3, 64), DType.FP16, False, DType.FP32)
+    got, want = run_both(device, graph, {"a": a, "a_scale": a_s, "b": b})
+    for out in (got, want):
+        assert np.isnan(out[0, 1]).all() and np.isfinite(out[0, 0]).all()
+
+
+def test_matmul_t_block_scaled_needs_1_1_and_c_in_blocks():
+    from tosa_vk.ir.graph import Graph
+
+    graph = _mx_matmul_t((1, 2, 32), DType.MXINT8, True, (1, 3, 32), DType.FP32, False, DType.FP32)
+    validate(graph)
+    with pytest.raises(TosaError):
+        validate(Graph(graph.regions, (1, 0, 0, False)))
+
+
+def test_row_gather_block_scaled_values(device):
+    """ROW_GATHER of block-scaled values: each gathered row keeps its codes and its scales (bit-exact, both
+    backends), row_count consecutive rows from each index."""
+    from tosa_vk.ir.graph import Operator, Tensor
+
+    rng = np.random.default_rng(5)
+    data, scales, _ = _mx(rng, (2, 6, 64), DType.FP6E2M3)
+    scales.view(np.uint8)[0, 2, 0] = 0xFF  # a NaN scale is moved like any other
+    idx = np.array([[4, 0, 2], [1, 1, 3]], np.int32)
+    tensors = [
+        Tensor("v", (2, 6, 64), DType.FP6E2M3, **_SCALED),
+        Tensor("i", (2, 3), DType.INT32),
+        Tensor("r", (1,), DType.INT32, np.array([2], np.int32)),
+        Tensor("out", (2, 6, 64), DType.FP6E2M3, **_SCALED),
+    ]
+    ops = [Operator("CONST", [], ["r"]), Operator("ROW_GATHER", ["v", "i", "r"], ["out"])]
+    graph = _mx_graph(ops, tensors, ["v", "i"], ["out"])
+    got, want = run_both(device, graph, {"v": data, "v_scale": scales, "i": idx})
+    rows = (idx[:, :, None] + np.arange(2)).reshape(2, 6)
+    for out, out_scale in (got, want):
+        assert out.view(np.uint8).tolist() == np.take_along_axis(data, rows[..., None], 1).view(np.uint8).tolist()
+        assert (
+            out_scale.view(np.uint8).tolist() == np.take_along_axis(scales, rows[..., None], 1).view(np.uint8).tolist()
+        )
+
+
+# ---- MATMUL's 1.1 rows ----------------------------------------------------------------------------------------------
+
+
+_E4, _E5 = DType.FP8E4M3, DType.FP8E5M2
+MATMUL_1_1 = [(_E4, _E5, DType.FP16), (_E5, _E4, DType.FP16), (_E4, _E5, DType.FP32), (_E4, _E4, DType.FP32)]
+
+
+@pytest.mark.parametrize("types", MATMUL_1_1, ids=lambda t: "x".join(d.name for d in t))
+@pytest.mark.parametrize("shape", [(2, 5, 16, 8), (1, 3, 7, 5)], ids=lambda s: "x".join(map(str, s)))
+def test_matmul_fp8_rows_1_1(device, types, shape):
+    """fp8 x fp8 with fp32 accumulate and the mixed fp8 pairs (TOSA 1.1), on matmul_fast.comp / matmul.comp shapes."""
+    from tosa_vk.ir.graph import Graph, Operator, Tensor
+
+    n, h, c, w = shape
+    a_t, b_t, out_t = types
+    rng = np.random.default_rng(c)
+    a, b = values(rng, (n, h, c), a_t), values(rng, (n, c, w), b_t)
+    tensors = [
+        Tensor("a", (n, h, c), a_t),
+        Tensor("b", (n, c, w), b_t),
+        Tensor("a_zp", (1,), a_t, np.zeros(1, a_t.numpy)),
+        Tensor("b_zp", (1,), b_t, np.zeros(1, b_t.numpy)),
+        Tensor("out", (n, h, w), out_t),
+    ]
+    ops = [
+        Operator("CONST", [], ["a_zp"]),
+        Operator("CONST", [], ["b_zp"]),
+        Operator("MATMUL", ["a", "b", "a_zp", "b_zp"], ["out"]),
+    ]
+    graph = _mx_graph(ops, tensors, ["a", "b"], ["out"])
+    got, want = run_both(device, graph, {"a": a, "b": b})
+    exact = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    bound = 2 * c * 2.0**-24 * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))) + ulp(out_t, exact)
+    assert_same(want.astype(np.float64), exact, atol=bound)
+    assert_same(got, want, atol=bound)
+    with pytest.raises(TosaError):  # rows TOSA 1.0 does not have
+        validate(Graph(graph.regions, (1, 0, 0, False)))

@@ -1,8 +1,8 @@
 """tosa_vk.compile(graph, target) -> Program: the compile pipeline, one stage after another.
 
     validate   the spec's structural, type, shape and level rules (tosa_vk/ir/validate.py)
-    passes     graph rewrites that keep every result: permutes around NHWC custom ops, back-to-back TRANSPOSEs merged
-               (tosa_vk/passes/)
+    passes     graph rewrites that keep every result: block-scaled tensors as elements + scales, permutes around
+               NHWC custom ops, back-to-back TRANSPOSEs merged (tosa_vk/passes/)
     partition  every operator placed on Vulkan or the host, with the reason (tosa_vk/partition.py)
     fuse       which operators one kernel does together: epilogues after convolutions, element-wise groups
                (tosa_vk/fuse.py)

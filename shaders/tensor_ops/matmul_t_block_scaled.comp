@@ -3,7 +3,8 @@
 // x 2^(A_scale[n, h, b] - 127) x 2^(B_scale[d, w, b] - 127), d = 0 when D == 1 (B broadcast) else n. One invocation
 // an output, fp32 sums per block as the spec's pseudocode; the two scales are applied with one ldexp (exact, where
 // their fp32 product could underflow). A NaN scale (0xff) makes its block NaN. Defines: A_* / B_* (MX data, decoded
-// by LOAD_A / LOAD_B), S_* / T_* (fp8ue8m0 scales of A / B), O_* (fp32 output), BLOCK.
+// by LOAD_A / LOAD_B; MATMUL_T's block-scaled rows also bring a plain fp8 / fp16 / bf16 / fp32 operand with unit
+// scales, tosa_vk/passes/block_scaled.py), S_* / T_* (fp8ue8m0 scales of A / B), O_* (fp32 or bf16 output), BLOCK.
 #include "types.glsl"
 #include "index.glsl"
 

@@ -607,21 +607,28 @@ _op("FFT2D", "tensor_ops", [  # spec line 1423
     ("EXT-FFT", "fp32", "fp32_t"),
 ])
 
+# A_t / B_t as tosa.xml 1.1 names them (1.0's in_t for both): 1.1 adds fp32 accumulation and mixed fp8 pairs
 _op("MATMUL", "tensor_ops", [  # spec line 1505
-    ("in",  "A",      "T<in_t>",  "[N,H,C]", "3"),
-    ("in",  "B",      "T<in_t>",  "[N,C,W]", "3"),
-    ("in",  "A_zp",   "T<in_t>",  "[1]",     "1"),
-    ("in",  "B_zp",   "T<in_t>",  "[1]",     "1"),
+    ("in",  "A",      "T<A_t>",   "[N,H,C]", "3"),
+    ("in",  "B",      "T<B_t>",   "[N,C,W]", "3"),
+    ("in",  "A_zp",   "T<A_t>",   "[1]",     "1"),
+    ("in",  "B_zp",   "T<B_t>",   "[1]",     "1"),
     ("out", "output", "T<out_t>", "[N,H,W]", "3"),
-], "in_t out_t", [
-    ("PRO-FP",      "fp16 with fp16 accumulate",          "fp16_t fp16_t"),
-    ("PRO-FP",      "fp16 with fp32 accumulate",          "fp16_t fp32_t"),
-    ("PRO-FP",      "fp32 with fp32 accumulate",          "fp32_t fp32_t"),
-    ("PRO-INT",     "signed 8x8 with int32 accumulate",   "i8_t i32_t"),
-    ("EXT-BF16",    "bf16 with fp32 accumulate",          "bf16_t fp32_t"),
-    ("EXT-FP8E4M3", "fp8e4m3 with fp16 accumulate",       "fp8e4m3_t fp16_t"),
-    ("EXT-FP8E5M2", "fp8e5m2 with fp16 accumulate",       "fp8e5m2_t fp16_t"),
-    ("EXT-INT16",   "signed 16x16 with int48 accumulate", "i16_t i48_t"),
+], "A_t B_t out_t", [
+    ("PRO-FP",      "fp16 with fp16 accumulate",          "fp16_t fp16_t fp16_t"),
+    ("PRO-FP",      "fp16 with fp32 accumulate",          "fp16_t fp16_t fp32_t"),
+    ("PRO-FP",      "fp32 with fp32 accumulate",          "fp32_t fp32_t fp32_t"),
+    ("PRO-INT",     "signed 8x8 with int32 accumulate",   "i8_t i8_t i32_t"),
+    ("EXT-BF16",    "bf16 with fp32 accumulate",          "bf16_t bf16_t fp32_t"),
+    ("EXT-FP8E4M3", "fp8e4m3 with fp16 accumulate",       "fp8e4m3_t fp8e4m3_t fp16_t"),
+    ("EXT-FP8E5M2", "fp8e5m2 with fp16 accumulate",       "fp8e5m2_t fp8e5m2_t fp16_t"),
+    ("EXT-INT16",   "signed 16x16 with int48 accumulate", "i16_t i16_t i48_t"),
+    ("EXT-FP8E4M3", "fp8e4m3xfp8e4m3 with fp32 accumulate", "fp8e4m3_t fp8e4m3_t fp32_t", "1.1"),
+    ("EXT-FP8E5M2", "fp8e5m2xfp8e5m2 with fp32 accumulate", "fp8e5m2_t fp8e5m2_t fp32_t", "1.1"),
+    ("EXT-FP8E4M3 and EXT-FP8E5M2", "fp8e4m3xfp8e5m2 with fp16 accumulate", "fp8e4m3_t fp8e5m2_t fp16_t", "1.1"),
+    ("EXT-FP8E4M3 and EXT-FP8E5M2", "fp8e4m3xfp8e5m2 with fp32 accumulate", "fp8e4m3_t fp8e5m2_t fp32_t", "1.1"),
+    ("EXT-FP8E5M2 and EXT-FP8E4M3", "fp8e5m2xfp8e4m3 with fp16 accumulate", "fp8e5m2_t fp8e4m3_t fp16_t", "1.1"),
+    ("EXT-FP8E5M2 and EXT-FP8E4M3", "fp8e5m2xfp8e4m3 with fp32 accumulate", "fp8e5m2_t fp8e4m3_t fp32_t", "1.1"),
 ])
 
 # A_zp_t / B_zp_t are A_t / B_t for every row without a block-scaled type. The draft's S1_IN / S2_IN sets less

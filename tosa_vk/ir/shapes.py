@@ -421,8 +421,8 @@ def _matmul(c: _Ctx) -> list[Inferred]:
     a = c.inputs[0].dtype
     dtype = _MATMUL_OUT.get(a)
     declared = c.declared_dtype()
-    if a == DType.FP16 and declared in (DType.FP16, DType.FP32):
-        dtype = declared  # fp16 with fp16 or fp32 accumulate
+    if a in (DType.FP16, DType.FP8E4M3, DType.FP8E5M2) and declared in (DType.FP16, DType.FP32):
+        dtype = declared  # fp16 (fp8: 1.1) with fp16 or fp32 accumulate
     return [Inferred((n, h, w), dtype, "output shape [N,H,W]", ("N", "H", "W"))]
 
 

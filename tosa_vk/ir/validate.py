@@ -76,7 +76,7 @@ _ZERO_POINTS = {
     "CONV3D": ((3, "input_zp", "in_t"), (4, "weight_zp", "weight_t")),
     "DEPTHWISE_CONV2D": ((3, "input_zp", "in_t"), (4, "weight_zp", "weight_t")),
     "TRANSPOSE_CONV2D": ((3, "input_zp", "in_t"), (4, "weight_zp", "weight_t")),
-    "MATMUL": ((2, "A_zp", "in_t"), (3, "B_zp", "in_t")),
+    "MATMUL": ((2, "A_zp", "A_t"), (3, "B_zp", "B_t")),
     "AVG_POOL2D_ADAPTIVE": ((1, "input_zp", "in_out_t"), (2, "output_zp", "in_out_t")),
     "MATMUL_T": ((2, "A_zp", "A_t"), (3, "B_zp", "B_t")),
     "NEGATE": ((1, "input1_zp", "in_out_t"), (2, "output_zp", "in_out_t")),
@@ -500,10 +500,7 @@ class _Validator:
                 continue
             value = np.asarray(t.data).reshape(-1)
             if value.size and value[0] != 0:
-                if op.op == "MATMUL":  # the spec's text omits the '!' of its comment "Zero point only for i8_t"
-                    rule = "ERROR_IF(!is_same<in_t,i8_t> && (A_zp != 0 || B_zp != 0))"
-                else:
-                    rule = f"ERROR_IF(!is_same<{var},i8_t>() && {name} != 0)"
+                rule = f"ERROR_IF(!is_same<{var},i8_t>() && {name} != 0)"
                 raise TosaError(
                     f"{rule}: {name}={value[0]} for {bound.get(var)}; zero points must be 0 for non-int8 types"
                 )

@@ -41,9 +41,10 @@ _MATMUL = {
     DType.FP16: ((DType.FP16, DType.FP32), "float", "vec4", DType.FP32),
     DType.BF16: ((DType.FP32,), "float", "vec4", DType.FP32),
     DType.FP32: ((DType.FP32,), "float", "vec4", DType.FP32),
-    DType.FP8E4M3: ((DType.FP16,), "float", "vec4", DType.FP32),
-    DType.FP8E5M2: ((DType.FP16,), "float", "vec4", DType.FP32),
+    DType.FP8E4M3: ((DType.FP16, DType.FP32), "float", "vec4", DType.FP32),
+    DType.FP8E5M2: ((DType.FP16, DType.FP32), "float", "vec4", DType.FP32),
 }
+_FP8 = (DType.FP8E4M3, DType.FP8E5M2)  # MATMUL's mixed pairs (1.1): either fp8 type with the other
 MATMUL_FAST = True  # use matmul_fast.comp where it applies
 MATMUL_TM = 8  # output rows per invocation (x 4 columns)
 MATMUL_LANES = 16  # invocations per workgroup (sharing their rows of A)
@@ -150,7 +151,8 @@ def MATMUL(ctx: LowerCtx):
     a, b = ctx.inputs[:2]
     out = ctx.outputs[0]
     spec = _MATMUL.get(a.dtype)
-    if spec is None or b.dtype != a.dtype or out.dtype not in spec[0]:
+    mixed = b.dtype != a.dtype
+    if spec is None or (mixed and not {a.dtype, b.dtype} <= set(_FP8)) or out.dtype not in spec[0]:
         return None
     _, acc, acc4, partial_t = spec
     if acc == "int64_t" and not ctx.target.has("shaderInt64"):
@@ -164,7 +166,8 @@ def MATMUL(ctx: LowerCtx):
     # B read through the TRANSPOSE before it (fuse.py): bound as that operator's input
     b_source = ctx.prologue[1].inputs[0] if ctx.prologue else b.name
     transposed = ctx.prologue is not None
-    if a.dtype.is_float and MATMUL_FAST and _fast_applies(ctx, a.dtype, c, w):
+    # (the fast kernel decodes A and B alike: a mixed fp8 pair takes matmul.comp, one decoder per operand)
+    if a.dtype.is_float and MATMUL_FAST and not mixed and _fast_applies(ctx, a.dtype, c, w):
         if transposed:
             # the fast kernel wants B's rows contiguous: declining (the TRANSPOSE copies, then the fast kernel)
             # measured faster than strided loads in matmul.comp (3.45 vs 3.99 ms, the fp32 transformer block)
@@ -518,6 +521,8 @@ def MATMUL_T_BLOCK_SCALED(ctx: LowerCtx):
     d, w, _ = b.shape
     if out.size == 0:
         return []
+    if c + c // int(ctx.attr("block_size")) > ctx.target.loop_budget:
+        return None  # one invocation loops over all of C (and its blocks): past the budget the driver stops it
     return [
         ctx.kernel(
             "tensor_ops/matmul_t_block_scaled",

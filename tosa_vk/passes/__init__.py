@@ -5,7 +5,8 @@ Run in order on a copy of the graph's structure (tensors and their data are shar
   says are NCHW (permute.py; only when `layouts` is given);
 - merging: TRANSPOSE pairs that undo each other disappear, other back-to-back pairs become one (permute.py);
 - shape folding: TOSA 1.1's shape operators become CONST_SHAPEs of their values (shape.py);
-- block-scaled tensors (TOSA 1.1) become their elements and their scales, two plain tensors (block_scaled.py);
+- block-scaled tensors (TOSA 1.1) become their elements and their scales, two plain tensors, and the operators on
+  them operators on plain tensors (block_scaled.py);
 - batching (with fusion on): 1x1 CONV2Ds sharing weights over runs of pixels of one tensor become one (batch.py).
 """
 
@@ -24,10 +25,10 @@ def run(
     graph: Graph, layouts: dict[str, str] | str | None = None, batch: bool = False, file: str | None = None
 ) -> Graph:
     """The graph after every pass; `graph` itself is returned when no pass would change it. `batch`: batched
-    projections too (an optimisation of the fuse stage's kind, off with it)."""
+    projections too (an optimisation of the fuse stage's kind, off with it); `file` names the graph in errors."""
     kinds = {op.op for op in graph.main.operators}
     shapes, scaled = has_shape_ops(graph), has_block_scaled(graph)
-    if layouts is None and "TRANSPOSE" not in kinds and not (batch and "CONV2D" in kinds) and not shapes | scaled:
+    if layouts is None and "TRANSPOSE" not in kinds and not (batch and "CONV2D" in kinds) and not (shapes or scaled):
         return graph
     graph = copy_structure(graph)
     if shapes:

@@ -2,14 +2,22 @@
 byte, `Tensor.name`) and the fp8ue8m0 scales (`Tensor.scale_name`, one per block of the last dimension) — the two
 arrays a model's feeds and results carry anyway.
 
-Every operator on a block-scaled tensor becomes operators on plain ones: data layout moves values and scales alike
-(CONCAT, RESHAPE, IDENTITY and RESIZE's nearest neighbour each twice, the second over the scales: the last dimension
-is whole blocks, so a block's scale goes where its values go), and CAST to / from a block-scaled type is
-CAST_TO_BLOCK_SCALED / CAST_FROM_BLOCK_SCALED, whose kernels encode and decode. An operator with no such form (e.g.
-MATMUL_T of a block-scaled operand) is a TosaError naming it.
+Every operator on a block-scaled tensor becomes operators on plain ones (_REWRITES):
+- data layout moves values and scales alike: CONCAT, IDENTITY and RESIZE's nearest neighbour each twice, the second
+  over the scales (the last dimension is whole blocks, so a block's scale goes where its values go); RESHAPE of
+  both (aliases, no copy) with a new shape constant for the scales; a CONST's scales are a CONST beside it;
+- CAST to / from a block-scaled type is CAST_TO_BLOCK_SCALED / CAST_FROM_BLOCK_SCALED, whose kernels encode / decode;
+- MATMUL_T with a block-scaled A and / or B is MATMUL_T_BLOCK_SCALED; a plain operand gets constant unit scales
+  (2^0), so its kernel sums per block and scales once (the spec reads value x scale per element: the same products,
+  other rounding, within the dot-product bound). The zero points (0 for these types) are dropped;
+- ROW_GATHER of block-scaled values is ROW_GATHER_BLOCK_SCALED of the (values, scales) list.
+Any other operator on a block-scaled tensor has no Vulkan form yet: a TosaError names it. The reference backend runs
+the graph as it is (its operators read the scales of a block-scaled input, reference/registry.py Call.scales).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -17,8 +25,7 @@ from ..errors import TosaError
 from ..ir.dtype import DType
 from ..ir.graph import Block, BlockSize, Graph, Operator, Tensor
 
-# operators that act on a block-scaled tensor's values and its scales in the same way: one copy each
-_TWICE = ("CONCAT", "IDENTITY", "RESIZE")
+Scaled = dict[str, Tensor]  # block-scaled tensors of a block by name, as they were before the split
 
 
 def has_block_scaled(graph: Graph) -> bool:
@@ -26,8 +33,8 @@ def has_block_scaled(graph: Graph) -> bool:
 
 
 def split_block_scaled(graph: Graph, file: str | None = None) -> None:
-    """Rewrites every block in place (new tensors for the scales; a block's inputs / outputs list a block-scaled
-    tensor's scales right after it)."""
+    """Rewrites every block of `graph` (a copy of the caller's structure, passes.copy_structure) in place: new
+    tensors for the scales; a block's inputs / outputs list a block-scaled tensor's scales right after it."""
     for _, block in graph.blocks():
         _split_block(block, file)
 
@@ -45,50 +52,113 @@ def _split_block(block: Block, file: str | None) -> None:
     block.inputs = _with_scales(block.inputs, scaled)
     block.outputs = _with_scales(block.outputs, scaled)
     operators: list[Operator] = []
-    for op in block.operators:
+    for index, op in enumerate(block.operators):
         if not any(n in scaled for n in op.inputs + op.outputs):
             operators.append(op)
-        else:
-            operators += _split_operator(op, block, scaled, file)
+            continue
+        rewrite = _REWRITES.get(op.op)
+        made = rewrite(op, block, scaled) if rewrite is not None else None
+        if made is None:
+            names = [n for n in op.inputs + op.outputs if n in scaled]
+            t = scaled[names[0]]
+            raise TosaError(
+                f"{op.op} #{index}: tensor '{names[0]}' is block-scaled ({t.dtype.name} x {t.scale_dtype} scales), "
+                "and the Vulkan backend has no block-scaled form of this operator yet; use backend='reference'",
+                op=op.op,
+                file=file,
+            )
+        operators += made
     block.operators = operators
 
 
-def _with_scales(names: list[str], scaled: dict[str, Tensor]) -> list[str]:
+def _with_scales(names: list[str], scaled: Scaled) -> list[str]:
     return [m for n in names for m in ((n, scaled[n].scale_name) if n in scaled else (n,))]
 
 
-def _split_operator(op: Operator, block: Block, scaled: dict[str, Tensor], file: str | None) -> list[Operator]:
-    def scale(name: str) -> str:
-        return scaled[name].scale_name
+def _fresh(block: Block, name: str) -> str:
+    while name in block.tensors:
+        name += "_"
+    return name
 
-    out = op.outputs[0] if op.outputs else ""
-    if op.op == "CAST" and op.inputs[0] in scaled:
-        block_size = {"block_size": BlockSize(scaled[op.inputs[0]].block_size)}
-        return [Operator("CAST_FROM_BLOCK_SCALED", [op.inputs[0], scale(op.inputs[0])], [out], block_size, op.location)]
-    if op.op == "CAST" and out in scaled:
-        block_size = {"block_size": BlockSize(scaled[out].block_size)}
-        return [Operator("CAST_TO_BLOCK_SCALED", list(op.inputs), [out, scale(out)], block_size, op.location)]
-    if op.op == "CONST" and out in scaled:
-        return [op, Operator("CONST", [], [scale(out)], dict(op.attrs), op.location)]
-    if op.op in _TWICE and all(n in scaled for n in op.inputs[:1] + op.outputs):
-        inputs = [scale(n) if n in scaled else n for n in op.inputs]  # (RESIZE's scale / offset / border stay)
-        return [op, Operator(op.op, inputs, [scale(out)], dict(op.attrs), op.location)]
-    if op.op == "RESHAPE" and op.inputs[0] in scaled and out in scaled:
-        # the scales to the output's scale shape: a new shape constant (RESHAPE of both is an alias, no copy)
-        shape = f"{scale(out)}_shape"
-        while shape in block.tensors:
-            shape += "_"
-        value = np.asarray(block.tensors[scale(out)].shape, dtype=np.int64)
-        block.tensors[shape] = Tensor(shape, value.shape, DType.SHAPE, value)
-        return [
-            op,
-            Operator("CONST_SHAPE", [], [shape], {}, op.location),
-            Operator("RESHAPE", [scale(op.inputs[0]), shape], [scale(out)], {}, op.location),
-        ]
-    names = [n for n in op.inputs + op.outputs if n in scaled]
-    raise TosaError(
-        f"{op.op}: tensor '{names[0]}' is block-scaled ({scaled[names[0]].dtype.name} x {scaled[names[0]].scale_dtype}"
-        " scales), and the Vulkan backend has no block-scaled form of this operator yet; use backend='reference'",
-        op=op.op,
-        file=file,
-    )
+
+def _cast(op: Operator, block: Block, scaled: Scaled) -> list[Operator] | None:
+    (x,), (out,) = op.inputs, op.outputs
+    if x in scaled:
+        size = {"block_size": BlockSize(scaled[x].block_size)}
+        return [Operator("CAST_FROM_BLOCK_SCALED", [x, scaled[x].scale_name], [out], size, op.location)]
+    size = {"block_size": BlockSize(scaled[out].block_size)}
+    return [Operator("CAST_TO_BLOCK_SCALED", [x], [out, scaled[out].scale_name], size, op.location)]
+
+
+def _const(op: Operator, block: Block, scaled: Scaled) -> list[Operator] | None:
+    (out,) = op.outputs
+    return [op, Operator("CONST", [], [scaled[out].scale_name], dict(op.attrs), op.location)]
+
+
+def _twice(op: Operator, block: Block, scaled: Scaled) -> list[Operator] | None:
+    """CONCAT, IDENTITY, RESIZE (nearest): once over the values, once over the scales."""
+    if not all(n in scaled for n in op.inputs[:1] + op.outputs):
+        return None
+    inputs = [scaled[n].scale_name if n in scaled else n for n in op.inputs]  # (RESIZE's scale / offset / border)
+    return [op, Operator(op.op, inputs, [scaled[op.outputs[0]].scale_name], dict(op.attrs), op.location)]
+
+
+def _reshape(op: Operator, block: Block, scaled: Scaled) -> list[Operator] | None:
+    x, out = op.inputs[0], op.outputs[0]
+    if x not in scaled or out not in scaled:
+        return None
+    # the scales to the output's scale shape: a new shape constant
+    shape = _fresh(block, f"{scaled[out].scale_name}_shape")
+    value = np.asarray(scaled[out].scale_shape, dtype=np.int64)
+    block.tensors[shape] = Tensor(shape, value.shape, DType.SHAPE, value)
+    return [
+        op,
+        Operator("CONST_SHAPE", [], [shape], {}, op.location),
+        Operator("RESHAPE", [scaled[x].scale_name, shape], [scaled[out].scale_name], {}, op.location),
+    ]
+
+
+def _matmul_t(op: Operator, block: Block, scaled: Scaled) -> list[Operator] | None:
+    # the zero points are not read: the validator refuses constant non-zero ones (ERROR_IF: zero points only for
+    # i8_t); a run-time one is taken as 0, as the plain floating-point MATMUL_T kernels take it
+    a, b = op.inputs[:2]
+    size = next(scaled[n] for n in (a, b) if n in scaled).block_size
+    scales = []
+    for side, name in (("A", a), ("B", b)):
+        if name in scaled:
+            scales.append(scaled[name].scale_name)
+            continue
+        t = block.tensors[name]
+        unit = _fresh(block, f"{op.outputs[0]}_{side}_unit_scale")  # 2^0 for every block of the plain operand
+        shape = (*t.shape[:-1], t.shape[-1] // size)
+        block.tensors[unit] = Tensor(unit, shape, DType.FP8UE8M0, np.ones(shape, dtype=DType.FP8UE8M0.numpy))
+        scales.append(unit)
+    attrs = {"block_size": BlockSize(size)}
+    return [Operator("MATMUL_T_BLOCK_SCALED", [a, scales[0], b, scales[1]], list(op.outputs), attrs, op.location)]
+
+
+def _row_gather(op: Operator, block: Block, scaled: Scaled) -> list[Operator] | None:
+    values, indices, row_count = op.inputs
+    (out,) = op.outputs
+    t = scaled[values]
+    return [
+        Operator(
+            "ROW_GATHER_BLOCK_SCALED",
+            [values, t.scale_name, indices, row_count],
+            [out, scaled[out].scale_name],
+            {"block_size": BlockSize(t.block_size)},
+            op.location,
+        )
+    ]
+
+
+_REWRITES: dict[str, Callable[[Operator, Block, Scaled], list[Operator] | None]] = {
+    "CAST": _cast,
+    "CONST": _const,
+    "CONCAT": _twice,
+    "IDENTITY": _twice,
+    "RESIZE": _twice,
+    "RESHAPE": _reshape,
+    "MATMUL_T": _matmul_t,
+    "ROW_GATHER": _row_gather,
+}

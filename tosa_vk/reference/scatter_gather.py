@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .registry import Call, reference
+from .registry import Call, ScaledArray, reference
 
 
 def _check_shapes(call: Call, values: np.ndarray, indices: np.ndarray, nwc_shape) -> None:
@@ -41,7 +41,12 @@ def ROW_GATHER(call: Call):
     # k + row_count <= K, written so that an index near the int64 maximum cannot wrap around
     call.require((k >= 0) & (k <= k_size - r), "0 <= k && (k+row_count) <= K")
     rows = (k[:, :, None] + np.arange(r)).reshape(n, w * r)  # output row w * row_count + r reads row k + r
-    return np.take_along_axis(values, rows[:, :, None], axis=1)
+    out = np.take_along_axis(values, rows[:, :, None], axis=1)
+    scales = call.scales[0] if call.scales else None
+    if scales is None:
+        return out
+    # block-scaled values (1.1): tensor_read_value_scale / tensor_write_value_scale move each row's scales with it
+    return ScaledArray(out, np.take_along_axis(scales, rows[:, :, None], axis=1))
 
 
 @reference("SCATTER")

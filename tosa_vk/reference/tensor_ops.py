@@ -1,6 +1,7 @@
 """Tensor operators (spec 2.3): ARGMAX, AVG_POOL2D, CONV2D, CONV3D, DEPTHWISE_CONV2D, FFT2D, MATMUL, MAX_POOL2D,
 RFFT2D, TRANSPOSE_CONV2D; TOSA 1.1's AVG_POOL2D_ADAPTIVE / MAX_POOL2D_ADAPTIVE (the pools with kernel, stride and
-pad as shape_t inputs) and MATMUL_T (B as [D,W,C], broadcast when D == 1; A and B of different types).
+pad as shape_t inputs) and MATMUL_T (B as [D,W,C], broadcast when D == 1; A and B of different types, either or
+both block-scaled).
 
 Floating-point dot products (convolutions, MATMUL, MATMUL_T) are summed in FLOAT_DOT (float32, see below), then
 bias-added and rounded to the output type; FFTs and AVG_POOL2D run in float64 and round once. Integer dot products use
@@ -461,12 +462,18 @@ def MATMUL(call: Call):
 def MATMUL_T(call: Call):
     a, b = call.inputs[:2]
     a_t, b_t, out_t = call.in_types[0], call.in_types[1], call.out_types[0]
-    azp = _zp(call, 2, a_t == DType.INT8, "A")
-    bzp = _zp(call, 3, b_t == DType.INT8, "B")
+    a_scale, b_scale = (call.scales or [None, None])[:2]
+    azp = _zp(call, 2, a_t == DType.INT8 and a_scale is None, "A")
+    bzp = _zp(call, 3, b_t == DType.INT8 and b_scale is None, "B")
     n, _, c = a.shape
     d, _, c2 = b.shape
     call.error_if(d != n and d != 1, "D != N && D != 1")
     call.error_if(c2 != c, "A [N,H,C] and B [D,W,C] do not match")
+    if a_scale is not None or b_scale is not None:
+        # block-scaled A and / or B (1.1): tensor_read<A_t, out_t> reads value x scale
+        av, bv = _scaled_read(a, a_t, a_scale), _scaled_read(b, b_t, b_scale)
+        with np.errstate(invalid="ignore", over="ignore"):
+            return round_to(np.matmul(av, bv.transpose(0, 2, 1)), out_t)
     integer = not a_t.is_float
     ct = _compute_type(a_t, a, b, azp, bzp, 1)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -476,6 +483,17 @@ def MATMUL_T(call: Call):
         return acc if acc.dtype == out_t.numpy else round_to(acc, out_t)
     require_range(acc, out_t, "apply_add_s<out_t>(acc, apply_mul_s<out_t>(value1, value2)) in range")
     return acc.astype(out_t.numpy)
+
+
+def _scaled_read(x: np.ndarray, dtype: DType, scales: np.ndarray | None) -> np.ndarray:
+    """float64 values of a MATMUL_T operand: a block-scaled one's value x scale rounded to fp32, its
+    access_elem_type (an fp32 overflow is an infinity, as in the spec), a plain one as it is. Products and sums are
+    then float64: within the dot-product bound of the spec's out_t sums."""
+    if scales is None:
+        return x.astype(np.float64)
+    decoded = mx_decode(x, dtype, scales, x.shape[-1] // scales.shape[-1] if scales.shape[-1] else 1)
+    with np.errstate(over="ignore"):
+        return decoded.astype(np.float32).astype(np.float64)
 
 
 def _fft_shape(call: Call, x: np.ndarray) -> None:
