@@ -58,8 +58,9 @@ def one_positive_test_per_class() -> list[Path]:
 
 
 # TOSA 1.1 (draft): the operators and rows tosa_vk runs so far, by family. A 1.1 test is in scope when its operator
-# is a new operator done here (block-scaled tensors only for the block-scaled operators), or a 1.0 operator's
-# INT64 row; tests/test_conformance_1_1.py::test_scope reports the rest of the selection.
+# is a new operator done here (block-scaled tensors only for the block-scaled operators), a 1.0 operator's INT64 row,
+# or a 1.0 operator of TOSA_1_1_ROWS_DONE with types only a 1.1 row has; tests/test_conformance_1_1.py::test_scope
+# reports the rest of the selection.
 TOSA_1_1_NEW_OPS_DONE = (
     "dim add_shape sub_shape mul_shape div_ceil_shape div_floor_shape mod_shape min_shape max_shape exp2_shape "
     "log2_ceil_shape log2_floor_shape concat_shape slice_shape assert_equal_shape matmul_t row_gather "
@@ -68,10 +69,13 @@ TOSA_1_1_NEW_OPS_DONE = (
 ).split()
 # new operators whose block-scaled (MX) tests are in scope
 TOSA_1_1_MX_OPS_DONE = [op for op in TOSA_1_1_NEW_OPS_DONE if op.endswith("_block_scaled")]
+# 1.0 operators whose 1.1 type rows (mixed precision, block-scaled operands) are done: their tests that need a 1.1 row
+TOSA_1_1_ROWS_DONE = ("conv2d",)
 
 
 def tosa_1_1_ops() -> tuple[str, ...]:
-    """The operators whose 1.1 tests are generated: the new ones done, and the 1.0 operators with INT64 rows."""
+    """The operators whose 1.1 tests are generated: the new ones done, the 1.0 operators with INT64 rows and those
+    whose 1.1 rows are done."""
     from tosa_vk.ir.dtype import DType
     from tosa_vk.ir.ops import OPS
 
@@ -80,7 +84,7 @@ def tosa_1_1_ops() -> tuple[str, ...]:
         for name, spec in OPS.items()
         if spec.since == (1, 0) and any(r.since > (1, 0) and DType.INT64 in r.types.values() for r in spec.types)
     )
-    return (*int64, *TOSA_1_1_NEW_OPS_DONE)
+    return (*int64, *(op for op in TOSA_1_1_ROWS_DONE if op not in int64), *TOSA_1_1_NEW_OPS_DONE)
 
 
 def in_tosa_1_1_scope(folder: Path) -> bool:
@@ -90,14 +94,30 @@ def in_tosa_1_1_scope(folder: Path) -> bool:
     desc = json.loads((folder / "desc.json").read_text())
     op = desc["test_details"]["operator"].lower()
     try:
-        tensors = [t for _, b in load_graph(folder / desc["tosa_file"]).blocks() for t in b.tensors.values()]
+        graph = load_graph(folder / desc["tosa_file"])
     except Exception:  # an unreadable negative test: in scope with its operator
         return op in TOSA_1_1_NEW_OPS_DONE
+    if op in TOSA_1_1_ROWS_DONE and _needs_1_1_row(graph, op.upper()):
+        return True
+    tensors = [t for _, b in graph.blocks() for t in b.tensors.values()]
     mx = any(t.block_scaled or (t.dtype in BLOCK_ELEMENTS and t.dtype.since > (1, 0)) for t in tensors)
     mx = mx or any(t.dtype == DType.FP8UE8M0 for t in tensors)
     if op in TOSA_1_1_NEW_OPS_DONE:
         return not mx or op in TOSA_1_1_MX_OPS_DONE
     return not mx and any(t.dtype == DType.INT64 for t in tensors)
+
+
+def _needs_1_1_row(graph, name: str) -> bool:
+    """Whether an operator `name` of the graph's main block has types only a TOSA 1.1 row supports."""
+    from tosa_vk.ir.ops import bind_types, matching_types, op_spec
+
+    block = graph.main
+    for op in block.operators:
+        if op.op == name:
+            bound = bind_types(op_spec(name), op, block.tensors)
+            if bound is not None and not matching_types(name, bound, (1, 0)) and matching_types(name, bound, (1, 1)):
+                return True
+    return False
 
 
 def tosa_1_1_selection(kind: str, everything: bool = False) -> list[Path]:
