@@ -20,7 +20,6 @@ from pathlib import Path
 
 from . import fuse as fuse_stage
 from . import host_rules, passes
-from .errors import TosaError
 from .ir.graph import Graph
 from .ir.validate import validate
 from .lower import lower, texels
@@ -60,9 +59,8 @@ def compile(
     if not views:
         target = texels.without(target)
     validate(graph, file=file)
-    _no_block_scaled_tensors(graph, file)
     rules = host_rules.collect(host_ops, partition)  # the file read (and every rule parsed) before the passes run
-    graph = passes.run(graph, layouts, batch=fuse_stage.enabled(fuse))
+    graph = passes.run(graph, layouts, batch=fuse_stage.enabled(fuse), file=file)
     placed = place(graph, target, strict=strict, host_ops=rules)
     alignment = alignment or target.alignment
     fusion = (
@@ -72,16 +70,3 @@ def compile(
     )
     lowered = lower(graph, target, placed, fusion, kernels)
     return plan(lowered, target, alignment)
-
-
-def _no_block_scaled_tensors(graph: Graph, file: str | None) -> None:
-    """A block-scaled tensor (TOSA 1.1: elements and scales in one tensor) has no Vulkan form yet; Arm's
-    *_BLOCK_SCALED operators take data and scales as two plain tensors and do run on Vulkan."""
-    for _, block in graph.blocks():
-        for t in block.tensors.values():
-            if t.block_scaled:
-                raise TosaError(
-                    f"tensor '{t.name}' is block-scaled ({t.dtype.name} x {t.scale_dtype} scales): the Vulkan backend "
-                    "does not run block-scaled tensors yet; use backend='reference'",
-                    file=file,
-                )

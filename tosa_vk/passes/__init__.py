@@ -5,7 +5,9 @@ Run in order on a copy of the graph's structure (tensors and their data are shar
   says are NCHW (permute.py; only when `layouts` is given);
 - merging: TRANSPOSE pairs that undo each other disappear, other back-to-back pairs become one (permute.py);
 - shape folding: TOSA 1.1's shape operators become CONST_SHAPEs of their values (shape.py);
-- batching (with fusion on): 1x1 CONV2Ds sharing weights over runs of pixels of one tensor become one (batch.py).
+- batching (with fusion on): 1x1 CONV2Ds sharing weights over runs of pixels of one tensor become one (batch.py);
+- block-scaled tensors (TOSA 1.1): each becomes its elements and its scales, two plain tensors; their readers get
+  the scales as extra inputs (block_scaled.py).
 """
 
 from __future__ import annotations
@@ -14,18 +16,24 @@ from dataclasses import replace
 
 from ..ir.graph import Block, Graph, Region
 from .batch import batch_projections
+from .block_scaled import has_block_scaled, split_block_scaled
 from .permute import apply_custom_layouts, merge_transposes
 from .shape import fold_shapes, has_shape_ops
 
 
-def run(graph: Graph, layouts: dict[str, str] | str | None = None, batch: bool = False) -> Graph:
+def run(
+    graph: Graph, layouts: dict[str, str] | str | None = None, batch: bool = False, file: str | None = None
+) -> Graph:
     """The graph after every pass; `graph` itself is returned when no pass would change it. `batch`: batched
     projections too (an optimisation of the fuse stage's kind, off with it)."""
     kinds = {op.op for op in graph.main.operators}
     shapes = has_shape_ops(graph)
-    if layouts is None and "TRANSPOSE" not in kinds and not (batch and "CONV2D" in kinds) and not shapes:
+    scaled = has_block_scaled(graph)
+    if layouts is None and "TRANSPOSE" not in kinds and not (batch and "CONV2D" in kinds) and not (shapes or scaled):
         return graph
     graph = copy_structure(graph)
+    if scaled:
+        split_block_scaled(graph, file)
     if shapes:
         fold_shapes(graph)
     if layouts is not None:
