@@ -18,7 +18,6 @@ from tosa_vk.ir.validate import validate
 from tosa_vk.reference.numeric import mx_decode
 
 E8M0 = ml_dtypes.float8_e8m0fnu
-SCALED = {"scale_dtype": DType.FP8UE8M0, "block_size": 32}
 
 
 def codes_of(rng, shape, dtype: DType) -> np.ndarray:
@@ -62,12 +61,14 @@ def operands(rng, in_t: DType, w_t: DType, bs_in: bool, bs_w: bool, shape=(1, 5,
     """(x tensor, its feeds, w constant tensor) of the given element types."""
     xv = codes_of(rng, shape, in_t)
     feeds = {"x": xv}
-    x = Tensor("x", shape, in_t, **(SCALED if bs_in else {}))
+    scale_t = DType.FP8UE8M0
+    x = Tensor("x", shape, in_t, scale_dtype=scale_t if bs_in else None, block_size=32 if bs_in else 0)
     if bs_in:
         feeds["x_scale"] = scales_of(rng, shape)
     wshape = (oc, *k, shape[-1])
     wv = codes_of(rng, wshape, w_t)
-    w = Tensor("w", wshape, w_t, wv, **({**SCALED, "scale_data": scales_of(rng, wshape)} if bs_w else {}))
+    ws = scales_of(rng, wshape) if bs_w else None
+    w = Tensor("w", wshape, w_t, wv, scale_dtype=scale_t if bs_w else None, block_size=32 if bs_w else 0, scale_data=ws)
     return x, feeds, w
 
 
@@ -218,7 +219,7 @@ def test_vulkan_block_scaled_nan_scale_stays_in_its_outputs(device):
     x, feeds, w = operands(rng, DType.FP8E4M3, DType.FP8E4M3, True, True, shape=(1, 4, 4, 32), oc=4, k=(1, 1))
     scale = np.asarray(w.scale_data).copy()
     scale.view(np.uint8)[2, 0, 0, 0] = 255
-    w = Tensor("w", w.shape, w.dtype, w.data, **SCALED, scale_data=scale)
+    w = Tensor("w", w.shape, w.dtype, w.data, scale_dtype=DType.FP8UE8M0, block_size=32, scale_data=scale)
     g = conv_graph(x, w, DType.FP32, DType.FP32, pad=(1, 0, 0, 1))
     want, got = run(g, feeds), run(g, feeds, device)
     assert np.array_equal(np.isnan(got), np.isnan(want))
