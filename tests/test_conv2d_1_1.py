@@ -13,7 +13,7 @@ import tosa_vk
 from tosa_vk.errors import TosaError
 from tosa_vk.ir.dtype import DType
 from tosa_vk.ir.graph import Block, Graph, Operator, Region, Tensor
-from tosa_vk.ir.ops import BlockScaled, matching_types
+from tosa_vk.ir.ops import BlockScaled, matching_types, requirements
 from tosa_vk.ir.validate import validate
 from tosa_vk.reference.numeric import mx_decode
 
@@ -122,6 +122,18 @@ def test_rows_as_arms_generator_emits_them():
     # the 1.0 rows keep their zero-point types
     (row,) = matching_types("CONV2D", {"in_t": DType.INT8, "weight_t": DType.INT4}, (1, 0))
     assert (row.types["in_zp_t"], row.types["weight_zp_t"]) == (DType.INT8, DType.INT4)
+
+
+def test_requirements_as_arms_tests_list_them():
+    """A block-scaled operand needs EXT-MXFP-CONV besides the extensions its types bring (Arm's generated tests)."""
+    rng = np.random.default_rng(0)
+    x, _, w = operands(rng, DType.BF16, DType.FP4E2M1, False, True)
+    assert requirements(conv_graph(x, w, DType.BF16, DType.BF16)) == (
+        ["PRO-FP"],
+        ["EXT-BF16", "EXT-MX-COMMON", "EXT-MX-FP4E2M1", "EXT-MXFP-CONV"],
+    )
+    x, _, w = operands(rng, DType.FP8E5M2, DType.FP16, False, False)
+    assert requirements(conv_graph(x, w, DType.FP32, DType.FP32)) == (["PRO-FP"], ["EXT-FP8E5M2"])
 
 
 def test_validation_of_the_new_rows():

@@ -1874,15 +1874,20 @@ _op("ROW_GATHER", "", [], "in_out_t index_t", [
 # CONV2D's "Mixed precision" rows as Arm's generator emits them (and its reference model runs them): input and weight
 # of any two types of a set, fp32 / bf16 / fp16 out. The draft's first row (out_t fp16_t, acc_t bf16_t or fp32_t,
 # in / weight in S1 with bf16_t and fp16_t) differs: the generator pairs fp16 out with fp16 / fp32 accumulate and no
-# bf16 operand, and adds bf16 out (bf16 / fp32 accumulate, no fp16 operand). Block-scaled zero points are fp32_t.
+# bf16 operand, and adds bf16 out (bf16 / fp32 accumulate, no fp16 operand). Block-scaled zero points are fp32_t; a
+# block-scaled operand also needs EXT-MXFP-CONV (the generator's tests require it; the draft deduces the rest).
 _CONV_ZPS = "access_elem_type<in_t> access_elem_type<weight_t>"
 _op("CONV2D", "", [], "in_t weight_t out_t acc_t in_zp_t weight_zp_t", [
-    *(("DEDUCE-EXT", f"Mixed precision fp with {acc[:-2]} accumulate, {out[:-2]} out",
-       f"{ts} {ts} {out} {acc} {_CONV_ZPS}", "1.1") for out, ts, accs in (
-          ("fp16_t", f"fp8e4m3_t|fp8e5m2_t|fp16_t|{_BS}", ("fp16_t", "fp32_t")),
-          ("bf16_t", f"fp8e4m3_t|fp8e5m2_t|bf16_t|{_BS}", ("bf16_t", "fp32_t")),
-          ("fp32_t", f"{_FP32_ALL}|{_BS}", ("fp32_t",)),
-      ) for acc in accs),
+    *((p, f"Mixed precision fp with {acc[:-2]} accumulate, {out[:-2]} out", f"{a} {b} {out} {acc} {_CONV_ZPS}", "1.1")
+      for out, plain, accs in (
+          ("fp16_t", "fp8e4m3_t|fp8e5m2_t|fp16_t", ("fp16_t", "fp32_t")),
+          ("bf16_t", "fp8e4m3_t|fp8e5m2_t|bf16_t", ("bf16_t", "fp32_t")),
+          ("fp32_t", _FP32_ALL, ("fp32_t",)),
+      ) for acc in accs for p, a, b in (
+          ("DEDUCE-EXT", plain, plain),
+          ("DEDUCE-EXT and EXT-MXFP-CONV", _BS, f"{plain}|{_BS}"),
+          ("DEDUCE-EXT and EXT-MXFP-CONV", plain, _BS),
+      )),
 ])
 # fmt: on
 
