@@ -72,7 +72,7 @@ TOSA_1_1_MX_OPS_DONE = [op for op in TOSA_1_1_NEW_OPS_DONE if op.endswith("_bloc
 # 1.0 operators whose 1.1 rows are all done (block-scaled tensors, fp8 RESIZE and MATMUL, CAST fp32 <-> bool, ...):
 # every 1.1 test of theirs is in scope (the 1.1 selection holds a 1.0 operator's tests that only a 1.1 row types,
 # tosa_vk/conformance/generate.py)
-TOSA_1_1_ROWS_DONE = "cast concat reshape resize gather scatter matmul".split()
+TOSA_1_1_ROWS_DONE = "cast concat reshape resize gather scatter matmul conv2d".split()
 
 
 def tosa_1_1_ops() -> tuple[str, ...]:
@@ -98,14 +98,15 @@ def in_tosa_1_1_scope(folder: Path) -> bool:
     if op in TOSA_1_1_ROWS_DONE:
         return True
     try:
-        tensors = [t for _, b in load_graph(folder / desc["tosa_file"]).blocks() for t in b.tensors.values()]
+        graph = load_graph(folder / desc["tosa_file"])
     except Exception:  # an unreadable negative test: in scope with its operator
         return op in TOSA_1_1_NEW_OPS_DONE
+    tensors = [t for _, b in graph.blocks() for t in b.tensors.values()]
     mx = any(t.block_scaled or (t.dtype in BLOCK_ELEMENTS and t.dtype.since > (1, 0)) for t in tensors)
     mx = mx or any(t.dtype == DType.FP8UE8M0 for t in tensors)
     if op in TOSA_1_1_NEW_OPS_DONE:
         return not mx or op in TOSA_1_1_MX_OPS_DONE
-    return not mx and (op in TOSA_1_1_ROWS_DONE or any(t.dtype == DType.INT64 for t in tensors))
+    return not mx and any(t.dtype == DType.INT64 for t in tensors)
 
 
 def tosa_1_1_selection(kind: str, everything: bool = False) -> list[Path]:

@@ -92,11 +92,19 @@ def test_conv2d():
     assert (inp.type, inp.tensor, inp.shape, inp.rank) == ("in_t", True, "[N,IH,IW,IC]", "4")
     assert spec.operand("local_bound").optional and not spec.operand("local_bound").tensor
     assert spec.operand("acc_type").type == "acc_type_t"
-    assert len(spec.types) == 9
-    last = spec.types[-1]
+    rows = [r for r in spec.types if r.since == (1, 0)]
+    assert len(rows) == 9
+    last = rows[-1]
     assert (last.profile, last.mode) == ("EXT-INT4", "signed 8x4 with int32 accumulate")
-    assert dict(last.types) == {"in_t": DType.INT8, "weight_t": DType.INT4, "out_t": DType.INT32, "acc_t": DType.INT32}
-    assert [r.profile for r in spec.types].count("PRO-FP") == 3
+    assert dict(last.types) == {
+        "in_t": DType.INT8,
+        "weight_t": DType.INT4,
+        "out_t": DType.INT32,
+        "acc_t": DType.INT32,
+        "in_zp_t": DType.INT8,
+        "weight_zp_t": DType.INT4,
+    }
+    assert [r.profile for r in rows].count("PRO-FP") == 3
 
 
 def test_rescale():
@@ -165,11 +173,11 @@ def test_lists_and_alternatives():
 
 
 def test_matching_types():
-    assert [r.mode for r in matching_types("CONV2D", {"in_t": DType.FP16})] == [
+    assert [r.mode for r in matching_types("CONV2D", {"in_t": DType.FP16}, (1, 0))] == [
         "fp16 with fp16 accumulate",
         "fp16 with fp32 accumulate",
     ]
-    assert [r.mode for r in matching_types("CONV2D", {"in_t": DType.FP16, "acc_t": DType.FP32})] == [
+    assert [r.mode for r in matching_types("CONV2D", {"in_t": DType.FP16, "acc_t": DType.FP32}, (1, 0))] == [
         "fp16 with fp32 accumulate"
     ]
     assert matching_types("CONV2D", {"in_t": DType.INT8, "weight_t": DType.FP16}) == []

@@ -422,10 +422,13 @@ def _inputs_by_keyword(spec: catalogue.OpSpec, args: list, attrs: dict) -> list:
 
 
 def _preferred(rows: list[catalogue.TypeSupport]) -> catalogue.TypeSupport | None:
-    """The row to take defaults from: the most precise accumulator (fp16 inputs accumulate in fp32 by default)."""
+    """The row to take defaults from: one of the oldest TOSA version (a later version's rows, e.g. TOSA 1.1's fp8
+    CONV2D with fp32 accumulate, would make a 1.0 graph need 1.1), then the most precise accumulator (fp16 inputs
+    accumulate in fp32 by default)."""
     if not rows:
         return None
-    return max(rows, key=lambda r: r.types.get("acc_t", DType.UNKNOWN) == DType.FP32)
+    oldest = min(r.since for r in rows)
+    return max((r for r in rows if r.since == oldest), key=lambda r: r.types.get("acc_t", DType.UNKNOWN) == DType.FP32)
 
 
 def _repeat_list(operands, count: int) -> list:

@@ -13,6 +13,7 @@ from .errors import TosaError
 from .ir.dtype import DType
 from .ir.flatbuffer import ENUM_FIELDS
 from .ir.graph import Operator
+from .passes.block_scaled import BLOCK_SCALED_INPUTS
 from .program import Host
 
 
@@ -34,13 +35,19 @@ def run(step: Host, views: list[np.ndarray]) -> list[np.ndarray]:
     # a Program read back from bytes (the program cache) holds enum attributes (acc_type, ...) as plain ints
     attrs = {k: ENUM_FIELDS[k](v) if k in ENUM_FIELDS and v is not None else v for k, v in step.attrs.items()}
     op = Operator(step.operator, names, list(step.writes), attrs)
-    call = Call(
-        op,
-        inputs,
-        [DType[t] for t in step.in_types],
-        [DType[t] for t in step.out_types],
-        [tuple(s) for s in step.out_shapes],
-    )
+    in_types = [DType[t] for t in step.in_types]
+    # block-scaled inputs (TOSA 1.1, tosa_vk/passes/block_scaled.py): their scales follow the spec inputs
+    scaled: tuple[int, ...] = tuple(step.attrs.get(BLOCK_SCALED_INPUTS) or ())
+    attrs.pop(BLOCK_SCALED_INPUTS, None)
+    scales: list[np.ndarray | None] = []
+    if scaled:
+        n = len(inputs) - len(scaled)
+        scales = [None] * n
+        for i, s in zip(scaled, inputs[n:]):
+            scales[i] = s
+        inputs, in_types, op.inputs[:] = inputs[:n], in_types[:n], op.inputs[:n]
+    call = Call(op, inputs, in_types, [DType[t] for t in step.out_types], [tuple(s) for s in step.out_shapes])
+    call.scales = scales
     result = fn(call)
     return list(result) if isinstance(result, (list, tuple)) else [result]
 

@@ -9,7 +9,8 @@
 // PL), the tile (TILE_P, TILE_C), PACKED_BLOCKS and BIAS_SCALAR are int specialization constants
 // (tosa_vk/lower/convolution.py): the driver folds the index math and unrolls the tap loops as if they were compiled
 // in, and one module serves every layer of the same types.
-// OC4: OC is a multiple of 4 (a preprocessor fact, so a define).
+// OC4: OC is a multiple of 4 (a preprocessor fact, so a define). X_SCALED / W_SCALED: block-scaled operands
+// (TOSA 1.1, conv_common.glsl).
 #include "types.glsl"
 #include "convolution/conv_common.glsl"
 
@@ -20,6 +21,8 @@ layout(set = 0, binding = 3) writeonly buffer Out { O_T o[]; };
 INPUT_WORDS
 WEIGHT_WORDS
 ZERO_POINT_BINDINGS
+X_SCALE_BINDING
+W_SCALE_BINDING
 PARTIAL_BINDING
 #if defined(MAT) && defined(OC4) && !defined(PARTIAL_OUT) && !defined(EP_OUT_SCALAR)
 #define STORE_VEC4

@@ -39,6 +39,25 @@
 #define C4 vec4
 #endif
 
+// X_SCALED / W_SCALED (TOSA 1.1 CONV2D, a block-scaled input / weight): one fp8ue8m0 scale per 32 elements of the
+// reduction axis, from binding XS_AT / WS_AT (XS_* / WS_* type defines). An element reads as value x scale in fp32,
+// as the spec's tensor_read<in_t, acc_t> does (a NaN scale makes its block NaN); a chunk (VE <= 32 elements, VE
+// divides 32) lies in one block, so it takes one scale.
+#ifdef X_SCALED
+#define X_SCALE_BINDING layout(set = 0, binding = XS_AT) readonly buffer InXS { XS_T xs[]; };
+#define SCALE_X(v, i) ((v) * LOAD_XS(xs[(i) / 32]))
+#else
+#define X_SCALE_BINDING
+#define SCALE_X(v, i) (v)
+#endif
+#ifdef W_SCALED
+#define W_SCALE_BINDING layout(set = 0, binding = WS_AT) readonly buffer InWS { WS_T ws[]; };
+#define SCALE_W(v, i) ((v) * LOAD_WS(ws[(i) / 32]))
+#else
+#define W_SCALE_BINDING
+#define SCALE_W(v, i) (v)
+#endif
+
 #define WORD_TYPE_1 uint
 #define WORD_TYPE_2 uvec2
 #define WORD_TYPE_4 uvec4
@@ -70,10 +89,11 @@
 // input chunk outside the tensor (padding) reads element 0 and becomes 0.
 #define LOAD_X_CHUNK(dst, i, valid) { \
     XWORD_T t_ = X_WORDS((valid) ? (i) / VE : 0); \
-    [[unroll]] for (int q_ = 0; q_ < NG; ++q_) dst[q_] = mix(C4(0), IN_VALUE(UNPACK4_X(GROUP_X(t_, q_))), bvec4(valid)); }
+    [[unroll]] for (int q_ = 0; q_ < NG; ++q_) \
+        dst[q_] = mix(C4(0), SCALE_X(IN_VALUE(UNPACK4_X(GROUP_X(t_, q_))), (valid) ? (i) : 0), bvec4(valid)); }
 #define LOAD_W_CHUNK(dst, i) { \
     WWORD_T t_ = W_WORDS((i) / VE); \
-    [[unroll]] for (int q_ = 0; q_ < NG; ++q_) dst[q_] = W_VALUE(UNPACK4_W(GROUP_W(t_, q_))); }
+    [[unroll]] for (int q_ = 0; q_ < NG; ++q_) dst[q_] = SCALE_W(W_VALUE(UNPACK4_W(GROUP_W(t_, q_))), i); }
 #ifdef INTEGER
 // int32 products of a chunk summed in int32 (|sum| < 2^31 for VE <= 16 even for int16 x int8), then widened
 #define DOT_CHUNK(acc, a, b, valid) { ivec4 s_ = (a)[0] * (b)[0]; \
@@ -97,8 +117,9 @@
 #ifndef X_AT
 #define X_AT(i) (i)
 #endif
-#define LOAD_X_CHUNK(dst, i, valid) { dst[0] = mix(X_C(0), IN_VALUE(LOAD_X(x[X_AT((valid) ? (i) : 0)])), valid); }
-#define LOAD_W_CHUNK(dst, i) { dst[0] = W_VALUE(LOAD_W(w[i])); }
+#define LOAD_X_CHUNK(dst, i, valid) { \
+    dst[0] = mix(X_C(0), SCALE_X(IN_VALUE(LOAD_X(x[X_AT((valid) ? (i) : 0)])), (valid) ? (i) : 0), valid); }
+#define LOAD_W_CHUNK(dst, i) { dst[0] = SCALE_W(W_VALUE(LOAD_W(w[i])), i); }
 #if defined(SKIP_PADDED) && !defined(INTEGER)
 #define DOT_CHUNK(acc, a, b, valid) acc += mix(0.0, (a)[0] * (b)[0], valid)
 #else

@@ -524,28 +524,28 @@ _op("AVG_POOL2D_ADAPTIVE", "tensor_ops", [  # tosa.xml line 256: kernel, stride,
     ("EXT-INT16",   "signed 16 with int32 accumulate", "i16_t i32_t"),
 ], since="1.1")
 
-_op("CONV2D", "tensor_ops", [  # spec line 1074
-    ("in",   "input",       "T<in_t>",     "[N,IH,IW,IC]",  "4"),
-    ("in",   "weight",      "T<weight_t>", "[OC,KH,KW,IC]", "4"),
-    ("in",   "bias",        "T<out_t>",    "[BC]",          "1"),
-    ("in",   "input_zp",    "T<in_t>",     "[1]",           "1"),
-    ("in",   "weight_zp",   "T<weight_t>", "[1]",           "1"),
-    ("attr", "pad",         "T<i32_t>",    "[4]",           "1"),
-    ("attr", "stride",      "T<i32_t>",    "[2]",           "1"),
-    ("attr", "dilation",    "T<i32_t>",    "[2]",           "1"),
-    ("attr", "acc_type",    "acc_type_t",  "-",             "-"),
-    ("attr", "local_bound", "bool_t",      "-",             "-", "optional"),
-    ("out",  "output",      "T<out_t>",    "[N,OH,OW,OC]",  "4"),
-], "in_t weight_t out_t acc_t", [
-    ("PRO-FP",      "fp16 with fp16 accumulate",         "fp16_t fp16_t fp16_t fp16_t"),
-    ("PRO-FP",      "fp16 with fp32 accumulate",         "fp16_t fp16_t fp16_t fp32_t"),
-    ("PRO-FP",      "fp32 with fp32 accumulate",         "fp32_t fp32_t fp32_t fp32_t"),
-    ("PRO-INT",     "signed 8x8 with int32 accumulate",  "i8_t i8_t i32_t i32_t"),
-    ("EXT-BF16",    "bf16 with fp32 accumulate",         "bf16_t bf16_t bf16_t fp32_t"),
-    ("EXT-FP8E4M3", "fp8e4m3 with fp16 accumulate",      "fp8e4m3_t fp8e4m3_t fp16_t fp16_t"),
-    ("EXT-FP8E5M2", "fp8e5m2 with fp16 accumulate",      "fp8e5m2_t fp8e5m2_t fp16_t fp16_t"),
-    ("EXT-INT16",   "signed 16x8 with int48 accumulate", "i16_t i8_t i48_t i48_t"),
-    ("EXT-INT4",    "signed 8x4 with int32 accumulate",  "i8_t i4_t i32_t i32_t"),
+_op("CONV2D", "tensor_ops", [  # spec line 1074; tosa.xml types the zero points in_zp_t / weight_zp_t (1.1)
+    ("in",   "input",       "T<in_t>",        "[N,IH,IW,IC]",  "4"),
+    ("in",   "weight",      "T<weight_t>",    "[OC,KH,KW,IC]", "4"),
+    ("in",   "bias",        "T<out_t>",       "[BC]",          "1"),
+    ("in",   "input_zp",    "T<in_zp_t>",     "[1]",           "1"),
+    ("in",   "weight_zp",   "T<weight_zp_t>", "[1]",           "1"),
+    ("attr", "pad",         "T<i32_t>",       "[4]",           "1"),
+    ("attr", "stride",      "T<i32_t>",       "[2]",           "1"),
+    ("attr", "dilation",    "T<i32_t>",       "[2]",           "1"),
+    ("attr", "acc_type",    "acc_type_t",     "-",             "-"),
+    ("attr", "local_bound", "bool_t",         "-",             "-", "optional"),
+    ("out",  "output",      "T<out_t>",       "[N,OH,OW,OC]",  "4"),
+], "in_t weight_t out_t acc_t in_zp_t weight_zp_t", [
+    ("PRO-FP",      "fp16 with fp16 accumulate",         "fp16_t fp16_t fp16_t fp16_t fp16_t fp16_t"),
+    ("PRO-FP",      "fp16 with fp32 accumulate",         "fp16_t fp16_t fp16_t fp32_t fp16_t fp16_t"),
+    ("PRO-FP",      "fp32 with fp32 accumulate",         "fp32_t fp32_t fp32_t fp32_t fp32_t fp32_t"),
+    ("PRO-INT",     "signed 8x8 with int32 accumulate",  "i8_t i8_t i32_t i32_t i8_t i8_t"),
+    ("EXT-BF16",    "bf16 with fp32 accumulate",         "bf16_t bf16_t bf16_t fp32_t bf16_t bf16_t"),
+    ("EXT-FP8E4M3", "fp8e4m3 with fp16 accumulate",      "fp8e4m3_t fp8e4m3_t fp16_t fp16_t fp8e4m3_t fp8e4m3_t"),
+    ("EXT-FP8E5M2", "fp8e5m2 with fp16 accumulate",      "fp8e5m2_t fp8e5m2_t fp16_t fp16_t fp8e5m2_t fp8e5m2_t"),
+    ("EXT-INT16",   "signed 16x8 with int48 accumulate", "i16_t i8_t i48_t i48_t i16_t i8_t"),
+    ("EXT-INT4",    "signed 8x4 with int32 accumulate",  "i8_t i4_t i32_t i32_t i8_t i4_t"),
 ])
 
 _op("CONV3D", "tensor_ops", [  # spec line 1191
@@ -1905,6 +1905,24 @@ for _name in ("GATHER", "SCATTER"):
         ("PRO-INT or PRO-FP", "Boolean",   "i32_t bool_t", "1.1"),
     ])
 del _name
+# CONV2D's "Mixed precision" rows as Arm's generator emits them (and its reference model runs them): input and weight
+# of any two types of a set, fp32 / bf16 / fp16 out. The draft's first row (out_t fp16_t, acc_t bf16_t or fp32_t,
+# in / weight in S1 with bf16_t and fp16_t) differs: the generator pairs fp16 out with fp16 / fp32 accumulate and no
+# bf16 operand, and adds bf16 out (bf16 / fp32 accumulate, no fp16 operand). Block-scaled zero points are fp32_t; a
+# block-scaled operand also needs EXT-MXFP-CONV (the generator's tests require it; the draft deduces the rest).
+_CONV_ZPS = "access_elem_type<in_t> access_elem_type<weight_t>"
+_op("CONV2D", "", [], "in_t weight_t out_t acc_t in_zp_t weight_zp_t", [
+    *((p, f"Mixed precision fp with {acc[:-2]} accumulate, {out[:-2]} out", f"{a} {b} {out} {acc} {_CONV_ZPS}", "1.1")
+      for out, plain, accs in (
+          ("fp16_t", "fp8e4m3_t|fp8e5m2_t|fp16_t", ("fp16_t", "fp32_t")),
+          ("bf16_t", "fp8e4m3_t|fp8e5m2_t|bf16_t", ("bf16_t", "fp32_t")),
+          ("fp32_t", _FP32_ALL, ("fp32_t",)),
+      ) for acc in accs for p, a, b in (
+          ("DEDUCE-EXT", plain, plain),
+          ("DEDUCE-EXT and EXT-MXFP-CONV", _BS, f"{plain}|{_BS}"),
+          ("DEDUCE-EXT and EXT-MXFP-CONV", plain, _BS),
+      )),
+])
 # fmt: on
 
 

@@ -66,6 +66,7 @@ LEVELS: dict[str, dict[str, int]] = {
 }
 
 _ACC_TYPES = (DType.INT32, DType.INT48, DType.FP16, DType.FP32)  # acc_type_t
+_ACC_TYPES_1_1 = (*_ACC_TYPES, DType.BF16)  # TOSA 1.1 adds BF16 (CONV2D's mixed-precision rows)
 # Type rows newer than spec 1.0.1 that the conformance suite (format 1.0.2) already tests as valid.
 _LATER_TYPES = {op: ({"index_t": DType.INT32, "in_out_t": DType.BOOL},) for op in ("GATHER", "SCATTER")}
 _CONTROL_FLOW = {"COND_IF": ("then_graph", "else_graph"), "WHILE_LOOP": ("cond_graph", "body_graph")}
@@ -338,9 +339,11 @@ class _Validator:
             elif o.type == "bool_t" and not o.tensor:
                 ok = isinstance(value, (bool, np.bool_))
             elif o.type == "acc_type_t":
-                ok = _dtype(value) in _ACC_TYPES
+                allowed = _ACC_TYPES_1_1 if self.graph.tosa_version >= (1, 1) else _ACC_TYPES
+                ok = _dtype(value) in allowed
                 if not ok:
-                    raise TosaError(f"attribute acc_type must be one of INT32, INT48, FP16, FP32, got {value!r}")
+                    names = ", ".join(t.name for t in allowed)
+                    raise TosaError(f"attribute acc_type must be one of {names}, got {value!r}")
             elif o.type == "nan_propagation_mode_t":
                 ok = _enum(NanPropagationMode, value) is not None
             elif o.type == "resize_mode_t":
@@ -624,6 +627,15 @@ class _Validator:
                 f"table must have shape [TABLE_SIZE] = [{size}] for {ins[0].dtype} input, "
                 f"'{ins[1].name}' has {list(ins[1].shape)}"
             )
+
+    def op_conv2d(self, op: Operator, ins, outs, bound) -> None:
+        """TOSA 1.1: a block-scaled input / weight has whole blocks of input channels."""
+        for t, var in ((ins[0], "in_t"), (ins[1], "weight_t")):
+            if t.block_scaled and t.shape and t.shape[-1] % t.block_size:
+                raise TosaError(
+                    f"ERROR_IF(is_block_scale<{var}>() && IC % get_innermost_block_size<{var}>() != 0): "
+                    f"IC={t.shape[-1]}, '{t.name}' has blocks of {t.block_size}"
+                )
 
     def op_mul(self, op: Operator, ins, outs, bound) -> None:
         shift = _first(ins[2])

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..ir.dtype import DType
 from ..ir.graph import Operator, Tensor
+from ..passes.block_scaled import BLOCK_SCALED_INPUTS
 from ..shader_abi import WORKGROUP
 from . import LowerCtx, lowering, push, spill, texels
 from .elementwise_binary import VEC4
@@ -34,6 +35,17 @@ _TYPES = {
     DType.FP8E5M2: ((DType.FP8E5M2, DType.FP16),),
 }
 
+# TOSA 1.1 CONV2D mixed precision: input and weight of any two of these, decoded to fp32 and summed there (as the
+# 1.0 floating-point rows are) whatever acc_type says: bf16 / fp16 accumulators are only less precise, and the
+# dot-product bound is the accumulator's.
+_MIXED = frozenset((DType.FP8E4M3, DType.FP8E5M2, DType.FP16, DType.BF16, DType.FP32))
+_MIXED_OUT = (DType.FP16, DType.BF16, DType.FP32)
+
+
+def _bytes4(decode: str) -> str:
+    """The 4 one-byte codes of the word g, each decoded by the GLSL function `decode`, as a vec4."""
+    return "vec4(" + ", ".join(f"{decode}(uint8_t((g) >> {8 * k}))" for k in range(4)) + ")"
+
 
 # element type -> (bytes, GLSL 4-vector of the 4 elements packed in the words g: a uvec4 / uvec2 / uint)
 _UNPACK4 = {
@@ -51,6 +63,11 @@ _UNPACK4 = {
         "unpackHalf2x16(((g) >> 8) & 0xff00u).x, unpackHalf2x16(((g) >> 16) & 0xff00u).x)",
     ),
     DType.INT8: (1, "((ivec4(g) << ivec4(24, 16, 8, 0)) >> 24)"),
+    # TOSA 1.1 block-scaled elements (their scales applied by the kernel), one code a byte
+    DType.FP4E2M1: (1, _bytes4("fp4e2m1_to_f32")),
+    DType.FP6E2M3: (1, _bytes4("fp6e2m3_to_f32")),
+    DType.FP6E3M2: (1, _bytes4("fp6e3m2_to_f32")),
+    DType.MXINT8: (1, "(vec4((ivec4(g) << ivec4(24, 16, 8, 0)) >> 24) / 64.0)"),
     DType.INT4: (1, "((ivec4(g) << ivec4(24, 16, 8, 0)) >> 24)"),
     DType.INT16: (2, "((ivec4((g).xxyy) << ivec4(16, 0, 16, 0)) >> 16)"),
 }
@@ -95,9 +112,14 @@ def _common(ctx: LowerCtx) -> tuple[dict[str, str], dict[str, str], dict[str, in
     or None for an unsupported type combination."""
     x, w, bias = ctx.inputs[:3]
     out = ctx.outputs[0]
-    if (w.dtype, out.dtype) not in _TYPES.get(x.dtype, ()) or bias.dtype != out.dtype:
+    scales = _scales(ctx)
+    if scales and ctx.op.op != "CONV2D":
         return None
-    integer = not x.dtype.is_float
+    types = {t.dtype if i not in scales else DType.FP32 for i, t in enumerate((x, w))}  # block-scaled: as fp32
+    mixed = ctx.op.op == "CONV2D" and types <= _MIXED and out.dtype in _MIXED_OUT
+    if ((w.dtype, out.dtype) not in _TYPES.get(x.dtype, ()) and not mixed) or bias.dtype != out.dtype:
+        return None
+    integer = not x.dtype.is_float and not scales
     if out.dtype == DType.INT48 and not ctx.target.has("shaderInt64"):
         return None
     acc = "int64_t" if out.dtype == DType.INT48 else "int" if integer else "float"
@@ -108,6 +130,10 @@ def _common(ctx: LowerCtx) -> tuple[dict[str, str], dict[str, str], dict[str, in
     }
     specs = {"BIAS_SCALAR": int(bias.size == 1)}
     extra: dict[str, str] = {}
+    for i, b in ((0, "X"), (1, "W")):  # bindings 4 / 5 on (those of integer zero points; never both)
+        if i in scales:
+            defines[f"{b}_SCALED"], defines[f"{b}S_AT"] = "1", str(4 + len(extra))
+            extra[f"{b}S"] = scales[i].name
     if integer:
         defines["INTEGER"] = "1"
         izp, wzp = ctx.constant(3), ctx.constant(4)
@@ -120,11 +146,20 @@ def _common(ctx: LowerCtx) -> tuple[dict[str, str], dict[str, str], dict[str, in
     return defines, extra, specs
 
 
+def _scales(ctx: LowerCtx) -> dict[int, Tensor]:
+    """The scale tensors of block-scaled inputs (TOSA 1.1): input position -> its scales (passes/block_scaled.py)."""
+    at = ctx.op.attrs.get(BLOCK_SCALED_INPUTS) or ()
+    return dict(zip(at, ctx.inputs[len(ctx.inputs) - len(at) :]))
+
+
 def _skip_padded(ctx: LowerCtx, padded: bool) -> bool:
     """Floating point with padding must skip the padded taps' multiplies (0 x inf would be NaN) unless the
-    weights are known finite."""
-    if not padded or not ctx.inputs[0].dtype.is_float:
+    weights are known finite (block-scaled weights: a NaN scale, so never known here)."""
+    scales = _scales(ctx)
+    if not padded or not (ctx.inputs[0].dtype.is_float or 0 in scales):
         return False
+    if 1 in scales:
+        return True
     wv = ctx.constant(1)
     if wv is None:
         return True
@@ -241,7 +276,8 @@ def _conv(ctx: LowerCtx, nd: int):
     defines.update(chunk_defines(ic, {"X": x.dtype, "W": w.dtype}, 8, 32 if ctx.target.has("shaderInt64") else 16))
     ve = int(defines["VE"])
     # 4 output channels per vector-matrix product (fp32 arithmetic; int8 exact per chunk row: |sum| < 2^24)
-    mat = ve >= 4 and (x.dtype.is_float or (x.dtype == DType.INT8 and kw * ve * 255 * 255 < 2**24))
+    floating = "INTEGER" not in defines
+    mat = ve >= 4 and (floating or (x.dtype == DType.INT8 and kw * ve * 255 * 255 < 2**24))
     if mat:
         defines["MAT"] = "1"
         tc = 8 if oc > 4 else 4

@@ -18,6 +18,7 @@ import numpy as np
 from ..fuse import with_epilogues
 from ..ir.dtype import DType
 from ..ir.graph import Block, Graph, Operator, Tensor
+from .block_scaled import BLOCK_SCALED_INPUTS
 from .permute import fresh_name
 
 
@@ -50,6 +51,8 @@ def _pixel_run(block: Block, conv: Operator, producer: dict, uses: Counter) -> t
     """(source, SLICE start, SLICE size) when `conv` is a 1x1, stride 1, unpadded CONV2D with constant weights,
     bias and zero points whose input is a SLICE of whole pixels of a 4-D NHWC tensor, through RESHAPEs."""
     if conv.op != "CONV2D" or any(block.tensors[n].data is None for n in conv.inputs[1:]):
+        return None
+    if conv.attrs.get(BLOCK_SCALED_INPUTS):  # its scales belong to its own input
         return None
     if block.tensors[conv.inputs[1]].shape[1:3] != (1, 1) or any(conv.attrs.get("pad") or ()):
         return None

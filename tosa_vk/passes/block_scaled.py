@@ -10,7 +10,10 @@ Every operator on a block-scaled tensor becomes operators on plain ones (_REWRIT
 - MATMUL_T with a block-scaled A and / or B is MATMUL_T_BLOCK_SCALED; a plain operand gets constant unit scales
   (2^0), so its kernel sums per block and scales once (the spec reads value x scale per element: the same products,
   other rounding, within the dot-product bound). The zero points (0 for these types) are dropped;
-- ROW_GATHER of block-scaled values is ROW_GATHER_BLOCK_SCALED of the (values, scales) list.
+- ROW_GATHER of block-scaled values is ROW_GATHER_BLOCK_SCALED of the (values, scales) list;
+- CONV2D reads a block-scaled input / weight itself: the scales are appended to its inputs and the attribute
+  BLOCK_SCALED_INPUTS lists which spec inputs they belong to (its lowering reads them from there, a host step hands
+  them to the reference as Call.scales, tosa_vk/host_kernels.py).
 Any other operator on a block-scaled tensor has no Vulkan form yet: a TosaError names it. The reference backend runs
 the graph as it is (its operators read the scales of a block-scaled input, reference/registry.py Call.scales).
 """
@@ -18,6 +21,7 @@ the graph as it is (its operators read the scales of a block-scaled input, refer
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -26,6 +30,7 @@ from ..ir.dtype import DType
 from ..ir.graph import Block, BlockSize, Graph, Operator, Tensor
 
 Scaled = dict[str, Tensor]  # block-scaled tensors of a block by name, as they were before the split
+BLOCK_SCALED_INPUTS = "block_scaled_inputs"  # attribute: positions of the spec inputs whose scales follow
 
 
 def has_block_scaled(graph: Graph) -> bool:
@@ -152,6 +157,15 @@ def _row_gather(op: Operator, block: Block, scaled: Scaled) -> list[Operator] | 
     ]
 
 
+def _scale_inputs(op: Operator, block: Block, scaled: Scaled) -> list[Operator] | None:
+    """An operator whose kernel reads block-scaled inputs with their scales (CONV2D): the scales follow its inputs."""
+    if any(n in scaled for n in op.outputs):
+        return None
+    at = tuple(i for i, n in enumerate(op.inputs) if n in scaled)
+    inputs = [*op.inputs, *(scaled[op.inputs[i]].scale_name for i in at)]
+    return [replace(op, inputs=inputs, attrs={**op.attrs, BLOCK_SCALED_INPUTS: at})]
+
+
 _REWRITES: dict[str, Callable[[Operator, Block, Scaled], list[Operator] | None]] = {
     "CAST": _cast,
     "CONST": _const,
@@ -161,4 +175,5 @@ _REWRITES: dict[str, Callable[[Operator, Block, Scaled], list[Operator] | None]]
     "RESHAPE": _reshape,
     "MATMUL_T": _matmul_t,
     "ROW_GATHER": _row_gather,
+    "CONV2D": _scale_inputs,
 }

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode
+from ..ir.ops import BlockScaled
 from .numeric import apply_scale_32, mx_decode, reciprocal_scale, require_range, round_to
 from .registry import Call, reference
 
@@ -169,10 +170,25 @@ def _weights(call: Call, w: np.ndarray, wzp, ct, taps: int) -> np.ndarray:
     return wt
 
 
+def _decoded(call: Call, index: int, name: str) -> tuple[np.ndarray, DType]:
+    """Input `index` of a convolution and its type; a block-scaled one (TOSA 1.1) as tensor_read<in_t, acc_t> reads
+    it: each element value x its block's scale, here in float32 (exact but where fp32 / bf16 overflow, as the spec's
+    product in acc_t does), typed FP32 from then on."""
+    x, t = call.inputs[index], call.in_types[index]
+    scale = call.scales[index] if index < len(call.scales) else None
+    if scale is None:
+        return x, t
+    block = BlockScaled(t).block
+    call.error_if(x.shape[-1] % block != 0, f"is_block_scale<{name}_t>() && IC % get_innermost_block_size() != 0")
+    with np.errstate(over="ignore"):
+        return mx_decode(x, t, scale, block).astype(np.float32), DType.FP32
+
+
 def _conv_nd(call: Call, nd: int):
-    """CONV2D / CONV3D: input [N, *spatial, IC], weight [OC, *kernel, IC]."""
-    x, w, bias = call.inputs[:3]
-    in_t, w_t = call.in_types[0], call.in_types[1]
+    """CONV2D / CONV3D: input [N, *spatial, IC], weight [OC, *kernel, IC]. TOSA 1.1 mixes floating-point input and
+    weight types and block-scaled operands (decoded first); products are summed in FLOAT_DOT all the same."""
+    (x, in_t), (w, w_t) = _decoded(call, 0, "in"), _decoded(call, 1, "weight")
+    bias = call.inputs[2]
     out_t = call.out_types[0]
     acc_t = call.attr("acc_type", out_t)
     izp = _zp(call, 3, in_t == DType.INT8, "in")
