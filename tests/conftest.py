@@ -57,69 +57,16 @@ def one_positive_test_per_class() -> list[Path]:
     return picked
 
 
-# TOSA 1.1 (draft): the operators and rows tosa_vk runs so far, by family. A 1.1 test is in scope when its operator
-# is a new operator done here (block-scaled tensors only for the operators in TOSA_1_1_MX_OPS_DONE), or a 1.0
-# operator's INT64 row or other 1.1 row done (TOSA_1_1_ROWS_DONE); tests/test_conformance_1_1.py::test_scope reports
-# the rest of the selection.
-TOSA_1_1_NEW_OPS_DONE = (
-    "dim add_shape sub_shape mul_shape div_ceil_shape div_floor_shape mod_shape min_shape max_shape exp2_shape "
-    "log2_ceil_shape log2_floor_shape concat_shape slice_shape assert_equal_shape matmul_t row_gather "
-    "avg_pool2d_adaptive max_pool2d_adaptive cast_to_block_scaled cast_from_block_scaled reshape_block_scaled "
-    "row_gather_block_scaled matmul_t_block_scaled conv2d_block_scaled"
-).split()
-# new operators whose block-scaled (MX) tests are in scope
-TOSA_1_1_MX_OPS_DONE = [op for op in TOSA_1_1_NEW_OPS_DONE if op.endswith("_block_scaled")] + ["matmul_t", "row_gather"]
-# 1.0 operators whose 1.1 rows are all done (block-scaled tensors, fp8 RESIZE and MATMUL, CAST fp32 <-> bool, ...):
-# every 1.1 test of theirs is in scope (the 1.1 selection holds a 1.0 operator's tests that only a 1.1 row types,
-# tosa_vk/conformance/generate.py)
-TOSA_1_1_ROWS_DONE = "cast concat reshape resize gather scatter matmul conv2d".split()
-
-
-def tosa_1_1_ops() -> tuple[str, ...]:
-    """The operators whose 1.1 tests are generated: the new ones done, the 1.0 operators with INT64 rows and those
-    whose 1.1 rows are all done."""
-    from tosa_vk.ir.dtype import DType
-    from tosa_vk.ir.ops import OPS
-
-    int64 = sorted(
-        name.lower()
-        for name, spec in OPS.items()
-        if spec.since == (1, 0) and any(r.since > (1, 0) and DType.INT64 in r.types.values() for r in spec.types)
-    )
-    return (*int64, *(op for op in TOSA_1_1_ROWS_DONE if op not in int64), *TOSA_1_1_NEW_OPS_DONE)
-
-
-def in_tosa_1_1_scope(folder: Path) -> bool:
-    from tosa_vk.ir import load_graph
-    from tosa_vk.ir.dtype import BLOCK_ELEMENTS, DType
-
-    desc = json.loads((folder / "desc.json").read_text())
-    op = desc["test_details"]["operator"].lower()
-    if op in TOSA_1_1_ROWS_DONE:
-        return True
-    try:
-        graph = load_graph(folder / desc["tosa_file"])
-    except Exception:  # an unreadable negative test: in scope with its operator
-        return op in TOSA_1_1_NEW_OPS_DONE
-    tensors = [t for _, b in graph.blocks() for t in b.tensors.values()]
-    mx = any(t.block_scaled or (t.dtype in BLOCK_ELEMENTS and t.dtype.since > (1, 0)) for t in tensors)
-    mx = mx or any(t.dtype == DType.FP8UE8M0 for t in tensors)
-    if op in TOSA_1_1_NEW_OPS_DONE:
-        return not mx or op in TOSA_1_1_MX_OPS_DONE
-    return not mx and any(t.dtype == DType.INT64 for t in tensors)
-
-
-def tosa_1_1_selection(kind: str, everything: bool = False) -> list[Path]:
-    """The generated 1.1 tests of `kind`: all of them (everything), or those in scope — in the default run one per
-    (operator, element types) class, every class once; TOSA_VK_CONFORMANCE_1_1=full runs every test in scope."""
+def tosa_1_1_selection(kind: str) -> list[Path]:
+    """The generated TOSA 1.1 selection's tests of `kind` (what 1.1 adds: tosa_vk/conformance/generate.py). The
+    default run takes one positive test per (operator, element types) class, each class once (the full selection
+    has ~4,600, most of them CONV2D / MATMUL_T type pairs: `tosa-vk conformance --tosa-version 1.1` runs them all, as
+    does TOSA_VK_CONFORMANCE_1_1=full here), and every negative test."""
     import os
 
-    from tosa_vk.conformance.generate import Selection, selected_tests
+    from tosa_vk.conformance.generate import VERSION_OPS, Selection, selected_tests
 
-    tests = selected_tests(Selection(tosa_1_1_ops(), test_type=kind, tosa_version="1.1"))
-    if everything:
-        return tests
-    tests = [t for t in tests if in_tosa_1_1_scope(t)]
+    tests = selected_tests(Selection(VERSION_OPS["1.1"], test_type=kind, tosa_version="1.1"))
     if os.environ.get("TOSA_VK_CONFORMANCE_1_1") == "full" or kind == "negative":
         return tests
     from tosa_vk.ir import load_graph
