@@ -1563,68 +1563,19 @@ _op("CONST_SHAPE", "shape", [  # spec line 5506
 ])
 
 # TOSA 1.1, EXT-SHAPE (tosa.xml's rows bind shape_t to tensor_size_t: shape_t operands are fixed-type, no variable).
-_op("ADD_SHAPE", "shape", [
-    ("in",  "input1", "shape_t", "-", "-"),
-    ("in",  "input2", "shape_t", "-", "-"),
-    ("out", "output", "shape_t", "-", "-"),
-], "", [("EXT-SHAPE", "shape", "")], since="1.1")
-
-_op("DIV_CEIL_SHAPE", "shape", [
-    ("in",  "input1", "shape_t", "-", "-"),
-    ("in",  "input2", "shape_t", "-", "-"),
-    ("out", "output", "shape_t", "-", "-"),
-], "", [("EXT-SHAPE", "shape", "")], since="1.1")
-
-_op("DIV_FLOOR_SHAPE", "shape", [
-    ("in",  "input1", "shape_t", "-", "-"),
-    ("in",  "input2", "shape_t", "-", "-"),
-    ("out", "output", "shape_t", "-", "-"),
-], "", [("EXT-SHAPE", "shape", "")], since="1.1")
-
-_op("MAX_SHAPE", "shape", [
-    ("in",  "input1", "shape_t", "-", "-"),
-    ("in",  "input2", "shape_t", "-", "-"),
-    ("out", "output", "shape_t", "-", "-"),
-], "", [("EXT-SHAPE", "shape", "")], since="1.1")
-
-_op("MIN_SHAPE", "shape", [
-    ("in",  "input1", "shape_t", "-", "-"),
-    ("in",  "input2", "shape_t", "-", "-"),
-    ("out", "output", "shape_t", "-", "-"),
-], "", [("EXT-SHAPE", "shape", "")], since="1.1")
-
-_op("MOD_SHAPE", "shape", [
-    ("in",  "input1", "shape_t", "-", "-"),
-    ("in",  "input2", "shape_t", "-", "-"),
-    ("out", "output", "shape_t", "-", "-"),
-], "", [("EXT-SHAPE", "shape", "")], since="1.1")
-
-_op("MUL_SHAPE", "shape", [
-    ("in",  "input1", "shape_t", "-", "-"),
-    ("in",  "input2", "shape_t", "-", "-"),
-    ("out", "output", "shape_t", "-", "-"),
-], "", [("EXT-SHAPE", "shape", "")], since="1.1")
-
-_op("SUB_SHAPE", "shape", [
-    ("in",  "input1", "shape_t", "-", "-"),
-    ("in",  "input2", "shape_t", "-", "-"),
-    ("out", "output", "shape_t", "-", "-"),
-], "", [("EXT-SHAPE", "shape", "")], since="1.1")
-
-_op("EXP2_SHAPE", "shape", [
-    ("in",  "input",  "shape_t", "-", "-"),
-    ("out", "output", "shape_t", "-", "-"),
-], "", [("EXT-SHAPE", "shape", "")], since="1.1")
-
-_op("LOG2_CEIL_SHAPE", "shape", [
-    ("in",  "input",  "shape_t", "-", "-"),
-    ("out", "output", "shape_t", "-", "-"),
-], "", [("EXT-SHAPE", "shape", "")], since="1.1")
-
-_op("LOG2_FLOOR_SHAPE", "shape", [
-    ("in",  "input",  "shape_t", "-", "-"),
-    ("out", "output", "shape_t", "-", "-"),
-], "", [("EXT-SHAPE", "shape", "")], since="1.1")
+_SHAPE_ROWS = [("EXT-SHAPE", "shape", "")]
+for _name in ("ADD_SHAPE", "DIV_CEIL_SHAPE", "DIV_FLOOR_SHAPE", "MAX_SHAPE", "MIN_SHAPE", "MOD_SHAPE", "MUL_SHAPE",
+              "SUB_SHAPE"):
+    _op(_name, "shape", [
+        ("in",  "input1", "shape_t", "-", "-"),
+        ("in",  "input2", "shape_t", "-", "-"),
+        ("out", "output", "shape_t", "-", "-"),
+    ], "", _SHAPE_ROWS, since="1.1")
+for _name in ("EXP2_SHAPE", "LOG2_CEIL_SHAPE", "LOG2_FLOOR_SHAPE"):
+    _op(_name, "shape", [
+        ("in",  "input",  "shape_t", "-", "-"),
+        ("out", "output", "shape_t", "-", "-"),
+    ], "", _SHAPE_ROWS, since="1.1")
 
 # ASSERT_EQUAL_SHAPE has no output: it only checks its inputs.
 _op("ASSERT_EQUAL_SHAPE", "shape", [
