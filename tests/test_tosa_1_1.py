@@ -102,3 +102,18 @@ def test_block_scaled_shapes_must_be_whole_blocks():
     t.shape, t.data, t.scale_data = (2, 48), None, None
     with pytest.raises(TosaFormatError, match="blocks of 32, but its shape is \\[2, 48\\]"):
         read_graph(write_graph(g))
+
+
+def test_builder_graphs_are_1_1_when_a_1_1_row_types_them():
+    """A 1.0 operator with types only a 1.1 row has (fp8e4m3 x fp8e5m2 MATMUL) makes the graph TOSA 1.1; the same
+    operator with 1.0 types keeps it 1.0."""
+    from tosa_vk import Builder
+
+    def matmul(b_dtype: str):
+        b = Builder()
+        x, y = b.input("a", (1, 2, 4), "fp8e4m3"), b.input("b", (1, 4, 3), b_dtype)
+        b.output(b.matmul(x, y, out_dtype="fp32" if b_dtype == "fp8e5m2" else "fp16"))
+        return b.build().tosa_version
+
+    assert matmul("fp8e5m2") == (1, 1)
+    assert matmul("fp8e4m3") == (1, 0)

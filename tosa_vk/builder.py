@@ -109,7 +109,8 @@ class Builder:
     graph: Graph
 
     def __init__(self, version: tuple[int, int, int, bool] | None = None) -> None:
-        """version: the graph's TOSA version; by default 1.0, or 1.1 (draft) once a 1.1 operator or type is used."""
+        """version: the graph's TOSA version; by default 1.0, or 1.1 (draft) once a 1.1 operator, type or type row
+        is used."""
         self.block = Block("main")
         self.graph = Graph([Region("main", [self.block])], version or (1, 0, 0, False))
         self._auto_version = version is None
@@ -393,20 +394,10 @@ class Builder:
         if not self.block.outputs:
             raise TosaError("the graph has no outputs: call Builder.output(...)")
         if self._auto_version:
-            self.graph.version = (1, 1, 0, True) if _uses_1_1(self.graph) else (1, 0, 0, False)
+            self.graph.version = (1, 1, 0, True) if catalogue.needs_1_1(self.graph) else (1, 0, 0, False)
         if check:
             validate(self.graph)
         return self.graph
-
-
-def _uses_1_1(graph: Graph) -> bool:
-    """Whether a graph uses a TOSA 1.1 operator or element type."""
-    for _, block in graph.blocks():
-        if any(op.op in catalogue.OPS and catalogue.OPS[op.op].since > (1, 0) for op in block.operators):
-            return True
-        if any(t.dtype.since > (1, 0) or t.block_scaled for t in block.tensors.values()):
-            return True
-    return False
 
 
 def _inputs_by_keyword(spec: catalogue.OpSpec, args: list, attrs: dict) -> list:

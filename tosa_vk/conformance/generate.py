@@ -305,19 +305,7 @@ def adds_to_1_0(test: Path) -> bool:
         graph = load_graph(test / desc["tosa_file"])
     except TosaError:
         return True
-    for _, block in graph.blocks():
-        if any(t.dtype.since > (1, 0) or t.block_scaled for t in block.tensors.values()):
-            return True
-        for op in block.operators:
-            spec = catalogue.OPS.get(op.op)
-            if spec is None or spec.since > (1, 0):
-                return True
-            if not spec.types or desc.get("expected_failure"):
-                continue
-            bound = catalogue.bind_types(spec, op, block.tensors)
-            if bound is not None and not catalogue.matching_types(op.op, bound, (1, 0)):
-                return True
-    return False
+    return catalogue.needs_1_1(graph, rows=not desc.get("expected_failure"))
 
 
 def selected_tests(sel: Selection = Selection(), superset: Selection | None = None) -> list[Path]:

@@ -390,6 +390,23 @@ def _add_compatible(needs: set[str]) -> None:
             needs.add(profiles[0])
 
 
+def needs_1_1(graph: Any, rows: bool = True) -> bool:
+    """Whether a Graph uses TOSA 1.1: an operator or element type 1.1 added, a block-scaled tensor, or (rows) an
+    operator whose types only a 1.1 row has. An operator the catalogue does not know counts as 1.1."""
+    for _, block in graph.blocks():
+        if any(t.dtype.since > (1, 0) or t.block_scaled for t in block.tensors.values()):
+            return True
+        for op in block.operators:
+            spec = OPS.get(op.op)
+            if spec is None or spec.since > (1, 0):
+                return True
+            if rows and spec.types:
+                bound = bind_types(spec, op, block.tensors)
+                if bound is not None and not matching_types(op.op, bound, (1, 0)):
+                    return True
+    return False
+
+
 def requirements(graph: Any) -> tuple[list[str], list[str]]:
     """(profiles, extensions) that a Graph needs, e.g. (["PRO-FP"], ["EXT-BF16"]).
 
