@@ -39,7 +39,8 @@ class Builder:
     block: Block
     graph: Graph
     def __init__(self, version: tuple[int, int, int, bool] | None = None) -> None:
-        """version: the graph's TOSA version; by default 1.0, or 1.1 (draft) once a 1.1 operator or type is used."""
+        """version: the graph's TOSA version; by default 1.0, or 1.1 (draft) once a 1.1 operator, type or type row
+        is used."""
     def input(self, name: str, shape: Sequence[int], dtype: DTypeArg) -> Value:
         """A graph input named `name` (TosaError if the name is taken)."""
     def output(self, *values: Value) -> None:
