@@ -628,15 +628,6 @@ class _Validator:
                 f"'{ins[1].name}' has {list(ins[1].shape)}"
             )
 
-    def op_conv2d(self, op: Operator, ins, outs, bound) -> None:
-        """TOSA 1.1: a block-scaled input / weight has whole blocks of input channels."""
-        for t, var in ((ins[0], "in_t"), (ins[1], "weight_t")):
-            if t.block_scaled and t.shape and t.shape[-1] % t.block_size:
-                raise TosaError(
-                    f"ERROR_IF(is_block_scale<{var}>() && IC % get_innermost_block_size<{var}>() != 0): "
-                    f"IC={t.shape[-1]}, '{t.name}' has blocks of {t.block_size}"
-                )
-
     def op_mul(self, op: Operator, ins, outs, bound) -> None:
         shift = _first(ins[2])
         if shift is not None and ins[0].dtype != DType.INT32 and shift != 0:
