@@ -12,8 +12,7 @@ import numpy as np
 from .errors import TosaError
 from .ir.dtype import DType
 from .ir.flatbuffer import ENUM_FIELDS
-from .ir.graph import Operator
-from .passes.block_scaled import BLOCK_SCALED_INPUTS
+from .ir.graph import BLOCK_SCALED_INPUTS, Operator
 from .program import Host
 
 

@@ -41,6 +41,11 @@ def version_text(version: tuple[int, ...]) -> str:
     return ".".join(str(v) for v in version[:2])
 
 
+# An operator attribute the compiler's block-scaled pass adds (tosa_vk/passes/block_scaled.py): the positions of the
+# spec inputs whose scales follow the operator's inputs. Host steps read it too, so it lives at the bottom.
+BLOCK_SCALED_INPUTS = "block_scaled_inputs"
+
+
 class BlockSize(enum.IntEnum):
     """A block-scaled operator's block_size attribute (TOSA 1.1): elements per scale."""
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.dtype import DType
-from ..ir.graph import Operator, Tensor
-from ..passes.block_scaled import BLOCK_SCALED_INPUTS
+from ..ir.graph import BLOCK_SCALED_INPUTS, Operator, Tensor
 from ..shader_abi import WORKGROUP
 from . import LowerCtx, lowering, push, spill, texels
 from .elementwise_binary import VEC4

@@ -17,8 +17,7 @@ import numpy as np
 
 from ..fuse import with_epilogues
 from ..ir.dtype import DType
-from ..ir.graph import Block, Graph, Operator, Tensor
-from .block_scaled import BLOCK_SCALED_INPUTS
+from ..ir.graph import BLOCK_SCALED_INPUTS, Block, Graph, Operator, Tensor
 from .permute import fresh_name
 
 

@@ -27,10 +27,9 @@ import numpy as np
 
 from ..errors import TosaError
 from ..ir.dtype import DType
-from ..ir.graph import Block, BlockSize, Graph, Operator, Tensor
+from ..ir.graph import BLOCK_SCALED_INPUTS, Block, BlockSize, Graph, Operator, Tensor
 
 Scaled = dict[str, Tensor]  # block-scaled tensors of a block by name, as they were before the split
-BLOCK_SCALED_INPUTS = "block_scaled_inputs"  # attribute: positions of the spec inputs whose scales follow
 
 
 def has_block_scaled(graph: Graph) -> bool:
