@@ -99,6 +99,11 @@ class Tensor:
         return f"{self.name}_scale"
 
     @property
+    def array_names(self) -> tuple[str, ...]:
+        """The arrays a model's feeds / results hold for it: its elements, then a block-scaled tensor's scales."""
+        return (self.name, self.scale_name) if self.block_scaled else (self.name,)
+
+    @property
     def scale_shape(self) -> tuple[int, ...]:
         """The shape of the scales: the last dimension counted in blocks."""
         return (*self.shape[:-1], self.shape[-1] // self.block_size) if self.shape else ()

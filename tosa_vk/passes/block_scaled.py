@@ -76,7 +76,7 @@ def _split_block(block: Block, file: str | None) -> None:
 
 
 def _with_scales(names: list[str], scaled: Scaled) -> list[str]:
-    return [m for n in names for m in ((n, scaled[n].scale_name) if n in scaled else (n,))]
+    return [m for n in names for m in (scaled[n].array_names if n in scaled else (n,))]
 
 
 def _fresh(block: Block, name: str) -> str:

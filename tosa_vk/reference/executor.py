@@ -196,7 +196,7 @@ def _read(env: dict, name: str) -> np.ndarray:
 def feed_names(tensors: list[Tensor]) -> list[str]:
     """A graph's input (or output) arrays: one a tensor, two for a block-scaled one (its elements, then its scales
     under `Tensor.scale_name`, as Arm's conformance files give them)."""
-    return [n for t in tensors for n in ((t.name, t.scale_name) if t.block_scaled else (t.name,))]
+    return [n for t in tensors for n in t.array_names]
 
 
 def coerce_scales(t: Tensor, value, file: str | None, *, cast: bool = False) -> np.ndarray:
