@@ -364,7 +364,7 @@ class _Validator:
     def operand_ranks(self, spec: _ops.OpSpec, op: Operator, ins: list[Tensor], outs: list[Tensor]) -> None:
         """Rank column of the argument table (fixed ranks are argument requirements; MAX_RANK a LEVEL_CHECK)."""
         for operands, tensors in ((spec.inputs, ins), (spec.outputs, outs)):
-            for o, t in _pair(operands, tensors):
+            for o, _var, t in _ops.typed_operands(operands, tensors):
                 if t.unranked or o.type in ("tensor_list_t",):
                     continue
                 if o.type == "shape_t":
@@ -761,17 +761,6 @@ _FAMILY_CHECKS = {
 
 
 # --- helpers ----------------------------------------------------------------------------------------------------
-
-
-def _pair(operands, tensors):
-    """(operand, tensor) pairs: operands map to tensors by position, a list operand takes the surplus."""
-    surplus = len(tensors) - sum(not o.is_list for o in operands)
-    i = 0
-    for o in operands:
-        take = max(surplus, 0) if o.is_list else 1
-        for t in tensors[i : i + take]:
-            yield o, t
-        i += take
 
 
 def _rank_range(text: str, max_rank: int) -> tuple[int | None, int]:
