@@ -90,7 +90,6 @@ POOL = layout(*_uints("total", "IH", "IW", "C", "OH", "OW"), *_ints("KH", "KW", 
 FFT = layout(*_uints("total", "L", "S", "Ns", "tw_step", "H", "W"))
 FFT_TWIDDLE = layout(*_uints("count", "L"))
 MATMUL_T_BLOCK_SCALED = layout(*_uints("total", "H", "W", "C", "D"))
-ROW_GATHER_BLOCK_SCALED = layout(*_uints("total", "C", "W"), ("K", "int"), ("R", "uint"))
 CONV2D_BLOCK_SCALED = layout(
     *_uints("total", "IH", "IW", "IC", "OH", "OW", "OC", "KH", "KW", "BC"), *_ints("PT", "PL", "SY", "SX", "DY", "DX")
 )
@@ -125,7 +124,6 @@ SHADERS: dict[str, tuple[PushLayout, ...]] = {
     "type_conversion/cast_from_block_scaled": (TOTAL,),
     "tensor_ops/matmul_t_block_scaled": (MATMUL_T_BLOCK_SCALED,),
     "convolution/conv2d_block_scaled": (CONV2D_BLOCK_SCALED,),
-    "scatter_gather/row_gather_block_scaled": (ROW_GATHER_BLOCK_SCALED,),
 }
 
 

@@ -3,8 +3,9 @@ value tensors.
 
 Exact data movement of raw units (see data_layout.py): rows of C elements are copied as wide units when C allows.
 GATHER is one kernel (shaders/scatter_gather/gather.comp), ROW_GATHER one too (row_gather.comp: row_count rows per
-index, int32 or int64 indices); SCATTER copies values_in to values_out
-(data_layout/copy) and then writes the input rows at their indices (shaders/scatter_gather/scatter.comp).
+index, int32 or int64 indices; ROW_GATHER_BLOCK_SCALED runs it for the values and for the scales); SCATTER copies
+values_in to values_out (data_layout/copy) and then writes the input rows at their indices
+(shaders/scatter_gather/scatter.comp).
 """
 
 from __future__ import annotations
@@ -64,30 +65,33 @@ def ROW_GATHER(ctx: LowerCtx):
     values, indices = ctx.inputs[:2]
     out = ctx.outputs[0]
     row_count = ctx.constant(2)
-    if row_count is None or indices.dtype not in (DType.INT32, DType.INT64):
+    if row_count is None:
         return None
-    r = int(row_count.reshape(-1)[0])
-    n, k, c = values.shape
-    w = indices.shape[1]
     if out.size == 0:
         return []
-    if r < 1 or out.size >= 1 << 32:
+    kernel = _row_gather(ctx, values, indices, out, int(row_count.reshape(-1)[0]))
+    return None if kernel is None else [kernel]
+
+
+def _row_gather(ctx: LowerCtx, values: Tensor, indices: Tensor, out: Tensor, r: int):
+    """The row_gather.comp dispatch gathering `r` rows per index of one [N, K, C] tensor into `out`, or None."""
+    if indices.dtype not in (DType.INT32, DType.INT64) or r < 1 or out.size >= 1 << 32:
         return None
+    n, k, c = values.shape
+    w = indices.shape[1]
     unit, _ = _rows(ctx, values, n, w, k, c)
     if unit is None:
         return None
     cu = c * width(values) // unit
-    return [
-        raw_kernel(
-            ctx,
-            "scatter_gather/row_gather",
-            {"V": values.name, "I": indices.name, "O": out.name},
-            unit,
-            push.ROW_GATHER.pack(n * w * r * cu, cu, w, k, r),
-            n * w * r * cu,
-            {"IDX64": "1"} if indices.dtype == DType.INT64 else {},
-        )
-    ]
+    return raw_kernel(
+        ctx,
+        "scatter_gather/row_gather",
+        {"V": values.name, "I": indices.name, "O": out.name},
+        unit,
+        push.ROW_GATHER.pack(n * w * r * cu, cu, w, k, r),
+        n * w * r * cu,
+        {"IDX64": "1"} if indices.dtype == DType.INT64 else {},
+    )
 
 
 @lowering("SCATTER")
@@ -122,36 +126,23 @@ def SCATTER(ctx: LowerCtx):
 
 @lowering("ROW_GATHER_BLOCK_SCALED")
 def ROW_GATHER_BLOCK_SCALED(ctx: LowerCtx):
-    """TOSA 1.1: one raw-unit dispatch per tensor of the (values, scales) list
-    (shaders/scatter_gather/row_gather_block_scaled.comp); row_count must be a constant."""
+    """TOSA 1.1: ROW_GATHER's kernel once per tensor of the (values, scales) list (the scales are rows of C /
+    block_size columns); row_count must be a constant."""
     *values, indices, row_count = ctx.inputs
     rows = ctx.constant(len(values) + 1)
-    if rows is None or not glsl_known(indices.dtype):  # INT64 indices: once INT64 has kernels
+    if rows is None:
         return None
     r = int(np.asarray(rows).reshape(-1)[0])
     kernels = []
     for src, dst in zip(values, ctx.outputs):
-        n, k, c = src.shape
-        w = indices.shape[1]
-        size = width(src)
-        unit = next((u for u in (16, 8, 4, 2, 1) if u >= size and (c * size) % u == 0 and unit_ok(ctx, u)), None)
-        if unit is None or not glsl_known(src.dtype):
+        if not glsl_known(src.dtype):
             return None
         if dst.size == 0:
             continue
-        cu = c * size // unit
-        values_push = push.ROW_GATHER_BLOCK_SCALED.pack(n * w * r * cu, cu, w, k, r)
-        index_t = "int64_t" if indices.dtype == DType.INT64 else "int"
-        kernel = raw_kernel(
-            ctx,
-            "scatter_gather/row_gather_block_scaled",
-            {"V": src.name, "I": indices.name, "O": dst.name},
-            unit,
-            values_push,
-            n * w * r * cu,
-            {"INDEX_T": index_t},
-        )
-        target = ctx.q(dst.name)
+        kernel = _row_gather(ctx, src, indices, dst, r)
+        if kernel is None:
+            return None
+        target = ctx.q(dst.name)  # one of two outputs: this dispatch writes only its own
         kernels.append(
             dataclasses.replace(kernel, reads=tuple(b for b in kernel.bindings if b != target), writes=(target,))
         )
