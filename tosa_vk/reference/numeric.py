@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TosaError
-from ..ir.dtype import DType
+from ..ir.dtype import DType, real_values
 from ..ir.mx import SCALE_MAX_EXP, SCALE_MIN_EXP, largest_rounding_to_normal_max
 
 
@@ -175,7 +175,7 @@ def mx_decode(values: np.ndarray, dtype: DType, scales: np.ndarray, block: int) 
     element stays itself (its sign too, as x86 keeps the first NaN operand of value x scale); a NaN scale (0xFF)
     otherwise gives a positive NaN.
     """
-    v = blocks(values.astype(np.float64) / 64.0 if dtype == DType.MXINT8 else values.astype(np.float64), block)
+    v = blocks(real_values(values, dtype), block)
     with np.errstate(invalid="ignore"):
         product = v * scale_values(scales)[..., None]
     return np.where(np.isnan(v), v, product).reshape(values.shape)
