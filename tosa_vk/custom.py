@@ -304,3 +304,9 @@ def call(
 
 def known() -> str:
     return ", ".join(f"{d}::{n}" for d, n in sorted(REGISTRY)) or "none"
+
+
+def user_source(text: str) -> bool:
+    """Whether GLSL `text` is the shader of a registered declaration: the user's own code, which may #include the
+    user's files (a model's GLSL may not: tosa_vk/glsl_preprocessor.py)."""
+    return any(op.shader is not None and op.shader.source == text for op in REGISTRY.values())

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from .custom import COMBINED_IMAGE_SAMPLER, STORAGE_BUFFER, STORAGE_IMAGE, TENSOR_ARM, Sampler
 from .errors import TosaError
+from .glsl_preprocessor import refusal
 from .spirv import entry_points
 
 DOMAIN = "com.arm.VulkanCustomShader"
@@ -112,9 +113,8 @@ def parse(attrs: bytes, n_inputs: int, n_outputs: int, where: str) -> Payload:
         if len(spirv) < 20 or len(spirv) % 4 or int.from_bytes(spirv[:4], "little") != SPIRV_MAGIC:
             raise fail(f"shader_code is not a SPIR-V module ({len(spirv)} bytes, no SPIR-V magic number)")
     else:
-        if re.search(r"^\s*#\s*include\b", code, re.M):
-            # model-supplied GLSL must not read files of the machine it runs on
-            raise fail("GLSL shader_code may not #include files: inline what it needs")
+        if why := refusal(code):  # model GLSL must not read files of the machine it runs on (also gated at compile)
+            raise fail(f"shader_code: {why}")
         glsl = code
     entry = data["entry_point"]
     if not isinstance(entry, str) or not entry:

@@ -33,6 +33,7 @@ from vgf.scenario import FORMAT_SIZES, IMAGE_DESCRIPTORS, image_extent, resource
 from vgf.vk_enums import DESCRIPTOR_NAMES, FORMAT_BY_VALUE, FORMAT_NAMES, FORMATS, SAMPLER_NAMES, STORAGE_BUFFER
 
 from .errors import TosaError, TosaFormatError
+from .glsl_preprocessor import refusal
 from .ir.dtype import DType
 from .ir.graph import Block, Operator, Tensor
 from .program import Buffer, Image, Kernel, Program, Step
@@ -264,6 +265,8 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
             descriptors, images = [], []
         spirv = module.code if isinstance(module.code, bytes) and module.language == "SPIR-V" else b""
         source = str(module.code) if not spirv else ""
+        if source and (why := refusal(source)):  # a model's GLSL may not read host files (gated at compile too)
+            raise fail(f"module {s.module_index} '{module.name}': {why}", op=s.name)
         x, y, z = s.dispatch_shape
         steps.append(
             Kernel(

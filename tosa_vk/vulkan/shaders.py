@@ -13,6 +13,10 @@ driver.
 
 Custom-op kernels (tosa.CUSTOM) bring their own GLSL text (`Variant.text`, cached by the same content hash; glslc
 errors name the operator) or ready SPIR-V (`Variant.spirv`, checked with spirv-val once, never compiled).
+GLSL from a model (payloads, VGF COMPUTE modules, program-cache entries: any text that is not a registered op's own
+shader) never opens a file: it must pass the preprocessor gate (tosa_vk/glsl_preprocessor.py), and glslc compiles
+it in a call of its own, without include paths, whose dependency list must name nothing but the source; a variant's
+shader name, defines and specialization names are checked too (a Program read from bytes carries them).
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
 
+from .. import custom
 from .. import spirv as spirv_reader
+from ..glsl_preprocessor import refusal
 from ..paths import SHADER_ROOT, cache_root
 from ..program import Kernel, walk
 from ..shader_abi import PRELUDE
@@ -58,6 +64,7 @@ class Variant:
     specs: tuple[str, ...] = ()  # int specialization constants, declared with constant_id 0, 1, ... (specialize())
 
     def source(self) -> str:
+        self._check_names()
         text = self.text or (SHADER_ROOT / f"{self.shader}.comp").read_text()
         lines = text.splitlines(keepends=True)
         at = next((i for i, line in enumerate(lines) if line.lstrip().startswith("#version")), None)
@@ -68,6 +75,36 @@ class Variant:
         extra = "".join(f"#define {k} {v}\n" for k, v in (*prelude, *self.defines))
         extra += "".join(f"layout(constant_id = {i}) const int {name} = 1;\n" for i, name in enumerate(self.specs))
         return "".join(lines[:at]) + extra + f"#line {at + 1}\n" + "".join(lines[at:])
+
+    def _check_names(self) -> None:
+        """A shader name that stays under shaders/, defines and specialization names that cannot start a line of
+        their own: what a Program read from bytes (a cache entry, a file) could otherwise use to read or inject."""
+        where = self.op or "a kernel"
+        if not self.text and not _SHADER_NAME.fullmatch(self.shader):
+            raise ShaderError(f"{where}: shader name {self.shader!r} is not a path under shaders/")
+        for key, value in self.defines:
+            if not _DEFINE_KEY.fullmatch(key) or _DEFINE_VALUE_BAD.search(value):
+                raise ShaderError(f"{where}: #define {key!r} is not a macro name with a one-line value")
+        for name in self.specs:
+            if not name.isidentifier():
+                raise ShaderError(f"{where}: specialization constant name {name!r} is not an identifier")
+
+    @property
+    def from_model(self) -> bool:
+        """GLSL text that came with a model (a payload, a VGF module, a cached Program), not a registered op's."""
+        return bool(self.text) and not custom.user_source(self.text)
+
+
+_SHADER_NAME = re.compile(r"[A-Za-z0-9_]+(/[A-Za-z0-9_]+)*")
+_DEFINE_KEY = re.compile(r"[A-Za-z_]\w*(\([\w, ]*\))?")
+_DEFINE_VALUE_BAD = re.compile(r'[\x00-\x1f\x7f\\#"]')
+
+
+def check_model_glsl(variant: Variant) -> None:
+    """ShaderError unless a model's GLSL variant passes the preprocessor gate (its whole source: defines too)."""
+    why = refusal(variant.source())
+    if why:
+        raise ShaderError(f"{variant.op or variant.shader}: {why}")
 
 
 def variant_of(kernel) -> Variant:
@@ -159,27 +196,35 @@ def default_cache_dir() -> Path:
 
 
 def compile_variants(variants: list[Variant]) -> list[bytes]:
-    """SPIR-V of each variant, compiled by one glslc process."""
+    """SPIR-V of each variant: tosa_vk's and registered ops' shaders by one glslc process with the include paths,
+    a model's GLSL by one of its own without them (each gated first)."""
     glslc_version()
     if shutil.which("glslc") is None:  # gone since its version was read
         raise ShaderError("glslc is not installed (Debian: apt-get install glslc)")
+    unique = list(dict.fromkeys(variants))
+    model = [v for v in unique if v.from_model]
+    for v in model:
+        check_model_glsl(v)
+    out = _glslc([v for v in unique if not v.from_model], includes=True)
+    out.update(_glslc(model, includes=False))
+    return [out[v] for v in variants]
+
+
+def _glslc(variants: list[Variant], includes: bool) -> dict[Variant, bytes]:
+    """One glslc process over `variants`. Without `includes`, no include path is given and glslc writes each
+    source's dependencies (-MD): a source that read any other file is refused without quoting glslc, whose
+    messages could show that file's text."""
+    if not variants:
+        return {}
     with tempfile.TemporaryDirectory(prefix="tosa_vk-glslc-") as tmp:
         tmpdir = Path(tmp)
         sources = []
-        for i, v in enumerate(dict.fromkeys(variants)):
+        for i, v in enumerate(variants):
             path = tmpdir / f"v{i}.comp"
             path.write_text(v.source())
             sources.append((v, path))
-        cmd = [
-            "glslc",
-            *GLSLC_FLAGS,
-            "-I",
-            str(INCLUDE_DIR),
-            "-I",
-            str(SHADER_ROOT),
-            "-c",
-            *[str(p) for _, p in sources],
-        ]
+        paths = ["-I", str(INCLUDE_DIR), "-I", str(SHADER_ROOT)] if includes else ["-MD"]
+        cmd = ["glslc", *GLSLC_FLAGS, *paths, "-c", *[p.name for _, p in sources]]  # relative: -MD rules name them so
         try:
             done = subprocess.run(
                 cmd, cwd=tmpdir, capture_output=True, text=True, errors="replace", timeout=TOOL_TIMEOUT_S
@@ -190,10 +235,29 @@ def compile_variants(variants: list[Variant]) -> list[bytes]:
                 f"glslc did not finish within {TOOL_TIMEOUT_S} s ({names}): a shader that "
                 "expands without bound (macro recursion?)"
             ) from None
+        if not includes:
+            for v, p in sources:
+                deps = _dependencies(tmpdir / f"{p.name}.spv.d")
+                if deps is None and done.returncode != 0:
+                    continue  # (glslc writes the rule of every source it compiled, failed ones included)
+                if deps != [p.name]:
+                    raise ShaderError(
+                        f"{v.op or v.shader}: GLSL from a model may not read files, and glslc read one "
+                        "(its messages are withheld)"
+                    )
         if done.returncode != 0:
             raise ShaderError(_explain(done.stderr, sources))
-        out = {v: (tmpdir / f"{p.name}.spv").read_bytes() for v, p in sources}  # glslc -c: v0.comp.spv
-    return [out[v] for v in variants]
+        return {v: (tmpdir / f"{p.name}.spv").read_bytes() for v, p in sources}  # glslc -c: v0.comp.spv
+
+
+def _dependencies(path: Path) -> list[str] | None:
+    """The prerequisites of a make rule glslc -MD wrote ('target: dep dep ...'); None if there is none."""
+    try:
+        rule = path.read_text(errors="replace").replace("\\\n", " ")
+    except OSError:
+        return None
+    target, sep, deps = rule.partition(": ")
+    return deps.split() if sep else None
 
 
 def _explain(stderr: str, sources: list) -> str:
@@ -266,6 +330,9 @@ class ShaderCache:
         """SPIR-V for every variant: shipped compiled (builtin.py), from this cache, or compiled by one glslc call."""
         from .builtin import library
 
+        for v in dict.fromkeys(variants):
+            if v.from_model and v not in self.memory:  # before the disk cache: the same refusal every time
+                check_model_glsl(v)
         for v in variants:
             if v.spirv and v not in self.memory:
                 check_spirv(v.spirv, v.op or v.shader)
