@@ -7,6 +7,7 @@ importing this module; VARIABLE operators get `Call.state`, the session's variab
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,10 +16,11 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from ..errors import TosaError
+from ..errors import TosaError, TosaTimeoutError
 from ..ir.dtype import DType
 from ..ir.graph import Block, Graph, Tensor
 from ..ir.validate import validate
+from ..timeout import checked_timeout, overrun_text
 from ..variables import begin_run
 from . import prepared, registry
 from .registry import Call, ScaledArray
@@ -34,9 +36,12 @@ class Interpreter:
         check: bool = True,
         max_iterations: int = 1_000_000,
         prepare: bool = True,
+        timeout_s: float | None = None,
     ):
         """prepare: common fp32 / integer operators as closures made once (reference/prepared.py), else every
-        operator through its chapter function. The closures rely on the static rules holding: only with check."""
+        operator through its chapter function. The closures rely on the static rules holding: only with check.
+        timeout_s: the longest a run may take (None: no limit), checked before each operator and each block a
+        control-flow operator runs (every WHILE_LOOP iteration): one long numpy operator is not interrupted."""
         from . import load_all
 
         load_all()
@@ -47,6 +52,8 @@ class Interpreter:
         self.state: dict = {}
         self.timings: list[tuple[str, float]] = []  # (operator, seconds) of the last run
         self.max_iterations = max_iterations
+        self.timeout_s = checked_timeout(timeout_s)
+        self._deadline = math.inf  # time.monotonic() by which the current run must end
         self.prepare = prepare and check
         self._regions = {r.name: r for r in graph.regions}
         self._plans: dict[int, tuple] = {}
@@ -67,6 +74,7 @@ class Interpreter:
         }
         begin_run(self.state)
         self.timings = []
+        self._deadline = math.inf if self.timeout_s is None else time.monotonic() + self.timeout_s
         env = self.run_block(self.graph.regions[0].name, main, values, scales, env_out=True)
         return {name: env[name] for name in feed_names(self.graph.outputs)}
 
@@ -85,11 +93,13 @@ class Interpreter:
                 file=self.file,
                 region=region,
             )
+        self._in_time(f"next block: '{block.name}'")  # a loop's iterations, whatever their blocks hold
         constants, steps = self._prepared(block)
         env = dict(constants)
         env.update(zip(block.inputs, values))
         env.update(scales or {})
         for step in steps:
+            self._in_time(f"next operator: {step.label}")
             start = time.perf_counter()
             try:
                 if step.run is not None:
@@ -107,6 +117,10 @@ class Interpreter:
                 ) from None
             self.timings.append((step.label, time.perf_counter() - start))
         return env if env_out else [_read(env, n) for n in block.outputs]
+
+    def _in_time(self, where: str) -> None:
+        if time.monotonic() > self._deadline:
+            raise TosaTimeoutError(overrun_text(self.timeout_s, where), file=self.file)
 
     def _prepared(self, block: Block) -> tuple[dict[str, np.ndarray], list[_Step]]:
         """Per block, once: its constant values and one reusable Call per operator."""
