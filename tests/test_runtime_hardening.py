@@ -1,5 +1,6 @@
 """Runtime hardening (issue 34): timeout_s is checked at load on every backend and bounds reference runs too;
-close() stops a runaway run at once."""
+close() stops a runaway run at once; feeds whose values the input's type would change (an overflow to inf, an
+integer a float type rounds) or that are not arrays (ragged lists) are clear errors."""
 
 from __future__ import annotations
 
@@ -119,3 +120,61 @@ def test_close_stops_a_runaway_run_at_once(tmp_path):
     assert "run: ['TosaError: " in out and "runaway.tosa: the model is closed: close() stopped this run" in out, out
     assert "after: " in out and "the model is closed" in out.split("after: ")[1]
     assert "layer: []" in out, out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_float_past_the_largest_value_of_the_input_type_is_refused(device, backend):
+    """float64 1e300 into an FP32 input became inf, silently; cast=True still converts."""
+    x = np.ones((2, 3))
+    x[1, 2] = 1e300
+    with load(fp32_graph(), backend, device) as model:
+        with pytest.raises(TosaError) as err:
+            model.run(x=x)
+        message = str(err.value)
+        assert "input 'x' holds 1e+300 at [1, 2]" in message and "FP32" in message and "inf" in message
+        assert "cast=True" in message
+        assert model.run(x=x, cast=True)["y"][1, 2] == np.inf
+        assert model.run(x=np.full((2, 3), np.inf))["y"][0, 0] == np.inf  # inf was inf already: not refused
+        assert model.run(x=np.full((2, 3), 3.4e38))["y"][0, 0] == np.inf  # a sum past the range is the graph's own
+    with load(fp32_graph("fp16"), backend, device) as model:
+        with pytest.raises(TosaError, match=r"input 'x' holds 70000.0 at \[0, 0\], past the largest finite FP16"):
+            model.run(x=np.full((2, 3), 70000, np.float32))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_integer_a_float_input_does_not_hold_exactly_is_refused(device, backend):
+    """int64 2**34 + 1 into an FP32 input was rounded, silently (into INT32 it was refused already)."""
+    x = np.ones((2, 3), np.int64)
+    x[0, 1] = 2**34 + 1
+    with load(fp32_graph(), backend, device) as model:
+        with pytest.raises(TosaError) as err:
+            model.run(x=x)
+        message = str(err.value)
+        assert "input 'x' holds 17179869185 at [0, 1], which FP32 (numpy float32) does not hold exactly" in message
+        assert "17179869184.0" in message and "cast=True" in message
+        assert model.run(x=x, cast=True)["y"][0, 1] == 2.0**35
+        exact = np.array([[2**34, -(2**24), 2**24 + 2], [-(2**63), 0, 3]], np.int64)  # large but exact: taken
+        assert model.run(x=exact)["y"].tolist() == (2 * exact.astype(np.float32)).tolist()
+        with pytest.raises(TosaError, match=r"holds 16777217 at \[0, 0\]"):
+            model.run(x=np.full((2, 3), 2**24 + 1, np.int32))
+    with load(fp32_graph("int32"), backend, device) as model:
+        with pytest.raises(TosaError, match=r"input 'x' holds values 1..17179869185, outside INT32's storage range"):
+            model.run(x=x)
+
+
+def test_small_integers_into_a_narrow_float_are_checked_too():
+    b = Builder()
+    x = b.input("x", (3,), "bf16")
+    b.output(b.add(x, x, name="y"))
+    with tosa_vk.load(b.build(), backend="reference") as model:
+        assert model.run(x=np.array([1, -256, 255], np.int16))["y"].astype(np.float32).tolist() == [2, -512, 510]
+        with pytest.raises(TosaError, match=r"holds 257 at \[2\], which BF16 .* it would become 256.0"):
+            model.run(x=np.array([1, 2, 257], np.int16))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_ragged_list_is_a_clear_error(device, backend):
+    with load(fp32_graph(), backend, device) as model:
+        with pytest.raises(TosaError, match=r"input 'x' is not an array numpy can make .*declares FP32"):
+            model.run(x=[[1, 2, 3], [4, 5]])
+        assert model.run(x=[[1, 2, 3], [4, 5, 6]])["y"].tolist() == [[2, 4, 6], [8, 10, 12]]

@@ -242,12 +242,22 @@ def coerce_array(
     A dtype that numpy's `same_kind` rule converts (float64 -> fp32, bool -> int, int -> float, int32 -> int8 when
     the values fit) is converted; one it does not (float -> int, int or float -> bool, int -> unsigned) is an error
     unless `cast` (then numpy's astype decides; the range check of integers stays). bf16 / fp8 count as floats.
+    Values the conversion would change beyond a float's rounding are an error unless `cast`: a finite float past
+    the largest finite value of a narrower float type (1e300 into FP32 would be inf), an integer a float type
+    does not hold exactly (2**24 + 1 into FP32).
     Arm's .npy encodings (from_npy in tosa_vk/ir/dtype.py) are taken as they are: raw void items of the size of a
     bf16 / fp8e4m3 element, and uint8 fed to fp8e5m2 as its bits. `where` names the model in errors ("graph", "VGF").
     """
-    given = np.asarray(value)
     storage = np.dtype(storage)
     declared = f"{type_name} (numpy {storage.name})" if type_name != storage.name else storage.name
+    try:
+        given = np.asarray(value)
+    except (ValueError, TypeError) as err:  # e.g. a ragged nested list: numpy's "inhomogeneous shape"
+        raise TosaError(
+            f"input '{name}' is not an array numpy can make (a nested list whose rows differ in length?): {err}; "
+            f"the {where} declares {declared} of shape {list(shape)}",
+            file=file,
+        ) from None
     if given.dtype != storage:
         raw = given.dtype.type is np.void and given.dtype.names is None  # Arm's bf16 / fp8e4m3 files: bytes
         if raw and given.dtype.itemsize == storage.itemsize and storage in _ML_FLOATS:
@@ -265,7 +275,7 @@ def coerce_array(
                     file=file,
                 )
             _check_range(name, given, storage, type_name, file)
-            given = given.astype(storage)
+            given = given.astype(storage) if cast else _converted(name, given, storage, declared, file)
     if given.shape != tuple(shape):
         raise TosaError(f"input '{name}' has shape {list(given.shape)}, the {where} declares {list(shape)}", file=file)
     return given
@@ -274,6 +284,7 @@ def coerce_array(
 # the kinds a feed may have, in numpy's same_kind order: a feed converts to its own kind or a later one
 _KIND_ORDER = {"b": 0, "u": 1, "i": 2, "f": 3}
 _FP8E5M2 = np.dtype(ml_dtypes.float8_e5m2)
+_E8M0 = np.dtype(ml_dtypes.float8_e8m0fnu)
 _ML_FLOATS = {
     np.dtype(t)
     for t in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2)
@@ -284,6 +295,48 @@ _ML_FLOATS = {
 def _kind(dtype: np.dtype) -> str:
     """numpy's kind letter; "f" for ml_dtypes' floats (numpy calls them "V")."""
     return "f" if dtype in _ML_FLOATS else dtype.kind
+
+
+def _converted(name: str, given: np.ndarray, storage: np.dtype, declared: str, file: str | None) -> np.ndarray:
+    """`given` as `storage`, or an error naming the first value a float storage type would not hold (past its
+    largest finite value, or an integer it cannot hold exactly): a silent inf or rounding would change the run."""
+    if _kind(storage) != "f" or given.dtype.kind not in "iuf" and given.dtype not in _ML_FLOATS:
+        return given.astype(storage)
+    limit = float(ml_dtypes.finfo(storage).max)
+    if _kind(given.dtype) == "f":  # only a wider type's finite values can pass the largest
+        if ml_dtypes.finfo(given.dtype).max <= limit:
+            return given.astype(storage)
+        with np.errstate(over="ignore", invalid="ignore"):
+            converted = given.astype(storage)
+            bad = np.abs(given.astype(np.float64)) > limit  # inf and nan stay what they are
+            bad &= np.isfinite(given)
+        reason = f"past the largest finite {declared} value ({limit:g})"
+    else:
+        precise = 1 << (ml_dtypes.finfo(storage).nmant + 1)  # every integer up to 2**(mantissa + 1) is exact
+        info = np.iinfo(given.dtype)
+        if max(-info.min, info.max) <= min(precise, int(limit)) and storage != _E8M0:
+            return given.astype(storage)
+        with np.errstate(over="ignore", invalid="ignore"):
+            converted = given.astype(storage)
+        # |value| as uint64 (abs of int64's minimum wraps to itself, which is 2**63 read unsigned); it is exact in
+        # the float type where its odd part fits the mantissa and it is not past the largest value
+        size = np.abs(given.astype(np.int64)).view(np.uint64) if given.dtype.kind == "i" else given.astype(np.uint64)
+        odd = size // np.maximum(size & (~size + np.uint64(1)), np.uint64(1))
+        bad = (odd >= np.uint64(precise)) | (size > np.uint64(min(int(limit), 2**64 - 1)))
+        bad |= ~np.isfinite(converted.astype(np.float32))  # types without zero or sign (the scales' FP8UE8M0)
+        reason = f"which {declared} does not hold exactly"
+    if bad.any():
+        at = np.unravel_index(int(np.argmax(bad)), given.shape)
+        raise TosaError(
+            f"input '{name}' holds {_number(given[at])!r} at {list(map(int, at))}, {reason}: it would become "
+            f"{_number(converted[at])!r}. Give values the input's type holds, or run(..., cast=True) to convert anyway",
+            file=file,
+        )
+    return converted
+
+
+def _number(x) -> int | float:
+    return int(x) if np.asarray(x).dtype.kind in "iu" else float(x)
 
 
 def _check_range(name: str, given: np.ndarray, storage: np.dtype, type_name: str, file: str | None) -> None:
