@@ -133,7 +133,8 @@ def test_a_float_past_the_largest_value_of_the_input_type_is_refused(device, bac
         message = str(err.value)
         assert "input 'x' holds 1e+300 at [1, 2]" in message and "FP32" in message and "inf" in message
         assert "cast=True" in message
-        assert model.run(x=x, cast=True)["y"][1, 2] == np.inf
+        with np.errstate(over="ignore"):  # numpy's own warning of the cast asked for
+            assert model.run(x=x, cast=True)["y"][1, 2] == np.inf
         assert model.run(x=np.full((2, 3), np.inf))["y"][0, 0] == np.inf  # inf was inf already: not refused
         assert model.run(x=np.full((2, 3), 3.4e38))["y"][0, 0] == np.inf  # a sum past the range is the graph's own
     with load(fp32_graph("fp16"), backend, device) as model:

@@ -299,36 +299,43 @@ def _kind(dtype: np.dtype) -> str:
 
 def _converted(name: str, given: np.ndarray, storage: np.dtype, declared: str, file: str | None) -> np.ndarray:
     """`given` as `storage`, or an error naming the first value a float storage type would not hold (past its
-    largest finite value, or an integer it cannot hold exactly): a silent inf or rounding would change the run."""
-    if _kind(storage) != "f" or given.dtype.kind not in "iuf" and given.dtype not in _ML_FLOATS:
+    largest finite value, or an integer it cannot hold exactly): a silent inf or rounding would change the run.
+    A feed whose extremes show it fits costs two reductions; only a suspect one is scanned element by element."""
+    if _kind(storage) != "f" or given.dtype.kind not in "iuf" and given.dtype not in _ML_FLOATS or not given.size:
         return given.astype(storage)
     limit = float(ml_dtypes.finfo(storage).max)
-    if _kind(given.dtype) == "f":  # only a wider type's finite values can pass the largest
-        if ml_dtypes.finfo(given.dtype).max <= limit:
-            return given.astype(storage)
-        with np.errstate(over="ignore", invalid="ignore"):
-            converted = given.astype(storage)
-            bad = np.abs(given.astype(np.float64)) > limit  # inf and nan stay what they are
-            bad &= np.isfinite(given)
-        reason = f"past the largest finite {declared} value ({limit:g})"
+    exotic = storage == _E8M0  # no zero, no sign: the extremes say nothing
+    with np.errstate(over="ignore", invalid="ignore"):
+        converted = given.astype(storage)
+    flat = given.reshape(-1)
+    if _kind(given.dtype) == "f":
+        # fmax / fmin skip nan; an inf feed is inf in every float type, so only the scan below tells it apart
+        if not exotic and max(-float(np.fmin.reduce(flat)), float(np.fmax.reduce(flat))) <= limit:
+            return converted
+        finite = np.isfinite(given)
+        bad = finite & ((np.abs(given.astype(np.float64)) > limit) | ~np.isfinite(converted))
     else:
         precise = 1 << (ml_dtypes.finfo(storage).nmant + 1)  # every integer up to 2**(mantissa + 1) is exact
-        info = np.iinfo(given.dtype)
-        if max(-info.min, info.max) <= min(precise, int(limit)) and storage != _E8M0:
-            return given.astype(storage)
-        with np.errstate(over="ignore", invalid="ignore"):
-            converted = given.astype(storage)
-        # |value| as uint64 (abs of int64's minimum wraps to itself, which is 2**63 read unsigned); it is exact in
-        # the float type where its odd part fits the mantissa and it is not past the largest value
+        if not exotic and max(-int(flat.min()), int(flat.max())) <= min(precise, limit):
+            return converted
+        # |value| as uint64 (abs of int64's minimum wraps to itself: 2**63 read unsigned); the float type holds it
+        # exactly where it is not past the largest value and its odd part (size / lowest set bit) fits the
+        # mantissa: size < low * precise, where that product does not pass 2**64
         size = np.abs(given.astype(np.int64)).view(np.uint64) if given.dtype.kind == "i" else given.astype(np.uint64)
-        odd = size // np.maximum(size & (~size + np.uint64(1)), np.uint64(1))
-        bad = (odd >= np.uint64(precise)) | (size > np.uint64(min(int(limit), 2**64 - 1)))
-        bad |= ~np.isfinite(converted.astype(np.float32))  # types without zero or sign (the scales' FP8UE8M0)
-        reason = f"which {declared} does not hold exactly"
+        low = size & (~size + np.uint64(1))
+        shift = np.uint64(precise.bit_length() - 1)
+        exact = (size == 0) | (low >= np.uint64(1 << (64 - int(shift)))) | (size < (low << shift))
+        bad = ~exact | (size > np.uint64(min(int(limit), 2**64 - 1))) | ~np.isfinite(converted)
     if bad.any():
         at = np.unravel_index(int(np.argmax(bad)), given.shape)
+        value = _number(given[at])
+        reason = (
+            f"past the largest finite {declared} value ({limit:g})"
+            if abs(value) > limit
+            else f"which {declared} does not hold{' exactly' if given.dtype.kind in 'iu' else ''}"
+        )
         raise TosaError(
-            f"input '{name}' holds {_number(given[at])!r} at {list(map(int, at))}, {reason}: it would become "
+            f"input '{name}' holds {value!r} at {list(map(int, at))}, {reason}: it would become "
             f"{_number(converted[at])!r}. Give values the input's type holds, or run(..., cast=True) to convert anyway",
             file=file,
         )
