@@ -73,3 +73,7 @@ class TosaError(Exception):
 
 class TosaFormatError(TosaError):
     """A file is not a readable TOSA 1.0 flatbuffer (truncated, wrong identifier, wrong version, corrupt)."""
+
+
+class TosaTimeoutError(TosaError, TimeoutError):
+    """A run passed its timeout_s."""

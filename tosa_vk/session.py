@@ -68,7 +68,8 @@ class Model:
 
         Every input must be given, in its declared shape and a dtype numpy's `same_kind` rule converts to the
         input's storage dtype (see `inputs`): float64 for an FP32 input, int32 values in range for INT8; a float
-        array for an INT8 input is an error unless `cast=True` (numpy's astype, as `np.asarray(x, dtype)` does).
+        array for an INT8 input is an error unless `cast=True` (numpy's astype, as `np.asarray(x, dtype)` does), and so
+        is a value a float input's type would change beyond rounding (1e300 or 2**24 + 1 into FP32).
         `outputs`: the names of the outputs to return (default all). `capture`: intermediate tensors to return
         too, after the outputs — "all" or a list of tensor names (tosa_vk/capture.py: the run is then a twin
         program that keeps them stored). An input named "cast", "outputs" or "capture" goes in the dict."""

@@ -39,6 +39,7 @@ from .ir.graph import Block, Operator, Tensor
 from .program import Buffer, Image, Kernel, Program, Step
 from .reference.executor import coerce_array
 from .spirv_graph import decode_module, encode
+from .timeout import checked_timeout
 from .vulkan import Device
 from .vulkan.memory import align
 from .vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
@@ -373,10 +374,11 @@ class VGFModel(OnDevice):
         source: str | Path | VGF,
         device: Device | None = None,
         file: str | None = None,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
         validation: bool | str | None = None,
         timestamps: bool = False,
     ):
+        checked_timeout(timeout_s)  # before any work (the Runtime keeps it)
         if isinstance(source, VGF):
             self.vgf, self.file = source, file
         else:

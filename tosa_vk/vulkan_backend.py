@@ -12,7 +12,7 @@ import copy
 import threading
 import warnings
 from collections.abc import Collection, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +28,12 @@ from .program import Placement, Program
 from .program_cache import Entry, ProgramCache
 from .reference.executor import coerce_input
 from .session import GraphModel, Model, Timing
+from .timeout import checked_timeout
 from .variables import new_value
 from .vulkan import Device, VulkanError
 from .vulkan.builtin import shipped_only
 from .vulkan.device import validation_warns
-from .vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
+from .vulkan.runtime import ABANDON_AFTER_S, DEFAULT_TIMEOUT_S, Runtime
 from .vulkan.shaders import ShaderCache, program_variants
 
 
@@ -48,7 +49,7 @@ class OnDevice(Model):
 
     One thread at a time uses the runtime (`using()`): a run owns the arena, the recorded command buffers and the
     variables' flags until it returns, so calls from several threads are serialised, and close() waits for a run
-    in progress instead of freeing memory under it."""
+    in progress (ABANDON_AFTER_S at most, then it stops it) instead of freeing memory under it."""
 
     runtime: Runtime | None = None
     device: Device | None = None
@@ -117,7 +118,15 @@ class OnDevice(Model):
             pass
 
     def close(self) -> None:
-        with getattr(self, "lock", None) or nullcontext():  # waits for a run in progress
+        lock = getattr(self, "lock", None)
+        # a run in progress gets ABANDON_AFTER_S to end, then is stopped: a runaway shader must not keep close()
+        # waiting until its timeout_s (its device work is then left running: Runtime.close)
+        if lock is not None and not lock.acquire(timeout=ABANDON_AFTER_S):
+            runtime = self.runtime
+            if runtime is not None:
+                runtime.stop("the model is closed: close() stopped this run")
+            lock.acquire()
+        try:
             abandoned = False
             if self.runtime is not None:
                 self.runtime.close()
@@ -128,6 +137,9 @@ class OnDevice(Model):
             if self.own_device and self.device is not None:
                 self.device.close()
                 self.device = None
+        finally:
+            if lock is not None:
+                lock.release()
 
 
 class VulkanModel(OnDevice, GraphModel):
@@ -137,7 +149,7 @@ class VulkanModel(OnDevice, GraphModel):
     max_iterations (WHILE_LOOP cap), host_ops (rules for operators to run on the host: operator names, output tensor
     names or NNAdapter rules "OP:in,...:out,...", tosa_vk/host_rules.py), partition (a file of such rules, one per
     line), layouts (tensors the graph holds as NCHW, for custom ops with an NHWC shader), timeout_s (the longest a
-    run may take on the device before it fails), fuse (False: one kernel per operator; default on unless
+    run may take on the device before it fails; None: none), fuse (False: one kernel per operator; default on unless
     TOSA_VK_FUSE=0), cache_dir (the program cache, tosa_vk/program_cache.py: a folder, default
     $TOSA_VK_CACHE/programs; False: none), validation (the Khronos validation layer, OnDevice.attach: True, "warn",
     False; default TOSA_VK_VALIDATION)."""
@@ -160,13 +172,14 @@ class VulkanModel(OnDevice, GraphModel):
         host_ops: str | Collection[str] = (),
         partition: str | Path | None = None,
         layouts: dict[str, str] | str | None = None,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
         fuse: bool | None = None,
         cache_dir: str | Path | bool | None = None,
         validation: bool | str | None = None,
     ):
         if source is None and file is None:
             raise TosaError("a VulkanModel needs a graph or a .tosa file")
+        checked_timeout(timeout_s)  # before any work (the Runtime keeps it)
         self._graph, self.file = source, file
         dev = self.attach(device, validation)
         try:

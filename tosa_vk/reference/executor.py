@@ -7,6 +7,7 @@ importing this module; VARIABLE operators get `Call.state`, the session's variab
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,10 +16,11 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from ..errors import TosaError
+from ..errors import TosaError, TosaTimeoutError
 from ..ir.dtype import DType
 from ..ir.graph import Block, Graph, Tensor
 from ..ir.validate import validate
+from ..timeout import checked_timeout, overrun_text
 from ..variables import begin_run
 from . import prepared, registry
 from .registry import Call, ScaledArray
@@ -34,9 +36,12 @@ class Interpreter:
         check: bool = True,
         max_iterations: int = 1_000_000,
         prepare: bool = True,
+        timeout_s: float | None = None,
     ):
         """prepare: common fp32 / integer operators as closures made once (reference/prepared.py), else every
-        operator through its chapter function. The closures rely on the static rules holding: only with check."""
+        operator through its chapter function. The closures rely on the static rules holding: only with check.
+        timeout_s: the longest a run may take (None: no limit), checked before each operator and each block a
+        control-flow operator runs (every WHILE_LOOP iteration): one long numpy operator is not interrupted."""
         from . import load_all
 
         load_all()
@@ -47,6 +52,8 @@ class Interpreter:
         self.state: dict = {}
         self.timings: list[tuple[str, float]] = []  # (operator, seconds) of the last run
         self.max_iterations = max_iterations
+        self.timeout_s = checked_timeout(timeout_s)
+        self._deadline = math.inf  # time.monotonic() by which the current run must end
         self.prepare = prepare and check
         self._regions = {r.name: r for r in graph.regions}
         self._plans: dict[int, tuple] = {}
@@ -67,6 +74,7 @@ class Interpreter:
         }
         begin_run(self.state)
         self.timings = []
+        self._deadline = math.inf if self.timeout_s is None else time.monotonic() + self.timeout_s
         env = self.run_block(self.graph.regions[0].name, main, values, scales, env_out=True)
         return {name: env[name] for name in feed_names(self.graph.outputs)}
 
@@ -85,11 +93,13 @@ class Interpreter:
                 file=self.file,
                 region=region,
             )
+        self._in_time(f"next block: '{block.name}'")  # a loop's iterations, whatever their blocks hold
         constants, steps = self._prepared(block)
         env = dict(constants)
         env.update(zip(block.inputs, values))
         env.update(scales or {})
         for step in steps:
+            self._in_time(f"next operator: {step.label}")
             start = time.perf_counter()
             try:
                 if step.run is not None:
@@ -107,6 +117,10 @@ class Interpreter:
                 ) from None
             self.timings.append((step.label, time.perf_counter() - start))
         return env if env_out else [_read(env, n) for n in block.outputs]
+
+    def _in_time(self, where: str) -> None:
+        if time.monotonic() > self._deadline:
+            raise TosaTimeoutError(overrun_text(self.timeout_s, where), file=self.file)
 
     def _prepared(self, block: Block) -> tuple[dict[str, np.ndarray], list[_Step]]:
         """Per block, once: its constant values and one reusable Call per operator."""
@@ -228,12 +242,22 @@ def coerce_array(
     A dtype that numpy's `same_kind` rule converts (float64 -> fp32, bool -> int, int -> float, int32 -> int8 when
     the values fit) is converted; one it does not (float -> int, int or float -> bool, int -> unsigned) is an error
     unless `cast` (then numpy's astype decides; the range check of integers stays). bf16 / fp8 count as floats.
+    Values the conversion would change beyond a float's rounding are an error unless `cast`: a finite float past
+    the largest finite value of a narrower float type (1e300 into FP32 would be inf), an integer a float type
+    does not hold exactly (2**24 + 1 into FP32).
     Arm's .npy encodings (from_npy in tosa_vk/ir/dtype.py) are taken as they are: raw void items of the size of a
     bf16 / fp8e4m3 element, and uint8 fed to fp8e5m2 as its bits. `where` names the model in errors ("graph", "VGF").
     """
-    given = np.asarray(value)
     storage = np.dtype(storage)
     declared = f"{type_name} (numpy {storage.name})" if type_name != storage.name else storage.name
+    try:
+        given = np.asarray(value)
+    except (ValueError, TypeError) as err:  # e.g. a ragged nested list: numpy's "inhomogeneous shape"
+        raise TosaError(
+            f"input '{name}' is not an array numpy can make (a nested list whose rows differ in length?): {err}; "
+            f"the {where} declares {declared} of shape {list(shape)}",
+            file=file,
+        ) from None
     if given.dtype != storage:
         raw = given.dtype.type is np.void and given.dtype.names is None  # Arm's bf16 / fp8e4m3 files: bytes
         if raw and given.dtype.itemsize == storage.itemsize and storage in _ML_FLOATS:
@@ -251,7 +275,7 @@ def coerce_array(
                     file=file,
                 )
             _check_range(name, given, storage, type_name, file)
-            given = given.astype(storage)
+            given = given.astype(storage) if cast else _converted(name, given, storage, declared, file)
     if given.shape != tuple(shape):
         raise TosaError(f"input '{name}' has shape {list(given.shape)}, the {where} declares {list(shape)}", file=file)
     return given
@@ -260,6 +284,7 @@ def coerce_array(
 # the kinds a feed may have, in numpy's same_kind order: a feed converts to its own kind or a later one
 _KIND_ORDER = {"b": 0, "u": 1, "i": 2, "f": 3}
 _FP8E5M2 = np.dtype(ml_dtypes.float8_e5m2)
+_E8M0 = np.dtype(ml_dtypes.float8_e8m0fnu)
 _ML_FLOATS = {
     np.dtype(t)
     for t in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2)
@@ -270,6 +295,55 @@ _ML_FLOATS = {
 def _kind(dtype: np.dtype) -> str:
     """numpy's kind letter; "f" for ml_dtypes' floats (numpy calls them "V")."""
     return "f" if dtype in _ML_FLOATS else dtype.kind
+
+
+def _converted(name: str, given: np.ndarray, storage: np.dtype, declared: str, file: str | None) -> np.ndarray:
+    """`given` as `storage`, or an error naming the first value a float storage type would not hold (past its
+    largest finite value, or an integer it cannot hold exactly): a silent inf or rounding would change the run.
+    A feed whose extremes show it fits costs two reductions; only a suspect one is scanned element by element."""
+    if _kind(storage) != "f" or given.dtype.kind not in "iuf" and given.dtype not in _ML_FLOATS or not given.size:
+        return given.astype(storage)
+    limit = float(ml_dtypes.finfo(storage).max)
+    exotic = storage == _E8M0  # no zero, no sign: the extremes say nothing
+    with np.errstate(over="ignore", invalid="ignore"):
+        converted = given.astype(storage)
+    flat = given.reshape(-1)
+    if _kind(given.dtype) == "f":
+        # fmax / fmin skip nan; an inf feed is inf in every float type, so only the scan below tells it apart
+        if not exotic and max(-float(np.fmin.reduce(flat)), float(np.fmax.reduce(flat))) <= limit:
+            return converted
+        finite = np.isfinite(given)
+        bad = finite & ((np.abs(given.astype(np.float64)) > limit) | ~np.isfinite(converted))
+    else:
+        precise = 1 << (ml_dtypes.finfo(storage).nmant + 1)  # every integer up to 2**(mantissa + 1) is exact
+        if not exotic and max(-int(flat.min()), int(flat.max())) <= min(precise, limit):
+            return converted
+        # |value| as uint64 (abs of int64's minimum wraps to itself: 2**63 read unsigned); the float type holds it
+        # exactly where it is not past the largest value and its odd part (size / lowest set bit) fits the
+        # mantissa: size < low * precise, where that product does not pass 2**64
+        size = np.abs(given.astype(np.int64)).view(np.uint64) if given.dtype.kind == "i" else given.astype(np.uint64)
+        low = size & (~size + np.uint64(1))
+        shift = np.uint64(precise.bit_length() - 1)
+        exact = (size == 0) | (low >= np.uint64(1 << (64 - int(shift)))) | (size < (low << shift))
+        bad = ~exact | (size > np.uint64(min(int(limit), 2**64 - 1))) | ~np.isfinite(converted)
+    if bad.any():
+        at = np.unravel_index(int(np.argmax(bad)), given.shape)
+        value = _number(given[at])
+        reason = (
+            f"past the largest finite {declared} value ({limit:g})"
+            if abs(value) > limit
+            else f"which {declared} does not hold{' exactly' if given.dtype.kind in 'iu' else ''}"
+        )
+        raise TosaError(
+            f"input '{name}' holds {value!r} at {list(map(int, at))}, {reason}: it would become "
+            f"{_number(converted[at])!r}. Give values the input's type holds, or run(..., cast=True) to convert anyway",
+            file=file,
+        )
+    return converted
+
+
+def _number(x) -> int | float:
+    return int(x) if np.asarray(x).dtype.kind in "iu" else float(x)
 
 
 def _check_range(name: str, given: np.ndarray, storage: np.dtype, type_name: str, file: str | None) -> None:

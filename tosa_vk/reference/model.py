@@ -11,6 +11,7 @@ from ..ir.graph import Graph
 from ..program import Placement
 from ..session import GraphModel, Model, Timing
 from ..target import Target
+from ..timeout import checked_timeout
 from ..variables import new_value
 from .executor import Interpreter, coerce_input, coerce_scales
 
@@ -18,11 +19,22 @@ REASON = "reference backend: numpy"  # every operator's placement
 
 
 class ReferenceModel(GraphModel):
+    """Options: max_iterations (WHILE_LOOP cap), timeout_s (the longest a run may take: positive seconds, checked
+    before each operator and WHILE_LOOP iteration; None, the default: no limit)."""
+
     backend = "reference"
 
-    def __init__(self, source: Graph, *, file: str | None = None, max_iterations: int = 1_000_000):
+    def __init__(
+        self,
+        source: Graph,
+        *,
+        file: str | None = None,
+        max_iterations: int = 1_000_000,
+        timeout_s: float | None = None,
+    ):
+        checked_timeout(timeout_s)  # before the graph is validated
         self.graph, self.file = source, file
-        self.interpreter = Interpreter(source, file=file, max_iterations=max_iterations)
+        self.interpreter = Interpreter(source, file=file, max_iterations=max_iterations, timeout_s=timeout_s)
         # one run at a time: the interpreter reuses its per-operator calls and holds the variables
         self.lock = threading.RLock()
 

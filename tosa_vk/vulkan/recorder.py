@@ -526,6 +526,7 @@ class Queue:
         )
         self.fence = vk.vkCreateFence(vkd, vk.VkFenceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO), None)
         self.pending = False  # a submitted command buffer not yet seen finished (a timed-out or interrupted wait)
+        self.stopped = False  # set from another thread (Runtime.stop): submit's wait gives up at its next slice
 
     def finished(self, timeout_s: float) -> bool:
         """Whether the last submitted command buffer has finished, waiting at most `timeout_s`."""
@@ -561,6 +562,8 @@ class Queue:
                 vk.vkWaitForFences(vkd, 1, [self.fence], vk.VK_TRUE, min(WAIT_SLICE_NS, left))
                 break
             except vk.VkTimeout:
+                if self.stopped:
+                    raise DeviceTimeout("stopped") from None
                 if deadline is not None and time.monotonic() >= deadline:
                     raise DeviceTimeout(
                         f"the device did not finish a command buffer within {timeout_s:.3g} s "

@@ -3,6 +3,7 @@ recorded at load, then each run() only writes the inputs, submits the recorded s
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -15,6 +16,7 @@ import vulkan as vk
 from .. import spirv, variables
 from ..errors import TosaError
 from ..program import Branch, Host, Kernel, Loop, Program, StateCheck, walk
+from ..timeout import checked_timeout, overrun_text
 from ..variables import Variable, begin_run
 from .device import Device, VulkanError
 from .memory import Arena, align
@@ -24,6 +26,7 @@ from .shaders import ShaderCache, program_variants, specialize, variant_of
 
 DEFAULT_TIMEOUT_S = 300.0  # the longest one run may take; tosa_vk.load(..., timeout_s=) changes it
 ABANDON_AFTER_S = 1.0  # close() waits this long for the unfinished work of a failed run, then leaves it
+# (the model's close() too waits this long for a run in progress, then stops it: Runtime.stop)
 BATCH_ITERATIONS = 16  # WHILE_LOOP iterations recorded ahead per command buffer (conditional rendering)
 BATCH_DISPATCHES = 512  # ... at most this many dispatches in all
 
@@ -54,14 +57,15 @@ class Runtime:
         force_staging: bool = False,
         max_iterations: int = 1_000_000,
         host: HostKernels | None = None,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
         pipeline_data: bytes = b"",
     ):
         self.program = program
         self.max_iterations = max_iterations
-        self.timeout_s = timeout_s
+        self.timeout_s = checked_timeout(timeout_s)  # None: no limit
         self._deadline = 0.0  # time.monotonic() by which the current run must end
         self.failed = ""  # why the device work of a run did not finish: the runtime cannot run again
+        self.stopped = ""  # why another thread stopped the run in progress (stop())
         self._views: dict[str, np.ndarray] = {}  # tensor -> its array in the mapped arena, made on first use
         self.abandoned = False  # closed with that work still running (its device must not be closed either)
         self.host = host
@@ -302,7 +306,8 @@ class Runtime:
         begin_run(self.state)  # a new run: every variable may be declared once again
         for name, value in feeds.items():
             self._write(name, value)
-        self._deadline = time.monotonic() + self.timeout_s  # for the whole run, loops included
+        # for the whole run, loops included
+        self._deadline = math.inf if self.timeout_s is None else time.monotonic() + self.timeout_s
         try:
             self._execute(self.plan)
         except (VulkanError, KeyboardInterrupt) as err:  # device work may still be pending: no further runs
@@ -310,17 +315,28 @@ class Runtime:
             raise
         return {name: self._read(name).copy() for name in self.program.outputs}
 
+    def stop(self, reason: str) -> None:
+        """Called from another thread (a model's close()): the run in progress ends at its next step, or within
+        one fence-wait slice of the command buffer it waits for, with a TosaError saying `reason`. Its device work
+        may go on: the runtime cannot run again, and close() leaves what that work uses (ABANDON_AFTER_S)."""
+        self.stopped = self.failed = reason
+        self.queue.stopped = True
+
     def _execute(self, plan: list) -> None:
         for item in plan:
+            if self.stopped:
+                raise TosaError(self.stopped)
             if isinstance(item, Segment):
                 left = self._deadline - time.monotonic()
                 try:
                     if left <= 0:
                         raise DeviceTimeout(f"next kernel: {item.dispatches[0].name}")
                     self.submitted[item] = time.perf_counter()
-                    self.queue.submit(item, left)
+                    self.queue.submit(item, None if left == math.inf else left)
                 except DeviceTimeout as err:
-                    raise VulkanError(f"the run did not finish within {self.timeout_s} s (timeout_s; {err})") from None
+                    if self.stopped:
+                        raise TosaError(self.stopped) from None
+                    raise VulkanError(overrun_text(self.timeout_s, str(err))) from None
                 self.ran.append(item)
             elif isinstance(item, list):
                 for check in item:
