@@ -1,10 +1,18 @@
 """Mutation fuzzers for what tosa_vk reads from untrusted files (issue 15): .tosa graphs, .vgf containers (COMPUTE
 segments, and GRAPH segments as Arm's model-converter writes them) and com.arm.VulkanCustomShader payloads.
 
-    bash scripts/fuzz.sh tosa|vgf|graph|payload N [--seed S] [--hang-s T] [--json report.json]
+    bash scripts/fuzz.sh tosa|vgf|graph|payload|glsl N [--seed S] [--hang-s T] [--json report.json]
 
 `graph` mutates the SPIR-V words of GRAPH segments' modules (model-converter's and tosa_vk's exports), which
 tosa_vk decodes into a graph (tosa_vk/spirv_graph) before compiling it; `vgf` mutates the container's structure.
+
+`glsl` writes model GLSL that tries to read a host file the way the GLSL preprocessor allows (`#include` spelled
+with line continuations, comments, CR / CRLF / LFCR / mixed line ends, macros that build it, `#line` file names,
+the include extensions, relative and absolute paths) or only looks like it (ordinary shaders with the same
+noise), and runs it on each path a model's GLSL takes: a payload in a .tosa, a VGF COMPUTE module, a Program read
+from bytes (what a program-cache entry holds). The files hold an identifier (an include shows in glslc's
+messages) or a number (an include shows in the outputs); either in a message or an output is `wrong`.
+TOSA_VK_FUZZ_GLSL_GATE=off switches the preprocessor gate off, to measure glslc's dependency check alone.
 
 Each case mutates one seed file (seeded by case number: reproducible) and runs it as `tosa-vk run` would: load on
 Vulkan, run with deterministic inputs, read the outputs. Outcomes:
@@ -43,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-KINDS = ("tosa", "vgf", "graph", "payload")
+KINDS = ("tosa", "vgf", "graph", "payload", "glsl")
 OUTCOMES = ("ok", "changed", "error", "wrong", "traceback", "crash", "hang")
 MAX_ELEMENTS = 1 << 22  # a mutated graph with bigger tensors is loaded, not run (its feeds alone would be GBs)
 INTERESTING = (0, 1, 2, 3, 4, 7, 8, 16, 64, 255, 256, 0x7F, 0x80, 0xFF, 0x7FFF, 0xFFFF, 0x7FFFFFFF, 0x80000000,
@@ -108,6 +116,8 @@ def make_seeds(kind: str, work: Path) -> list[Path]:
         return [work / f"{n}.tosa" for n in graphs if n != "custom_glsl"]
     if kind == "payload":
         return [work / "custom_glsl.tosa", _spirv_payload_seed(work)]
+    if kind == "glsl":
+        return _glsl_seeds(work)
     seeds = []
     if kind == "graph":
         from tosa_vk.vgf_graph import export
@@ -291,6 +301,170 @@ def _mutate_code(code, language, rng: random.Random):
     return code[:at] + code[at + rng.randint(1, 8) :]
 
 
+# ---- model GLSL that tries to read host files ----------------------------------------------------------------------
+
+SECRET_WORD, SECRET_VALUE = "host_secret_7f3a", 31337.0
+GLSL_BASE = """#version 450
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) buffer In { float x[]; };
+layout(set = 0, binding = 1) buffer Out { float y[]; };
+void main() {
+  uint idx = gl_GlobalInvocationID.x;
+  if (idx >= y.length()) { return; }
+  y[idx] = x[idx] * 2.0 + 5.0
+@SLOT@;
+}
+"""
+GLSL_ROUTES = ("payload", "vgf", "program")
+
+
+def _glsl_seeds(work: Path) -> list[Path]:
+    """The secret files, a payload graph and a VGF of one COMPUTE segment (their GLSL is replaced per case)."""
+    import tosa_vk
+    from tosa_vk import custom_payload
+    from tosa_vk.vgf_export import export_vgf
+
+    (work / "secrets").mkdir()
+    (work / "secrets" / "word.glsl").write_text(f"+ {SECRET_WORD}\n")
+    (work / "secrets" / "number.glsl").write_text(f"+ {SECRET_VALUE}\n")
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_custom_ops import payload, single_custom_graph
+
+    data = json.loads(payload(shader_code=GLSL_BASE.replace("@SLOT@", ""), workgroup_sizes=[1, 1, 1]))
+    graph = single_custom_graph(json.dumps(data, sort_keys=True).encode(), shape=(64,))
+    assert custom_payload.parse(graph.main.operators[0].attrs["implementation_attrs"], 1, 1, "seed")
+    tosa_vk.save_graph(graph, work / "glsl_payload.tosa")
+    export_vgf(tosa_vk.compile(graph, views=False), work / "glsl_compute.vgf")
+    return [work / "glsl_payload.tosa", work / "glsl_compute.vgf"]
+
+
+def _obfuscate(word: str, rng: random.Random) -> str:
+    """`word` with line splices (any line end), and between tokens nothing else the preprocessor would see."""
+    out = []
+    for ch in word:
+        while rng.random() < 0.25:
+            out.append("\\" + rng.choice(["\n", "\r\n", "\r"]))
+        out.append(ch)
+    return "".join(out)
+
+
+def _gap(rng: random.Random) -> str:
+    """What may stand between `#` and a directive's name: spaces, tabs, comments, splices."""
+    parts = [""]
+    for _ in range(rng.randint(0, 3)):
+        parts.append(rng.choice([" ", "\t", "/**/", "/* include */", "\\\n", "\\\r\n", " \\\r", "\v", "\f"]))
+    return "".join(parts)
+
+
+def mutate_glsl(work: Path, rng: random.Random) -> tuple[str, bool]:
+    """(GLSL source, whether it tries to read a host file)."""
+    target = work / "secrets" / rng.choice(["word.glsl", "number.glsl"])
+    depth = rng.randint(0, 12)
+    path = rng.choice([str(target), "../" * depth + str(target).lstrip("/"), target.name, f"secrets/{target.name}"])
+    quoted = f'"{path}"' if rng.random() < 0.8 else f"<{path}>"
+    hostile = rng.random() < 0.75
+    lines: list[str] = []
+    if hostile:
+        trick = rng.randrange(9)
+        if trick == 0:  # the directive itself, obfuscated
+            slot = "#" + _gap(rng) + _obfuscate("include", rng) + _gap(rng) + " " + quoted
+        elif trick == 1:  # a `//` comment continued onto the directive's line (a directive before GLSL 4.20)
+            slot = "// note " + rng.choice(["\\\n", "\\\r\n", "\\\r"]) + "#include " + quoted
+        elif trick == 2:  # a block comment whose end is spliced
+            slot = "/* *" + rng.choice(["\\\n", "\\\r"]) + "/ #include " + quoted
+        elif trick == 3:  # a macro names the directive (directive names are never expanded)
+            lines.append("#define INC include")
+            slot = "#INC " + quoted
+        elif trick == 4:  # token pasting builds it
+            lines.append("#define CAT(a, b) a##b")
+            slot = "#CAT(inc, lude) " + quoted
+        elif trick == 5:  # the include extensions
+            lines.append("#extension " + rng.choice(["GL_GOOGLE_include_directive", "GL_ARB_shading_language_include"])
+                         + " : enable")  # fmt: skip
+            slot = "#include " + quoted
+        elif trick == 6:  # a file name in #line
+            slot = "#line 9 " + quoted
+        elif trick == 7:  # a NUL or another control character before the directive
+            slot = rng.choice(["\x00", "\x01", "\x1b", "\x7f"]) + "\n#include " + quoted
+        else:  # an include inside a disabled region
+            slot = "#if 0\n#include " + quoted + "\n#endif"
+    else:  # ordinary GLSL with the same noise: comments that mention include, continued comments, spaces
+        slot = rng.choice(["", "// include nothing here", "/* #include is not used */", "// a \\\n comment", "+ 0.0"])
+    source = GLSL_BASE.replace("@SLOT@", "\n".join(lines) + ("\n" if lines else "") + slot + "\n")
+    if lines:  # the #define / #extension lines must follow #version
+        head, rest = source.split("\n", 1)
+        source = head + "\n" + "\n".join(lines) + "\n" + rest.replace("\n".join(lines) + "\n", "", 1)
+    ends = rng.choice(["\n", "\r\n", "\r", "\n\r", "mixed"])
+    if ends == "mixed":
+        source = "".join(c if c != "\n" else rng.choice(["\n", "\r\n", "\r"]) for c in source)
+    elif ends != "\n":
+        source = source.replace("\n", ends)
+    return source, hostile
+
+
+def run_glsl(worker, source: str, route: str) -> dict:
+    """Runs model GLSL on one route; the outputs (x = 0..63)."""
+    import dataclasses
+
+    from tosa_vk.program import Kernel, Program
+    from tosa_vk.vulkan.runtime import Runtime
+
+    feeds = {"x": np.arange(64, dtype=np.float32)}
+    path = worker.work / "case"
+    if route == "payload":
+        graph = worker.tosa_vk.load_graph(worker.work / "glsl_payload.tosa")
+        op = graph.main.operators[0]
+        data = json.loads(bytes(op.attrs["implementation_attrs"]))
+        data["shader_code"] = source
+        op.attrs["implementation_attrs"] = json.dumps(data, sort_keys=True).encode()
+        worker.tosa_vk.save_graph(graph, path.with_suffix(".tosa"))
+        with worker.tosa_vk.load(path.with_suffix(".tosa"), backend="vulkan", device=worker.device, timeout_s=20) as m:
+            return m.run(feeds)
+    if route == "vgf":
+        from vgf import Module, read_vgf, save_vgf
+
+        vgf = read_vgf(worker.work / "glsl_compute.vgf")
+        i = next(i for i, m in enumerate(vgf.modules) if m.type == "COMPUTE")
+        vgf.modules[i] = Module(vgf.modules[i].name, code=source, language="GLSL")
+        save_vgf(vgf, path.with_suffix(".vgf"))
+        with worker.tosa_vk.load(path.with_suffix(".vgf"), device=worker.device, timeout_s=20) as m:
+            return m.run(feeds)
+    program = worker.tosa_vk.compile(worker.tosa_vk.load_graph(worker.work / "glsl_payload.tosa"))
+    steps = [dataclasses.replace(k, source=source) if isinstance(k, Kernel) and k.source else k for k in program.steps]
+    program = Program.from_bytes(dataclasses.replace(program, steps=steps).to_bytes())  # as a cache entry holds it
+    runtime = Runtime(program, worker.device, timeout_s=20)
+    try:
+        return runtime.run(feeds)
+    finally:
+        runtime.close()
+
+
+def glsl_case(worker, rng: random.Random, i: int) -> tuple[str, str]:
+    if os.environ.get("TOSA_VK_FUZZ_GLSL_GATE") == "off":  # the compiler's own line of defence, measured alone
+        from tosa_vk import custom_payload, vgf_run
+        from tosa_vk.vulkan import shaders
+
+        for module in (custom_payload, vgf_run, shaders):
+            module.refusal = lambda source: None  # type: ignore[attr-defined]
+    source, hostile = mutate_glsl(worker.work, rng)
+    route = GLSL_ROUTES[i % len(GLSL_ROUTES)]
+    try:
+        got = run_glsl(worker, source, route)
+    except worker.errors as err:
+        if SECRET_WORD in str(err) or str(SECRET_VALUE) in str(err):
+            return "wrong", f"{route}: a host file's content in the message: {str(err)[:200]}"
+        return "error", f"{route}: {type(err).__name__}: {str(err).splitlines()[0][:200]}"
+    except Exception as err:
+        frame = traceback.extract_tb(err.__traceback__)[-1]
+        return "traceback", f"{route}: {type(err).__name__}: {str(err)[:200]} at {frame.filename}:{frame.lineno}"
+    y = np.asarray(next(iter(got.values())), np.float64)
+    if np.any(np.abs(y - (np.arange(64) * 2 + 5)) > 1000):
+        return "wrong", f"{route}: a host file's content in the outputs"
+    if hostile:
+        return "ok", f"{route}: ran without reading the file"
+    return "ok", f"{route}: ordinary GLSL ran"
+
+
 # ---- the worker: one case at a time --------------------------------------------------------------------------------
 
 
@@ -417,6 +591,8 @@ class Worker:
         seed_path, data = self.seeds[i % len(self.seeds)]
         path = self.work / f"case{seed_path.suffix}"
         touched: set[str] = set()
+        if self.kind == "glsl":
+            return glsl_case(self, rng, i)
         if self.kind == "payload":
             graph = self.tosa_vk.load_graph(seed_path)
             op = graph.main.operators[0]
