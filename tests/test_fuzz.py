@@ -1,7 +1,7 @@
-"""The fuzz gate (issue 15): a few hundred mutated .tosa files, .vgf containers, GRAPH-segment modules and
-custom-shader payloads per run, each loaded and run on Vulkan in a worker process: no crash, hang, traceback or wrong
-result. The long runs (`bash scripts/fuzz.sh KIND N`) use the same code; the case numbers here are the first of
-those runs."""
+"""The fuzz gate (issues 15, 34): a few hundred mutated .tosa files, .vgf containers, GRAPH-segment modules,
+custom-shader payloads and host-file-reading model GLSL per run, each loaded and run on Vulkan in a worker process:
+no crash, hang, traceback or wrong result (for GLSL: no host file's content in an output or a message). The long
+runs (`bash scripts/fuzz.sh KIND N`) use the same code; the case numbers here are the first of those runs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from fuzz import fuzz
 pytestmark = pytest.mark.vulkan
 
 
-@pytest.mark.parametrize("kind,cases", [("tosa", 300), ("vgf", 300), ("graph", 300), ("payload", 300)])
+@pytest.mark.parametrize("kind,cases", [("tosa", 300), ("vgf", 300), ("graph", 300), ("payload", 300), ("glsl", 150)])
 def test_mutated_files_fail_cleanly_or_run_right(kind, cases):
     report = fuzz(kind, cases, hang_s=120)
     assert not report["findings"], report["findings"][:10]
