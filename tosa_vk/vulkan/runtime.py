@@ -320,7 +320,8 @@ class Runtime:
                     self.submitted[item] = time.perf_counter()
                     self.queue.submit(item, left)
                 except DeviceTimeout as err:
-                    raise VulkanError(f"the run did not finish within {self.timeout_s} s (timeout_s; {err})") from None
+                    rule = f"the run did not finish within {self.timeout_s} s (timeout_s; {err})"
+                    raise DeviceTimeout(rule) from None
                 self.ran.append(item)
             elif isinstance(item, list):
                 for check in item:
