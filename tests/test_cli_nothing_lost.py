@@ -5,6 +5,7 @@ is written, and no bad input reaches the catch-all ("internal error, please repo
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import urllib.parse
 from pathlib import Path
@@ -247,6 +248,7 @@ def test_no_bad_input_reaches_the_internal_error_catch_all(bad, case, capsys):
     code = main(bad[case])
     err = capsys.readouterr().err
     assert code in (1, 2) and "internal error" not in err and "Traceback" not in err, err
+    assert not re.search(r"error: \w+(Error|Exception): ", err), err  # how the catch-all named a bug before
     assert code == 1 or (err.startswith("tosa-vk: error: ") and len(err.strip().splitlines()) == 1), err
 
 
