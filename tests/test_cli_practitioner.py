@@ -142,9 +142,12 @@ def test_an_unknown_operator_is_an_error(fake_generator, capsys):
 
 
 def test_reference_model_spellings_and_outputs_next_to_desc(tmp_path, capsys):
-    """tosa_reference_model takes --test_desc / --output_dir and writes into desc.json's folder by default."""
+    """tosa_reference_model takes --test_desc / --output_dir and writes into desc.json's folder by default (over a
+    file that is there only when asked: issue 34)."""
     desc = write_test(tmp_path, expected=(0.0, 0.0))
-    assert main(["run", "--test_desc", str(desc), "--backend", "reference"]) == 0
+    assert main(["run", "--test_desc", str(desc), "--backend", "reference"]) == 2
+    assert np.load(tmp_path / "result-0.npy").tolist() == [0.0, 0.0]
+    assert main(["run", "--test_desc", str(desc), "--backend", "reference", "--overwrite"]) == 0
     assert np.load(tmp_path / "result-0.npy").tolist() == [2.0, 4.0]
     assert main(["run", "--test_desc", str(desc), "--output_dir", str(tmp_path / "out"), "--backend", "reference"]) == 0
     assert np.load(tmp_path / "out" / "result-0.npy").tolist() == [2.0, 4.0]
@@ -174,7 +177,7 @@ def test_every_option_explains_itself():
             assert action.help, f"{name} {action.dest}: no help"
             if action.choices:
                 assert "{" + ",".join(action.choices) + "}" in text, f"{name} {action.dest}: choices not shown"
-            if action.default not in (None, False):
+            if action.default not in (None, False, argparse.SUPPRESS):  # SUPPRESS: --debug after a command
                 assert f"(default: {action.default})" in text or "default" in action.help, f"{name} {action.dest}"
 
 

@@ -16,7 +16,7 @@ from tosa_vk.ir.dtype import from_npy
 def test_model_matches_reference_result(model_dir, model_desc):
     model = tosa_vk.load(model_dir / model_desc["tosa_file"], backend="reference")
     outputs = model.run({n: np.load(model_dir / f) for n, f in zip(model_desc["ifm_name"], model_desc["ifm_file"])})
-    for name, f in zip(model_desc["ofm_name"], model_desc["ofm_file"]):
+    for name, f in zip(model_desc["ofm_name"], model_desc["expected_result_file"]):
         expected, got = np.load(model_dir / f), outputs[name]
         if expected.dtype.kind in "iu":
             assert np.array_equal(got, expected)  # int8: bit-exact
@@ -39,8 +39,17 @@ def test_run_cli_writes_desc_outputs(model_dir, model_desc, tmp_path):
         check=True,
         capture_output=True,
     )
-    for f in model_desc["ofm_file"]:
-        assert np.load(tmp_path / f).shape == np.load(model_dir / f).shape
+    for f, want in zip(model_desc["ofm_file"], model_desc["expected_result_file"]):
+        assert np.load(tmp_path / f).shape == np.load(model_dir / want).shape
+
+
+def test_shipped_models_keep_results_and_expected_results_apart(model_dir, model_desc):
+    """Found: the shipped desc.json files named the expected results as ofm_file, the files a run writes, so
+    `tosa-vk run --test-desc` wrote over them and a later --compare compared tosa_vk with itself. Arm's conformance
+    layout: ofm_file for the result, expected_result_file for the expected one."""
+    results, expected = model_desc["ofm_file"], model_desc["expected_result_file"]
+    assert len(results) == len(expected) == len(model_desc["ofm_name"])
+    assert not set(results) & set(expected) and all((model_dir / f).is_file() for f in expected)
 
 
 def test_run_cli_with_named_inputs(tmp_path):

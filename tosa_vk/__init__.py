@@ -8,7 +8,19 @@ program = tosa_vk.compile(graph, "lavapipe")  # the compile pipeline alone: a Pr
 from .builder import Builder
 from .compiler import compile
 from .custom import custom_op
-from .errors import TosaError, TosaFormatError
+from .errors import (
+    DeviceTimeout,
+    ReflectError,
+    SerialError,
+    ShaderError,
+    TosaCacheError,
+    TosaError,
+    TosaFormatError,
+    TosaTimeoutError,
+    TosaUnsupportedError,
+    TosaValidationError,
+    VulkanError,
+)
 from .ir import DType, Graph, load_graph, save_graph, validate
 from .program import Program
 from .session import Model, Timing, load
@@ -18,13 +30,22 @@ __version__ = "0.1.0"
 __all__ = [
     "Builder",
     "DType",
+    "DeviceTimeout",
     "Graph",
     "Model",
     "Program",
+    "ReflectError",
+    "SerialError",
+    "ShaderError",
     "Target",
     "Timing",
+    "TosaCacheError",
     "TosaError",
     "TosaFormatError",
+    "TosaTimeoutError",
+    "TosaUnsupportedError",
+    "TosaValidationError",
+    "VulkanError",
     "compile",
     "custom_op",
     "load",

@@ -1,4 +1,6 @@
-"""The `tosa-vk` command line. Errors are one line on stderr (`tosa-vk: error: ...`) and exit code 2."""
+"""The `tosa-vk` command line. Errors are one line on stderr (`tosa-vk: error: ...`) and exit code 2; anything
+else that escapes a command is a bug in tosa_vk: `tosa-vk: internal error, please report: ...` and exit code 3
+(--debug shows the traceback)."""
 
 from __future__ import annotations
 
@@ -11,14 +13,18 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 
-from vgf import VGFError, load_vgf
+from vgf import VGF, VGFError, read_vgf
 
-from .errors import TosaError
+from .errors import TosaError, TosaFormatError
+
+EXIT_ERROR = 2  # the input, the options or the machine: the message says what to change
+EXIT_INTERNAL = 3  # a bug in tosa_vk: "internal error, please report"
 
 
 def _summary(path: str) -> dict:
@@ -38,12 +44,24 @@ def _summary(path: str) -> dict:
             dtypes[t.dtype.name] = dtypes.get(t.dtype.name, 0) + 1
             const_bytes += t.data.nbytes if t.data is not None else 0
     major, minor, patch, draft = graph.version
+
+    def described(names: list[str]) -> list[dict]:
+        """The main block's inputs / outputs; a name that is no tensor of the block (an invalid graph, which the
+        validation line names) is listed with no shape or dtype."""
+        tensors = graph.main.tensors
+        return [
+            {"name": n, "shape": list(tensors[n].shape), "dtype": tensors[n].dtype.name}
+            if n in tensors
+            else {"name": n, "shape": None, "dtype": None}
+            for n in names
+        ]
+
     return {
         "file": path,
         "tosa_version": f"{major}.{minor}.{patch}" + ("-draft" if draft else ""),
         "regions": [r.name for r in graph.regions],
-        "inputs": [{"name": t.name, "shape": list(t.shape), "dtype": t.dtype.name} for t in graph.inputs],
-        "outputs": [{"name": t.name, "shape": list(t.shape), "dtype": t.dtype.name} for t in graph.outputs],
+        "inputs": described(graph.main.inputs),
+        "outputs": described(graph.main.outputs),
         "num_operators": sum(graph.op_counts().values()),
         "op_counts": graph.op_counts(),
         "tensor_dtypes": dict(sorted(dtypes.items())),
@@ -57,7 +75,8 @@ def _summary(path: str) -> dict:
 
 def _print_summary(s: dict) -> None:
     def tensors(items):
-        return ", ".join(f"{t['name']} {t['shape']} {t['dtype']}" for t in items)
+        return ", ".join(f"{t['name']} {t['shape']} {t['dtype']}" if t["dtype"] else f"{t['name']} (no such tensor)"
+                         for t in items)  # fmt: skip
 
     print(f"{s['file']}: TOSA {s['tosa_version']}, regions: {', '.join(s['regions'])}")
     print(f"  inputs:     {tensors(s['inputs'])}")
@@ -102,9 +121,20 @@ def cmd_devices(args) -> int:
     return 0
 
 
-def _feeds_from_desc(desc_path: Path) -> tuple[Path, dict, dict]:
-    """A conformance-style desc.json -> (model path, feeds, output files by name); every defect a TosaError naming
-    the file and the key."""
+class Desc(NamedTuple):
+    """What `run` / `profile` / `compare` take from a desc.json (or the command line)."""
+
+    model: Path
+    feeds: dict[str, np.ndarray]
+    results: dict[str, str]  # output name -> the file its result is written to (ofm_file)
+    expected: dict[str, str]  # output name -> the file of its expected result (--compare reads it)
+
+
+def _feeds_from_desc(desc_path: Path) -> Desc:
+    """A conformance-style desc.json -> Desc; every defect a TosaError naming the file and the key. Results are
+    written to `ofm_file`; the expected results are `expected_result_file` where it is given (Arm's conformance
+    layout: two files, so a run never writes over what it is compared with), else `ofm_file` (a test as
+    tosa_verif_build_tests writes it, the reference model's results in the files a run would write)."""
     where = str(desc_path)
     try:
         desc = json.loads(desc_path.read_text())
@@ -116,21 +146,28 @@ def _feeds_from_desc(desc_path: Path) -> tuple[Path, dict, dict]:
         raise TosaError(f"a desc.json is a JSON object, got {type(desc).__name__}", file=where)
     if not isinstance(desc.get("tosa_file"), str):
         raise TosaError("'tosa_file' must name the model file (a string)", file=where)
-    lists = {}
-    for key in ("ifm_name", "ifm_file", "ofm_name", "ofm_file"):
-        value = desc.get(key, [])
+    lists: dict[str, list[str]] = {}
+    for key in ("ifm_name", "ifm_file", "ofm_name", "ofm_file", "expected_result_file"):
+        value = desc.get(key, lists["ofm_file"] if key == "expected_result_file" else [])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise TosaError(f"'{key}' must be a list of strings, got {value!r}", file=where)
         lists[key] = value
-    for kind in ("ifm", "ofm"):
-        if len(lists[f"{kind}_name"]) != len(lists[f"{kind}_file"]):
-            raise TosaError(
-                f"'{kind}_name' has {len(lists[f'{kind}_name'])} entries, '{kind}_file' {len(lists[f'{kind}_file'])}",
-                file=where,
-            )
+    for names, files in (("ifm_name", "ifm_file"), ("ofm_name", "ofm_file"), ("ofm_name", "expected_result_file")):
+        if len(lists[names]) != len(lists[files]):
+            raise TosaError(f"'{names}' has {len(lists[names])} entries, '{files}' {len(lists[files])}", file=where)
+    for key, named in (("tosa_file", [desc["tosa_file"]]), *((k, lists[k]) for k in lists if k.endswith("_file"))):
+        for f in named:
+            if not f or "\0" in f or f.endswith(("/", os.sep)):
+                raise TosaError(f"'{key}' entry {f!r} is not a file name (empty, a folder, a NUL)", file=where)
     folder = desc_path.parent
     feeds = {name: _load_npy(folder / f) for name, f in zip(lists["ifm_name"], lists["ifm_file"])}
-    return folder / desc["tosa_file"], feeds, dict(zip(lists["ofm_name"], lists["ofm_file"]))
+    outputs = lists["ofm_name"]
+    return Desc(
+        folder / desc["tosa_file"],
+        feeds,
+        dict(zip(outputs, lists["ofm_file"])),
+        dict(zip(outputs, lists["expected_result_file"])),
+    )
 
 
 def _load_npy(path: Path) -> np.ndarray:
@@ -143,22 +180,79 @@ def _load_npy(path: Path) -> np.ndarray:
         raise TosaError(f"not a readable .npy array ({err})", file=str(path)) from None
 
 
+FILE_NAMES = (
+    "a tensor's file is its name with each character outside A-Z a-z 0-9 . _ - (and a leading '.') written as %%XX, "
+    "its UTF-8 bytes in hex: y/1 -> y%%2F1.npy, y_1 -> y_1.npy, y:1 -> y%%3A1.npy, so two outputs never share a file"
+)
+
+
 def safe_name(name: str) -> str:
-    """A tensor name as a file name: path separators and other characters outside [A-Za-z0-9._-] become "_", and a
-    leading dot too (model files are untrusted: a name must not climb out of the output folder)."""
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", name)
-    return "_" + name[1:] if name.startswith(".") else name or "_"
+    """A tensor name as a file name, one to one (FILE_NAMES): distinct names never share a file, and no name climbs
+    out of the output folder (model files are untrusted). The empty name is "%"."""
+
+    def quote(m: re.Match) -> str:
+        return "".join(f"%{b:02X}" for b in m.group().encode("utf-8", "surrogatepass"))
+
+    quoted = re.sub(r"[^A-Za-z0-9._-]", quote, name)
+    return "%2E" + quoted[1:] if quoted.startswith(".") else quoted or "%"
 
 
 def confined(folder: Path, relative: str) -> Path:
     """`folder / relative`, refused when it would leave the folder (an absolute path, `..`, or a symlink out)."""
     path = Path(relative)
+    if not relative or "\0" in relative or path.name in ("", ".", ".."):
+        raise TosaError(f"output file {relative!r} is not a file name")
     if path.is_absolute() or ".." in path.parts:
         raise TosaError(f"output file {relative!r} would be written outside the output folder {str(folder)!r}")
     target = folder / path
     if target.is_symlink() or not target.resolve().is_relative_to(folder.resolve()):
         raise TosaError(f"output file {relative!r} resolves outside the output folder {str(folder)!r}")
     return target
+
+
+class Writes:
+    """The files one command writes. Each is planned before the command's work: a file that is already there is
+    refused (unless --overwrite), and so are two planned to one path; then, as each is written, one that has become
+    a file this command wrote (a case-insensitive or aliasing file system) is refused too. So a run never writes
+    over a file it did not create, nor one output over another."""
+
+    def __init__(self, overwrite: bool = False):
+        self.overwrite = overwrite
+        self.planned: dict[Path, str] = {}
+        self.written: dict[tuple[int, int], str] = {}  # (st_dev, st_ino) -> what
+
+    def plan(self, path: Path, what: str) -> Path:
+        key = Path(os.path.abspath(path))
+        if key in self.planned:
+            raise TosaError(f"{what} and {self.planned[key]} would both be written to {str(path)!r}")
+        if not self.overwrite and (path.exists() or path.is_symlink()):
+            raise TosaError(f"{str(path)!r} exists: {what} is not written over it (--overwrite replaces files)")
+        self.planned[key] = what
+        return path
+
+    def save(self, path: Path, array: np.ndarray) -> None:
+        """np.save to exactly `path` (np.save(name) would add .npy to a name without it)."""
+        what = self.planned[Path(os.path.abspath(path))]
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            pass
+        else:
+            if (st.st_dev, st.st_ino) in self.written:
+                other = self.written[(st.st_dev, st.st_ino)]
+                raise TosaError(f"{what} and {other} are the same file {str(path)!r} on this file system")
+        with open(path, "wb") as f:
+            np.save(f, array, allow_pickle=False)
+            st = os.fstat(f.fileno())
+        self.written[(st.st_dev, st.st_ino)] = what
+
+
+def _folder(path: Path) -> None:
+    """An output folder, made before the command's work (with its parents)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise TosaError(f"output folder {str(path)!r} is a file") from None
 
 
 def _default_backend() -> str:
@@ -172,9 +266,9 @@ def _default_backend() -> str:
     return backend
 
 
-def _model_and_feeds(args) -> tuple[Path, dict, dict]:
-    """`run` / `profile`'s model and inputs: (model path, feeds, output files by name) from --test-desc desc.json,
-    else the model argument and its -i name=file.npy inputs."""
+def _model_and_feeds(args) -> Desc:
+    """`run` / `profile` / `compare`'s model and inputs: from --test-desc desc.json, else the model argument and its
+    -i name=file.npy inputs (no result or expected files)."""
     if args.test_desc:
         return _feeds_from_desc(Path(args.test_desc))
     if not args.model:
@@ -185,7 +279,23 @@ def _model_and_feeds(args) -> tuple[Path, dict, dict]:
         if not file:
             raise TosaError(f"-i takes name=file.npy, got {item!r}")
         feeds[name] = _load_npy(Path(file))
-    return Path(args.model), feeds, {}
+    return Desc(Path(args.model), feeds, {}, {})
+
+
+def _timeout(args) -> dict[str, Any]:
+    """load()'s timeout_s from --timeout (only when given: each backend has its own default)."""
+    return {} if args.timeout is None else {"timeout_s": args.timeout}
+
+
+def _seconds(text: str) -> float:
+    """--timeout's type: a finite number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not (0 < value < float("inf")):
+        raise argparse.ArgumentTypeError(f"takes a number of seconds above 0, got {text!r}")
+    return value
 
 
 def cmd_run(args) -> int:
@@ -199,13 +309,13 @@ def cmd_run(args) -> int:
             "--compare compares with the ofm_file outputs a desc.json names: give --test-desc desc.json "
             "(--check compares with the reference backend)"
         )
-    model_path, feeds, out_files = _model_and_feeds(args)
+    model_path, feeds, out_files, expected_files = _model_and_feeds(args)
     if args.test_desc:
         expected_dir = Path(args.test_desc).parent
     expected = {}
     if args.compare:  # read before anything is written (an output folder may be the desc's own)
         assert expected_dir is not None
-        for name, f in out_files.items():
+        for name, f in expected_files.items():
             if (expected_dir / f).is_file():
                 expected[name] = _load_npy(expected_dir / f)
     backend = args.backend or _default_backend()
@@ -213,42 +323,47 @@ def cmd_run(args) -> int:
     if placing and backend != "vulkan":
         raise TosaError(f"--host-ops / --partition move operators of the vulkan backend to the host; the {backend} "
                         "backend runs every operator on the host already")  # fmt: skip
+    # Like tosa_reference_model: a desc.json's outputs go next to it (its ofm_files) unless told otherwise; not
+    # with --compare, whose expected results may be those very files (a desc.json without expected_result_file)
+    out_dir = Path(args.output_dir) if args.output_dir else None
+    if out_dir is None and args.test_desc and not args.compare:
+        out_dir = expected_dir
     start = time.perf_counter()
-    model = load(model_path, backend=backend, **placing)
+    model = load(model_path, backend=backend, **placing, **_timeout(args))
+    writes = Writes(args.overwrite)
+    targets = {}  # output name -> its file, planned before the run: a refusal comes before any work
+    if out_dir:
+        for name in model.outputs:
+            targets[name] = writes.plan(confined(out_dir, out_files.get(name) or f"{safe_name(name)}.npy"), name)
+            _folder(targets[name].parent)
     if not isinstance(model, GraphModel):  # a VGF of compute segments only: run as it is
-        return _run_vgf(model_path, model, feeds, args, start)
+        return _run_vgf(model_path, model, feeds, args, start, out_dir, writes, targets)
     if args.dump_intermediates:  # every tensor kept and returned (tosa_vk/capture.py)
+        dump = _plan_dump(model.graph, Path(args.dump_intermediates), writes)
         outputs = model.run(feeds, cast=args.cast, capture="all")
-        _dump(outputs, model.graph, Path(args.dump_intermediates))
+        _dump(outputs, model.graph, Path(args.dump_intermediates), dump, writes)
         outputs = {name: outputs[name] for name in model.outputs}
     else:
         outputs = model.run(feeds, cast=args.cast)
     seconds = time.perf_counter() - start
     graph = model.graph
     checked = load(graph, backend="reference").run(feeds, cast=args.cast) if args.check else {}
-    # Like tosa_reference_model: a desc.json's outputs go next to it unless told otherwise (not with --compare,
-    # which reads the expected results from those very files)
-    out_dir = Path(args.output_dir) if args.output_dir else None
-    if out_dir is None and args.test_desc and not args.compare:
-        out_dir = expected_dir
-    if out_dir:
-        out_dir.mkdir(parents=True, exist_ok=True)
     dtypes = {t.name: t.dtype for t in graph.outputs}
     failed = False
     for name, value in outputs.items():
         line = f"{name}: {list(value.shape)} {dtypes[name].name}"
-        if out_dir:
-            target = confined(out_dir, out_files.get(name) or f"{safe_name(name)}.npy")
-            np.save(target, to_npy(value, dtypes[name]))
+        if name in targets:
+            target = targets[name]
+            writes.save(target, to_npy(value, dtypes[name]))
             line += f" -> {target}"
         verdicts = []
         if args.compare:
             if name in expected:
                 want = from_npy(expected[name], dtypes[name])
                 ok, _, _, how = judge(value, want, dtypes[name], args.tolerance)
-                verdicts.append((ok, f"vs {out_files[name]}: {how}"))
+                verdicts.append((ok, f"vs {expected_files[name]}: {how}"))
             else:
-                verdicts.append((False, f"no expected result {out_files.get(name) or '(not in desc.json)'}"))
+                verdicts.append((False, f"no expected result {expected_files.get(name) or '(not in desc.json)'}"))
         if name in checked:
             ok, _, _, how = judge(value, checked[name], dtypes[name], args.tolerance)
             verdicts.append((ok, f"vs reference backend: {how}"))
@@ -269,20 +384,30 @@ def cmd_run(args) -> int:
     return 1 if failed else 0
 
 
-def _dump(tensors: dict[str, np.ndarray], graph, folder: Path) -> None:
+def _plan_dump(graph, folder: Path, writes: Writes) -> dict[str, Path]:
+    """--dump-intermediates' files, planned before the run: tensor name -> NNNN_<name>.npy, and index.json."""
+    from .capture import capturable
+
+    _folder(folder)
+    files = {name: confined(folder, f"{i:04d}_{safe_name(name)}.npy") for i, name in enumerate(capturable(graph))}
+    for name, path in files.items():
+        writes.plan(path, f"intermediate tensor {name!r}")
+    writes.plan(confined(folder, "index.json"), "the intermediate tensors' index")
+    return files
+
+
+def _dump(tensors: dict[str, np.ndarray], graph, folder: Path, files: dict[str, Path], writes: Writes) -> None:
     """--dump-intermediates: one .npy per tensor (the .npy dtype tosa_reference_model writes for its type) and
     index.json: the tensors in execution order with their file, producer, shape and dtype."""
-    from .capture import capturable, producers
+    from .capture import producers
     from .ir.dtype import to_npy
 
-    folder.mkdir(parents=True, exist_ok=True)
     main = graph.main
     producer = producers(graph)
     index: list[dict] = []
-    for name in capturable(graph):
+    for name, target in files.items():
         t = main.tensors[name]
-        target = confined(folder, f"{len(index):04d}_{safe_name(name)}.npy")
-        np.save(target, to_npy(tensors[name], t.dtype))
+        writes.save(target, to_npy(tensors[name], t.dtype))
         index.append(
             {"tensor": name, "file": target.name, "producer": producer.get(name, "input"),
              "shape": list(t.shape), "dtype": t.dtype.name}
@@ -296,11 +421,11 @@ def cmd_compare(args) -> int:
     from .compare import compare, first_failure, report
     from .session import GraphModel, load
 
-    model_path, feeds, _ = _model_and_feeds(args)
-    vulkan = load(model_path, backend="vulkan", **_host_options(args))
+    model_path, feeds, _, _ = _model_and_feeds(args)
+    vulkan = load(model_path, backend="vulkan", **_host_options(args), **_timeout(args))
     if not isinstance(vulkan, GraphModel):
         raise TosaError("compare needs a TOSA graph: this .vgf has COMPUTE segments only", file=str(model_path))
-    with vulkan, load(vulkan.graph, backend="reference") as reference:
+    with vulkan, load(vulkan.graph, backend="reference", **_timeout(args)) as reference:
         rows = compare(vulkan, reference, feeds, tolerance=args.tolerance, cast=args.cast)
     for line in report(rows, width=shutil.get_terminal_size((120, 24)).columns):
         print(line)
@@ -361,20 +486,19 @@ def cmd_placement(args) -> int:
     return 0
 
 
-def _run_vgf(path: Path, model, feeds: dict, args, start: float) -> int:
-    """`tosa-vk run model.vgf` of COMPUTE segments only: run as they are on our Vulkan runtime (tosa_vk/vgf_run.py)."""
+def _run_vgf(
+    path: Path, model, feeds: dict, args, start: float, out_dir: Path | None, writes: Writes, targets: dict
+) -> int:
+    """`tosa-vk run model.vgf` of COMPUTE segments only: run as they are on our Vulkan runtime (tosa_vk/vgf_run.py).
+    `targets`: each output's planned file (cmd_run)."""
     with model:
         outputs = model.run(feeds, cast=args.cast)
     seconds = time.perf_counter() - start
-    out_dir = Path(args.output_dir) if args.output_dir else None
-    if out_dir:
-        out_dir.mkdir(parents=True, exist_ok=True)
     for name, value in outputs.items():
         line = f"{name}: {list(value.shape)} {value.dtype}"
-        if out_dir:
-            target = confined(out_dir, f"{safe_name(name)}.npy")
-            np.save(target, value)
-            line += f" -> {target}"
+        if name in targets:
+            writes.save(targets[name], value)
+            line += f" -> {targets[name]}"
         print(line)
     print(f"{path}: ran on vulkan in {seconds * 1000:.1f} ms (load + first run)")
     return 0
@@ -386,10 +510,12 @@ def cmd_profile(args) -> int:
 
     if args.runs < 1:
         raise TosaError(f"--runs takes 1 or more, got {args.runs}")
-    model_path, feeds, _ = _model_and_feeds(args)
+    model_path, feeds, _, _ = _model_and_feeds(args)
     backend = args.backend or _default_backend()
     options = {"timestamps": True} if backend == "vulkan" else {}
-    with load(model_path, backend=backend, **options) as model:
+    if args.trace:  # before the runs: a refusal comes before any work
+        Writes(args.overwrite).plan(Path(args.trace), "the trace")
+    with load(model_path, backend=backend, **options, **_timeout(args)) as model:
         runs = profile.measure(model, feeds, args.runs)
         info = getattr(getattr(model, "device", None), "info", None)
     on = f"{backend} ({info.name})" if info is not None else backend
@@ -406,6 +532,7 @@ def cmd_profile(args) -> int:
 
 def cmd_export(args) -> int:
     out = Path(args.output or Path(args.model).with_suffix(".vgf"))
+    Writes(args.overwrite).plan(out, "the VGF")
     if args.segments == "graph":
         from .ir import load_graph
         from .vgf_graph import export
@@ -429,18 +556,26 @@ def cmd_vgf2tosa(args) -> int:
     from .vgf_graph import to_graph
 
     out = Path(args.output or Path(args.model).with_suffix(".tosa"))
-    graph = to_graph(load_vgf(args.model), file=args.model)
+    Writes(args.overwrite).plan(out, "the TOSA graph")  # e.g. the .tosa this .vgf was exported from
+    graph = to_graph(_read_vgf(args.model), file=args.model)
     save_graph(graph, out)
     counts = graph.op_counts()
     print(f"{out}: {sum(counts.values())} operators ({', '.join(f'{k} {v}' for k, v in counts.items())})")
     return 0
 
 
+def _read_vgf(path: str) -> VGF:
+    """A .vgf file; its defects are TosaFormatErrors (tosa_vk's boundary with the vgf package, as in load())."""
+    try:
+        return read_vgf(path)
+    except VGFError as err:
+        raise TosaFormatError(err.rule, file=err.file) from None
+
+
 def cmd_inspect(args) -> int:
-    from vgf import read_vgf
     from vgf.inspect import describe, summary
 
-    vgf = read_vgf(args.model)
+    vgf = _read_vgf(args.model)
     if args.json:
         print(json.dumps(summary(vgf), indent=1))
     else:
@@ -622,10 +757,25 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 def _model_arguments(p: argparse.ArgumentParser, model: str, desc: str) -> None:
-    """The model and its inputs, for `run`, `profile` and `compare` (read by _model_and_feeds)."""
+    """The model and its inputs, for `run`, `profile` and `compare` (read by _model_and_feeds), and --timeout."""
     p.add_argument("model", nargs="?", help=f"{model} (with -i name=file.npy inputs)")
     p.add_argument("--test-desc", "--test_desc", dest="test_desc", help=f"a conformance-style desc.json naming {desc}")
     p.add_argument("-i", "--input", action="append", help="graph input as name=file.npy (repeat for each input)")
+    p.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="the longest one run may take (tosa_vk.load's timeout_s); a run past it is an error (default: the "
+        "backend's, 300 s on Vulkan)",
+    )
+
+
+def _overwrite_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write over files that are already there (without it, a command refuses before any work)",
+    )
 
 
 def _host_arguments(p: argparse.ArgumentParser) -> None:
@@ -653,11 +803,15 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tosa-vk", description="Run TOSA 1.0 graphs on Vulkan.", formatter_class=_HelpFormatter
     )
     ap.add_argument("--version", action="version", version=f"tosa-vk {__version__}")
-    ap.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
+    debug = "show the traceback of an error (an internal error, exit code 3, is a bug to report)"
+    ap.add_argument("--debug", action="store_true", help=debug)
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, summary: str, **options) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=summary, description=summary, formatter_class=_HelpFormatter, **options)
+        p = sub.add_parser(name, help=summary, description=summary, formatter_class=_HelpFormatter, **options)
+        # also after the command; SUPPRESS: not given here keeps what was given before it
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=debug)
+        return p
 
     p = command("info", "inputs, outputs, op counts, dtypes and profiles of a .tosa file")
     p.add_argument("model", help="a .tosa file")
@@ -671,15 +825,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--output_dir",
         dest="output_dir",
         help="write each output here as desc.json's ofm_file, else <name>.npy (default: the folder of desc.json, "
-        "as tosa_reference_model does, except with --compare; without a desc.json: not written)",
+        "as tosa_reference_model does, except with --compare; without a desc.json: not written); " + FILE_NAMES,
     )
+    _overwrite_argument(p)
     p.add_argument(
         "--backend",
         choices=("vulkan", "reference"),
         help="default: vulkan when a Vulkan device exists (tosa-vk devices), else reference",
     )
     p.add_argument(
-        "--compare", action="store_true", help="compare with the ofm_files next to desc.json (needs --test-desc)"
+        "--compare",
+        action="store_true",
+        help="compare with the expected results next to desc.json: its expected_result_file, else its ofm_file "
+        "(needs --test-desc; read before anything is written)",
     )
     p.add_argument("--check", action="store_true", help="also run the reference backend and compare with it")
     p.add_argument(
@@ -696,7 +854,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--dump-intermediates",
         metavar="DIR",
-        help="also write every intermediate tensor to DIR as NNNN_<name>.npy in execution order, with index.json",
+        help="also write every intermediate tensor to DIR as NNNN_<name>.npy in execution order, with index.json "
+        "(names as for outputs)",
     )
     _host_arguments(p)
     p.set_defaults(func=cmd_run)
@@ -730,6 +889,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="order: kernels in execution order; time: slowest first",
     )
     p.add_argument("--trace", help="also write a Chrome / Perfetto trace (JSON) of every timed run here")
+    _overwrite_argument(p)
     p.set_defaults(func=cmd_profile)
     p = command("conformance", "run Arm's conformance tests on a backend, judged by tosa_verify")
     p.add_argument("--backend", choices=("reference", "vulkan"), default="reference", help="the backend to test")
@@ -756,6 +916,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("export", "write a .tosa graph as a VGF container for Arm's ML SDK")
     p.add_argument("model", help="a .tosa file")
     p.add_argument("-o", "--output", help="the .vgf to write (default: the model's name with .vgf)")
+    _overwrite_argument(p)
     p.add_argument(
         "--segments",
         choices=("graph", "compute"),
@@ -768,6 +929,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("vgf2tosa", "the TOSA graph a .vgf holds (GRAPH segments decoded), as a .tosa file")
     p.add_argument("model", help="a .vgf file")
     p.add_argument("-o", "--output", help="the .tosa to write (default: the model's name with .tosa)")
+    _overwrite_argument(p)
     p.set_defaults(func=cmd_vgf2tosa)
     p = command("inspect", "print a .vgf container: modules, segments, resources, constants")
     p.add_argument("model", help="a .vgf file")
@@ -847,22 +1009,27 @@ def _watch_interrupts() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Runs one command: its exit code, or EXIT_ERROR with one line on stderr for what the user can act on (a
+    TosaError: every error tosa_vk raises on purpose; an OSError: a file, the disk, the machine; MemoryError: a
+    model too big for this machine), or EXIT_INTERNAL for anything else, which is a bug in tosa_vk. --debug adds
+    the traceback."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (TosaError, VGFError) as err:
-        print(f"tosa-vk: error: {err}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         _interrupted()
-    except Exception as err:  # anything else: one line, not a traceback (--debug shows it)
+    except (TosaError, OSError, MemoryError) as err:
         if args.debug:
-            raise
-        from .vulkan import VulkanError
-
-        kind = "" if isinstance(err, (VulkanError, OSError)) else f"{type(err).__name__}: "
-        print(f"tosa-vk: error: {kind}{err} (--debug shows the traceback)", file=sys.stderr)
-        return 2
+            traceback.print_exc()
+        text = str(err) if not isinstance(err, MemoryError) else f"out of memory ({err or 'MemoryError'})"
+        print(f"tosa-vk: error: {text}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as err:  # not an error tosa_vk meant: a bug to report, not a message
+        if args.debug:
+            traceback.print_exc()
+        hint = "" if args.debug else " (--debug shows the traceback)"
+        print(f"tosa-vk: internal error, please report: {type(err).__name__}: {err}{hint}", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 def entry() -> int:

@@ -1,4 +1,23 @@
-"""Errors a user can act on: each names the file, the operator and the rule that failed."""
+"""Errors a user can act on: each names the file, the operator and the rule that failed.
+
+Every exception tosa_vk raises on purpose is a TosaError, so `except tosa_vk.TosaError` catches anything tosa_vk
+refused; the subclasses say which kind (all exported from tosa_vk). Classes that code caught by a builtin base
+before keep that base too (VulkanError is still a RuntimeError, SerialError a ValueError):
+
+    TosaError
+    ├── TosaFormatError         a file is not a readable .tosa / .vgf / tosa_vk data file
+    │   └── SerialError         bytes that are not tosa_vk's serialized data (a Program, a cache entry)
+    ├── TosaValidationError     the graph breaks a rule of the spec (ERROR_IF, REQUIRE, level)
+    ├── TosaUnsupportedError    a valid graph this build cannot run or export as asked
+    ├── VulkanError             no usable Vulkan loader / driver / device, or the device failed
+    ├── ShaderError             glslc rejected a shader, or a SPIR-V module is unusable
+    │   └── ReflectError        a SPIR-V module reflection trips over
+    ├── TosaTimeoutError        a run did not finish within timeout_s (also a TimeoutError)
+    │   └── DeviceTimeout       ... on the device (also a VulkanError)
+    └── TosaCacheError          the program / SPIR-V cache cannot be used as configured
+
+The bottom layer: imports nothing from the package.
+"""
 
 from __future__ import annotations
 
@@ -75,5 +94,39 @@ class TosaFormatError(TosaError):
     """A file is not a readable TOSA 1.0 flatbuffer (truncated, wrong identifier, wrong version, corrupt)."""
 
 
+class SerialError(TosaFormatError, ValueError):
+    """Bytes that are not data written by serial.dumps() with the same type table."""
+
+
+class TosaValidationError(TosaError):
+    """The graph breaks a rule of the TOSA specification: an ERROR_IF, a REQUIRE or a level check."""
+
+
+class TosaUnsupportedError(TosaError):
+    """A valid graph that tosa_vk cannot run or export as asked (no kernel for an operator, a strict placement,
+    a VGF that cannot hold it)."""
+
+
+class VulkanError(TosaError, RuntimeError):
+    """No usable Vulkan loader, driver or device, or the device failed, said in words a user can act on."""
+
+
+class ShaderError(TosaError, RuntimeError):
+    """glslc rejected a shader (the message names the shader variant and quotes glslc), or a SPIR-V module is
+    unusable."""
+
+
+class ReflectError(ShaderError, ValueError):
+    """The SPIR-V module is malformed in a way reflection trips over (spirv-val reports the details)."""
+
+
 class TosaTimeoutError(TosaError, TimeoutError):
-    """A run passed its timeout_s."""
+    """A run did not finish within its timeout_s (tosa_vk.load(..., timeout_s=)); the model cannot run again."""
+
+
+class DeviceTimeout(VulkanError, TosaTimeoutError):
+    """A submitted command buffer did not finish by its deadline (it may still be running)."""
+
+
+class TosaCacheError(TosaError):
+    """The program cache or the SPIR-V cache cannot be used as configured ($TOSA_VK_CACHE, its size budget)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import TosaError
+from .errors import TosaUnsupportedError
 from .ir.dtype import DType
 from .ir.flatbuffer import ENUM_FIELDS
 from .ir.graph import BLOCK_SCALED_INPUTS, Operator
@@ -27,7 +27,7 @@ def run(step: Host, views: list[np.ndarray]) -> list[np.ndarray]:
 
     fn = _registry().get(step.operator)
     if fn is None:
-        raise TosaError(f"no host kernel for {step.operator}")
+        raise TosaUnsupportedError(f"no host kernel for {step.operator}")
     values = iter(views)
     inputs = [next(values) if name else np.asarray(const) for name, const in zip(step.inputs, step.constants)]
     names = [name or f"const{i}" for i, name in enumerate(step.inputs)]

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from . import host_kernels
-from .errors import TosaError
+from .errors import TosaError, TosaUnsupportedError
 from .host_rules import Rule, collect, unmatched
 from .ir.dtype import DType
 from .ir.graph import Block, Graph, Operator
@@ -74,7 +74,7 @@ def partition(
                 )
                 what = "placed on the host" if matching else "no Vulkan kernel for this operator"
                 why = "strict placement" if strict else "no host kernel" + ("" if matching else " either")
-                raise TosaError(
+                raise TosaUnsupportedError(
                     f"{what} (types {types}): {placed.reason}; {why}",
                     op=op.op,
                     index=index,

@@ -17,12 +17,10 @@ import struct
 import ml_dtypes  # noqa: F401 - registers bfloat16 / float8 / int4 dtype names with numpy
 import numpy as np
 
+from .errors import SerialError
+
 MAGIC = b"TOSAVK-DATA\x00\x00\x00\x00\x01"
 _HEAD = struct.Struct("<Q")
-
-
-class SerialError(ValueError):
-    """Bytes that are not data written by dumps() with the same type table."""
 
 
 def dumps(obj, types: dict[str, type]) -> bytes:

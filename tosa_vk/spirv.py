@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 from vgf import vk_enums
 
+from .errors import ReflectError
+
 # opcodes (SPIR-V spec 3.52; OpTypeTensorARM from SPV_ARM_tensors)
 OP_ENTRY_POINT, OP_EXECUTION_MODE, OP_DECORATE, OP_MEMBER_DECORATE, OP_VARIABLE = 15, 16, 71, 72, 59
 OP_TYPE_BOOL, OP_TYPE_INT, OP_TYPE_FLOAT, OP_TYPE_VECTOR, OP_TYPE_MATRIX = 20, 21, 22, 23, 24
@@ -34,10 +36,6 @@ OTHER_DESCRIPTORS = {
     "sampled image": "VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE",
     "texel buffer": "VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER",
 }
-
-
-class ReflectError(ValueError):
-    """The module is malformed in a way reflection trips over (spirv-val reports the details)."""
 
 
 @dataclass

@@ -81,7 +81,7 @@ from vgf.vk_enums import (
     short,
 )
 
-from .errors import TosaError
+from .errors import TosaError, TosaUnsupportedError
 from .ir.dtype import DType
 from .lower import grid_1d
 from .lower.data_layout import UNIT_TYPES, copy_push
@@ -160,7 +160,7 @@ class _Exporter:
             if not isinstance(step, Kernel):
                 kind = type(step).__name__
                 where = "runs on the host" if kind == "Host" else f"is a {kind} step"
-                raise TosaError(
+                raise TosaUnsupportedError(
                     f"{where}; VGF export needs every operator as a Vulkan compute kernel "
                     f"(load the graph with strict=True to see which operators lack one)",
                     op=step.op,
@@ -621,10 +621,10 @@ def _bake(variant: Variant, kernel: Kernel) -> Variant:
         try:
             const = baked(kernel.push_layout, kernel.push_constants)
         except ValueError as err:
-            raise TosaError(f"cannot bake push constants for VGF: {err}", op=kernel.op) from None
+            raise TosaUnsupportedError(f"cannot bake push constants for VGF: {err}", op=kernel.op) from None
         return Variant(variant.shader, (*variant.defines, ("PUSH_BAKED", const)), op=kernel.op, specs=variant.specs)
     try:
         text = bake_push_constants(_preprocess(variant), kernel.push_constants, f"{kernel.op} ({variant.shader})")
     except ValueError as err:
-        raise TosaError(f"cannot bake push constants for VGF: {err}", op=kernel.op) from None
+        raise TosaUnsupportedError(f"cannot bake push constants for VGF: {err}", op=kernel.op) from None
     return Variant(variant.shader, (), text=text, op=kernel.op)

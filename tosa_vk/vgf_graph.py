@@ -34,7 +34,7 @@ from vgf.vk_enums import DESCRIPTOR_NAMES, DESCRIPTOR_TYPES, FORMAT_NAMES, FORMA
 
 from . import custom_payload
 from .custom import attrs_bytes
-from .errors import TosaError
+from .errors import TosaError, TosaUnsupportedError
 from .ir.dtype import DType
 from .ir.graph import Block, Graph, Operator, Region, Tensor
 from .ir.validate import validate
@@ -55,7 +55,7 @@ _BUFFER_TYPES = {STORAGE_BUFFER: "Buffer", TENSOR_ARM: "Tensor"}
 
 
 def _compute_only(rule: str, **site) -> TosaError:
-    return TosaError(f"{rule}; export with --segments compute (tosa_vk's own kernels) instead", **site)
+    return TosaUnsupportedError(f"{rule}; export with --segments compute (tosa_vk's own kernels) instead", **site)
 
 
 # ---- export ------------------------------------------------------------------------------------------------------

@@ -19,9 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import TosaError
+from ..errors import ShaderError, TosaError, TosaTimeoutError, VulkanError
 from ..ir.dtype import DType
 from .generate import tools_root
+
+# TosaErrors that say the machinery failed, not that the graph was refused: a crash to report, never a verdict
+NOT_A_VERDICT = (VulkanError, ShaderError, TosaTimeoutError)
 
 
 @dataclass
@@ -124,6 +127,8 @@ def run_test(test: Path, backend: str = "reference", strict: bool = False) -> Ou
         try:
             with _load(test / desc["tosa_file"], backend, strict) as model:
                 model.run(load_inputs(test, desc, model.graph))
+        except NOT_A_VERDICT:
+            raise
         except TosaError as err:
             return outcome("pass", str(err))
         return outcome("fail", "accepted a graph the spec rejects (expected an ERROR_IF)")
@@ -135,6 +140,8 @@ def run_test(test: Path, backend: str = "reference", strict: bool = False) -> Ou
     try:
         with _load(test / desc["tosa_file"], backend, strict) as model:
             outputs = model.run(load_inputs(test, desc, model.graph))
+    except NOT_A_VERDICT:
+        raise
     except TosaError as err:
         return outcome("fail", f"raised {err}")
     tensors = model.graph.main.tensors

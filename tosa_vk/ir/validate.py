@@ -23,7 +23,7 @@ from typing import Any, NoReturn, Unpack
 
 import numpy as np
 
-from ..errors import Site, TosaError
+from ..errors import Site, TosaError, TosaValidationError
 from . import ops as _ops
 from .dtype import DType
 from .graph import (
@@ -85,8 +85,16 @@ _ZERO_POINTS = {
 
 
 def validate(graph: Graph, file: str | None = None, level: str = "8K") -> None:
-    """Raise the first TosaError that makes `graph` invalid per the TOSA spec of its version (at `level`)."""
-    _Validator(graph, file, LEVELS[level]).run()
+    """Raise the first TosaError that makes `graph` invalid per the TOSA spec of its version (at `level`): a
+    TosaValidationError (the checks below raise TosaError; one place says which kind it is)."""
+    try:
+        _Validator(graph, file, LEVELS[level]).run()
+    except TosaError as err:
+        if isinstance(err, TosaValidationError):
+            raise
+        raise TosaValidationError(
+            err.rule, op=err.op, index=err.index, output=err.output, file=err.file, region=err.region
+        ) from None
 
 
 class _Validator:

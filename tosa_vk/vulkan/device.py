@@ -16,6 +16,7 @@ from typing import Any
 
 import vulkan as vk
 
+from ..errors import VulkanError
 from ..shader_abi import TEXEL_SAMPLERS
 from ..target import Target, for_driver
 
@@ -30,10 +31,6 @@ _TYPE_NAMES = {
     vk.VK_PHYSICAL_DEVICE_TYPE_CPU: "cpu",
 }
 _TYPE_ORDER = ["discrete", "integrated", "virtual", "other", "cpu"]
-
-
-class VulkanError(RuntimeError):
-    """No usable Vulkan loader, driver or device, said in words a user can act on."""
 
 
 @dataclass

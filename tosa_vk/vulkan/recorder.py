@@ -22,9 +22,10 @@ import vulkan as vk
 
 from vgf.vk_enums import FORMATS
 
+from ..errors import DeviceTimeout
 from ..program import Image
 from ..target import Target
-from .device import Device, VulkanError
+from .device import Device
 from .images import ImageResource
 from .memory import Arena
 from .pipelines import Pipeline
@@ -503,10 +504,6 @@ WAIT_SLICE_NS = 100_000_000  # one fence wait: 100 ms
 # the work did, and then paid the wake-up).
 POLL_MAX_S = 0.002
 TAIL_S = 0.001
-
-
-class DeviceTimeout(VulkanError):
-    """A submitted command buffer did not finish by its deadline (it may still be running)."""
 
 
 class Queue:

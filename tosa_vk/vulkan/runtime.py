@@ -336,7 +336,7 @@ class Runtime:
                 except DeviceTimeout as err:
                     if self.stopped:
                         raise TosaError(self.stopped) from None
-                    raise VulkanError(overrun_text(self.timeout_s, str(err))) from None
+                    raise DeviceTimeout(overrun_text(self.timeout_s, str(err))) from None
                 self.ran.append(item)
             elif isinstance(item, list):
                 for check in item:

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from .. import custom
 from .. import spirv as spirv_reader
+from ..errors import ShaderError
 from ..glsl_preprocessor import refusal
 from ..paths import SHADER_ROOT, cache_root
 from ..program import Kernel, walk
@@ -48,10 +49,6 @@ TARGET_ENV = "vulkan1.2"
 # convolution or matrix-product variant for no measured gain (mobilenetv2 in a new process, every cache empty: glslc
 # 3.75 -> 0.51 s; pipeline creation, first dispatches (LLVM) and steady runs unchanged); part of the cache key
 GLSLC_FLAGS = (f"--target-env={TARGET_ENV}", "-O0")
-
-
-class ShaderError(RuntimeError):
-    """glslc rejected a shader: the message names the shader variant and quotes glslc."""
 
 
 @dataclass(frozen=True)
