@@ -236,9 +236,10 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
         slots = tuple((st, b) for st, b, _ in where)
         if slots == tuple((0, b) for b in range(len(slots))):
             slots = ()
-        reads = tuple(names[b.mrt_index] for b in s.inputs) if s.inputs or s.outputs else bound
-        writes = tuple(names[b.mrt_index] for b in s.outputs) if s.inputs or s.outputs else bound
-        declared = bool(s.inputs or s.outputs)  # else it may write whatever it binds
+        declared = bool(s.inputs or s.outputs)  # else it may write whatever it binds but INPUT / CONSTANT entries
+        reads = tuple(names[b.mrt_index] for b in s.inputs) if declared else bound
+        writable = [m for _, _, m in where if vgf.resources[m].category not in ("INPUT", "CONSTANT")]
+        writes = tuple(names[m] for m in ([b.mrt_index for b in s.outputs] if declared else writable))
         for m in [b.mrt_index for b in s.outputs] if declared else [m for _, _, m in where]:
             if m in filled or (vgf.resources[m].alias_group in held):
                 raise fail(
