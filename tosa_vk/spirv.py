@@ -28,16 +28,44 @@ BUILT_IN, WORKGROUP_SIZE, SPEC_ID = 11, 25, 1
 GL_COMPUTE, LOCAL_SIZE, LOCAL_SIZE_ID = 5, 17, 38
 DIM_BUFFER = 5
 NON_WRITABLE, NON_READABLE = 24, 25
-# what an instruction does to the memory its pointer / image / tensor operand reaches (SPIR-V spec 3.52; atomics
-# read and write, OpAtomicLoad only reads): opcode -> (name, operand index of the pointer, writes)
 OP_FUNCTION, OP_FUNCTION_PARAMETER, OP_FUNCTION_CALL, OP_LOAD = 54, 55, 57, 61
+# what an instruction does to the memory its pointer / image / tensor operand reaches (SPIR-V spec 3.52):
+# opcode -> (name, index of that operand, writes); atomics other than OpAtomicLoad read and write
+_IMAGE_READS = (
+    "SampleImplicitLod",
+    "SampleExplicitLod",
+    "SampleDrefImplicitLod",
+    "SampleDrefExplicitLod",
+    "SampleProjImplicitLod",
+    "SampleProjExplicitLod",
+    "SampleProjDrefImplicitLod",
+    "SampleProjDrefExplicitLod",
+    "Fetch",
+    "Gather",
+    "DrefGather",
+    "Read",
+)  # opcodes 87..98
+_ATOMICS = (
+    "Exchange",
+    "CompareExchange",
+    "CompareExchangeWeak",
+    "IIncrement",
+    "IDecrement",
+    "IAdd",
+    "ISub",
+    "SMin",
+    "UMin",
+    "SMax",
+    "UMax",
+    "And",
+    "Or",
+    "Xor",
+)  # opcodes 229..242
 ACCESSES = {
     61: ("OpLoad", 2, False),
     62: ("OpStore", 0, True),
     63: ("OpCopyMemory", 0, True),
     64: ("OpCopyMemorySized", 0, True),
-    95: ("OpImageFetch", 2, False),
-    98: ("OpImageRead", 2, False),
     99: ("OpImageWrite", 0, True),
     227: ("OpAtomicLoad", 2, False),
     228: ("OpAtomicStore", 0, True),
@@ -48,13 +76,9 @@ ACCESSES = {
     5614: ("OpAtomicFMinEXT", 2, True),
     5615: ("OpAtomicFMaxEXT", 2, True),
     6035: ("OpAtomicFAddEXT", 2, True),
-} | {op: (f"OpImage{kind}", 2, False) for op, kind in enumerate(
-    ("SampleImplicitLod", "SampleExplicitLod", "SampleDrefImplicitLod", "SampleDrefExplicitLod",
-     "SampleProjImplicitLod", "SampleProjExplicitLod", "SampleProjDrefImplicitLod", "SampleProjDrefExplicitLod"),
-    87)} | {96: ("OpImageGather", 2, False), 97: ("OpImageDrefGather", 2, False)} | {
-    op: (f"OpAtomic{kind}", 2, True) for op, kind in enumerate(
-        ("Exchange", "CompareExchange", "CompareExchangeWeak", "IIncrement", "IDecrement", "IAdd", "ISub", "SMin",
-         "UMin", "SMax", "UMax", "And", "Or", "Xor"), 229)}  # fmt: skip
+    **{87 + i: (f"OpImage{name}", 2, False) for i, name in enumerate(_IMAGE_READS)},
+    **{229 + i: (f"OpAtomic{name}", 2, True) for i, name in enumerate(_ATOMICS)},
+}
 # instructions whose result reaches what an operand reaches: (opcode, first operand index, last + 1 or None for all)
 # — access chains and copies of a pointer, and an image / sampled image / tensor handle loaded and passed on
 DERIVES = {
@@ -202,6 +226,7 @@ def reflect(spirv: bytes) -> Interface:
             return max(ends, default=0)
         raise ReflectError(f"type %{type_id} (opcode {opcode}) cannot be in a push-constant block")
 
+    handles = {t for t, (o, _) in types.items() if o in (OP_TYPE_IMAGE, OP_TYPE_SAMPLED_IMAGE, OP_TYPE_TENSOR_ARM)}
     for type_id, var, storage in variables:
         if storage == PUSH_CONSTANT:
             out.push_size = max(out.push_size, size(pointee(type_id)))
@@ -232,11 +257,10 @@ def reflect(spirv: bytes) -> Interface:
         else:
             continue  # not a descriptor (e.g. a UniformConstant of another kind)
         out.bindings[slot] = kind
+        count = len(ops) - 1 if opcode == OP_TYPE_STRUCT else 0  # a buffer block's members
         for decoration, marked in ((NON_WRITABLE, out.non_writable), (NON_READABLE, out.non_readable)):
-            block = ops[1:] if opcode == OP_TYPE_STRUCT else ()
-            if decoration in deco or (block and all(decoration in members.get((held, i), {}) for i in range(len(block)))):
+            if decoration in deco or (count and all(decoration in members.get((held, i), {}) for i in range(count))):
                 marked.add(slot)
-        handles = {t for t, (o, _) in types.items() if o in (OP_TYPE_IMAGE, OP_TYPE_SAMPLED_IMAGE, OP_TYPE_TENSOR_ARM)}
         for name, writes in uses.accesses(var, handles):
             if writes:
                 out.writes.setdefault(slot, name)
