@@ -38,6 +38,7 @@ from .ir.graph import Block, Operator, Tensor
 from .program import Buffer, Image, Kernel, Program, Step
 from .reference.executor import coerce_array
 from .spirv_graph import decode_module, encode
+from .vgf_graph import io_alias_problem
 from .vulkan import Device
 from .vulkan.memory import align
 from .vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
@@ -328,7 +329,8 @@ def _constant_graphs(vgf: VGF, fail) -> dict[int, bytes]:
 
 def _alias_groups(vgf: VGF, fail) -> dict[int, int]:
     """Bytes each alias group spans (its largest member: every member's range must lie in the group's memory).
-    A constant shares memory with no other category (writes to the others would change it between runs)."""
+    A constant shares memory with no other category (writes to the others would change it between runs), a model
+    input or output only with other views of itself (vgf_graph.io_alias_problem)."""
     sizes: dict[int, int] = {}
     categories: dict[int, set[str]] = {}
     for i, r in enumerate(vgf.resources):
@@ -339,6 +341,9 @@ def _alias_groups(vgf: VGF, fail) -> dict[int, int]:
     for group, kinds in categories.items():
         if "CONSTANT" in kinds and len(kinds) > 1:
             raise fail(f"alias group {group} mixes a CONSTANT with {', '.join(sorted(kinds - {'CONSTANT'}))} entries")
+    problem = io_alias_problem(vgf)
+    if problem is not None:
+        raise fail(problem)
     return sizes
 
 
