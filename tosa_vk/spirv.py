@@ -29,6 +29,75 @@ BLOCK, BUFFER_BLOCK, ARRAY_STRIDE, MATRIX_STRIDE, BINDING, DESCRIPTOR_SET, OFFSE
 BUILT_IN, WORKGROUP_SIZE, SPEC_ID = 11, 25, 1
 GL_COMPUTE, LOCAL_SIZE, LOCAL_SIZE_ID = 5, 17, 38
 DIM_BUFFER = 5
+NON_WRITABLE, NON_READABLE = 24, 25
+OP_FUNCTION, OP_FUNCTION_PARAMETER, OP_FUNCTION_CALL, OP_LOAD = 54, 55, 57, 61
+# what an instruction does to the memory its pointer / image / tensor operand reaches (SPIR-V spec 3.52):
+# opcode -> (name, index of that operand, writes); atomics other than OpAtomicLoad read and write
+_IMAGE_READS = (
+    "SampleImplicitLod",
+    "SampleExplicitLod",
+    "SampleDrefImplicitLod",
+    "SampleDrefExplicitLod",
+    "SampleProjImplicitLod",
+    "SampleProjExplicitLod",
+    "SampleProjDrefImplicitLod",
+    "SampleProjDrefExplicitLod",
+    "Fetch",
+    "Gather",
+    "DrefGather",
+    "Read",
+)  # opcodes 87..98
+_ATOMICS = (
+    "Exchange",
+    "CompareExchange",
+    "CompareExchangeWeak",
+    "IIncrement",
+    "IDecrement",
+    "IAdd",
+    "ISub",
+    "SMin",
+    "UMin",
+    "SMax",
+    "UMax",
+    "And",
+    "Or",
+    "Xor",
+)  # opcodes 229..242
+ACCESSES = {
+    61: ("OpLoad", 2, False),
+    62: ("OpStore", 0, True),
+    63: ("OpCopyMemory", 0, True),
+    64: ("OpCopyMemorySized", 0, True),
+    99: ("OpImageWrite", 0, True),
+    227: ("OpAtomicLoad", 2, False),
+    228: ("OpAtomicStore", 0, True),
+    318: ("OpAtomicFlagTestAndSet", 2, True),
+    319: ("OpAtomicFlagClear", 0, True),
+    4164: ("OpTensorReadARM", 2, False),
+    4165: ("OpTensorWriteARM", 0, True),
+    5614: ("OpAtomicFMinEXT", 2, True),
+    5615: ("OpAtomicFMaxEXT", 2, True),
+    6035: ("OpAtomicFAddEXT", 2, True),
+    **{87 + i: (f"OpImage{name}", 2, False) for i, name in enumerate(_IMAGE_READS)},
+    **{229 + i: (f"OpAtomic{name}", 2, True) for i, name in enumerate(_ATOMICS)},
+}
+# instructions whose result reaches what an operand reaches: (opcode, first operand index, last + 1 or None for all)
+# — access chains and copies of a pointer, and an image / sampled image / tensor handle loaded and passed on
+DERIVES = {
+    60: (2, 3),  # OpImageTexelPointer: a pointer into the image
+    61: (2, 3),  # OpLoad of an image / tensor handle (or of a pointer, with variable pointers)
+    65: (2, 3),  # OpAccessChain
+    66: (2, 3),  # OpInBoundsAccessChain
+    67: (2, 3),  # OpPtrAccessChain
+    70: (2, 3),  # OpInBoundsPtrAccessChain
+    83: (2, 3),  # OpCopyObject
+    86: (2, 3),  # OpSampledImage
+    100: (2, 3),  # OpImage
+    124: (2, 3),  # OpBitcast
+    169: (3, 5),  # OpSelect
+    245: (2, None),  # OpPhi: (value, parent block) pairs
+    400: (2, 3),  # OpCopyLogical
+}
 
 # descriptor kinds SPIR-V can declare that tosa_vk never binds: named for the error
 OTHER_DESCRIPTORS = {
@@ -44,6 +113,12 @@ class Interface:
     bindings: dict[tuple[int, int], str] = field(default_factory=dict)  # (set, binding) -> VK_DESCRIPTOR_TYPE_*
     push_size: int = 0  # bytes the push-constant block spans (0: none)
     local_size: tuple[int, ...] | None = None  # the WorkgroupSize built-in's value where declared, else LocalSize
+    # how the module uses each (set, binding): the first instruction that writes it, whether any reads it, and its
+    # NonWritable (GLSL readonly) / NonReadable (writeonly) decorations, on the variable or on every block member
+    writes: dict[tuple[int, int], str] = field(default_factory=dict)
+    reads: set[tuple[int, int]] = field(default_factory=set)
+    non_writable: set[tuple[int, int]] = field(default_factory=set)
+    non_readable: set[tuple[int, int]] = field(default_factory=set)
 
 
 def instructions(spirv: bytes | bytearray) -> Iterator[tuple[int, memoryview]]:
@@ -86,8 +161,10 @@ def reflect(spirv: bytes) -> Interface:
     decorations: dict[int, dict[int, int]] = {}
     members: dict[tuple[int, int], dict[int, int]] = {}
     variables: list[tuple[int, int, int]] = []  # (result type, id, storage class)
+    uses = _Uses()
     out = Interface()
     for opcode, ops in instructions(spirv):
+        uses.add(opcode, ops)
         if opcode == OP_ENTRY_POINT and len(ops) > 2 and ops[0] == GL_COMPUTE:
             out.entry_points.append(_name(ops[2:]))
         elif opcode == OP_EXECUTION_MODE and len(ops) >= 5 and ops[1] == LOCAL_SIZE:
@@ -147,6 +224,7 @@ def reflect(spirv: bytes) -> Interface:
             return max(ends, default=0)
         raise ReflectError(f"type %{type_id} (opcode {opcode}) cannot be in a push-constant block")
 
+    handles = {t for t, (o, _) in types.items() if o in (OP_TYPE_IMAGE, OP_TYPE_SAMPLED_IMAGE, OP_TYPE_TENSOR_ARM)}
     for type_id, var, storage in variables:
         if storage == PUSH_CONSTANT:
             out.push_size = max(out.push_size, size(pointee(type_id)))
@@ -177,7 +255,66 @@ def reflect(spirv: bytes) -> Interface:
         else:
             continue  # not a descriptor (e.g. a UniformConstant of another kind)
         out.bindings[slot] = kind
+        count = len(ops) - 1 if opcode == OP_TYPE_STRUCT else 0  # a buffer block's members
+        for decoration, marked in ((NON_WRITABLE, out.non_writable), (NON_READABLE, out.non_readable)):
+            if decoration in deco or (count and all(decoration in members.get((held, i), {}) for i in range(count))):
+                marked.add(slot)
+        for name, writes in uses.accesses(var, handles):
+            if writes:
+                out.writes.setdefault(slot, name)
+            else:
+                out.reads.add(slot)
     return out
+
+
+class _Uses:
+    """Which instructions read or write memory through a pointer, image or tensor that roots at a variable: the
+    access chains, copies, loaded handles and function parameters between them followed back to the variable."""
+
+    def __init__(self) -> None:
+        self.derived: dict[int, list[int]] = {}  # id -> ids whose value reaches what it reaches
+        self.access: dict[int, list[tuple[int, int]]] = {}  # pointer / handle id -> (opcode, result type or 0)
+        self.params: dict[int, list[int]] = {}  # function -> its parameters in order
+        self.calls: list[tuple[int, list[int]]] = []  # (function, arguments)
+        self.function = 0
+
+    def add(self, opcode: int, ops: memoryview) -> None:
+        if opcode == OP_FUNCTION and len(ops) >= 2:
+            self.function = ops[1]
+        elif opcode == OP_FUNCTION_PARAMETER and len(ops) >= 2:
+            self.params.setdefault(self.function, []).append(ops[1])
+        elif opcode == OP_FUNCTION_CALL and len(ops) >= 3:
+            self.calls.append((ops[2], list(ops[3:])))
+        if opcode in DERIVES and len(ops) >= 3:
+            first, end = DERIVES[opcode]
+            sources = ops[first:end:2] if end is None else ops[first:end]
+            for source in sources:
+                self.derived.setdefault(source, []).append(ops[1])
+        if opcode in ACCESSES:
+            at = ACCESSES[opcode][1]
+            if at < len(ops):
+                self.access.setdefault(ops[at], []).append((opcode, ops[0] if at == 2 else 0))
+            if opcode in (63, 64) and len(ops) > 1:  # OpCopyMemory(Sized) also reads its source
+                self.access.setdefault(ops[1], []).append((OP_LOAD, 0))
+
+    def accesses(self, var: int, handles: set[int]) -> Iterator[tuple[str, bool]]:
+        """(instruction name, writes) of each access to memory `var` reaches; an OpLoad of a handle (`handles`: the
+        image / tensor types) is not a read of its memory."""
+        for k, args in self.calls:
+            for param, arg in zip(self.params.get(k, ()), args):
+                self.derived.setdefault(arg, []).append(param)
+        self.calls = []
+        seen, todo = {var}, [var]
+        while todo:
+            at = todo.pop()
+            for opcode, result_type in self.access.get(at, ()):
+                name, _, writes = ACCESSES[opcode]
+                if not (opcode == OP_LOAD and result_type in handles):
+                    yield name, writes
+            for nxt in self.derived.get(at, ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
 
 
 def check(
@@ -238,6 +375,33 @@ def check(
             f"{op}: the shader's push-constant block spans {found.push_size} bytes but the kernel pushes "
             f"{push_size} ({push_source} must cover the whole block)"
         )
+    return problems
+
+
+def check_roles(spirv: bytes, op: str, roles: dict[tuple[int, int], tuple[str, str]]) -> list[str]:
+    """What is wrong with `spirv`'s use of its bindings against their declared `roles` ((set, binding) -> ("input" |
+    "output", what is bound there), for the bindings a kernel only reads or only writes): one message per binding.
+    An input the shader writes changes the kernel's input tensor (and whatever else reads it) instead of its output;
+    an output the shader declares NonWritable (readonly) and never writes is never computed. Both are what bindings
+    swapped between the declaration and the shader look like. An output the shader also reads, or declares
+    writeonly and never reads, is fine. A module reflection cannot read is `check`'s to report."""
+    try:
+        found = reflect(spirv)
+    except ReflectError:
+        return []
+    problems = []
+    for slot, (role, what) in sorted(roles.items()):
+        where = f"{what} (set {slot[0]} binding {slot[1]})"
+        if role == "input" and slot in found.writes:
+            problems.append(
+                f"{op}: {where} is declared an input, but the shader writes it ({found.writes[slot]}); are the "
+                "input and output bindings swapped?"
+            )
+        elif role == "output" and slot not in found.writes and slot in found.non_writable:
+            problems.append(
+                f"{op}: {where} is declared an output, but the shader declares it NonWritable (readonly) and "
+                "never writes it; are the input and output bindings swapped?"
+            )
     return problems
 
 

@@ -26,10 +26,12 @@ Graph that any backend compiles like a .tosa file.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from vgf import VGF, Binding, Constant, DescriptorSet, Module, Resource, Segment, save_vgf
+from vgf.scenario import FORMAT_SIZES, resource_bytes
 from vgf.vk_enums import DESCRIPTOR_NAMES, DESCRIPTOR_TYPES, FORMAT_NAMES, FORMATS, STORAGE_BUFFER, TENSOR_ARM
 
 from . import custom_payload
@@ -303,6 +305,39 @@ def _rebind(spirv: bytes, numbers: list[int]) -> bytes:
 # ---- import ------------------------------------------------------------------------------------------------------
 
 
+def io_alias_problem(vgf: VGF) -> str | None:
+    """What is wrong with an alias group that holds a model input or output, or None. Such a group may only hold
+    other views of that one tensor: the same shape and format under another descriptor type (what model-converter
+    and our export write for a tensor a GRAPH and a COMPUTE segment both bind). Anything else shares the input's or
+    output's memory with another tensor, which a segment then overwrites (or reads the model's feed as its own)."""
+    io: dict[int, str] = {}
+    for kind, slots, labels in (("input", vgf.inputs, vgf.input_names), ("output", vgf.outputs, vgf.output_names)):
+        for i, b in enumerate(slots):
+            io.setdefault(b.mrt_index, f"model {kind} '{labels[i] if i < len(labels) and labels[i] else i}'")
+    groups: dict[int, list[int]] = {}
+    for index, r in enumerate(vgf.resources):
+        if r.alias_group is not None:
+            groups.setdefault(r.alias_group, []).append(index)
+    for group, members in sorted(groups.items()):
+        held = [m for m in members if m in io]
+        if not held:
+            continue
+        if len(held) > 1:
+            return f"alias group {group} holds {io[held[0]]} and {io[held[1]]} (resources {held[0]} and {held[1]})"
+        first = vgf.resources[held[0]]
+        views: dict[int | None, int] = {}
+        for m in members:
+            r = vgf.resources[m]
+            other = views.setdefault(r.descriptor_type, m)
+            if (tuple(r.shape), r.format) != (tuple(first.shape), first.format) or other != m:
+                return (
+                    f"alias group {group} holds {io[held[0]]} (resource {held[0]}) and resource {m} ({r.category}, "
+                    f"{list(r.shape)}), which is not another view of it: a group with a model input or output may "
+                    "only hold that tensor under other descriptor types (same shape and format)"
+                )
+    return None
+
+
 def to_graph(vgf: VGF, file: str | None = None) -> Graph:
     """The VGF's segments as one TOSA graph (see the module docstring); TosaError names the segment and rule."""
     return _GraphImporter(vgf, file).graph
@@ -311,6 +346,9 @@ def to_graph(vgf: VGF, file: str | None = None) -> Graph:
 class _GraphImporter:
     def __init__(self, vgf: VGF, file: str | None):
         self.vgf, self.file = vgf, file
+        problem = io_alias_problem(vgf)
+        if problem is not None:
+            raise self.fail(problem)
         self.block = Block("main")
         self.names = self._names()
         computed = {m for s in vgf.segments if s.type == "COMPUTE" for m in self._bound(s)}
@@ -331,6 +369,7 @@ class _GraphImporter:
                 raise self.fail(f"segment type {s.type!r} is neither GRAPH nor COMPUTE", s.name)
         self.block.inputs = [self.names[b.mrt_index] for b in vgf.inputs]
         self.block.outputs = [self.names[b.mrt_index] for b in vgf.outputs]
+        self._check_views()
         if not self.block.outputs:
             raise self.fail("the model sequence has no outputs")
         self.graph = Graph([Region("main", [self.block])])
@@ -361,6 +400,25 @@ class _GraphImporter:
             for m in members:
                 names[m] = label
         return names
+
+    def _check_views(self) -> None:
+        """Every resource of an alias group (one tensor here) holds the whole tensor: a member declared smaller than
+        what the segment writing the tensor produces would, in a runner that sizes memory by it, lose the rest."""
+        writers = {b.mrt_index: s.name for s in self.vgf.segments for b in s.outputs}
+        for index, r in enumerate(self.vgf.resources):
+            t = self.block.tensors.get(self.names[index])
+            if r.alias_group is None or t is None or r.format not in _DTYPES:
+                continue
+            if tuple(r.shape or (1,)) != tuple(t.shape or (1,)):
+                have = resource_bytes(self.vgf, index)
+                want = math.prod(t.shape or (1,)) * FORMAT_SIZES[r.format]
+                group = [m for m, o in enumerate(self.vgf.resources) if o.alias_group == r.alias_group]
+                producer = next((writers[m] for m in group if m in writers), None)
+                raise self.fail(
+                    f"resource {index} (alias group {r.alias_group}) declares {list(r.shape)} {t.dtype.name} "
+                    f"({have} bytes), but the tensor its group holds is {list(t.shape)} ({want} bytes"
+                    + (f", written by segment '{producer}')" if producer else ")")
+                )
 
     def _dtype(self, index: int) -> DType:
         fmt = self.vgf.resources[index].format

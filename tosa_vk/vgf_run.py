@@ -40,6 +40,7 @@ from .program import Buffer, Image, Kernel, Program, Step
 from .reference.executor import coerce_array
 from .spirv_graph import decode_module, encode
 from .timeout import checked_timeout
+from .vgf_graph import io_alias_problem
 from .vulkan import Device
 from .vulkan.memory import align
 from .vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
@@ -238,9 +239,10 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
         slots = tuple((st, b) for st, b, _ in where)
         if slots == tuple((0, b) for b in range(len(slots))):
             slots = ()
-        reads = tuple(names[b.mrt_index] for b in s.inputs) if s.inputs or s.outputs else bound
-        writes = tuple(names[b.mrt_index] for b in s.outputs) if s.inputs or s.outputs else bound
-        declared = bool(s.inputs or s.outputs)  # else it may write whatever it binds
+        declared = bool(s.inputs or s.outputs)  # else it may write whatever it binds but INPUT / CONSTANT entries
+        reads = tuple(names[b.mrt_index] for b in s.inputs) if declared else bound
+        writable = [m for _, _, m in where if vgf.resources[m].category not in ("INPUT", "CONSTANT")]
+        writes = tuple(names[m] for m in ([b.mrt_index for b in s.outputs] if declared else writable))
         for m in [b.mrt_index for b in s.outputs] if declared else [m for _, _, m in where]:
             if m in filled or (vgf.resources[m].alias_group in held):
                 raise fail(
@@ -331,7 +333,8 @@ def _constant_graphs(vgf: VGF, fail) -> dict[int, bytes]:
 
 def _alias_groups(vgf: VGF, fail) -> dict[int, int]:
     """Bytes each alias group spans (its largest member: every member's range must lie in the group's memory).
-    A constant shares memory with no other category (writes to the others would change it between runs)."""
+    A constant shares memory with no other category (writes to the others would change it between runs), a model
+    input or output only with other views of itself (vgf_graph.io_alias_problem)."""
     sizes: dict[int, int] = {}
     categories: dict[int, set[str]] = {}
     for i, r in enumerate(vgf.resources):
@@ -342,6 +345,9 @@ def _alias_groups(vgf: VGF, fail) -> dict[int, int]:
     for group, kinds in categories.items():
         if "CONSTANT" in kinds and len(kinds) > 1:
             raise fail(f"alias group {group} mixes a CONSTANT with {', '.join(sorted(kinds - {'CONSTANT'}))} entries")
+    problem = io_alias_problem(vgf)
+    if problem is not None:
+        raise fail(problem)
     return sizes
 
 

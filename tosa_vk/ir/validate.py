@@ -8,7 +8,11 @@ shape values are known and used):
 2. types: each operator's dtypes match a row of its Supported Data Types table (any profile or extension),
    acc_type, fixed-type operands, constants against their data;
 3. shapes: declared outputs against `shapes.infer`, the static ERROR_IFs of each operator's pseudocode (zero
-   points, CLAMP bounds, RESCALE flags, ...) and the LEVEL_CHECKs of level 8K.
+   points, CLAMP bounds, RESCALE flags, ...) and the LEVEL_CHECKs of level 8K;
+4. the REQUIREs whose every operand value is used and known (constant RESCALE multipliers and shifts, shift
+   amounts, INTDIV divisors, gather / scatter indices): the reference backend checks them on the values at run
+   time, a Vulkan kernel cannot report them, so every backend refuses them here, at load, with the reference's
+   text. (An int16 TABLE's slope REQUIRE holds only for the entries the input looks up: not decidable here.)
 
 Errors name the operator, its index in its block, its first output and region, and the rule (spec text).
 """
@@ -16,6 +20,7 @@ Errors name the operator, its index in its block, its first output and region, a
 from __future__ import annotations
 
 import enum
+import math
 import re
 from dataclasses import replace
 from fractions import Fraction
@@ -296,6 +301,8 @@ class _Validator:
         check = getattr(self, "op_" + op.op.lower(), None)
         if check is not None:
             check(op, ins, outs, bound)
+        if op.op in _CONSTANT_REQUIRES and all(math.prod(t.shape) for t in outs):  # (no output: nothing computed)
+            getattr(self, _CONSTANT_REQUIRES[op.op])(op, ins, outs, bound)
         for family, names in _FAMILY_CHECKS.items():
             if op.op in names:
                 getattr(self, family)(op, ins, outs, bound)
@@ -636,6 +643,37 @@ class _Validator:
                 f"'{ins[1].name}' has {list(ins[1].shape)}"
             )
 
+    def rescale_scales(self, op: Operator, ins, outs, bound) -> None:
+        """apply_scale_32 / apply_scale_16 (their REQUIRE on the value's range depends on the input's values)."""
+        _require(_values(ins[1]), 0, None, "multiplier >= 0")
+        _require(_values(ins[2]), 2, 62, "2 <= shift && shift <= 62")
+
+    def shift_amount(self, op: Operator, ins, outs, bound) -> None:
+        bits = ins[0].dtype.bits
+        _require(_values(ins[1]), 0, bits - 1, f"0 <= value2 && value2 <= {bits - 1}")
+
+    def nonzero_divisor(self, op: Operator, ins, outs, bound) -> None:
+        divisor = _values(ins[1])
+        if divisor is not None and np.any(divisor == 0):
+            raise TosaError("REQUIRE(value2 != 0) does not hold: 0 in a constant operand")
+
+    def gather_indices(self, op: Operator, ins, outs, bound) -> None:
+        if op.op in ("ROW_GATHER", "ROW_GATHER_BLOCK_SCALED"):
+            rows = _values(ins[-1])
+            if rows is None or rows.size != 1 or ins[0].rank != 3:
+                return
+            k = ins[0].shape[1]
+            _require(_values(ins[-2]), 0, k - int(rows.reshape(-1)[0]), "0 <= k && (k+row_count) <= K")
+            return
+        indices = _values(ins[1])
+        if ins[0].rank != 3 or indices is None:
+            return
+        _require(indices, 0, ins[0].shape[1] - 1, "0 <= k && k < K")
+        if op.op == "SCATTER" and ins[0].shape[2] and indices.ndim == 2:
+            ordered = np.sort(indices, axis=1)
+            if np.any(ordered[:, 1:] == ordered[:, :-1]):
+                raise TosaError("REQUIRE(output_modified[n,k,c] == false) does not hold: an index repeats in a batch")
+
     def op_mul(self, op: Operator, ins, outs, bound) -> None:
         shift = _first(ins[2])
         if shift is not None and ins[0].dtype != DType.INT32 and shift != 0:
@@ -771,6 +809,15 @@ _FAMILY_CHECKS = {
 # --- helpers ----------------------------------------------------------------------------------------------------
 
 
+# operator -> the check of its REQUIREs on constant operands (run when the operator has output elements)
+_CONSTANT_REQUIRES = {
+    "RESCALE": "rescale_scales",
+    "INTDIV": "nonzero_divisor",
+    **dict.fromkeys(("ARITHMETIC_RIGHT_SHIFT", "LOGICAL_LEFT_SHIFT", "LOGICAL_RIGHT_SHIFT"), "shift_amount"),
+    **dict.fromkeys(("GATHER", "SCATTER", "ROW_GATHER", "ROW_GATHER_BLOCK_SCALED"), "gather_indices"),
+}
+
+
 def _rank_range(text: str, max_rank: int) -> tuple[int | None, int]:
     text = text.strip()
     if text.isdigit():
@@ -805,6 +852,23 @@ def _first(t: Tensor) -> int | None:
     if t.data is None or np.size(t.data) == 0:
         return None
     return int(np.asarray(t.data).reshape(-1)[0])
+
+
+def _values(t: Tensor) -> np.ndarray | None:
+    """A constant integer operand's values as int64, or None when they are not known statically."""
+    if t.data is None or not t.dtype.is_int:
+        return None
+    return np.asarray(t.data).astype(np.int64)
+
+
+def _require(values: np.ndarray | None, lo: int, hi: int | None, rule: str) -> None:
+    """REQUIRE(rule) of a constant operand whose every value must lie in lo..hi (None: no upper bound); the
+    reference backend's text, with the first value outside."""
+    if values is None:
+        return
+    bad = values[(values < lo) | (values > hi if hi is not None else False)]
+    if bad.size:
+        raise TosaError(f"REQUIRE({rule}) does not hold: {int(bad[0])} in a constant operand")
 
 
 def _scalar(v: Any) -> Any:

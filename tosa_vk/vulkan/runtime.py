@@ -241,6 +241,18 @@ class Runtime:
         )
         if problems:
             raise VulkanError("\n".join(problems))
+        # a binding the kernel only reads is an input, one it only writes an output (custom kernels: the node's
+        # inputs and outputs; VGF segments: their declared inputs / outputs, INPUT and CONSTANT resources)
+        slots = step.slots or tuple((0, i) for i in range(len(step.bindings)))
+        roles = {}
+        for slot, name in zip(slots, step.bindings):
+            if name in step.writes and name not in step.reads:
+                roles[slot] = ("output", f"'{name}'")
+            elif name not in step.writes:
+                roles[slot] = ("input", f"'{name}'")
+        problems = spirv.check_roles(self.module(step), step.op, roles)
+        if problems:
+            raise TosaError("\n".join(problems))
 
     def _dispatch(self, step: Kernel) -> Dispatch:
         try:
