@@ -43,7 +43,9 @@ class Span(NamedTuple):
 
 class Runtime:
     """`host` runs the program's Host steps (tosa_vk/host_kernels.py; the Vulkan layer imports no backend);
-    `pipeline_data` seeds the driver's pipeline cache (Pipelines)."""
+    `pipeline_data` seeds the driver's pipeline cache (Pipelines); `check_all`: every kernel's interface is checked
+    against its module before any pipeline is made, not only a model's own shaders' (a program from the program
+    cache, whose built-in kernels could have been rewritten)."""
 
     def __init__(
         self,
@@ -56,8 +58,10 @@ class Runtime:
         host: HostKernels | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         pipeline_data: bytes = b"",
+        check_all: bool = False,
     ):
         self.program = program
+        self.check_all = check_all
         self.max_iterations = max_iterations
         self.timeout_s = timeout_s
         self._deadline = 0.0  # time.monotonic() by which the current run must end
@@ -113,9 +117,13 @@ class Runtime:
         variants = program_variants(self.program)
         self.spirv = dict(zip(variants, self.cache.get_many(variants)))
         self._modules: dict[tuple, bytes] = {}  # (variant, specialization values) -> the kernel's module
+        checked = set()
         for k in kernels:
-            if k.source or k.spirv:  # a model's shader: its interface must be what the kernel binds
-                self._check_interface(k)
+            if k.source or k.spirv or self.check_all:  # a model's shader: its interface must be what the kernel binds
+                key = (variant_of(k), k.spec_values, kernel_layout(k), len(k.push_constants), k.entry)
+                if key not in checked:  # (models repeat a layer's kernel many times)
+                    self._check_interface(k)
+                    checked.add(key)
         requests = {(self.module(k), len(k.bindings), len(k.push_constants), kernel_layout(k), k.entry)
                     for k in kernels}  # fmt: skip
         self.pipelines.prepare(list(requests))
