@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tosa_vk.program_cache import DEFAULT_BUDGET, MAGIC, SUFFIX, Entry, ProgramCache, _decode
+from tosa_vk.program_cache import DEFAULT_BUDGET, MAGIC, SUFFIX, Entry, ProgramCache, decode
 from tosa_vk.vulkan.shaders import ShaderCache, Variant
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,7 +76,7 @@ def rewrite(path: Path, change) -> None:
     """The entry rewritten consistently (every hash valid): as anyone who can write the folder could."""
     data = path.read_bytes()
     header = header_of(data)
-    entry = _decode(data, header)
+    entry = decode(data, header)
     assert entry is not None
     assert ProgramCache(path.parent).store(header, change(entry))
 

@@ -131,7 +131,7 @@ class ProgramCache:
         if not self.trusted() or not os.path.lexists(path):
             return None
         data = read_private(path, self.budget)  # an entry larger than the whole cache is none this cache keeps
-        entry = None if data is None else _decode(data, header)
+        entry = None if data is None else decode(data, header)
         if entry is None:
             self.damaged(path)
             return None
@@ -148,9 +148,7 @@ class ProgramCache:
 
     def store(self, header: dict, entry: Entry) -> bool:
         """Writes the entry atomically; False (with one warning per process) when the directory cannot take it."""
-        payload = b"".join(_U64.pack(len(s)) + s for s in (entry.program, entry.pipeline_data, *entry.spirv))
-        head = json.dumps(header, sort_keys=True).encode()
-        blob = MAGIC + _U32.pack(len(head)) + head + _U64.pack(len(payload)) + hashlib.sha256(payload).digest()
+        data = encode(header, entry)
         tmp = None
         if not self.trusted():
             return False
@@ -158,11 +156,10 @@ class ProgramCache:
             make_private(self.dir)
             fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-", suffix=SUFFIX)
             with os.fdopen(fd, "wb") as f:
-                f.write(blob)
-                f.write(payload)
+                f.write(data)
             os.replace(tmp, self.path(header["key"]))
             tmp = None
-            self._account(len(blob) + len(payload))
+            self._account(len(data))
         except OSError as err:
             _warn_once(f"store:{self.dir}", f"tosa_vk: the program cache {self.dir} cannot be written ({err}); "
                        "running without it")  # fmt: skip
@@ -263,7 +260,14 @@ def _usage(data: bytes | None) -> int | None:
     return value if value <= MAX_USAGE else None
 
 
-def _decode(data: bytes, header: dict) -> Entry | None:
+def encode(header: dict, entry: Entry) -> bytes:
+    """An entry file's bytes (the layout in the module's docstring)."""
+    payload = b"".join(_U64.pack(len(s)) + s for s in (entry.program, entry.pipeline_data, *entry.spirv))
+    head = json.dumps(header, sort_keys=True).encode()
+    return MAGIC + _U32.pack(len(head)) + head + _U64.pack(len(payload)) + hashlib.sha256(payload).digest() + payload
+
+
+def decode(data: bytes, header: dict) -> Entry | None:
     """The entry in `data` if it is whole and written for `header`: the header must be byte for byte the one
     store() writes for it (so no untrusted JSON is parsed)."""
     try:
