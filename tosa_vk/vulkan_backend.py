@@ -223,6 +223,9 @@ class VulkanModel(OnDevice, GraphModel):
         (the caller compiles again and rewrites it)."""
         try:
             program = Program.from_bytes(entry.program)
+            for name, (shape, _) in (*program.input_types.items(), *program.output_types.items()):
+                if tuple(program.buffers[name].shape) != tuple(shape):  # what run() writes and reads
+                    raise TosaError(f"tensor {name!r} has shape {program.buffers[name].shape}, its signature {shape}")
             shaders = ShaderCache()
             shaders.adopt(program_variants(program), entry.spirv)
             runtime = Runtime(program, dev, shaders, pipeline_data=entry.pipeline_data, check_all=True, **running)
