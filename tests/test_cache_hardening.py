@@ -152,13 +152,40 @@ def drop_a_binding(entry: Entry) -> Entry:
     return Entry(program.to_bytes(), entry.pipeline_data, entry.spirv)
 
 
+def texel_formats_on_storage_bindings(entry: Entry) -> Entry:
+    """Every binding given a texel format while its descriptor stays a storage buffer (crashed lavapipe in
+    vkUpdateDescriptorSets: found by the cache fuzzer)."""
+    from dataclasses import replace
+
+    from tosa_vk.program import Kernel, Program
+
+    program = Program.from_bytes(entry.program)
+    program.steps = [replace(s, texels=("VK_FORMAT_R32_SFLOAT",) * len(s.bindings)) if isinstance(s, Kernel) else s
+                     for s in program.steps]  # fmt: skip
+    return Entry(program.to_bytes(), entry.pipeline_data, entry.spirv)
+
+
+def input_buffer_reshaped(entry: Entry) -> Entry:
+    """The input's buffer a scalar while the signature says (1, 4, 4, 8) (a raw ValueError at run before)."""
+    from dataclasses import replace
+
+    from tosa_vk.program import Program
+
+    program = Program.from_bytes(entry.program)
+    program.buffers["x"] = replace(program.buffers["x"], shape=())
+    return Entry(program.to_bytes(), entry.pipeline_data, entry.spirv)
+
+
 def fewer_modules(entry: Entry) -> Entry:
     return Entry(entry.program, entry.pipeline_data, entry.spirv[:-1])
 
 
 @pytest.mark.vulkan
 @pytest.mark.parametrize("fuse", [False, True], ids=["shipped", "fused"])
-@pytest.mark.parametrize("change", [swap_modules, flip_word, drop_a_binding, fewer_modules])
+@pytest.mark.parametrize(
+    "change",
+    [swap_modules, flip_word, drop_a_binding, fewer_modules, texel_formats_on_storage_bindings, input_buffer_reshaped],
+)
 def test_a_consistently_rewritten_entry_is_checked_never_run(tmp_path, fuse, change):
     """Built-in kernels' SPIR-V must be the shipped library's (unfused: every kernel shipped) or the SPIR-V cache's
     (fused: compiled at load), and every kernel's interface must match its module; otherwise: rebuilt."""
