@@ -12,6 +12,7 @@ import stat
 import struct
 import subprocess
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -176,6 +177,20 @@ def input_buffer_reshaped(entry: Entry) -> Entry:
     return Entry(program.to_bytes(), entry.pipeline_data, entry.spirv)
 
 
+def shader_outside_the_library(entry: Entry) -> Entry:
+    """Every kernel names a shader outside shaders/: its source is never read (a FIFO there would hang the load)."""
+    from dataclasses import replace
+
+    from tosa_vk.program import Kernel, Program
+
+    fifo = Path(tempfile.mkdtemp()) / "fifo"
+    os.mkfifo(f"{fifo}.comp")
+    program = Program.from_bytes(entry.program)
+    shader = os.path.relpath(fifo, ROOT / "shaders")
+    program.steps = [replace(s, shader=shader) if isinstance(s, Kernel) else s for s in program.steps]
+    return Entry(program.to_bytes(), entry.pipeline_data, entry.spirv)
+
+
 def fewer_modules(entry: Entry) -> Entry:
     return Entry(entry.program, entry.pipeline_data, entry.spirv[:-1])
 
@@ -184,7 +199,15 @@ def fewer_modules(entry: Entry) -> Entry:
 @pytest.mark.parametrize("fuse", [False, True], ids=["shipped", "fused"])
 @pytest.mark.parametrize(
     "change",
-    [swap_modules, flip_word, drop_a_binding, fewer_modules, texel_formats_on_storage_bindings, input_buffer_reshaped],
+    [
+        swap_modules,
+        flip_word,
+        drop_a_binding,
+        fewer_modules,
+        texel_formats_on_storage_bindings,
+        input_buffer_reshaped,
+        shader_outside_the_library,
+    ],
 )
 def test_a_consistently_rewritten_entry_is_checked_never_run(tmp_path, fuse, change):
     """Built-in kernels' SPIR-V must be the shipped library's (unfused: every kernel shipped) or the SPIR-V cache's

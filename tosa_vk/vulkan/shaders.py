@@ -325,6 +325,8 @@ class ShaderCache:
             raise ShaderError(f"{len(modules)} SPIR-V modules for {len(variants)} shader variants")
         for v, module in zip(variants, modules):
             name = v.op or v.shader
+            if not (v.text or v.spirv) and not _shipped_source(v.shader):  # before its source is read to be hashed
+                raise ShaderError(f"{name}: {v.shader!r} is not one of tosa_vk's shaders")
             want = v.spirv or library().get(v)
             if want is None:  # not shipped (fused, custom GLSL): the SPIR-V cache's copy, when it has one
                 try:
@@ -343,6 +345,13 @@ class ShaderCache:
         out = compile_variants(variants)
         self.compiled += len(set(variants))
         return out
+
+
+def _shipped_source(shader: str) -> bool:
+    """Whether shaders/<shader>.comp is a file inside shaders/ (a cached Program names it: no '..' out of it)."""
+    root = SHADER_ROOT.resolve()
+    path = (root / f"{shader}.comp").resolve()
+    return path.is_relative_to(root) and path.is_file()
 
 
 _warned: set[str] = set()
