@@ -1,7 +1,7 @@
 """Mutation fuzzers for what tosa_vk reads from untrusted files (issue 15): .tosa graphs, .vgf containers (COMPUTE
 segments, and GRAPH segments as Arm's model-converter writes them) and com.arm.VulkanCustomShader payloads.
 
-    bash scripts/fuzz.sh tosa|vgf|graph|payload|glsl N [--seed S] [--hang-s T] [--json report.json]
+    bash scripts/fuzz.sh tosa|vgf|graph|payload|glsl|cache N [--seed S] [--hang-s T] [--json report.json]
 
 `graph` mutates the SPIR-V words of GRAPH segments' modules (model-converter's and tosa_vk's exports), which
 tosa_vk decodes into a graph (tosa_vk/spirv_graph) before compiling it; `vgf` mutates the container's structure.
@@ -27,6 +27,14 @@ Vulkan, run with deterministic inputs, read the outputs. Outcomes:
 Oracles: .tosa — the reference backend on the same mutated file (both backends must agree, or both refuse);
 .vgf / payload — the seed's outputs when the mutation left every field that defines the computation intact.
 
+`cache` mutates a program-cache entry (issue 34) of a small graph — bytes, header JSON, consistent rewrites with
+valid hashes (SPIR-V swapped or mutated, the Program or the pipeline data mutated, sections added or dropped, deep
+nesting), the file replaced by a FIFO / a symlink to /dev/zero / a huge sparse file / a folder, a folder others may
+write — and loads the model through that cache as `tosa_vk.load(path, cache_dir=...)` does. A load never fails
+because of an entry (any exception from it is a traceback); outputs must be the uncached ones, except where a
+consistent rewrite of the Program itself was run ("changed": the entry says to compute something else, which only
+someone who may write the private folder can make it say; its run may then also fail cleanly: "error").
+
 Cases run in a worker subprocess that is restarted after a crash or a hang; the parent only counts.
 """
 
@@ -40,6 +48,7 @@ import math
 import os
 import random
 import selectors
+import struct
 import subprocess
 import sys
 import tempfile
@@ -51,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-KINDS = ("tosa", "vgf", "graph", "payload", "glsl")
+KINDS = ("tosa", "vgf", "graph", "payload", "glsl", "cache")
 OUTCOMES = ("ok", "changed", "error", "wrong", "traceback", "crash", "hang")
 MAX_ELEMENTS = 1 << 22  # a mutated graph with bigger tensors is loaded, not run (its feeds alone would be GBs)
 INTERESTING = (0, 1, 2, 3, 4, 7, 8, 16, 64, 255, 256, 0x7F, 0x80, 0xFF, 0x7FFF, 0xFFFF, 0x7FFFFFFF, 0x80000000,
@@ -112,6 +121,8 @@ def make_seeds(kind: str, work: Path) -> list[Path]:
     from tosa_vk.vgf_export import export_vgf
 
     graphs = _seed_graphs(work)
+    if kind == "cache":  # (their entries are made by the worker: an entry is for one device and build)
+        return [work / f"{n}.tosa" for n in ("conv_int8", "layout_fp32", "branchy")]
     if kind == "tosa":  # (the custom graph is the payload kind's: the reference backend cannot run it)
         return [work / f"{n}.tosa" for n in graphs if n != "custom_glsl"]
     if kind == "payload":
@@ -643,11 +654,249 @@ def _sharing(v) -> list[tuple[int, ...]]:
     return sorted(tuple(g) for g in groups.values() if len(g) > 1)
 
 
+# ---- the cache kind: program-cache entries --------------------------------------------------------------------------
+
+ENTRY_MUTATIONS = ("bytes", "header", "swap-spirv", "spirv-words", "program", "program-bytes", "pipeline-data",
+                   "sections", "deep", "fifo", "dev-zero", "sparse", "folder", "symlink", "open-folder",
+                   "usage")  # fmt: skip
+
+
+def mutate_program(data: bytes, rng: random.Random) -> bytes:
+    """A Program (Program.to_bytes) with 1-3 fields of its kernels, buffers, constants or steps changed, re-encoded:
+    what a consistent rewrite of an entry can make a cached program say."""
+    from dataclasses import replace
+
+    from tosa_vk.program import Buffer, Kernel, Program, walk
+
+    program = Program.from_bytes(data)
+    for _ in range(rng.randint(1, 3)):
+        kernels = [s for s in walk(program.steps) if isinstance(s, Kernel)]
+        what = rng.random()
+        if what < 0.45 and kernels:
+            k = rng.choice(kernels)
+            field = rng.choice(["bindings", "push_constants", "groups", "defines", "shader", "specs", "entry",
+                                "descriptors", "slots", "reads", "writes", "texels"])  # fmt: skip
+            value: Any
+            if field == "bindings":
+                names = list(program.buffers)
+                value = rng.choice([k.bindings[:-1], k.bindings + k.bindings[:1], tuple(reversed(k.bindings)),
+                                    tuple(rng.choice(names) for _ in k.bindings)])  # fmt: skip
+            elif field == "push_constants":
+                value = mutate_bytes(k.push_constants, rng) if k.push_constants else b"\xff" * 16
+            elif field == "groups":
+                value = tuple(rng.choice((0, 1, 2, 3, 64, 1000, 65535, 65536, -1)) if rng.random() < 0.5 else g
+                              for g in k.groups)  # fmt: skip
+            elif field == "defines":
+                value = tuple((n, rng.choice(("0", "1", "2", "16", "float", "int8_t", v + "x"))) for n, v in k.defines)
+            elif field == "shader":
+                value = rng.choice([kk.shader for kk in kernels] + ["elementwise_binary/binary", "nonexistent/x"])
+            elif field == "specs":
+                value = tuple((n, rng.choice(INTERESTING) if rng.random() < 0.5 else v) for n, v in k.specs)
+            elif field == "entry":
+                value = rng.choice(("main", "other", ""))
+            elif field == "descriptors":
+                value = ("VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER",) * len(k.bindings)
+            elif field == "slots":
+                value = tuple((rng.choice((0, 1, 4)), rng.randrange(8)) for _ in k.bindings)
+            elif field == "texels":
+                value = ("VK_FORMAT_R32_SFLOAT",) * len(k.bindings)
+            else:
+                value = ()
+            program.steps = [replace(s, **{field: value}) if s is k else s for s in program.steps]
+        elif what < 0.7 and program.buffers:
+            name = rng.choice(sorted(program.buffers))
+            b = program.buffers[name]
+            field = rng.choice(["offset", "nbytes", "shape", "dtype"])
+            value = {
+                "offset": rng.choice((0, -16, b.offset + 4, program.arena_bytes, 1 << 40)),
+                "nbytes": rng.choice((0, 4, b.nbytes * 2, 1 << 40)),
+                "shape": rng.choice(((), (1 << 20,), tuple(reversed(b.shape)))),
+                "dtype": np.dtype(rng.choice(("int8", "float64", "bool"))),
+            }[field]
+            program.buffers[name] = Buffer(**{**b.__dict__, field: value})
+        elif what < 0.8 and program.constants:
+            name = rng.choice(sorted(program.constants))
+            c = program.constants[name]
+            program.constants[name] = rng.choice([c * 0, c[..., :1] if c.ndim else c, np.zeros(1 << 10, c.dtype)])
+        elif what < 0.9:
+            program.arena_bytes = rng.choice((0, 16, program.arena_bytes // 2, 1 << 40))
+        elif program.steps:
+            at = rng.randrange(len(program.steps))
+            step = program.steps[at]
+            program.steps = rng.choice([program.steps[:at] + program.steps[at + 1 :],
+                                        program.steps[:at] + [step, step] + program.steps[at + 1 :],
+                                        [step] + program.steps[:at] + program.steps[at + 1 :]])  # fmt: skip
+    return program.to_bytes()
+
+
+class CacheWorker:
+    """Loads the seed graphs through mutated program-cache entries (the `cache` kind)."""
+
+    def __init__(self, work: Path, seeds: list[Path], seed: int):
+        os.environ["TOSA_VK_CACHE"] = str(work / "root")  # the SPIR-V cache too: private to this run
+        import tosa_vk
+        from tosa_vk import program_cache
+        from tosa_vk.vulkan import Device
+        from tosa_vk.vulkan.builtin import library, manifest
+
+        self.tosa_vk, self.pc, self.work, self.seed = tosa_vk, program_cache, work, seed
+        self.device = Device()
+        self.errors = clean_errors()
+        self.foreign = [m for m in (library().get(v) for v in manifest()[:8]) if m]  # valid modules of other kernels
+        self.seeds = []
+        for path in seeds:
+            folder = work / f"seed-{path.stem}"
+            with tosa_vk.load(path, backend="vulkan", device=self.device, cache_dir=False) as model:
+                feeds = feeds_for(model.inputs, 0)
+                want = model.run(feeds)
+            tosa_vk.load(path, backend="vulkan", device=self.device, cache_dir=folder).close()
+            (entry,) = folder.glob(f"*{program_cache.SUFFIX}")
+            self.seeds.append((path, entry.name, entry.read_bytes(), feeds, want))
+
+    def mutate(self, data: bytes, target: Path, rng: random.Random) -> tuple[str, bool]:
+        """Writes the mutated entry at `target`; (the mutation, whether it rewrote the Program consistently)."""
+        pc = self.pc
+        (n,) = pc._U32.unpack_from(data, len(pc.MAGIC))
+        head = data[len(pc.MAGIC) + 4 : len(pc.MAGIC) + 4 + n]
+        header = json.loads(head)
+        entry = pc.decode(data, header)
+        assert entry is not None
+        what = rng.choice(ENTRY_MUTATIONS)
+        program_changed = False
+
+        def rewrite(program=entry.program, pipeline=entry.pipeline_data, spirv=entry.spirv) -> None:
+            target.write_bytes(pc.encode(header, pc.Entry(program, pipeline, list(spirv))))
+
+        if what == "bytes":
+            target.write_bytes(mutate_bytes(data, rng))
+        elif what == "header":
+            edited = dict(header)
+            key = rng.choice([*sorted(header), "extra"])
+            edited[key] = rng.choice(PAYLOAD_VALUES)
+            text = json.dumps(edited, sort_keys=rng.random() < 0.5).encode()
+            if rng.random() < 0.2:
+                text = b"[" * 100_000 + b"]" * 100_000
+            target.write_bytes(pc.MAGIC + pc._U32.pack(len(text)) + text + data[len(pc.MAGIC) + 4 + n :])
+        elif what == "swap-spirv":
+            spirv = list(entry.spirv)
+            if len(spirv) > 1 and rng.random() < 0.5:
+                i, j = rng.sample(range(len(spirv)), 2)
+                spirv[i], spirv[j] = spirv[j], spirv[i]
+            else:
+                spirv[rng.randrange(len(spirv))] = rng.choice(self.foreign)
+            rewrite(spirv=spirv)
+        elif what == "spirv-words":
+            spirv = list(entry.spirv)
+            i = rng.randrange(len(spirv))
+            spirv[i] = _mutate_words(spirv[i], rng)
+            rewrite(spirv=spirv)
+        elif what == "program":
+            program_changed = True
+            rewrite(program=mutate_program(entry.program, rng))
+        elif what == "program-bytes":
+            program_changed = True
+            rewrite(program=mutate_bytes(entry.program, rng))
+        elif what == "pipeline-data":
+            rewrite(pipeline=mutate_bytes(entry.pipeline_data, rng) if entry.pipeline_data else b"\x00" * 32)
+        elif what == "sections":
+            spirv = list(entry.spirv)
+            if rng.random() < 0.5 and spirv:
+                del spirv[rng.randrange(len(spirv))]
+            else:
+                spirv.insert(rng.randrange(len(spirv) + 1), rng.choice(self.foreign + [b"", b"\x03\x02\x23\x07"]))
+            rewrite(spirv=spirv)
+        elif what == "deep":
+            text = b"[" * 200_000 + b"]" * 200_000
+            nested = b"TOSAVK-DATA\x00\x00\x00\x00\x01" + struct.pack("<Q", len(text)) + text
+            rewrite(program=nested)
+        elif what == "fifo":
+            os.mkfifo(target)
+        elif what == "dev-zero":
+            target.symlink_to("/dev/zero")
+        elif what == "sparse":
+            with open(target, "wb") as f:
+                f.truncate(rng.choice((2 << 30, 30 << 30)))
+        elif what == "folder":
+            target.mkdir()
+        elif what == "symlink":  # to a whole, valid entry: not a regular file of the folder
+            real = self.work / "elsewhere.tvp"
+            real.write_bytes(data)
+            target.symlink_to(real)
+        elif what == "open-folder":
+            target.write_bytes(data)
+            target.parent.chmod(rng.choice((0o770, 0o777, 0o722)))
+        else:  # "usage": a valid entry, a usage total that is no count
+            target.write_bytes(data)
+            (target.parent / pc.USAGE).write_text(rng.choice(("-99999999999", "abc", "1e99", "", "9" * 40)))
+        return what, program_changed
+
+    def case(self, i: int) -> tuple[str, str]:
+        import shutil
+
+        rng = random.Random(self.seed * 1_000_003 + i)
+        path, name, data, feeds, want = self.seeds[i % len(self.seeds)]
+        folder = self.work / "case"
+        if folder.exists():
+            folder.chmod(0o700)
+            shutil.rmtree(folder)
+        folder.mkdir(mode=0o700)
+        what, program_changed = self.mutate(data, folder / name, rng)
+        try:
+            model: Any = self.tosa_vk.load(path, backend="vulkan", device=self.device, cache_dir=folder, timeout_s=10)
+        except Exception as err:  # the entry made the load fail
+            frame = traceback.extract_tb(err.__traceback__)[-1]
+            return (
+                "traceback",
+                f"{what}: load: {type(err).__name__}: {str(err)[:200]} at {frame.filename}:{frame.lineno}",
+            )
+        with model:
+            used = program_changed and model.cached
+            try:
+                got = model.run(feeds)
+            except self.errors as err:
+                if used:
+                    return "error", f"{what}: {type(err).__name__}: {str(err).splitlines()[0][:300]}"
+                return "traceback", f"{what}: run: {type(err).__name__}: {str(err).splitlines()[0][:200]}"
+            except Exception as err:
+                frame = traceback.extract_tb(err.__traceback__)[-1]
+                return (
+                    "traceback",
+                    f"{what}: run: {type(err).__name__}: {str(err)[:200]} at {frame.filename}:{frame.lineno}",
+                )
+        if same(got, want):
+            return "ok", f"{what}: {'cached' if model.cached else 'rebuilt'}"
+        if used:
+            return "changed", f"{what}: the rewritten Program ran"
+        return "wrong", f"{what}: outputs differ ({'cached' if model.cached else 'rebuilt'})"
+
+
+def _mutate_words(module: bytes, rng: random.Random) -> bytes:
+    """SPIR-V words past the header set to interesting values, nearby ids, or deleted / duplicated."""
+    code = bytearray(module)
+    for _ in range(rng.randint(1, 3)):
+        words = len(code) // 4
+        if words <= 5:
+            break
+        at = 4 * rng.randrange(5, words)
+        what = rng.random()
+        if what < 0.6:
+            word = int.from_bytes(code[at : at + 4], "little")
+            value = rng.choice(INTERESTING) if rng.random() < 0.5 else word + rng.choice((-2, -1, 1, 2))
+            code[at : at + 4] = (value & 0xFFFFFFFF).to_bytes(4, "little")
+        elif what < 0.8:
+            del code[at : at + 4 * rng.randint(1, 8)]
+        else:
+            code[at:at] = code[at : at + 4 * rng.randint(1, 8)]
+    return bytes(code)
+
+
 def worker_main(kind: str, work: Path, seed: int) -> None:
     seeds = [Path(p) for p in json.loads((work / "seeds.json").read_text())]
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # stray prints must not corrupt the protocol
-    worker = Worker(kind, work, seeds, seed)
+    worker: Worker | CacheWorker = (
+        CacheWorker(work, seeds, seed) if kind == "cache" else Worker(kind, work, seeds, seed)
+    )
     out.write(json.dumps({"ready": True}) + "\n")
     for line in sys.stdin:
         i = int(line)

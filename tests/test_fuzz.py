@@ -16,3 +16,10 @@ def test_mutated_files_fail_cleanly_or_run_right(kind, cases):
     report = fuzz(kind, cases, hang_s=120)
     assert not report["findings"], report["findings"][:10]
     assert report["counts"]["error"] > cases // 2  # the mutations do reach the readers' rules
+
+
+def test_mutated_program_cache_entries_are_ignored_or_run_right():
+    """20 mutated program-cache entries (issue 34): each load rebuilds or runs a good entry; none fails the load."""
+    report = fuzz("cache", 20, hang_s=120)
+    assert not report["findings"], report["findings"][:10]
+    assert report["counts"]["ok"] >= 15

@@ -240,7 +240,12 @@ class Program:
 
     @staticmethod
     def from_bytes(data: bytes) -> Program:
-        program = serial.loads(data, TYPES)
+        """The Program in `data`; a SerialError for anything else, however it is built (the program cache's
+        entries are untrusted: a structure nested 200,000 deep or sized past memory is refused, not a crash)."""
+        try:
+            program = serial.loads(data, TYPES)
+        except (RecursionError, MemoryError, OverflowError) as err:
+            raise serial.SerialError(f"corrupt structure: {type(err).__name__}") from None
         if not isinstance(program, Program):
             raise serial.SerialError("the data holds no Program")
         return program

@@ -15,7 +15,24 @@ payload whose hash differs is ignored: the model is compiled again and the entry
 never run. Entries are written to a temporary file and renamed into place, so concurrent processes see whole
 entries only (the last writer wins). A directory that cannot be written (read-only, full) means running without
 storing, with one warning per process. The cache keeps at most `budget` bytes, dropping the least recently used
-entries (hits refresh an entry's time) when a running total says it is over.
+entries (hits refresh an entry's time) when a running total says it is over. TOSA_VK_CACHE_MAX_MB sets the budget
+(a positive number of MiB; anything else is named in one warning and the default kept).
+
+Entries are untrusted input (issue 34): anyone who can write the folder can write them, so reading one never hangs,
+exhausts memory or crashes (tosa_vk/cache_files.py). An entry is read only if it is a regular file owned by this
+user and no larger than the budget (a FIFO, a symlink to /dev/zero, a huge sparse file, a directory read as
+missing); its header is compared byte for byte with the one this process would write (no JSON parsed); the section
+count is capped; the Program is decoded with nesting and memory errors caught; and the backend checks every module
+against what it must be before the driver sees one (ShaderCache.adopt: built-in kernels' SPIR-V equal to the
+shipped library's or the SPIR-V cache's, by hash; other modules through spirv-val; every kernel's interface
+reflected against its layout). Whatever fails is ignored with one warning and the model compiled again — an entry
+can at worst be ignored or, if rewritten consistently by someone who may write the folder, compute what it says.
+
+Sharing: the folder (`programs/` and `spirv/` under $TOSA_VK_CACHE, default ~/.cache/tosa_vk) is created private
+(0700). A folder that is not owned by this user or that its group or others may write is not trusted: one warning,
+and the model runs without the cache (nothing read, nothing stored). Sharing a cache is the user's choice by
+pointing TOSA_VK_CACHE at one; to be read it must still be owned by the user and writable by no one else, so a
+cache shared between users is read-only for all but its owner's writes — others run without it.
 """
 
 from __future__ import annotations
@@ -23,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import struct
 import tempfile
@@ -31,6 +49,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from .cache_files import RULE, make_private, read_private, untrusted
 from .paths import SHADER_ROOT, cache_root
 
 MAGIC = b"TOSAVK-PROGRAM\x00\x01"
@@ -38,6 +57,9 @@ FORMAT = 1
 SUFFIX = ".tvp"
 USAGE = "usage"  # the running total of the entries' bytes (ProgramCache._account)
 DEFAULT_BUDGET = 1 << 30  # bytes; TOSA_VK_CACHE_MAX_MB overrides
+MAX_HEADER = 1 << 12  # bytes: ProgramCache.header's JSON is ~250
+MAX_SECTIONS = 1 << 16  # the Program, the pipeline data and one module per shader variant
+MAX_USAGE = 1 << 62  # a usage total past this is not one the cache wrote
 _U32, _U64 = struct.Struct("<I"), struct.Struct("<Q")
 _warned: set[str] = set()
 
@@ -74,8 +96,17 @@ class Entry:
 class ProgramCache:
     def __init__(self, directory: str | Path | None = None, budget: int | None = None):
         self.dir = Path(directory) if directory else default_dir()
-        env = os.environ.get("TOSA_VK_CACHE_MAX_MB")
-        self.budget = budget if budget is not None else int(env) << 20 if env else DEFAULT_BUDGET
+        self.budget = budget if budget is not None else budget_from_env()
+
+    def trusted(self) -> bool:
+        """Whether the folder may be read and written (cache_files.untrusted); one warning per folder if not."""
+        why = untrusted(self.dir)
+        if why:
+            _warn_once(
+                f"untrusted:{self.dir}",
+                f"tosa_vk: the program cache {self.dir} is not trusted ({why}); running without it ({RULE})",
+            )
+        return not why
 
     @staticmethod
     def key(model: bytes, options: dict, target: object) -> str:
@@ -97,35 +128,38 @@ class ProgramCache:
         """The entry for `header` (ProgramCache.header), or None: missing, written for something else, or damaged
         (with a warning; the caller compiles again and overwrites it)."""
         path = self.path(header["key"])
-        try:
-            data = path.read_bytes()
-        except OSError:
+        if not self.trusted() or not os.path.lexists(path):
             return None
-        entry = _decode(data, header)
+        data = read_private(path, self.budget)  # an entry larger than the whole cache is none this cache keeps
+        entry = None if data is None else decode(data, header)
         if entry is None:
-            _warn_once(f"damaged:{path}", f"tosa_vk: program cache entry {path} is damaged or stale; rebuilding it")
+            self.damaged(path)
             return None
         try:
-            os.utime(path)  # least recently used goes first
+            os.utime(path, follow_symlinks=False)  # least recently used goes first
         except OSError:
             pass
         return entry
 
+    def damaged(self, path: Path, why: str = "") -> None:
+        """One warning that the entry at `path` cannot be used (and is rebuilt)."""
+        detail = f" ({why})" if why else ""
+        _warn_once(f"damaged:{path}", f"tosa_vk: program cache entry {path} is damaged or stale{detail}; rebuilding it")
+
     def store(self, header: dict, entry: Entry) -> bool:
         """Writes the entry atomically; False (with one warning per process) when the directory cannot take it."""
-        payload = b"".join(_U64.pack(len(s)) + s for s in (entry.program, entry.pipeline_data, *entry.spirv))
-        head = json.dumps(header, sort_keys=True).encode()
-        blob = MAGIC + _U32.pack(len(head)) + head + _U64.pack(len(payload)) + hashlib.sha256(payload).digest()
+        data = encode(header, entry)
         tmp = None
+        if not self.trusted():
+            return False
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
+            make_private(self.dir)
             fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-", suffix=SUFFIX)
             with os.fdopen(fd, "wb") as f:
-                f.write(blob)
-                f.write(payload)
+                f.write(data)
             os.replace(tmp, self.path(header["key"]))
             tmp = None
-            self._account(len(blob) + len(payload))
+            self._account(len(data))
         except OSError as err:
             _warn_once(f"store:{self.dir}", f"tosa_vk: the program cache {self.dir} cannot be written ({err}); "
                        "running without it")  # fmt: skip
@@ -169,10 +203,8 @@ class ProgramCache:
         folder costs ~15 us an entry (200 ms at 13,000), too much for every store. Concurrent writers may lose an
         addition or count a rewritten entry twice; each trim measures the folder and corrects the total."""
         usage = self.dir / USAGE
-        try:
-            total = int(usage.read_text()) + added
-        except (OSError, ValueError):
-            total = self.budget + 1  # unknown: measure
+        known = _usage(read_private(usage, 32))
+        total = self.budget + 1 if known is None else known + added  # unknown: measure
         if total > self.budget:
             total = self._trim()
         try:
@@ -201,15 +233,50 @@ class ProgramCache:
         return total
 
 
-def _decode(data: bytes, header: dict) -> Entry | None:
-    """The entry in `data` if it is whole and written for `header`."""
+def budget_from_env() -> int:
+    """TOSA_VK_CACHE_MAX_MB in bytes; DEFAULT_BUDGET when unset, or with one warning when it is not a positive
+    number of MiB."""
+    env = os.environ.get("TOSA_VK_CACHE_MAX_MB")
+    if env is None or not env.strip():
+        return DEFAULT_BUDGET
+    try:
+        mb = float(env)
+    except ValueError:
+        mb = math.nan
+    if not (0 < mb < 2**40):  # nan, inf, zero and negative fail too
+        _warn_once(f"budget:{env}", f"tosa_vk: TOSA_VK_CACHE_MAX_MB={env!r} is not a positive number of MiB; "
+                   f"using the default program cache budget ({DEFAULT_BUDGET >> 20} MiB)")  # fmt: skip
+        return DEFAULT_BUDGET
+    return max(1, int(mb * (1 << 20)))
+
+
+def _usage(data: bytes | None) -> int | None:
+    """The running total in a usage file's bytes; None (unknown: the folder is measured) unless it is the decimal
+    non-negative int the cache writes."""
+    text = (data or b"").strip()
+    if not text.isdigit() or len(text) > 19:  # (isdigit: no sign, no spaces, no underscores)
+        return None
+    value = int(text)
+    return value if value <= MAX_USAGE else None
+
+
+def encode(header: dict, entry: Entry) -> bytes:
+    """An entry file's bytes (the layout in the module's docstring)."""
+    payload = b"".join(_U64.pack(len(s)) + s for s in (entry.program, entry.pipeline_data, *entry.spirv))
+    head = json.dumps(header, sort_keys=True).encode()
+    return MAGIC + _U32.pack(len(head)) + head + _U64.pack(len(payload)) + hashlib.sha256(payload).digest() + payload
+
+
+def decode(data: bytes, header: dict) -> Entry | None:
+    """The entry in `data` if it is whole and written for `header`: the header must be byte for byte the one
+    store() writes for it (so no untrusted JSON is parsed)."""
     try:
         if not data.startswith(MAGIC):
             return None
         at = len(MAGIC)
         (n,) = _U32.unpack_from(data, at)
         at += _U32.size
-        if json.loads(data[at : at + n]) != header:
+        if n > MAX_HEADER or data[at : at + n] != json.dumps(header, sort_keys=True).encode():
             return None
         at += n
         (length,) = _U64.unpack_from(data, at)
@@ -225,6 +292,8 @@ def _decode(data: bytes, header: dict) -> Entry | None:
                 return None
             sections.append(payload[at : at + size])
             at += size
+            if len(sections) > MAX_SECTIONS:
+                return None
         if len(sections) < 2:
             return None
         return Entry(sections[0], sections[1], sections[2:])

@@ -192,27 +192,21 @@ class VulkanModel(OnDevice, GraphModel):
             }
             self.cached = False  # whether the program came from the program cache
             found = self._cached(dev, cache_dir) if cache_dir is not False else None
-            entry = found[2] if found else None
-            if entry:
-                self._data = None  # not needed: the graph, if ever asked for, is read from the file again
-            self.program = Program.from_bytes(entry.program) if entry else self.compile()
+            running: dict[str, Any] = {
+                "timestamps": timestamps,
+                "max_iterations": max_iterations,
+                "host": host_kernels.run,
+                "timeout_s": timeout_s,
+            }
+            if found and found[2]:
+                self.cached = self._from_entry(dev, found[0], found[1], found[2], running)
+            if not self.cached:
+                self.program = self.compile()
+                self.runtime = Runtime(self.program, dev, ShaderCache(), **running)
             # what run() coerces the feeds to: the graph's inputs, from the program (the graph may be unparsed)
             self._feeds = [Tensor(n, shape, DType[dtype]) for n, (shape, dtype) in self.program.input_types.items()]
-            shaders = ShaderCache()
-            if entry:  # the entry's SPIR-V: no glslc
-                shaders.memory.update(zip(program_variants(self.program), entry.spirv))
-            self.runtime = Runtime(
-                self.program,
-                dev,
-                shaders,
-                timestamps=timestamps,
-                max_iterations=max_iterations,
-                host=host_kernels.run,
-                timeout_s=timeout_s,
-                pipeline_data=entry.pipeline_data if entry else b"",
-            )
-            self.cached = entry is not None
-            if found and not entry:
+            if found and not self.cached:
+                assert self.runtime is not None
                 cache, header, _ = found
                 spirv = list(self.runtime.spirv.values())  # in program_variants order (Runtime._build)
                 cache.store(header, Entry(self.program.to_bytes(), self.runtime.pipelines.data(), spirv))
@@ -234,6 +228,27 @@ class VulkanModel(OnDevice, GraphModel):
     @property
     def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
         return dict(self.program.output_types)
+
+    def _from_entry(self, dev: Device, cache: ProgramCache, header: dict, entry: Entry, running: dict) -> bool:
+        """Runs the entry's Program (no compile, no glslc) when it decodes and every module and kernel interface
+        passes the checks (ShaderCache.adopt, Runtime's check_all); False, with one warning, for an entry that does
+        not: anyone who can write the cache folder could have written it, and a load never fails because of one
+        (the caller compiles again and rewrites it)."""
+        try:
+            program = Program.from_bytes(entry.program)
+            for name, (shape, _) in (*program.input_types.items(), *program.output_types.items()):
+                if tuple(program.buffers[name].shape) != tuple(shape):  # what run() writes and reads
+                    raise TosaError(f"tensor {name!r} has shape {program.buffers[name].shape}, its signature {shape}")
+            shaders = ShaderCache()
+            shaders.adopt(program_variants(program), entry.spirv)
+            runtime = Runtime(program, dev, shaders, pipeline_data=entry.pipeline_data, check_all=True, **running)
+        except Exception as err:  # whatever the entry makes fail, it is the entry's fault: build it again
+            why = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:200]}"
+            cache.damaged(cache.path(header["key"]), why)
+            return False
+        self.program, self.runtime = program, runtime
+        self._data = None  # not needed: the graph, if ever asked for, is read from the file again
+        return True
 
     def _cached(self, dev: Device, cache_dir) -> tuple[ProgramCache, dict, Entry | None] | None:
         """(the cache, this model's entry header, the entry if there is a valid one); None where the program

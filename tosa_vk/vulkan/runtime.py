@@ -13,6 +13,8 @@ from typing import NamedTuple
 import numpy as np
 import vulkan as vk
 
+from vgf import vk_enums
+
 from .. import spirv, variables
 from ..errors import TosaError
 from ..program import Branch, Host, Kernel, Loop, Program, StateCheck, walk
@@ -46,7 +48,9 @@ class Span(NamedTuple):
 
 class Runtime:
     """`host` runs the program's Host steps (tosa_vk/host_kernels.py; the Vulkan layer imports no backend);
-    `pipeline_data` seeds the driver's pipeline cache (Pipelines)."""
+    `pipeline_data` seeds the driver's pipeline cache (Pipelines); `check_all`: every kernel's interface is checked
+    against its module before any pipeline is made, not only a model's own shaders' (a program from the program
+    cache, whose built-in kernels could have been rewritten)."""
 
     def __init__(
         self,
@@ -59,8 +63,10 @@ class Runtime:
         host: HostKernels | None = None,
         timeout_s: float | None = DEFAULT_TIMEOUT_S,
         pipeline_data: bytes = b"",
+        check_all: bool = False,
     ):
         self.program = program
+        self.check_all = check_all
         self.max_iterations = max_iterations
         self.timeout_s = checked_timeout(timeout_s)  # None: no limit
         self._deadline = 0.0  # time.monotonic() by which the current run must end
@@ -117,9 +123,13 @@ class Runtime:
         variants = program_variants(self.program)
         self.spirv = dict(zip(variants, self.cache.get_many(variants)))
         self._modules: dict[tuple, bytes] = {}  # (variant, specialization values) -> the kernel's module
+        checked = set()
         for k in kernels:
-            if k.source or k.spirv:  # a model's shader: its interface must be what the kernel binds
-                self._check_interface(k)
+            if k.source or k.spirv or self.check_all:  # a model's shader: its interface must be what the kernel binds
+                key = (variant_of(k), k.spec_values, kernel_layout(k), len(k.push_constants), k.entry)
+                if key not in checked:  # (models repeat a layer's kernel many times)
+                    self._check_interface(k)
+                    checked.add(key)
         requests = {(self.module(k), len(k.bindings), len(k.push_constants), kernel_layout(k), k.entry)
                     for k in kernels}  # fmt: skip
         self.pipelines.prepare(list(requests))
@@ -220,6 +230,9 @@ class Runtime:
                 f"{step.op}: {len(step.push_constants)} bytes of push constants; this device allows "
                 f"{limits['maxPushConstantsSize']}"
             )
+        problem = _inconsistent(step, self.program)
+        if problem:
+            raise VulkanError(f"{step.op}: {problem}")
 
     def _check_interface(self, step: Kernel) -> None:
         bound = bound_descriptors(len(step.bindings), step.slots, step.descriptors)
@@ -453,6 +466,32 @@ class Runtime:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _inconsistent(k: Kernel, program: Program) -> str:
+    """What in a kernel's binding tables contradicts itself ('' if nothing): the recorder trusts them (a texel
+    view written as a storage buffer's descriptor, or two descriptors in one slot, crashes the driver), and a
+    program from the program cache or a VGF was written by someone else."""
+    n = len(k.bindings)
+    for name, table in (("slots", k.slots), ("descriptors", k.descriptors), ("images", k.images), ("texels", k.texels)):
+        if table and len(table) != n:
+            return f"{len(table)} {name} for {n} bindings"
+    if len(set(k.slots)) != len(k.slots) or any(s < 0 or b < 0 for s, b in k.slots):
+        return f"descriptor slots {list(k.slots)} repeat or are negative"
+    missing = [b for b in k.bindings if b not in program.buffers]
+    if missing:
+        return f"binds tensor {missing[0]!r}, which the program does not hold"
+    for i in range(n):
+        descriptor = k.descriptors[i] if k.descriptors else vk_enums.STORAGE_BUFFER
+        texel = k.texels[i] if k.texels else ""
+        image = k.images[i] if k.images else None
+        if descriptor not in vk_enums.DESCRIPTOR_TYPES:
+            return f"binding {i} has an unknown descriptor type {descriptor!r}"
+        if (texel != "") != (descriptor == vk_enums.UNIFORM_TEXEL_BUFFER) or (texel and texel not in vk_enums.FORMATS):
+            return f"binding {i} is a {descriptor} with texel format {texel!r}"
+        if (image is not None) != (descriptor in vk_enums.IMAGE_DESCRIPTORS):
+            return f"binding {i} is a {descriptor} {'with' if image is not None else 'without'} an image"
+    return ""
 
 
 @dataclass

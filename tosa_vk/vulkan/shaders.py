@@ -9,7 +9,8 @@ Includes resolve against shaders/include/ (`#include "types.glsl"`) and shaders/
 Variants are compiled several per glslc process (one process costs ~90 ms, one more shader ~13 ms). A cache entry
 is `<key>.spv` with a `<key>.sha256` of its bytes, written atomically; an entry whose bytes do not match its hash
 (or lack the SPIR-V magic) is treated as missing and rebuilt, so a damaged cache can never feed a bad module to the
-driver.
+driver. The folder is created private (0700) and read like the program cache's (tosa_vk/cache_files.py): only
+regular files owned by this user, size-capped; a folder others may write is not used at all (one warning).
 
 Custom-op kernels (tosa.CUSTOM) bring their own GLSL text (`Variant.text`, cached by the same content hash; glslc
 errors name the operator) or ready SPIR-V (`Variant.spirv`, checked with spirv-val once, never compiled).
@@ -27,12 +28,14 @@ import re
 import shutil
 import subprocess
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
 
 from .. import custom
 from .. import spirv as spirv_reader
+from ..cache_files import RULE, make_private, read_private, untrusted
 from ..errors import ShaderError
 from ..glsl_preprocessor import refusal
 from ..paths import SHADER_ROOT, cache_root
@@ -41,6 +44,7 @@ from ..shader_abi import PRELUDE
 
 SPIRV_MAGIC = 0x07230203
 TOOL_TIMEOUT_S = 120  # glslc / spirv-val on one batch: built-in batches take seconds; only a runaway shader hits it
+MAX_MODULE = 1 << 26  # bytes: a SPIR-V cache file past this is not one glslc wrote (built-in modules are < 1 MiB)
 
 
 INCLUDE_DIR = SHADER_ROOT / "include"
@@ -276,8 +280,16 @@ def _explain(stderr: str, sources: list) -> str:
 class ShaderCache:
     def __init__(self, directory: Path | None = None):
         self.dir = Path(directory) if directory else default_cache_dir()
+        why = untrusted(self.dir)
+        self.disk = not why  # the folder is read and written
+        if why:
+            _warn_once(
+                f"untrusted:{self.dir}",
+                f"tosa_vk: the SPIR-V cache {self.dir} is not trusted ({why}); compiling without it ({RULE})",
+            )
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
+            if self.disk:
+                make_private(self.dir)
         except OSError:
             pass  # an unusable cache folder only costs recompiles (_store skips it): it must not stop a load
         self.memory: dict[Variant, bytes] = {}
@@ -299,13 +311,13 @@ class ShaderCache:
         return len(modules)
 
     def _load(self, key: str) -> bytes | None:
-        spv, digest = self.dir / f"{key}.spv", self.dir / f"{key}.sha256"
-        try:
-            data, want = spv.read_bytes(), digest.read_text().strip()
-        except OSError:
+        if not self.disk:
+            return None
+        data, want = read_private(self.dir / f"{key}.spv", MAX_MODULE), read_private(self.dir / f"{key}.sha256", 128)
+        if data is None or want is None:
             return None
         ok = (
-            hashlib.sha256(data).hexdigest() == want
+            hashlib.sha256(data).hexdigest().encode() == want.strip()
             and len(data) >= 20
             and len(data) % 4 == 0
             and int.from_bytes(data[:4], "little") == SPIRV_MAGIC
@@ -314,6 +326,8 @@ class ShaderCache:
 
     def _store(self, key: str, data: bytes) -> None:
         """Writes an entry atomically; a read-only or missing cache folder is skipped (the memory cache holds it)."""
+        if not self.disk:
+            return
         try:
             for suffix, payload in ((".spv", data), (".sha256", hashlib.sha256(data).hexdigest().encode())):
                 fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-")
@@ -362,7 +376,52 @@ class ShaderCache:
     def get(self, variant: Variant) -> bytes:
         return self.get_many([variant])[0]
 
+    def adopt(self, variants: list[Variant], modules: list[bytes]) -> None:
+        """Takes `modules` (a program-cache entry's SPIR-V, untrusted) as the variants' SPIR-V once each is what it
+        must be, so that no rewritten entry reaches the driver with a module of its choosing: a shipped built-in
+        variant's must equal the library's, a payload's its ready SPIR-V, and any other (fused or custom GLSL)
+        the one this cache holds on disk, by hash; where the disk has none, spirv-val passes it (and the runtime
+        reflects every kernel of a cached program against its layout). A ShaderError names the first variant
+        that fails; nothing is taken then."""
+        from .builtin import library
+
+        if len(modules) != len(variants):
+            raise ShaderError(f"{len(modules)} SPIR-V modules for {len(variants)} shader variants")
+        for v, module in zip(variants, modules):
+            name = v.op or v.shader
+            if not (v.text or v.spirv) and not _shipped_source(v.shader):  # before its source is read to be hashed
+                raise ShaderError(f"{name}: {v.shader!r} is not one of tosa_vk's shaders")
+            want = v.spirv or library().get(v)
+            if want is None:  # not shipped (fused, custom GLSL): the SPIR-V cache's copy, when it has one
+                try:
+                    want = self._load(self.key(v))
+                except ShaderError:  # no glslc to name the cache key: spirv-val below
+                    want = None
+            if want is not None:
+                if module != want:
+                    raise ShaderError(f"{name}: the module differs from the variant's own SPIR-V")
+                if not v.spirv:
+                    continue
+            check_spirv(module, name)  # a payload's SPIR-V came from the entry too: validated as at compile time
+        self.memory.update(zip(variants, modules))
+
     def _compile(self, variants: list[Variant]) -> list[bytes]:
         out = compile_variants(variants)
         self.compiled += len(set(variants))
         return out
+
+
+def _shipped_source(shader: str) -> bool:
+    """Whether shaders/<shader>.comp is a file inside shaders/ (a cached Program names it: no '..' out of it)."""
+    root = SHADER_ROOT.resolve()
+    path = (root / f"{shader}.comp").resolve()
+    return path.is_relative_to(root) and path.is_file()
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(what: str, message: str) -> None:
+    if what not in _warned:
+        _warned.add(what)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
