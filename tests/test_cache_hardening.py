@@ -12,7 +12,6 @@ import stat
 import struct
 import subprocess
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 
@@ -79,10 +78,10 @@ def rewrite(path: Path, change) -> None:
     header = header_of(data)
     entry = decode(data, header)
     assert entry is not None
-    assert ProgramCache(path.parent).store(header, change(entry))
+    assert ProgramCache(path.parent).store(header, change(entry, path.parent))
 
 
-def deep_program(entry: Entry) -> Entry:
+def deep_program(entry: Entry, folder: Path) -> Entry:
     """A Program payload whose JSON nests 200,000 lists deep."""
     text = b"[" * 200_000 + b"]" * 200_000
     return Entry(b"TOSAVK-DATA\x00\x00\x00\x00\x01" + struct.pack("<Q", len(text)) + text, entry.pipeline_data,
@@ -127,7 +126,7 @@ def test_an_odd_entry_is_ignored_and_rebuilt_never_a_hang_or_a_failed_load(fille
         assert load_in_subprocess(cache, tmp_path / "again.npz")["cached"]  # rebuilt whole
 
 
-def swap_modules(entry: Entry) -> Entry:
+def swap_modules(entry: Entry, folder: Path) -> Entry:
     """The modules in another order; a lone module swapped for a shipped one of another kernel."""
     from tosa_vk.vulkan.builtin import library, manifest
 
@@ -136,13 +135,13 @@ def swap_modules(entry: Entry) -> Entry:
     return Entry(entry.program, entry.pipeline_data, spirv)  # type: ignore[arg-type]
 
 
-def flip_word(entry: Entry) -> Entry:
+def flip_word(entry: Entry, folder: Path) -> Entry:
     module = bytearray(entry.spirv[0])
     module[len(module) // 2] ^= 0x40
     return Entry(entry.program, entry.pipeline_data, [bytes(module), *entry.spirv[1:]])
 
 
-def drop_a_binding(entry: Entry) -> Entry:
+def drop_a_binding(entry: Entry, folder: Path) -> Entry:
     """Every kernel binds one buffer fewer than its shader declares (valid SPIR-V, a Program that decodes)."""
     from dataclasses import replace
 
@@ -153,7 +152,7 @@ def drop_a_binding(entry: Entry) -> Entry:
     return Entry(program.to_bytes(), entry.pipeline_data, entry.spirv)
 
 
-def texel_formats_on_storage_bindings(entry: Entry) -> Entry:
+def texel_formats_on_storage_bindings(entry: Entry, folder: Path) -> Entry:
     """Every binding given a texel format while its descriptor stays a storage buffer (crashed lavapipe in
     vkUpdateDescriptorSets: found by the cache fuzzer)."""
     from dataclasses import replace
@@ -166,7 +165,7 @@ def texel_formats_on_storage_bindings(entry: Entry) -> Entry:
     return Entry(program.to_bytes(), entry.pipeline_data, entry.spirv)
 
 
-def input_buffer_reshaped(entry: Entry) -> Entry:
+def input_buffer_reshaped(entry: Entry, folder: Path) -> Entry:
     """The input's buffer a scalar while the signature says (1, 4, 4, 8) (a raw ValueError at run before)."""
     from dataclasses import replace
 
@@ -177,13 +176,13 @@ def input_buffer_reshaped(entry: Entry) -> Entry:
     return Entry(program.to_bytes(), entry.pipeline_data, entry.spirv)
 
 
-def shader_outside_the_library(entry: Entry) -> Entry:
+def shader_outside_the_library(entry: Entry, folder: Path) -> Entry:
     """Every kernel names a shader outside shaders/: its source is never read (a FIFO there would hang the load)."""
     from dataclasses import replace
 
     from tosa_vk.program import Kernel, Program
 
-    fifo = Path(tempfile.mkdtemp()) / "fifo"
+    fifo = folder.parent / "fifo"  # (the test's tmp_path)
     os.mkfifo(f"{fifo}.comp")
     program = Program.from_bytes(entry.program)
     shader = os.path.relpath(fifo, ROOT / "shaders")
@@ -191,7 +190,7 @@ def shader_outside_the_library(entry: Entry) -> Entry:
     return Entry(program.to_bytes(), entry.pipeline_data, entry.spirv)
 
 
-def fewer_modules(entry: Entry) -> Entry:
+def fewer_modules(entry: Entry, folder: Path) -> Entry:
     return Entry(entry.program, entry.pipeline_data, entry.spirv[:-1])
 
 
