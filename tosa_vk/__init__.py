@@ -25,8 +25,8 @@ from .ir import DType, Graph, load_graph, save_graph, validate
 from .program import Program
 from .session import Model, Timing, load
 from .target import Target
+from .version import __version__ as __version__
 
-__version__ = "0.1.0"
 __all__ = [
     "Builder",
     "DType",
