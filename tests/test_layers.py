@@ -75,8 +75,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "capture",  # the capture twin: a graph rewrite the session asks for
         "vgf_graph",  # TOSA graph <-> VGF graph module
         "vgf_export",  # Program -> VGF container: a compile output every backend's export_vgf writes
+        "vgf_run",  # a .vgf's COMPUTE segments -> Program: the other way to a Program
     ),
-    BACKENDS: ("session", "vulkan_backend", "vgf_run"),
+    BACKENDS: ("backends", "session"),
     TOOLS: ("__init__", "__main__", "cli", "bench", "conformance", "compare", "profile"),
 }
 
@@ -87,14 +88,6 @@ KNOWN: dict[tuple[str, str], str] = {
     # operator (try_lower), and lower/ takes the stage records Partition / Fusion from the stages that make them
     ("partition", "lower"): "partition.py places an operator by trying its lowering (try_lower, LOWERINGS)",
     ("lower", "plan"): "lower/custom.py reads plan.resources' formats; plan/ reads lower's Lowered",
-    # a backend inside the op library: reference/model.py (the reference Model) compiles and exports
-    ("reference", "compiler"): "reference/model.py: Model.export_vgf compiles",
-    ("reference", "vgf_export"): "reference/model.py: Model.export_vgf",
-    ("reference", "session"): "reference/model.py: the Model base classes",
-    # the backends' circle: the Model base classes live in session, the on-device state in vulkan_backend
-    ("vulkan_backend", "session"): "vulkan_backend.py: the Model base classes",
-    # the VGF codec (constant graphs) lives in the VGF runner
-    ("vgf_export", "vgf_run"): "vgf_export.py: constant_graph, GRAPH_ELEMENTS, GRAPH_MAX_RANK",
     # the build-time variant collector inside the runtime's library lookup (vulkan/builtin.py)
     ("vulkan", "bench"): "vulkan/builtin.py: the collector compiles the bench's model graphs",
     ("vulkan", "compiler"): "vulkan/builtin.py: the collector compiles graphs",

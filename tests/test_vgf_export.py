@@ -14,12 +14,13 @@ from helpers import same_bits, vgf_dump
 
 import tosa_vk
 import vgf as V
+from tosa_vk.backends.vgf import VGFModel
+from tosa_vk.backends.vulkan import VulkanModel
 from tosa_vk.errors import TosaError
 from tosa_vk.ir import load_graph
 from tosa_vk.reference.executor import coerce_input
 from tosa_vk.vgf_export import bake_push_constants, export_vgf
-from tosa_vk.vgf_run import VGFModel, runs_as_is
-from tosa_vk.vulkan_backend import VulkanModel
+from tosa_vk.vgf_run import runs_as_is
 from vgf.scenario import write_scenario
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,5 @@
-"""VGF -> run on tosa_vk's Vulkan runtime: each COMPUTE segment becomes a Kernel whose SPIR-V comes from the file.
+"""A .vgf -> a Program for tosa_vk's Vulkan runtime (run by tosa_vk/backends/vgf.py): each COMPUTE segment becomes a
+Kernel whose SPIR-V comes from the file.
 
 Supported: COMPUTE segments with SPIR-V or GLSL modules (any entry point, any descriptor sets / bindings), no
 push-constant ranges (VGF carries no push-constant values); resources bound as STORAGE_BUFFER, TENSOR_ARM (bound as
@@ -24,30 +25,22 @@ those Arm's model-converter writes for graphs of com.arm.VulkanCustomShader oper
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 
-from vgf import VGF, VGFError, read_vgf
+from vgf import VGF
 from vgf.scenario import FORMAT_SIZES, IMAGE_DESCRIPTORS, image_extent, resource_bytes
 from vgf.vk_enums import DESCRIPTOR_NAMES, FORMAT_BY_VALUE, FORMAT_NAMES, FORMATS, SAMPLER_NAMES, STORAGE_BUFFER
 
-from .errors import TosaError, TosaFormatError
+from .errors import TosaError
 from .glsl_preprocessor import refusal
 from .ir.dtype import DType
 from .ir.graph import Block, Operator, Tensor
 from .program import Buffer, Image, Kernel, Program, Step
-from .reference.executor import coerce_array
 from .spirv_graph import decode_module, encode
-from .timeout import checked_timeout
 from .vgf_graph import io_alias_problem
-from .vulkan import Device
 from .vulkan.memory import align
-from .vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
-from .vulkan_backend import OnDevice
 
-# numpy storage dtype -> the TOSA type it stores (INT8 over INT4, which shares its storage)
-_TOSA_NAMES = {np.dtype(d.numpy): d.name for d in reversed(DType) if d not in (DType.UNKNOWN, DType.SHAPE, DType.INT4)}
 # VkFormat value -> numpy dtype of the arena view (a component's storage type; ml_dtypes names for bf16 / fp8)
 _DTYPES = {f.value: np.dtype(f.numpy) for f in FORMATS.values()}
 
@@ -365,73 +358,3 @@ def _check_bindings(op: str, where: list[tuple[int, int, int]], writes: list[tup
         at = [f"set {st} binding {b}" for st, b, bound in where if bound == m]
         if len(at) > 1:
             raise fail(f"the segment writes resource {m} and binds it twice ({' and '.join(at)})", op=op)
-
-
-class VGFModel(OnDevice):
-    """A .vgf loaded onto a Vulkan device: run(feeds by input name) -> outputs by name. `timestamps=True`: GPU
-    times for profile()."""
-
-    source_kind = "VGF"
-
-    backend = "vulkan"
-
-    def __init__(
-        self,
-        source: str | Path | VGF,
-        device: Device | None = None,
-        file: str | None = None,
-        timeout_s: float | None = DEFAULT_TIMEOUT_S,
-        validation: bool | str | None = None,
-        timestamps: bool = False,
-    ):
-        checked_timeout(timeout_s)  # before any work (the Runtime keeps it)
-        if isinstance(source, VGF):
-            self.vgf, self.file = source, file
-        else:
-            self.file = file or str(source)
-            try:
-                self.vgf = read_vgf(source, file=self.file)
-            except VGFError as err:
-                raise TosaFormatError(err.rule, file=err.file) from None
-        self.program = vgf_program(self.vgf, self.file)
-        dev = self.attach(device, validation)
-        try:
-            self.runtime = Runtime(self.program, dev, timeout_s=timeout_s, timestamps=timestamps)  # for profile()
-            self.report_validation()
-        except BaseException:
-            self.close()
-            raise
-
-    @property
-    def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        return {n: self._signature(n) for n in self.program.inputs}
-
-    @property
-    def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        return {n: self._signature(n) for n in self.program.outputs}
-
-    def _signature(self, name: str) -> tuple[tuple[int, ...], str]:
-        """(shape, TOSA dtype name) of a resource, the type read from its storage format (as the other backends
-        name their inputs; a format no TOSA type stores keeps the numpy name)."""
-        buf = self.program.buffer(name)
-        return buf.shape, _TOSA_NAMES.get(np.dtype(buf.dtype), np.dtype(buf.dtype).name)
-
-    def _run(self, feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
-        values = {}
-        for name in self.program.inputs:
-            buf = self.program.buffer(name)
-            shape, type_name = self._signature(name)
-            values[name] = coerce_array(
-                name,
-                feeds[name],
-                shape,
-                np.dtype(buf.dtype),
-                type_name,
-                file=self.file,
-                cast=cast,
-                where=self.source_kind,
-            )
-        with self.using() as runtime:
-            results = runtime.run(values)
-        self.report_validation()
-        return results
