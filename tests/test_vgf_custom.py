@@ -36,8 +36,8 @@ from tosa_vk.backends.vgf import VGFModel
 from tosa_vk.backends.vulkan import VulkanModel
 from tosa_vk.bench.anchors import arm_sdk
 from tosa_vk.ir.flatbuffer import save_graph
+from tosa_vk.spirv_graph.constants import runs_as_is
 from tosa_vk.vgf_export import export_vgf
-from tosa_vk.vgf_run import runs_as_is
 from vgf import read_vgf
 from vgf.scenario import downloaded_array, upload_array, write_scenario
 from vgf.vk_enums import DESCRIPTOR_NAMES

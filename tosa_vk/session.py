@@ -71,7 +71,7 @@ def load(source: str | Path | Graph, backend: str | None = None, **options: Any)
     if is_vgf and not isinstance(source, Graph):
         from vgf import VGFError, load_vgf
 
-        from .vgf_run import runs_as_is
+        from .spirv_graph.constants import runs_as_is
 
         file = str(source)
         try:
