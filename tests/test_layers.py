@@ -88,11 +88,6 @@ KNOWN: dict[tuple[str, str], str] = {
     # operator (try_lower), and lower/ takes the stage records Partition / Fusion from the stages that make them
     ("partition", "lower"): "partition.py places an operator by trying its lowering (try_lower, LOWERINGS)",
     ("lower", "plan"): "lower/custom.py reads plan.resources' formats; plan/ reads lower's Lowered",
-    # the build-time variant collector inside the runtime's library lookup (vulkan/builtin.py)
-    ("vulkan", "bench"): "vulkan/builtin.py: the collector compiles the bench's model graphs",
-    ("vulkan", "compiler"): "vulkan/builtin.py: the collector compiles graphs",
-    ("vulkan", "conformance"): "vulkan/builtin.py: the collector compiles the conformance graphs",
-    ("vulkan", "lower"): "vulkan/builtin.py: the collector reads lower.texels",
 }
 
 

@@ -92,13 +92,11 @@ from .spirv_graph.constants import GRAPH_ELEMENTS, GRAPH_MAX_RANK, constant_grap
 from .vulkan.shaders import (
     INCLUDE_DIR,
     SHADER_ROOT,
-    TARGET_ENV,
     ShaderCache,
     ShaderError,
-    Variant,
     specialize,
-    variant_of,
 )
+from .vulkan.variant import TARGET_ENV, Variant, variant_of
 
 STORAGE_BUFFER_TYPE = DESCRIPTOR_TYPES[STORAGE_BUFFER]
 STORAGE_IMAGE_TYPE = DESCRIPTOR_TYPES[STORAGE_IMAGE]

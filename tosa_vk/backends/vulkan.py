@@ -29,7 +29,8 @@ from ..variables import new_value
 from ..vulkan import Device
 from ..vulkan.builtin import shipped_only
 from ..vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
-from ..vulkan.shaders import ShaderCache, program_variants
+from ..vulkan.shaders import ShaderCache
+from ..vulkan.variant import program_variants
 from .model import GraphModel, Model
 from .on_device import OnDevice
 
