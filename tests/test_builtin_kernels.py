@@ -1,5 +1,5 @@
 """Built-in kernels shipped compiled (tosa_vk/vulkan/builtin.py; the list and its build:
-tosa_vk/conformance/variants.py): the shipped graphs run with no glslc, the list of shipped variants and the built
+tosa_vk/conformance/shipped.py): the shipped graphs run with no glslc, the list of shipped variants and the built
 library are checked against the current lowering and GLSL sources (either going stale fails here), and a damaged or
 stale library is never used."""
 
@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from tosa_vk.conformance import variants as shipped
+from tosa_vk.conformance import shipped
 from tosa_vk.vulkan import builtin
 from tosa_vk.vulkan.shaders import ShaderCache, ShaderError
 from tosa_vk.vulkan.variant import Variant, source_digest
 
 MODELS = sorted((Path(__file__).resolve().parent.parent / "resources" / "models").iterdir())
 STALE_MANIFEST = (
-    "run `python -m tosa_vk.conformance.variants collect` (then `build`); commit shaders/builtin/variants.jsonl"
+    "run `python -m tosa_vk.conformance.shipped collect` (then `build`); commit shaders/builtin/variants.jsonl"
 )
 
 
@@ -36,7 +36,7 @@ def test_the_library_is_built_from_the_current_sources():
     absent = [v.shader for v in shipped.manifest() if lib.get(v) is None]
     assert shipped.manifest() and not absent, (
         f"{len(absent)} listed variants have no SPIR-V for their current source (e.g. {absent[:3]}): the library "
-        "is stale or missing; scripts/setup.sh rebuilds it (python -m tosa_vk.conformance.variants build)"
+        "is stale or missing; scripts/setup.sh rebuilds it (python -m tosa_vk.conformance.shipped build)"
     )
     assert lib.info()["modules"] == len(shipped.manifest())
 

@@ -130,7 +130,7 @@ def test_an_odd_entry_is_ignored_and_rebuilt_never_a_hang_or_a_failed_load(fille
 
 def swap_modules(entry: Entry) -> Entry:
     """The modules in another order; a lone module swapped for a shipped one of another kernel."""
-    from tosa_vk.conformance.variants import manifest
+    from tosa_vk.conformance.shipped import manifest
     from tosa_vk.vulkan.builtin import library
 
     other = [library().get(v) for v in manifest()[:1]]

@@ -6,9 +6,9 @@ Two files under shaders/builtin/:
   what the lowering makes of Arm's conformance selection (every operator x type-table row; also generated with two
   other seeds, for more shapes), the shipped models and the Builder-made model graphs, fused and unfused, for
   lavapipe and for subgroup sizes 16 / 32 / 64 (matmul_fast's width) and the minimum target. `python -m
-  tosa_vk.conformance.variants collect` rewrites it; a test fails when the lowering makes a variant of the default
+  tosa_vk.conformance.shipped collect` rewrites it; a test fails when the lowering makes a variant of the default
   selection or the model graphs that the file lacks (the list went stale).
-- `spirv.zip` (built, not committed): `python -m tosa_vk.conformance.variants build` compiles the listed variants
+- `spirv.zip` (built, not committed): `python -m tosa_vk.conformance.shipped build` compiles the listed variants
   with glslc into it, once per checkout (scripts/setup.sh) or wheel build.
 """
 
@@ -117,7 +117,7 @@ def main(argv: list[str]) -> int:
     elif command == "info":
         print(json.dumps(library().info(), indent=1))
     else:
-        print("usage: python -m tosa_vk.conformance.variants collect | build [--if-stale] | info", file=sys.stderr)
+        print("usage: python -m tosa_vk.conformance.shipped collect | build [--if-stale] | info", file=sys.stderr)
         return 2
     return 0
 
