@@ -27,7 +27,8 @@ def measure(paths: list[str], fuse: bool) -> list[dict]:
     from tosa_vk.program import Kernel, walk
     from tosa_vk.vulkan import Device
     from tosa_vk.vulkan.pipelines import Pipelines, kernel_layout
-    from tosa_vk.vulkan.shaders import ShaderCache, variant_of
+    from tosa_vk.vulkan.shaders import ShaderCache
+    from tosa_vk.vulkan.variant import variant_of
 
     device, shaders, records, seen = Device(), ShaderCache(), [], set()
     pipelines = Pipelines(device)

@@ -736,8 +736,9 @@ class CacheWorker:
         os.environ["TOSA_VK_CACHE"] = str(work / "root")  # the SPIR-V cache too: private to this run
         import tosa_vk
         from tosa_vk import program_cache
+        from tosa_vk.conformance.shipped import manifest
         from tosa_vk.vulkan import Device
-        from tosa_vk.vulkan.builtin import library, manifest
+        from tosa_vk.vulkan.builtin import library
 
         self.tosa_vk, self.pc, self.work, self.seed = tosa_vk, program_cache, work, seed
         self.device = Device()

@@ -1,6 +1,7 @@
-"""Built-in kernels shipped compiled (tosa_vk/vulkan/builtin.py): the shipped graphs run with no glslc, the list of
-shipped variants and the built library are checked against the current lowering and GLSL sources (either going
-stale fails here), and a damaged or stale library is never used."""
+"""Built-in kernels shipped compiled (tosa_vk/vulkan/builtin.py; the list and its build:
+tosa_vk/conformance/shipped.py): the shipped graphs run with no glslc, the list of shipped variants and the built
+library are checked against the current lowering and GLSL sources (either going stale fails here), and a damaged or
+stale library is never used."""
 
 from __future__ import annotations
 
@@ -14,36 +15,40 @@ from pathlib import Path
 
 import pytest
 
+from tosa_vk.conformance import shipped
 from tosa_vk.vulkan import builtin
-from tosa_vk.vulkan.shaders import ShaderCache, ShaderError, Variant, source_digest
+from tosa_vk.vulkan.shaders import ShaderCache, ShaderError
+from tosa_vk.vulkan.variant import Variant, source_digest
 
 MODELS = sorted((Path(__file__).resolve().parent.parent / "resources" / "models").iterdir())
-STALE_MANIFEST = "run `python -m tosa_vk.vulkan.builtin collect` (then `build`); commit shaders/builtin/variants.jsonl"
+STALE_MANIFEST = (
+    "run `python -m tosa_vk.conformance.shipped collect` (then `build`); commit shaders/builtin/variants.jsonl"
+)
 
 
 def _missing(variants) -> list[str]:
-    listed = set(builtin.manifest())
+    listed = set(shipped.manifest())
     return sorted(f"{v.shader} {dict(v.defines)}"[:300] for v in variants if v not in listed)
 
 
 def test_the_library_is_built_from_the_current_sources():
     lib = builtin.library()
-    absent = [v.shader for v in builtin.manifest() if lib.get(v) is None]
-    assert builtin.manifest() and not absent, (
+    absent = [v.shader for v in shipped.manifest() if lib.get(v) is None]
+    assert shipped.manifest() and not absent, (
         f"{len(absent)} listed variants have no SPIR-V for their current source (e.g. {absent[:3]}): the library "
-        "is stale or missing; scripts/setup.sh rebuilds it (python -m tosa_vk.vulkan.builtin build)"
+        "is stale or missing; scripts/setup.sh rebuilds it (python -m tosa_vk.conformance.shipped build)"
     )
-    assert lib.info()["modules"] == len(builtin.manifest())
+    assert lib.info()["modules"] == len(shipped.manifest())
 
 
 def test_the_model_graphs_kernels_are_all_shipped():
-    missing = _missing(builtin.corpus_variants(builtin.model_graphs()))
+    missing = _missing(shipped.corpus_variants(shipped.model_graphs()))
     assert not missing, f"{len(missing)} kernel variants are not shipped: {STALE_MANIFEST}\n" + "\n".join(missing[:5])
 
 
 @pytest.mark.conformance
 def test_the_conformance_kernels_are_all_shipped():
-    missing = _missing(builtin.corpus_variants(builtin.conformance_graphs()))
+    missing = _missing(shipped.corpus_variants(shipped.conformance_graphs()))
     assert not missing, f"{len(missing)} kernel variants are not shipped: {STALE_MANIFEST}\n" + "\n".join(missing[:5])
 
 
@@ -114,7 +119,7 @@ def test_a_fused_kernel_refused_runs_as_separate_kernels():
     import tosa_vk
     from tosa_vk.bench import graphs
     from tosa_vk.program import Kernel, walk
-    from tosa_vk.vulkan.shaders import program_variants, variant_of
+    from tosa_vk.vulkan.variant import program_variants, variant_of
 
     graph, feeds = graphs.gru_fp32(np.random.default_rng(0), steps=3)
     count = lambda p: sum(isinstance(s, Kernel) for s in walk(p.steps))  # noqa: E731
@@ -138,14 +143,14 @@ def _no_glslc() -> str:
 
 
 def _shipped_variant() -> Variant:
-    return next(v for v in builtin.manifest() if v.shader == "elementwise_binary/binary")
+    return next(v for v in shipped.manifest() if v.shader == "elementwise_binary/binary")
 
 
 def test_a_library_built_from_other_sources_finds_nothing(tmp_path):
     """An edited shader has another source digest: the library's old module is not found (glslc compiles it)."""
     variant = _shipped_variant()
     lib = builtin.Library(tmp_path / "spirv.zip")
-    builtin.build([variant], lib.path)
+    shipped.build([variant], lib.path)
     assert lib.get(variant) is not None
     edited = Variant(variant.shader, (*variant.defines, ("EDITED", "1")))
     assert source_digest(edited) != source_digest(variant) and lib.get(edited) is None
@@ -155,7 +160,7 @@ def test_a_library_built_from_other_sources_finds_nothing(tmp_path):
 def test_a_damaged_library_is_ignored_with_a_warning(tmp_path, monkeypatch, damage):
     variant = _shipped_variant()
     path = tmp_path / "spirv.zip"
-    builtin.build([variant], path)
+    shipped.build([variant], path)
     data = bytearray(path.read_bytes())
     if damage == "entry":  # a byte inside the stored module: the zip CRC no longer matches
         with zipfile.ZipFile(path) as z:
@@ -194,7 +199,7 @@ def test_convolution_layers_share_modules():
     import tosa_vk
     from tosa_vk.ir import load_graph
     from tosa_vk.program import Kernel, walk
-    from tosa_vk.vulkan.shaders import program_variants
+    from tosa_vk.vulkan.variant import program_variants
 
     program = tosa_vk.compile(load_graph(MODELS[[m.name for m in MODELS].index("resnet_int8")] / "model.tosa"))
     convs = [k for k in walk(program.steps) if isinstance(k, Kernel) and k.shader == "convolution/conv"]

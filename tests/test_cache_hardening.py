@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from tosa_vk.program_cache import DEFAULT_BUDGET, MAGIC, SUFFIX, Entry, ProgramCache, decode
-from tosa_vk.vulkan.shaders import ShaderCache, Variant
+from tosa_vk.vulkan.shaders import ShaderCache
+from tosa_vk.vulkan.variant import Variant
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
@@ -128,7 +129,8 @@ def test_an_odd_entry_is_ignored_and_rebuilt_never_a_hang_or_a_failed_load(fille
 
 def swap_modules(entry: Entry, folder: Path) -> Entry:
     """The modules in another order; a lone module swapped for a shipped one of another kernel."""
-    from tosa_vk.vulkan.builtin import library, manifest
+    from tosa_vk.conformance.shipped import manifest
+    from tosa_vk.vulkan.builtin import library
 
     other = [library().get(v) for v in manifest()[:1]]
     spirv = entry.spirv[1:] + entry.spirv[:1] if len(entry.spirv) > 1 else other
@@ -303,7 +305,8 @@ GLSL = (
 SHADERS = f"""
 import os, sys
 from pathlib import Path
-from tosa_vk.vulkan.shaders import ShaderCache, Variant
+from tosa_vk.vulkan.shaders import ShaderCache
+from tosa_vk.vulkan.variant import Variant
 v = Variant("custom:t", (), text={GLSL!r})
 folder = Path(sys.argv[1])
 cache = ShaderCache(folder)

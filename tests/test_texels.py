@@ -23,7 +23,8 @@ from tosa_vk.spirv import reflect
 from tosa_vk.target import LAVAPIPE, MINIMUM
 from tosa_vk.vulkan.recorder import view_bytes
 from tosa_vk.vulkan.runtime import Runtime
-from tosa_vk.vulkan.shaders import ShaderCache, variant_of
+from tosa_vk.vulkan.shaders import ShaderCache
+from tosa_vk.vulkan.variant import variant_of
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = sorted((ROOT / "resources" / "models").iterdir())

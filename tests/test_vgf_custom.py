@@ -32,11 +32,12 @@ from test_custom_ops import (
 
 import tosa_vk
 from tosa_vk import Builder, TosaError, custom, custom_payload
+from tosa_vk.backends.vgf import VGFModel
+from tosa_vk.backends.vulkan import VulkanModel
 from tosa_vk.bench.anchors import arm_sdk
 from tosa_vk.ir.flatbuffer import save_graph
+from tosa_vk.spirv_graph.constants import runs_as_is
 from tosa_vk.vgf_export import export_vgf
-from tosa_vk.vgf_run import VGFModel, runs_as_is
-from tosa_vk.vulkan_backend import VulkanModel
 from vgf import read_vgf
 from vgf.scenario import downloaded_array, upload_array, write_scenario
 from vgf.vk_enums import DESCRIPTOR_NAMES

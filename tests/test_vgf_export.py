@@ -14,12 +14,13 @@ from helpers import same_bits, vgf_dump
 
 import tosa_vk
 import vgf as V
+from tosa_vk.backends.vgf import VGFModel
+from tosa_vk.backends.vulkan import VulkanModel
 from tosa_vk.errors import TosaError
 from tosa_vk.ir import load_graph
 from tosa_vk.reference.executor import coerce_input
+from tosa_vk.spirv_graph.constants import runs_as_is
 from tosa_vk.vgf_export import bake_push_constants, export_vgf
-from tosa_vk.vgf_run import VGFModel, runs_as_is
-from tosa_vk.vulkan_backend import VulkanModel
 from vgf.scenario import write_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -168,7 +169,7 @@ def test_cli_export_inspect_run(tmp_path):
 def test_constant_graph_module_is_read_back():
     from helpers import graph_spirv_val
 
-    from tosa_vk.vgf_run import constant_graph, constant_graph_outputs
+    from tosa_vk.spirv_graph.constants import constant_graph, constant_graph_outputs
 
     tensors = [(100, (2, 3)), (14, (5,)), (76, (1, 2, 3, 4, 5, 6)), (100, (2, 3)), (75, (7,))]
     spirv = constant_graph("constants_0", tensors)

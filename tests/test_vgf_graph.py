@@ -15,8 +15,8 @@ import tosa_vk
 from tosa_vk import Builder, TosaError, custom, custom_payload
 from tosa_vk.bench.anchors import arm_sdk
 from tosa_vk.cli import main as cli
+from tosa_vk.spirv_graph.constants import runs_as_is
 from tosa_vk.vgf_graph import export, to_graph
-from tosa_vk.vgf_run import runs_as_is
 from vgf import load_vgf
 
 MODELS = Path(__file__).resolve().parents[1] / "resources" / "models"

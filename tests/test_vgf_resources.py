@@ -12,9 +12,9 @@ from test_custom_ops import F32, SCALE_ADD, resource
 
 import tosa_vk
 from tosa_vk import TosaError, custom, custom_payload
+from tosa_vk.backends.vgf import VGFModel
 from tosa_vk.vgf_export import export_vgf
 from tosa_vk.vgf_graph import export
-from tosa_vk.vgf_run import VGFModel
 from vgf import read_vgf, save_vgf, write_vgf
 
 pytestmark = pytest.mark.vulkan

@@ -22,9 +22,9 @@ from test_vgf_custom import rgba_bias_attrs
 
 import tosa_vk
 from tosa_vk import custom
+from tosa_vk.backends.reference import ReferenceModel
+from tosa_vk.backends.vgf import VGFModel
 from tosa_vk.ir import load_graph
-from tosa_vk.reference.model import ReferenceModel
-from tosa_vk.vgf_run import VGFModel
 from vgf import load_vgf
 
 pytestmark = pytest.mark.vulkan

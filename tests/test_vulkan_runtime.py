@@ -12,7 +12,8 @@ from helpers import host_step_graph
 import tosa_vk
 from tosa_vk import Builder, TosaError
 from tosa_vk.vulkan import VulkanError
-from tosa_vk.vulkan.shaders import ShaderCache, Variant
+from tosa_vk.vulkan.shaders import ShaderCache
+from tosa_vk.vulkan.variant import Variant
 
 
 def small_graph():

@@ -5,6 +5,7 @@ model = tosa_vk.load("model.tosa", backend="vulkan"); outputs = model.run({"x": 
 program = tosa_vk.compile(graph, "lavapipe")  # the compile pipeline alone: a Program (plain data)
 """
 
+from .backends.model import Model, Timing
 from .builder import Builder
 from .compiler import compile
 from .custom import custom_op
@@ -23,10 +24,10 @@ from .errors import (
 )
 from .ir import DType, Graph, load_graph, save_graph, validate
 from .program import Program
-from .session import Model, Timing, load
+from .session import load
 from .target import Target
+from .version import __version__ as __version__
 
-__version__ = "0.1.0"
 __all__ = [
     "Builder",
     "DType",

@@ -299,9 +299,10 @@ def _seconds(text: str) -> float:
 
 
 def cmd_run(args) -> int:
+    from .backends.model import GraphModel
     from .compare import judge
     from .ir.dtype import from_npy, to_npy
-    from .session import GraphModel, load
+    from .session import load
 
     expected_dir = None
     if args.compare and not args.test_desc:
@@ -418,8 +419,9 @@ def _dump(tensors: dict[str, np.ndarray], graph, folder: Path, files: dict[str, 
 
 def cmd_compare(args) -> int:
     """Vulkan against the reference backend, tensor by tensor (tosa_vk/compare.py); exit 1 if one is out of bounds."""
+    from .backends.model import GraphModel
     from .compare import compare, first_failure, report
-    from .session import GraphModel, load
+    from .session import load
 
     model_path, feeds, _, _ = _model_and_feeds(args)
     vulkan = load(model_path, backend="vulkan", **_host_options(args), **_timeout(args))

@@ -19,9 +19,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .backends.model import GraphModel
 from .capture import capturable, producers
 from .ir.dtype import DType
-from .session import GraphModel
 
 FLOAT_TOLERANCE = {
     "FP32": (2**-23, 1024),

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .session import Model, Timing
+from .backends.model import Model, Timing
 
 # A fused kernel's label joins its operators' labels with " + " ("CONV2D #58 'x' + RESCALE #63 'y'"); a split
 # needs an operator label after it ("REGION::OP #index"), since a tensor name may hold " + " too.

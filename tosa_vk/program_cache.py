@@ -51,6 +51,7 @@ from pathlib import Path
 
 from .cache_files import RULE, make_private, read_private, untrusted
 from .paths import SHADER_ROOT, cache_root
+from .version import __version__
 
 MAGIC = b"TOSAVK-PROGRAM\x00\x01"
 FORMAT = 1
@@ -72,8 +73,6 @@ def default_dir() -> Path:
 def build_digest() -> str:
     """tosa_vk's version and a digest of the package's Python and shader sources: their names, sizes and
     modification times (once per process, ~2 ms; reading them all cost ~10 ms of every warm load)."""
-    from . import __version__
-
     package = Path(__file__).resolve().parent
     h = hashlib.sha256(__version__.encode())
     for root in (package, SHADER_ROOT):

@@ -1,10 +1,11 @@
 """The user-facing session API: `tosa_vk.load(source, backend=..., **options) -> Model`, `Model.run(feeds)`.
 
-Every backend is a Model subclass with the same methods; `load` picks it and refuses options it does not take:
-- "reference": the numpy reference backend (tosa_vk/reference/model.py);
-- "vulkan": a .tosa file or Graph compiled for a Vulkan device (tosa_vk/vulkan_backend.py);
+Every backend is a Model subclass (tosa_vk/backends/model.py) with the same methods; `load` picks it and refuses
+options it does not take:
+- "reference": the numpy reference backend (tosa_vk/backends/reference.py);
+- "vulkan": a .tosa file or Graph compiled for a Vulkan device (tosa_vk/backends/vulkan.py);
 - a .vgf file with GRAPH segments is decoded into a graph (tosa_vk/vgf_graph.py) and runs on either backend; one of
-  COMPUTE segments only runs on Vulkan as it is (tosa_vk/vgf_run.py).
+  COMPUTE segments only runs on Vulkan as it is (tosa_vk/backends/vgf.py).
 Without `backend=`, a graph runs on Vulkan wherever a Vulkan device exists, else on the reference backend with a
 RuntimeWarning (`default_backend()`, which `tosa-vk run` uses too).
 """
@@ -15,259 +16,19 @@ import functools
 import importlib
 import inspect
 import warnings
-from collections.abc import Mapping, Sequence
-from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from .backends.model import Model
 from .errors import TosaError, TosaFormatError
-from .ir import Graph, Tensor, load_graph
-from .ir.flatbuffer import read_graph
+from .ir import Graph, load_graph
 
 if TYPE_CHECKING:
     from .vulkan import DeviceInfo
 
 # backend name -> "module:class"; a .vgf file is its own kind of source
-BACKENDS = {"reference": "tosa_vk.reference.model:ReferenceModel", "vulkan": "tosa_vk.vulkan_backend:VulkanModel"}
-VGF_BACKEND = "tosa_vk.vgf_run:VGFModel"
-KEPT_TWINS = 2  # capture twins a model keeps loaded (tosa_vk/capture.py), by capture set
-
-
-class Timing(NamedTuple):
-    """One operator's (or kernel's) time in the last run, in microseconds: `op` names every TOSA operator a kernel
-    covers ("CONV2D #58 'x' + RESCALE #63 'y'" for a fused kernel), `where` is "device" (GPU timestamp queries)
-    or "host" (wall clock of a host step or a reference operator)."""
-
-    op: str
-    where: str
-    microseconds: float
-
-
-class Model:
-    """A loaded graph bound to a backend. Variables (EXT-VARIABLE) persist across run() calls of one Model.
-
-    Subclasses implement run / inputs / outputs / close, and the state and profiling methods they support."""
-
-    backend = ""
-    file: str | None = None
-    source_kind = "graph"  # how errors name what the model runs ("graph", "VGF")
-
-    def run(
-        self,
-        feeds: dict[str, np.ndarray] | None = None,
-        /,
-        *,
-        cast: bool = False,
-        outputs: Sequence[str] | None = None,
-        capture: str | Sequence[str] | None = None,
-        **named: np.ndarray,
-    ) -> dict[str, np.ndarray]:
-        """Runs the graph: inputs by name (a dict, keywords, or both) -> outputs by name.
-
-        Every input must be given, in its declared shape and a dtype numpy's `same_kind` rule converts to the
-        input's storage dtype (see `inputs`): float64 for an FP32 input, int32 values in range for INT8; a float
-        array for an INT8 input is an error unless `cast=True` (numpy's astype, as `np.asarray(x, dtype)` does), and so
-        is a value a float input's type would change beyond rounding (1e300 or 2**24 + 1 into FP32).
-        `outputs`: the names of the outputs to return (default all). `capture`: intermediate tensors to return
-        too, after the outputs — "all" or a list of tensor names (tosa_vk/capture.py: the run is then a twin
-        program that keeps them stored). An input named "cast", "outputs" or "capture" goes in the dict."""
-        checked = self._gather(feeds, named, cast, outputs, self.source_kind)
-        if capture is None or capture is False:
-            return self._pick(self._run(checked, bool(cast)), outputs)
-        names = self._captures(capture)
-        results = self._capture_run(names, checked, bool(cast))
-        picked = self._pick({n: results[n] for n in self.outputs}, outputs)
-        return {**picked, **{n: results[n] for n in names if n not in picked}}
-
-    def _captures(self, capture) -> list[str]:
-        """run(capture=...) as tensor names in execution order."""
-        raise TosaError(f"run(capture=...) needs a TOSA graph; this {self.source_kind} has none", file=self.file)
-
-    def _capture_run(self, names: list[str], feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
-        """A run that returns the outputs and the tensors `names` (GraphModel: a twin model)."""
-        raise NotImplementedError
-
-    def _run(self, feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
-        """The backend's run: every input given by name (not yet converted) -> every output."""
-        raise NotImplementedError
-
-    def _gather(self, feeds, named: dict, cast, outputs, where: str = "graph") -> dict:
-        """run()'s feeds (the dict and the keywords) checked against `inputs`, and its keywords checked."""
-        if not isinstance(cast, (bool, np.bool_)):
-            raise TosaError(
-                f"run(cast=...) takes True or False, got {type(cast).__name__}; an input named 'cast' is given in "
-                "the feeds dict: run({'cast': value})",
-                file=self.file,
-            )
-        if outputs is not None:
-            self._wanted(outputs, where)
-        if feeds is not None and not isinstance(feeds, Mapping):
-            raise TosaError(f"run() takes the feeds as a dict of input name -> array, got {type(feeds).__name__}")
-        twice = sorted(set(feeds or {}) & set(named))
-        if twice:
-            raise TosaError(f"input(s) {twice} given both in the feeds dict and as keywords", file=self.file)
-        feeds = {**(feeds or {}), **named}
-        expected = list(self.inputs)
-        missing = [n for n in expected if n not in feeds]
-        unknown = sorted(set(feeds) - set(expected))
-        if missing or unknown:
-            problems = [f"missing {where} input(s) {missing}"] if missing else []
-            problems += [f"unknown {where} input(s) {unknown}"] if unknown else []
-            raise TosaError(f"{'; '.join(problems)}; the {where} takes {expected}", file=self.file)
-        return feeds
-
-    def _wanted(self, outputs, where: str = "graph") -> list[str]:
-        """run(outputs=...) as a list of output names, each checked."""
-        names = [outputs] if isinstance(outputs, str) else outputs
-        if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
-            raise TosaError(
-                f"run(outputs=...) takes a list of output names, got {type(outputs).__name__}; an input named "
-                "'outputs' is given in the feeds dict: run({'outputs': value})",
-                file=self.file,
-            )
-        known = list(self.outputs)
-        unknown = [n for n in names if n not in known]
-        if unknown:
-            raise TosaError(f"no {where} output(s) {unknown}; the {where} outputs are {known}", file=self.file)
-        return list(names)
-
-    def _pick(self, results: dict[str, np.ndarray], outputs) -> dict[str, np.ndarray]:
-        """The outputs run() returns: all, or those `outputs` names, in that order."""
-        return results if outputs is None else {n: results[n] for n in self._wanted(outputs, self.source_kind)}
-
-    @property
-    def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        """Input name -> (shape, dtype name)."""
-        raise NotImplementedError
-
-    @property
-    def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        """Output name -> (shape, dtype name)."""
-        raise NotImplementedError
-
-    @property
-    def variables(self) -> dict[str, np.ndarray]:
-        """Current values of the session's variables by uid (copies; declared on the first run)."""
-        return {}
-
-    def set_variable(self, uid: str, value: np.ndarray) -> None:
-        raise TosaError(f"no variable '{uid}': this model has no variables")
-
-    def reset_variables(self) -> None:
-        """Forgets all state: the next run declares the variables again with their initial values."""
-
-    def profile(self) -> list[Timing]:
-        """Per-kernel (Vulkan) or per-operator (reference) times of the last run as Timing records, in execution
-        order; the unit is microseconds (`Timing.microseconds`). The Vulkan backend times kernels with GPU
-        timestamp queries: load with timestamps=True, else this is a TosaError (never an empty list)."""
-        raise TosaError(f"the {self.backend or type(self).__name__} backend has no profile()", file=self.file)
-
-    @property
-    def transferred(self) -> dict[str, int]:
-        """Bytes that crossed between host and device memory in the last run ({"to_device", "from_device"})."""
-        return {}
-
-    @property
-    def placement(self) -> list:
-        """Where each operator runs, and why (tosa_vk.program.Placement records; the reference backend: every operator
-        on the host)."""
-        return []
-
-    def close(self) -> None:
-        """Frees device resources now (idempotent)."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.file or 'graph'!s}, backend={self.backend!r})"
-
-
-class GraphModel(Model):
-    """A Model of a TOSA graph (`graph`): its signature is the graph's. A subclass with `parses_lazily` is given
-    the file alone (session.load) and the graph is parsed on first use."""
-
-    parses_lazily = False
-    _graph: Graph | None = None
-    _data: bytes | None = None  # the file's bytes, where the model read them already
-
-    @property
-    def graph(self) -> Graph:
-        if self._graph is None:
-            if self.file is None:
-                raise TosaError("the model has neither a graph nor a file")
-            self._graph = read_graph(self._data, file=self.file) if self._data else load_graph(self.file)
-            self._data = None
-        return self._graph
-
-    @graph.setter
-    def graph(self, graph: Graph) -> None:
-        self._graph = graph
-
-    @property
-    def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        return _arrays(self.graph.inputs)
-
-    # the options load() gave this model: its capture twins are loaded with the same
-    _options: dict[str, Any] = {}
-    _twins: dict[tuple[str, ...], Model] | None = None
-
-    def _captures(self, capture) -> list[str]:
-        from .capture import resolve
-
-        return resolve(self.graph, capture, self.file)
-
-    def _capture_run(self, names: list[str], feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
-        from .capture import with_outputs
-
-        with getattr(self, "lock", None) or nullcontext():  # one run at a time, the twin's included
-            self._twins = self._twins if self._twins is not None else {}
-            twin = self._twins.pop(tuple(names), None)
-            if twin is None:
-                if len(self._twins) >= KEPT_TWINS:  # each holds its own device memory: the oldest goes
-                    self._twins.pop(next(iter(self._twins))).close()
-                twin = self._twin(with_outputs(self.graph, names))
-            self._twins[tuple(names)] = twin  # the most recent last
-            self._lend_state(twin)
-            try:
-                return twin._run(feeds, cast)
-            finally:
-                self._take_state(twin)
-
-    def _twin(self, graph: Graph) -> Model:
-        """This model's backend and options on `graph`."""
-        return type(self)(graph, file=self.file, **self._options)  # type: ignore[call-arg]  # subclasses take these
-
-    def _lend_state(self, twin: Model) -> None:
-        """Before a twin's run: it sees this model's variables."""
-
-    def _take_state(self, twin: Model) -> None:
-        """After a twin's run: this model's variables are what the twin left."""
-
-    def close(self) -> None:
-        for twin in (self._twins or {}).values():
-            twin.close()
-        self._twins = None
-
-    @property
-    def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        return _arrays(self.graph.outputs)
-
-
-def _arrays(tensors: list[Tensor]) -> dict[str, tuple[tuple[int, ...], str]]:
-    """Name -> (shape, dtype name) of a graph's input or output arrays: a block-scaled tensor (TOSA 1.1) is two, its
-    elements and its scales (`Tensor.scale_name`)."""
-    arrays = {}
-    for t in tensors:
-        arrays[t.name] = (t.shape, t.dtype.name)
-        if t.scale_dtype is not None:
-            arrays[t.scale_name] = (t.scale_shape, t.scale_dtype.name)
-    return arrays
+BACKENDS = {"reference": "tosa_vk.backends.reference:ReferenceModel", "vulkan": "tosa_vk.backends.vulkan:VulkanModel"}
+VGF_BACKEND = "tosa_vk.backends.vgf:VGFModel"
 
 
 # load()'s warning when it falls back to the reference backend for want of a device
@@ -310,7 +71,7 @@ def load(source: str | Path | Graph, backend: str | None = None, **options: Any)
     if is_vgf and not isinstance(source, Graph):
         from vgf import VGFError, load_vgf
 
-        from .vgf_run import runs_as_is
+        from .spirv_graph.constants import runs_as_is
 
         file = str(source)
         try:

@@ -36,7 +36,7 @@ segments that fill the constants (below).
   constant section (by SegmentInfo's constant bindings); an alias group is one memory for INTERMEDIATE entries of any
   descriptor type. So a constant the kernels read is an INTERMEDIATE storage-buffer entry (what they bind) in an alias
   group with an INTERMEDIATE TENSOR_ARM entry, and a constant graph sets that tensor to the constant: a graph without
-  inputs or operations whose outputs are graph constants (tosa_vk/vgf_run.py: constant_graph, encoded by
+  inputs or operations whose outputs are graph constants (tosa_vk/spirv_graph/constants.py: constant_graph, encoded by
   tosa_vk/spirv_graph; the layout model-converter writes for a graph whose outputs are constants), GRAPH_OUTPUTS
   tensors per segment. The CONSTANT
   entry has the tensor's format and shape, or R8_SINT bytes where a graph tensor lacks the element type (bool, bf16,
@@ -88,17 +88,15 @@ from .lower.data_layout import UNIT_TYPES, copy_push
 from .lower.push import baked, literal
 from .plan.resources import SCALAR_FORMATS
 from .program import Image, Kernel, Program
-from .vgf_run import GRAPH_ELEMENTS, GRAPH_MAX_RANK, constant_graph
+from .spirv_graph.constants import GRAPH_ELEMENTS, GRAPH_MAX_RANK, constant_graph
 from .vulkan.shaders import (
     INCLUDE_DIR,
     SHADER_ROOT,
-    TARGET_ENV,
     ShaderCache,
     ShaderError,
-    Variant,
     specialize,
-    variant_of,
 )
+from .vulkan.variant import TARGET_ENV, Variant, variant_of
 
 STORAGE_BUFFER_TYPE = DESCRIPTOR_TYPES[STORAGE_BUFFER]
 STORAGE_IMAGE_TYPE = DESCRIPTOR_TYPES[STORAGE_IMAGE]

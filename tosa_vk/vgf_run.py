@@ -1,4 +1,5 @@
-"""VGF -> run on tosa_vk's Vulkan runtime: each COMPUTE segment becomes a Kernel whose SPIR-V comes from the file.
+"""A .vgf -> a Program for tosa_vk's Vulkan runtime (run by tosa_vk/backends/vgf.py): each COMPUTE segment becomes a
+Kernel whose SPIR-V comes from the file.
 
 Supported: COMPUTE segments with SPIR-V or GLSL modules (any entry point, any descriptor sets / bindings), no
 push-constant ranges (VGF carries no push-constant values); resources bound as STORAGE_BUFFER, TENSOR_ARM (bound as
@@ -9,111 +10,36 @@ its own range of one arena (alias groups share one range); CONSTANT entries boun
 from the constant section, also when they are listed as model-sequence inputs (as tosa_vk's exporter did before
 its files carried a constant graph), so callers feed only the real inputs.
 
-Constant graphs: a GRAPH segment whose graph has no inputs and only sets graph constants (the constant section's
-data, bound by SegmentInfo's constant bindings) as its outputs does no computing; tosa_vk's exporter writes one to
-fill the tensors its compute segments read (tosa_vk/vgf_export.py), and model-converter writes one for a graph
-whose outputs are constants. Its module comes from the SPIR-V graph codec (tosa_vk/spirv_graph): `constant_graph`
-encodes a Block of CONST outputs (every one a graph constant), and `constant_graph_outputs` recognises one by
-decoding it (any graph module of that shape, not only ours). Each output tensor's range
-of the arena is filled with its constant once, at load; a compute segment writing into that memory (the tensor or
-its alias group) is refused, since a file runner would restore the constant on every run and we would not. Other
-GRAPH segments (TOSA graphs for VK_ARM_data_graph) are refused clearly. This runs the VGFs tosa_vk exports and
-those Arm's model-converter writes for graphs of com.arm.VulkanCustomShader operators.
+A constant graph (a GRAPH segment that only sets graph constants, tosa_vk/spirv_graph/constants.py) fills its
+output tensors' ranges of the arena once, at load; a compute segment writing into that memory (the tensor or its
+alias group) is refused, since a file runner would restore the constant on every run and we would not. Other GRAPH
+segments (TOSA graphs for VK_ARM_data_graph) are refused clearly. This runs the VGFs tosa_vk exports and those Arm's
+model-converter writes for graphs of com.arm.VulkanCustomShader operators.
+
+The translation, in the order vgf_program takes it: the constant graphs' data, each resource's name, the arena
+(each resource's buffer, alias groups sharing memory), one Kernel per COMPUTE segment, the model's inputs and
+outputs.
 """
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 
-from vgf import VGF, VGFError, read_vgf
+from vgf import VGF
 from vgf.scenario import FORMAT_SIZES, IMAGE_DESCRIPTORS, image_extent, resource_bytes
 from vgf.vk_enums import DESCRIPTOR_NAMES, FORMAT_BY_VALUE, FORMAT_NAMES, FORMATS, SAMPLER_NAMES, STORAGE_BUFFER
 
-from .errors import TosaError, TosaFormatError
+from .errors import TosaError
 from .glsl_preprocessor import refusal
-from .ir.dtype import DType
-from .ir.graph import Block, Operator, Tensor
 from .program import Buffer, Image, Kernel, Program, Step
-from .reference.executor import coerce_array
-from .spirv_graph import decode_module, encode
-from .timeout import checked_timeout
+from .spirv_graph.constants import constant_graph_outputs
 from .vgf_graph import io_alias_problem
-from .vulkan import Device
 from .vulkan.memory import align
-from .vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
-from .vulkan_backend import OnDevice
 
-# numpy storage dtype -> the TOSA type it stores (INT8 over INT4, which shares its storage)
-_TOSA_NAMES = {np.dtype(d.numpy): d.name for d in reversed(DType) if d not in (DType.UNKNOWN, DType.SHAPE, DType.INT4)}
 # VkFormat value -> numpy dtype of the arena view (a component's storage type; ml_dtypes names for bf16 / fp8)
 _DTYPES = {f.value: np.dtype(f.numpy) for f in FORMATS.values()}
-
-
-# ---- constant graphs ----------------------------------------------------------------------------------------------
-# VkFormat value -> the element type a constant graph's tensor of that format has (TOSA's int8 / int16 / int32 /
-# fp16 / fp32, whose bytes are the same in the arena and the graph). Other element types travel as R8_SINT bytes
-# (vgf_export.py): bool (a graph constant's true is 0xFF, kernels read 1), bf16, fp8, int48.
-GRAPH_ELEMENTS = {
-    FORMATS[f"VK_FORMAT_{f}"].value: d
-    for f, d in (
-        ("R8_SINT", DType.INT8),
-        ("R16_SINT", DType.INT16),
-        ("R32_SINT", DType.INT32),
-        ("R16_SFLOAT", DType.FP16),
-        ("R32_SFLOAT", DType.FP32),
-    )
-}
-GRAPH_MAX_RANK = 6  # TOSA's MAX_RANK: a tensor's shape as the graph declares it
-
-
-def constant_graph(name: str, tensors: list[tuple[int, tuple[int, ...]]]) -> bytes:
-    """A SPIR-V graph module (entry point `name`) without inputs whose output k is graph constant k: a tensor of
-    (VkFormat value from GRAPH_ELEMENTS, shape of rank 1..GRAPH_MAX_RANK) at set 0, binding k. The layout
-    model-converter writes for a graph whose outputs are constants; encoded by tosa_vk/spirv_graph (every constant
-    a graph constant, however small)."""
-    block = Block(name)
-    for k, (fmt, shape) in enumerate(tensors):
-        assert 1 <= len(shape) <= GRAPH_MAX_RANK and min(shape) >= 1, f"tensor shape {shape}"
-        dtype = GRAPH_ELEMENTS[fmt]
-        data = np.broadcast_to(np.zeros((), dtype.numpy), shape)  # encode does not read a graph constant's data
-        block.add_tensor(Tensor(f"constant_{k}", shape, dtype, data))
-        block.operators.append(Operator("CONST", [], [f"constant_{k}"]))
-        block.outputs.append(f"constant_{k}")
-    spirv, names = encode(block, name, inline=0)
-    assert names == block.outputs, names
-    return spirv
-
-
-def constant_graph_outputs(code: bytes | str | None) -> list[tuple[int, int, int]] | None:
-    """(set, binding, graph constant id) of each output of a graph module without inputs whose outputs are all
-    graph constants (no operation in the graph: decoded, it holds only the CONST operators of its outputs); None
-    for any other module. Decoded for its structure only (the data is the constant section's, bound by the
-    segment)."""
-    if not isinstance(code, bytes):
-        return None
-    try:
-        decoded = decode_module(code, None, [], None)
-    except TosaError:
-        return None
-    block, ids = decoded.block, decoded.graph_constants
-    if block.inputs or any(op.op != "CONST" or op.outputs[0] not in block.outputs for op in block.operators):
-        return None
-    if any(n not in ids for n in block.outputs) or any(b is None for b in decoded.bindings):
-        return None
-    return [(*b, ids[n]) for b, n in zip(decoded.bindings, block.outputs) if b is not None]
-
-
-def runs_as_is(vgf: VGF) -> bool:
-    """True when tosa_vk runs the file's segments as they are (vgf_program): every GRAPH segment only outputs
-    constants. A file with other GRAPH segments holds a TOSA graph (tosa_vk/vgf_graph.py decodes those)."""
-    return all(
-        s.type == "COMPUTE"
-        or (s.module_index < len(vgf.modules) and constant_graph_outputs(vgf.modules[s.module_index].code) is not None)
-        for s in vgf.segments
-    )
 
 
 def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Program:
@@ -123,6 +49,18 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
         return TosaError(rule, op=op, file=file)
 
     filled = _constant_graphs(vgf, fail)  # MRT index -> its constant's data, set by a constant graph
+    names = _resource_names(vgf, fail)
+    buffers, constants, arena = _arena(vgf, names, filled, alignment, fail)
+    held = {vgf.resources[m].alias_group for m in filled} - {None}  # memory a constant graph fills once
+    # a GRAPH segment is a constant graph (_constant_graphs refused any other): its outputs are filled at load
+    steps: list[Step] = [_kernel(vgf, s, names, filled, held, fail) for s in vgf.segments if s.type != "GRAPH"]
+    inputs, outputs = _model_io(vgf, names, steps, filled, fail)
+    return Program(steps, buffers, max(arena, 16), inputs, outputs, constants)
+
+
+def _resource_names(vgf: VGF, fail) -> dict[int, str]:
+    """MRT index -> the name of every resource: the model sequence's input / output name, else mrt_<index>; each
+    name once, each model input and output listed once, no model output an INPUT or CONSTANT entry."""
     names: dict[int, str] = {}
     for io, labels in ((vgf.inputs, vgf.input_names), (vgf.outputs, vgf.output_names)):
         for i, slot in enumerate(io):
@@ -142,6 +80,14 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
                 f"model output '{names[b.mrt_index]}' is resource {b.mrt_index}, an "
                 f"{vgf.resources[b.mrt_index].category} entry"
             )
+    return names
+
+
+def _arena(
+    vgf: VGF, names: dict[int, str], filled: dict[int, bytes], alignment: int, fail
+) -> tuple[dict[str, Buffer], dict[str, np.ndarray], int]:
+    """(name -> Buffer, name -> constant data, arena bytes): every resource's range of one arena, an alias group's
+    members sharing one range, in resource order; constants from the constant section or a constant graph."""
     group_bytes = _alias_groups(vgf, fail)
     # CONSTANT entries only a constant graph reads need no memory of their own (their data is in `filled`)
     read_as_is = {b.mrt_index for s in vgf.segments if s.type == "COMPUTE" for d in s.set_infos for b in d.bindings}
@@ -154,31 +100,8 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
         name = names[index]
         if r.category == "CONSTANT" and index not in read_as_is:
             continue
-        dtype = _DTYPES.get(r.format)
-        if dtype is None or r.format not in FORMAT_SIZES:
-            raise fail(f"resource {index} '{name}': VkFormat {r.format} is not supported")
-        if r.descriptor_type is not None and r.descriptor_type not in DESCRIPTOR_NAMES:
-            raise fail(
-                f"resource {index} '{name}': descriptor type {r.descriptor_type} is not supported (storage "
-                f"buffers, tensors, storage images, combined image samplers)"
-            )
-        shape = tuple(int(d) for d in r.shape)
-        if any(d < 0 for d in shape):
-            raise fail(f"resource {index} '{name}': shape {list(shape)} has unknown dimensions")
-        if r.descriptor_type in IMAGE_DESCRIPTORS:
-            try:
-                image_extent(r)
-            except ValueError as err:
-                raise fail(f"resource {index} '{name}': {err}") from None
-            channels = FORMAT_BY_VALUE[r.format].components if r.format in FORMAT_BY_VALUE else None
-            if channels != shape[-1]:
-                raise fail(
-                    f"resource {index} '{name}': an image of format {r.format} needs C = {channels} "
-                    f"channels, the shape is {list(shape)}"
-                )
-        elif FORMAT_SIZES[r.format] != np.dtype(dtype).itemsize:
-            raise fail(f"resource {index} '{name}': VkFormat {r.format} is not a scalar format for a buffer / tensor")
-        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+        shape, dtype = _resource_type(index, name, r, fail)
+        nbytes = math.prod(shape) * dtype.itemsize
         if r.alias_group is not None and r.alias_group in offsets:
             offset = offsets[r.alias_group]
         else:
@@ -196,7 +119,7 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
                     f"holding {len(filled[index])} bytes of constant data"
                 )
             constants[name] = np.frombuffer(filled[index], dtype).reshape(shape)
-        buffers[name] = Buffer(name, offset, nbytes, shape, np.dtype(dtype), kind)
+        buffers[name] = Buffer(name, offset, nbytes, shape, dtype, kind)
         if r.category == "CONSTANT":
             c = vgf.constant_for(index)
             if c is None:
@@ -207,88 +130,126 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
                     f"{list(shape)} ({nbytes} bytes)"
                 )
             constants[name] = np.frombuffer(c.data, dtype).reshape(shape)
-    steps: list[Step] = []
-    held = {vgf.resources[m].alias_group for m in filled} - {None}  # memory a constant graph fills once
-    for s in vgf.segments:
-        if s.type == "GRAPH":  # a constant graph (_constant_graphs refused any other): its outputs are filled at load
-            continue
-        module = vgf.modules[s.module_index]
-        if module.language not in ("SPIR-V", "GLSL") or not module.code:
+    return buffers, constants, arena
+
+
+def _resource_type(index: int, name: str, r, fail) -> tuple[tuple[int, ...], np.dtype]:
+    """(shape, numpy dtype) of a resource whose format, descriptor type and shape tosa_vk runs: a scalar format for a
+    buffer / tensor, an image's channels in the format's components."""
+    dtype = _DTYPES.get(r.format)
+    if dtype is None or r.format not in FORMAT_SIZES:
+        raise fail(f"resource {index} '{name}': VkFormat {r.format} is not supported")
+    if r.descriptor_type is not None and r.descriptor_type not in DESCRIPTOR_NAMES:
+        raise fail(
+            f"resource {index} '{name}': descriptor type {r.descriptor_type} is not supported (storage "
+            f"buffers, tensors, storage images, combined image samplers)"
+        )
+    shape = tuple(int(d) for d in r.shape)
+    if any(d < 0 for d in shape):
+        raise fail(f"resource {index} '{name}': shape {list(shape)} has unknown dimensions")
+    if r.descriptor_type in IMAGE_DESCRIPTORS:
+        try:
+            image_extent(r)
+        except ValueError as err:
+            raise fail(f"resource {index} '{name}': {err}") from None
+        channels = FORMAT_BY_VALUE[r.format].components if r.format in FORMAT_BY_VALUE else None
+        if channels != shape[-1]:
             raise fail(
-                f"module {s.module_index} '{module.name}' holds {module.language or 'no'} code; only SPIR-V "
-                f"and GLSL modules run here",
-                op=s.name,
+                f"resource {index} '{name}': an image of format {r.format} needs C = {channels} "
+                f"channels, the shape is {list(shape)}"
             )
-        if s.push_constant_ranges:
-            raise fail(
-                "the segment declares push-constant ranges, but a VGF carries no push-constant values", op=s.name
-            )
-        if len(s.dispatch_shape) != 3:
-            raise fail("a COMPUTE segment needs a 3-value dispatch shape", op=s.name)
-        where = sorted((s.set_index(i), b.binding, b.mrt_index) for i, d in enumerate(s.set_infos) for b in d.bindings)
-        _check_bindings(s.name, where, [(b.mrt_index, vgf.resources[b.mrt_index].category) for b in s.outputs], fail)
-        bound_mrts = {m for _, _, m in where}
-        for kind, listed in (("input", s.inputs), ("output", s.outputs)):
-            for b in listed:  # what the segment reads and writes is among what it binds
-                if b.mrt_index not in bound_mrts:
-                    raise fail(
-                        f"segment {kind} resource {b.mrt_index} is bound by none of the segment's descriptors",
-                        op=s.name,
-                    )
-        bound = tuple(names[m] for _, _, m in where)
-        slots = tuple((st, b) for st, b, _ in where)
-        if slots == tuple((0, b) for b in range(len(slots))):
-            slots = ()
-        declared = bool(s.inputs or s.outputs)  # else it may write whatever it binds but INPUT / CONSTANT entries
-        reads = tuple(names[b.mrt_index] for b in s.inputs) if declared else bound
-        writable = [m for _, _, m in where if vgf.resources[m].category not in ("INPUT", "CONSTANT")]
-        writes = tuple(names[m] for m in ([b.mrt_index for b in s.outputs] if declared else writable))
-        for m in [b.mrt_index for b in s.outputs] if declared else [m for _, _, m in where]:
-            if m in filled or (vgf.resources[m].alias_group in held):
+    elif FORMAT_SIZES[r.format] != np.dtype(dtype).itemsize:
+        raise fail(f"resource {index} '{name}': VkFormat {r.format} is not a scalar format for a buffer / tensor")
+    return shape, np.dtype(dtype)
+
+
+def _kernel(vgf: VGF, s, names: dict[int, str], filled: dict[int, bytes], held: set, fail) -> Kernel:
+    """The Kernel of one COMPUTE segment: its module's SPIR-V (or GLSL), its bindings checked, what it reads and
+    writes (its declared inputs / outputs, else what it binds), its descriptors."""
+    module = vgf.modules[s.module_index]
+    if module.language not in ("SPIR-V", "GLSL") or not module.code:
+        raise fail(
+            f"module {s.module_index} '{module.name}' holds {module.language or 'no'} code; only SPIR-V "
+            f"and GLSL modules run here",
+            op=s.name,
+        )
+    if s.push_constant_ranges:
+        raise fail("the segment declares push-constant ranges, but a VGF carries no push-constant values", op=s.name)
+    if len(s.dispatch_shape) != 3:
+        raise fail("a COMPUTE segment needs a 3-value dispatch shape", op=s.name)
+    where = sorted((s.set_index(i), b.binding, b.mrt_index) for i, d in enumerate(s.set_infos) for b in d.bindings)
+    _check_bindings(s.name, where, [(b.mrt_index, vgf.resources[b.mrt_index].category) for b in s.outputs], fail)
+    bound_mrts = {m for _, _, m in where}
+    for kind, listed in (("input", s.inputs), ("output", s.outputs)):
+        for b in listed:  # what the segment reads and writes is among what it binds
+            if b.mrt_index not in bound_mrts:
                 raise fail(
-                    f"the segment {'writes' if declared else 'lists no inputs or outputs and binds'} resource {m} "
-                    f"'{names[m]}', memory a constant graph fills (tosa_vk fills it once, at load; a runner running "
-                    f"the graph every time would restore it)",
+                    f"segment {kind} resource {b.mrt_index} is bound by none of the segment's descriptors",
                     op=s.name,
                 )
-        descriptors: list[str] = []
-        images: list[Image | None] = []
-        for _, _, m in where:
-            r = vgf.resources[m]
-            descriptors.append(
-                STORAGE_BUFFER if r.descriptor_type is None else DESCRIPTOR_NAMES.get(r.descriptor_type, STORAGE_BUFFER)
+    bound = tuple(names[m] for _, _, m in where)
+    slots = tuple((st, b) for st, b, _ in where)
+    if slots == tuple((0, b) for b in range(len(slots))):
+        slots = ()
+    declared = bool(s.inputs or s.outputs)  # else it may write whatever it binds but INPUT / CONSTANT entries
+    reads = tuple(names[b.mrt_index] for b in s.inputs) if declared else bound
+    writable = [m for _, _, m in where if vgf.resources[m].category not in ("INPUT", "CONSTANT")]
+    writes = tuple(names[m] for m in ([b.mrt_index for b in s.outputs] if declared else writable))
+    for m in [b.mrt_index for b in s.outputs] if declared else [m for _, _, m in where]:
+        if m in filled or (vgf.resources[m].alias_group in held):
+            raise fail(
+                f"the segment {'writes' if declared else 'lists no inputs or outputs and binds'} resource {m} "
+                f"'{names[m]}', memory a constant graph fills (tosa_vk fills it once, at load; a runner running "
+                f"the graph every time would restore it)",
+                op=s.name,
             )
-            if r.descriptor_type in IMAGE_DESCRIPTORS:
-                w, h = image_extent(r)
-                sampler = tuple(sorted((k, SAMPLER_NAMES[k].get(v, str(v))) for k, v in (r.sampler or {}).items()))
-                images.append(Image(FORMAT_NAMES[r.format], w, h, sampler))
-            else:
-                images.append(None)
-        if all(d == STORAGE_BUFFER for d in descriptors):
-            descriptors, images = [], []
-        spirv = module.code if isinstance(module.code, bytes) and module.language == "SPIR-V" else b""
-        source = str(module.code) if not spirv else ""
-        if source and (why := refusal(source)):  # a model's GLSL may not read host files (gated at compile too)
-            raise fail(f"module {s.module_index} '{module.name}': {why}", op=s.name)
-        x, y, z = s.dispatch_shape
-        steps.append(
-            Kernel(
-                s.name,
-                f"vgf:{module.name or s.module_index}",
-                (),
-                bound,
-                b"",
-                (x, y, z),
-                reads,
-                writes,
-                entry=module.entry_point or "main",
-                slots=slots,
-                descriptors=tuple(descriptors),
-                images=tuple(images),
-                source=source,
-                spirv=spirv,
-            )
+    descriptors, images = _descriptors(vgf, [m for _, _, m in where])
+    spirv = module.code if isinstance(module.code, bytes) and module.language == "SPIR-V" else b""
+    source = str(module.code) if not spirv else ""
+    if source and (why := refusal(source)):  # a model's GLSL may not read host files (gated at compile too)
+        raise fail(f"module {s.module_index} '{module.name}': {why}", op=s.name)
+    x, y, z = s.dispatch_shape
+    return Kernel(
+        s.name,
+        f"vgf:{module.name or s.module_index}",
+        (),
+        bound,
+        b"",
+        (x, y, z),
+        reads,
+        writes,
+        entry=module.entry_point or "main",
+        slots=slots,
+        descriptors=descriptors,
+        images=images,
+        source=source,
+        spirv=spirv,
+    )
+
+
+def _descriptors(vgf: VGF, bound: list[int]) -> tuple[tuple[str, ...], tuple[Image | None, ...]]:
+    """Each bound resource's descriptor type and image (None for a buffer); () and () when all are storage buffers."""
+    descriptors: list[str] = []
+    images: list[Image | None] = []
+    for m in bound:
+        r = vgf.resources[m]
+        descriptors.append(
+            STORAGE_BUFFER if r.descriptor_type is None else DESCRIPTOR_NAMES.get(r.descriptor_type, STORAGE_BUFFER)
         )
+        if r.descriptor_type in IMAGE_DESCRIPTORS:
+            w, h = image_extent(r)
+            sampler = tuple(sorted((k, SAMPLER_NAMES[k].get(v, str(v))) for k, v in (r.sampler or {}).items()))
+            images.append(Image(FORMAT_NAMES[r.format], w, h, sampler))
+        else:
+            images.append(None)
+    if all(d == STORAGE_BUFFER for d in descriptors):
+        return (), ()
+    return tuple(descriptors), tuple(images)
+
+
+def _model_io(vgf: VGF, names: dict[int, str], steps: list[Step], filled: dict[int, bytes], fail):
+    """The model's input names (CONSTANT entries listed as inputs are filled, not fed) and output names, each output
+    written by a segment or a constant graph."""
     inputs = [names[b.mrt_index] for b in vgf.inputs if vgf.resources[b.mrt_index].category != "CONSTANT"]
     outputs = [names[b.mrt_index] for b in vgf.outputs]
     if not outputs:
@@ -297,7 +258,7 @@ def vgf_program(vgf: VGF, file: str | None = None, alignment: int = 256) -> Prog
     unwritten = [n for n in outputs if n not in written]
     if unwritten:  # its bytes would be whatever the arena held: no result to report
         raise fail(f"model output '{unwritten[0]}' is written by no segment ({len(steps)} segment(s))")
-    return Program(steps, buffers, max(arena, 16), inputs, outputs, constants)
+    return inputs, outputs
 
 
 def _constant_graphs(vgf: VGF, fail) -> dict[int, bytes]:
@@ -365,73 +326,3 @@ def _check_bindings(op: str, where: list[tuple[int, int, int]], writes: list[tup
         at = [f"set {st} binding {b}" for st, b, bound in where if bound == m]
         if len(at) > 1:
             raise fail(f"the segment writes resource {m} and binds it twice ({' and '.join(at)})", op=op)
-
-
-class VGFModel(OnDevice):
-    """A .vgf loaded onto a Vulkan device: run(feeds by input name) -> outputs by name. `timestamps=True`: GPU
-    times for profile()."""
-
-    source_kind = "VGF"
-
-    backend = "vulkan"
-
-    def __init__(
-        self,
-        source: str | Path | VGF,
-        device: Device | None = None,
-        file: str | None = None,
-        timeout_s: float | None = DEFAULT_TIMEOUT_S,
-        validation: bool | str | None = None,
-        timestamps: bool = False,
-    ):
-        checked_timeout(timeout_s)  # before any work (the Runtime keeps it)
-        if isinstance(source, VGF):
-            self.vgf, self.file = source, file
-        else:
-            self.file = file or str(source)
-            try:
-                self.vgf = read_vgf(source, file=self.file)
-            except VGFError as err:
-                raise TosaFormatError(err.rule, file=err.file) from None
-        self.program = vgf_program(self.vgf, self.file)
-        dev = self.attach(device, validation)
-        try:
-            self.runtime = Runtime(self.program, dev, timeout_s=timeout_s, timestamps=timestamps)  # for profile()
-            self.report_validation()
-        except BaseException:
-            self.close()
-            raise
-
-    @property
-    def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        return {n: self._signature(n) for n in self.program.inputs}
-
-    @property
-    def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        return {n: self._signature(n) for n in self.program.outputs}
-
-    def _signature(self, name: str) -> tuple[tuple[int, ...], str]:
-        """(shape, TOSA dtype name) of a resource, the type read from its storage format (as the other backends
-        name their inputs; a format no TOSA type stores keeps the numpy name)."""
-        buf = self.program.buffer(name)
-        return buf.shape, _TOSA_NAMES.get(np.dtype(buf.dtype), np.dtype(buf.dtype).name)
-
-    def _run(self, feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
-        values = {}
-        for name in self.program.inputs:
-            buf = self.program.buffer(name)
-            shape, type_name = self._signature(name)
-            values[name] = coerce_array(
-                name,
-                feeds[name],
-                shape,
-                np.dtype(buf.dtype),
-                type_name,
-                file=self.file,
-                cast=cast,
-                where=self.source_kind,
-            )
-        with self.using() as runtime:
-            results = runtime.run(values)
-        self.report_validation()
-        return results

@@ -204,7 +204,7 @@ def _bytecode_cache() -> str:
 
     folder = str(Path(tempfile.gettempdir()) / "tosa_vk_bench_pycache")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    command = [sys.executable, "-c", "import tosa_vk.vulkan_backend, tosa_vk.bench.first_run"]
+    command = [sys.executable, "-c", "import tosa_vk.backends.vulkan, tosa_vk.bench.first_run"]
     subprocess.run(command, env={**env, "PYTHONPYCACHEPREFIX": folder}, capture_output=True, timeout=300)
     return folder
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import ShaderError, TosaError, TosaTimeoutError, VulkanError
 from ..ir.dtype import DType
+from ..session import load
 from .generate import tools_root
 
 # TosaErrors that say the machinery failed, not that the graph was refused: a crash to report, never a verdict
@@ -100,14 +101,12 @@ def load_inputs(test: Path, desc: dict, graph) -> dict[str, np.ndarray]:
 @lru_cache(maxsize=1)
 def shared_device():
     """One Vulkan device per process, reused by every test (creating one costs more than most tests)."""
-    from ..vulkan import Device
+    from ..vulkan import Device  # here: importing tosa_vk.vulkan loads libvulkan, which only a Vulkan run needs
 
     return Device()
 
 
 def _load(path: Path, backend: str, strict: bool):
-    from ..session import load
-
     if backend == "vulkan":
         return load(path, backend="vulkan", device=shared_device(), strict=strict)
     return load(path, backend=backend)

@@ -11,7 +11,7 @@ returned list of names (the caller stores their `tensor_bytes` in the VGF consta
 are inlined as OpConstantComposite, or OpConstantNull when all their bits are zero. 16 is model-converter's threshold
 (measured: 16 elements inline, 17 become graph constants, for every element type); matching it keeps our modules and
 model-converter's alike, keeps every attribute tensor (at most 12 values) and zero point inline, and keeps the weights
-out of the SPIR-V. encode's `inline` changes the threshold (0: every CONST a graph constant, as tosa_vk/vgf_run.py's
+out of the SPIR-V. encode's `inline` changes the threshold (0: every CONST a graph constant, as constants.py's
 constant graphs need). Splats are not written as OpConstantCompositeReplicateEXT, so the module needs no
 VK_EXT_shader_replicated_composites.
 

@@ -4,7 +4,7 @@ Device selection: an index or a name substring, else the TOSA_VK_DEVICE environm
 device (discrete GPUs before integrated before CPU implementations such as lavapipe).
 Set TOSA_VK_VALIDATION=1 (or =warn) to enable VK_LAYER_KHRONOS_validation; its messages are collected in
 `Device.validation_messages`, which a model reports after the load or run that caused them (an error, or a warning
-with =warn: tosa_vk/vulkan_backend.py OnDevice.report_validation).
+with =warn: tosa_vk/backends/on_device.py OnDevice.report_validation).
 """
 
 from __future__ import annotations

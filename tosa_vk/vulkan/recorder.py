@@ -65,6 +65,22 @@ def image_bindings(kernel) -> tuple[tuple[Image, str, bool] | None, ...]:
     )
 
 
+# the pipeline stages and access masks the barriers name
+COMPUTE = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+TRANSFER = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+HOST = vk.VK_PIPELINE_STAGE_HOST_BIT
+SHADER_RW = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
+
+
+def _memory_barrier(cmd, src_stage: int, dst_stage: int, src_access: int, dst_access: int) -> None:
+    """One global memory barrier: `src_access` of `src_stage` made available and visible to `dst_access` of
+    `dst_stage` (no buffer or image barriers)."""
+    barrier = vk.VkMemoryBarrier(
+        sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER, srcAccessMask=src_access, dstAccessMask=dst_access
+    )
+    vk.vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, [barrier], 0, None, 0, None)
+
+
 def _overlap(ranges, others) -> bool:
     return any(a < d and c < b for a, b in ranges for c, d in others)
 
@@ -126,7 +142,56 @@ class Segment:
             raise
 
     def _record(self, arena: Arena) -> None:
-        vkd, cmd = self.device.device, self.command
+        """The segment's command buffer: the arena staged in, each dispatch after the barrier its hazards need (and
+        inside its predicate's conditional-rendering block), the arena staged out or made visible to the host."""
+        cmd = self.command
+        sets, images = self._descriptor_sets(arena)
+        vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO))
+        if arena.staged:  # device-local arena: bring the host's writes over first
+            self._copy(cmd, arena.stage.buffer, arena.gpu.buffer, arena.size, COMPUTE, vk.VK_ACCESS_SHADER_READ_BIT)
+        if self.query_pool is not None:
+            vk.vkCmdResetQueryPool(cmd, self.query_pool, 0, len(self.dispatches) + 1)
+            vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, self.query_pool, 0)
+        written: list[tuple[int, int]] = []  # arena ranges written / read since the last barrier
+        read: list[tuple[int, int]] = []
+        active = None  # the predicate of the open conditional-rendering block
+        for i, (d, dsets, mine) in enumerate(zip(self.dispatches, sets, images)):
+            if d.predicate != active:
+                if active is not None:
+                    self.device.end_conditional(cmd)
+                if d.predicate is not None:
+                    self._begin_predicate(cmd, arena, d.predicate)
+                    written.clear()
+                    read.clear()
+                active = d.predicate
+            if mine:  # images in: every earlier access done, arena bytes copied into the images
+                self._images_in(cmd, arena, mine)
+                written.clear()
+                read.clear()
+            elif _overlap(d.reads | d.writes, written) or _overlap(d.writes, read):  # RAW / WAW / WAR: wait
+                self._barrier(cmd)
+                written.clear()
+                read.clear()
+            written.extend(d.writes)
+            read.extend(d.reads)
+            self._dispatch(cmd, i, d, dsets)
+            if any(w for _, _, w in mine):  # storage images out: back into the arena, visible to what follows
+                self._images_out(cmd, arena, mine)
+                written.clear()
+                read.clear()
+        if active is not None:
+            self.device.end_conditional(cmd)
+        if arena.staged:  # and the results back to the host-visible twin
+            _memory_barrier(cmd, COMPUTE, TRANSFER, vk.VK_ACCESS_SHADER_WRITE_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT)
+            self._copy(cmd, arena.gpu.buffer, arena.stage.buffer, arena.size, HOST, vk.VK_ACCESS_HOST_READ_BIT)
+        else:
+            self._barrier(cmd, host=True)
+        vk.vkEndCommandBuffer(cmd)
+
+    def _descriptor_sets(self, arena: Arena) -> tuple[list[list], list[list[tuple[ImageResource, int, bool]]]]:
+        """Each dispatch's descriptor sets (by set index), written: its arena ranges as storage buffers, texel-buffer
+        views or images; and each dispatch's images (resource, arena offset, whether the dispatch writes it)."""
+        vkd = self.device.device
         layouts = [d.pipeline.set_layouts or [d.pipeline.set_layout] for d in self.dispatches]
         flat = []
         if self.dispatches:
@@ -175,115 +240,40 @@ class Segment:
             images.append(mine)
         if writes:
             vk.vkUpdateDescriptorSets(vkd, len(writes), writes, 0, None)
-        vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO))
-        if arena.staged:  # device-local arena: bring the host's writes over first
-            self._copy(
-                cmd,
-                arena.stage.buffer,
-                arena.gpu.buffer,
-                arena.size,
-                vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                vk.VK_ACCESS_SHADER_READ_BIT,
+        return sets, images
+
+    def _begin_predicate(self, cmd, arena: Arena, predicate: int) -> None:
+        """Opens a conditional-rendering block on the predicate word at arena offset `predicate`, after every earlier
+        write (the predicate's too) is visible to the test and to the dispatches inside."""
+        _memory_barrier(
+            cmd,
+            COMPUTE,
+            vk.VK_PIPELINE_STAGE_CONDITIONAL_RENDERING_BIT_EXT | COMPUTE,
+            vk.VK_ACCESS_SHADER_WRITE_BIT,
+            vk.VK_ACCESS_CONDITIONAL_RENDERING_READ_BIT_EXT | SHADER_RW,
+        )
+        self.device.begin_conditional(
+            cmd,
+            vk.VkConditionalRenderingBeginInfoEXT(
+                sType=vk.VK_STRUCTURE_TYPE_CONDITIONAL_RENDERING_BEGIN_INFO_EXT,
+                buffer=arena.buffer,
+                offset=predicate,
+            ),
+        )
+
+    def _dispatch(self, cmd, i: int, d: Dispatch, dsets: list) -> None:
+        """Dispatch `i`: its pipeline, descriptor sets and push constants bound, its grid dispatched, timed."""
+        vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline.pipeline)
+        vk.vkCmdBindDescriptorSets(
+            cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline.layout, 0, len(dsets), dsets, 0, None
+        )
+        if d.push:
+            vk.vkCmdPushConstants(
+                cmd, d.pipeline.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(d.push), vk.ffi.from_buffer(d.push)
             )
+        vk.vkCmdDispatch(cmd, *d.groups)
         if self.query_pool is not None:
-            vk.vkCmdResetQueryPool(cmd, self.query_pool, 0, len(self.dispatches) + 1)
-            vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, self.query_pool, 0)
-        written: list[tuple[int, int]] = []
-        read: list[tuple[int, int]] = []
-        active = None  # the predicate of the open conditional-rendering block
-        for i, (d, dsets, mine) in enumerate(zip(self.dispatches, sets, images)):
-            if d.predicate != active:
-                if active is not None:
-                    self.device.end_conditional(cmd)
-                if d.predicate is not None:  # every earlier write (the predicate's too) visible to the test
-                    vk.vkCmdPipelineBarrier(
-                        cmd,
-                        vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                        vk.VK_PIPELINE_STAGE_CONDITIONAL_RENDERING_BIT_EXT | vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                        0,
-                        1,
-                        [
-                            vk.VkMemoryBarrier(
-                                sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                                srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
-                                dstAccessMask=vk.VK_ACCESS_CONDITIONAL_RENDERING_READ_BIT_EXT
-                                | vk.VK_ACCESS_SHADER_READ_BIT
-                                | vk.VK_ACCESS_SHADER_WRITE_BIT,
-                            )
-                        ],
-                        0,
-                        None,
-                        0,
-                        None,
-                    )
-                    written.clear()
-                    read.clear()
-                    self.device.begin_conditional(
-                        cmd,
-                        vk.VkConditionalRenderingBeginInfoEXT(
-                            sType=vk.VK_STRUCTURE_TYPE_CONDITIONAL_RENDERING_BEGIN_INFO_EXT,
-                            buffer=arena.buffer,
-                            offset=d.predicate,
-                        ),
-                    )
-                active = d.predicate
-            if mine:  # images in: every earlier access done, arena bytes copied into the images
-                self._images_in(cmd, arena, mine)
-                written.clear()
-                read.clear()
-            elif _overlap(d.reads | d.writes, written) or _overlap(d.writes, read):  # RAW / WAW / WAR: wait
-                self._barrier(cmd)
-                written.clear()
-                read.clear()
-            written.extend(d.writes)
-            read.extend(d.reads)
-            vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline.pipeline)
-            vk.vkCmdBindDescriptorSets(
-                cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline.layout, 0, len(dsets), dsets, 0, None
-            )
-            if d.push:
-                vk.vkCmdPushConstants(
-                    cmd, d.pipeline.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(d.push), vk.ffi.from_buffer(d.push)
-                )
-            vk.vkCmdDispatch(cmd, *d.groups)
-            if self.query_pool is not None:
-                vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, self.query_pool, i + 1)
-            if any(w for _, _, w in mine):  # storage images out: back into the arena, visible to what follows
-                self._images_out(cmd, arena, mine)
-                written.clear()
-                read.clear()
-        if active is not None:
-            self.device.end_conditional(cmd)
-        if arena.staged:  # and the results back to the host-visible twin
-            vk.vkCmdPipelineBarrier(
-                cmd,
-                vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-                0,
-                1,
-                [
-                    vk.VkMemoryBarrier(
-                        sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                        srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
-                        dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT,
-                    )
-                ],
-                0,
-                None,
-                0,
-                None,
-            )
-            self._copy(
-                cmd,
-                arena.gpu.buffer,
-                arena.stage.buffer,
-                arena.size,
-                vk.VK_PIPELINE_STAGE_HOST_BIT,
-                vk.VK_ACCESS_HOST_READ_BIT,
-            )
-        else:
-            self._barrier(cmd, host=True)
-        vk.vkEndCommandBuffer(cmd)
+            vk.vkCmdWriteTimestamp(cmd, COMPUTE, self.query_pool, i + 1)
 
     def _images_in(self, cmd, arena: Arena, images: list[tuple[ImageResource, int, bool]]) -> None:
         """Before an image dispatch: wait for every earlier access, copy the arena bytes of the images it reads
@@ -360,51 +350,19 @@ class Segment:
         )
         for res, offset in out:
             vk.vkCmdCopyImageToBuffer(cmd, res.image, src, arena.buffer, 1, [res.region(offset)])
-        vk.vkCmdPipelineBarrier(
+        _memory_barrier(
             cmd,
             transfer,
-            compute | transfer | vk.VK_PIPELINE_STAGE_HOST_BIT,
-            0,
-            1,
-            [
-                vk.VkMemoryBarrier(
-                    sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                    srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                    dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT
-                    | vk.VK_ACCESS_SHADER_WRITE_BIT
-                    | vk.VK_ACCESS_TRANSFER_READ_BIT
-                    | vk.VK_ACCESS_TRANSFER_WRITE_BIT
-                    | vk.VK_ACCESS_HOST_READ_BIT,
-                )
-            ],
-            0,
-            None,
-            0,
-            None,
+            compute | transfer | HOST,
+            vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+            SHADER_RW | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT | vk.VK_ACCESS_HOST_READ_BIT,
         )
         self.barriers += 1
 
     @staticmethod
     def _copy(cmd, src, dst, size: int, dst_stage: int, dst_access: int) -> None:
         vk.vkCmdCopyBuffer(cmd, src, dst, 1, [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=size)])
-        vk.vkCmdPipelineBarrier(
-            cmd,
-            vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-            dst_stage,
-            0,
-            1,
-            [
-                vk.VkMemoryBarrier(
-                    sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                    srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                    dstAccessMask=dst_access,
-                )
-            ],
-            0,
-            None,
-            0,
-            None,
-        )
+        _memory_barrier(cmd, TRANSFER, dst_stage, vk.VK_ACCESS_TRANSFER_WRITE_BIT, dst_access)
 
     def _view(self, arena: Arena, texel: str, offset: int, nbytes: int):
         """A view of the arena range as texels of format `texel` (the last one padded into the alignment gap; on
@@ -424,29 +382,11 @@ class Segment:
         )
 
     def _barrier(self, cmd, host: bool = False) -> None:
-        dst_stage = vk.VK_PIPELINE_STAGE_HOST_BIT if host else vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
-        dst_access = (
-            vk.VK_ACCESS_HOST_READ_BIT if host else (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT)
-        )
-        vk.vkCmdPipelineBarrier(
-            cmd,
-            vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-            dst_stage,
-            0,
-            1,
-            [
-                vk.VkMemoryBarrier(
-                    sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                    srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT,
-                    dstAccessMask=dst_access,
-                )
-            ],
-            0,
-            None,
-            0,
-            None,
-        )
-        if not host:
+        """Every earlier dispatch's writes visible to the next dispatches (counted), or to the host."""
+        if host:
+            _memory_barrier(cmd, COMPUTE, HOST, vk.VK_ACCESS_SHADER_WRITE_BIT, vk.VK_ACCESS_HOST_READ_BIT)
+        else:
+            _memory_barrier(cmd, COMPUTE, COMPUTE, vk.VK_ACCESS_SHADER_WRITE_BIT, SHADER_RW)
             self.barriers += 1
 
     def timings(self, period_ns: float) -> list[float]:

@@ -24,7 +24,8 @@ from .device import Device, VulkanError
 from .memory import Arena, align
 from .pipelines import Pipelines, bound_descriptors, kernel_layout
 from .recorder import DeviceTimeout, Dispatch, Queue, Segment, image_bindings
-from .shaders import ShaderCache, program_variants, specialize, variant_of
+from .shaders import ShaderCache, specialize
+from .variant import program_variants, variant_of
 
 DEFAULT_TIMEOUT_S = 300.0  # the longest one run may take; tosa_vk.load(..., timeout_s=) changes it
 ABANDON_AFTER_S = 1.0  # close() waits this long for the unfinished work of a failed run, then leaves it

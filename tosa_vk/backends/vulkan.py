@@ -1,5 +1,5 @@
 """The Vulkan backend: compiles a graph for the device (tosa_vk.compile) and runs the Program with
-tosa_vk.vulkan.Runtime.
+tosa_vk.vulkan.Runtime (the device and runtime it owns: tosa_vk/backends/on_device.py).
 
 Variables and control flow stay on the device (tosa_vk/lower/variable.py, control_flow.py). Operators the partition
 places on the host run as host kernels (tosa_vk/host_kernels.py) on numpy views of the same device memory (no copies
@@ -9,137 +9,36 @@ where the memory is host-visible); `strict=True` refuses them instead.
 from __future__ import annotations
 
 import copy
-import threading
-import warnings
-from collections.abc import Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from . import compiler, custom, host_kernels, host_rules
-from .errors import TosaError
-from .fuse import enabled as fuse_enabled
-from .ir.dtype import DType
-from .ir.flatbuffer import write_graph
-from .ir.graph import Graph, Tensor
-from .program import Placement, Program
-from .program_cache import Entry, ProgramCache
-from .reference.executor import coerce_input
-from .session import GraphModel, Model, Timing
-from .timeout import checked_timeout
-from .variables import new_value
-from .vulkan import Device, VulkanError
-from .vulkan.builtin import shipped_only
-from .vulkan.device import validation_warns
-from .vulkan.runtime import ABANDON_AFTER_S, DEFAULT_TIMEOUT_S, Runtime
-from .vulkan.shaders import ShaderCache, program_variants
+from .. import compiler, custom, host_kernels, host_rules
+from ..errors import TosaError
+from ..fuse import enabled as fuse_enabled
+from ..ir.dtype import DType
+from ..ir.flatbuffer import write_graph
+from ..ir.graph import Graph, Tensor
+from ..program import Placement, Program
+from ..program_cache import Entry, ProgramCache
+from ..reference.executor import coerce_input
+from ..timeout import checked_timeout
+from ..variables import new_value
+from ..vulkan import Device
+from ..vulkan.builtin import shipped_only
+from ..vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
+from ..vulkan.shaders import ShaderCache
+from ..vulkan.variant import program_variants
+from .model import GraphModel, Model
+from .on_device import OnDevice
 
 
 def _text(path: str | Path) -> str:
     """A partition file's text, for the program-cache key (its rules checked: an error before the cache is asked)."""
     host_rules.read_file(path)
     return Path(path).read_text()
-
-
-class OnDevice(Model):
-    """A Model that owns a Runtime on a Device (and the device too unless it was given): close() frees both;
-    idempotent and safe after a failed __init__.
-
-    One thread at a time uses the runtime (`using()`): a run owns the arena, the recorded command buffers and the
-    variables' flags until it returns, so calls from several threads are serialised, and close() waits for a run
-    in progress (ABANDON_AFTER_S at most, then it stops it) instead of freeing memory under it."""
-
-    runtime: Runtime | None = None
-    device: Device | None = None
-    own_device = False
-
-    def attach(self, device: Device | str | int | None, validation: bool | str | None = None) -> Device:
-        """Opens the device (or borrows the one given) and the lock; call first in __init__. `validation`: the
-        Khronos validation layer on an opened device (None: as TOSA_VK_VALIDATION says); its messages are an error
-        (VulkanError) after the load or run that caused them, or a warning with validation="warn" (or
-        TOSA_VK_VALIDATION=warn)."""
-        if validation not in (None, True, False, "warn"):
-            raise TosaError(f"validation={validation!r}: take True, False, 'warn' or None (TOSA_VK_VALIDATION)")
-        self.lock = threading.RLock()
-        self.own_device = not isinstance(device, Device)
-        self.warn_on_validation = validation == "warn" or (validation is None and validation_warns())
-        opened = None if validation is None else bool(validation)
-        self.device = device if isinstance(device, Device) else Device(device, validation=opened)
-        return self.device
-
-    def report_validation(self) -> None:
-        """The validation layer's messages since the last report reach the caller: a VulkanError, or one warning
-        (validation="warn"). A device shared by several models reports to the one that looks next."""
-        messages = self.device.validation_messages if self.device is not None else []
-        if not messages:
-            return
-        taken = list(messages)
-        messages.clear()
-        text = f"the Khronos validation layer reported {len(taken)} message(s): " + " | ".join(taken[:5])
-        if self.warn_on_validation:
-            warnings.warn(text, RuntimeWarning, stacklevel=3)
-        else:
-            raise VulkanError(text)
-
-    @contextmanager
-    def using(self) -> Iterator[Runtime]:
-        """The runtime, held by this thread until the block ends; a clear error once the model is closed."""
-        with self.lock:
-            if self.runtime is None:
-                raise TosaError("the model is closed", file=self.file)
-            yield self.runtime
-
-    def profile(self) -> list[Timing]:
-        """Per-kernel device times (GPU timestamp queries) and host-step wall times of the last run, in
-        microseconds, in order. A TosaError unless the model was loaded with timestamps=True (it gave [] before:
-        an empty profile read as "nothing ran")."""
-        with self.using() as runtime:
-            if not runtime.timestamps:
-                raise TosaError(
-                    "profile() needs GPU timestamps: load the model with timestamps=True "
-                    "(tosa_vk.load(..., backend='vulkan', timestamps=True))",
-                    file=self.file,
-                )
-            return [Timing(s.op, s.where, float(s.end - s.start) * 1e6) for s in runtime.spans()]
-
-    @property
-    def transferred(self) -> dict[str, int]:
-        with self.using() as runtime:
-            return dict(runtime.transferred)
-
-    def __del__(self) -> None:
-        # a Model dropped without close(): free its device memory and (own) device, whose driver threads would
-        # otherwise outlive it
-        try:
-            self.close()
-        except Exception:  # at interpreter shutdown the Vulkan module may be gone already
-            pass
-
-    def close(self) -> None:
-        lock = getattr(self, "lock", None)
-        # a run in progress gets ABANDON_AFTER_S to end, then is stopped: a runaway shader must not keep close()
-        # waiting until its timeout_s (its device work is then left running: Runtime.close)
-        if lock is not None and not lock.acquire(timeout=ABANDON_AFTER_S):
-            runtime = self.runtime
-            if runtime is not None:
-                runtime.stop("the model is closed: close() stopped this run")
-            lock.acquire()
-        try:
-            abandoned = False
-            if self.runtime is not None:
-                self.runtime.close()
-                abandoned = self.runtime.abandoned
-                self.runtime = None
-            if abandoned:
-                self.device = None  # still busy with the abandoned work: left to the process exit
-            if self.own_device and self.device is not None:
-                self.device.close()
-                self.device = None
-        finally:
-            if lock is not None:
-                lock.release()
 
 
 class VulkanModel(OnDevice, GraphModel):
@@ -330,7 +229,7 @@ class VulkanModel(OnDevice, GraphModel):
     def export_vgf(self, path: str | Path | None = None):
         """The program as a VGF container (vgf.VGF; written to `path` if given): our SPIR-V kernels as COMPUTE
         segments (tosa_vk/vgf_export.py). Needs every operator as a Vulkan kernel."""
-        from .vgf_export import export_vgf
+        from ..vgf_export import export_vgf
 
         program = self.program
         if program.views():  # VGF resources are bound whole: the same program with copies instead of views

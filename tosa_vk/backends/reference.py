@@ -1,4 +1,5 @@
-"""The reference backend as a Model: the numpy interpreter (executor.py) behind tosa_vk's session API."""
+"""The reference backend as a Model: the op library's numpy interpreter (tosa_vk/reference/executor.py) behind
+tosa_vk's session API."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ import numpy as np
 
 from ..ir.graph import Graph
 from ..program import Placement
-from ..session import GraphModel, Model, Timing
+from ..reference.executor import Interpreter, coerce_input, coerce_scales
 from ..target import Target
 from ..timeout import checked_timeout
 from ..variables import new_value
-from .executor import Interpreter, coerce_input, coerce_scales
+from .model import GraphModel, Model, Timing
 
 REASON = "reference backend: numpy"  # every operator's placement
 

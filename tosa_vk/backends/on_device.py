@@ -1,0 +1,115 @@
+"""OnDevice: the part of a Model that owns a Runtime on a Device, shared by the Vulkan backend (a compiled graph,
+tosa_vk/backends/vulkan.py) and the VGF backend (a .vgf's COMPUTE segments as they are, tosa_vk/backends/vgf.py):
+the device opened or borrowed, the validation layer's messages reported, one run at a time, profile(), close()."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ..errors import TosaError
+from ..vulkan import Device, VulkanError
+from ..vulkan.device import validation_warns
+from ..vulkan.runtime import ABANDON_AFTER_S, Runtime
+from .model import Model, Timing
+
+
+class OnDevice(Model):
+    """A Model that owns a Runtime on a Device (and the device too unless it was given): close() frees both;
+    idempotent and safe after a failed __init__.
+
+    One thread at a time uses the runtime (`using()`): a run owns the arena, the recorded command buffers and the
+    variables' flags until it returns, so calls from several threads are serialised, and close() waits for a run
+    in progress (ABANDON_AFTER_S at most, then it stops it) instead of freeing memory under it."""
+
+    runtime: Runtime | None = None
+    device: Device | None = None
+    own_device = False
+
+    def attach(self, device: Device | str | int | None, validation: bool | str | None = None) -> Device:
+        """Opens the device (or borrows the one given) and the lock; call first in __init__. `validation`: the
+        Khronos validation layer on an opened device (None: as TOSA_VK_VALIDATION says); its messages are an error
+        (VulkanError) after the load or run that caused them, or a warning with validation="warn" (or
+        TOSA_VK_VALIDATION=warn)."""
+        if validation not in (None, True, False, "warn"):
+            raise TosaError(f"validation={validation!r}: take True, False, 'warn' or None (TOSA_VK_VALIDATION)")
+        self.lock = threading.RLock()
+        self.own_device = not isinstance(device, Device)
+        self.warn_on_validation = validation == "warn" or (validation is None and validation_warns())
+        opened = None if validation is None else bool(validation)
+        self.device = device if isinstance(device, Device) else Device(device, validation=opened)
+        return self.device
+
+    def report_validation(self) -> None:
+        """The validation layer's messages since the last report reach the caller: a VulkanError, or one warning
+        (validation="warn"). A device shared by several models reports to the one that looks next."""
+        messages = self.device.validation_messages if self.device is not None else []
+        if not messages:
+            return
+        taken = list(messages)
+        messages.clear()
+        text = f"the Khronos validation layer reported {len(taken)} message(s): " + " | ".join(taken[:5])
+        if self.warn_on_validation:
+            warnings.warn(text, RuntimeWarning, stacklevel=3)
+        else:
+            raise VulkanError(text)
+
+    @contextmanager
+    def using(self) -> Iterator[Runtime]:
+        """The runtime, held by this thread until the block ends; a clear error once the model is closed."""
+        with self.lock:
+            if self.runtime is None:
+                raise TosaError("the model is closed", file=self.file)
+            yield self.runtime
+
+    def profile(self) -> list[Timing]:
+        """Per-kernel device times (GPU timestamp queries) and host-step wall times of the last run, in
+        microseconds, in order. A TosaError unless the model was loaded with timestamps=True (it gave [] before:
+        an empty profile read as "nothing ran")."""
+        with self.using() as runtime:
+            if not runtime.timestamps:
+                raise TosaError(
+                    "profile() needs GPU timestamps: load the model with timestamps=True "
+                    "(tosa_vk.load(..., backend='vulkan', timestamps=True))",
+                    file=self.file,
+                )
+            return [Timing(s.op, s.where, float(s.end - s.start) * 1e6) for s in runtime.spans()]
+
+    @property
+    def transferred(self) -> dict[str, int]:
+        with self.using() as runtime:
+            return dict(runtime.transferred)
+
+    def __del__(self) -> None:
+        # a Model dropped without close(): free its device memory and (own) device, whose driver threads would
+        # otherwise outlive it
+        try:
+            self.close()
+        except Exception:  # at interpreter shutdown the Vulkan module may be gone already
+            pass
+
+    def close(self) -> None:
+        lock = getattr(self, "lock", None)
+        # a run in progress gets ABANDON_AFTER_S to end, then is stopped: a runaway shader must not keep close()
+        # waiting until its timeout_s (its device work is then left running: Runtime.close)
+        if lock is not None and not lock.acquire(timeout=ABANDON_AFTER_S):
+            runtime = self.runtime
+            if runtime is not None:
+                runtime.stop("the model is closed: close() stopped this run")
+            lock.acquire()
+        try:
+            abandoned = False
+            if self.runtime is not None:
+                self.runtime.close()
+                abandoned = self.runtime.abandoned
+                self.runtime = None
+            if abandoned:
+                self.device = None  # still busy with the abandoned work: left to the process exit
+            if self.own_device and self.device is not None:
+                self.device.close()
+                self.device = None
+        finally:
+            if lock is not None:
+                lock.release()

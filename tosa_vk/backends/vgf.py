@@ -1,0 +1,92 @@
+"""The VGF backend: a .vgf of COMPUTE segments run as it is on tosa_vk's Vulkan runtime, the Program translated
+from the file by tosa_vk/vgf_run.py (a .vgf of TOSA GRAPH segments is decoded to a graph instead: session.load)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from vgf import VGF, VGFError, read_vgf
+
+from ..errors import TosaFormatError
+from ..ir.dtype import DType
+from ..reference.executor import coerce_array
+from ..timeout import checked_timeout
+from ..vgf_run import vgf_program
+from ..vulkan import Device
+from ..vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
+from .on_device import OnDevice
+
+# numpy storage dtype -> the TOSA type it stores (INT8 over INT4, which shares its storage)
+_TOSA_NAMES = {np.dtype(d.numpy): d.name for d in reversed(DType) if d not in (DType.UNKNOWN, DType.SHAPE, DType.INT4)}
+
+
+class VGFModel(OnDevice):
+    """A .vgf loaded onto a Vulkan device: run(feeds by input name) -> outputs by name. `timestamps=True`: GPU
+    times for profile()."""
+
+    source_kind = "VGF"
+
+    backend = "vulkan"
+
+    def __init__(
+        self,
+        source: str | Path | VGF,
+        device: Device | None = None,
+        file: str | None = None,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
+        validation: bool | str | None = None,
+        timestamps: bool = False,
+    ):
+        checked_timeout(timeout_s)  # before any work (the Runtime keeps it)
+        if isinstance(source, VGF):
+            self.vgf, self.file = source, file
+        else:
+            self.file = file or str(source)
+            try:
+                self.vgf = read_vgf(source, file=self.file)
+            except VGFError as err:
+                raise TosaFormatError(err.rule, file=err.file) from None
+        self.program = vgf_program(self.vgf, self.file)
+        dev = self.attach(device, validation)
+        try:
+            self.runtime = Runtime(self.program, dev, timeout_s=timeout_s, timestamps=timestamps)  # for profile()
+            self.report_validation()
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        return {n: self._signature(n) for n in self.program.inputs}
+
+    @property
+    def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        return {n: self._signature(n) for n in self.program.outputs}
+
+    def _signature(self, name: str) -> tuple[tuple[int, ...], str]:
+        """(shape, TOSA dtype name) of a resource, the type read from its storage format (as the other backends
+        name their inputs; a format no TOSA type stores keeps the numpy name)."""
+        buf = self.program.buffer(name)
+        return buf.shape, _TOSA_NAMES.get(np.dtype(buf.dtype), np.dtype(buf.dtype).name)
+
+    def _run(self, feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
+        values = {}
+        for name in self.program.inputs:
+            buf = self.program.buffer(name)
+            shape, type_name = self._signature(name)
+            values[name] = coerce_array(
+                name,
+                feeds[name],
+                shape,
+                np.dtype(buf.dtype),
+                type_name,
+                file=self.file,
+                cast=cast,
+                where=self.source_kind,
+            )
+        with self.using() as runtime:
+            results = runtime.run(values)
+        self.report_validation()
+        return results
