@@ -26,6 +26,7 @@ from .lower import lower, texels
 from .partition import partition as place
 from .plan import plan
 from .program import Kernel, Program
+from .stages import Fusion
 from .target import Target, named
 
 
@@ -63,10 +64,6 @@ def compile(
     graph = passes.run(graph, layouts, batch=fuse_stage.enabled(fuse), file=file)
     placed = place(graph, target, strict=strict, host_ops=rules)
     alignment = alignment or target.alignment
-    fusion = (
-        fuse_stage.fuse(graph, placed, alignment if views else None)
-        if fuse_stage.enabled(fuse)
-        else fuse_stage.Fusion()
-    )
+    fusion = fuse_stage.fuse(graph, placed, alignment if views else None) if fuse_stage.enabled(fuse) else Fusion()
     lowered = lower(graph, target, placed, fusion, kernels)
     return plan(lowered, target, alignment)

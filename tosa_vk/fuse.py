@@ -37,15 +37,11 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .ir.graph import Block, Graph, Operator
-
-if TYPE_CHECKING:
-    from .partition import Partition
+from .stages import Fusion, Partition
 
 REDUCTIONS = ("REDUCE_SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PRODUCT")
 ANCHORS: tuple[str, ...] = ("CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D", "MATMUL")
@@ -72,35 +68,6 @@ def data_inputs(op: Operator) -> list[str]:
 def enabled(fuse: bool | None) -> bool:
     """The fuse= option, defaulting to the environment (TOSA_VK_FUSE=0 turns fusion off)."""
     return os.environ.get(ENV, "1") != "0" if fuse is None else fuse
-
-
-@dataclass
-class Fusion:
-    """(region, anchor index) -> the indices of the operators its kernel applies after it, in order."""
-
-    chains: dict[tuple[str, int], list[int]] = field(default_factory=dict)
-    # (region, first operator) -> the element-wise operators one generated kernel does, in order
-    groups: dict[tuple[str, int], list[int]] = field(default_factory=dict)
-    # (region, SLICE / CONCAT) -> byte offsets: the SLICE's output is its input's bytes from offsets[0]; the CONCAT's
-    # inputs are written by their producers straight into its output at offsets[i]. Either way no kernel.
-    views: dict[tuple[str, int], list[int]] = field(default_factory=dict)
-    # (region, reduction) -> the reduction of the same kind before it whose result only it reads: one kernel folds
-    # both axes (e.g. a global average pool's REDUCE_SUM over W, then over H); (region, CONV2D or MATMUL) -> the
-    # TRANSPOSE whose result only it reads (as its input, as B): the kernel reads through the permutation
-    prologues: dict[tuple[str, int], int] = field(default_factory=dict)
-
-    def chain(self, region: str, index: int) -> list[int]:
-        return self.chains.get((region, index), [])
-
-    def group(self, region: str, index: int) -> list[int]:
-        return self.groups.get((region, index), [])
-
-    def view(self, region: str, index: int) -> list[int] | None:
-        return self.views.get((region, index))
-
-    def absorbed(self, region: str, index: int) -> int | None:
-        """The operator whose kernel also does this one (as its prologue), if any."""
-        return next((i for (r, i), first in self.prologues.items() if r == region and first == index), None)
 
 
 def fuse(graph: Graph, partition: Partition, alignment: int | None = None) -> Fusion:

@@ -13,26 +13,24 @@ import importlib
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
 from vgf.vk_enums import STORAGE_BUFFER, UNIFORM_TEXEL_BUFFER
 
 from ..errors import TosaError
-from ..fuse import Fusion, without_tail
+from ..fuse import without_tail
 from ..ir.dtype import DType
 from ..ir.graph import Block, Graph, Operator, Tensor
 from ..ir.shape_ops import FOLDED
 from ..program import Host, Kernel, Placement, Step, VariableSpec
 from ..shader_abi import TEXEL_SAMPLERS, WORKGROUP
+from ..stages import Fusion, Lowered, Partition
 from ..target import Target
 from .push import Push
 from .texels import readable
 from .types import binding_defines
-
-if TYPE_CHECKING:
-    from ..partition import Partition
 
 Made = TypeVar("Made")  # what a lowering attempt makes (LowerCtx.attempt)
 
@@ -263,22 +261,6 @@ def grid_1d(invocations: int, max_x: int = MAX_GROUPS) -> tuple[int, int, int]:
     """Workgroup counts covering `invocations` in WORKGROUP-wide groups; shaders flatten with
     `gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * WORKGROUP`."""
     return spill(-(-invocations // WORKGROUP), max_x)
-
-
-@dataclass
-class Lowered:
-    """The lower stage's result, the plan stage's input: steps over program-wide tensor names, every tensor that
-    needs memory, which share memory (`root`), constants (uploaded once) and variables."""
-
-    steps: list[Step]
-    tensors: dict[str, Tensor]
-    root: dict[str, str]
-    offsets: dict[str, int]  # views (Fusion.views): bytes from the start of their root's memory
-    constants: dict[str, np.ndarray]
-    variables: dict[str, VariableSpec]
-    placement: list[Placement]
-    inputs: list[str]
-    outputs: list[str]
 
 
 def lower(
