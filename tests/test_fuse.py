@@ -5,6 +5,7 @@ tensor has another use."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +14,14 @@ from helpers import assert_same, compare
 
 import tosa_vk
 from tosa_vk import Builder
+from tosa_vk import fuse as fuse_stage
 from tosa_vk.bench import graphs
+from tosa_vk.errors import TosaError
+from tosa_vk.lower import can_fuse, can_group, lower
+from tosa_vk.partition import partition
+from tosa_vk.plan import plan
 from tosa_vk.program import Kernel, walk
+from tosa_vk.target import LAVAPIPE
 from tosa_vk.vgf_export import export_vgf
 
 pytestmark = pytest.mark.vulkan
@@ -683,3 +690,27 @@ def test_a_classifier_after_a_global_pool_is_the_reductions_kernel(device, case)
     assert len(labels) == (1 if headed else 2 if case.get("kernel") else 3) + integer, labels
     compare(device, graph, feeds, **({} if integer else {"atol": 1e-5, "rtol": 1e-5}))
     assert_fused_equals_unfused(device, graph, feeds, **({} if integer else {"atol": 1e-5, "rtol": 1e-5}))
+
+
+def test_fusion_is_settled_before_lowering():
+    """The fuse stage keeps only what each anchor's lowering answers can_fuse for (a reason, or None), so the lower
+    stage builds it straight; a fusion the lowering cannot do (here a CONV2D with chunked loads reading through a
+    TRANSPOSE) is settled up front: the chain stays, the prologue goes. Handed an unsettled one, lowering says so."""
+    rng = np.random.default_rng(8)
+    b = Builder()
+    t = b.transpose(b.input("x", (1, 8, 9, 7), "fp32"), perms=[0, 2, 3, 1])
+    y = b.conv2d(t, rng.standard_normal((5, 3, 3, 8)).astype(np.float32), np.zeros(5, np.float32), np.float32(0),
+                 np.float32(0), pad=[1, 1, 1, 1])  # fmt: skip
+    b.output(b.clamp(y, min_val=np.float32(0), max_val=np.float32(6)))
+    graph = b.build()
+    placed = partition(graph, LAVAPIPE)
+    block, region = graph.main, graph.regions[0].name
+    conv = next(i for i, op in enumerate(block.operators) if op.op == "CONV2D")
+    asked = partial(can_fuse, target=LAVAPIPE), partial(can_group, target=LAVAPIPE)
+    settled = fuse_stage.fuse(graph, placed, None, *asked)
+    assert settled.prologues == {} and settled.chain(region, conv) == [conv + 1]
+    assert can_fuse(block, conv, [conv + 1], 0, LAVAPIPE) is not None  # the reason the prologue went
+    assert can_fuse(block, conv, [conv + 1], None, LAVAPIPE) is None
+    assert len(kernels(plan(lower(graph, LAVAPIPE, placed, settled), LAVAPIPE))) == 2
+    with pytest.raises(TosaError, match="declined the fusion"):
+        lower(graph, LAVAPIPE, placed, fuse_stage.fuse(graph, placed))  # proposed, never asked

@@ -28,8 +28,11 @@ Views: a SLICE whose output is one contiguous run of its input reads that memory
 inputs are each one run of its output has their producers write there; no kernel either way (not in VGF exports,
 whose resources are bound whole: compile(..., views=False)).
 
-`fuse(graph, partition)` decides; the lower stage asks `Fusion.chain()` / `Fusion.group()` and falls back to one
-kernel per operator when a lowering declines. `tosa_vk.load(..., fuse=False)` or TOSA_VK_FUSE=0 turns the stage
+`fuse(graph, partition, can_fuse, can_group)` decides: it proposes the longest chains and groups the structure
+allows, then keeps, for each anchor, the first of (prologue + chain, chain, chain without its tail) that the anchor
+kernel's lowering answers `can_fuse` with no reason for, and each group that `can_group` accepts (as ggml-vulkan's
+ggml_vk_can_fuse: the answer comes before anything is built). The lower stage then builds what Fusion says, one
+operator after another, and never declines. `tosa_vk.load(..., fuse=False)` or TOSA_VK_FUSE=0 turns the stage
 off.
 """
 
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 
@@ -70,8 +74,21 @@ def enabled(fuse: bool | None) -> bool:
     return os.environ.get(ENV, "1") != "0" if fuse is None else fuse
 
 
-def fuse(graph: Graph, partition: Partition, alignment: int | None = None) -> Fusion:
-    """The fusion of `graph`; `alignment` (the arena's offset alignment) allows views, None none."""
+# (block, anchor, chain, prologue or None) -> why the anchor's kernel cannot do them (None: it can); lower.can_fuse
+CanFuse = Callable[[Block, int, list[int], "int | None"], "str | None"]
+# (block, members) -> why no generated kernel does the element-wise group (None: one does); lower.can_group
+CanGroup = Callable[[Block, list[int]], "str | None"]
+
+
+def fuse(
+    graph: Graph,
+    partition: Partition,
+    alignment: int | None = None,
+    can_fuse: CanFuse | None = None,
+    can_group: CanGroup | None = None,
+) -> Fusion:
+    """The fusion of `graph`; `alignment` (the arena's offset alignment) allows views, None none. `can_fuse` /
+    `can_group` (the lower stage's answers) settle each proposed chain, prologue and group; None accepts all."""
     out = Fusion()
     for region in graph.regions:
         block = region.blocks[0]
@@ -85,14 +102,37 @@ def fuse(graph: Graph, partition: Partition, alignment: int | None = None) -> Fu
             out.chains[(region.name, anchor)] = chain
             claimed.update([anchor, *chain])
         for members in _groups(block, on_vulkan, claimed):
-            out.groups[(region.name, members[0])] = members
-            claimed.update(members)
+            if can_group is None or can_group(block, members) is None:
+                out.groups[(region.name, members[0])] = members
+            claimed.update(members)  # (declined: its operators get their own kernels)
+        if can_fuse is not None:
+            _settle(out, region.name, block, can_fuse)
         # views only without control flow: carried loop state is matched by memory root, which views share
         if alignment and len(graph.regions) == 1:
             placed = {i: partition.of(region.name, i).where for i in range(len(block.operators))}
             for index, offsets in _views(block, placed, claimed, alignment).items():
                 out.views[(region.name, index)] = offsets
     return out
+
+
+def _settle(out: Fusion, region: str, block: Block, can_fuse: CanFuse) -> None:
+    """Each anchor keeps the first of its prologue with its chain, its chain, its chain without the tail, that its
+    kernel can do; none: the anchor, its prologue's operator and its chain's operators get their own kernels."""
+    anchors = {i for r, i in (*out.chains, *out.prologues) if r == region}
+    for anchor in sorted(anchors):
+        full = out.chains.pop((region, anchor), [])
+        first = out.prologues.pop((region, anchor), None)
+        options: list[tuple[int | None, list[int]]] = [(first, full)] if first is not None else []
+        for candidate in (full, without_tail(block, full)):
+            if candidate and (None, candidate) not in options:
+                options.append((None, candidate))
+        chosen = next(((p, c) for p, c in options if can_fuse(block, anchor, c, p) is None), None)
+        if chosen is None:
+            continue
+        if chosen[0] is not None:
+            out.prologues[(region, anchor)] = chosen[0]
+        if chosen[1]:
+            out.chains[(region, anchor)] = chosen[1]
 
 
 def with_epilogues(block: Block) -> set[int]:
@@ -210,8 +250,8 @@ def _prologues(block: Block, on_vulkan) -> dict[int, int]:
 
 
 def _joins(block: Block, op: Operator, tensor: str) -> bool:
-    """Whether `op`, which reads `tensor` (the chain's value), can be applied in an epilogue (the lowering checks
-    types and shapes, and declines a chain it cannot do)."""
+    """Whether `op`, which reads `tensor` (the chain's value), can be applied in an epilogue (the anchor's can_fuse
+    checks types and shapes: _settle shortens a chain it cannot do)."""
     if op.op == "RESHAPE":
         shapes = [block.tensors[n].shape for n in (op.inputs[0], op.outputs[0])]
         return op.inputs[0] == tensor and all(shapes) and shapes[0][-1] == shapes[1][-1]
