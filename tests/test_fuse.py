@@ -714,3 +714,38 @@ def test_fusion_is_settled_before_lowering():
     assert len(kernels(plan(lower(graph, LAVAPIPE, placed, settled), LAVAPIPE))) == 2
     with pytest.raises(TosaError, match="declined the fusion"):
         lower(graph, LAVAPIPE, placed, fuse_stage.fuse(graph, placed))  # proposed, never asked
+
+
+def test_abs_is_one_named_row(device):
+    """ABS, added as one row of fuse.NAMED plus tosa_abs in shaders/include/elementwise.glsl: in a CONV2D's epilogue
+    (fp32, and the int32 accumulator of an int8 convolution) and in an element-wise group, computing what its own
+    kernel computes (a float's sign bit cleared: -0 -> +0, NaN stays NaN) — fused equals unfused and the reference."""
+    rng = np.random.default_rng(35)
+    b = Builder()
+    x = b.input("x", (1, 5, 6, 4), "fp32")
+    y = b.conv2d(x, rng.standard_normal((8, 3, 3, 4)).astype(np.float32), np.zeros(8, np.float32), np.float32(0),
+                 np.float32(0), pad=[1, 1, 1, 1])  # fmt: skip
+    b.output(b.op("ABS", y))
+    q = b.input("q", (1, 5, 6, 4), "int8")
+    z = b.conv2d(q, rng.integers(-128, 128, (8, 1, 1, 4)).astype(np.int8), np.zeros(8, np.int32), np.int8(0),
+                 np.int8(0))  # fmt: skip
+    b.output(b.op("CAST", b.op("ABS", z), out_dtype="int8"))
+    u, v = b.input("u", (1, 5, 6, 8), "fp32"), b.input("v", (1, 5, 6, 8), "fp32")
+    magnitude = b.op("ABS", b.op("SUB", u, v))
+    b.output(magnitude, b.op("ADD", magnitude, v))
+    graph = b.build()
+    fused, unfused = (kernels(tosa_vk.compile(graph, fuse=f)) for f in (True, False))
+    assert sorted(k.shader for k in fused) == ["convolution/conv", "convolution/conv", "fused/elementwise"], fused
+    assert len(unfused) == 8, [k.op for k in unfused]
+    assert all(" + ABS " in k.op for k in fused), [k.op for k in fused]
+    u_feed = rng.standard_normal((1, 5, 6, 8)).astype(np.float32)
+    u_feed[0, 0, 0, :3] = [-0.0, np.nan, -np.inf]
+    feeds = {
+        "x": rng.standard_normal((1, 5, 6, 4)).astype(np.float32),
+        "q": rng.integers(-128, 128, (1, 5, 6, 4)).astype(np.int8),
+        "u": u_feed,
+        "v": np.where(np.arange(8) < 3, np.float32(0), rng.standard_normal((1, 5, 6, 8))).astype(np.float32),
+    }
+    got, want = compare(device, graph, feeds, atol=1e-5)  # fp32 convolution sums in their own order
+    assert_same(got[2], want[2], bits=True)  # the group: SUB, ABS exact (NaN payloads, zero signs)
+    assert_fused_equals_unfused(device, graph, feeds, bits=True)

@@ -3,7 +3,7 @@ written to memory and each absorbed operator costs no dispatch (issue 16).
 
 Epilogues: the kernel of a convolution, MATMUL, pool or reduction applies the chain of per-element operators that
 follows it — RESCALE (constant zero points), CLAMP, ADD / SUB / MUL / MAXIMUM / MINIMUM with another tensor (a
-residual, a per-channel or single value), SIGMOID, TANH, ERF, EXP, RECIPROCAL, RSQRT, int8 TABLE, CAST between
+residual, a per-channel or single value), SIGMOID, TANH, ERF, EXP, RECIPROCAL, RSQRT, ABS, int8 TABLE, CAST between
 int8 / int16 / int32 / fp32 / bool, and RESHAPEs that
 keep the channel dimension — to each result in registers, and stores only the last one; the kernel runs where the
 chain's last operator was (every tensor it reads exists by then). A tensor joins a chain only when the next
@@ -41,9 +41,11 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
+from .ir.dtype import DType
 from .ir.graph import Block, Graph, Operator
 from .stages import Fusion, Partition
 
@@ -53,15 +55,37 @@ ANCHORS += ("AVG_POOL2D", "MAX_POOL2D", *REDUCTIONS)
 ANCHORS += ("MATMUL_T", "AVG_POOL2D_ADAPTIVE", "MAX_POOL2D_ADAPTIVE")  # TOSA 1.1: the same kernels
 # per-element operators a kernel applies to its results (and a RESHAPE keeping the last dimension, in a chain only:
 # it changes no element's linear index or channel)
-EPILOGUE: tuple[str, ...] = ("RESCALE", "CLAMP", "ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SIGMOID", "TANH")
-EPILOGUE += ("EXP", "RECIPROCAL", "RSQRT", "TABLE", "ERF", "CAST")
+EPILOGUE: tuple[str, ...] = ("RESCALE", "CLAMP", "ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "TABLE", "CAST")
 # anchors whose kernels store through a chain's layout tail (RESHAPEs and TRANSPOSEs at its end: the store's index
 # map instead of a copy kernel)
 STORE_MAPS = ("CONV2D", "MATMUL", "MATMUL_T")
 ENV = "TOSA_VK_FUSE"
 # one data input (the rest are parameters); the others two
-UNARY: tuple[str, ...] = ("RESCALE", "CLAMP", "SIGMOID", "TANH", "EXP", "RECIPROCAL", "RSQRT", "TABLE", "SLICE")
-UNARY += ("ERF", "CAST", "LOGICAL_NOT")
+UNARY: tuple[str, ...] = ("RESCALE", "CLAMP", "TABLE", "SLICE", "CAST", "LOGICAL_NOT")
+
+
+@dataclass(frozen=True)
+class Named:
+    """A per-element operator that an epilogue or an element-wise group applies by calling one GLSL function of
+    shaders/include/ on its one data input (tosa_vk/lower/epilogue.py): adding one is a row of NAMED plus the
+    function, which computes what the operator's own kernel computes."""
+
+    function: str
+    types: tuple[DType, ...]  # the element types it takes (and gives)
+    fp64: bool = False  # computed in fp64 (shaders/include/unary.glsl): needs shaderFloat64; heavy code
+
+
+NAMED: dict[str, Named] = {
+    "SIGMOID": Named("tosa_sigmoid", (DType.FP32,), fp64=True),
+    "TANH": Named("tosa_tanh", (DType.FP32,), fp64=True),
+    "EXP": Named("tosa_exp", (DType.FP32,), fp64=True),
+    "RECIPROCAL": Named("tosa_reciprocal", (DType.FP32,), fp64=True),
+    "RSQRT": Named("tosa_rsqrt", (DType.FP32,), fp64=True),
+    "ERF": Named("tosa_erf", (DType.FP32,), fp64=True),
+    "ABS": Named("tosa_abs", (DType.INT32, DType.FP32)),  # shaders/include/elementwise.glsl
+}
+EPILOGUE += tuple(NAMED)
+UNARY += tuple(NAMED)
 
 
 def data_inputs(op: Operator) -> list[str]:
