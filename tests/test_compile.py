@@ -13,10 +13,11 @@ import tosa_vk
 from tosa_vk import Builder, TosaError, passes
 from tosa_vk.fuse import fuse
 from tosa_vk.ir import load_graph
-from tosa_vk.lower import Lowered, lower
+from tosa_vk.lower import lower
 from tosa_vk.partition import partition
 from tosa_vk.plan import plan
 from tosa_vk.program import Host, Kernel, Placement, walk
+from tosa_vk.stages import Lowered
 from tosa_vk.target import LAVAPIPE, MINIMUM, Target, named
 
 ROOT = Path(__file__).resolve().parent.parent

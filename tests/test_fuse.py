@@ -5,6 +5,7 @@ tensor has another use."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +14,14 @@ from helpers import assert_same, compare
 
 import tosa_vk
 from tosa_vk import Builder
+from tosa_vk import fuse as fuse_stage
 from tosa_vk.bench import graphs
+from tosa_vk.errors import TosaError
+from tosa_vk.lower import can_fuse, can_group, lower
+from tosa_vk.partition import partition
+from tosa_vk.plan import plan
 from tosa_vk.program import Kernel, walk
+from tosa_vk.target import LAVAPIPE
 from tosa_vk.vgf_export import export_vgf
 
 pytestmark = pytest.mark.vulkan
@@ -683,3 +690,62 @@ def test_a_classifier_after_a_global_pool_is_the_reductions_kernel(device, case)
     assert len(labels) == (1 if headed else 2 if case.get("kernel") else 3) + integer, labels
     compare(device, graph, feeds, **({} if integer else {"atol": 1e-5, "rtol": 1e-5}))
     assert_fused_equals_unfused(device, graph, feeds, **({} if integer else {"atol": 1e-5, "rtol": 1e-5}))
+
+
+def test_fusion_is_settled_before_lowering():
+    """The fuse stage keeps only what each anchor's lowering answers can_fuse for (a reason, or None), so the lower
+    stage builds it straight; a fusion the lowering cannot do (here a CONV2D with chunked loads reading through a
+    TRANSPOSE) is settled up front: the chain stays, the prologue goes. Handed an unsettled one, lowering says so."""
+    rng = np.random.default_rng(8)
+    b = Builder()
+    t = b.transpose(b.input("x", (1, 8, 9, 7), "fp32"), perms=[0, 2, 3, 1])
+    y = b.conv2d(t, rng.standard_normal((5, 3, 3, 8)).astype(np.float32), np.zeros(5, np.float32), np.float32(0),
+                 np.float32(0), pad=[1, 1, 1, 1])  # fmt: skip
+    b.output(b.clamp(y, min_val=np.float32(0), max_val=np.float32(6)))
+    graph = b.build()
+    placed = partition(graph, LAVAPIPE)
+    block, region = graph.main, graph.regions[0].name
+    conv = next(i for i, op in enumerate(block.operators) if op.op == "CONV2D")
+    asked = partial(can_fuse, target=LAVAPIPE), partial(can_group, target=LAVAPIPE)
+    settled = fuse_stage.fuse(graph, placed, None, *asked)
+    assert settled.prologues == {} and settled.chain(region, conv) == [conv + 1]
+    assert can_fuse(block, conv, [conv + 1], 0, LAVAPIPE) is not None  # the reason the prologue went
+    assert can_fuse(block, conv, [conv + 1], None, LAVAPIPE) is None
+    assert len(kernels(plan(lower(graph, LAVAPIPE, placed, settled), LAVAPIPE))) == 2
+    with pytest.raises(TosaError, match="declined the fusion"):
+        lower(graph, LAVAPIPE, placed, fuse_stage.fuse(graph, placed))  # proposed, never asked
+
+
+def test_abs_is_one_named_row(device):
+    """ABS, added as one row of fuse.NAMED plus tosa_abs in shaders/include/elementwise.glsl: in a CONV2D's epilogue
+    (fp32, and the int32 accumulator of an int8 convolution) and in an element-wise group, computing what its own
+    kernel computes (a float's sign bit cleared: -0 -> +0, NaN stays NaN) — fused equals unfused and the reference."""
+    rng = np.random.default_rng(35)
+    b = Builder()
+    x = b.input("x", (1, 5, 6, 4), "fp32")
+    y = b.conv2d(x, rng.standard_normal((8, 3, 3, 4)).astype(np.float32), np.zeros(8, np.float32), np.float32(0),
+                 np.float32(0), pad=[1, 1, 1, 1])  # fmt: skip
+    b.output(b.op("ABS", y))
+    q = b.input("q", (1, 5, 6, 4), "int8")
+    z = b.conv2d(q, rng.integers(-128, 128, (8, 1, 1, 4)).astype(np.int8), np.zeros(8, np.int32), np.int8(0),
+                 np.int8(0))  # fmt: skip
+    b.output(b.op("CAST", b.op("ABS", z), out_dtype="int8"))
+    u, v = b.input("u", (1, 5, 6, 8), "fp32"), b.input("v", (1, 5, 6, 8), "fp32")
+    magnitude = b.op("ABS", b.op("SUB", u, v))
+    b.output(magnitude, b.op("ADD", magnitude, v))
+    graph = b.build()
+    fused, unfused = (kernels(tosa_vk.compile(graph, fuse=f)) for f in (True, False))
+    assert sorted(k.shader for k in fused) == ["convolution/conv", "convolution/conv", "fused/elementwise"], fused
+    assert len(unfused) == 8, [k.op for k in unfused]
+    assert all(" + ABS " in k.op for k in fused), [k.op for k in fused]
+    u_feed = rng.standard_normal((1, 5, 6, 8)).astype(np.float32)
+    u_feed[0, 0, 0, :3] = [-0.0, np.nan, -np.inf]
+    feeds = {
+        "x": rng.standard_normal((1, 5, 6, 4)).astype(np.float32),
+        "q": rng.integers(-128, 128, (1, 5, 6, 4)).astype(np.int8),
+        "u": u_feed,
+        "v": np.where(np.arange(8) < 3, np.float32(0), rng.standard_normal((1, 5, 6, 8))).astype(np.float32),
+    }
+    got, want = compare(device, graph, feeds, atol=1e-5)  # fp32 convolution sums in their own order
+    assert_same(got[2], want[2], bits=True)  # the group: SUB, ABS exact (NaN payloads, zero signs)
+    assert_fused_equals_unfused(device, graph, feeds, bits=True)

@@ -5,7 +5,7 @@
                NHWC custom ops, back-to-back TRANSPOSEs merged (tosa_vk/passes/)
     partition  every operator placed on Vulkan or the host, with the reason (tosa_vk/partition.py)
     fuse       which operators one kernel does together: epilogues after convolutions, element-wise groups
-               (tosa_vk/fuse.py)
+               (tosa_vk/fuse.py), each kept only where the lowering's can_fuse / can_group accepts it
     lower      operators -> kernels and host steps over program-wide tensor names (tosa_vk/lower/)
     plan       live ranges, arena offsets, descriptors and formats -> the Program (tosa_vk/plan/)
 
@@ -16,16 +16,18 @@ Program.to_bytes() stores it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 
 from . import fuse as fuse_stage
 from . import host_rules, passes
 from .ir.graph import Graph
 from .ir.validate import validate
-from .lower import lower, texels
+from .lower import can_fuse, can_group, lower, texels
 from .partition import partition as place
 from .plan import plan
 from .program import Kernel, Program
+from .stages import Fusion
 from .target import Target, named
 
 
@@ -63,10 +65,9 @@ def compile(
     graph = passes.run(graph, layouts, batch=fuse_stage.enabled(fuse), file=file)
     placed = place(graph, target, strict=strict, host_ops=rules)
     alignment = alignment or target.alignment
-    fusion = (
-        fuse_stage.fuse(graph, placed, alignment if views else None)
-        if fuse_stage.enabled(fuse)
-        else fuse_stage.Fusion()
-    )
-    lowered = lower(graph, target, placed, fusion, kernels)
+    fusion = Fusion()
+    if fuse_stage.enabled(fuse):  # each fusion decided by the lowering's answer, before the lower stage builds it
+        asked = partial(can_fuse, target=target, kernels=kernels), partial(can_group, target=target, kernels=kernels)
+        fusion = fuse_stage.fuse(graph, placed, alignment if views else None, *asked)
+    lowered = lower(graph, target, placed, fusion)
     return plan(lowered, target, alignment)

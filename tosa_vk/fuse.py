@@ -3,7 +3,7 @@ written to memory and each absorbed operator costs no dispatch (issue 16).
 
 Epilogues: the kernel of a convolution, MATMUL, pool or reduction applies the chain of per-element operators that
 follows it — RESCALE (constant zero points), CLAMP, ADD / SUB / MUL / MAXIMUM / MINIMUM with another tensor (a
-residual, a per-channel or single value), SIGMOID, TANH, ERF, EXP, RECIPROCAL, RSQRT, int8 TABLE, CAST between
+residual, a per-channel or single value), SIGMOID, TANH, ERF, EXP, RECIPROCAL, RSQRT, ABS, int8 TABLE, CAST between
 int8 / int16 / int32 / fp32 / bool, and RESHAPEs that
 keep the channel dimension — to each result in registers, and stores only the last one; the kernel runs where the
 chain's last operator was (every tensor it reads exists by then). A tensor joins a chain only when the next
@@ -28,8 +28,11 @@ Views: a SLICE whose output is one contiguous run of its input reads that memory
 inputs are each one run of its output has their producers write there; no kernel either way (not in VGF exports,
 whose resources are bound whole: compile(..., views=False)).
 
-`fuse(graph, partition)` decides; the lower stage asks `Fusion.chain()` / `Fusion.group()` and falls back to one
-kernel per operator when a lowering declines. `tosa_vk.load(..., fuse=False)` or TOSA_VK_FUSE=0 turns the stage
+`fuse(graph, partition, can_fuse, can_group)` decides: it proposes the longest chains and groups the structure
+allows, then keeps, for each anchor, the first of (prologue + chain, chain, chain without its tail) that the anchor
+kernel's lowering answers `can_fuse` with no reason for, and each group that `can_group` accepts (as ggml-vulkan's
+ggml_vk_can_fuse: the answer comes before anything is built). The lower stage then builds what Fusion says, one
+operator after another, and never declines. `tosa_vk.load(..., fuse=False)` or TOSA_VK_FUSE=0 turns the stage
 off.
 """
 
@@ -37,15 +40,14 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
+from .ir.dtype import DType
 from .ir.graph import Block, Graph, Operator
-
-if TYPE_CHECKING:
-    from .partition import Partition
+from .stages import Fusion, Partition
 
 REDUCTIONS = ("REDUCE_SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PRODUCT")
 ANCHORS: tuple[str, ...] = ("CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D", "MATMUL")
@@ -53,15 +55,37 @@ ANCHORS += ("AVG_POOL2D", "MAX_POOL2D", *REDUCTIONS)
 ANCHORS += ("MATMUL_T", "AVG_POOL2D_ADAPTIVE", "MAX_POOL2D_ADAPTIVE")  # TOSA 1.1: the same kernels
 # per-element operators a kernel applies to its results (and a RESHAPE keeping the last dimension, in a chain only:
 # it changes no element's linear index or channel)
-EPILOGUE: tuple[str, ...] = ("RESCALE", "CLAMP", "ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "SIGMOID", "TANH")
-EPILOGUE += ("EXP", "RECIPROCAL", "RSQRT", "TABLE", "ERF", "CAST")
+EPILOGUE: tuple[str, ...] = ("RESCALE", "CLAMP", "ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "TABLE", "CAST")
 # anchors whose kernels store through a chain's layout tail (RESHAPEs and TRANSPOSEs at its end: the store's index
 # map instead of a copy kernel)
 STORE_MAPS = ("CONV2D", "MATMUL", "MATMUL_T")
 ENV = "TOSA_VK_FUSE"
 # one data input (the rest are parameters); the others two
-UNARY: tuple[str, ...] = ("RESCALE", "CLAMP", "SIGMOID", "TANH", "EXP", "RECIPROCAL", "RSQRT", "TABLE", "SLICE")
-UNARY += ("ERF", "CAST", "LOGICAL_NOT")
+UNARY: tuple[str, ...] = ("RESCALE", "CLAMP", "TABLE", "SLICE", "CAST", "LOGICAL_NOT")
+
+
+@dataclass(frozen=True)
+class Named:
+    """A per-element operator that an epilogue or an element-wise group applies by calling one GLSL function of
+    shaders/include/ on its one data input (tosa_vk/lower/epilogue.py): adding one is a row of NAMED plus the
+    function, which computes what the operator's own kernel computes."""
+
+    function: str
+    types: tuple[DType, ...]  # the element types it takes (and gives)
+    fp64: bool = False  # computed in fp64 (shaders/include/unary.glsl): needs shaderFloat64; heavy code
+
+
+NAMED: dict[str, Named] = {
+    "SIGMOID": Named("tosa_sigmoid", (DType.FP32,), fp64=True),
+    "TANH": Named("tosa_tanh", (DType.FP32,), fp64=True),
+    "EXP": Named("tosa_exp", (DType.FP32,), fp64=True),
+    "RECIPROCAL": Named("tosa_reciprocal", (DType.FP32,), fp64=True),
+    "RSQRT": Named("tosa_rsqrt", (DType.FP32,), fp64=True),
+    "ERF": Named("tosa_erf", (DType.FP32,), fp64=True),
+    "ABS": Named("tosa_abs", (DType.INT32, DType.FP32)),  # shaders/include/elementwise.glsl
+}
+EPILOGUE += tuple(NAMED)
+UNARY += tuple(NAMED)
 
 
 def data_inputs(op: Operator) -> list[str]:
@@ -74,37 +98,21 @@ def enabled(fuse: bool | None) -> bool:
     return os.environ.get(ENV, "1") != "0" if fuse is None else fuse
 
 
-@dataclass
-class Fusion:
-    """(region, anchor index) -> the indices of the operators its kernel applies after it, in order."""
-
-    chains: dict[tuple[str, int], list[int]] = field(default_factory=dict)
-    # (region, first operator) -> the element-wise operators one generated kernel does, in order
-    groups: dict[tuple[str, int], list[int]] = field(default_factory=dict)
-    # (region, SLICE / CONCAT) -> byte offsets: the SLICE's output is its input's bytes from offsets[0]; the CONCAT's
-    # inputs are written by their producers straight into its output at offsets[i]. Either way no kernel.
-    views: dict[tuple[str, int], list[int]] = field(default_factory=dict)
-    # (region, reduction) -> the reduction of the same kind before it whose result only it reads: one kernel folds
-    # both axes (e.g. a global average pool's REDUCE_SUM over W, then over H); (region, CONV2D or MATMUL) -> the
-    # TRANSPOSE whose result only it reads (as its input, as B): the kernel reads through the permutation
-    prologues: dict[tuple[str, int], int] = field(default_factory=dict)
-
-    def chain(self, region: str, index: int) -> list[int]:
-        return self.chains.get((region, index), [])
-
-    def group(self, region: str, index: int) -> list[int]:
-        return self.groups.get((region, index), [])
-
-    def view(self, region: str, index: int) -> list[int] | None:
-        return self.views.get((region, index))
-
-    def absorbed(self, region: str, index: int) -> int | None:
-        """The operator whose kernel also does this one (as its prologue), if any."""
-        return next((i for (r, i), first in self.prologues.items() if r == region and first == index), None)
+# (block, anchor, chain, prologue or None) -> why the anchor's kernel cannot do them (None: it can); lower.can_fuse
+CanFuse = Callable[[Block, int, list[int], "int | None"], "str | None"]
+# (block, members) -> why no generated kernel does the element-wise group (None: one does); lower.can_group
+CanGroup = Callable[[Block, list[int]], "str | None"]
 
 
-def fuse(graph: Graph, partition: Partition, alignment: int | None = None) -> Fusion:
-    """The fusion of `graph`; `alignment` (the arena's offset alignment) allows views, None none."""
+def fuse(
+    graph: Graph,
+    partition: Partition,
+    alignment: int | None = None,
+    can_fuse: CanFuse | None = None,
+    can_group: CanGroup | None = None,
+) -> Fusion:
+    """The fusion of `graph`; `alignment` (the arena's offset alignment) allows views, None none. `can_fuse` /
+    `can_group` (the lower stage's answers) settle each proposed chain, prologue and group; None accepts all."""
     out = Fusion()
     for region in graph.regions:
         block = region.blocks[0]
@@ -118,14 +126,37 @@ def fuse(graph: Graph, partition: Partition, alignment: int | None = None) -> Fu
             out.chains[(region.name, anchor)] = chain
             claimed.update([anchor, *chain])
         for members in _groups(block, on_vulkan, claimed):
-            out.groups[(region.name, members[0])] = members
-            claimed.update(members)
+            if can_group is None or can_group(block, members) is None:
+                out.groups[(region.name, members[0])] = members
+            claimed.update(members)  # (declined: its operators get their own kernels)
+        if can_fuse is not None:
+            _settle(out, region.name, block, can_fuse)
         # views only without control flow: carried loop state is matched by memory root, which views share
         if alignment and len(graph.regions) == 1:
             placed = {i: partition.of(region.name, i).where for i in range(len(block.operators))}
             for index, offsets in _views(block, placed, claimed, alignment).items():
                 out.views[(region.name, index)] = offsets
     return out
+
+
+def _settle(out: Fusion, region: str, block: Block, can_fuse: CanFuse) -> None:
+    """Each anchor keeps the first of its prologue with its chain, its chain, its chain without the tail, that its
+    kernel can do; none: the anchor, its prologue's operator and its chain's operators get their own kernels."""
+    anchors = {i for r, i in (*out.chains, *out.prologues) if r == region}
+    for anchor in sorted(anchors):
+        full = out.chains.pop((region, anchor), [])
+        first = out.prologues.pop((region, anchor), None)
+        options: list[tuple[int | None, list[int]]] = [(first, full)] if first is not None else []
+        for candidate in (full, without_tail(block, full)):
+            if candidate and (None, candidate) not in options:
+                options.append((None, candidate))
+        chosen = next(((p, c) for p, c in options if can_fuse(block, anchor, c, p) is None), None)
+        if chosen is None:
+            continue
+        if chosen[0] is not None:
+            out.prologues[(region, anchor)] = chosen[0]
+        if chosen[1]:
+            out.chains[(region, anchor)] = chosen[1]
 
 
 def with_epilogues(block: Block) -> set[int]:
@@ -243,8 +274,8 @@ def _prologues(block: Block, on_vulkan) -> dict[int, int]:
 
 
 def _joins(block: Block, op: Operator, tensor: str) -> bool:
-    """Whether `op`, which reads `tensor` (the chain's value), can be applied in an epilogue (the lowering checks
-    types and shapes, and declines a chain it cannot do)."""
+    """Whether `op`, which reads `tensor` (the chain's value), can be applied in an epilogue (the anchor's can_fuse
+    checks types and shapes: _settle shortens a chain it cannot do)."""
     if op.op == "RESHAPE":
         shapes = [block.tensors[n].shape for n in (op.inputs[0], op.outputs[0])]
         return op.inputs[0] == tensor and all(shapes) and shapes[0][-1] == shapes[1][-1]

@@ -13,7 +13,6 @@ their state never leaves the device.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from . import host_kernels
 from .errors import TosaError, TosaUnsupportedError
@@ -22,6 +21,7 @@ from .ir.dtype import DType
 from .ir.graph import Block, Graph, Operator
 from .lower import ALIASING, LOWERINGS, load_all, try_lower
 from .program import Placement, Step
+from .stages import Partition
 from .target import Target
 
 STRUCTURAL = {
@@ -33,17 +33,6 @@ STRUCTURAL = {
     "CONST": "constant: uploaded once at load",
     "CONST_SHAPE": "shape constant: known at compile time",
 }
-
-
-@dataclass
-class Partition:
-    """Placements by (region name, operator index), and the main block's kernels found on the way."""
-
-    placements: dict[tuple[str, int], Placement]
-    lowered: dict[tuple[str, int], tuple[list[Step], dict]] = field(default_factory=dict)
-
-    def of(self, region: str, index: int) -> Placement:
-        return self.placements[(region, index)]
 
 
 def partition(

@@ -7,6 +7,10 @@ float max_propagate(float a, float b) { return (isnan(a) || isnan(b)) ? uintBits
 float min_propagate(float a, float b) { return (isnan(a) || isnan(b)) ? uintBitsToFloat(0x7fc00000u) : min(a, b); }
 float max_ignore(float a, float b) { return isnan(a) ? b : (isnan(b) ? a : max(a, b)); }
 float min_ignore(float a, float b) { return isnan(a) ? b : (isnan(b) ? a : min(a, b)); }
+// ABS as its own kernel (activation.comp) computes it: abs() of an integer (abs(minimum) violates a REQUIRE), a
+// float's sign bit cleared (-0 -> +0, NaN stays NaN); an epilogue step or a group member calls it (fuse.NAMED)
+int tosa_abs(int x) { return abs(x); }
+float tosa_abs(float x) { return uintBitsToFloat(floatBitsToUint(x) & 0x7fffffffu); }
 
 // apply_intdiv_s (INTDIV): truncation toward zero. value2 == 0 and INT_MIN / -1 are REQUIRE violations; they
 // are kept away from the hardware divide (which may trap) and give 0 / INT_MIN.

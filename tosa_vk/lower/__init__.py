@@ -13,26 +13,23 @@ import importlib
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
 from vgf.vk_enums import STORAGE_BUFFER, UNIFORM_TEXEL_BUFFER
 
 from ..errors import TosaError
-from ..fuse import Fusion, without_tail
 from ..ir.dtype import DType
 from ..ir.graph import Block, Graph, Operator, Tensor
 from ..ir.shape_ops import FOLDED
 from ..program import Host, Kernel, Placement, Step, VariableSpec
 from ..shader_abi import TEXEL_SAMPLERS, WORKGROUP
+from ..stages import Fusion, Lowered, Partition
 from ..target import Target
 from .push import Push
 from .texels import readable
 from .types import binding_defines
-
-if TYPE_CHECKING:
-    from ..partition import Partition
 
 Made = TypeVar("Made")  # what a lowering attempt makes (LowerCtx.attempt)
 
@@ -265,35 +262,17 @@ def grid_1d(invocations: int, max_x: int = MAX_GROUPS) -> tuple[int, int, int]:
     return spill(-(-invocations // WORKGROUP), max_x)
 
 
-@dataclass
-class Lowered:
-    """The lower stage's result, the plan stage's input: steps over program-wide tensor names, every tensor that
-    needs memory, which share memory (`root`), constants (uploaded once) and variables."""
-
-    steps: list[Step]
-    tensors: dict[str, Tensor]
-    root: dict[str, str]
-    offsets: dict[str, int]  # views (Fusion.views): bytes from the start of their root's memory
-    constants: dict[str, np.ndarray]
-    variables: dict[str, VariableSpec]
-    placement: list[Placement]
-    inputs: list[str]
-    outputs: list[str]
-
-
 def lower(
     graph: Graph,
     target: Target,
     partition: Partition,
     fusion: Fusion | None = None,
-    kernels: Callable[[Kernel], bool] | None = None,
 ) -> Lowered:
     """Lowers a validated, partitioned graph (its main block, and the regions its control-flow operators run) to
-    steps: the operators placed on Vulkan become kernels (fused ones as `fusion` says), the others Host steps.
-    `kernels`: whether a fused kernel may be used (compile()'s option); one it refuses is declined like a fusion
-    no shader does."""
+    steps: the operators placed on Vulkan become kernels (fused ones as `fusion` says: the fuse stage kept only the
+    fusions each lowering accepts, can_fuse / can_group), the others Host steps."""
     load_all()
-    c = Compilation(graph, target, partition, fusion or Fusion(), kernels)
+    c = Compilation(graph, target, partition, fusion or Fusion())
     block = graph.main
     for name in block.inputs:
         c.declare(name, block.tensors[name])
@@ -330,6 +309,51 @@ def try_lower(op: Operator, index: int, block: Block, target: Target) -> tuple[l
     return None if steps is None else (steps, ctx.temps)
 
 
+def can_fuse(
+    block: Block,
+    index: int,
+    chain: list[int],
+    prologue: int | None,
+    target: Target,
+    kernels: Callable[[Kernel], bool] | None = None,
+) -> str | None:
+    """Why the kernel of operator `index` of `block` cannot apply `chain` after it (and read through the operator
+    `prologue` before it), or None when it can: the fuse stage asks before the lower stage builds anything, so the
+    lower stage never declines what fusion chose. `kernels`: whether a kernel may be used (compile()'s option)."""
+    load_all()
+    op = block.operators[index]
+    ctx = LowerCtx(op, index, block, target, {})
+    ctx.epilogue = [(i, block.operators[i]) for i in chain]
+    ctx.prologue = (prologue, block.operators[prologue]) if prologue is not None else None
+    return _refusal(ctx, LOWERINGS[op.op](ctx), kernels)
+
+
+def can_group(
+    block: Block, members: list[int], target: Target, kernels: Callable[[Kernel], bool] | None = None
+) -> str | None:
+    """Why no generated kernel does the element-wise group `members` of `block` (fuse.py), or None when one does."""
+    from .group import lower_group  # (it builds on this module's LowerCtx)
+
+    ctx = LowerCtx(block.operators[members[0]], members[0], block, target, {})
+    ctx.epilogue = [(i, block.operators[i]) for i in members[1:]]
+    return _refusal(ctx, lower_group(ctx, members), kernels)
+
+
+def _refusal(ctx: LowerCtx, made: list | None, kernels: Callable[[Kernel], bool] | None) -> str | None:
+    if made is None:
+        return f"no kernel does {ctx.label} on {ctx.target.name} (its types, shapes or a device feature)"
+    if kernels is not None and not all(kernels(k) for k in made if isinstance(k, Kernel)):
+        return f"{ctx.label}: not among the usable kernels (without glslc: the shipped ones)"
+    return None
+
+
+def _accepted(ctx: LowerCtx, made: list[Made] | None) -> list[Made]:
+    """A fused lowering's steps: the fuse stage asked can_fuse / can_group first, so it cannot decline here."""
+    if made is None:
+        raise TosaError("internal: a lowering declined the fusion its can_fuse accepted", op=ctx.op.op, index=ctx.index)
+    return made
+
+
 class Compilation:
     """The state of one lower() call: every tensor that gets memory (by program-wide name), which ones share
     memory (`root`), constants, variables and where each operator runs."""
@@ -340,11 +364,9 @@ class Compilation:
         target: Target,
         partition: Partition,
         fusion: Fusion,
-        kernels: Callable[[Kernel], bool] | None = None,
     ):
         self.regions = {r.name: r.blocks[0] for r in graph.regions}
         self.target, self.partition, self.fusion = target, partition, fusion
-        self.kernels = kernels
         self.tensors: dict[str, Tensor] = {}  # program-wide name -> tensor (named so)
         self.root: dict[str, str] = {}  # alias -> the tensor whose memory it shares
         self.offsets: dict[str, int] = {}  # a view -> where its bytes start in its root's memory
@@ -416,7 +438,7 @@ class Compilation:
                 self.declare(name, t)
         fused: dict[int, str] = {}  # operator index -> the label of the kernel that does it
         pending: dict[int, list[Step]] = {}  # a fused kernel waits for its chain's last operator's place
-        deferred: dict[int, tuple[LowerCtx, Placement]] = {}  # a prologue waits for the operator doing it
+        deferred: dict[int, LowerCtx] = {}  # a prologue waits for the operator whose kernel does it
         for index, op in enumerate(block.operators):
             ctx = LowerCtx(op, index, block, self.target, {}, prefix, self)
             placed = self.partition.of(region, index)
@@ -432,46 +454,24 @@ class Compilation:
                 from .group import lower_group  # (it builds on this module's LowerCtx)
 
                 ctx.epilogue = [(i, block.operators[i]) for i in group[1:]]
-                kernels = self._usable(lower_group(ctx, group))
-                if kernels is not None:
-                    for kernel in kernels:
-                        for name in kernel.writes:
-                            self.declare(name, block.tensors[name.removeprefix(prefix)])
-                    steps.extend(kernels)
-                    fused.update((i, ctx.label) for i in group[1:])
-                    self.placement.append(Placement(op.label(index, prefix), placed.where, placed.reason))
-                    continue
-                ctx = LowerCtx(op, index, block, self.target, {}, prefix, self)  # declined: separate kernels
-            later = self.fusion.absorbed(region, index)
-            if later is not None and placed.where == "vulkan":
-                deferred[later] = (ctx, placed)  # done by that operator's kernel, or run just before it
+                kernels = _accepted(ctx, lower_group(ctx, group))
+                for kernel in kernels:
+                    for name in kernel.writes:
+                        self.declare(name, block.tensors[name.removeprefix(prefix)])
+                steps.extend(kernels)
+                fused.update((i, ctx.label) for i in group[1:])
+                self.placement.append(Placement(op.label(index, prefix), placed.where, placed.reason))
                 continue
-            full = self.fusion.chain(region, index)
-            first = deferred.pop(index, None)
-            lowered = None
-            # with the prologue and the chain; declined: the chain alone (the prologue's operator runs on its own),
-            # then the chain without its layout tail (those operators get their own kernels)
-            attempts: list[tuple[tuple[LowerCtx, Placement] | None, list[int]]] = [(first, full)] if first else []
-            for candidate in (full, without_tail(block, full)):
-                if candidate and (None, candidate) not in attempts:
-                    attempts.append((None, candidate))
-            chain: list[int] = []
-            for before, chain in attempts:
-                if placed.where != "vulkan":
-                    break
-                if first and before is None:
-                    steps.extend(self._plain(*first, region))
-                    first = None
+            if self.fusion.absorbed(region, index) is not None and placed.where == "vulkan":
+                deferred[index] = ctx  # done by that operator's kernel
+                continue
+            chain = self.fusion.chain(region, index)
+            first = self.fusion.prologues.get((region, index))
+            if (chain or first is not None) and placed.where == "vulkan":
                 ctx.epilogue = [(i, block.operators[i]) for i in chain]
-                ctx.words = []
-                ctx.prologue = (before[0].index, before[0].op) if before else None
-                lowered = LOWERINGS[op.op](ctx)
-                if chain or ctx.prologue:
-                    lowered = self._usable(lowered)
-                if lowered is not None:
-                    break
-                ctx = LowerCtx(op, index, block, self.target, {}, prefix, self)  # declined: separate kernels
-            if lowered is not None:
+                before = deferred.pop(first) if first is not None else None
+                ctx.prologue = (first, block.operators[first]) if first is not None else None
+                lowered = _accepted(ctx, LOWERINGS[op.op](ctx))
                 self.declare(ctx.q(ctx.result.name), ctx.result)
                 if chain:
                     pending[chain[-1]] = lowered
@@ -479,12 +479,10 @@ class Compilation:
                     steps.extend(lowered)
                 self.temps.update(ctx.temps)
                 fused.update((i, ctx.label) for i in chain)
-                if first:
-                    self.placement.append(Placement(first[0].label, "fused", f"done by the kernel of {ctx.label}"))
+                if before is not None:
+                    self.placement.append(Placement(before.label, "fused", f"done by the kernel of {ctx.label}"))
                 self.placement.append(Placement(op.label(index, prefix), placed.where, placed.reason))
                 continue
-            if first is not None:  # declined: the prologue's operator runs on its own, here
-                steps.extend(self._plain(*first, region))
             if op.op in ("CONST", "CONST_SHAPE"):
                 t = block.tensors[op.outputs[0]]
                 if t.dtype != DType.SHAPE and t.data is not None:
@@ -503,12 +501,6 @@ class Compilation:
                 continue
             steps.extend(self._plain(ctx, placed, region))
         return steps
-
-    def _usable(self, fused: list[Made] | None) -> list[Made] | None:
-        """A fused lowering's steps, or None (declined) when one of its kernels is not among the usable ones."""
-        if fused is None or self.kernels is None:
-            return fused
-        return fused if all(self.kernels(k) for k in fused if isinstance(k, Kernel)) else None
 
     def _plain(self, ctx: LowerCtx, placed: Placement, region: str) -> list[Step]:
         """One operator's own kernels (or host step), unfused."""

@@ -4,8 +4,9 @@ its element index) and the declarations it needs (EP_DECLS).
 
 Every step computes what the operator's own kernel computes: RESCALE the arithmetic of rescale.comp (its defines
 come from tosa_vk/lower/type_conversion.py), binary operators on int32 / fp32 values with the other operand read
-from its buffer (same shape as the result, one value per channel, or one value), CLAMP, SIGMOID / TANH / ERF / EXP /
-RECIPROCAL / RSQRT through shaders/include/unary.glsl, CAST as cast.comp converts, logical operators on bool values.
+from its buffer (same shape as the result, one value per channel, or one value), CLAMP, the operators of
+fuse.NAMED (SIGMOID / TANH / ERF / EXP / RECIPROCAL / RSQRT / ABS) by their GLSL functions, CAST as cast.comp
+converts, logical operators on bool values.
 Scalars (RESCALE's zero points, CLAMP's bounds) are push-constant words (LowerCtx.word), not literals, so that
 layers differing only in them share a pipeline."""
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..fuse import tail_start
+from ..fuse import NAMED, tail_start
 from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode, Operator, Tensor
 from ..shader_abi import TEXEL_SAMPLERS
@@ -28,19 +29,11 @@ COMPUTE = {DType.FP32: "float", DType.INT8: "int", DType.INT16: "int", DType.INT
 COMPARE = {"EQUAL": "==", "GREATER": ">", "GREATER_EQUAL": ">="}  # ordered: false with a NaN, -0 == +0
 BINARY = {"ADD": "(({a}) + ({b}))", "SUB": "(({a}) - ({b}))", "MUL": "(({a}) * ({b}))"}
 MINMAX = ("MAXIMUM", "MINIMUM")
-UNARY_FP = {  # through shaders/include/unary.glsl, as the operators' own kernels
-    "SIGMOID": "tosa_sigmoid",
-    "TANH": "tosa_tanh",
-    "EXP": "tosa_exp",
-    "RECIPROCAL": "tosa_reciprocal",
-    "RSQRT": "tosa_rsqrt",
-    "ERF": "tosa_erf",
-}
 LOGICAL = {"LOGICAL_AND": "&&", "LOGICAL_OR": "||", "LOGICAL_XOR": "!="}
 # steps whose code is large (int64 rescaling, fp64 functions, conversions, table reads): a chain with one of them
 # (or 3 steps or more) is applied in a loop over the kernel's tile (EP_LOOP), compiled once rather than once per
 # result; short light chains stay unrolled, which runs ~4 % faster
-HEAVY = {"RESCALE", "CAST", "TABLE", *UNARY_FP}
+HEAVY = {"RESCALE", "CAST", "TABLE", *(name for name, named in NAMED.items() if named.fp64)}
 
 
 def epilogue_defines(
@@ -244,11 +237,15 @@ def expression(ctx, op: Operator, args: list[str], k: int | str, bindings, decls
             return None
         table = bind(bindings, decls, f"ET{k}", tensors[op.inputs[1]], ctx=ctx)
         return f"(int({table[f'int({args[0]}) + 128']}))"
-    if op.op in UNARY_FP:
-        if x.dtype != DType.FP32 or not ctx.target.has("shaderFloat64"):
+    if op.op in NAMED:  # one GLSL function by name (fuse.NAMED)
+        named = NAMED[op.op]
+        if x.dtype != out.dtype or x.dtype not in named.types:
             return None
-        defines["EP_FP64"] = "1"
-        return f"({UNARY_FP[op.op]}(float({args[0]})))"
+        if named.fp64:
+            if not ctx.target.has("shaderFloat64"):
+                return None
+            defines["EP_FP64"] = "1"
+        return f"({named.function}({COMPUTE[x.dtype]}({args[0]})))"
     if op.op in BINARY or op.op in MINMAX:
         y = tensors[op.inputs[1]]
         if not (x.dtype == y.dtype == out.dtype and x.dtype in (DType.INT32, DType.FP32)):

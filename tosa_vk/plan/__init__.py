@@ -10,7 +10,7 @@ from ..target import Target
 from . import arena, resources
 
 if TYPE_CHECKING:
-    from ..lower import Lowered
+    from ..stages import Lowered
 
 
 def plan(lowered: Lowered, target: Target, alignment: int | None = None) -> Program:
