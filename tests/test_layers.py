@@ -64,6 +64,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     OP_LIBRARY: (
         "reference",
         "host_kernels",  # a Program's Host step as a call into the op library
+        "quantization",  # float <-> int8 / int16 at a graph's edges (ExecuTorch, TFLite qparams)
     ),
     STAGES: (
         "passes",
