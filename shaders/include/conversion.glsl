@@ -47,4 +47,14 @@ int64_t apply_scale_16(int64_t value, int64_t multiplier, int shift) {
     return (value * multiplier + (int64_t(1) << (shift - 1))) >> shift;
 }
 
+// RESCALE (spec 2.13.2) of one extended value: clip(apply_scale(value - input_zp, multiplier, shift) + output_zp,
+// lo, hi), the 32-bit scale (`scale32`, `double_round`) or the 16-bit one. The one statement of its arithmetic:
+// rescale.comp calls it, and so does every epilogue that applies a RESCALE (tosa_vk/lower/epilogue.py).
+int64_t tosa_rescale(int64_t value, int64_t input_zp, int64_t multiplier, int shift, bool scale32, bool double_round,
+                     int64_t output_zp, int64_t lo, int64_t hi) {
+    value -= input_zp;
+    int64_t r = scale32 ? apply_scale_32(value, multiplier, shift, double_round) : apply_scale_16(value, multiplier, shift);
+    return clamp(r + output_zp, lo, hi);
+}
+
 #endif

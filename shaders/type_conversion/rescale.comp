@@ -33,6 +33,17 @@ layout(push_constant) uniform Params { uint total; uint channels; } p;
 #define EXTEND_OUT(v) int64_t(v)
 #endif
 
+#ifdef SCALE32
+#define SCALE32_ON true
+#else
+#define SCALE32_ON false
+#endif
+#ifdef DOUBLE_ROUND
+#define DOUBLE_ROUND_ON true
+#else
+#define DOUBLE_ROUND_ON false
+#endif
+
 void main() {
     uint i = flat_index();
     if (i >= p.total) return;
@@ -41,17 +52,8 @@ void main() {
 #else
     uint c = 0u;
 #endif
-    int64_t value = EXTEND_IN(LOAD_A(a[i])) - EXTEND_IN(LOAD_IZ(iz[0]));
-    int shift = LOAD_S(s[c]);
-#ifdef SCALE32
-#ifdef DOUBLE_ROUND
-    int64_t r = apply_scale_32(value, int64_t(LOAD_M(m[c])), shift, true);
-#else
-    int64_t r = apply_scale_32(value, int64_t(LOAD_M(m[c])), shift, false);
-#endif
-#else
-    int64_t r = apply_scale_16(value, int64_t(LOAD_M(m[c])), shift);
-#endif
-    r = clamp(r + EXTEND_OUT(LOAD_OZ(oz[0])), int64_t(OUT_MIN), int64_t(OUT_MAX));
+    int64_t r = tosa_rescale(EXTEND_IN(LOAD_A(a[i])), EXTEND_IN(LOAD_IZ(iz[0])), int64_t(LOAD_M(m[c])),
+                             LOAD_S(s[c]), SCALE32_ON, DOUBLE_ROUND_ON, EXTEND_OUT(LOAD_OZ(oz[0])),
+                             int64_t(OUT_MIN), int64_t(OUT_MAX));
     o[i] = STORE_O(int(r));                       // static_cast<out_t>: unsigned results keep their bits
 }

@@ -2,8 +2,9 @@
 the EPILOGUE(v, c, at) define of shaders/include/epilogue.glsl (v: the result's compute value, c: its channel, at:
 its element index) and the declarations it needs (EP_DECLS).
 
-Every step computes what the operator's own kernel computes: RESCALE the arithmetic of rescale.comp (its defines
-come from tosa_vk/lower/type_conversion.py), binary operators on int32 / fp32 values with the other operand read
+Every step computes what the operator's own kernel computes, mostly by calling the same GLSL function of
+shaders/include/: RESCALE conversion.glsl's tosa_rescale, as rescale.comp does (its flags come from
+tosa_vk/lower/type_conversion.py's rescale_defines), binary operators on int32 / fp32 values with the other operand read
 from its buffer (same shape as the result, one value per channel, or one value), CLAMP, the operators of
 fuse.NAMED (SIGMOID / TANH / ERF / EXP / RECIPROCAL / RSQRT / ABS) by their GLSL functions, CAST as cast.comp
 converts, logical operators on bool values.
@@ -194,19 +195,13 @@ def expression(ctx, op: Operator, args: list[str], k: int | str, bindings, decls
         m = bind(bindings, decls, f"EM{k}", tensors[op.inputs[1]], ctx=ctx)
         s = bind(bindings, decls, f"ES{k}", tensors[op.inputs[2]], ctx=ctx)
         c = "c" if op.attrs.get("per_channel") else "0"
-        scale = (
-            f"apply_scale_32(value, int64_t({m[c]}), shift, {'true' if 'DOUBLE_ROUND' in d else 'false'})"
-            if "SCALE32" in d
-            else f"apply_scale_16(value, int64_t({m[c]}), shift)"
-        )
         izp_v, ozp_v = (ctx.word(_int(z)) for z in (izp, ozp))
-        decls.append(
-            f"int ep_rescale{k}(int64_t value, int c) {{ value -= int64_t({izp_v}); int shift = int({s[c]}); "
-            f"int64_t r = {scale}; "
-            f"return int(clamp(r + int64_t({ozp_v}), int64_t{d['OUT_MIN']}, int64_t{d['OUT_MAX']})); }}"
-        )
+        scale32, double_round = ("true" if key in d else "false" for key in ("SCALE32", "DOUBLE_ROUND"))
         defines["EP_INT64"] = "1"
-        return f"(ep_rescale{k}(int64_t({args[0]}), c))"
+        return (
+            f"int(tosa_rescale(int64_t({args[0]}), int64_t({izp_v}), int64_t({m[c]}), int({s[c]}), {scale32}, "
+            f"{double_round}, int64_t({ozp_v}), int64_t{d['OUT_MIN']}, int64_t{d['OUT_MAX']}))"
+        )
     if op.op == "CLAMP":
         lo, hi = op.attrs.get("min_val"), op.attrs.get("max_val")
         if x.dtype == DType.FP32:
@@ -222,7 +217,7 @@ def expression(ctx, op: Operator, args: list[str], k: int | str, bindings, decls
             return None
         return f"(({args[0]}) {COMPARE[op.op]} ({args[1]}))"
     if op.op == "CAST":
-        return _cast(ctx, x.dtype, out.dtype, args[0], k, decls, defines)
+        return _cast(ctx, x.dtype, out.dtype, args[0], defines)
     if op.op in LOGICAL or op.op == "LOGICAL_NOT":
         if not all(tensors[n].dtype == DType.BOOL for n in [*op.inputs, *op.outputs]):
             return None
@@ -263,17 +258,18 @@ def expression(ctx, op: Operator, args: list[str], k: int | str, bindings, decls
     return None
 
 
-def _cast(ctx, in_t: DType, out_t: DType, value: str, k: int | str, decls, defines) -> str | None:
+def _cast(ctx, in_t: DType, out_t: DType, value: str, defines) -> str | None:
     """CAST between compute types, as cast.comp converts (its CONVERT expression; the narrowing an int8 / int16
     store does on integers is explicit here, the value staying in a register)."""
-    body = cast_expr(in_t, out_t)
-    if in_t not in COMPUTE or out_t not in COMPUTE or body is None or not ctx.target.has("shaderInt64"):
+    if in_t not in COMPUTE or out_t not in COMPUTE or not ctx.target.has("shaderInt64"):
+        return None
+    body = cast_expr(in_t, out_t, f"{COMPUTE[in_t]}({value})")
+    if body is None:
         return None
     if out_t in (DType.INT8, DType.INT16) and in_t in (DType.INT16, DType.INT32) and in_t.bits > out_t.bits:
-        body = f"bitfieldExtract(x, 0, {out_t.bits})"  # wraps, sign-extended
-    decls.append(f"{COMPUTE[out_t]} ep_cast{k}({COMPUTE[in_t]} x) {{ return {COMPUTE[out_t]}({body}); }}")
+        body = f"bitfieldExtract(int({value}), 0, {out_t.bits})"  # wraps, sign-extended
     defines["EP_INT64"] = "1"  # conversion.glsl
-    return f"(ep_cast{k}({value}))"
+    return f"({COMPUTE[out_t]}({body}))"
 
 
 def _nan_rule(op: Operator) -> str:

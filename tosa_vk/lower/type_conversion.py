@@ -21,25 +21,26 @@ def _int_literal(v: int) -> str:
     return "(-2147483647 - 1)" if v == -(2**31) else f"({v})"
 
 
-def cast_expr(in_t: DType, out_t: DType) -> str | None:
-    """CONVERT(x) of cast.comp for one row of CAST's type table (x is the input's compute value)."""
+def cast_expr(in_t: DType, out_t: DType, x: str = "x") -> str | None:
+    """CAST's conversion for one row of its type table, of the input's compute value `x` (cast.comp's CONVERT(x);
+    an epilogue step's value); None for a row not done here."""
     if DType.INT64 in (in_t, out_t):  # EXT-INT64: bool / i32_t <-> i64_t only
         if in_t == DType.INT64:
-            return {DType.BOOL: "((x) != int64_t(0))", DType.INT32: "int(x)"}.get(out_t)  # int(): the low 32 bits
-        return {DType.BOOL: "int64_t(x)", DType.INT32: "int64_t(x)"}.get(in_t)  # sign_extend
+            return {DType.BOOL: f"(({x}) != int64_t(0))", DType.INT32: f"int({x})"}.get(out_t)  # the low 32 bits
+        return {DType.BOOL: f"int64_t({x})", DType.INT32: f"int64_t({x})"}.get(in_t)  # sign_extend
     if out_t == DType.BOOL:  # fp32_t -> bool_t (TOSA 1.1): NaN != 0, so true
-        return "((x) != 0)" if in_t in _INTS else "((x) != 0.0)" if in_t == DType.FP32 else None
+        return f"(({x}) != 0)" if in_t in _INTS else f"(({x}) != 0.0)" if in_t == DType.FP32 else None
     if in_t == DType.BOOL:  # bool_t -> fp32_t (TOSA 1.1)
-        return "int(x)" if out_t in _INTS else "float(x)" if out_t == DType.FP32 else None
+        return f"int({x})" if out_t in _INTS else f"float({x})" if out_t == DType.FP32 else None
     if in_t in _INTS and out_t in _INTS:
-        return "(x)"  # STORE_O truncates / the load sign-extends
+        return f"({x})"  # STORE_O truncates / the load sign-extends
     if in_t in _FLOATS and out_t in _INTS:
         lo, hi = out_t.int_range
-        return f"float_to_int_sat(x, {_int_literal(lo)}, {_int_literal(hi)})"
+        return f"float_to_int_sat({x}, {_int_literal(lo)}, {_int_literal(hi)})"
     if in_t in _INTS and out_t in _SIGNIFICAND:
-        return f"int_to_float_rne(x, {_SIGNIFICAND[out_t]})"
+        return f"int_to_float_rne({x}, {_SIGNIFICAND[out_t]})"
     if in_t in _FLOATS and out_t in _FLOATS:
-        return "(x)"  # the load is exact, the store rounds once
+        return f"({x})"  # the load is exact, the store rounds once
     return None
 
 
