@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 
@@ -798,28 +799,16 @@ def _host_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+DEBUG = "show the traceback of an error (an internal error, exit code 3, is a bug to report)"
 
-    ap = argparse.ArgumentParser(
-        prog="tosa-vk", description="Run TOSA 1.0 graphs on Vulkan.", formatter_class=_HelpFormatter
-    )
-    ap.add_argument("--version", action="version", version=f"tosa-vk {__version__}")
-    debug = "show the traceback of an error (an internal error, exit code 3, is a bug to report)"
-    ap.add_argument("--debug", action="store_true", help=debug)
-    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def command(name: str, summary: str, **options) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=summary, description=summary, formatter_class=_HelpFormatter, **options)
-        # also after the command; SUPPRESS: not given here keeps what was given before it
-        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=debug)
-        return p
-
-    p = command("info", "inputs, outputs, op counts, dtypes and profiles of a .tosa file")
+# Each command's options, in `tosa-vk --help` order.
+def _info_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="a .tosa file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(func=cmd_info)
-    p = command("run", "run a graph (drop-in for tosa_reference_model --test_desc)")
+
+
+def _run_arguments(p: argparse.ArgumentParser) -> None:
     _model_arguments(p, "a .tosa or .vgf file", "the model, inputs and output files")
     p.add_argument(
         "-o",
@@ -860,12 +849,9 @@ def build_parser() -> argparse.ArgumentParser:
         "(names as for outputs)",
     )
     _host_arguments(p)
-    p.set_defaults(func=cmd_run)
-    p = command(
-        "compare",
-        "run on Vulkan and on the reference backend, judge every tensor in execution order; exit 1 if one is out "
-        "of bounds",
-    )
+
+
+def _compare_arguments(p: argparse.ArgumentParser) -> None:
     _model_arguments(p, "a .tosa file, or a .vgf with GRAPH segments", "the model and inputs")
     p.add_argument("--cast", action="store_true", help="convert inputs of another dtype kind instead of refusing")
     p.add_argument(
@@ -875,8 +861,9 @@ def build_parser() -> argparse.ArgumentParser:
         "(|want| + max |want|) per dtype)",
     )
     _host_arguments(p)
-    p.set_defaults(func=cmd_compare)
-    p = command("profile", "time each kernel of a graph over several runs: a table in ms, and a Perfetto trace")
+
+
+def _profile_arguments(p: argparse.ArgumentParser) -> None:
     _model_arguments(p, "a .tosa or .vgf file", "the model and inputs")
     p.add_argument(
         "--backend",
@@ -892,8 +879,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--trace", help="also write a Chrome / Perfetto trace (JSON) of every timed run here")
     _overwrite_argument(p)
-    p.set_defaults(func=cmd_profile)
-    p = command("conformance", "run Arm's conformance tests on a backend, judged by tosa_verify")
+
+
+def _conformance_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=("reference", "vulkan"), default="reference", help="the backend to test")
     p.add_argument(
         "--ops",
@@ -914,8 +902,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dir", help="a folder of generated tests to run instead of the cached selection")
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: CPUs)")
     p.add_argument("--show", type=int, default=50, help="how many failures to list")
-    p.set_defaults(func=cmd_conformance)
-    p = command("export", "write a .tosa graph as a VGF container for Arm's ML SDK")
+
+
+def _export_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="a .tosa file")
     p.add_argument("-o", "--output", help="the .vgf to write (default: the model's name with .vgf)")
     _overwrite_argument(p)
@@ -927,17 +916,20 @@ def build_parser() -> argparse.ArgumentParser:
         "drivers, ExecuTorch's VGF runtime, the ML emulation layer); compute: tosa_vk's own compiled kernels "
         "(any Vulkan device, no ML extensions)",
     )
-    p.set_defaults(func=cmd_export)
-    p = command("vgf2tosa", "the TOSA graph a .vgf holds (GRAPH segments decoded), as a .tosa file")
+
+
+def _vgf2tosa_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="a .vgf file")
     p.add_argument("-o", "--output", help="the .tosa to write (default: the model's name with .tosa)")
     _overwrite_argument(p)
-    p.set_defaults(func=cmd_vgf2tosa)
-    p = command("inspect", "print a .vgf container: modules, segments, resources, constants")
+
+
+def _inspect_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="a .vgf file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(func=cmd_inspect)
-    p = command("plan", "where every tensor lives: descriptor, format, offset, live range, aliases")
+
+
+def _plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="a .tosa file")
     p.add_argument(
         "--target",
@@ -946,8 +938,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--alignment", type=int, help="buffer offset alignment in bytes (default: the target's)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(func=cmd_plan)
-    p = command("placement", "where every operator runs (Vulkan, fused, host, alias, constant) and why")
+
+
+def _placement_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="a .tosa file")
     p.add_argument(
         "--target",
@@ -962,20 +955,83 @@ def build_parser() -> argparse.ArgumentParser:
         help="table: each operator's place and reason; rules: each operator as an NNAdapter rule line "
         "OP:inputs:outputs, a partition file for --partition",
     )
-    p.set_defaults(func=cmd_placement)
-    p = command("devices", "list Vulkan devices (* marks the default)")
+
+
+def _devices_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(func=cmd_devices)
-    p = command("cache", "the compiled-model and SPIR-V caches ($TOSA_VK_CACHE): info or clear")
+
+
+def _cache_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=["info", "clear"], help="info: what is there; clear: empty both")
     p.add_argument("--dir", help="the program cache folder (default: $TOSA_VK_CACHE/programs)")
     p.add_argument("--json", action="store_true", help="machine-readable output (info)")
-    p.set_defaults(func=cmd_cache)
-    p = command("bench", "benchmark ops and models on every installed backend (JSON, table, plot)")
+
+
+def _bench_arguments(p: argparse.ArgumentParser) -> None:
     from .bench import add_arguments as add_bench_arguments
 
     add_bench_arguments(p)
-    p.set_defaults(func=cmd_bench)
+
+
+# (name, one-line summary, its options, its handler): build_parser makes one subcommand of each
+COMMANDS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[[Any], int]], ...] = (
+    ("info", "inputs, outputs, op counts, dtypes and profiles of a .tosa file", _info_arguments, cmd_info),
+    ("run", "run a graph (drop-in for tosa_reference_model --test_desc)", _run_arguments, cmd_run),
+    (
+        "compare",
+        "run on Vulkan and on the reference backend, judge every tensor in execution order; exit 1 if one is out "
+        "of bounds",
+        _compare_arguments,
+        cmd_compare,
+    ),
+    (
+        "profile",
+        "time each kernel of a graph over several runs: a table in ms, and a Perfetto trace",
+        _profile_arguments,
+        cmd_profile,
+    ),
+    (
+        "conformance",
+        "run Arm's conformance tests on a backend, judged by tosa_verify",
+        _conformance_arguments,
+        cmd_conformance,
+    ),
+    ("export", "write a .tosa graph as a VGF container for Arm's ML SDK", _export_arguments, cmd_export),
+    (
+        "vgf2tosa",
+        "the TOSA graph a .vgf holds (GRAPH segments decoded), as a .tosa file",
+        _vgf2tosa_arguments,
+        cmd_vgf2tosa,
+    ),
+    ("inspect", "print a .vgf container: modules, segments, resources, constants", _inspect_arguments, cmd_inspect),
+    ("plan", "where every tensor lives: descriptor, format, offset, live range, aliases", _plan_arguments, cmd_plan),
+    (
+        "placement",
+        "where every operator runs (Vulkan, fused, host, alias, constant) and why",
+        _placement_arguments,
+        cmd_placement,
+    ),
+    ("devices", "list Vulkan devices (* marks the default)", _devices_arguments, cmd_devices),
+    ("cache", "the compiled-model and SPIR-V caches ($TOSA_VK_CACHE): info or clear", _cache_arguments, cmd_cache),
+    ("bench", "benchmark ops and models on every installed backend (JSON, table, plot)", _bench_arguments, cmd_bench),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    ap = argparse.ArgumentParser(
+        prog="tosa-vk", description="Run TOSA 1.0 graphs on Vulkan.", formatter_class=_HelpFormatter
+    )
+    ap.add_argument("--version", action="version", version=f"tosa-vk {__version__}")
+    ap.add_argument("--debug", action="store_true", help=DEBUG)
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, summary, arguments, handler in COMMANDS:
+        p = sub.add_parser(name, help=summary, description=summary, formatter_class=_HelpFormatter)
+        # also after the command; SUPPRESS: not given here keeps what was given before it
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG)
+        arguments(p)
+        p.set_defaults(func=handler)
     return ap
 
 
