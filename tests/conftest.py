@@ -145,7 +145,7 @@ def no_vulkan_device(monkeypatch):
     import tosa_vk.vulkan
     from tosa_vk import session
 
-    monkeypatch.setattr(tosa_vk.vulkan, "enumerate_devices", lambda: [])
+    monkeypatch.setattr(tosa_vk.vulkan, "enumerate_devices", lambda **_: [])
     session.vulkan_devices.cache_clear()
     yield
     session.vulkan_devices.cache_clear()

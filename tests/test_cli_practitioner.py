@@ -221,7 +221,7 @@ def test_plan_lays_tensors_out_at_the_devices_alignment(capsys, device, monkeypa
 
     info = device.info
     odd = dataclasses.replace(info, limits={**info.limits, "minStorageBufferOffsetAlignment": 256})
-    monkeypatch.setattr(tosa_vk.vulkan, "enumerate_devices", lambda: [odd])
+    monkeypatch.setattr(tosa_vk.vulkan, "enumerate_devices", lambda **_: [odd])
     monkeypatch.delenv("TOSA_VK_DEVICE", raising=False)
     assert main(["plan", str(LSTM / "model.tosa"), "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)

@@ -24,7 +24,7 @@ from .errors import (
 )
 from .ir import DType, Graph, load_graph, save_graph, validate
 from .program import Program
-from .session import load
+from .session import devices, load
 from .target import Target
 from .version import __version__ as __version__
 
@@ -49,6 +49,7 @@ __all__ = [
     "VulkanError",
     "compile",
     "custom_op",
+    "devices",
     "load",
     "load_graph",
     "save_graph",

@@ -104,14 +104,19 @@ def cmd_devices(args) -> int:
     from .vulkan import enumerate_devices, select
 
     devices = enumerate_devices()
-    chosen = select(devices).index if devices else None
+    try:
+        chosen = select(devices).index if devices else None
+    except TosaError as e:  # TOSA_VK_DEVICE names none of them: list them anyway
+        print(f"tosa-vk: warning: TOSA_VK_DEVICE: {e}", file=sys.stderr)
+        chosen = None
     if args.json:
         print(json.dumps([d.as_dict() for d in devices], indent=1))
         return 0
     for d in devices:
         mark = "*" if d.index == chosen else " "
         feats = " ".join(k for k, v in d.features.items() if v)
-        print(f"{mark} #{d.index} {d.name} ({d.type}, Vulkan {d.api_version}, subgroup {d.subgroup_size})")
+        print(f"{mark} #{d.index} {d.name} ({d.kind}, Vulkan {d.api_version}, subgroup {d.subgroup_size})")
+        print(f"      uuid {d.uuid}, driver {d.driver}")
         print(f"      features: {feats}")
         print(
             f"      maxStorageBufferRange {d.limits['maxStorageBufferRange']}, "

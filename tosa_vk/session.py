@@ -41,15 +41,25 @@ NO_DEVICE_WARNING = (
 
 @functools.cache
 def vulkan_devices() -> tuple[DeviceInfo, ...]:
-    """Every Vulkan physical device (tosa_vk.vulkan.DeviceInfo records), queried once per process: an instance and
-    the devices' properties, no logical device (~30 ms on lavapipe). () where there is no Vulkan loader, driver or
-    device. `vulkan_devices.cache_clear()` queries again on the next call."""
+    """The Vulkan physical devices this process may use (tosa_vk.vulkan.DeviceInfo records; TOSA_VK_VISIBLE_DEVICES
+    restricts and renumbers them), queried once per process: an instance and the devices' properties, no logical
+    device (~30 ms on lavapipe). () where there is no Vulkan loader, driver or device; a malformed
+    TOSA_VK_VISIBLE_DEVICES is an error. `vulkan_devices.cache_clear()` queries again on the next call."""
     try:
         from . import vulkan
 
-        return tuple(vulkan.enumerate_devices())
+        found = vulkan.enumerate_devices(all_devices=True)
     except Exception:  # no libvulkan, no ICD, an instance that fails: the reference backend still runs
         return ()
+    return tuple(vulkan.visible(found))
+
+
+def devices() -> list[DeviceInfo]:
+    """The Vulkan devices this process may use, in the order `load(..., device=N)` numbers them: each with its
+    index, uuid, name, driver, kind (discrete / integrated / virtual / cpu), features and limits. `device=` also
+    takes a UUID (or a unique prefix of 8 hex digits or more) or a name substring; TOSA_VK_VISIBLE_DEVICES (indices
+    or UUIDs, comma-separated) restricts and renumbers the list, e.g. one GPU per worker process."""
+    return list(vulkan_devices())
 
 
 def default_backend() -> str:

@@ -1,5 +1,5 @@
 """The Vulkan layer: devices, memory, shaders, command recording. Imports nothing from the compiler side."""
 
-from .device import Device, DeviceInfo, VulkanError, enumerate_devices, select
+from .device import Device, DeviceInfo, VulkanError, enumerate_devices, select, visible
 
-__all__ = ["Device", "DeviceInfo", "VulkanError", "enumerate_devices", "select"]
+__all__ = ["Device", "DeviceInfo", "VulkanError", "enumerate_devices", "select", "visible"]

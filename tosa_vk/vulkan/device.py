@@ -1,7 +1,11 @@
 """Vulkan instance, physical-device selection and capability query, logical device with a compute queue.
 
-Device selection: an index or a name substring, else the TOSA_VK_DEVICE environment variable, else the first
-device (discrete GPUs before integrated before CPU implementations such as lavapipe).
+Device selection: an index, a UUID (or a unique prefix of 8 hex digits or more) or a name substring, else the
+TOSA_VK_DEVICE environment variable, else the first device (discrete GPUs before integrated before CPU
+implementations such as lavapipe). TOSA_VK_VISIBLE_DEVICES (indices or UUIDs, comma-separated) restricts the devices
+this process sees and renumbers them in its order, as CUDA_VISIBLE_DEVICES does: Vulkan ignores the GPU engines'
+variables, so this is how a scheduler (Ray, Slurm) gives each worker its own GPU. Pick by UUID where several GPUs of
+one kind are present: indices follow the loader's order, which can differ between processes.
 Set TOSA_VK_VALIDATION=1 (or =warn) to enable VK_LAYER_KHRONOS_validation; its messages are collected in
 `Device.validation_messages`, which a model reports after the load or run that caused them (an error, or a warning
 with =warn: tosa_vk/backends/on_device.py OnDevice.report_validation).
@@ -11,7 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import vulkan as vk
@@ -49,9 +53,19 @@ class DeviceInfo:
     limits: dict[str, Any] = field(default_factory=dict)
     driver_name: str = ""
     uuid: str = ""  # VkPhysicalDeviceIDProperties.deviceUUID, hex
+    physical: int = -1  # its index in vkEnumeratePhysicalDevices (`index` is the visible one)
+
+    @property
+    def kind(self) -> str:
+        """discrete / integrated / virtual / cpu / other."""
+        return self.type
+
+    @property
+    def driver(self) -> str:
+        return f"{self.driver_name or self.name} {self.driver_version}"
 
     def as_dict(self) -> dict:
-        return dict(self.__dict__)
+        return {**self.__dict__, "kind": self.kind, "driver": self.driver}
 
     @property
     def target(self) -> Target:
@@ -220,22 +234,66 @@ def _query(index: int, pd) -> DeviceInfo:
         limits,
         vk.ffi.string(driver.driverName).decode(errors="replace"),
         bytes(vk.ffi.buffer(ids.deviceUUID)).hex(),
+        index,
     )
 
 
-def enumerate_devices() -> list[DeviceInfo]:
-    """Every Vulkan physical device, in the loader's order."""
+VISIBLE = "TOSA_VK_VISIBLE_DEVICES"
+
+
+def enumerate_devices(all_devices: bool = False) -> list[DeviceInfo]:
+    """The Vulkan physical devices this process may use (TOSA_VK_VISIBLE_DEVICES; `all_devices`: every one, in the
+    loader's order)."""
     instance, _ = create_instance()
     try:
-        return [_query(i, pd) for i, pd in enumerate(vk.vkEnumeratePhysicalDevices(instance))]
+        found = [_query(i, pd) for i, pd in enumerate(vk.vkEnumeratePhysicalDevices(instance))]
     finally:
         vk.vkDestroyInstance(instance, None)
+    return found if all_devices else visible(found)
+
+
+def visible(devices: list[DeviceInfo], spec: str | None = None) -> list[DeviceInfo]:
+    """The devices TOSA_VK_VISIBLE_DEVICES (or `spec`) names — loader indices or UUIDs, comma-separated — renumbered
+    0, 1, .. in its order; all of them when it is unset, none when it is empty."""
+    spec = os.environ.get(VISIBLE) if spec is None else spec
+    if spec is None:
+        return devices
+    chosen: list[DeviceInfo] = []
+    for entry in filter(None, (e.strip() for e in spec.split(","))):
+        if entry.isdigit():
+            hits = [d for d in devices if d.physical == int(entry)]
+        else:
+            hits = _by_uuid(devices, entry) or []
+        if len(hits) != 1:
+            raise VulkanError(
+                f"{VISIBLE}={spec!r}: {entry!r} is not a device index or UUID (prefix) of exactly one device; have: "
+                + _listing(devices)
+            )
+        if any(d.physical == hits[0].physical for d in chosen):
+            raise VulkanError(f"{VISIBLE}={spec!r} names {hits[0].name} ({hits[0].uuid}) twice")
+        chosen.append(replace(hits[0], index=len(chosen)))
+    return chosen
+
+
+def _by_uuid(devices: list[DeviceInfo], selector: str) -> list[DeviceInfo] | None:
+    """The devices whose UUID starts with `selector` (hex digits, dashes and a 'GPU-' prefix ignored); None when
+    it is not a UUID: fewer than 8 hex digits."""
+    digits = selector.lower().removeprefix("gpu-").replace("-", "")
+    if len(digits) < 8 or any(ch not in "0123456789abcdef" for ch in digits):
+        return None
+    return [d for d in devices if d.uuid.startswith(digits)]
+
+
+def _listing(devices: list[DeviceInfo]) -> str:
+    return ", ".join(f"#{d.index} {d.name} ({d.uuid})" for d in devices) or "none"
 
 
 def select(devices: list[DeviceInfo], selector: int | str | None = None) -> DeviceInfo:
-    """Pick a device by index or name substring (case-insensitive); default TOSA_VK_DEVICE, then by type."""
+    """Pick a device by index, UUID (prefix) or name substring (case-insensitive); default TOSA_VK_DEVICE, then by
+    type."""
     if not devices:
-        raise VulkanError("no Vulkan device found (Debian: apt-get install mesa-vulkan-drivers for lavapipe)")
+        hidden = f" ({VISIBLE}={os.environ[VISIBLE]!r})" if VISIBLE in os.environ else ""
+        raise VulkanError(f"no Vulkan device found{hidden} (Debian: apt-get install mesa-vulkan-drivers for lavapipe)")
     if selector is None:
         selector = os.environ.get("TOSA_VK_DEVICE") or None
     if selector is None:
@@ -243,16 +301,14 @@ def select(devices: list[DeviceInfo], selector: int | str | None = None) -> Devi
     if isinstance(selector, int) or str(selector).isdigit():
         i = int(selector)
         if not 0 <= i < len(devices):
-            raise VulkanError(
-                f"no Vulkan device #{i}; there are {len(devices)}: "
-                + ", ".join(f"#{d.index} {d.name}" for d in devices)
-            )
+            raise VulkanError(f"no Vulkan device #{i}; there are {len(devices)}: " + _listing(devices))
         return devices[i]
-    hits = [d for d in devices if str(selector).lower() in d.name.lower()]
+    by_uuid = _by_uuid(devices, str(selector))
+    if by_uuid is not None and len(by_uuid) > 1:
+        raise VulkanError(f"UUID prefix {selector!r} matches {len(by_uuid)} devices: " + _listing(by_uuid))
+    hits = by_uuid or [d for d in devices if str(selector).lower() in d.name.lower()]
     if not hits:
-        raise VulkanError(
-            f"no Vulkan device named like {selector!r}; have: " + ", ".join(f"#{d.index} {d.name}" for d in devices)
-        )
+        raise VulkanError(f"no Vulkan device with a UUID or name like {selector!r}; have: " + _listing(devices))
     return hits[0]
 
 
@@ -267,8 +323,8 @@ class Device:
         self.instance, self._messenger = create_instance(validation, self.validation_messages)
         try:
             physical = vk.vkEnumeratePhysicalDevices(self.instance)
-            self.info = select([_query(i, pd) for i, pd in enumerate(physical)], selector)
-            self.physical = physical[self.info.index]
+            self.info = select(visible([_query(i, pd) for i, pd in enumerate(physical)]), selector)
+            self.physical = physical[self.info.physical]
             families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)
             compute = [i for i, q in enumerate(families) if q.queueFlags & vk.VK_QUEUE_COMPUTE_BIT]
             if not compute:
