@@ -80,7 +80,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "vgf_run",  # a .vgf's COMPUTE segments -> Program: the other way to a Program
     ),
     BACKENDS: ("backends", "session"),
-    TOOLS: ("__init__", "__main__", "cli", "bench", "conformance", "compare", "profile"),
+    TOOLS: ("__init__", "__main__", "cli", "bench", "conformance", "compare", "profile", "ray"),
 }
 
 # Imports against the layers that are known and being removed, each with the reason it is still here. The test also
