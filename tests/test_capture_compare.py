@@ -19,7 +19,7 @@ from tosa_vk.ir.graph import Operator, Tensor
 from tosa_vk.passes import copy_structure
 
 ROOT = Path(__file__).resolve().parent.parent
-MODELS = Path("/work/shared/models") if Path("/work/shared/models").is_dir() else ROOT / "resources" / "models"
+MODELS = ROOT / "resources" / "models"
 pytestmark = pytest.mark.vulkan
 
 

@@ -261,10 +261,10 @@ def test_info_lists_an_output_that_names_no_tensor(bad, capsys):
 def test_anything_else_is_an_internal_error_with_its_own_exit_code(tmp_path, capsys, monkeypatch):
     model = write_model(tmp_path)
 
-    def bug(args):
+    def bug(path):
         return {}["oops"]
 
-    monkeypatch.setattr(cli, "cmd_info", bug)
+    monkeypatch.setattr(cli, "_summary", bug)  # cmd_info's first step
     assert main(["info", str(model)]) == EXIT_INTERNAL
     err = capsys.readouterr().err
     assert err == "tosa-vk: internal error, please report: KeyError: 'oops' (--debug shows the traceback)\n"

@@ -17,9 +17,7 @@ from tosa_vk.host_rules import read_file
 from tosa_vk.partition import partition
 from tosa_vk.target import LAVAPIPE
 
-RESNET = Path("/work/shared/models/resnet_int8")
-if not RESNET.is_dir():  # the copy the repository ships
-    RESNET = Path(__file__).resolve().parent.parent / "resources" / "models" / "resnet_int8"
+RESNET = Path(__file__).resolve().parent.parent / "resources" / "models" / "resnet_int8"
 
 
 def small_graph():

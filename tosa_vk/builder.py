@@ -152,10 +152,28 @@ class Builder:
         self.block.inputs.append(value.name)
         return value
 
-    def output(self, *values: Value) -> None:
-        """Marks values as graph outputs, in order."""
+    def output(self, *values: Value, name: str | None = None) -> None:
+        """Marks values as graph outputs, in order. `name` (with one value) renames its tensor, so the output is
+        called that in results and files; that Value is then spent (read the output by its new name)."""
+        if name is not None:
+            if len(values) != 1:
+                raise TosaError(f"Builder.output(name={name!r}) names one value, not {len(values)}")
+            values = (self._rename(values[0], self._claim(name)),)
         for v in values:
             self.block.outputs.append(v.name)
+
+    def _rename(self, value: Value, name: str) -> Value:
+        """`value`'s tensor, everywhere in the block, called `name`."""
+        old = value.name
+        if old in self.block.inputs:
+            raise TosaError(f"Builder.output(name={name!r}): {old!r} is a graph input; name it in input()")
+        tensor = self.block.tensors.pop(old)
+        self.block.tensors[name] = dataclasses.replace(tensor, name=name)
+        for op in self.block.operators:
+            op.inputs[:] = [name if n == old else n for n in op.inputs]
+            op.outputs[:] = [name if n == old else n for n in op.outputs]
+        self.block.outputs[:] = [name if n == old else n for n in self.block.outputs]
+        return Value(name, value.shape, value.dtype)
 
     def const(self, values: npt.ArrayLike, dtype: DTypeArg | None = None, name: str | None = None) -> Value:
         """A CONST operator holding `values` (dtype from the array when not given; name made up when not given)."""
@@ -278,6 +296,9 @@ class Builder:
             self._check_free(name)  # before any CONST for an input is added
             inputs, bound = self._inputs(spec, _inputs_by_keyword(spec, list(args), attrs), dtype)
             full_attrs = self._attributes(spec, attrs, bound, inputs)
+            stale = [n for n in inputs if n not in self.block.tensors]
+            if stale:  # a Value of another Builder, or one output(name=) renamed
+                raise TosaError(f"input {stale[0]!r} is no tensor of this graph (renamed by output(name=)?)")
             tensors = [self.block.tensors[n] for n in inputs]
             outs = self._outputs(spec, tensors, full_attrs, dtype, out_shape)
         except TosaError as err:

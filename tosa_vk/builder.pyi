@@ -43,8 +43,9 @@ class Builder:
         is used."""
     def input(self, name: str, shape: Sequence[int], dtype: DTypeArg) -> Value:
         """A graph input named `name` (TosaError if the name is taken)."""
-    def output(self, *values: Value) -> None:
-        """Marks values as graph outputs, in order."""
+    def output(self, *values: Value, name: str | None = None) -> None:
+        """Marks values as graph outputs, in order. `name` (with one value) renames its tensor, so the output is
+        called that in results and files; that Value is then spent (read the output by its new name)."""
     def const(self, values: npt.ArrayLike, dtype: DTypeArg | None = None, name: str | None = None) -> Value:
         """A CONST operator holding `values` (dtype from the array when not given; name made up when not given)."""
     def const_shape(self, values: Sequence[int], name: str | None = None) -> Value:

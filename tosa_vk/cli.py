@@ -31,6 +31,12 @@ EXIT_INTERNAL = 3  # a bug in tosa_vk: "internal error, please report"
 def _summary(path: str) -> dict:
     from .ir import load_graph, ops, validate
 
+    if Path(path).suffix.lower() == ".vgf":
+        raise TosaFormatError(
+            "a VGF container, not a .tosa file: `tosa-vk inspect` prints it, `tosa-vk vgf2tosa` writes the TOSA graph "
+            "its GRAPH segments hold",
+            file=path,
+        )
     graph = load_graph(path)
     problem = None
     try:
@@ -387,7 +393,10 @@ def cmd_run(args) -> int:
         for p in model.placement if placing else ():
             if p.where == "host":
                 print(f"host: {p.op}: {p.reason}")
-    print(f"{model_path}: ran on {backend} in {seconds * 1000:.1f} ms (load + first run)")
+    where = backend
+    if backend == "vulkan" and not any(p.where in ("vulkan", "fused") for p in model.placement):
+        where = "the host (vulkan backend, no operator placed on Vulkan)"
+    print(f"{model_path}: ran on {where} in {seconds * 1000:.1f} ms (load + first run)")
     return 1 if failed else 0
 
 
@@ -452,11 +461,12 @@ def _host_options(args) -> dict[str, Any]:
 
 def cmd_placement(args) -> int:
     """Every operator's place (vulkan, fused, host, alias, constant) and why, as compiled for the target; or every
-    operator as an NNAdapter rule line, a partition file that puts them all on the host (tosa_vk/host_rules.py)."""
+    operator as an NNAdapter rule line, a partition file that puts them all on the host (tosa_vk/host_rules.py) —
+    with --host-ops / --partition, only the operators those rules put there (the others commented out)."""
     from . import passes
     from .compiler import compile
     from .fuse import enabled as fuse_enabled
-    from .host_rules import rule_line, writable
+    from .host_rules import collect, rule_line, writable
     from .ir import load_graph
     from .partition import STRUCTURAL
     from .vulkan.builtin import shipped_only
@@ -468,13 +478,21 @@ def cmd_placement(args) -> int:
     if args.format == "rules":  # the operators the partition saw: the graph after the compile's passes
         from . import host_kernels
 
-        print(f"# {args.model}: every operator as an NNAdapter rule OP:inputs:outputs, a partition file that puts")
-        print("# them all on the host (--partition FILE); delete a line to run its operator on Vulkan again.")
-        print("# Commented out: the operators that cannot run on the host.")
+        rules = collect(**options)
+        if rules:
+            print(f"# {args.model}: the operators the --host-ops / --partition rules put on the host, as NNAdapter")
+            print("# rules OP:inputs:outputs: a partition file (--partition FILE) that does the same.")
+            print("# Commented out: the operators no rule names, and those that cannot run on the host.")
+        else:
+            print(f"# {args.model}: every operator as an NNAdapter rule OP:inputs:outputs, a partition file that puts")
+            print("# them all on the host (--partition FILE); delete a line to run its operator on Vulkan again.")
+            print("# Commented out: the operators that cannot run on the host.")
         for region in passes.run(graph, batch=fuse_enabled(None)).regions:
             for op in region.blocks[0].operators:
                 line = rule_line(op)
-                if op.op in STRUCTURAL:
+                if rules and not any(r.matches(op) for r in rules):
+                    print(f"# {line}  # on Vulkan: no rule names it")
+                elif op.op in STRUCTURAL:
                     print(f"# {line}  # {STRUCTURAL[op.op]}")
                 elif not host_kernels.available(op.op):
                     print(f"# {line}  # no host kernel for {op.op}")
@@ -498,12 +516,21 @@ def _run_vgf(
     path: Path, model, feeds: dict, args, start: float, out_dir: Path | None, writes: Writes, targets: dict
 ) -> int:
     """`tosa-vk run model.vgf` of COMPUTE segments only: run as they are on our Vulkan runtime (tosa_vk/vgf_run.py).
-    `targets`: each output's planned file (cmd_run)."""
+    `targets`: each output's planned file (cmd_run). No graph: nothing for --check or --dump-intermediates."""
+    given = [flag for flag, on in (("--check", args.check), ("--dump-intermediates", args.dump_intermediates)) if on]
+    if given:
+        model.close()
+        raise TosaError(
+            f"{given[0]} needs the TOSA graph, and a .vgf of COMPUTE segments only holds compiled kernels (a .vgf "
+            "written with GRAPH segments, the default of `tosa-vk export`, has one)",
+            file=str(path),
+        )
     with model:
         outputs = model.run(feeds, cast=args.cast)
+        dtypes = {name: dtype for name, (_, dtype) in model.outputs.items()}
     seconds = time.perf_counter() - start
     for name, value in outputs.items():
-        line = f"{name}: {list(value.shape)} {value.dtype}"
+        line = f"{name}: {list(value.shape)} {dtypes[name]}"
         if name in targets:
             writes.save(targets[name], value)
             line += f" -> {targets[name]}"

@@ -5,7 +5,7 @@ It holds declarations only: the reference backend runs a declaration's numpy imp
 
     @tosa_vk.custom_op("com.example", "scale2")                  # numpy only: runs on the host everywhere
     def scale2(inputs, implementation_attrs):                    # list of numpy arrays, the raw attribute bytes
-        return [inputs[0] * 2]
+        return [inputs[0] * 2]                                   # a list of outputs (one array: that output)
 
     @tosa_vk.custom_op("com.example", "grid_sample", shader="grid_sample.comp",   # GLSL file next to this module
                        inputs=[sampled_image(0), buffer(1)], outputs=[buffer(2)],
@@ -283,7 +283,7 @@ def call(
     (or the first input's shape and dtype when it has none). Returns the output Value (a tuple for several)."""
     op = lookup(domain, name)
     if op is None:
-        raise TosaError(f"unknown custom operator {domain}::{name} (registered: {known()})")
+        raise TosaError(f"unknown custom operator {domain}::{name} ({REGISTER_HINT}; registered: {known()})")
     attrs = attrs_bytes(implementation_attrs)
     shapes = Shapes(tuple(v.shape for v in inputs), (), tuple(v.dtype.name.lower() for v in inputs), (), attrs)
     outs = (
@@ -304,6 +304,10 @@ def call(
 
 def known() -> str:
     return ", ".join(f"{d}::{n}" for d, n in sorted(REGISTRY)) or "none"
+
+
+# how an unknown operator gets its declaration, in every error that names one
+REGISTER_HINT = "register one with tosa_vk.custom_op; the CLI: TOSA_VK_CUSTOM_OPS=my_ops.py imports the file that does"
 
 
 def user_source(text: str) -> bool:

@@ -1,5 +1,6 @@
 """The `com.arm.VulkanCustomShader` payload: the JSON that ExecuTorch's Arm backend writes into a tosa.CUSTOM node's
-implementation_attrs (UTF-8 bytes of `json.dumps(payload, sort_keys=True)`; /work/shared/formats/VGF.md).
+implementation_attrs (UTF-8 bytes of `json.dumps(payload, sort_keys=True)`; the VGF format notes, formats/VGF.md of
+the project's shared documents).
 
 Keys: entry_point, workgroup_sizes [x, y, z] (the vkCmdDispatch group counts, not the local size),
 shader_language "SPIR-V" (shader_code = base64 SPIR-V) | "GLSL" (shader_code = source) | "HLSL" (unsupported),

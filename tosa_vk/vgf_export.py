@@ -87,8 +87,9 @@ from .lower import grid_1d
 from .lower.data_layout import UNIT_TYPES, copy_push
 from .lower.push import baked, literal
 from .plan.resources import SCALAR_FORMATS
-from .program import Image, Kernel, Program
+from .program import Branch, Image, Kernel, Loop, Program
 from .spirv_graph.constants import GRAPH_ELEMENTS, GRAPH_MAX_RANK, constant_graph
+from .vgf_graph import NO_CONTROL_FLOW
 from .vulkan.shaders import (
     INCLUDE_DIR,
     SHADER_ROOT,
@@ -155,12 +156,12 @@ class _Exporter:
     def run(self) -> VGF:
         p = self.p
         for step in p.steps:
+            if isinstance(step, (Loop, Branch)):
+                raise TosaUnsupportedError(NO_CONTROL_FLOW, op=step.op)
             if not isinstance(step, Kernel):
-                kind = type(step).__name__
-                where = "runs on the host" if kind == "Host" else f"is a {kind} step"
                 raise TosaUnsupportedError(
-                    f"{where}; VGF export needs every operator as a Vulkan compute kernel "
-                    f"(load the graph with strict=True to see which operators lack one)",
+                    "runs on the host; VGF export needs every operator as a Vulkan compute kernel "
+                    "(`tosa-vk placement` says why it has none)",
                     op=step.op,
                 )
         self.kernels = [s for s in p.steps if isinstance(s, Kernel)]

@@ -46,7 +46,13 @@ from .spirv_graph import decode, encode
 from .spirv_graph.instructions import tensor_array, tensor_bytes
 
 CONSTANT_PRODUCERS = ("CONST", "CONST_SHAPE")
-NOT_IN_A_GRAPH = ("COND_IF", "WHILE_LOOP", "VARIABLE", "VARIABLE_READ", "VARIABLE_WRITE")
+CONTROL_FLOW = ("COND_IF", "WHILE_LOOP")
+NOT_IN_A_GRAPH = (*CONTROL_FLOW, "VARIABLE", "VARIABLE_READ", "VARIABLE_WRITE")
+# a VGF is a fixed sequence of segments: no export form holds control flow (not --segments compute either)
+NO_CONTROL_FLOW = (
+    "the graph has control flow (COND_IF / WHILE_LOOP regions), and a VGF is a fixed sequence of segments: neither "
+    "GRAPH nor COMPUTE segments can hold it; run the .tosa itself (tosa_vk runs control flow on the device)"
+)
 # VkFormat value -> the TOSA type a graph tensor of that format has (INT48 over SHAPE and INT64, INT8 over INT4);
 # unsigned formats are what model-converter writes for RESCALE's unsigned operands: the signed type of that width
 _DTYPES = {
@@ -113,16 +119,19 @@ class _GraphExporter:
 
     def _check(self, graph: Graph) -> None:
         for i, op in enumerate(self.block.operators):
+            if op.op in CONTROL_FLOW:
+                raise TosaUnsupportedError(NO_CONTROL_FLOW, op=op.op, index=i, file=self.file)
             if op.op in NOT_IN_A_GRAPH:
                 raise self.fail(f"a GRAPH segment cannot hold {op.op} (TOSA.001000.1 has no such instruction)", i)
             if op.op == "CUSTOM" and op.attrs.get("domain_name") != custom_payload.DOMAIN:
                 raise self.fail(
                     f"custom operator domain {op.attrs.get('domain_name')!r}: only {custom_payload.DOMAIN} nodes "
-                    "become COMPUTE segments",
+                    "become COMPUTE segments here (a registered tosa_vk.custom_op exports with --segments compute, "
+                    "the CLI with TOSA_VK_CUSTOM_OPS=my_ops.py naming the file that registers it)",
                     i,
                 )
         if len(graph.regions) > 1 or len(graph.regions[0].blocks) > 1:
-            raise _compute_only("the graph has control-flow regions, which GRAPH segments cannot hold", file=self.file)
+            raise TosaUnsupportedError(NO_CONTROL_FLOW, file=self.file)
         unranked = [t.name for t in self.block.tensors.values() if t.unranked]
         if unranked:
             raise _compute_only(f"tensor '{unranked[0]}' is unranked; a graph module needs every shape", file=self.file)

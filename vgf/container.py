@@ -1,6 +1,6 @@
 """The VGF container (format 0.5.0): dataclasses for its contents, `read_vgf` and `write_vgf`.
 
-File layout (little-endian; see /work/shared/formats/VGF.md):
+File layout (little-endian; see formats/VGF.md of the project's shared documents):
     header (128 bytes)   magic b"VGF1", u16 vk_header_version, u16 0, u8 major / minor / patch, u8 0, u32 0,
                          then {u64 offset, u64 size} for the module, model-sequence, model-resource and constant
                          sections, then 48 zero bytes

@@ -136,7 +136,9 @@ class Progress:
 def add_arguments(p) -> None:
     p.add_argument("models", nargs="*", help=".tosa files for the model suite (default: resources/models/*)")
     p.add_argument("--suite", choices=("ops", "models", "all"), help="default: models if files are given, else all")
-    p.add_argument("--quick", action="store_true", help="a small subset (a few minutes on 2 CPU cores)")
+    p.add_argument(
+        "--quick", action="store_true", help="a small subset: seconds, not minutes (--suite ops ~15 s on 2 CPU cores)"
+    )
     p.add_argument("--filter", help="only cases whose name contains this (case-insensitive)")
     p.add_argument("--repeats", type=int, default=7, help="timed runs per backend and case")
     p.add_argument("--warmup", type=int, default=1, help="untimed runs after the first one")

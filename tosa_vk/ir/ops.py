@@ -1,10 +1,10 @@
 """The TOSA operator catalogue: each operator's arguments and supported type combinations.
 
 TOSA 1.0 is transcribed from the specification (tosa-1.0.1, chapter 2 "Operators"; the `# spec line` comments point
-into /work/shared/spec/tosa-1.0.1-spec.txt) with the extraction's OCR noise fixed by hand. TOSA 1.1 (draft) adds
-operators and rows, each marked with the version that added it (`since`), as Arm's tosa-tools 2026.8 generates and
-runs them (the draft specification's tosa.xml of August 2026). A graph's own version decides which apply. Inputs
-are listed in spec order, which is also their order in a .tosa file.
+into spec/tosa-1.0.1-spec.txt of the project's shared documents) with the extraction's OCR noise fixed by hand.
+TOSA 1.1 (draft) adds operators and rows, each marked with the version that added it (`since`), as Arm's tosa-tools
+2026.8 generates and runs them (the draft specification's tosa.xml of August 2026). A graph's own version decides
+which apply. Inputs are listed in spec order, which is also their order in a .tosa file.
 """
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ def CUSTOM(ctx: LowerCtx) -> list[Kernel] | None:
     if op is None:
         raise TosaError(
             f"{where}: unknown custom operator {domain}::{name}: no declaration is registered for domain "
-            f"{domain!r} (register one with tosa_vk.custom_op, or use domain {custom_payload.DOMAIN} "
-            f"with a shader payload; registered: {custom.known()})"
+            f"{domain!r} ({custom.REGISTER_HINT}; or use domain {custom_payload.DOMAIN} with a shader payload; "
+            f"registered: {custom.known()})"
         )
     if op.shader is None:
         return None

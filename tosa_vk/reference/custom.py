@@ -29,10 +29,11 @@ def CUSTOM(call: Call):
     elif op is None or op.reference is None:
         what = "has no numpy implementation" if op is not None else "is not registered"
         raise TosaError(
-            f"custom operator {domain}::{name} {what} (register one with tosa_vk.custom_op; "
-            f"registered: {custom.known()})"
+            f"custom operator {domain}::{name} {what} ({custom.REGISTER_HINT}; registered: {custom.known()})"
         )
-    outputs = list(op.reference(list(call.inputs), attrs))
+    returned = op.reference(list(call.inputs), attrs)
+    # one array is the one output (a list of them for several): not a sequence of its rows
+    outputs = [returned] if isinstance(returned, (np.ndarray, np.generic)) else list(returned)
     if len(outputs) != len(call.out_types):
         raise TosaError(
             f"custom operator {domain}::{name}: the numpy implementation returned {len(outputs)} "
