@@ -27,13 +27,12 @@ def _abs_graph(path: Path) -> Path:
 def _loop_graph(path: Path) -> Path:
     b = tosa_vk.Builder()
     n = b.input("n", (1,), "int32")
-    b.output(
-        b.while_loop(
-            [n],
-            lambda s, i: s.greater(i, s.const(np.zeros(1, np.int32))),
-            lambda s, i: s.sub(i, s.const(np.ones(1, np.int32))),
-        )
+    left = b.while_loop(
+        [n],
+        lambda s, i: s.greater(i, s.const(np.zeros(1, np.int32))),
+        lambda s, i: s.sub(i, s.const(np.ones(1, np.int32))),
     )
+    b.output(*(left if isinstance(left, tuple) else (left,)))
     tosa_vk.save_graph(b.build(), path)
     return path
 

@@ -393,10 +393,10 @@ def cmd_run(args) -> int:
         for p in model.placement if placing else ():
             if p.where == "host":
                 print(f"host: {p.op}: {p.reason}")
-    where = backend
+    ran_on = backend
     if backend == "vulkan" and not any(p.where in ("vulkan", "fused") for p in model.placement):
-        where = "the host (vulkan backend, no operator placed on Vulkan)"
-    print(f"{model_path}: ran on {where} in {seconds * 1000:.1f} ms (load + first run)")
+        ran_on = "the host (vulkan backend, no operator placed on Vulkan)"
+    print(f"{model_path}: ran on {ran_on} in {seconds * 1000:.1f} ms (load + first run)")
     return 1 if failed else 0
 
 
