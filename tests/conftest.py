@@ -7,8 +7,12 @@
 
 from __future__ import annotations
 
+import ast
 import functools
+import itertools
 import json
+import re
+import time
 from pathlib import Path
 
 import pytest
@@ -94,15 +98,61 @@ CONFORMANCE_PARAMS = {
 }
 
 
-def _deselected_by_mark(metafunc) -> bool:
-    """True when the run's `-m` expression deselects this test anyway (so its parameters need not be generated)."""
-    expression = metafunc.config.option.markexpr
+def _marks_deselect(config, markers: set[str]) -> bool:
+    """True when the run's `-m` expression deselects a test with these markers."""
+    expression = config.option.markexpr
     if not expression:
         return False
     from _pytest.mark.expression import Expression  # what `-m` itself evaluates
 
-    names = {mark.name for mark in metafunc.definition.iter_markers()}
-    return not Expression.compile(expression).evaluate(lambda name, /, **kwargs: name in names)
+    return not Expression.compile(expression).evaluate(lambda name, /, **kwargs: name in markers)
+
+
+def _keywords_deselect(config, keywords: set[str]) -> bool:
+    """True when the run's `-k` expression deselects a test with these keywords (its function, module and marker
+    names) whatever its parameter ids, not known before the selection is generated. An identifier matching one of
+    the keywords is true; one matching another test's function or module name names that test, so it is false
+    here; any other may match an id, so the expression must be false for every choice of those."""
+    expression = config.option.keyword
+    if not expression:
+        return False
+    from _pytest.mark.expression import Expression  # what `-k` itself evaluates
+
+    compiled = Expression.compile(expression)
+    idents = sorted(set(re.findall(r"[^\s()]+", expression)) - {"and", "or", "not"})
+    known = {i for i in idents if any(i.lower() in k.lower() for k in keywords)}
+    elsewhere = {i for i in idents if any(i.lower() in name for name in _test_names())}
+    free = [i for i in idents if i not in known and i not in elsewhere]
+    if len(free) > 10:
+        return False
+    for bits in itertools.product((False, True), repeat=len(free)):
+        matching = known | {i for i, on in zip(free, bits) if on}
+        if compiled.evaluate(lambda name, /, **kwargs: name in matching):
+            return False
+    return True
+
+
+@functools.cache
+def _test_names() -> frozenset[str]:
+    """Every test function and test module name of tests/ (lower case), read from the files."""
+    names = set()
+    for path in Path(__file__).parent.glob("test_*.py"):
+        names.add(path.stem)
+        names.update(n.name.lower() for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.FunctionDef))
+    return frozenset(name for name in names if name.startswith("test"))
+
+
+def _not_needed(metafunc, arg: str) -> bool:
+    """True when `-m` deselects this test anyway, or when its selection is not generated yet and `-k` leaves it
+    out (so that selection need not be generated now: pytest_sessionstart says so)."""
+    markers = {mark.name for mark in metafunc.definition.iter_markers()}
+    if _marks_deselect(metafunc.config, markers):
+        return True
+    module = metafunc.module.__name__.rsplit(".", 1)[-1]
+    keywords = {metafunc.function.__name__, module, f"{module}.py", "tests", *markers}
+    if metafunc.cls is not None:
+        keywords.add(metafunc.cls.__name__)
+    return not _generated(arg) and _keywords_deselect(metafunc.config, keywords)
 
 
 def pytest_generate_tests(metafunc):
@@ -110,8 +160,73 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("model_dir", MODELS, ids=[m.name for m in MODELS])
     for arg, tests_of in CONFORMANCE_PARAMS.items():
         if arg in metafunc.fixturenames:
-            tests = [] if _deselected_by_mark(metafunc) else tests_of()
+            tests = [] if _not_needed(metafunc, arg) else tests_of()
             metafunc.parametrize(arg, tests, ids=[t.name for t in tests])
+
+
+def _conformance_functions() -> dict[str, tuple[str, set[str]]]:
+    """`module::function` -> (the conformance fixture it takes, its keywords), read from the test files (AST): what
+    a run may need generated before any worker collects."""
+    found = {}
+    for path in sorted(Path(__file__).parent.glob("test_*.py")):
+        tree = ast.parse(path.read_text())
+        marked = "pytest.mark.conformance" in path.read_text()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+                args = [a.arg for a in node.args.args if a.arg in CONFORMANCE_PARAMS]
+                if args:
+                    keywords = {node.name, path.stem, path.name, "tests", *(["conformance"] if marked else [])}
+                    found[f"{path.stem}::{node.name}"] = (args[0], keywords)
+    return found
+
+
+def _selections(arg: str) -> list:
+    """The generated selections a conformance fixture's tests come from."""
+    from tosa_vk.conformance.generate import FFT_SELECTION, VERSION_OPS, Selection
+
+    kind = "negative" if arg.startswith("negative") else "positive"
+    if arg.endswith("_1_1"):
+        return [Selection(VERSION_OPS["1.1"], test_type=kind, tosa_version="1.1")]
+    return [Selection(test_type=kind)] + ([FFT_SELECTION] if kind == "positive" else [])
+
+
+def _generated(arg: str) -> bool:
+    from tosa_vk.conformance.generate import is_generated
+
+    return all(is_generated(sel) for sel in _selections(arg))
+
+
+def pytest_sessionstart(session):
+    """On the process that reports (not an xdist worker, whose output nobody sees): generate the conformance
+    selections the run may select and that are not cached yet, saying so, so that a first run does not sit silent
+    for minutes. Not when `-m` / `-k` leave none of those tests."""
+    config = session.config
+    if hasattr(config, "workerinput") or config.option.collectonly:
+        return
+    from tosa_vk.conformance.generate import generate, is_generated
+
+    needed, left_out = [], set()
+    for arg, keywords in _conformance_functions().values():
+        if _marks_deselect(config, {"conformance"} & keywords):
+            continue
+        if _keywords_deselect(config, keywords):
+            left_out.update(sel.test_type for sel in _selections(arg) if not is_generated(sel))
+            continue
+        needed += [sel for sel in _selections(arg) if sel not in needed and not is_generated(sel)]
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if left_out and reporter is not None:
+        reporter.write_line(
+            f"conformance: the {' and '.join(sorted(left_out))} selections are not generated yet and -k names other "
+            "tests: their tests are left out of this run (a run without -k generates them once, minutes)"
+        )
+    for n, sel in enumerate(needed, 1):
+        what = f"Arm's conformance tests, TOSA {sel.tosa_version} {sel.test_type} selection ({n} of {len(needed)})"
+        start = time.monotonic()
+        if reporter is not None:
+            reporter.write_line(f"generating {what}: first run only, minutes on 2 cores; then cached")
+        generate(sel)
+        if reporter is not None:
+            reporter.write_line(f"generated {what} in {time.monotonic() - start:.0f} s")
 
 
 @pytest.fixture

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -168,3 +171,69 @@ def test_default_export_of_a_registered_op_names_the_way_out(tmp_path, scratch_r
 
     with pytest.raises(TosaError, match="--segments compute.*TOSA_VK_CUSTOM_OPS"):
         export(_custom_graph("com.example", "twice_export"), tmp_path / "x.vgf")
+
+
+def test_k_that_names_other_tests_generates_no_conformance_selection(tmp_path):
+    """`scripts/test.sh -k NAME` on a fresh machine generated every conformance selection (minutes, silently) before
+    running the one test asked for."""
+    env = {**os.environ, "TOSA_VK_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:xdist", "-q", "-p", "no:cacheprovider",
+         "tests/test_conformance_reference.py", "tests/test_glsl_gate.py", "-k", "include_machinery"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert not (tmp_path / "cache" / "conformance").exists()
+
+
+def test_k_analysis_keeps_what_may_match_a_test_id():
+    import conftest
+
+    class Config:
+        class option:
+            keyword = ""
+
+    keywords = {"test_positive", "test_conformance_reference", "tests", "conformance"}
+    for expression, deselects in [
+        ("include_machinery", True),  # names a test of test_glsl_gate
+        ("test_glsl_gate", True),  # a module
+        ("xyzzy", False),  # names no test: could be a generated test's id, only the selection can tell
+        ("xyzzy and not test_glsl_gate", False),
+        ("conv2d", True),  # names tests (test_conv2d_...): a selection not generated yet is not generated for it
+        ("test_negative and not conformance", True),
+        ("test_positive", False),
+        ("not test_positive", True),
+    ]:
+        Config.option.keyword = expression
+        assert conftest._keywords_deselect(Config, keywords) is deselects, expression
+
+
+def test_first_run_says_it_is_generating(monkeypatch):
+    import conftest
+
+    from tosa_vk.conformance import generate
+
+    lines, made = [], []
+    reporter = type("Reporter", (), {"write_line": lambda self, line: lines.append(line)})()
+
+    class Config:
+        class option:
+            markexpr, keyword, collectonly = "", "not test_positive", False
+
+        class pluginmanager:
+            get_plugin = staticmethod(lambda name: reporter)
+
+    monkeypatch.setattr(
+        conftest,
+        "_conformance_functions",
+        lambda: {
+            "m::test_positive": ("positive_test", {"test_positive", "conformance"}),
+            "m::test_negative": ("negative_test", {"test_negative", "conformance"}),
+        },
+    )
+    monkeypatch.setattr(generate, "is_generated", lambda sel: False)
+    monkeypatch.setattr(generate, "generate", lambda sel: made.append(sel))
+    conftest.pytest_sessionstart(type("Session", (), {"config": Config})())
+    assert made and all(sel.test_type == "negative" for sel in made)
+    assert "positive selections are not generated yet and -k names other tests" in lines[0]
+    assert lines[1].startswith("generating Arm's conformance tests") and lines[-1].startswith("generated")
