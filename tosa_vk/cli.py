@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 
@@ -298,9 +299,60 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _qparams(items: list[str] | None, option: str) -> dict[str, tuple[float, int]]:
+    """--input-qparams / --output-qparams NAME=SCALE,ZP items -> load()'s input_qparams / output_qparams."""
+    given: dict[str, tuple[float, int]] = {}
+    for item in items or []:
+        name, _, numbers = item.rpartition("=")
+        scale, _, zero_point = numbers.partition(",")
+        try:
+            if not name or not zero_point:
+                raise ValueError
+            given[name] = (float(scale), int(zero_point))
+        except ValueError:
+            raise TosaError(f"{option} takes NAME=SCALE,ZERO_POINT (e.g. x=0.0309,-2), got {item!r}") from None
+    return given
+
+
+def _qparams_options(args) -> dict[str, Any]:
+    """load()'s input_qparams / output_qparams from --input-qparams / --output-qparams (only those given)."""
+    options = {
+        "input_qparams": _qparams(args.input_qparams, "--input-qparams"),
+        "output_qparams": _qparams(args.output_qparams, "--output-qparams"),
+    }
+    return {k: v for k, v in options.items() if v}
+
+
+def _dequantized_npy(array: np.ndarray, dtype, qparams) -> np.ndarray:
+    """An expected integer result as the float32 values a dequantized output is compared with."""
+    from .ir.dtype import from_npy
+    from .quantization import dequantize
+
+    return dequantize(from_npy(array, dtype), qparams)
+
+
+def _qparams_arguments(p: argparse.ArgumentParser) -> None:
+    """--input-qparams / --output-qparams (Model.quantize_io), for `run`."""
+    p.add_argument(
+        "--input-qparams",
+        action="append",
+        metavar="NAME=SCALE,ZP",
+        help="this integer input takes float data, quantized with this scale and zero point before the run "
+        "(round half to even, saturating; repeat for each input)",
+    )
+    p.add_argument(
+        "--output-qparams",
+        action="append",
+        metavar="NAME=SCALE,ZP",
+        help="this integer output is dequantized with this scale and zero point: written and compared as float32 "
+        "(repeat for each output)",
+    )
+
+
 def cmd_run(args) -> int:
     from .backends.model import GraphModel
     from .compare import judge
+    from .ir import DType
     from .ir.dtype import from_npy, to_npy
     from .session import load
 
@@ -330,7 +382,8 @@ def cmd_run(args) -> int:
     if out_dir is None and args.test_desc and not args.compare:
         out_dir = expected_dir
     start = time.perf_counter()
-    model = load(model_path, backend=backend, **placing, **_timeout(args))
+    quantized = _qparams_options(args)
+    model = load(model_path, backend=backend, **quantized, **placing, **_timeout(args))
     writes = Writes(args.overwrite)
     targets = {}  # output name -> its file, planned before the run: a refusal comes before any work
     if out_dir:
@@ -348,8 +401,12 @@ def cmd_run(args) -> int:
         outputs = model.run(feeds, cast=args.cast)
     seconds = time.perf_counter() - start
     graph = model.graph
-    checked = load(graph, backend="reference").run(feeds, cast=args.cast) if args.check else {}
+    checked = load(graph, backend="reference", **quantized).run(feeds, cast=args.cast) if args.check else {}
     dtypes = {t.name: t.dtype for t in graph.outputs}
+    for name, qparams in model.output_qparams.items():  # dequantized: written and judged as float32
+        if name in expected:
+            expected[name] = _dequantized_npy(expected[name], dtypes[name], qparams)
+        dtypes[name] = DType.FP32
     failed = False
     for name, value in outputs.items():
         line = f"{name}: {list(value.shape)} {dtypes[name].name}"
@@ -514,7 +571,7 @@ def cmd_profile(args) -> int:
         raise TosaError(f"--runs takes 1 or more, got {args.runs}")
     model_path, feeds, _, _ = _model_and_feeds(args)
     backend = args.backend or _default_backend()
-    options = {"timestamps": True} if backend == "vulkan" else {}
+    options: dict[str, Any] = {"timestamps": True} if backend == "vulkan" else {}
     if args.trace:  # before the runs: a refusal comes before any work
         Writes(args.overwrite).plan(Path(args.trace), "the trace")
     with load(model_path, backend=backend, **options, **_timeout(args)) as model:
@@ -845,8 +902,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--cast",
         action="store_true",
-        help="convert inputs of another dtype kind (e.g. float into int8) instead of refusing",
+        help="convert inputs of another dtype kind instead of refusing (float into an integer input truncates: "
+        "give --input-qparams to quantize)",
     )
+    _qparams_arguments(p)
     p.add_argument(
         "--tolerance",
         type=float,
@@ -1010,6 +1069,11 @@ def _watch_interrupts() -> None:
     threading.Thread(target=watch, name="tosa-vk-interrupt", daemon=True).start()
 
 
+def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning a command meets, as one line on stderr (not Python's file:line and source)."""
+    print(f"tosa-vk: warning: {message}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs one command: its exit code, or EXIT_ERROR with one line on stderr for what the user can act on (a
     TosaError: every error tosa_vk raises on purpose; an OSError: a file, the disk, the machine; MemoryError: a
@@ -1017,7 +1081,9 @@ def main(argv: list[str] | None = None) -> int:
     the traceback."""
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _warning_line
+            return args.func(args)
     except KeyboardInterrupt:
         _interrupted()
     except (TosaError, OSError, MemoryError) as err:
