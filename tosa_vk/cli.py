@@ -631,6 +631,33 @@ def _read_vgf(path: str) -> VGF:
         raise TosaFormatError(err.rule, file=err.file) from None
 
 
+def cmd_import(args) -> int:
+    """A TFLite model (or TOSA MLIR) as a .tosa file (tosa_vk/tflite_import.py)."""
+    from .ir import save_graph
+    from .tflite_import import import_model
+
+    out = Path(args.output or Path(args.model).with_suffix(".tosa"))
+    Writes(args.overwrite).plan(out, "the TOSA graph")
+    start = time.perf_counter()
+    graph = import_model(args.model)
+    save_graph(graph, out)
+
+    def signature(tensors) -> str:
+        return ", ".join(f"{t.name} {list(t.shape)} {t.dtype.name}" for t in tensors)
+
+    print(f"inputs: {signature(graph.inputs)}")
+    print(f"outputs: {signature(graph.outputs)}")
+    print(f"{args.model} -> {out}: {len(graph.main.operators)} operators in {time.perf_counter() - start:.2f} s")
+    return 0
+
+
+def _import_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="a .tflite file (or TOSA MLIR text .mlir / bytecode .mlirbc)")
+    p.add_argument("-o", "--output", help="the .tosa to write (default: the model's name with .tosa)")
+    _overwrite_argument(p)
+    p.set_defaults(func=cmd_import)
+
+
 def cmd_inspect(args) -> int:
     from vgf.inspect import describe, summary
 
@@ -873,11 +900,11 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     p = command("info", "inputs, outputs, op counts, dtypes and profiles of a .tosa file")
-    p.add_argument("model", help="a .tosa file")
+    p.add_argument("model", help="a .tosa file (or TOSA MLIR: .mlir text, .mlirbc bytecode)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_info)
     p = command("run", "run a graph (drop-in for tosa_reference_model --test_desc)")
-    _model_arguments(p, "a .tosa or .vgf file", "the model, inputs and output files")
+    _model_arguments(p, "a .tosa, TOSA MLIR (.mlir / .mlirbc) or .vgf file", "the model, inputs and output files")
     p.add_argument(
         "-o",
         "--output-dir",
@@ -925,7 +952,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run on Vulkan and on the reference backend, judge every tensor in execution order; exit 1 if one is out "
         "of bounds",
     )
-    _model_arguments(p, "a .tosa file, or a .vgf with GRAPH segments", "the model and inputs")
+    _model_arguments(p, "a .tosa or TOSA MLIR file, or a .vgf with GRAPH segments", "the model and inputs")
     p.add_argument("--cast", action="store_true", help="convert inputs of another dtype kind instead of refusing")
     p.add_argument(
         "--tolerance",
@@ -992,6 +1019,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="the .tosa to write (default: the model's name with .tosa)")
     _overwrite_argument(p)
     p.set_defaults(func=cmd_vgf2tosa)
+    p = command("import", "a TFLite model as a .tosa file, through tosa-converter-for-tflite and tosa-opt")
+    _import_arguments(p)
     p = command("inspect", "print a .vgf container: modules, segments, resources, constants")
     p.add_argument("model", help="a .vgf file")
     p.add_argument("--json", action="store_true", help="machine-readable output")

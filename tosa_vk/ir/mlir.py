@@ -44,13 +44,19 @@ def kind(data: bytes) -> str | None:
     return "MLIR text" if _TEXT_START.match(head, skipped.end() if skipped else 0) else None
 
 
-def find_tool() -> str | None:
-    """The tosa-opt executable: on PATH, else beside this Python (an unactivated virtual environment's bin/)."""
-    found = shutil.which(TOOL)
+def find_executable(name: str) -> str | None:
+    """A console tool a pip package installs: on PATH, else beside this Python (an unactivated virtual
+    environment's bin/)."""
+    found = shutil.which(name)
     if found:
         return found
-    beside = Path(sys.executable).parent / TOOL
+    beside = Path(sys.executable).parent / name
     return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else None
+
+
+def find_tool() -> str | None:
+    """The tosa-opt executable (find_executable)."""
+    return find_executable(TOOL)
 
 
 def missing_tool(what: str) -> TosaUnsupportedError:
@@ -62,9 +68,13 @@ def missing_tool(what: str) -> TosaUnsupportedError:
 
 
 def first_error(stderr: str) -> str:
-    """The tool's first error line (`<stdin>:3:7: error: ...` -> `line 3:7: error: ...`), else its first line."""
+    """A tool's first error line (`<stdin>:3:7: error: ...` -> `line 3:7: error: ...`): the first MLIR diagnostic
+    (`error:`), else the first line that says error, else its first line."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    line = next((x for x in lines if "error" in x.lower()), lines[0] if lines else "no message")
+    line = next(
+        (x for x in lines if "error:" in x),
+        next((x for x in lines if "error" in x.lower()), lines[0] if lines else "no message"),
+    )
     return re.sub(r"^<stdin>:(\d+):(\d+):", r"line \1:\2:", line)[:500]
 
 
