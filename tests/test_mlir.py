@@ -157,6 +157,7 @@ def test_a_tool_that_hangs_is_stopped(tmp_path, monkeypatch):
 
 
 @needs_tool
+@pytest.mark.vulkan
 def test_cli_info_run_compare_take_mlir(mlir_of, tmp_path):
     model_dir = ROOT / "resources/models/lstm_unrolled_fp32"
     files = mlir_of(model_dir)
@@ -173,6 +174,8 @@ def test_cli_info_run_compare_take_mlir(mlir_of, tmp_path):
     (out,) = tmp_path.iterdir()
     want = _run(model_dir / "model.tosa", model_dir, backend="reference")
     np.testing.assert_array_equal(np.load(out), want[out.stem])
+    compared = cli("compare", files["mlir"], "-i", feed)
+    assert compared.returncode == 0, compared.stdout + compared.stderr
     bad = tmp_path / "bad.mlir"
     bad.write_text(BAD_MLIR)
     refused = cli("info", bad)
