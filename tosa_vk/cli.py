@@ -634,7 +634,7 @@ def _read_vgf(path: str) -> VGF:
 def cmd_import(args) -> int:
     """A TFLite model (or TOSA MLIR) as a .tosa file (tosa_vk/tflite_import.py)."""
     from .ir import save_graph
-    from .tflite_import import import_model
+    from .tflite_import import TFLITE_IDENTIFIER, import_model, qparams_flags, tflite_qparams
 
     out = Path(args.output or Path(args.model).with_suffix(".tosa"))
     Writes(args.overwrite).plan(out, "the TOSA graph")
@@ -648,6 +648,12 @@ def cmd_import(args) -> int:
     print(f"inputs: {signature(graph.inputs)}")
     print(f"outputs: {signature(graph.outputs)}")
     print(f"{args.model} -> {out}: {len(graph.main.operators)} operators in {time.perf_counter() - start:.2f} s")
+    with open(args.model, "rb") as f:
+        tflite = f.read(8)[4:8] == TFLITE_IDENTIFIER
+    if tflite and any(t.dtype.name.startswith("INT") for t in graph.inputs + graph.outputs):
+        flags = qparams_flags(*tflite_qparams(args.model))
+        if flags:  # the TOSA graph does not carry them
+            print(f"quantized I/O, float data in and out: tosa-vk run {out} {' '.join(flags)}")
     return 0
 
 
