@@ -76,12 +76,13 @@ class Model:
         inputs: Mapping[str, QParams | tuple[float, int]] | None = None,
         outputs: Mapping[str, QParams | tuple[float, int]] | None = None,
     ) -> None:
-        """Float data in and out of an integer graph: float data for an input named in `inputs` is quantized with its
-        parameters before a run (tosa_vk.quantization.quantize: round half to even, saturating; integer data is taken
-        as quantized already, e.g. a desc.json's int8 inputs), each output named
-        in `outputs` dequantized after it (float32). Parameters are QParams (per tensor or per channel) or
-        (scale, zero_point) pairs, their dtype the tensor's (INT4, INT8, INT16, INT32). load(..., input_qparams=,
-        output_qparams=) calls this; so does `tosa-vk run --input-qparams / --output-qparams`."""
+        """Float data in and out of an integer graph: float data for an input named in `inputs` is quantized with
+        its parameters before each run (tosa_vk.quantization.quantize: round half to even, saturating; integer data
+        is taken as quantized already, e.g. a desc.json's int8 inputs), and each output named in `outputs` is
+        dequantized after it (float32). Parameters are QParams (per tensor or per channel) or (scale, zero_point)
+        pairs; their dtype is the tensor's (INT8, INT16, INT32).
+        load(..., input_qparams=, output_qparams=) calls this; so does `tosa-vk run --input-qparams /
+        --output-qparams`."""
         self.input_qparams = _checked_qparams(inputs or {}, self.inputs, "input", self.file)
         self.output_qparams = _checked_qparams(outputs or {}, self.outputs, "output", self.file)
 
@@ -214,9 +215,8 @@ class Model:
         return f"{type(self).__name__}({self.file or 'graph'!s}, backend={self.backend!r})"
 
 
-# a tensor's element type -> the QParams it quantizes to (dtype, and qmin / qmax where the storage is wider)
-QUANTIZED_TYPES = {"INT4": ("int8", -8, 7), "INT8": ("int8", None, None), "INT16": ("int16", None, None),
-                   "INT32": ("int32", None, None)}  # fmt: skip
+# a graph tensor's element type -> the dtype of its QParams (graph inputs / outputs are not INT4 in practice)
+QUANTIZED_TYPES = {"INT8": "int8", "INT16": "int16", "INT32": "int32"}
 
 
 def _checked_qparams(
@@ -239,9 +239,9 @@ def _checked_qparams(
                 f"({', '.join(QUANTIZED_TYPES)})",
                 file=file,
             )
-        storage, qmin, qmax = QUANTIZED_TYPES[dtype]
+        storage = QUANTIZED_TYPES[dtype]
         if isinstance(qparams, tuple) and len(qparams) == 2:
-            qparams = QParams(float(qparams[0]), int(qparams[1]), storage, qmin=qmin, qmax=qmax)
+            qparams = QParams(float(qparams[0]), int(qparams[1]), storage)
         if not isinstance(qparams, QParams):
             raise TosaError(
                 f"{which} {name!r}: quantization parameters are a QParams or a (scale, zero_point) pair, "
