@@ -180,3 +180,20 @@ def test_cli_info_run_compare_take_mlir(mlir_of, tmp_path):
     bad.write_text(BAD_MLIR)
     refused = cli("info", bad)
     assert refused.returncode == 2 and "custom op 'tosa.frobnicate' is unknown" in refused.stderr
+
+
+@needs_tool
+@pytest.mark.vulkan
+def test_program_cache_keys_mlir_by_its_bytes(mlir_of, tmp_path, monkeypatch, device):
+    """A cached program runs without serializing the MLIR again (the tool is not even looked for)."""
+    model_dir = ROOT / "resources/models/lstm_unrolled_fp32"
+    source = mlir_of(model_dir)["mlirbc"]
+    first = _run(source, model_dir, backend="vulkan", device=device, cache_dir=tmp_path)
+    monkeypatch.setattr(mlir, "find_tool", lambda: None)
+    with tosa_vk.load(source, backend="vulkan", device=device, cache_dir=tmp_path) as model:
+        assert model.cached
+        again = model.run({"x": np.load(model_dir / "input-0.npy")})
+        with pytest.raises(TosaUnsupportedError, match="pip install tosa-tools"):
+            model.graph  # noqa: B018 - only asking for the graph itself needs the tool
+    for name in first:
+        np.testing.assert_array_equal(again[name], first[name])
