@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian machine for tosa_vk, idempotently:
 #   - Debian packages: Vulkan loader + Mesa lavapipe, glslc, spirv-tools, vulkan-tools, validation layers, flatc
-#   - .venv/ with tosa_vk (editable), the pinned test dependencies and the bench extra (matplotlib, for
-#     `tosa-vk bench`'s plot), all pinned in constraints.txt
+#   - .venv/ with tosa_vk (editable), the pinned test dependencies, the bench extra (matplotlib, for
+#     `tosa-vk bench`'s plot) and the tflite extra (Arm's converter, for `tosa-vk import`), all pinned in
+#     constraints.txt
 # Source it or run it; later runs only redo what changed.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,7 +31,7 @@ stamp=.venv/.tosa_vk-installed
 want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "setup: installing tosa_vk and pinned dependencies into .venv"
-    .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test,bench,ray]'
+    .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test,bench,tflite,ray]'
     echo "$want" > "$stamp"
 fi
 # The built-in kernels' SPIR-V (shaders/builtin/spirv.zip, not committed): built when missing or stale, so that

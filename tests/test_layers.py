@@ -40,7 +40,7 @@ FLOOR = {CONTRACTS: 1, RUNTIME: 2, OP_LIBRARY: 2, STAGES: 3, BACKENDS: 4, TOOLS:
 # Every room of tosa_vk/ and the layer it belongs to: a new module or subpackage must be placed here.
 LAYERS: dict[str, tuple[str, ...]] = {
     CONTRACTS: (
-        "ir",  # Graph, Operator, DType, flatbuffer read / write, validate
+        "ir",  # Graph, Operator, DType, flatbuffer read / write (and TOSA MLIR through tosa-opt), validate
         "builder",  # builds IR graphs in Python
         "errors",
         "paths",
@@ -80,7 +80,17 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "vgf_run",  # a .vgf's COMPUTE segments -> Program: the other way to a Program
     ),
     BACKENDS: ("backends", "session"),
-    TOOLS: ("__init__", "__main__", "cli", "bench", "conformance", "compare", "profile", "ray"),
+    TOOLS: (
+        "__init__",
+        "__main__",
+        "cli",
+        "bench",
+        "conformance",
+        "compare",
+        "profile",
+        "tflite_import",  # .tflite -> .tosa through Arm's converter and serializer (`tosa-vk import`)
+        "ray",  # Ray Data batch inference (the ray extra)
+    ),
 }
 
 # Imports against the layers that are known and being removed, each with the reason it is still here. The test also

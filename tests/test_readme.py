@@ -9,9 +9,11 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
-RUN = ("Using it", "Custom shader ops")  # the sections whose snippets run
+RUN = ("Using it", "Custom shader ops", "From TFLite")  # the sections whose snippets run
 FILE = re.compile(r"(?:#|//) (\w+\.(?:py|comp))\b")  # a block's first line naming the file it is
 
 
@@ -83,3 +85,25 @@ def test_custom_op_tutorial_runs(tmp_path, monkeypatch, device):
     finally:
         sys.modules.pop("my_ops", None)
     assert ("com.example", "scale_bias") in custom.REGISTRY
+
+
+def test_from_tflite_section_runs(tmp_path, monkeypatch, device):
+    """The section's `tosa-vk` commands (in-process, from the scratch folder), then its Python snippets; skipped
+    where the tflite extra is not installed."""
+    import shlex
+
+    from tosa_vk.cli import main
+    from tosa_vk.ir import mlir
+    from tosa_vk.tflite_import import CONVERTER
+
+    if mlir.find_executable(CONVERTER) is None or mlir.find_tool() is None:
+        pytest.skip("the tflite extra (tosa-converter-for-tflite, tosa-tools) is not installed")
+    scratch(tmp_path, monkeypatch, device)
+    commands = [line for code in blocks(section("From TFLite"), "sh") for line in code.splitlines()]
+    assert commands and all(line.startswith("tosa-vk ") for line in commands)
+    for line in commands:
+        assert main(shlex.split(line)[1:]) == 0, line
+    found = snippets("From TFLite")
+    assert found
+    for code in found:
+        run(code)

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
@@ -310,9 +311,60 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _qparams(items: list[str] | None, option: str) -> dict[str, tuple[float, int]]:
+    """--input-qparams / --output-qparams NAME=SCALE,ZP items -> load()'s input_qparams / output_qparams."""
+    given: dict[str, tuple[float, int]] = {}
+    for item in items or []:
+        name, _, numbers = item.rpartition("=")
+        scale, _, zero_point = numbers.partition(",")
+        try:
+            if not name or not zero_point:
+                raise ValueError
+            given[name] = (float(scale), int(zero_point))
+        except ValueError:
+            raise TosaError(f"{option} takes NAME=SCALE,ZERO_POINT (e.g. x=0.0309,-2), got {item!r}") from None
+    return given
+
+
+def _qparams_options(args) -> dict[str, Any]:
+    """load()'s input_qparams / output_qparams from --input-qparams / --output-qparams (only those given)."""
+    options = {
+        "input_qparams": _qparams(args.input_qparams, "--input-qparams"),
+        "output_qparams": _qparams(args.output_qparams, "--output-qparams"),
+    }
+    return {k: v for k, v in options.items() if v}
+
+
+def _dequantized_npy(array: np.ndarray, dtype, qparams) -> np.ndarray:
+    """An expected integer result as the float32 values a dequantized output is compared with."""
+    from .ir.dtype import from_npy
+    from .quantization import dequantize
+
+    return dequantize(from_npy(array, dtype), qparams)
+
+
+def _qparams_arguments(p: argparse.ArgumentParser) -> None:
+    """--input-qparams / --output-qparams (Model.quantize_io), for `run`."""
+    p.add_argument(
+        "--input-qparams",
+        action="append",
+        metavar="NAME=SCALE,ZP",
+        help="this integer input takes float data, quantized with this scale and zero point before the run "
+        "(round half to even, saturating; repeat for each input)",
+    )
+    p.add_argument(
+        "--output-qparams",
+        action="append",
+        metavar="NAME=SCALE,ZP",
+        help="this integer output is dequantized with this scale and zero point: written and compared as float32 "
+        "(repeat for each output)",
+    )
+
+
 def cmd_run(args) -> int:
     from .backends.model import GraphModel
     from .compare import judge
+    from .ir import DType
     from .ir.dtype import from_npy, to_npy
     from .session import load
 
@@ -342,7 +394,8 @@ def cmd_run(args) -> int:
     if out_dir is None and args.test_desc and not args.compare:
         out_dir = expected_dir
     start = time.perf_counter()
-    model = load(model_path, backend=backend, **placing, **_timeout(args))
+    quantized = _qparams_options(args)
+    model = load(model_path, backend=backend, **quantized, **placing, **_timeout(args))
     writes = Writes(args.overwrite)
     targets = {}  # output name -> its file, planned before the run: a refusal comes before any work
     if out_dir:
@@ -360,8 +413,12 @@ def cmd_run(args) -> int:
         outputs = model.run(feeds, cast=args.cast)
     seconds = time.perf_counter() - start
     graph = model.graph
-    checked = load(graph, backend="reference").run(feeds, cast=args.cast) if args.check else {}
+    checked = load(graph, backend="reference", **quantized).run(feeds, cast=args.cast) if args.check else {}
     dtypes = {t.name: t.dtype for t in graph.outputs}
+    for name, qparams in model.output_qparams.items():  # dequantized: written and judged as float32
+        if name in expected:
+            expected[name] = _dequantized_npy(expected[name], dtypes[name], qparams)
+        dtypes[name] = DType.FP32
     failed = False
     for name, value in outputs.items():
         line = f"{name}: {list(value.shape)} {dtypes[name].name}"
@@ -547,7 +604,7 @@ def cmd_profile(args) -> int:
         raise TosaError(f"--runs takes 1 or more, got {args.runs}")
     model_path, feeds, _, _ = _model_and_feeds(args)
     backend = args.backend or _default_backend()
-    options = {"timestamps": True} if backend == "vulkan" else {}
+    options: dict[str, Any] = {"timestamps": True} if backend == "vulkan" else {}
     if args.trace:  # before the runs: a refusal comes before any work
         Writes(args.overwrite).plan(Path(args.trace), "the trace")
     with load(model_path, backend=backend, **options, **_timeout(args)) as model:
@@ -605,6 +662,38 @@ def _read_vgf(path: str) -> VGF:
         return read_vgf(path)
     except VGFError as err:
         raise TosaFormatError(err.rule, file=err.file) from None
+
+
+def cmd_import(args) -> int:
+    """A TFLite model (or TOSA MLIR) as a .tosa file (tosa_vk/tflite_import.py)."""
+    from .ir import save_graph
+    from .tflite_import import TFLITE_IDENTIFIER, import_model, qparams_flags, tflite_qparams
+
+    out = Path(args.output or Path(args.model).with_suffix(".tosa"))
+    Writes(args.overwrite).plan(out, "the TOSA graph")
+    start = time.perf_counter()
+    graph = import_model(args.model)
+    save_graph(graph, out)
+
+    def signature(tensors) -> str:
+        return ", ".join(f"{t.name} {list(t.shape)} {t.dtype.name}" for t in tensors)
+
+    print(f"inputs: {signature(graph.inputs)}")
+    print(f"outputs: {signature(graph.outputs)}")
+    print(f"{args.model} -> {out}: {len(graph.main.operators)} operators in {time.perf_counter() - start:.2f} s")
+    with open(args.model, "rb") as f:
+        tflite = f.read(8)[4:8] == TFLITE_IDENTIFIER
+    if tflite and any(t.dtype.name.startswith("INT") for t in graph.inputs + graph.outputs):
+        flags = qparams_flags(*tflite_qparams(args.model))
+        if flags:  # the TOSA graph does not carry them
+            print(f"quantized I/O, float data in and out: tosa-vk run {out} {' '.join(flags)}")
+    return 0
+
+
+def _import_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="a .tflite file (or TOSA MLIR text .mlir / bytecode .mlirbc)")
+    p.add_argument("-o", "--output", help="the .tosa to write (default: the model's name with .tosa)")
+    _overwrite_argument(p)
 
 
 def cmd_inspect(args) -> int:
@@ -836,12 +925,12 @@ DEBUG = "show the traceback of an error (an internal error, exit code 3, is a bu
 
 # Each command's options, in `tosa-vk --help` order.
 def _info_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="a .tosa file")
+    p.add_argument("model", help="a .tosa file (or TOSA MLIR: .mlir text, .mlirbc bytecode)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def _run_arguments(p: argparse.ArgumentParser) -> None:
-    _model_arguments(p, "a .tosa or .vgf file", "the model, inputs and output files")
+    _model_arguments(p, "a .tosa, TOSA MLIR (.mlir / .mlirbc) or .vgf file", "the model, inputs and output files")
     p.add_argument(
         "-o",
         "--output-dir",
@@ -866,8 +955,10 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cast",
         action="store_true",
-        help="convert inputs of another dtype kind (e.g. float into int8) instead of refusing",
+        help="convert inputs of another dtype kind instead of refusing (float into an integer input truncates: "
+        "give --input-qparams to quantize)",
     )
+    _qparams_arguments(p)
     p.add_argument(
         "--tolerance",
         type=float,
@@ -884,7 +975,7 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _compare_arguments(p: argparse.ArgumentParser) -> None:
-    _model_arguments(p, "a .tosa file, or a .vgf with GRAPH segments", "the model and inputs")
+    _model_arguments(p, "a .tosa or TOSA MLIR file, or a .vgf with GRAPH segments", "the model and inputs")
     p.add_argument("--cast", action="store_true", help="convert inputs of another dtype kind instead of refusing")
     p.add_argument(
         "--tolerance",
@@ -1035,6 +1126,12 @@ COMMANDS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None], Calla
         _vgf2tosa_arguments,
         cmd_vgf2tosa,
     ),
+    (
+        "import",
+        "a TFLite model as a .tosa file, through tosa-converter-for-tflite and tosa-opt",
+        _import_arguments,
+        cmd_import,
+    ),
     ("inspect", "print a .vgf container: modules, segments, resources, constants", _inspect_arguments, cmd_inspect),
     ("plan", "where every tensor lives: descriptor, format, offset, live range, aliases", _plan_arguments, cmd_plan),
     (
@@ -1098,6 +1195,11 @@ def _watch_interrupts() -> None:
     threading.Thread(target=watch, name="tosa-vk-interrupt", daemon=True).start()
 
 
+def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning a command meets, as one line on stderr (not Python's file:line and source)."""
+    print(f"tosa-vk: warning: {message}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs one command: its exit code, or EXIT_ERROR with one line on stderr for what the user can act on (a
     TosaError: every error tosa_vk raises on purpose; an OSError: a file, the disk, the machine; MemoryError: a
@@ -1105,7 +1207,9 @@ def main(argv: list[str] | None = None) -> int:
     the traceback."""
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _warning_line
+            return args.func(args)
     except KeyboardInterrupt:
         _interrupted()
     except (TosaError, OSError, MemoryError) as err:

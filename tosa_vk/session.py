@@ -16,6 +16,7 @@ import functools
 import importlib
 import inspect
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from .errors import TosaError, TosaFormatError
 from .ir import Graph, load_graph
 
 if TYPE_CHECKING:
+    from .quantization import QParams
     from .vulkan import DeviceInfo
 
 # backend name -> "module:class"; a .vgf file is its own kind of source
@@ -69,12 +71,32 @@ def default_backend() -> str:
     return "vulkan" if vulkan_devices() else "reference"
 
 
-def load(source: str | Path | Graph, backend: str | None = None, **options: Any) -> Model:
-    """A Model from a .tosa path, a Graph or a .vgf path. `backend`: "vulkan" or "reference" (the numpy reference
-    backend). Without it a graph (a .tosa, a Graph, a .vgf of GRAPH segments) runs on Vulkan wherever a Vulkan device
-    exists, else on the reference backend with a RuntimeWarning saying so (`default_backend()`); a .vgf of COMPUTE
-    segments only runs on Vulkan. Options are the backend class's keyword arguments; any other is an error naming
-    it."""
+def load(
+    source: str | Path | Graph,
+    backend: str | None = None,
+    *,
+    input_qparams: Mapping[str, QParams | tuple[float, int]] | None = None,
+    output_qparams: Mapping[str, QParams | tuple[float, int]] | None = None,
+    **options: Any,
+) -> Model:
+    """A Model from a .tosa path (or TOSA MLIR text / bytecode: tosa_vk/ir/mlir.py), a Graph or a .vgf path.
+    `backend`: "vulkan" or "reference" (the numpy reference backend). Without it a graph (a .tosa, a Graph, a .vgf
+    of GRAPH segments) runs on Vulkan wherever a Vulkan device exists, else on the reference backend with a
+    RuntimeWarning saying so (`default_backend()`); a .vgf of COMPUTE segments only runs on Vulkan.
+    `input_qparams` / `output_qparams`: integer inputs that take float data (quantized before each run) and integer
+    outputs returned as float (dequantized), by name -> QParams or (scale, zero_point) (Model.quantize_io).
+    Options are the backend class's keyword arguments; any other is an error naming it."""
+    model = _load(source, backend, **options)
+    if input_qparams or output_qparams:
+        try:
+            model.quantize_io(input_qparams, output_qparams)
+        except BaseException:
+            model.close()
+            raise
+    return model
+
+
+def _load(source: str | Path | Graph, backend: str | None = None, **options: Any) -> Model:
     is_vgf = not isinstance(source, Graph) and Path(source).suffix.lower() == ".vgf"
     file = None
     vgf = None
@@ -102,7 +124,7 @@ def load(source: str | Path | Graph, backend: str | None = None, **options: Any)
         if backend is None:
             backend = default_backend()
             if backend == "reference":
-                warnings.warn(NO_DEVICE_WARNING, RuntimeWarning, stacklevel=2)
+                warnings.warn(NO_DEVICE_WARNING, RuntimeWarning, stacklevel=3)
         if backend not in BACKENDS:
             raise TosaError(f"unknown backend {backend!r}; available: {', '.join(BACKENDS)}")
         where = BACKENDS[backend]

@@ -5,6 +5,7 @@ twins of `run(capture=...)`. tosa_vk/session.py's `load` picks the backend class
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from typing import Any, NamedTuple
@@ -14,6 +15,7 @@ import numpy as np
 from ..errors import TosaError
 from ..ir import Graph, Tensor, load_graph
 from ..ir.flatbuffer import read_graph
+from ..quantization import QParams, dequantize, quantize
 
 KEPT_TWINS = 2  # capture twins a model keeps loaded (tosa_vk/capture.py), by capture set
 
@@ -36,6 +38,9 @@ class Model:
     backend = ""
     file: str | None = None
     source_kind = "graph"  # how errors name what the model runs ("graph", "VGF")
+    # float data in and out of integer inputs / outputs, by name (load(input_qparams=, output_qparams=), `quantize_io`)
+    input_qparams: Mapping[str, QParams] = {}
+    output_qparams: Mapping[str, QParams] = {}
 
     def run(
         self,
@@ -55,14 +60,53 @@ class Model:
         is a value a float input's type would change beyond rounding (1e300 or 2**24 + 1 into FP32).
         `outputs`: the names of the outputs to return (default all). `capture`: intermediate tensors to return
         too, after the outputs — "all" or a list of tensor names (tosa_vk/capture.py: the run is then a twin
-        program that keeps them stored). An input named "cast", "outputs" or "capture" goes in the dict."""
+        program that keeps them stored). An input named "cast", "outputs" or "capture" goes in the dict.
+        Inputs / outputs with quantization parameters (`quantize_io`) take / return float data."""
         checked = self._gather(feeds, named, cast, outputs, self.source_kind)
+        checked = self._quantized(checked, bool(cast))
         if capture is None or capture is False:
-            return self._pick(self._run(checked, bool(cast)), outputs)
+            return self._dequantized(self._pick(self._run(checked, bool(cast)), outputs))
         names = self._captures(capture)
         results = self._capture_run(names, checked, bool(cast))
-        picked = self._pick({n: results[n] for n in self.outputs}, outputs)
+        picked = self._dequantized(self._pick({n: results[n] for n in self.outputs}, outputs))
         return {**picked, **{n: results[n] for n in names if n not in picked}}
+
+    def quantize_io(
+        self,
+        inputs: Mapping[str, QParams | tuple[float, int]] | None = None,
+        outputs: Mapping[str, QParams | tuple[float, int]] | None = None,
+    ) -> None:
+        """Float data in and out of an integer graph: float data for an input named in `inputs` is quantized with
+        its parameters before each run (tosa_vk.quantization.quantize: round half to even, saturating; integer data
+        is taken as quantized already, e.g. a desc.json's int8 inputs), and each output named in `outputs` is
+        dequantized after it (float32). Parameters are QParams (per tensor or per channel) or (scale, zero_point)
+        pairs; their dtype is the tensor's (INT8, INT16, INT32).
+        load(..., input_qparams=, output_qparams=) calls this; so does `tosa-vk run --input-qparams /
+        --output-qparams`."""
+        self.input_qparams = _checked_qparams(inputs or {}, self.inputs, "input", self.file)
+        self.output_qparams = _checked_qparams(outputs or {}, self.outputs, "output", self.file)
+
+    def _quantized(self, feeds: dict[str, Any], cast: bool) -> dict[str, Any]:
+        """The feeds with the quantized inputs' float data quantized; with cast, a warning for float data cast
+        (truncated) into another integer input."""
+        for name, (_, dtype) in self.inputs.items():
+            floats = np.asarray(feeds[name]).dtype.kind == "f"
+            if name in self.input_qparams and floats:
+                feeds = {**feeds, name: quantize(feeds[name], self.input_qparams[name])}
+            elif cast and floats and dtype.startswith("INT") and name not in self.input_qparams:
+                warnings.warn(
+                    f"cast=True converts the float data of {dtype} input {name!r} by truncation (numpy astype: 0.9 "
+                    "-> 0), it does not quantize it: give the input's scale and zero point instead "
+                    f"(tosa_vk.load(..., input_qparams={{{name!r}: (scale, zero_point)}}), "
+                    f"tosa-vk run --input-qparams {name}=SCALE,ZP)",
+                    UserWarning,
+                    stacklevel=3,
+                )
+        return feeds
+
+    def _dequantized(self, results: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        quantized = self.output_qparams
+        return {n: dequantize(v, quantized[n]) if n in quantized else v for n, v in results.items()}
 
     def _captures(self, capture) -> list[str]:
         """run(capture=...) as tensor names in execution order."""
@@ -169,6 +213,48 @@ class Model:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.file or 'graph'!s}, backend={self.backend!r})"
+
+
+# a graph tensor's element type -> the dtype of its QParams (graph inputs / outputs are not INT4 in practice)
+QUANTIZED_TYPES = {"INT8": "int8", "INT16": "int16", "INT32": "int32"}
+
+
+def _checked_qparams(
+    given: Mapping[str, QParams | tuple[float, int]],
+    signature: Mapping[str, tuple[tuple[int, ...], str]],
+    which: str,
+    file: str | None,
+) -> dict[str, QParams]:
+    """quantize_io's parameters, each checked: a tensor of the signature, an integer type, the QParams' dtype."""
+    if not isinstance(given, Mapping):
+        raise TosaError(f"{which} quantization parameters are a dict of {which} name -> QParams", file=file)
+    checked = {}
+    for name, qparams in given.items():
+        if name not in signature:
+            raise TosaError(f"no {which} {name!r} to quantize; the {which}s are {list(signature)}", file=file)
+        dtype = signature[name][1]
+        if dtype not in QUANTIZED_TYPES:
+            raise TosaError(
+                f"{which} {name!r} is {dtype}: quantization parameters apply to integer tensors "
+                f"({', '.join(QUANTIZED_TYPES)})",
+                file=file,
+            )
+        storage = QUANTIZED_TYPES[dtype]
+        if isinstance(qparams, tuple) and len(qparams) == 2:
+            qparams = QParams(float(qparams[0]), int(qparams[1]), storage)
+        if not isinstance(qparams, QParams):
+            raise TosaError(
+                f"{which} {name!r}: quantization parameters are a QParams or a (scale, zero_point) pair, "
+                f"got {qparams!r}",
+                file=file,
+            )
+        if np.dtype(qparams.dtype) != np.dtype(storage):
+            raise TosaError(f"{which} {name!r} is {dtype}, its QParams say {qparams.dtype}", file=file)
+        scale = np.asarray(qparams.scale, np.float64)
+        if scale.size == 0 or not np.all(np.isfinite(scale)) or np.any(scale <= 0):
+            raise TosaError(f"{which} {name!r}: scale must be positive and finite, got {qparams.scale}", file=file)
+        checked[name] = qparams
+    return checked
 
 
 class GraphModel(Model):

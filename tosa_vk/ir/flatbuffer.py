@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import TosaError, TosaFormatError
 from . import dtype as dtypes
+from . import mlir
 from .dtype import DType
 from .fbs import Attribute as fb_attribute
 from .fbs import OpLocation as fb_location
@@ -275,15 +276,20 @@ def _decode_clamp(attrs: dict, block: Block, inputs: list[str], op: str, index: 
 
 
 def read_graph(buf: bytes, file: str | None = None) -> Graph:
-    """Parse a .tosa flatbuffer. Any defect raises TosaFormatError naming `file`."""
+    """Parse a .tosa flatbuffer, or TOSA MLIR text / bytecode (serialized to one by tosa-tools' tosa-opt: ir/mlir.py).
+    Any defect raises TosaFormatError naming `file`."""
     where = file or "<buffer>"
     if len(buf) == 0:
         raise TosaFormatError("empty file, expected a TOSA flatbuffer", file=where)
+    if bytes(buf[4:8]) != FILE_IDENTIFIER and mlir.kind(bytes(buf)):
+        buf = mlir.serialize(bytes(buf), file=where)
     if len(buf) < 12:
         raise TosaFormatError(f"truncated: {len(buf)} bytes is too short for a TOSA flatbuffer", file=where)
     if bytes(buf[4:8]) != FILE_IDENTIFIER:
         raise TosaFormatError(
-            f"not a TOSA flatbuffer (file identifier {bytes(buf[4:8])!r}, expected b'TOSA')", file=where
+            f"not a TOSA flatbuffer (file identifier {bytes(buf[4:8])!r}, expected b'TOSA') nor TOSA MLIR text or "
+            "bytecode",
+            file=where,
         )
     try:
         return _Reader(bytes(buf)).graph()
@@ -294,7 +300,7 @@ def read_graph(buf: bytes, file: str | None = None) -> Graph:
 
 
 def load_graph(path: str | Path) -> Graph:
-    """Read a .tosa file into a Graph."""
+    """Read a .tosa file (or a TOSA MLIR file: read_graph) into a Graph."""
     try:
         buf = Path(path).read_bytes()
     except OSError as err:
