@@ -148,7 +148,7 @@ def test_without_a_device_the_default_is_reference_with_a_warning(tmp_path, monk
 
     calls = []
 
-    def enumerate_devices():
+    def enumerate_devices(**_):
         calls.append(1)
         if failure == "no loader":
             raise OSError("libvulkan.so.1: cannot open shared object file")

@@ -29,7 +29,7 @@ def test_select_by_index_and_name():
     assert select(devices, devices[0].name[:4].upper()) is devices[0]
     with pytest.raises(VulkanError, match="no Vulkan device #99"):
         select(devices, 99)
-    with pytest.raises(VulkanError, match="no Vulkan device named like"):
+    with pytest.raises(VulkanError, match="no Vulkan device with a UUID or name like"):
         select(devices, "no-such-gpu")
 
 
