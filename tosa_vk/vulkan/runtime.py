@@ -21,7 +21,7 @@ from ..program import Branch, Host, Kernel, Loop, Program, StateCheck, walk
 from ..timeout import checked_timeout, overrun_text
 from ..variables import Variable, begin_run
 from .device import Device, VulkanError
-from .memory import Arena, align
+from .memory import Arena, DeviceBuffer, align
 from .pipelines import Pipelines, bound_descriptors, kernel_layout
 from .recorder import DeviceTimeout, Dispatch, Queue, Segment, image_bindings
 from .shaders import ShaderCache, specialize
@@ -51,7 +51,9 @@ class Runtime:
     """`host` runs the program's Host steps (tosa_vk/host_kernels.py; the Vulkan layer imports no backend);
     `pipeline_data` seeds the driver's pipeline cache (Pipelines); `check_all`: every kernel's interface is checked
     against its module before any pipeline is made, not only a model's own shaders' (a program from the program
-    cache, whose built-in kernels could have been rewritten)."""
+    cache, whose built-in kernels could have been rewritten). `pipelines`: another Runtime's of the same program on
+    the same device (a model's runs in flight: each slot a Runtime with its own arena, queue and recorded command
+    buffers, the compiled pipelines shared; the Runtime that made them closes them)."""
 
     def __init__(
         self,
@@ -65,6 +67,7 @@ class Runtime:
         timeout_s: float | None = DEFAULT_TIMEOUT_S,
         pipeline_data: bytes = b"",
         check_all: bool = False,
+        pipelines: Pipelines | None = None,
     ):
         self.program = program
         self.check_all = check_all
@@ -82,13 +85,15 @@ class Runtime:
         self.submitted: dict[Segment, float] = {}  # segment -> time.perf_counter() of its latest submit
         self.hosted: dict[str, Span] = {}  # host step -> its span in the last run (a loop's: the last iteration)
         self.transferred = {"to_device": 0, "from_device": 0}
+        self.staged_tensors = force_staging  # device tensors in memory the host does not read in place (tests)
         self.own_device = device is None
         self.device: Device | None = device or Device()  # None once closed
         self.cache = cache or ShaderCache()
         # room past the last tensor for a rounded texel view (Target.texel_view_quantum)
         slack = self.device.info.target.texel_view_quantum
         self.arena = Arena(self.device, align(max(program.arena_bytes, 16), 16) + slack, force_staging)
-        self.pipelines = Pipelines(self.device, pipeline_data)
+        self.own_pipelines = pipelines is None
+        self.pipelines = pipelines or Pipelines(self.device, pipeline_data)
         self.queue = Queue(self.device)
         self.segments: list[Segment] = []
         self.plan: list = []
@@ -321,9 +326,19 @@ class Runtime:
             view = self.view(spec.tensor)
             view[...] = 0 if spec.initial is None else spec.initial
 
-    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def run(
+        self,
+        feeds: dict[str, np.ndarray],
+        device_feeds: dict[str, DeviceBuffer] | None = None,
+        keep: list[str] | None = None,
+    ) -> dict:
         """Inputs by name (already in the storage dtype and shape) -> copies of the outputs by name.
-        `transferred` then holds the bytes that crossed between host and device memory in this run."""
+        `transferred` then holds the bytes that crossed between host and device memory in this run.
+
+        `device_feeds`: inputs already in device memory (device tensors of this device, in the storage dtype and
+        shape), copied device to device into the arena. `keep`: outputs to return as DeviceBuffers of their own
+        (copied device to device out of the arena: a later run does not overwrite them) instead of host arrays;
+        neither counts in `transferred`."""
         if self.failed:
             raise VulkanError(f"this model cannot run again ({self.failed}); close it and load it again")
         self.transferred = {"to_device": 0, "from_device": 0}
@@ -332,6 +347,8 @@ class Runtime:
         begin_run(self.state)  # a new run: every variable may be declared once again
         for name, value in feeds.items():
             self._write(name, value)
+        if device_feeds:
+            self._copy_in(device_feeds)
         # for the whole run, loops included
         self._deadline = math.inf if self.timeout_s is None else time.monotonic() + self.timeout_s
         try:
@@ -339,7 +356,49 @@ class Runtime:
         except (VulkanError, KeyboardInterrupt) as err:  # device work may still be pending: no further runs
             self.failed = str(err) or type(err).__name__
             raise
+        if keep is not None:
+            return self._copy_out(keep)
         return {name: self._read(name).copy() for name in self.program.outputs}
+
+    def _copy_in(self, tensors: dict[str, DeviceBuffer]) -> None:
+        """Device tensors into their inputs' arena ranges: one command buffer of copies, waited for. The host's view
+        of the arena (the staging twin where the arena is staged: the first segment copies it over) receives them."""
+        arena = self.arena
+        copies = []
+        for name, tensor in tensors.items():
+            buf = self.program.buffer(name)
+            if buf.nbytes:
+                copies.append((tensor.buffer, arena.stage.buffer, 0, buf.offset, buf.nbytes))
+        self._copy(copies)
+
+    def _copy_out(self, names: list[str]) -> dict[str, DeviceBuffer]:
+        """Outputs copied device to device into buffers of their own (from the host's view of the arena: where the
+        arena is staged, each segment leaves its results there, and host steps write there)."""
+        made: dict[str, DeviceBuffer] = {}
+        try:
+            copies = []
+            for name in names:
+                buf = self.program.buffer(name)
+                made[name] = DeviceBuffer(self._device, buf.nbytes, buf.shape, buf.dtype, staged=self.staged_tensors)
+                if buf.nbytes:
+                    copies.append((self.arena.stage.buffer, made[name].buffer, buf.offset, 0, buf.nbytes))
+            self._copy(copies)
+        except BaseException:
+            for tensor in made.values():
+                tensor.release()
+            raise
+        return made
+
+    def _copy(self, copies: list[tuple]) -> None:
+        """(source buffer, destination buffer, source offset, destination offset, bytes) copies, run and waited for."""
+        if not copies:
+            return
+
+        def record(cmd) -> None:
+            for src, dst, at, to, size in copies:
+                vk.vkCmdCopyBuffer(cmd, src, dst, 1, [vk.VkBufferCopy(srcOffset=at, dstOffset=to, size=size)])
+
+        self._device.submit_once(record)
 
     def stop(self, reason: str) -> None:
         """Called from another thread (a model's close()): the run in progress ends at its next step, or within
@@ -455,6 +514,9 @@ class Runtime:
         self.segments = []
         for part in ("queue", "pipelines", "arena"):
             obj = getattr(self, part, None)
+            if part == "pipelines" and not getattr(self, "own_pipelines", True):
+                obj = None  # another Runtime's: it closes them
+                setattr(self, part, None)
             if obj is not None:
                 obj.close()
                 setattr(self, part, None)
