@@ -240,3 +240,10 @@ def test_the_device_closing_copies_held_tensors_down(device):
         model.close()
         assert t.device is dev  # the model closed, the device (not its own) still open
     assert t.device == "host" and np.allclose(t.numpy(), 1 / (1 + np.exp(-1)))
+
+
+def test_a_tensor_of_another_open_device_is_refused_with_a_hint(device, chain):
+    with tosa_vk.load(scale(), backend="vulkan", validation=True) as own:  # its own Device, maybe the same GPU
+        t = own.run({"image": image(0)}, device_outputs=True)["scaled"]
+        with pytest.raises(TosaError, match=r"device=first_model\.device"):
+            chain[1].run({"x": t})

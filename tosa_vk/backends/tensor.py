@@ -80,11 +80,16 @@ class DeviceTensor:
         if storage is None or self.released:
             raise TosaError(f"input {where!r}: device tensor {self.name!r} was released", file=file)
         mine = self.device
-        if mine is not device:
-            here = "the host" if device == "host" else f"device {device!r}"
-            there = "the host" if mine == "host" else f"device {mine!r}"
+        if not (mine is device or (isinstance(mine, str) and mine == device)):
+            here = "the host" if isinstance(device, str) else f"device {device!r}"
+            there = "the host" if isinstance(mine, str) else f"device {mine!r}"
+            hint = (
+                " (another open device, maybe the same GPU: load both models on one, device=first_model.device)"
+                if not isinstance(mine, str) and not isinstance(device, str)
+                else ""
+            )
             raise TosaError(
-                f"input {where!r}: the device tensor lives on {there}, the model runs on {here}; pass "
+                f"input {where!r}: the device tensor lives on {there}, the model runs on {here}{hint}; pass "
                 "tensor.numpy() to copy it through the host",
                 file=file,
             )
