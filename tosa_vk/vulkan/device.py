@@ -323,6 +323,7 @@ class Device:
         self.queue_lock = threading.Lock()
         # device tensors' buffers (memory.DeviceBuffer) still held: copied to the host when the device closes
         self.buffers: weakref.WeakSet = weakref.WeakSet()
+        self.unified_memory: bool | None = None  # a memory type both host-visible and device-local (memory.py)
         validation = validation_requested() if validation is None else validation
         self.instance, self._messenger = create_instance(validation, self.validation_messages)
         try:
@@ -473,5 +474,11 @@ def everything(cmd) -> None:
         | vk.VK_ACCESS_HOST_READ_BIT
         | vk.VK_ACCESS_HOST_WRITE_BIT
     )
-    barrier = vk.VkMemoryBarrier(sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER, srcAccessMask=access, dstAccessMask=access)
-    vk.vkCmdPipelineBarrier(cmd, every, every, 0, 1, [barrier], 0, None, 0, None)
+    if not _EVERYTHING:  # built once: the vulkan module's struct marshalling costs ~30 us a struct
+        _EVERYTHING.append(
+            vk.VkMemoryBarrier(sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER, srcAccessMask=access, dstAccessMask=access)
+        )
+    vk.vkCmdPipelineBarrier(cmd, every, every, 0, 1, _EVERYTHING, 0, None, 0, None)
+
+
+_EVERYTHING: list = []

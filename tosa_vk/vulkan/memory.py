@@ -106,10 +106,15 @@ class _Allocation:
 
 
 def host_visible_device_local(device: Device) -> bool:
-    props = vk.vkGetPhysicalDeviceMemoryProperties(device.physical)
-    return any(
-        (props.memoryTypes[i].propertyFlags & (HOST | LOCAL)) == (HOST | LOCAL) for i in range(props.memoryTypeCount)
-    )
+    found = getattr(device, "unified_memory", None)  # asked once per device
+    if found is None:
+        props = vk.vkGetPhysicalDeviceMemoryProperties(device.physical)
+        found = any(
+            (props.memoryTypes[i].propertyFlags & (HOST | LOCAL)) == (HOST | LOCAL)
+            for i in range(props.memoryTypeCount)
+        )
+        device.unified_memory = found
+    return found
 
 
 class Arena:

@@ -23,7 +23,7 @@ from ..variables import Variable, begin_run
 from .device import Device, VulkanError
 from .memory import Arena, DeviceBuffer, align
 from .pipelines import Pipelines, bound_descriptors, kernel_layout
-from .recorder import DeviceTimeout, Dispatch, Queue, Segment, image_bindings
+from .recorder import DeviceTimeout, Dispatch, Queue, Segment, Transfer, image_bindings
 from .shaders import ShaderCache, specialize
 from .variant import program_variants, variant_of
 
@@ -97,6 +97,8 @@ class Runtime:
         self.queue = Queue(self.device)
         self.segments: list[Segment] = []
         self.plan: list = []
+        self._before: Transfer | None = None  # the current run's device-tensor copies (run())
+        self._after: Transfer | None = None
         hosted = [s.op for s in walk(program.steps) if isinstance(s, Host)]
         if hosted and host is None:
             raise TosaError(f"the program runs {hosted[0]} on the host, and no host kernels were given")
@@ -347,58 +349,65 @@ class Runtime:
         begin_run(self.state)  # a new run: every variable may be declared once again
         for name, value in feeds.items():
             self._write(name, value)
-        if device_feeds:
-            self._copy_in(device_feeds)
+        # device tensors: copied in within the first submission, out within the last (where those are segments)
+        self._before = self._copy_in(device_feeds) if device_feeds else None
+        if self._before is not None and not (self.plan and isinstance(self.plan[0], Segment)):
+            self.queue.submit(self._before)  # type: ignore[arg-type]  # a host step or a test reads them first
+            self._before = None
+        made = self._outputs(keep) if keep is not None else {}
+        self._after = self._copy_out(made) if made else None
         # for the whole run, loops included
         self._deadline = math.inf if self.timeout_s is None else time.monotonic() + self.timeout_s
         try:
             self._execute(self.plan)
+            if self._after is not None:  # the run did not end in a segment
+                self.queue.submit(self._after)  # type: ignore[arg-type]
         except (VulkanError, KeyboardInterrupt) as err:  # device work may still be pending: no further runs
             self.failed = str(err) or type(err).__name__
+            self.stranded = list(made.values())  # a pending copy may still write them: kept as long as the runtime
             raise
+        except BaseException:
+            for tensor in made.values():
+                tensor.release()
+            raise
+        finally:
+            self._before = self._after = None
         if keep is not None:
-            return self._copy_out(keep)
+            return made
         return {name: self._read(name).copy() for name in self.program.outputs}
 
-    def _copy_in(self, tensors: dict[str, DeviceBuffer]) -> None:
-        """Device tensors into their inputs' arena ranges: one command buffer of copies, waited for. The host's view
-        of the arena (the staging twin where the arena is staged: the first segment copies it over) receives them."""
-        arena = self.arena
+    def _copy_in(self, tensors: dict[str, DeviceBuffer]) -> Transfer | None:
+        """Device tensors into their inputs' arena ranges: a recorded command buffer of copies. The host's view of
+        the arena (the staging twin where the arena is staged: each segment copies it over first) receives them."""
         copies = []
         for name, tensor in tensors.items():
             buf = self.program.buffer(name)
             if buf.nbytes:
-                copies.append((tensor.buffer, arena.stage.buffer, 0, buf.offset, buf.nbytes))
-        self._copy(copies)
+                copies.append((tensor.buffer, self.arena.stage.buffer, 0, buf.offset, buf.nbytes))
+        return self.queue.record("in", copies) if copies else None
 
-    def _copy_out(self, names: list[str]) -> dict[str, DeviceBuffer]:
-        """Outputs copied device to device into buffers of their own (from the host's view of the arena: where the
-        arena is staged, each segment leaves its results there, and host steps write there)."""
+    def _outputs(self, names: list[str]) -> dict[str, DeviceBuffer]:
+        """Device buffers of their own for the outputs `names`."""
         made: dict[str, DeviceBuffer] = {}
         try:
-            copies = []
             for name in names:
                 buf = self.program.buffer(name)
                 made[name] = DeviceBuffer(self._device, buf.nbytes, buf.shape, buf.dtype, staged=self.staged_tensors)
-                if buf.nbytes:
-                    copies.append((self.arena.stage.buffer, made[name].buffer, buf.offset, 0, buf.nbytes))
-            self._copy(copies)
         except BaseException:
             for tensor in made.values():
                 tensor.release()
             raise
         return made
 
-    def _copy(self, copies: list[tuple]) -> None:
-        """(source buffer, destination buffer, source offset, destination offset, bytes) copies, run and waited for."""
-        if not copies:
-            return
-
-        def record(cmd) -> None:
-            for src, dst, at, to, size in copies:
-                vk.vkCmdCopyBuffer(cmd, src, dst, 1, [vk.VkBufferCopy(srcOffset=at, dstOffset=to, size=size)])
-
-        self._device.submit_once(record)
+    def _copy_out(self, made: dict[str, DeviceBuffer]) -> Transfer | None:
+        """The outputs copied device to device into their buffers, recorded (from the host's view of the arena:
+        where the arena is staged, each segment leaves its results there, and host steps write there)."""
+        copies = []
+        for name, tensor in made.items():
+            buf = self.program.buffer(name)
+            if buf.nbytes:
+                copies.append((self.arena.stage.buffer, tensor.buffer, buf.offset, 0, buf.nbytes))
+        return self.queue.record("out", copies) if copies else None
 
     def stop(self, reason: str) -> None:
         """Called from another thread (a model's close()): the run in progress ends at its next step, or within
@@ -417,7 +426,11 @@ class Runtime:
                     if left <= 0:
                         raise DeviceTimeout(f"next kernel: {item.dispatches[0].name}")
                     self.submitted[item] = time.perf_counter()
-                    self.queue.submit(item, None if left == math.inf else left)
+                    before, self._before = self._before, None
+                    after = None
+                    if self._after is not None and item is self.plan[-1]:  # the run's last submission
+                        after, self._after = self._after, None
+                    self.queue.submit(item, None if left == math.inf else left, before, after)
                 except DeviceTimeout as err:
                     if self.stopped:
                         raise TosaError(self.stopped) from None
