@@ -247,3 +247,18 @@ def test_a_tensor_of_another_open_device_is_refused_with_a_hint(device, chain):
         t = own.run({"image": image(0)}, device_outputs=True)["scaled"]
         with pytest.raises(TosaError, match=r"device=first_model\.device"):
             chain[1].run({"x": t})
+
+
+@pytest.mark.parametrize("host_op", ["MUL", "ADD"])
+def test_copies_around_host_steps(device, host_op):
+    """The first step on the host (it reads a device-fed input) or the last (it writes a kept output): the copies
+    then go in a submission of their own."""
+    x = image(6)
+    with tosa_vk.load(scale(), backend="vulkan", device=device, host_ops=[host_op]) as model:
+        assert any(p.where == "host" for p in model.placement)
+        want = model.run({"image": x})["scaled"]
+        fed = tosa_vk.load(scale(), backend="vulkan", device=device).run({"image": x}, device_outputs=True)["scaled"]
+        kept = model.run({"image": x}, device_outputs=True)["scaled"]
+        assert np.array_equal(kept.numpy(), want)
+        assert np.array_equal(model.run({"image": fed})["scaled"], want * 0.5 + 0.25)
+        assert model.transferred["to_device"] == x.nbytes  # the host step's result only, not the input
