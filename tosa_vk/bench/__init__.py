@@ -213,7 +213,7 @@ def _in_flight_from_args(args, cases: list[Case]) -> int:
         print(f"{case.name}: in flight {levels} ...", file=sys.stderr)
         rows[case.name] = flight.in_flight(source, feeds, levels, args.runs, args.repeats, device)
         try:
-            pipes[case.name] = flight.pipeline(source, feeds, max(args.repeats, 3), device)
+            pipes[case.name] = flight.pipeline(source, feeds, 3 * args.repeats, device)
         except Exception as err:  # noqa: BLE001 - a model the pipeline case does not fit is noted, not fatal
             pipes[case.name] = {"error": str(err).splitlines()[0][:120]}
     out = Path(args.out)

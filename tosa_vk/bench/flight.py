@@ -23,6 +23,8 @@ from ..builder import Builder
 from ..errors import TosaError
 from ..ir import Graph
 
+LATENCY_RUNS = 5  # run() calls timed per round and N (latency is their median over every round)
+
 
 def _median(samples: list[float]) -> float:
     return statistics.median(samples) if samples else float("nan")
@@ -56,9 +58,10 @@ def in_flight(
         for i in range(repeats):
             for n in order[i % len(order) :] + order[: i % len(order)]:
                 model = models[n]
-                start = time.perf_counter()
-                model.run(feeds)
-                latency[n].append(time.perf_counter() - start)
+                for _ in range(LATENCY_RUNS):
+                    start = time.perf_counter()
+                    model.run(feeds)
+                    latency[n].append(time.perf_counter() - start)
                 start = time.perf_counter()
                 futures = [model.submit(feeds) for _ in range(runs)]
                 results = [f.result() for f in futures]

@@ -324,6 +324,7 @@ class Device:
         # device tensors' buffers (memory.DeviceBuffer) still held: copied to the host when the device closes
         self.buffers: weakref.WeakSet = weakref.WeakSet()
         self.unified_memory: bool | None = None  # a memory type both host-visible and device-local (memory.py)
+        self.memory_properties: Any = None  # VkPhysicalDeviceMemoryProperties, asked once (memory.py)
         validation = validation_requested() if validation is None else validation
         self.instance, self._messenger = create_instance(validation, self.validation_messages)
         try:

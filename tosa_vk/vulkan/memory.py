@@ -58,7 +58,7 @@ class _Allocation:
             None,
         )
         req = vk.vkGetBufferMemoryRequirements(vkd, self.buffer)
-        props = vk.vkGetPhysicalDeviceMemoryProperties(device.physical)
+        props = memory_properties(device)
         types = [
             i
             for i in range(props.memoryTypeCount)
@@ -105,10 +105,19 @@ class _Allocation:
         self.buffer = self.memory = None
 
 
+def memory_properties(device: Device):
+    """The device's VkPhysicalDeviceMemoryProperties, asked once per device (a device tensor per output and run
+    allocates memory: the query's marshalling costs more than the allocation on lavapipe)."""
+    found = getattr(device, "memory_properties", None)
+    if found is None:
+        found = device.memory_properties = vk.vkGetPhysicalDeviceMemoryProperties(device.physical)
+    return found
+
+
 def host_visible_device_local(device: Device) -> bool:
     found = getattr(device, "unified_memory", None)  # asked once per device
     if found is None:
-        props = vk.vkGetPhysicalDeviceMemoryProperties(device.physical)
+        props = memory_properties(device)
         found = any(
             (props.memoryTypes[i].propertyFlags & (HOST | LOCAL)) == (HOST | LOCAL)
             for i in range(props.memoryTypeCount)
