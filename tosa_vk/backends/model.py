@@ -112,7 +112,7 @@ class Model:
     def _run_device(self, feeds: dict, cast: bool, names: list[str]) -> dict[str, DeviceTensor]:
         """run(device_outputs=True): here the host arrays as DeviceTensors on the host."""
         results = self._run(feeds, cast)
-        return {n: DeviceTensor(results[n], n) for n in names}
+        return {n: DeviceTensor(np.array(results[n], copy=True), n) for n in names}  # never a view a run reuses
 
     def submit(self, feeds: dict[str, Any] | None = None, /, **options: Any) -> Future:
         """run(feeds, **options) started without waiting: a concurrent.futures.Future of its outputs (or of its
