@@ -262,3 +262,17 @@ def test_copies_around_host_steps(device, host_op):
         assert np.array_equal(kept.numpy(), want)
         assert np.array_equal(model.run({"image": fed})["scaled"], want * 0.5 + 0.25)
         assert model.transferred["to_device"] == x.nbytes  # the host step's result only, not the input
+
+
+def test_a_vgf_runs_in_flight_and_gives_host_backed_device_tensors(device, chain, tmp_path):
+    path = tmp_path / "scale.vgf"
+    chain[0].export_vgf(path)
+    with tosa_vk.load(path, device=device, max_in_flight=2) as model:
+        name = next(iter(model.inputs))
+        xs = [image(i) for i in range(4)]
+        futures = [model.submit({name: x}) for x in xs]
+        for x, f in zip(xs, futures):
+            (got,) = f.result(timeout=60).values()
+            assert np.array_equal(got, x * 0.5 + 0.25)
+        (kept,) = model.run({name: xs[0]}, device_outputs=True).values()
+        assert kept.device == "host" and np.array_equal(kept.numpy(), xs[0] * 0.5 + 0.25)
