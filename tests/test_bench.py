@@ -151,3 +151,23 @@ def test_built_graphs_join_the_model_suite(tmp_path, monkeypatch, capsys):
     assert bench.main_from_args(args) == 0
     assert (tmp_path / "graphs" / "gru_fp32" / "desc.json").is_file()
     assert "| gru_fp32 |" in capsys.readouterr().out
+
+
+def test_in_flight_reports_throughput_and_the_pipeline_case(tmp_path, capsys):
+    """--in-flight: latency and runs/s per N, and the pipeline with and without device tensors (issue 37)."""
+    from tosa_vk.cli import build_parser
+
+    tiny = _tiny_graph(tmp_path)
+    args = build_parser().parse_args(
+        ["bench", str(tiny), "--in-flight", "1,2", "--runs", "3", "--repeats", "1", "--out", str(tmp_path)]
+    )
+    assert bench.main_from_args(args) == 0
+    out = capsys.readouterr().out
+    assert "| tiny | 1 |" in out and "| tiny | 2 |" in out and "throughput (runs/s" in out
+    found = json.loads((tmp_path / "in_flight.json").read_text())
+    assert [r["in_flight"] for r in found["in_flight"]["tiny"]] == [1, 2]
+    assert all(r["ok"] and r["runs_per_s"] > 0 for r in found["in_flight"]["tiny"])
+    pipe = found["pipeline"]["tiny"]
+    assert pipe["identical"] and pipe["device_bytes"] < pipe["host_bytes"]
+    bad = build_parser().parse_args(["bench", str(tiny), "--in-flight", "0", "--out", str(tmp_path)])
+    assert bench.main_from_args(bad) == 2

@@ -6,6 +6,7 @@ program = tosa_vk.compile(graph, "lavapipe")  # the compile pipeline alone: a Pr
 """
 
 from .backends.model import Model, Timing
+from .backends.tensor import DeviceTensor
 from .builder import Builder
 from .compiler import compile
 from .custom import custom_op
@@ -31,6 +32,7 @@ from .version import __version__ as __version__
 __all__ = [
     "Builder",
     "DType",
+    "DeviceTensor",
     "DeviceTimeout",
     "Graph",
     "Model",

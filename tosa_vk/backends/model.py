@@ -5,8 +5,10 @@ twins of `run(capture=...)`. tosa_vk/session.py's `load` picks the backend class
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from typing import Any, NamedTuple
 
@@ -16,6 +18,7 @@ from ..errors import TosaError
 from ..ir import Graph, Tensor, load_graph
 from ..ir.flatbuffer import read_graph
 from ..quantization import QParams, dequantize, quantize
+from .tensor import DeviceTensor
 
 KEPT_TWINS = 2  # capture twins a model keeps loaded (tosa_vk/capture.py), by capture set
 
@@ -41,6 +44,9 @@ class Model:
     # float data in and out of integer inputs / outputs, by name (load(input_qparams=, output_qparams=), `quantize_io`)
     input_qparams: Mapping[str, QParams] = {}
     output_qparams: Mapping[str, QParams] = {}
+    max_in_flight = 1  # runs submit() keeps going at once (load(..., max_in_flight=N))
+    _executor: ThreadPoolExecutor | None = None
+    _closed = False
 
     def run(
         self,
@@ -50,8 +56,9 @@ class Model:
         cast: bool = False,
         outputs: Sequence[str] | None = None,
         capture: str | Sequence[str] | None = None,
+        device_outputs: bool = False,
         **named: np.ndarray,
-    ) -> dict[str, np.ndarray]:
+    ) -> dict[str, Any]:
         """Runs the graph: inputs by name (a dict, keywords, or both) -> outputs by name.
 
         Every input must be given, in its declared shape and a dtype numpy's `same_kind` rule converts to the
@@ -60,10 +67,32 @@ class Model:
         is a value a float input's type would change beyond rounding (1e300 or 2**24 + 1 into FP32).
         `outputs`: the names of the outputs to return (default all). `capture`: intermediate tensors to return
         too, after the outputs — "all" or a list of tensor names (tosa_vk/capture.py: the run is then a twin
-        program that keeps them stored). An input named "cast", "outputs" or "capture" goes in the dict.
-        Inputs / outputs with quantization parameters (`quantize_io`) take / return float data."""
-        checked = self._gather(feeds, named, cast, outputs, self.source_kind)
+        program that keeps them stored). An input named "cast", "outputs", "capture" or "device_outputs" goes in the
+        dict. Inputs / outputs with quantization parameters (`quantize_io`) take / return float data.
+
+        `device_outputs=True`: the outputs as tosa_vk.DeviceTensor values kept on the device (each in memory of its
+        own: a later run does not overwrite it), to feed another model on the same device with no host copy; a feed
+        may be such a DeviceTensor (tosa_vk/backends/tensor.py says which). They are the graph's own values: not
+        with output quantization parameters."""
+        checked = self._resolve(self._gather(feeds, named, cast, outputs, self.source_kind))
         checked = self._quantized(checked, bool(cast))
+        if not isinstance(device_outputs, (bool, np.bool_)):
+            raise TosaError(
+                f"run(device_outputs=...) takes True or False, got {type(device_outputs).__name__}; an input named "
+                "'device_outputs' is given in the feeds dict",
+                file=self.file,
+            )
+        if device_outputs:
+            if capture is not None and capture is not False:
+                raise TosaError("run(capture=...) returns host arrays: not with device_outputs=True", file=self.file)
+            if self.output_qparams:
+                raise TosaError(
+                    "run(device_outputs=True) returns the graph's own values; this model dequantizes outputs "
+                    f"{sorted(self.output_qparams)} (output_qparams), which only host results can be",
+                    file=self.file,
+                )
+            names = list(self.outputs) if outputs is None else self._wanted(outputs, self.source_kind)
+            return self._run_device(checked, bool(cast), names)
         if capture is None or capture is False:
             return self._dequantized(self._pick(self._run(checked, bool(cast)), outputs))
         names = self._captures(capture)
@@ -90,6 +119,8 @@ class Model:
         """The feeds with the quantized inputs' float data quantized; with cast, a warning for float data cast
         (truncated) into another integer input."""
         for name, (_, dtype) in self.inputs.items():
+            if isinstance(feeds[name], DeviceTensor):  # on a device: the graph's own values
+                continue
             floats = np.asarray(feeds[name]).dtype.kind == "f"
             if name in self.input_qparams and floats:
                 feeds = {**feeds, name: quantize(feeds[name], self.input_qparams[name])}
@@ -119,6 +150,42 @@ class Model:
     def _run(self, feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
         """The backend's run: every input given by name (not yet converted) -> every output."""
         raise NotImplementedError
+
+    def _resolve(self, feeds: dict) -> dict:
+        """DeviceTensor feeds as this backend takes them: here (a host backend) their arrays, for tensors on the
+        host; a tensor on a Vulkan device is a TosaError (VulkanModel takes its own device's)."""
+        resolved = dict(feeds)
+        for name, value in feeds.items():
+            if isinstance(value, DeviceTensor):
+                value.buffer_on("host", name, self.file)
+                resolved[name] = value.numpy()
+        return resolved
+
+    def _run_device(self, feeds: dict, cast: bool, names: list[str]) -> dict[str, DeviceTensor]:
+        """run(device_outputs=True): here the host arrays as DeviceTensors on the host."""
+        results = self._run(feeds, cast)
+        return {n: DeviceTensor(np.array(results[n], copy=True), n) for n in names}  # never a view a run reuses
+
+    def submit(self, feeds: dict[str, Any] | None = None, /, **options: Any) -> Future:
+        """run(feeds, **options) started without waiting: a concurrent.futures.Future of its outputs (or of its
+        error). Up to `max_in_flight` runs go at once (load(..., max_in_flight=N); on the Vulkan backend each in
+        a runtime slot of its own: arena, command buffers, queue submission; the compiled pipelines shared); more
+        wait their turn in submission order. close() cancels the runs not started yet (their futures say
+        cancelled) and stops or waits for those running."""
+        with _EXECUTORS:
+            if self._closed:
+                raise TosaError("the model is closed", file=self.file)
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(self.max_in_flight, thread_name_prefix="tosa_vk-run")
+            return self._executor.submit(self.run, feeds, **options)
+
+    def _drain(self) -> None:
+        """close()'s first step: no more submit(); runs submitted and not started are cancelled."""
+        with _EXECUTORS:
+            self._closed = True
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
 
     def _gather(self, feeds, named: dict, cast, outputs, where: str = "graph") -> dict:
         """run()'s feeds (the dict and the keywords) checked against `inputs`, and its keywords checked."""
@@ -204,6 +271,7 @@ class Model:
 
     def close(self) -> None:
         """Frees device resources now (idempotent)."""
+        self._drain()
 
     def __enter__(self):
         return self
@@ -319,6 +387,7 @@ class GraphModel(Model):
         """After a twin's run: this model's variables are what the twin left."""
 
     def close(self) -> None:
+        self._drain()
         for twin in (self._twins or {}).values():
             twin.close()
         self._twins = None
@@ -326,6 +395,28 @@ class GraphModel(Model):
     @property
     def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
         return _arrays(self.graph.outputs)
+
+
+_EXECUTORS = threading.Lock()  # a model's executor made once, and none after close()
+
+
+def in_flight(value: Any, stateful: bool, file: str | None = None) -> int:
+    """load(..., max_in_flight=N) checked: a positive int; a model with variables runs one run at a time (its runs
+    depend on each other's state), so N > 1 is refused for it."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise TosaError(f"max_in_flight={value!r}: take a positive integer (runs submit() keeps going at once)")
+    if value > 1 and stateful:
+        raise TosaError(
+            f"max_in_flight={value}: this model has variables (its runs read and write state in order), so it "
+            "runs one run at a time: load it with max_in_flight=1",
+            file=file,
+        )
+    return int(value)
+
+
+def stateful(graph: Graph) -> bool:
+    """Whether the graph declares variables (EXT-VARIABLE)."""
+    return any(op.op == "VARIABLE" for region in graph.regions for op in region.blocks[0].operators)
 
 
 def _arrays(tensors: list[Tensor]) -> dict[str, tuple[tuple[int, ...], str]]:

@@ -4,9 +4,10 @@ the device opened or borrowed, the validation layer's messages reported, one run
 
 from __future__ import annotations
 
+import queue
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from ..errors import TosaError
@@ -22,11 +23,18 @@ class OnDevice(Model):
 
     One thread at a time uses the runtime (`using()`): a run owns the arena, the recorded command buffers and the
     variables' flags until it returns, so calls from several threads are serialised, and close() waits for a run
-    in progress (ABANDON_AFTER_S at most, then it stops it) instead of freeing memory under it."""
+    in progress (ABANDON_AFTER_S at most, then it stops it) instead of freeing memory under it.
+
+    Runs in flight (`max_in_flight` N > 1, `open_slots`): N runtimes of the same program on the device, each with
+    its own arena, recorded command buffers and lock, the compiled pipelines made once (the first runtime's); a run
+    takes whichever slot is free. `runtime` is slot 0: the variables, set_variable and the capture twins use it
+    (a model with variables has one slot)."""
 
     runtime: Runtime | None = None
     device: Device | None = None
     own_device = False
+    _slots: list[tuple[Runtime, threading.RLock]] = []
+    _last_slot = 0  # the slot of the last run that ended: transferred and profile() read it
 
     def attach(self, device: Device | str | int | None, validation: bool | str | None = None) -> Device:
         """Opens the device (or borrows the one given) and the lock; call first in __init__. `validation`: the
@@ -56,6 +64,38 @@ class OnDevice(Model):
         else:
             raise VulkanError(text)
 
+    def open_slots(self, count: int, make: Callable[[Runtime], Runtime]) -> None:
+        """`count` runtime slots: `runtime` and count - 1 more made by make(runtime) (sharing its pipelines)."""
+        assert self.runtime is not None
+        self._slots = [(self.runtime, self.lock)]
+        self._free: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for _ in range(count - 1):
+            self._slots.append((make(self.runtime), threading.RLock()))
+        for i in range(len(self._slots)):
+            self._free.put(i)
+        self.max_in_flight = count
+
+    @contextmanager
+    def slot(self) -> Iterator[Runtime]:
+        """A free runtime slot for one run, held by this thread until the block ends."""
+        if len(self._slots) < 2:
+            with self.using() as runtime:
+                yield runtime
+            return
+        i = self._free.get()
+        try:
+            runtime, lock = self._slots[i]
+            with lock:
+                if self.runtime is None or runtime.device is None:
+                    raise TosaError("the model is closed", file=self.file)
+                yield runtime
+                self._last_slot = i
+        finally:
+            self._free.put(i)
+
+    def _last(self) -> tuple[Runtime, threading.RLock]:
+        return self._slots[self._last_slot] if len(self._slots) > 1 else (self.runtime, self.lock)  # type: ignore[return-value]
+
     @contextmanager
     def using(self) -> Iterator[Runtime]:
         """The runtime, held by this thread until the block ends; a clear error once the model is closed."""
@@ -68,7 +108,8 @@ class OnDevice(Model):
         """Per-kernel device times (GPU timestamp queries) and host-step wall times of the last run, in
         microseconds, in order. A TosaError unless the model was loaded with timestamps=True (it gave [] before:
         an empty profile read as "nothing ran")."""
-        with self.using() as runtime:
+        runtime, lock = self._last()
+        with lock, self.using():  # slot 0's lock too: a clear error once closed
             if not runtime.timestamps:
                 raise TosaError(
                     "profile() needs GPU timestamps: load the model with timestamps=True "
@@ -79,7 +120,8 @@ class OnDevice(Model):
 
     @property
     def transferred(self) -> dict[str, int]:
-        with self.using() as runtime:
+        runtime, lock = self._last()
+        with lock, self.using():
             return dict(runtime.transferred)
 
     def __del__(self) -> None:
@@ -91,6 +133,18 @@ class OnDevice(Model):
             pass
 
     def close(self) -> None:
+        self._drain()  # no more submit(); the runs not started cancelled
+        left = False  # a slot's work abandoned on the device: what it uses stays until the process exits
+        for other, held in self._slots[1:]:  # the other slots first: slot 0 holds the pipelines they share
+            if not held.acquire(timeout=ABANDON_AFTER_S):
+                other.stop("the model is closed: close() stopped this run")
+                held.acquire()
+            try:
+                other.close()
+                left = left or other.abandoned
+            finally:
+                held.release()
+        self._slots = self._slots[:1]
         lock = getattr(self, "lock", None)
         # a run in progress gets ABANDON_AFTER_S to end, then is stopped: a runaway shader must not keep close()
         # waiting until its timeout_s (its device work is then left running: Runtime.close)
@@ -100,7 +154,9 @@ class OnDevice(Model):
                 runtime.stop("the model is closed: close() stopped this run")
             lock.acquire()
         try:
-            abandoned = False
+            abandoned = left  # slot 0's pipelines and the device stay too (a wait for the device would not end)
+            if left:
+                self.runtime = None
             if self.runtime is not None:
                 self.runtime.close()
                 abandoned = self.runtime.abandoned

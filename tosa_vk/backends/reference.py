@@ -14,14 +14,16 @@ from ..reference.executor import Interpreter, coerce_input, coerce_scales
 from ..target import Target
 from ..timeout import checked_timeout
 from ..variables import new_value
-from .model import GraphModel, Model, Timing
+from .model import GraphModel, Model, Timing, in_flight, stateful
 
 REASON = "reference backend: numpy"  # every operator's placement
 
 
 class ReferenceModel(GraphModel):
     """Options: max_iterations (WHILE_LOOP cap), timeout_s (the longest a run may take: positive seconds, checked
-    before each operator and WHILE_LOOP iteration; None, the default: no limit)."""
+    before each operator and WHILE_LOOP iteration; None, the default: no limit), max_in_flight (runs submit()
+    takes at once; the interpreter still runs one at a time, so this changes nothing but what is accepted: code
+    written for the Vulkan backend runs here)."""
 
     backend = "reference"
 
@@ -32,8 +34,10 @@ class ReferenceModel(GraphModel):
         file: str | None = None,
         max_iterations: int = 1_000_000,
         timeout_s: float | None = None,
+        max_in_flight: int = 1,
     ):
         checked_timeout(timeout_s)  # before the graph is validated
+        self.max_in_flight = in_flight(max_in_flight, stateful(source), file)
         self.graph, self.file = source, file
         self.interpreter = Interpreter(source, file=file, max_iterations=max_iterations, timeout_s=timeout_s)
         # one run at a time: the interpreter reuses its per-operator calls and holds the variables

@@ -16,6 +16,7 @@ from ..timeout import checked_timeout
 from ..vgf_run import vgf_program
 from ..vulkan import Device
 from ..vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
+from .model import in_flight
 from .on_device import OnDevice
 
 # numpy storage dtype -> the TOSA type it stores (INT8 over INT4, which shares its storage)
@@ -24,7 +25,8 @@ _TOSA_NAMES = {np.dtype(d.numpy): d.name for d in reversed(DType) if d not in (D
 
 class VGFModel(OnDevice):
     """A .vgf loaded onto a Vulkan device: run(feeds by input name) -> outputs by name. `timestamps=True`: GPU
-    times for profile()."""
+    times for profile(); `max_in_flight`: runs submit() keeps going at once (a runtime slot each). Device tensors:
+    outputs on the host (Model's default), feeds only host-backed ones."""
 
     source_kind = "VGF"
 
@@ -38,6 +40,7 @@ class VGFModel(OnDevice):
         timeout_s: float | None = DEFAULT_TIMEOUT_S,
         validation: bool | str | None = None,
         timestamps: bool = False,
+        max_in_flight: int = 1,
     ):
         checked_timeout(timeout_s)  # before any work (the Runtime keeps it)
         if isinstance(source, VGF):
@@ -52,6 +55,17 @@ class VGFModel(OnDevice):
         dev = self.attach(device, validation)
         try:
             self.runtime = Runtime(self.program, dev, timeout_s=timeout_s, timestamps=timestamps)  # for profile()
+            self.open_slots(
+                in_flight(max_in_flight, False, self.file),
+                lambda first: Runtime(
+                    self.program,
+                    dev,
+                    first.cache,
+                    timeout_s=timeout_s,
+                    timestamps=timestamps,
+                    pipelines=first.pipelines,
+                ),
+            )
             self.report_validation()
         except BaseException:
             self.close()
@@ -86,7 +100,7 @@ class VGFModel(OnDevice):
                 cast=cast,
                 where=self.source_kind,
             )
-        with self.using() as runtime:
+        with self.slot() as runtime:
             results = runtime.run(values)
         self.report_validation()
         return results

@@ -31,8 +31,10 @@ from ..vulkan.builtin import shipped_only
 from ..vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
 from ..vulkan.shaders import ShaderCache
 from ..vulkan.variant import program_variants
-from .model import GraphModel, Model
+from .model import GraphModel, Model, in_flight
 from .on_device import OnDevice
+from .tensor import DeviceTensor
+from .tensor import checked as checked_tensor
 
 
 def _text(path: str | Path) -> str:
@@ -51,7 +53,8 @@ class VulkanModel(OnDevice, GraphModel):
     run may take on the device before it fails; None: none), fuse (False: one kernel per operator; default on unless
     TOSA_VK_FUSE=0), cache_dir (the program cache, tosa_vk/program_cache.py: a folder, default
     $TOSA_VK_CACHE/programs; False: none), validation (the Khronos validation layer, OnDevice.attach: True, "warn",
-    False; default TOSA_VK_VALIDATION)."""
+    False; default TOSA_VK_VALIDATION), max_in_flight (runs submit() keeps going at once, each in a runtime slot
+    of its own: an arena per slot, the pipelines compiled once; 1 for a model with variables)."""
 
     backend = "vulkan"
 
@@ -75,6 +78,7 @@ class VulkanModel(OnDevice, GraphModel):
         fuse: bool | None = None,
         cache_dir: str | Path | bool | None = None,
         validation: bool | str | None = None,
+        max_in_flight: int = 1,
     ):
         if source is None and file is None:
             raise TosaError("a VulkanModel needs a graph or a .tosa file")
@@ -102,6 +106,14 @@ class VulkanModel(OnDevice, GraphModel):
             if not self.cached:
                 self.program = self.compile()
                 self.runtime = Runtime(self.program, dev, ShaderCache(), **running)
+            count = in_flight(max_in_flight, bool(self.program.variables), self.file)
+            check_all = self.cached
+            self.open_slots(
+                count,
+                lambda first: Runtime(
+                    self.program, dev, first.cache, pipelines=first.pipelines, check_all=check_all, **running
+                ),
+            )
             # what run() coerces the feeds to: the graph's inputs, from the program (the graph may be unparsed)
             self._feeds = [Tensor(n, shape, DType[dtype]) for n, (shape, dtype) in self.program.input_types.items()]
             if found and not self.cached:
@@ -183,10 +195,29 @@ class VulkanModel(OnDevice, GraphModel):
         return cache, header, cache.load(header)
 
     def _run(self, feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
-        values = {t.name: coerce_input(t, feeds[t.name], self.file, cast=cast) for t in self._feeds}
+        return self._on_device(feeds, cast, None)
+
+    def _resolve(self, feeds: dict) -> dict:
+        return feeds  # DeviceTensors of this device are copied on the device (_on_device)
+
+    def _run_device(self, feeds: dict, cast: bool, names: list[str]) -> dict[str, DeviceTensor]:
+        return {n: DeviceTensor(buffer, n) for n, buffer in self._on_device(feeds, cast, names).items()}
+
+    def _on_device(self, feeds: dict, cast: bool, keep: list[str] | None) -> dict:
+        """A run: host feeds converted and written into the arena, DeviceTensor feeds (of this device, the input's
+        exact shape and storage dtype) copied device to device; the outputs as host arrays, or those `keep` names
+        as device buffers of their own."""
+        values, on_device = {}, {}
+        for t in self._feeds:
+            value = feeds[t.name]
+            if isinstance(value, DeviceTensor):
+                buf = self.program.buffer(t.name)
+                on_device[t.name] = checked_tensor(value, self.device, t.name, buf.shape, buf.dtype, self.file)
+            else:
+                values[t.name] = coerce_input(t, value, self.file, cast=cast)
         try:
-            with self.using() as runtime:
-                results = runtime.run(values)
+            with self.slot() as runtime:
+                results = runtime.run(values, on_device, keep)
         except TosaError as err:
             raise err.located(file=self.file) from None
         self.report_validation()
@@ -198,7 +229,7 @@ class VulkanModel(OnDevice, GraphModel):
             return {uid: runtime.view(self.program.variables[uid].tensor).copy() for uid in runtime.state}
 
     def _twin(self, graph: Graph) -> Model:
-        return VulkanModel(graph, file=self.file, **{**self._options, "device": self.device})
+        return VulkanModel(graph, file=self.file, **{**self._options, "device": self.device, "max_in_flight": 1})
 
     def _lend_state(self, twin: Model) -> None:
         assert isinstance(twin, VulkanModel)

@@ -152,6 +152,14 @@ def add_arguments(p) -> None:
         help="also the Builder-made model graphs (transformer blocks fp32 / int8, GRU, int8 LSTM, ResNet fp32; "
         "tosa_vk/bench/graphs.py), written as .tosa under OUT/graphs",
     )
+    p.add_argument(
+        "--in-flight",
+        metavar="N[,N...]",
+        help="throughput instead: per model and N, one run's latency and the runs/s of --runs submitted runs with "
+        "load(max_in_flight=N), interleaved; and the pipeline case (a preprocessing model chained to the model "
+        "through the host and with device tensors); Vulkan only (tosa_vk/bench/flight.py)",
+    )
+    p.add_argument("--runs", type=int, default=32, help="with --in-flight: runs submitted per throughput sample")
 
 
 def main_from_args(args, cases: list[Case] | None = None) -> int:
@@ -166,6 +174,8 @@ def main_from_args(args, cases: list[Case] | None = None) -> int:
     if not cases:
         print("tosa-vk bench: no cases selected", file=sys.stderr)
         return 2
+    if getattr(args, "in_flight", None):
+        return _in_flight_from_args(args, [c for c in cases if c.suite == "models"])
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     unknown = sorted(set(backends) - set(BACKENDS))
     if unknown:
@@ -178,6 +188,41 @@ def main_from_args(args, cases: list[Case] | None = None) -> int:
     print(
         f"{len(cases)} cases in {report['wall_seconds']:.0f} s; JSON, markdown{plotted} in {args.out}/", file=sys.stderr
     )
+    return 0
+
+
+def _in_flight_from_args(args, cases: list[Case]) -> int:
+    """`--in-flight`: the throughput and pipeline tables (markdown on stdout, in_flight.json in --out)."""
+    import json
+
+    from . import flight
+
+    try:
+        levels = [int(n) for n in str(args.in_flight).split(",") if n.strip()]
+    except ValueError:
+        levels = []
+    if not levels or min(levels) < 1 or args.runs < 1 or args.repeats < 1:
+        print("tosa-vk bench: --in-flight takes positive integers (1,2,4); --runs and --repeats too", file=sys.stderr)
+        return 2
+    if not cases:
+        print("tosa-vk bench: --in-flight measures model cases; none selected", file=sys.stderr)
+        return 2
+    device = int(args.device) if args.device and str(args.device).isdigit() else args.device
+    rows, pipes = {}, {}
+    for case in cases:
+        graph, feeds, _, path = case.make()
+        source = path or graph
+        print(f"{case.name}: in flight {levels} ...", file=sys.stderr)
+        rows[case.name] = flight.in_flight(source, feeds, levels, args.runs, args.repeats, device)
+        try:
+            pipes[case.name] = flight.pipeline(source, feeds, 3 * args.repeats, device)
+        except Exception as err:  # noqa: BLE001 - a model the pipeline case does not fit is noted, not fatal
+            pipes[case.name] = {"error": str(err).splitlines()[0][:120]}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    report = {"schema": "tosa_vk.bench.in_flight/1", "environment": environment(device), "in_flight": rows}
+    (out / "in_flight.json").write_text(json.dumps({**report, "pipeline": pipes}, indent=1, default=str))
+    print(flight.markdown(rows, pipes))
     return 0
 
 

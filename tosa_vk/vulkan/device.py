@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -319,6 +321,10 @@ class Device:
         self.validation_messages: list[str] = []
         # vkQueueSubmit needs external synchronisation of the queue: Models sharing this device take turns
         self.queue_lock = threading.Lock()
+        # device tensors' buffers (memory.DeviceBuffer) still held: copied to the host when the device closes
+        self.buffers: weakref.WeakSet = weakref.WeakSet()
+        self.unified_memory: bool | None = None  # a memory type both host-visible and device-local (memory.py)
+        self.memory_properties: Any = None  # VkPhysicalDeviceMemoryProperties, asked once (memory.py)
         validation = validation_requested() if validation is None else validation
         self.instance, self._messenger = create_instance(validation, self.validation_messages)
         try:
@@ -394,8 +400,54 @@ class Device:
             vk.vkDestroyInstance(self.instance, None)
             self.instance = None
 
+    def submit_once(self, record: Callable) -> None:
+        """A one-off command buffer: `record(cmd)` fills it, then it runs on the queue and is waited for (a
+        transient pool and fence of its own, so any thread may call it)."""
+        vkd = self.device
+        pool = vk.vkCreateCommandPool(
+            vkd,
+            vk.VkCommandPoolCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                queueFamilyIndex=self.queue_family,
+                flags=vk.VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
+            ),
+            None,
+        )
+        fence = vk.vkCreateFence(vkd, vk.VkFenceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO), None)
+        try:
+            cmd = vk.vkAllocateCommandBuffers(
+                vkd,
+                vk.VkCommandBufferAllocateInfo(
+                    sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                    commandPool=pool,
+                    level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                    commandBufferCount=1,
+                ),
+            )[0]
+            begin = vk.VkCommandBufferBeginInfo(
+                sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+            )
+            vk.vkBeginCommandBuffer(cmd, begin)
+            everything(cmd)
+            record(cmd)
+            everything(cmd)
+            vk.vkEndCommandBuffer(cmd)
+            info = vk.VkSubmitInfo(sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=1, pCommandBuffers=[cmd])
+            with self.queue_lock:
+                vk.vkQueueSubmit(self.queue, 1, [info], fence)
+            vk.vkWaitForFences(vkd, 1, [fence], vk.VK_TRUE, 2**63 - 1)
+        finally:
+            vk.vkDestroyFence(vkd, fence, None)
+            vk.vkDestroyCommandPool(vkd, pool, None)
+
     def close(self) -> None:
         if getattr(self, "device", None) is not None:
+            for buffer in list(getattr(self, "buffers", ())):  # device tensors still held keep their values
+                try:
+                    buffer.evacuate()
+                except Exception:  # noqa: S110 - a tensor that cannot be read back is freed with the device
+                    pass
             vk.vkDeviceWaitIdle(self.device)
             vk.vkDestroyDevice(self.device, None)
             self.device = None
@@ -409,3 +461,25 @@ class Device:
 
     def __repr__(self) -> str:
         return f"Device(#{self.info.index} {self.info.name!r}, {self.info.type}, Vulkan {self.info.api_version})"
+
+
+def everything(cmd) -> None:
+    """A memory barrier between all earlier and all later work (compute, transfers, host) in a command buffer: what
+    a one-off copy needs against the queue's earlier submissions and the host."""
+    every = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT | vk.VK_PIPELINE_STAGE_HOST_BIT
+    access = (
+        vk.VK_ACCESS_SHADER_READ_BIT
+        | vk.VK_ACCESS_SHADER_WRITE_BIT
+        | vk.VK_ACCESS_TRANSFER_READ_BIT
+        | vk.VK_ACCESS_TRANSFER_WRITE_BIT
+        | vk.VK_ACCESS_HOST_READ_BIT
+        | vk.VK_ACCESS_HOST_WRITE_BIT
+    )
+    if not _EVERYTHING:  # built once: the vulkan module's struct marshalling costs ~30 us a struct
+        _EVERYTHING.append(
+            vk.VkMemoryBarrier(sType=vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER, srcAccessMask=access, dstAccessMask=access)
+        )
+    vk.vkCmdPipelineBarrier(cmd, every, every, 0, 1, _EVERYTHING, 0, None, 0, None)
+
+
+_EVERYTHING: list = []

@@ -8,6 +8,8 @@ Recorder copies the ranges a run needs.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import vulkan as vk
 
@@ -56,7 +58,7 @@ class _Allocation:
             None,
         )
         req = vk.vkGetBufferMemoryRequirements(vkd, self.buffer)
-        props = vk.vkGetPhysicalDeviceMemoryProperties(device.physical)
+        props = memory_properties(device)
         types = [
             i
             for i in range(props.memoryTypeCount)
@@ -103,11 +105,25 @@ class _Allocation:
         self.buffer = self.memory = None
 
 
+def memory_properties(device: Device):
+    """The device's VkPhysicalDeviceMemoryProperties, asked once per device (a device tensor per output and run
+    allocates memory: the query's marshalling costs more than the allocation on lavapipe)."""
+    found = getattr(device, "memory_properties", None)
+    if found is None:
+        found = device.memory_properties = vk.vkGetPhysicalDeviceMemoryProperties(device.physical)
+    return found
+
+
 def host_visible_device_local(device: Device) -> bool:
-    props = vk.vkGetPhysicalDeviceMemoryProperties(device.physical)
-    return any(
-        (props.memoryTypes[i].propertyFlags & (HOST | LOCAL)) == (HOST | LOCAL) for i in range(props.memoryTypeCount)
-    )
+    found = getattr(device, "unified_memory", None)  # asked once per device
+    if found is None:
+        props = memory_properties(device)
+        found = any(
+            (props.memoryTypes[i].propertyFlags & (HOST | LOCAL)) == (HOST | LOCAL)
+            for i in range(props.memoryTypeCount)
+        )
+        device.unified_memory = found
+    return found
 
 
 class Arena:
@@ -142,3 +158,90 @@ class Arena:
         self.gpu.close()
         if self.stage is not self.gpu:
             self.stage.close()
+
+
+class DeviceBuffer:
+    """One tensor's bytes in device memory of its own (a device tensor, tosa_vk/backends/tensor.py): `nbytes` in a
+    buffer of its own allocation, host-visible where the device has such memory (lavapipe, integrated GPUs: read in
+    place) else device-local (discrete GPUs: `numpy()` copies it down through a staging buffer).
+
+    Lifetime: `release()` frees it (idempotent, any thread); the device closing first copies every buffer still
+    held down to the host (`Device.close` calls `evacuate`), so a buffer outliving its device keeps its values
+    and never touches a destroyed device: `device` is then None and `numpy()` returns the host copy."""
+
+    def __init__(self, device: Device, nbytes: int, shape: tuple[int, ...], dtype: np.dtype, staged: bool = False):
+        self.shape, self.dtype, self.nbytes = tuple(shape), np.dtype(dtype), int(nbytes)
+        # staged: device-local memory (forced for tests on a device whose memory is all host-visible)
+        self.staged = staged or not host_visible_device_local(device)
+        self._lock = threading.Lock()
+        self._host: np.ndarray | None = None  # the values, once evacuated
+        flags = HOST if staged else LOCAL if self.staged else HOST | LOCAL
+        self.allocation: _Allocation | None = _Allocation(device, nbytes, flags)
+        self.device: Device | None = device
+        device.buffers.add(self)
+
+    @property
+    def buffer(self):
+        """The VkBuffer (a TosaError once released or evacuated: its device is gone)."""
+        allocation = self.allocation
+        if allocation is None:
+            raise VulkanError("this device tensor holds no device memory: it was released or its device closed")
+        return allocation.buffer
+
+    def numpy(self) -> np.ndarray:
+        """A host copy of the values."""
+        with self._lock:
+            if self._host is not None:
+                return self._host.copy()
+            allocation = self.allocation
+            if allocation is None:
+                raise VulkanError("this device tensor was released")
+            assert self.device is not None
+            if not self.staged:
+                assert allocation.host is not None
+                raw = allocation.host[: self.nbytes].copy()
+            else:
+                raw = download(self.device, allocation.buffer, self.nbytes)
+        return raw.view(self.dtype).reshape(self.shape)
+
+    def evacuate(self) -> None:
+        """The device is closing: the values copied to the host, the device memory freed."""
+        if self.allocation is not None:
+            values = self.numpy()
+            with self._lock:
+                self._host = values
+                self._free()
+
+    def release(self) -> None:
+        with self._lock:
+            self._host = None
+            self._free()
+
+    def _free(self) -> None:
+        allocation, self.allocation = self.allocation, None
+        device, self.device = self.device, None
+        if allocation is not None and device is not None and device.device is not None:
+            device.buffers.discard(self)
+            allocation.close()
+
+    @property
+    def released(self) -> bool:
+        return self.allocation is None and self._host is None
+
+    def __del__(self) -> None:
+        try:
+            self.release()
+        except Exception:  # at interpreter shutdown the Vulkan module may be gone already
+            pass
+
+
+def download(device: Device, buffer, nbytes: int) -> np.ndarray:
+    """`nbytes` of a buffer the host cannot map, copied through a host-visible staging buffer (uint8)."""
+    stage = _Allocation(device, nbytes, HOST)
+    try:
+        region = vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=max(nbytes, 1))
+        device.submit_once(lambda cmd: vk.vkCmdCopyBuffer(cmd, buffer, stage.buffer, 1, [region]))
+        assert stage.host is not None
+        return stage.host[:nbytes].copy()
+    finally:
+        stage.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import vulkan as vk
@@ -25,7 +26,7 @@ from vgf.vk_enums import FORMATS
 from ..errors import DeviceTimeout
 from ..program import Image
 from ..target import Target
-from .device import Device
+from .device import Device, everything
 from .images import ImageResource
 from .memory import Arena
 from .pipelines import Pipeline
@@ -462,6 +463,7 @@ class Queue:
             None,
         )
         self.fence = vk.vkCreateFence(vkd, vk.VkFenceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO), None)
+        self.transfers: dict[str, Transfer] = {}  # record()'s command buffers, made on first use
         self.pending = False  # a submitted command buffer not yet seen finished (a timed-out or interrupted wait)
         self.stopped = False  # set from another thread (Runtime.stop): submit's wait gives up at its next slice
 
@@ -475,12 +477,21 @@ class Queue:
             self.pending = False
         return True
 
-    def submit(self, segment: Segment, timeout_s: float | None = None) -> None:
-        """Runs one command buffer and waits for it, at most `timeout_s` seconds (VulkanError after that)."""
+    def submit(
+        self, segment: Segment, timeout_s: float | None = None, before: Transfer | None = None, after=None
+    ) -> None:
+        """Runs one command buffer and waits for it, at most `timeout_s` seconds (VulkanError after that).
+        `before` / `after`: copies (record()) run in the same submission, before and after it."""
         vkd = self.device.device
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        info = segment.submit_info
+        if before is not None or after is not None:
+            commands = [t.command for t in (before, segment, after) if t is not None]
+            info = vk.VkSubmitInfo(
+                sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=len(commands), pCommandBuffers=commands
+            )
         with self.device.queue_lock:
-            vk.vkQueueSubmit(self.device.queue, 1, [segment.submit_info], self.fence)
+            vk.vkQueueSubmit(self.device.queue, 1, [info], self.fence)
         self.pending = True
         start = time.perf_counter()
         poll = segment.expected_s + TAIL_S if segment.expected_s < POLL_MAX_S else 0.0
@@ -510,7 +521,48 @@ class Queue:
         self.pending = False
         vk.vkResetFences(vkd, 1, [self.fence])
 
+    def record(self, which: str, copies: list[tuple]) -> Transfer:
+        """(source buffer, destination buffer, source offset, destination offset, bytes) copies recorded into the
+        queue's `which` ("in" / "out") transfer command buffer, between full memory barriers (after the queue's
+        earlier work and the host's writes; before the host's reads and later work). Run it with submit(), alone
+        or before / after a segment in the same submission."""
+        vkd = self.device.device
+        if which not in self.transfers:
+            self.transfers[which] = Transfer(
+                vk.vkAllocateCommandBuffers(
+                    vkd,
+                    vk.VkCommandBufferAllocateInfo(
+                        sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                        commandPool=self.pool,
+                        level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                        commandBufferCount=1,
+                    ),
+                )[0]
+            )
+        transfer = self.transfers[which]  # recorded each time: the buffers are new (and a destroyed buffer's
+        cmd = transfer.command  # handle may come back for another one, so a recording is never reused)
+        vk.vkResetCommandBuffer(cmd, 0)
+        vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO))
+        everything(cmd)
+        for src, dst, at, to, size in copies:
+            vk.vkCmdCopyBuffer(cmd, src, dst, 1, [vk.VkBufferCopy(srcOffset=at, dstOffset=to, size=size)])
+        everything(cmd)
+        vk.vkEndCommandBuffer(cmd)
+        return transfer
+
     def close(self) -> None:
         vkd = self.device.device
         vk.vkDestroyFence(vkd, self.fence, None)
-        vk.vkDestroyCommandPool(vkd, self.pool, None)
+        vk.vkDestroyCommandPool(vkd, self.pool, None)  # frees the transfer command buffer too
+
+
+class Transfer:
+    """A Queue's command buffer of copies (Queue.record), with what Queue.submit reads of a Segment."""
+
+    def __init__(self, command):
+        self.command = command
+        self.submit_info = vk.VkSubmitInfo(
+            sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=1, pCommandBuffers=[command]
+        )
+        self.expected_s = 0.0
+        self.dispatches = [SimpleNamespace(name="device tensor copies")]  # what a timeout names

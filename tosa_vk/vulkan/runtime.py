@@ -21,9 +21,9 @@ from ..program import Branch, Host, Kernel, Loop, Program, StateCheck, walk
 from ..timeout import checked_timeout, overrun_text
 from ..variables import Variable, begin_run
 from .device import Device, VulkanError
-from .memory import Arena, align
+from .memory import Arena, DeviceBuffer, align
 from .pipelines import Pipelines, bound_descriptors, kernel_layout
-from .recorder import DeviceTimeout, Dispatch, Queue, Segment, image_bindings
+from .recorder import DeviceTimeout, Dispatch, Queue, Segment, Transfer, image_bindings
 from .shaders import ShaderCache, specialize
 from .variant import program_variants, variant_of
 
@@ -51,7 +51,9 @@ class Runtime:
     """`host` runs the program's Host steps (tosa_vk/host_kernels.py; the Vulkan layer imports no backend);
     `pipeline_data` seeds the driver's pipeline cache (Pipelines); `check_all`: every kernel's interface is checked
     against its module before any pipeline is made, not only a model's own shaders' (a program from the program
-    cache, whose built-in kernels could have been rewritten)."""
+    cache, whose built-in kernels could have been rewritten). `pipelines`: another Runtime's of the same program on
+    the same device (a model's runs in flight: each slot a Runtime with its own arena, queue and recorded command
+    buffers, the compiled pipelines shared; the Runtime that made them closes them)."""
 
     def __init__(
         self,
@@ -65,6 +67,7 @@ class Runtime:
         timeout_s: float | None = DEFAULT_TIMEOUT_S,
         pipeline_data: bytes = b"",
         check_all: bool = False,
+        pipelines: Pipelines | None = None,
     ):
         self.program = program
         self.check_all = check_all
@@ -82,16 +85,20 @@ class Runtime:
         self.submitted: dict[Segment, float] = {}  # segment -> time.perf_counter() of its latest submit
         self.hosted: dict[str, Span] = {}  # host step -> its span in the last run (a loop's: the last iteration)
         self.transferred = {"to_device": 0, "from_device": 0}
+        self.staged_tensors = force_staging  # device tensors in memory the host does not read in place (tests)
         self.own_device = device is None
         self.device: Device | None = device or Device()  # None once closed
         self.cache = cache or ShaderCache()
         # room past the last tensor for a rounded texel view (Target.texel_view_quantum)
         slack = self.device.info.target.texel_view_quantum
         self.arena = Arena(self.device, align(max(program.arena_bytes, 16), 16) + slack, force_staging)
-        self.pipelines = Pipelines(self.device, pipeline_data)
+        self.own_pipelines = pipelines is None
+        self.pipelines = pipelines or Pipelines(self.device, pipeline_data)
         self.queue = Queue(self.device)
         self.segments: list[Segment] = []
         self.plan: list = []
+        self._before: Transfer | None = None  # the current run's device-tensor copies (run())
+        self._after: Transfer | None = None
         hosted = [s.op for s in walk(program.steps) if isinstance(s, Host)]
         if hosted and host is None:
             raise TosaError(f"the program runs {hosted[0]} on the host, and no host kernels were given")
@@ -321,9 +328,19 @@ class Runtime:
             view = self.view(spec.tensor)
             view[...] = 0 if spec.initial is None else spec.initial
 
-    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def run(
+        self,
+        feeds: dict[str, np.ndarray],
+        device_feeds: dict[str, DeviceBuffer] | None = None,
+        keep: list[str] | None = None,
+    ) -> dict:
         """Inputs by name (already in the storage dtype and shape) -> copies of the outputs by name.
-        `transferred` then holds the bytes that crossed between host and device memory in this run."""
+        `transferred` then holds the bytes that crossed between host and device memory in this run.
+
+        `device_feeds`: inputs already in device memory (device tensors of this device, in the storage dtype and
+        shape), copied device to device into the arena. `keep`: outputs to return as DeviceBuffers of their own
+        (copied device to device out of the arena: a later run does not overwrite them) instead of host arrays;
+        neither counts in `transferred`."""
         if self.failed:
             raise VulkanError(f"this model cannot run again ({self.failed}); close it and load it again")
         self.transferred = {"to_device": 0, "from_device": 0}
@@ -332,14 +349,65 @@ class Runtime:
         begin_run(self.state)  # a new run: every variable may be declared once again
         for name, value in feeds.items():
             self._write(name, value)
+        # device tensors: copied in within the first submission, out within the last (where those are segments)
+        self._before = self._copy_in(device_feeds) if device_feeds else None
+        if self._before is not None and not (self.plan and isinstance(self.plan[0], Segment)):
+            self.queue.submit(self._before)  # type: ignore[arg-type]  # a host step or a test reads them first
+            self._before = None
+        made = self._outputs(keep) if keep is not None else {}
+        self._after = self._copy_out(made) if made else None
         # for the whole run, loops included
         self._deadline = math.inf if self.timeout_s is None else time.monotonic() + self.timeout_s
         try:
             self._execute(self.plan)
+            if self._after is not None:  # the run did not end in a segment
+                self.queue.submit(self._after)  # type: ignore[arg-type]
         except (VulkanError, KeyboardInterrupt) as err:  # device work may still be pending: no further runs
             self.failed = str(err) or type(err).__name__
+            self.stranded = list(made.values())  # a pending copy may still write them: kept as long as the runtime
             raise
+        except BaseException:
+            for tensor in made.values():
+                tensor.release()
+            raise
+        finally:
+            self._before = self._after = None
+        if keep is not None:
+            return made
         return {name: self._read(name).copy() for name in self.program.outputs}
+
+    def _copy_in(self, tensors: dict[str, DeviceBuffer]) -> Transfer | None:
+        """Device tensors into their inputs' arena ranges: a recorded command buffer of copies. The host's view of
+        the arena (the staging twin where the arena is staged: each segment copies it over first) receives them."""
+        copies = []
+        for name, tensor in tensors.items():
+            buf = self.program.buffer(name)
+            if buf.nbytes:
+                copies.append((tensor.buffer, self.arena.stage.buffer, 0, buf.offset, buf.nbytes))
+        return self.queue.record("in", copies) if copies else None
+
+    def _outputs(self, names: list[str]) -> dict[str, DeviceBuffer]:
+        """Device buffers of their own for the outputs `names`."""
+        made: dict[str, DeviceBuffer] = {}
+        try:
+            for name in names:
+                buf = self.program.buffer(name)
+                made[name] = DeviceBuffer(self._device, buf.nbytes, buf.shape, buf.dtype, staged=self.staged_tensors)
+        except BaseException:
+            for tensor in made.values():
+                tensor.release()
+            raise
+        return made
+
+    def _copy_out(self, made: dict[str, DeviceBuffer]) -> Transfer | None:
+        """The outputs copied device to device into their buffers, recorded (from the host's view of the arena:
+        where the arena is staged, each segment leaves its results there, and host steps write there)."""
+        copies = []
+        for name, tensor in made.items():
+            buf = self.program.buffer(name)
+            if buf.nbytes:
+                copies.append((self.arena.stage.buffer, tensor.buffer, buf.offset, 0, buf.nbytes))
+        return self.queue.record("out", copies) if copies else None
 
     def stop(self, reason: str) -> None:
         """Called from another thread (a model's close()): the run in progress ends at its next step, or within
@@ -358,7 +426,11 @@ class Runtime:
                     if left <= 0:
                         raise DeviceTimeout(f"next kernel: {item.dispatches[0].name}")
                     self.submitted[item] = time.perf_counter()
-                    self.queue.submit(item, None if left == math.inf else left)
+                    before, self._before = self._before, None
+                    after = None
+                    if self._after is not None and item is self.plan[-1]:  # the run's last submission
+                        after, self._after = self._after, None
+                    self.queue.submit(item, None if left == math.inf else left, before, after)
                 except DeviceTimeout as err:
                     if self.stopped:
                         raise TosaError(self.stopped) from None
@@ -455,6 +527,9 @@ class Runtime:
         self.segments = []
         for part in ("queue", "pipelines", "arena"):
             obj = getattr(self, part, None)
+            if part == "pipelines" and not getattr(self, "own_pipelines", True):
+                obj = None  # another Runtime's: it closes them
+                setattr(self, part, None)
             if obj is not None:
                 obj.close()
                 setattr(self, part, None)
