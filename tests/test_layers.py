@@ -78,9 +78,19 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "vgf_graph",  # TOSA graph <-> VGF graph module
         "vgf_export",  # Program -> VGF container: a compile output every backend's export_vgf writes
         "vgf_run",  # a .vgf's COMPUTE segments -> Program: the other way to a Program
+        "pte",  # an ExecuTorch program (.pte) read into plain data, and the host operators between its delegates
     ),
     BACKENDS: ("backends", "session"),
-    TOOLS: ("__init__", "__main__", "cli", "bench", "conformance", "compare", "profile"),
+    TOOLS: (
+        "__init__",
+        "__main__",
+        "cli",
+        "bench",
+        "conformance",
+        "compare",
+        "profile",
+        "torch_export",
+    ),  # PyTorch -> .pte through ExecuTorch's Arm TOSA partitioner (the torch extra)
 }
 
 # Imports against the layers that are known and being removed, each with the reason it is still here. The test also

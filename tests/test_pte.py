@@ -1,0 +1,145 @@
+"""ExecuTorch programs (.pte) exported by ExecuTorch's Arm TOSA partitioner (tests/data/pte/make.py, committed with
+their inputs and PyTorch eager's outputs) run on both backends to eager's outputs: float within 1e-4 of the largest
+magnitude, int8 within one output quantization step. No torch needed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tosa_vk
+from tosa_vk.backends.pte import PteModel
+from tosa_vk.pte import Kernel, load_program
+from tosa_vk.pte.program import read_program
+
+DATA = Path(__file__).resolve().parent / "data" / "pte"
+FIXTURES = sorted(p.name for p in DATA.iterdir() if (p / "model.pte").is_file())
+
+
+def feeds(name: str) -> dict[str, np.ndarray]:
+    desc = json.loads((DATA / name / "desc.json").read_text())
+    return {n: np.load(DATA / name / f) for n, f in zip(desc["ifm_name"], desc["ifm_file"])}
+
+
+def eager(name: str) -> list[np.ndarray]:
+    desc = json.loads((DATA / name / "desc.json").read_text())
+    return [np.load(DATA / name / f) for f in desc["expected_result_file"]]
+
+
+def output_steps(name: str) -> list[float]:
+    """Each output's quantization step: the scale of the dequantize that writes it (0 for a float output)."""
+    plan = load_program(DATA / name / "model.pte")[0]
+    steps = []
+    for index in plan.outputs:
+        writer = [k for k in plan.instructions if isinstance(k, Kernel) and index in k.args[-2:]]
+        quantized = writer and "dequantize" in writer[-1].op
+        steps.append(float(plan.values[writer[-1].args[1]]) if quantized else 0.0)
+    return steps
+
+
+def test_fixtures_are_there():
+    assert set(FIXTURES) >= {"cnn_fp32", "cnn_int8", "transformer_fp32", "two_in_two_out_fp32", "two_delegates_int8"}
+
+
+@pytest.mark.parametrize("backend", ["reference", pytest.param("vulkan", marks=pytest.mark.vulkan)])
+@pytest.mark.parametrize("name", FIXTURES)
+def test_pte_matches_eager(name, backend, request):
+    options = {"device": request.getfixturevalue("device")} if backend == "vulkan" else {}
+    with tosa_vk.load(DATA / name / "model.pte", backend=backend, **options) as model:
+        assert isinstance(model, PteModel)
+        assert list(model.inputs) == [f"input_{i}" for i in range(len(model.inputs))]
+        results = model.run(feeds(name))
+    expected = eager(name)
+    assert list(results) == [f"output_{i}" for i in range(len(expected))]
+    for got, want, step in zip(results.values(), expected, output_steps(name)):
+        assert got.dtype == np.float32 and got.shape == want.shape
+        error = float(np.abs(got - want).max())
+        bound = step * 1.0001 if step else 1e-4 * float(np.abs(want).max())
+        assert error <= bound, f"{name} on {backend}: max error {error}, bound {bound}"
+
+
+def test_two_delegates_and_host_ops_between():
+    plan = load_program(DATA / "two_delegates_int8" / "model.pte")[0]
+    kinds = [k.name if isinstance(k, Kernel) else "delegate" for k in plan.instructions]
+    assert kinds == [
+        "quantized_decomposed::quantize_per_tensor.out",
+        "delegate",
+        "quantized_decomposed::dequantize_per_tensor.out",
+        "aten::hardtanh.out",
+        "quantized_decomposed::quantize_per_tensor.out",
+        "delegate",
+        "quantized_decomposed::dequantize_per_tensor.out",
+    ]
+    assert [d.backend for d in plan.delegates] == ["TOSABackend", "TOSABackend"]
+    assert all(d.processed[4:8] == b"TOSA" for d in plan.delegates)  # the TOSA flatbuffer as it is, no header
+
+
+def test_placement_shows_host_ops_and_delegates():
+    with tosa_vk.load(DATA / "two_delegates_int8" / "model.pte", backend="reference") as model:
+        rows = model.placement
+    host = [p.op for p in rows if p.reason.startswith("ExecuTorch host operator")]
+    assert host[0] == "quantized_decomposed::quantize_per_tensor.out #0" and "aten::hardtanh.out #3" in host
+    assert any(p.op.startswith("delegate 0::CONV2D") for p in rows)
+    assert any(p.op.startswith("delegate 1::CONV2D") for p in rows)
+
+
+def test_pte_by_identifier_whatever_its_name(tmp_path):
+    copy = tmp_path / "model.bin"
+    copy.write_bytes((DATA / "cnn_fp32" / "model.pte").read_bytes())
+    with tosa_vk.load(copy, backend="reference") as model:
+        assert isinstance(model, PteModel)
+
+
+def test_not_a_pte(tmp_path):
+    bad = tmp_path / "bad.pte"
+    bad.write_bytes(b"\x10\x00\x00\x00TOSA" + bytes(64))
+    with pytest.raises(tosa_vk.TosaFormatError, match=r"bad\.pte: not an ExecuTorch program .*b'TOSA'"):
+        tosa_vk.load(bad, backend="reference")
+
+
+@pytest.mark.parametrize("keep", [6, 100, 2000, 0.5, 0.9])
+def test_truncated_pte(tmp_path, keep):
+    data = (DATA / "cnn_fp32" / "model.pte").read_bytes()
+    cut = tmp_path / "cut.pte"
+    cut.write_bytes(data[: int(keep * len(data)) if isinstance(keep, float) else keep])
+    with pytest.raises(tosa_vk.TosaFormatError, match=r"cut\.pte"):
+        tosa_vk.load(cut, backend="reference")
+
+
+def test_corrupt_bytes_are_format_errors():
+    data = bytearray((DATA / "two_delegates_int8" / "model.pte").read_bytes())
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        broken = bytearray(data)
+        for i in rng.integers(8, 2000, 4):
+            broken[i] = int(rng.integers(0, 256))
+        try:
+            read_program(bytes(broken), file="broken.pte")
+        except tosa_vk.TosaError as err:
+            assert "broken.pte" in str(err)
+
+
+def test_unsupported_host_op_is_named(tmp_path):
+    data = (DATA / "two_delegates_int8" / "model.pte").read_bytes()
+    renamed = data.replace(b"aten::hardtanh", b"aten::hardtanX")  # same length: the flatbuffer stays valid
+    assert renamed != data
+    path = tmp_path / "m.pte"
+    path.write_bytes(renamed)
+    with pytest.raises(tosa_vk.TosaUnsupportedError, match=r"m\.pte: host operator aten::hardtanX\.out"):
+        tosa_vk.load(path, backend="reference")
+
+
+def test_wrong_input_is_a_tosa_error():
+    with tosa_vk.load(DATA / "cnn_fp32" / "model.pte", backend="reference") as model:
+        with pytest.raises(tosa_vk.TosaError, match="missing ExecuTorch program input"):
+            model.run({})
+        with pytest.raises(tosa_vk.TosaError, match="input_0"):
+            model.run(input_0=np.zeros((1, 3, 4, 4), np.float32))
+
+
+def test_unknown_option_names_pte(tmp_path):
+    with pytest.raises(tosa_vk.TosaError, match=r"reference backend \(\.pte\) takes no option 'strict'"):
+        tosa_vk.load(DATA / "cnn_fp32" / "model.pte", backend="reference", strict=True)

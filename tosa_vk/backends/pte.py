@@ -1,0 +1,144 @@
+"""An ExecuTorch program (.pte) as a Model: its execution plan run in order, each TOSA delegate (ExecuTorch's Arm
+TOSA backend: the processed bytes are a TOSA flatbuffer) as a TOSA graph on the chosen backend (reference or vulkan),
+the host operators the partitioner left around and between them in numpy (tosa_vk/pte/host_ops.py).
+
+Inputs and outputs are the method's, in its order: a .pte keeps no argument names, so they are input_0, input_1, ...
+and output_0, ... unless the loader names them (`tosa_vk.from_torch` names them after the module's forward).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import TosaError, TosaUnsupportedError
+from ..ir.flatbuffer import read_graph
+from ..program import Placement
+from ..pte import host_ops
+from ..pte.program import DelegateRun, Kernel, Plan, TensorListValue, TensorValue
+from ..reference.executor import coerce_array
+from .model import Model
+
+TOSA_BACKENDS = ("TOSABackend",)  # delegate ids whose processed bytes are a TOSA flatbuffer
+HOST_REASON = "ExecuTorch host operator: numpy"
+
+
+class PteModel(Model):
+    """`plan` (one method of a .pte) with its TOSA delegates loaded as `model_class` models (the backend's Model
+    class, built with `options`)."""
+
+    source_kind = "ExecuTorch program"
+
+    def __init__(
+        self,
+        plan: Plan,
+        model_class: type,
+        *,
+        backend: str,
+        file: str | None = None,
+        options: dict[str, Any] | None = None,
+        input_names: list[str] | None = None,
+        output_names: list[str] | None = None,
+    ):
+        self.plan, self.file, self.backend = plan, file, backend
+        host_ops.check(plan, file)
+        for name, indices in (("input", plan.inputs), ("output", plan.outputs)):
+            for i in indices:
+                if not isinstance(plan.values[i], TensorValue):
+                    raise TosaUnsupportedError(f"the method's {name} value {i} is not a tensor", file=file)
+        self.delegates: list[Model] = []
+        try:
+            for index, delegate in enumerate(plan.delegates):
+                if delegate.backend not in TOSA_BACKENDS:
+                    raise TosaUnsupportedError(
+                        f"delegate {index} is for ExecuTorch's {delegate.backend}; tosa_vk runs "
+                        f"{', '.join(TOSA_BACKENDS)} delegates (ExecuTorch's Arm TOSA partitioner)",
+                        file=file,
+                    )
+                where = f"{file or '<buffer>'} (delegate {index})"
+                graph = read_graph(delegate.processed, file=where)
+                self.delegates.append(model_class(graph, file=where, **(options or {})))
+        except BaseException:
+            self.close()
+            raise
+        self._input_names = self._names(input_names, plan.inputs, "input")
+        self._output_names = self._names(output_names, plan.outputs, "output")
+
+    def _names(self, names: list[str] | None, indices: tuple[int, ...], what: str) -> list[str]:
+        if names is None:
+            return [f"{what}_{i}" for i in range(len(indices))]
+        if len(names) != len(indices) or len(set(names)) != len(names):
+            raise TosaError(f"{len(indices)} distinct {what} names needed, got {names}", file=self.file)
+        return list(names)
+
+    @staticmethod
+    def _array(value: TensorValue) -> tuple[tuple[int, ...], str]:
+        return value.sizes, value.dtype.name
+
+    @property
+    def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        return {n: self._array(self.plan.values[i]) for n, i in zip(self._input_names, self.plan.inputs)}
+
+    @property
+    def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        return {n: self._array(self.plan.values[i]) for n, i in zip(self._output_names, self.plan.outputs)}
+
+    def _run(self, feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
+        plan = self.plan
+        env: list[Any] = [v.data if isinstance(v, TensorValue) else v for v in plan.values]
+        for name, index in zip(self._input_names, plan.inputs):
+            t = plan.values[index]
+            env[index] = coerce_array(name, feeds[name], t.sizes, t.dtype, t.dtype.name, file=self.file, cast=cast,
+                                      where=self.source_kind)  # fmt: skip
+        for ins in plan.instructions:
+            if isinstance(ins, Kernel):
+                host_ops.run(ins, env, plan, self.file)
+            else:
+                self._delegate(ins, env)
+        results = {}
+        for name, index in zip(self._output_names, plan.outputs):
+            if env[index] is None:
+                raise TosaError(f"output {name} (value {index}) is never written by the plan", file=self.file)
+            results[name] = np.asarray(env[index])
+        return results
+
+    def _delegate(self, call: DelegateRun, env: list[Any]) -> None:
+        model = self.delegates[call.index]
+        args = [a for i in call.args for a in (env[i].items if isinstance(env[i], TensorListValue) else (i,))]
+        names, outs = list(model.inputs), list(model.outputs)
+        if len(args) != len(names) + len(outs):
+            raise TosaError(f"delegate {call.index} is called with {len(args)} values; its TOSA graph has "
+                            f"{len(names)} inputs and {len(outs)} outputs", file=self.file)  # fmt: skip
+        feeds = {}
+        for name, i in zip(names, args):
+            shape = model.inputs[name][0]
+            value = np.asarray(env[i])
+            if value.shape != tuple(shape):
+                raise TosaError(f"delegate {call.index}'s input {name!r} is {list(shape)}, the plan gives value {i} "
+                                f"of shape {list(value.shape)}", file=self.file)  # fmt: skip
+            feeds[name] = value
+        results = model.run(feeds)
+        for name, i in zip(outs, args[len(names) :]):
+            t = self.plan.values[i]
+            value = results[name]
+            if isinstance(t, TensorValue) and value.size == int(np.prod(t.sizes, dtype=np.int64)):
+                value = value.reshape(t.sizes)
+            env[i] = value
+
+    @property
+    def placement(self) -> list[Placement]:
+        """The plan in order: each host operator on the host, each delegate's operators where its backend puts them
+        (labelled "delegate N::OP #i ...")."""
+        rows = []
+        for index, ins in enumerate(self.plan.instructions):
+            if isinstance(ins, Kernel):
+                rows.append(Placement(f"{ins.name} #{index}", "host", HOST_REASON))
+            else:
+                for p in self.delegates[ins.index].placement:
+                    rows.append(Placement(f"delegate {ins.index}::{p.op}", p.where, p.reason))
+        return rows
+
+    def close(self) -> None:
+        for model in self.delegates:
+            model.close()
