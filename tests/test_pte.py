@@ -143,3 +143,49 @@ def test_wrong_input_is_a_tosa_error():
 def test_unknown_option_names_pte(tmp_path):
     with pytest.raises(tosa_vk.TosaError, match=r"reference backend \(\.pte\) takes no option 'strict'"):
         tosa_vk.load(DATA / "cnn_fp32" / "model.pte", backend="reference", strict=True)
+
+
+def test_cli_info(capsys):
+    from tosa_vk.cli import main
+
+    path = str(DATA / "two_delegates_int8" / "model.pte")
+    assert main(["info", path]) == 0
+    text = capsys.readouterr().out
+    assert "ExecuTorch program" in text and "aten::hardtanh.out" in text and "delegate  1 TOSABackend" in text
+    assert main(["info", path, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    steps = summary["methods"][0]["instructions"]
+    assert [s.get("delegate") for s in steps if "delegate" in s] == [0, 1]
+    assert steps[1]["tosa_operators"]["CONV2D"] == 1
+
+
+@pytest.mark.parametrize("backend", ["reference", pytest.param("vulkan", marks=pytest.mark.vulkan)])
+@pytest.mark.parametrize("name", ["two_in_two_out_fp32", "two_delegates_int8"])
+def test_cli_run_compare(capsys, name, backend):
+    from tosa_vk.cli import main
+
+    assert main(["run", "--test-desc", str(DATA / name / "desc.json"), "--compare", "--backend", backend]) == 0
+    text = capsys.readouterr().out
+    assert "FAIL" not in text and text.count("PASS vs eager_") == len(eager(name))
+    assert "ExecuTorch host operators on the host" in text
+
+
+def test_cli_compare_fails_with_wrong_expectation(tmp_path, capsys):
+    from tosa_vk.cli import main
+
+    folder = tmp_path / "m"
+    folder.mkdir()
+    for f in (DATA / "cnn_fp32").iterdir():
+        (folder / f.name).write_bytes(f.read_bytes())
+    np.save(folder / "eager_0.npy", np.load(folder / "eager_0.npy") + 0.01)
+    assert main(["run", "--test-desc", str(folder / "desc.json"), "--compare", "--backend", "reference"]) == 1
+    assert "FAIL vs eager_0.npy" in capsys.readouterr().out
+
+
+@pytest.mark.vulkan
+def test_cli_compare_backends(capsys):
+    from tosa_vk.cli import main
+
+    name = "transformer_fp32"
+    assert main(["compare", str(DATA / name / "model.pte"), "-i", f"input_0={DATA / name / 'input_0.npy'}"]) == 0
+    assert "PASS" in capsys.readouterr().out

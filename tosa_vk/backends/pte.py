@@ -8,6 +8,7 @@ and output_0, ... unless the loader names them (`tosa_vk.from_torch` names them 
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from ..program import Placement
 from ..pte import host_ops
 from ..pte.program import DelegateRun, Kernel, Plan, TensorListValue, TensorValue
 from ..reference.executor import coerce_array
-from .model import Model
+from .model import Model, Timing
 
 TOSA_BACKENDS = ("TOSABackend",)  # delegate ids whose processed bytes are a TOSA flatbuffer
 HOST_REASON = "ExecuTorch host operator: numpy"
@@ -62,6 +63,7 @@ class PteModel(Model):
         except BaseException:
             self.close()
             raise
+        self._host_times: list[Timing] = []
         self._input_names = self._names(input_names, plan.inputs, "input")
         self._output_names = self._names(output_names, plan.outputs, "output")
 
@@ -91,11 +93,15 @@ class PteModel(Model):
             t = plan.values[index]
             env[index] = coerce_array(name, feeds[name], t.sizes, t.dtype, t.dtype.name, file=self.file, cast=cast,
                                       where=self.source_kind)  # fmt: skip
-        for ins in plan.instructions:
+        times = []
+        for index, ins in enumerate(plan.instructions):
             if isinstance(ins, Kernel):
+                start = time.perf_counter()
                 host_ops.run(ins, env, plan, self.file)
+                times.append(Timing(f"{ins.name} #{index}", "host", (time.perf_counter() - start) * 1e6))
             else:
                 self._delegate(ins, env)
+        self._host_times = times
         results = {}
         for name, index in zip(self._output_names, plan.outputs):
             if env[index] is None:
@@ -125,6 +131,30 @@ class PteModel(Model):
             if isinstance(t, TensorValue) and value.size == int(np.prod(t.sizes, dtype=np.int64)):
                 value = value.reshape(t.sizes)
             env[i] = value
+
+    @property
+    def output_steps(self) -> dict[str, float]:
+        """Each output's quantization step: the scale of the dequantize that writes it (an int8 program's float
+        output is exact to within one), 0.0 for an output no dequantize writes."""
+        steps = {}
+        for name, index in zip(self._output_names, self.plan.outputs):
+            writers = [k for k in self.plan.instructions if isinstance(k, Kernel) and index in k.args]
+            last = writers[-1] if writers else None
+            scale = self.plan.values[last.args[1]] if last and "dequantize_per_tensor" in last.op else None
+            steps[name] = float(scale) if isinstance(scale, (int, float)) else 0.0
+        return steps
+
+    def profile(self) -> list[Timing]:
+        """The last run's host operators (wall clock) and each delegate's own profile (the vulkan backend's
+        kernels need load(..., timestamps=True)), in plan order; delegate rows are labelled "delegate N::..."."""
+        host = iter(self._host_times)
+        rows: list[Timing] = []
+        for ins in self.plan.instructions:
+            if isinstance(ins, Kernel):
+                rows.extend(t for t in [next(host, None)] if t is not None)
+            else:
+                rows += [t._replace(op=f"delegate {ins.index}::{t.op}") for t in self.delegates[ins.index].profile()]
+        return rows
 
     @property
     def placement(self) -> list[Placement]:
