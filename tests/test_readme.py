@@ -9,9 +9,11 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
-RUN = ("Using it", "Custom shader ops")  # the sections whose snippets run
+RUN = ("Using it", "Custom shader ops", "From PyTorch")  # the sections whose snippets run
 FILE = re.compile(r"(?:#|//) (\w+\.(?:py|comp))\b")  # a block's first line naming the file it is
 
 
@@ -83,3 +85,14 @@ def test_custom_op_tutorial_runs(tmp_path, monkeypatch, device):
     finally:
         sys.modules.pop("my_ops", None)
     assert ("com.example", "scale_bias") in custom.REGISTRY
+
+
+def test_from_pytorch_snippet_runs(tmp_path, monkeypatch, device):
+    """The From PyTorch section, where the torch extra is installed (executorch importable); skipped elsewhere."""
+    pytest.importorskip("executorch")
+    pytest.importorskip("torch")
+    scratch(tmp_path, monkeypatch, device)
+    found = snippets("From PyTorch")
+    assert len(found) == 1
+    run(found[0])
+    assert (tmp_path / "net_int8" / "desc.json").is_file()

@@ -26,6 +26,7 @@ from .ir import DType, Graph, load_graph, save_graph, validate
 from .program import Program
 from .session import load
 from .target import Target
+from .torch_export import from_torch
 from .version import __version__ as __version__
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "VulkanError",
     "compile",
     "custom_op",
+    "from_torch",
     "load",
     "load_graph",
     "save_graph",

@@ -143,7 +143,8 @@ def is_pte(source: str | Path) -> bool:
 
 
 def _load_pte(source: str | Path, backend: str | None, options: dict[str, Any], **names: Any) -> Model:
-    """A .pte's "forward" method (else its first) as a PteModel: each TOSA delegate a model of `backend`."""
+    """A .pte's "forward" method (else its first) as a PteModel: each TOSA delegate a model of `backend`; `names`:
+    PteModel's input_names / output_names (tosa_vk.from_torch gives the module's argument names)."""
     from .backends.pte import PteModel
     from .pte import load_program
 
