@@ -41,7 +41,15 @@ def output_steps(name: str) -> list[float]:
 
 
 def test_fixtures_are_there():
-    assert set(FIXTURES) >= {"cnn_fp32", "cnn_int8", "transformer_fp32", "two_in_two_out_fp32", "two_delegates_int8"}
+    assert set(FIXTURES) >= {"cnn_fp32", "cnn_int8", "transformer_fp32", "two_in_two_out_fp32", "two_delegates_int8",
+                             "cnn_fp32_vgf", "cnn_int8_vgf"}  # fmt: skip
+
+
+def test_vgf_delegates():
+    for name in ("cnn_fp32_vgf", "cnn_int8_vgf"):
+        plan = load_program(DATA / name / "model.pte")[0]
+        assert [d.backend for d in plan.delegates] == ["VgfBackend"]
+        assert plan.delegates[0].processed[:4] == b"VGF1"  # model-converter's container as it is
 
 
 @pytest.mark.parametrize("backend", ["reference", pytest.param("vulkan", marks=pytest.mark.vulkan)])
@@ -138,6 +146,14 @@ def test_wrong_input_is_a_tosa_error():
             model.run({})
         with pytest.raises(tosa_vk.TosaError, match="input_0"):
             model.run(input_0=np.zeros((1, 3, 4, 4), np.float32))
+
+
+def test_unknown_delegate_backend_is_named(tmp_path):
+    data = (DATA / "cnn_fp32" / "model.pte").read_bytes()
+    path = tmp_path / "m.pte"
+    path.write_bytes(data.replace(b"TOSABackend", b"XNNPBackend"))
+    with pytest.raises(tosa_vk.TosaUnsupportedError, match=r"m\.pte \(delegate 0\): a delegate for ExecuTorch's XNNP"):
+        tosa_vk.load(path, backend="reference")
 
 
 def test_unknown_option_names_pte(tmp_path):

@@ -48,19 +48,28 @@ def export_pte(
     *,
     quantize: Iterable[Sequence[Any]] | None = None,
     host_ops: Sequence[str] = (),
+    delegate: str = "tosa",
 ) -> Exported:
     """`module` (a torch.nn.Module, put in eval mode) as an ExecuTorch program's bytes. `quantize`: calibration
     batches (each a tuple of inputs like `example_inputs`) to quantize to int8 with the Arm quantizer; None for
-    float. `host_ops`: aten operator names ("hardtanh") the partitioner must leave on the host."""
+    float. `host_ops`: aten operator names ("hardtanh") the partitioner must leave on the host. `delegate`: "tosa"
+    (ExecuTorch's Arm TOSA partitioner: TOSA flatbuffers) or "vgf" (its VGF partitioner: model-converter's VGF
+    containers; needs ai-ml-sdk-model-converter)."""
     torch = _torch()
-    from executorch.backends.arm.tosa.compile_spec import TosaCompileSpec
-    from executorch.backends.arm.tosa.partitioner import TOSAPartitioner
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
     from torch.fx.passes.operator_support import OperatorSupportBase
 
+    if delegate == "tosa":
+        from executorch.backends.arm.tosa.compile_spec import TosaCompileSpec as Spec
+        from executorch.backends.arm.tosa.partitioner import TOSAPartitioner as Partitioner
+    elif delegate == "vgf":
+        from executorch.backends.arm.vgf import VgfCompileSpec as Spec
+        from executorch.backends.arm.vgf import VgfPartitioner as Partitioner
+    else:
+        raise TosaError(f"delegate= takes 'tosa' or 'vgf', got {delegate!r}")
     inputs = tuple(example_inputs)
     module = module.eval()
-    spec = TosaCompileSpec(FP_SPEC if quantize is None else INT_SPEC)
+    spec = Spec(FP_SPEC if quantize is None else INT_SPEC)
     exported = torch.export.export(module, inputs)
     eager = module
     if quantize is not None:
@@ -86,7 +95,7 @@ def export_pte(
             target = str(node.target)
             return not any(f"aten.{n}." in target for n in names)
 
-    partitioner = TOSAPartitioner(spec, additional_checks=[KeepOnHost()] if names else None)
+    partitioner = Partitioner(spec, additional_checks=[KeepOnHost()] if names else None)
     edge = to_edge_transform_and_lower(
         exported, partitioner=[partitioner], compile_config=EdgeCompileConfig(_check_ir_validity=False)
     )

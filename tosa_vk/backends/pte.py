@@ -1,5 +1,6 @@
-"""An ExecuTorch program (.pte) as a Model: its execution plan run in order, each TOSA delegate (ExecuTorch's Arm
-TOSA backend: the processed bytes are a TOSA flatbuffer) as a TOSA graph on the chosen backend (reference or vulkan),
+"""An ExecuTorch program (.pte) as a Model: its execution plan run in order, each delegate of ExecuTorch's Arm
+backends as a TOSA graph on the chosen backend (reference or vulkan) — TOSABackend's processed bytes are a TOSA
+flatbuffer, VgfBackend's a VGF container whose GRAPH segments are decoded (tosa_vk/vgf_graph.py) —
 the host operators the partitioner left around and between them in numpy (tosa_vk/pte/host_ops.py).
 
 Inputs and outputs are the method's, in its order: a .pte keeps no argument names, so they are input_0, input_1, ...
@@ -13,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import TosaError, TosaUnsupportedError
+from ..errors import TosaError, TosaFormatError, TosaUnsupportedError
+from ..ir import Graph
 from ..ir.flatbuffer import read_graph
 from ..program import Placement
 from ..pte import host_ops
@@ -22,7 +24,33 @@ from ..reference.executor import coerce_array
 from .model import Model, Timing
 
 TOSA_BACKENDS = ("TOSABackend",)  # delegate ids whose processed bytes are a TOSA flatbuffer
+VGF_BACKENDS = ("VgfBackend",)  # ... a VGF container (ExecuTorch's Arm VGF backend: model-converter's GRAPH segments)
 HOST_REASON = "ExecuTorch host operator: numpy"
+
+
+def _delegate_graph(backend: str, data: bytes, where: str) -> Graph:
+    """A delegate's processed bytes as a TOSA graph: a TOSA flatbuffer (TOSABackend) as it is, a VGF's GRAPH segments
+    (VgfBackend) decoded as `tosa_vk.load("x.vgf")` decodes them."""
+    if backend in TOSA_BACKENDS:
+        return read_graph(data, file=where)
+    if backend in VGF_BACKENDS:
+        from vgf import VGFError, read_vgf
+
+        from ..spirv_graph.constants import runs_as_is
+        from ..vgf_graph import to_graph
+
+        try:
+            vgf = read_vgf(data, file=where)
+        except VGFError as err:
+            raise TosaFormatError(err.rule, file=err.file) from None
+        if runs_as_is(vgf):
+            raise TosaUnsupportedError("a VGF delegate of COMPUTE segments only (not a TOSA graph)", file=where)
+        return to_graph(vgf, file=where)
+    raise TosaUnsupportedError(
+        f"a delegate for ExecuTorch's {backend}; tosa_vk runs {', '.join(TOSA_BACKENDS + VGF_BACKENDS)} delegates "
+        "(ExecuTorch's Arm TOSA and VGF partitioners)",
+        file=where,
+    )
 
 
 class PteModel(Model):
@@ -51,14 +79,8 @@ class PteModel(Model):
         self.delegates: list[Model] = []
         try:
             for index, delegate in enumerate(plan.delegates):
-                if delegate.backend not in TOSA_BACKENDS:
-                    raise TosaUnsupportedError(
-                        f"delegate {index} is for ExecuTorch's {delegate.backend}; tosa_vk runs "
-                        f"{', '.join(TOSA_BACKENDS)} delegates (ExecuTorch's Arm TOSA partitioner)",
-                        file=file,
-                    )
                 where = f"{file or '<buffer>'} (delegate {index})"
-                graph = read_graph(delegate.processed, file=where)
+                graph = _delegate_graph(delegate.backend, delegate.processed, where)
                 self.delegates.append(model_class(graph, file=where, **(options or {})))
         except BaseException:
             self.close()

@@ -1,14 +1,16 @@
 """Makes the ExecuTorch programs (.pte) the .pte reader's tests run (tests/test_pte.py), with their inputs and
 PyTorch eager's outputs. Run by hand, in an environment with the `torch` extra (not the test environment):
 
-    python -m venv /tmp/et && /tmp/et/bin/pip install torch==2.13.0 executorch==1.5.1 tosa-tools==2026.8.0
+    python -m venv /tmp/et && /tmp/et/bin/pip install torch==2.13.0 && /tmp/et/bin/pip install -c constraints.txt \
+        -e '.[torch]' ai-ml-sdk-model-converter   # the VGF fixtures need model-converter
     /tmp/et/bin/python tests/data/pte/make.py          # writes tests/data/pte/<name>/
 
 Each <name>/ holds model.pte, input_<i>.npy, eager_<i>.npy (PyTorch's own outputs, in the method's order: for int8
 the quantized module's, convert_pt2e's, which simulates the int8 arithmetic in float) and
 desc.json (the inputs and the eager outputs in the conformance layout, so `tosa-vk run --test-desc ... --compare`
 checks). Every model is exported through ExecuTorch's Arm TOSA partitioner (TOSA-1.0+FP for float, TOSA-1.0+INT with
-the Arm quantizer for int8); the weights are tiny and seeded, so the files are tens of KB.
+the Arm quantizer for int8), the *_vgf ones through its VGF partitioner; the weights are tiny and seeded, so the files
+are tens of KB.
 """
 
 from __future__ import annotations
@@ -76,6 +78,9 @@ def models():
     yield "two_in_two_out_fp32", TwoInTwoOut(), (torch.randn(2, 3, 4), torch.randn(2, 3, 4)), {}
     # hardtanh kept off the delegate: two TOSA delegates, dequantize -> hardtanh -> quantize on the host between
     yield "two_delegates_int8", CNN(hardtanh=True), image, {"quantize": calibration, "host_ops": ["hardtanh"]}
+    # ExecuTorch's VGF backend: the delegates are VGF containers (model-converter's GRAPH segments)
+    yield "cnn_fp32_vgf", CNN(), image, {"delegate": "vgf"}
+    yield "cnn_int8_vgf", CNN(), image, {"quantize": calibration, "delegate": "vgf"}
 
 
 def main() -> None:
