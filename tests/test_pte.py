@@ -205,3 +205,51 @@ def test_cli_compare_backends(capsys):
     name = "transformer_fp32"
     assert main(["compare", str(DATA / name / "model.pte"), "-i", f"input_0={DATA / name / 'input_0.npy'}"]) == 0
     assert "PASS" in capsys.readouterr().out
+
+
+def test_host_ops_per_channel_and_layout():
+    """The host operators the fixtures do not reach, on hand-made values (ExecuTorch's out-variant calling
+    convention: inputs, then the out tensor and the returned value)."""
+    from tosa_vk.pte import host_ops
+    from tosa_vk.pte.program import Plan, TensorListValue, TensorValue
+
+    def call(name: str, args: list, out_shape, out_dtype):
+        n = host_ops.HOST_OPS[name].inputs
+        out = TensorValue(np.dtype(out_dtype), tuple(out_shape), tuple(range(len(out_shape))))
+        values = [*args, out, out]
+        op, overload = name.rsplit(".", 1)
+        kernel = Kernel(op, overload, tuple(range(len(values))))
+        plan = Plan("forward", values, (), (), [kernel])
+        host_ops.check(plan, "t.pte")
+        assert len(args) == n
+        env = list(values)
+        host_ops.run(kernel, env, plan, "t.pte")
+        return env[-1]
+
+    x = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], np.float32)
+    scales, zps = np.array([0.5, 0.25]), np.array([1, -2])
+    q = call("quantized_decomposed::quantize_per_channel.out", [x, scales, zps, 0, -128, 127, 1], x.shape, "int8")
+    assert q.tolist() == [[2, -1, 5], [4, -1, -5]]
+    back = call("quantized_decomposed::dequantize_per_channel.out", [q, scales, zps, 0, -128, 127, 1, None],
+                x.shape, "float32")  # fmt: skip
+    assert np.allclose(back, [[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+    assert call("aten::permute_copy.out", [x, [1, 0]], (3, 2), "float32").tolist() == x.T.tolist()
+    assert call("aten::view_copy.out", [x, [3, 2]], (3, 2), "float32").shape == (3, 2)
+    assert call("aten::clamp.out", [x, None, 1.0], x.shape, "float32").max() == 1.0
+    assert call("aten::add.out", [x, x, 2], x.shape, "float32").tolist() == (3 * x).tolist()
+    # cat takes a tensor list: its members are other values of the plan
+    members = TensorListValue((0, 1))
+    values = [x, x, members, 1]
+    out = TensorValue(np.dtype("float32"), (2, 6), (0, 1))
+    cat = Kernel("aten::cat", "out", (2, 3, 4, 5))
+    plan = Plan("forward", [*values, out, out], (), (), [cat])
+    env = list(plan.values)
+    host_ops.run(cat, env, plan, "t.pte")
+    assert env[4].tolist() == np.concatenate([x, x], 1).tolist()
+
+
+def test_a_graph_only_command_points_at_what_takes_a_pte(capsys):
+    from tosa_vk.cli import main
+
+    assert main(["placement", str(DATA / "cnn_fp32" / "model.pte")]) == 2
+    assert "an ExecuTorch program (.pte): tosa_vk.load() and tosa-vk run / info take it" in capsys.readouterr().err
