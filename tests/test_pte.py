@@ -42,7 +42,16 @@ def output_steps(name: str) -> list[float]:
 
 def test_fixtures_are_there():
     assert set(FIXTURES) >= {"cnn_fp32", "cnn_int8", "transformer_fp32", "two_in_two_out_fp32", "two_delegates_int8",
-                             "cnn_fp32_vgf", "cnn_int8_vgf"}  # fmt: skip
+                             "cnn_fp32_vgf", "cnn_int8_vgf", "two_delegates_int8_channels_last"}  # fmt: skip
+
+
+def test_channels_last_values_reach_delegates_in_memory_order():
+    """ExecuTorch hands a delegate a tensor's memory: a channels-last value (dim order 0, 2, 3, 1) is NHWC there,
+    even where its NCHW shape is the same (the 8x8x8 tensor between the two delegates)."""
+    plan = load_program(DATA / "two_delegates_int8_channels_last" / "model.pte")[0]
+    assert plan.values[plan.inputs[0]].dim_order == (0, 2, 3, 1)
+    with tosa_vk.load(DATA / "two_delegates_int8_channels_last" / "model.pte", backend="reference") as model:
+        assert model.delegates[0].inputs == {"quantized_decomposed_quantize_per_tensor_default": ((1, 8, 8, 3), "INT8")}
 
 
 def test_vgf_delegates():

@@ -140,9 +140,12 @@ class PteModel(Model):
                             f"{len(names)} inputs and {len(outs)} outputs", file=self.file)  # fmt: skip
         feeds = {}
         for name, i in zip(names, args):
-            shape = model.inputs[name][0]
+            shape = tuple(model.inputs[name][0])
             value = np.asarray(env[i])
-            if value.shape != tuple(shape):
+            order = self._order(i)
+            if order and tuple(value.shape[d] for d in order) == shape:
+                value = np.transpose(value, order)  # a channels-last value: the delegate takes its memory layout
+            if value.shape != shape:
                 raise TosaError(f"delegate {call.index}'s input {name!r} is {list(shape)}, the plan gives value {i} "
                                 f"of shape {list(value.shape)}", file=self.file)  # fmt: skip
             feeds[name] = value
@@ -150,9 +153,20 @@ class PteModel(Model):
         for name, i in zip(outs, args[len(names) :]):
             t = self.plan.values[i]
             value = results[name]
-            if isinstance(t, TensorValue) and value.size == int(np.prod(t.sizes, dtype=np.int64)):
+            order = self._order(i)
+            if isinstance(t, TensorValue) and order and value.shape == tuple(t.sizes[d] for d in order):
+                value = np.transpose(value, np.argsort(order))  # the delegate wrote the memory layout
+            elif isinstance(t, TensorValue) and value.size == int(np.prod(t.sizes, dtype=np.int64)):
                 value = value.reshape(t.sizes)
             env[i] = value
+
+    def _order(self, index: int) -> tuple[int, ...] | None:
+        """A tensor value's dim order where it is not the identity (channels-last), else None: ExecuTorch hands a
+        delegate the memory layout, which the Arm backend's TOSA graph takes as its shape."""
+        t = self.plan.values[index]
+        if isinstance(t, TensorValue) and t.dim_order != tuple(range(len(t.sizes))):
+            return t.dim_order
+        return None
 
     @property
     def output_steps(self) -> dict[str, float]:

@@ -81,11 +81,24 @@ def models():
     # ExecuTorch's VGF backend: the delegates are VGF containers (model-converter's GRAPH segments)
     yield "cnn_fp32_vgf", CNN(), image, {"delegate": "vgf"}
     yield "cnn_int8_vgf", CNN(), image, {"quantize": calibration, "delegate": "vgf"}
+    # channels-last tensors (dim order 0, 2, 3, 1): the delegates take and give the memory layout (NHWC shapes)
+    yield (
+        "two_delegates_int8_channels_last",
+        CNN(hardtanh=True),
+        image,
+        {"quantize": calibration, "host_ops": ["hardtanh"], "channels_last": True},
+    )
 
 
 def main() -> None:
     for name, module, inputs, options in models():
         module.eval()
+        if options.pop("channels_last", False):
+            module = module.to(memory_format=torch.channels_last)
+            inputs = tuple(x.to(memory_format=torch.channels_last) for x in inputs)
+            options["quantize"] = [
+                tuple(x.to(memory_format=torch.channels_last) for x in b) for b in options["quantize"]
+            ]
         folder = HERE / name
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
