@@ -110,6 +110,7 @@ def from_torch(
     save: str | Path | None = None,
     backend: str | None = None,
     host_ops: Sequence[str] = (),
+    delegate: str = "tosa",
     **options: Any,
 ) -> Model:
     """A PyTorch module as a running tosa_vk Model, in one call: exported through ExecuTorch's Arm TOSA partitioner
@@ -120,7 +121,8 @@ def from_torch(
     batches (an iterable of input tuples). save: a folder to write model.pte, each delegate's TOSA graph
     (delegate_<i>.tosa), the inputs, PyTorch eager's outputs (for int8: the quantized module's) and a desc.json, so
     `tosa-vk run --test-desc <save>/desc.json --compare` checks the program against eager. `host_ops`: aten operator
-    names the partitioner must leave on the host; `options`: the backend's load options."""
+    names the partitioner must leave on the host; `delegate`: "tosa" or "vgf" (ExecuTorch's Arm TOSA or VGF partitioner);
+    `options`: the backend's load options."""
     import inspect
 
     torch = _torch()
@@ -133,7 +135,7 @@ def from_torch(
         calibration = None
     else:
         calibration = quantize
-    exported = export_pte(module, inputs, quantize=calibration, host_ops=host_ops)
+    exported = export_pte(module, inputs, quantize=calibration, host_ops=host_ops, delegate=delegate)
     try:
         params = list(inspect.signature(module.forward).parameters.values())
         names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][: len(inputs)]
