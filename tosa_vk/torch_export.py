@@ -121,8 +121,8 @@ def from_torch(
     batches (an iterable of input tuples). save: a folder to write model.pte, each delegate's TOSA graph
     (delegate_<i>.tosa), the inputs, PyTorch eager's outputs (for int8: the quantized module's) and a desc.json, so
     `tosa-vk run --test-desc <save>/desc.json --compare` checks the program against eager. `host_ops`: aten operator
-    names the partitioner must leave on the host; `delegate`: "tosa" or "vgf" (ExecuTorch's Arm TOSA or VGF partitioner);
-    `options`: the backend's load options."""
+    names the partitioner must leave on the host; `delegate`: "tosa" or "vgf" (ExecuTorch's Arm TOSA or VGF
+    partitioner); `options`: the backend's load options."""
     import inspect
 
     torch = _torch()
