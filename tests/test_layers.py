@@ -78,6 +78,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "vgf_graph",  # TOSA graph <-> VGF graph module
         "vgf_export",  # Program -> VGF container: a compile output every backend's export_vgf writes
         "vgf_run",  # a .vgf's COMPUTE segments -> Program: the other way to a Program
+        "pte",  # an ExecuTorch program (.pte) read into plain data, and the host operators between its delegates
     ),
     BACKENDS: ("backends", "session"),
     TOOLS: (
@@ -90,6 +91,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "profile",
         "tflite_import",  # .tflite -> .tosa through Arm's converter and serializer (`tosa-vk import`)
         "ray",  # Ray Data batch inference (the ray extra)
+        "torch_export",  # PyTorch -> .pte through ExecuTorch's Arm TOSA partitioner (the torch extra)
     ),
 }
 

@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
-RUN = ("Using it", "Custom shader ops", "From TFLite")  # the sections whose snippets run
+RUN = ("Using it", "Custom shader ops", "From TFLite", "From PyTorch")  # the sections whose snippets run
 FILE = re.compile(r"(?:#|//) (\w+\.(?:py|comp))\b")  # a block's first line naming the file it is
 
 
@@ -107,3 +107,14 @@ def test_from_tflite_section_runs(tmp_path, monkeypatch, device):
     assert found
     for code in found:
         run(code)
+
+
+def test_from_pytorch_snippet_runs(tmp_path, monkeypatch, device):
+    """The From PyTorch section, where the torch extra is installed (executorch importable); skipped elsewhere."""
+    pytest.importorskip("executorch")
+    pytest.importorskip("torch")
+    scratch(tmp_path, monkeypatch, device)
+    found = snippets("From PyTorch")
+    assert len(found) == 1
+    run(found[0])
+    assert (tmp_path / "net_int8" / "desc.json").is_file()

@@ -27,6 +27,7 @@ from .ir import DType, Graph, load_graph, save_graph, validate
 from .program import Program
 from .session import devices, load
 from .target import Target
+from .torch_export import from_torch
 from .version import __version__ as __version__
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "compile",
     "custom_op",
     "devices",
+    "from_torch",
     "load",
     "load_graph",
     "save_graph",

@@ -99,6 +99,10 @@ def _print_summary(s: dict) -> None:
 
 
 def cmd_info(args) -> int:
+    from .session import is_pte
+
+    if is_pte(args.model):
+        return _info_pte(args)
     summary = _summary(args.model)
     if args.json:
         print(json.dumps(summary, indent=1))
@@ -363,6 +367,7 @@ def _qparams_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_run(args) -> int:
     from .backends.model import GraphModel
+    from .backends.pte import PteModel
     from .compare import judge
     from .ir import DType
     from .ir.dtype import from_npy, to_npy
@@ -402,6 +407,8 @@ def cmd_run(args) -> int:
         for name in model.outputs:
             targets[name] = writes.plan(confined(out_dir, out_files.get(name) or f"{safe_name(name)}.npy"), name)
             _folder(targets[name].parent)
+    if isinstance(model, PteModel):  # an ExecuTorch program: delegates and host operators
+        return _run_pte(model, feeds, args, start, targets, writes, expected, expected_files)
     if not isinstance(model, GraphModel):  # a VGF of compute segments only: run as it is
         return _run_vgf(model_path, model, feeds, args, start, out_dir, writes, targets)
     if args.dump_intermediates:  # every tensor kept and returned (tosa_vk/capture.py)
@@ -497,6 +504,8 @@ def cmd_compare(args) -> int:
 
     model_path, feeds, _, _ = _model_and_feeds(args)
     vulkan = load(model_path, backend="vulkan", **_host_options(args), **_timeout(args))
+    if not isinstance(vulkan, GraphModel) and vulkan.source_kind == "ExecuTorch program":
+        return _compare_pte(vulkan, model_path, feeds, args)
     if not isinstance(vulkan, GraphModel):
         raise TosaError("compare needs a TOSA graph: this .vgf has COMPUTE segments only", file=str(model_path))
     with vulkan, load(vulkan.graph, backend="reference", **_timeout(args)) as reference:
@@ -566,6 +575,137 @@ def cmd_placement(args) -> int:
         print(f"{label:<{width}}  {where:<8}  {reason}")
     counts = {w: sum(r[1] == w for r in rows) for w in ("vulkan", "fused", "host", "alias", "constant")}
     print(", ".join(f"{n} {w}" for w, n in counts.items() if n or w in ("vulkan", "host")))
+    return 0
+
+
+def _pte_bound(model, name: str, want: np.ndarray, tolerance: float | None) -> tuple[float, str]:
+    """The largest |diff| a .pte's float output may have against PyTorch's: --tolerance, else 1e-4 of the largest
+    magnitude, or one quantization step for an output an int8 program dequantizes (issue 36's bounds)."""
+    if tolerance is not None:
+        return tolerance, f"--tolerance {tolerance:.3g}"
+    step = model.output_steps.get(name, 0.0)
+    scale = float(np.max(np.abs(want))) if want.size else 0.0
+    if step:
+        return step * (1 + 1e-6), f"one quantization step {step:.3g}"
+    return 1e-4 * scale, f"1e-4 x max |want| {scale:.3g}"
+
+
+def _run_pte(model, feeds: dict, args, start: float, targets: dict, writes: Writes, expected: dict,
+             expected_files: dict) -> int:  # fmt: skip
+    """`tosa-vk run model.pte`: the method's outputs (floats where the module returns floats), --compare against
+    the desc.json's expected files (PyTorch eager's, from tosa_vk.from_torch(save=...)), --check against the
+    reference backend; the placement: delegates' operators on the backend, host operators on the host."""
+    from .session import load
+
+    if args.dump_intermediates:
+        raise TosaError(
+            "--dump-intermediates needs a TOSA graph; an ExecuTorch program has delegates and host operators (run "
+            "a delegate's .tosa from tosa_vk.from_torch(save=...))",
+            file=model.file,
+        )
+    with model:
+        outputs = model.run(feeds, cast=args.cast)
+        seconds = time.perf_counter() - start
+        placement = model.placement
+        checked = {}
+        if args.check:
+            with load(model.file, backend="reference") as reference:
+                checked = reference.run(feeds, cast=args.cast)
+        failed = False
+        for name, value in outputs.items():
+            line = f"{name}: {list(value.shape)} {value.dtype}"
+            if name in targets:
+                writes.save(targets[name], value)
+                line += f" -> {targets[name]}"
+            verdicts = []
+            if args.compare:
+                if name in expected:
+                    want = np.asarray(expected[name])
+                    bound, how = _pte_bound(model, name, want, args.tolerance)
+                    worst = (
+                        float(np.max(np.abs(value.astype(np.float64) - want))) if want.shape == value.shape else None
+                    )
+                    ok = worst is not None and worst <= bound
+                    text = f"max |diff| {worst:.3g}, {how}" if worst is not None else f"shape {list(want.shape)}"
+                    verdicts.append((ok, f"vs {expected_files[name]}: {text}"))
+                else:
+                    verdicts.append((False, f"no expected result {expected_files.get(name) or '(not in desc.json)'}"))
+            if name in checked:
+                worst = float(np.max(np.abs(value.astype(np.float64) - checked[name])))
+                bound, how = _pte_bound(model, name, checked[name], args.tolerance)
+                verdicts.append((worst <= bound, f"vs reference backend: max |diff| {worst:.3g}, {how}"))
+            for ok, how in verdicts:
+                failed |= not ok
+                line += f"; {'PASS' if ok else 'FAIL'} {how}"
+            print(line)
+    where = [p.where for p in placement]
+    host_ops = sum(p.reason.startswith("ExecuTorch host operator") for p in placement)
+    print(
+        f"placement: {len(model.delegates)} TOSA delegate(s) on {model.backend} ({where.count('vulkan')} Vulkan "
+        f"kernels, {where.count('fused')} fused, {where.count('host') - host_ops} TOSA operators on the host), "
+        f"{host_ops} ExecuTorch host operators on the host"
+    )
+    print(f"{model.file}: ran on {model.backend} in {seconds * 1000:.1f} ms (load + first run)")
+    return 1 if failed else 0
+
+
+def _compare_pte(vulkan, model_path: Path, feeds: dict, args) -> int:
+    """`tosa-vk compare model.pte`: the program's outputs on Vulkan against the reference backend (delegates and host
+    operators alike; the bounds of _pte_bound)."""
+    from .session import load
+
+    with vulkan, load(model_path, backend="reference", **_timeout(args)) as reference:
+        got, want = vulkan.run(feeds, cast=args.cast), reference.run(feeds, cast=args.cast)
+    failed = False
+    for name in want:
+        worst = float(np.max(np.abs(got[name].astype(np.float64) - want[name])))
+        bound, how = _pte_bound(vulkan, name, want[name], args.tolerance)
+        failed |= worst > bound
+        print(f"{name}: {'PASS' if worst <= bound else 'FAIL'} max |diff| {worst:.3g}, {how}")
+    return 1 if failed else 0
+
+
+def _info_pte(args) -> int:
+    """`tosa-vk info model.pte`: each method's inputs and outputs, its instructions (host operators, delegates
+    with their TOSA operator counts) in order."""
+    from .ir.flatbuffer import read_graph
+    from .pte import Kernel, load_program
+
+    plans = load_program(args.model)
+    methods: list[dict[str, Any]] = []
+    for plan in plans:
+        steps = []
+        for ins in plan.instructions:
+            if isinstance(ins, Kernel):
+                steps.append({"host": ins.name})
+                continue
+            d = plan.delegates[ins.index]
+            step: dict[str, Any] = {"delegate": ins.index, "backend": d.backend, "bytes": len(d.processed)}
+            if d.backend == "TOSABackend":
+                graph = read_graph(d.processed, file=f"{args.model} (delegate {ins.index})")
+                step["tosa_operators"] = graph.op_counts()
+            steps.append(step)
+
+        inputs, outputs = ([{"name": f"{what}_{i}", "shape": list(plan.values[v].sizes),
+                             "dtype": plan.values[v].dtype.name} for i, v in enumerate(indices)]
+                           for what, indices in (("input", plan.inputs), ("output", plan.outputs)))  # fmt: skip
+        methods.append({"name": plan.name, "inputs": inputs, "outputs": outputs, "instructions": steps})
+    summary = {"file": args.model, "kind": "ExecuTorch program", "methods": methods}
+    if args.json:
+        print(json.dumps(summary, indent=1))
+        return 0
+    print(f"{args.model}: ExecuTorch program, {len(methods)} method(s)")
+    for m in methods:
+        print(f"  method {m['name']}")
+        for key in ("inputs", "outputs"):
+            print(f"    {key + ':':<9}" + ", ".join(f"{t['name']} {t['shape']} {t['dtype']}" for t in m[key]))
+        for i, step in enumerate(m["instructions"]):
+            if "host" in step:
+                print(f"    #{i:<3} host      {step['host']}")
+            else:
+                ops = step.get("tosa_operators", {})
+                detail = f"{sum(ops.values())} TOSA operators ({', '.join(ops)})" if ops else f"{step['bytes']} bytes"
+                print(f"    #{i:<3} delegate  {step['delegate']} {step['backend']}: {detail}")
     return 0
 
 
@@ -925,12 +1065,14 @@ DEBUG = "show the traceback of an error (an internal error, exit code 3, is a bu
 
 # Each command's options, in `tosa-vk --help` order.
 def _info_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="a .tosa file (or TOSA MLIR: .mlir text, .mlirbc bytecode)")
+    p.add_argument(
+        "model", help="a .tosa file, TOSA MLIR (.mlir text, .mlirbc bytecode) or an ExecuTorch program (.pte)"
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def _run_arguments(p: argparse.ArgumentParser) -> None:
-    _model_arguments(p, "a .tosa, TOSA MLIR (.mlir / .mlirbc) or .vgf file", "the model, inputs and output files")
+    _model_arguments(p, "a .tosa, TOSA MLIR (.mlir / .mlirbc), .vgf or .pte file", "the model, inputs and output files")
     p.add_argument(
         "-o",
         "--output-dir",
@@ -1098,7 +1240,12 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
 
 # (name, one-line summary, its options, its handler): build_parser makes one subcommand of each
 COMMANDS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[[Any], int]], ...] = (
-    ("info", "inputs, outputs, op counts, dtypes and profiles of a .tosa file", _info_arguments, cmd_info),
+    (
+        "info",
+        "inputs, outputs, op counts, dtypes and profiles of a .tosa file (or a .pte's plan)",
+        _info_arguments,
+        cmd_info,
+    ),
     ("run", "run a graph (drop-in for tosa_reference_model --test_desc)", _run_arguments, cmd_run),
     (
         "compare",

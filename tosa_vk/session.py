@@ -4,6 +4,8 @@ Every backend is a Model subclass (tosa_vk/backends/model.py) with the same meth
 options it does not take:
 - "reference": the numpy reference backend (tosa_vk/backends/reference.py);
 - "vulkan": a .tosa file or Graph compiled for a Vulkan device (tosa_vk/backends/vulkan.py);
+- an ExecuTorch program (.pte, file identifier ET12) runs its plan: TOSA delegates on the backend, the host operators
+  between them in numpy (tosa_vk/backends/pte.py);
 - a .vgf file with GRAPH segments is decoded into a graph (tosa_vk/vgf_graph.py) and runs on either backend; one of
   COMPUTE segments only runs on Vulkan as it is (tosa_vk/backends/vgf.py).
 Without `backend=`, a graph runs on Vulkan wherever a Vulkan device exists, else on the reference backend with a
@@ -97,6 +99,8 @@ def load(
 
 
 def _load(source: str | Path | Graph, backend: str | None = None, **options: Any) -> Model:
+    if not isinstance(source, Graph) and is_pte(source):
+        return _load_pte(source, backend, options)
     is_vgf = not isinstance(source, Graph) and Path(source).suffix.lower() == ".vgf"
     file = None
     vgf = None
@@ -130,18 +134,7 @@ def _load(source: str | Path | Graph, backend: str | None = None, **options: Any
         where = BACKENDS[backend]
     module, name = where.split(":")
     cls = getattr(importlib.import_module(module), name)
-    accepted = [
-        p.name
-        for p in inspect.signature(cls).parameters.values()
-        if p.kind == p.KEYWORD_ONLY or (p.kind == p.POSITIONAL_OR_KEYWORD and p.name not in ("source",))
-    ]
-    accepted = [a for a in accepted if a != "file"]
-    unknown = sorted(set(options) - set(accepted))
-    if unknown:
-        raise TosaError(
-            f"the {backend} backend{' (.vgf)' if is_vgf else ''} takes no option "
-            f"{', '.join(map(repr, unknown))}; its options: {', '.join(accepted) or 'none'}"
-        )
+    _check_options(cls, backend, options, " (.vgf)" if is_vgf else "")
     if is_vgf:  # the file read once, above
         return cls(vgf, file=file, **options)
     if isinstance(source, Graph):
@@ -152,3 +145,53 @@ def _load(source: str | Path | Graph, backend: str | None = None, **options: Any
         model = cls(load_graph(source), file=str(source), **options)
     model._options = options
     return model
+
+
+def _check_options(cls: type, backend: str, options: dict[str, Any], kind: str = "") -> None:
+    """load()'s options against the backend class's keyword arguments: an unknown one is an error naming it."""
+    accepted = [
+        p.name
+        for p in inspect.signature(cls).parameters.values()
+        if p.kind == p.KEYWORD_ONLY or (p.kind == p.POSITIONAL_OR_KEYWORD and p.name not in ("source",))
+    ]
+    accepted = [a for a in accepted if a != "file"]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise TosaError(
+            f"the {backend} backend{kind} takes no option "
+            f"{', '.join(map(repr, unknown))}; its options: {', '.join(accepted) or 'none'}"
+        )
+
+
+def is_pte(source: str | Path) -> bool:
+    """An ExecuTorch program: a .pte name, or a file whose flatbuffer identifier is ET12."""
+    if Path(source).suffix.lower() == ".pte":
+        return True
+    try:
+        with open(source, "rb") as f:
+            return f.read(8)[4:8] == b"ET12"
+    except OSError:
+        return False
+
+
+def _load_pte(source: str | Path, backend: str | None, options: dict[str, Any], **names: Any) -> Model:
+    """A .pte's "forward" method (else its first) as a PteModel: each TOSA delegate a model of `backend`; `names`:
+    PteModel's input_names / output_names (tosa_vk.from_torch gives the module's argument names)."""
+    from .backends.pte import PteModel
+    from .pte import load_program
+
+    file = str(source)
+    plans = load_program(file)
+    if not plans:
+        raise TosaFormatError("the ExecuTorch program has no methods", file=file)
+    plan = next((p for p in plans if p.name == "forward"), plans[0])
+    if backend is None:
+        backend = default_backend()
+        if backend == "reference":
+            warnings.warn(NO_DEVICE_WARNING, RuntimeWarning, stacklevel=3)
+    if backend not in BACKENDS:
+        raise TosaError(f"unknown backend {backend!r}; available: {', '.join(BACKENDS)}")
+    module, name = BACKENDS[backend].split(":")
+    cls = getattr(importlib.import_module(module), name)
+    _check_options(cls, backend, options, " (.pte)")
+    return PteModel(plan, cls, backend=backend, file=file, options=options, **names)

@@ -201,9 +201,14 @@ def _model_name(path: Path) -> str:
 
 
 def _load_model(path: Path):
-    """The graph with the inputs of a desc.json next to it (conformance layout), else seeded random inputs."""
+    """The graph with the inputs of a desc.json next to it (conformance layout), else seeded random inputs. An
+    ExecuTorch program (.pte) is passed on as its path (tosa_vk.load runs it) with its desc.json's inputs."""
     from ..ir import load_graph
     from ..ir.dtype import from_npy
+    from ..session import is_pte
+
+    if is_pte(path):
+        return str(path), _pte_feeds(path), None, path
 
     graph = load_graph(path)
     desc_path = path.parent / "desc.json"
@@ -217,6 +222,20 @@ def _load_model(path: Path):
         rng = np.random.default_rng(0)
         feeds = {t.name: _random(rng, t.shape, t.dtype.name.lower()) for t in graph.inputs}
     return graph, feeds, None, path
+
+
+def _pte_feeds(path: Path) -> dict[str, np.ndarray]:
+    """A .pte's inputs: a desc.json's next to it, else seeded random floats in the method's shapes."""
+    desc_path = path.parent / "desc.json"
+    desc = json.loads(desc_path.read_text()) if desc_path.is_file() else {}
+    if desc.get("tosa_file") == path.name:
+        return {n: np.load(path.parent / f) for n, f in zip(desc["ifm_name"], desc["ifm_file"])}
+    from ..pte import load_program
+
+    plan = load_program(path)[0]
+    rng = np.random.default_rng(0)
+    values = [plan.values[i] for i in plan.inputs]
+    return {f"input_{i}": rng.standard_normal(v.sizes).astype(v.dtype) for i, v in enumerate(values)}
 
 
 def select_cases(suite: str | None, models: list[str], quick: bool) -> list[Case]:

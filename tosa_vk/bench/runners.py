@@ -229,8 +229,15 @@ class _Reference:
         self.model.close()
 
 
+def _graph_only(graph, who: str) -> None:
+    """An ExecuTorch program (a .pte case: `graph` is its path) runs on tosa_vk's own backends only."""
+    if isinstance(graph, (str, Path)):
+        raise Skip(f"{who} runs TOSA graphs; this is an ExecuTorch program (delegates and host operators)")
+
+
 class _RefModel:
     def __init__(self, graph, feeds, path, ctx):
+        _graph_only(graph, "tosa_reference_model")
         try:
             import tosa_reference_model
         except ImportError as err:
@@ -279,6 +286,7 @@ class _Numpy:
 
 class _ArmSdk:
     def __init__(self, graph, feeds, path, ctx):
+        _graph_only(graph, "Arm's ML SDK")
         from .anchors import arm_sdk
 
         if path is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import statistics
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,16 @@ def compare(got: dict, want: dict) -> dict:
     return {"max_abs_diff": worst, "ok": bool(ok)}
 
 
+def _output_bytes(graph) -> int:
+    """The bytes a case's outputs hold: a graph's, or an ExecuTorch program's (a .pte case passes its path)."""
+    if not isinstance(graph, (str, Path)):
+        return sum(int(np.prod(t.shape)) * np.dtype(t.dtype.numpy).itemsize for t in graph.outputs)
+    from ..pte import load_program
+
+    plan = load_program(graph)[0]
+    return sum(int(np.prod(plan.values[i].sizes)) * plan.values[i].dtype.itemsize for i in plan.outputs)
+
+
 def bench_case(case: Case, backends: list[str], settings: dict, progress=None) -> dict[str, Any]:
     """Measures one case on every backend in `backends`; never raises for a backend's failure."""
     row: dict[str, Any] = {"case": case.name, "suite": case.suite, **case.info, "results": {}}
@@ -55,10 +66,7 @@ def bench_case(case: Case, backends: list[str], settings: dict, progress=None) -
     except Exception as err:  # noqa: BLE001 - a case that cannot be built is reported, not fatal
         row["error"] = short(err)
         return row
-    row["bytes_io"] = int(
-        sum(v.nbytes for v in feeds.values())
-        + sum(int(np.prod(t.shape)) * np.dtype(t.dtype.numpy).itemsize for t in graph.outputs)
-    )
+    row["bytes_io"] = int(sum(v.nbytes for v in feeds.values()) + _output_bytes(graph))
     ctx = {**settings, "numpy_fn": numpy_fn, "cleanup": []}
     runners: dict[str, Runner] = {}
     results = row["results"]

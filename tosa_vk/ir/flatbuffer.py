@@ -286,9 +286,14 @@ def read_graph(buf: bytes, file: str | None = None) -> Graph:
     if len(buf) < 12:
         raise TosaFormatError(f"truncated: {len(buf)} bytes is too short for a TOSA flatbuffer", file=where)
     if bytes(buf[4:8]) != FILE_IDENTIFIER:
+        hint = (
+            "; an ExecuTorch program (.pte): tosa_vk.load() and tosa-vk run / info take it"
+            if buf[4:8] == b"ET12"
+            else ""
+        )
         raise TosaFormatError(
             f"not a TOSA flatbuffer (file identifier {bytes(buf[4:8])!r}, expected b'TOSA') nor TOSA MLIR text or "
-            "bytecode",
+            f"bytecode{hint}",
             file=where,
         )
     try:

@@ -1,0 +1,65 @@
+"""tosa_vk.from_torch: a PyTorch module through ExecuTorch's Arm TOSA partitioner to a running Model, fp32 and int8,
+against PyTorch eager (fp32 within 1e-4 of the largest magnitude, int8 within one output quantization step). Needs the
+torch extra (pip install 'tosa_vk[torch]'); skipped where executorch is not importable, but for the error a user
+without it gets."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import tosa_vk
+
+
+def test_without_the_extra_the_error_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "executorch", None)  # import executorch -> ImportError
+    with pytest.raises(tosa_vk.TosaError, match=r"pip install 'tosa_vk\[torch\]'"):
+        tosa_vk.from_torch(object(), ())
+
+
+@pytest.fixture(scope="module")
+def torch():
+    pytest.importorskip("executorch")
+    return pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def net(torch):
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+            self.fc = torch.nn.Linear(4 * 8 * 8, 5)
+
+        def forward(self, image):
+            return self.fc(torch.flatten(torch.relu(self.conv(image)), 1))
+
+    torch.manual_seed(0)
+    return Net().eval(), torch.randn(1, 3, 8, 8)
+
+
+@pytest.mark.parametrize("quantized", [False, True], ids=["fp32", "int8"])
+def test_from_torch_matches_eager(net, torch, quantized, tmp_path, capsys):
+    from tosa_vk.cli import main
+
+    module, image = net
+    calibration = [(torch.randn(1, 3, 8, 8),) for _ in range(4)] if quantized else False
+    with tosa_vk.from_torch(module, (image,), quantize=calibration, backend="reference", save=tmp_path) as model:
+        assert model.inputs == {"image": ((1, 3, 8, 8), "float32")}
+        got = model.run(image=image.numpy())["output_0"]
+        step = model.output_steps["output_0"]
+    eager = np.load(tmp_path / "eager_0.npy")  # the quantized module's outputs for int8
+    assert got.dtype == np.float32
+    if quantized:
+        assert step > 0 and np.abs(got - eager).max() <= step * 1.0001
+    else:
+        with torch.no_grad():
+            assert np.array_equal(eager, module(image).numpy())
+        assert np.abs(got - eager).max() <= 1e-4 * np.abs(eager).max()
+    assert (tmp_path / "model.pte").is_file() and (tmp_path / "delegate_0.tosa").is_file()
+    tosa_vk.load_graph(tmp_path / "delegate_0.tosa")
+    for backend in ("reference", "vulkan"):
+        assert main(["run", "--test-desc", str(tmp_path / "desc.json"), "--compare", "--backend", backend]) == 0
+        assert "PASS vs eager_0.npy" in capsys.readouterr().out

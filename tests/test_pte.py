@@ -1,0 +1,264 @@
+"""ExecuTorch programs (.pte) exported by ExecuTorch's Arm TOSA partitioner (tests/data/pte/make.py, committed with
+their inputs and PyTorch eager's outputs) run on both backends to eager's outputs: float within 1e-4 of the largest
+magnitude, int8 within one output quantization step. No torch needed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tosa_vk
+from tosa_vk.backends.pte import PteModel
+from tosa_vk.pte import Kernel, load_program
+from tosa_vk.pte.program import read_program
+
+DATA = Path(__file__).resolve().parent / "data" / "pte"
+FIXTURES = sorted(p.name for p in DATA.iterdir() if (p / "model.pte").is_file())
+
+
+def feeds(name: str) -> dict[str, np.ndarray]:
+    desc = json.loads((DATA / name / "desc.json").read_text())
+    return {n: np.load(DATA / name / f) for n, f in zip(desc["ifm_name"], desc["ifm_file"])}
+
+
+def eager(name: str) -> list[np.ndarray]:
+    desc = json.loads((DATA / name / "desc.json").read_text())
+    return [np.load(DATA / name / f) for f in desc["expected_result_file"]]
+
+
+def output_steps(name: str) -> list[float]:
+    """Each output's quantization step: the scale of the dequantize that writes it (0 for a float output)."""
+    plan = load_program(DATA / name / "model.pte")[0]
+    steps = []
+    for index in plan.outputs:
+        writer = [k for k in plan.instructions if isinstance(k, Kernel) and index in k.args[-2:]]
+        quantized = writer and "dequantize" in writer[-1].op
+        steps.append(float(plan.values[writer[-1].args[1]]) if quantized else 0.0)
+    return steps
+
+
+def test_fixtures_are_there():
+    assert set(FIXTURES) >= {"cnn_fp32", "cnn_int8", "transformer_fp32", "two_in_two_out_fp32", "two_delegates_int8",
+                             "cnn_fp32_vgf", "cnn_int8_vgf", "two_delegates_int8_channels_last"}  # fmt: skip
+
+
+def test_channels_last_values_reach_delegates_in_memory_order():
+    """ExecuTorch hands a delegate a tensor's memory: a channels-last value (dim order 0, 2, 3, 1) is NHWC there,
+    even where its NCHW shape is the same (the 8x8x8 tensor between the two delegates)."""
+    plan = load_program(DATA / "two_delegates_int8_channels_last" / "model.pte")[0]
+    assert plan.values[plan.inputs[0]].dim_order == (0, 2, 3, 1)
+    with tosa_vk.load(DATA / "two_delegates_int8_channels_last" / "model.pte", backend="reference") as model:
+        assert model.delegates[0].inputs == {"quantized_decomposed_quantize_per_tensor_default": ((1, 8, 8, 3), "INT8")}
+
+
+def test_vgf_delegates():
+    for name in ("cnn_fp32_vgf", "cnn_int8_vgf"):
+        plan = load_program(DATA / name / "model.pte")[0]
+        assert [d.backend for d in plan.delegates] == ["VgfBackend"]
+        assert plan.delegates[0].processed[:4] == b"VGF1"  # model-converter's container as it is
+
+
+@pytest.mark.parametrize("backend", ["reference", pytest.param("vulkan", marks=pytest.mark.vulkan)])
+@pytest.mark.parametrize("name", FIXTURES)
+def test_pte_matches_eager(name, backend, request):
+    options = {"device": request.getfixturevalue("device")} if backend == "vulkan" else {}
+    with tosa_vk.load(DATA / name / "model.pte", backend=backend, **options) as model:
+        assert isinstance(model, PteModel)
+        assert list(model.inputs) == [f"input_{i}" for i in range(len(model.inputs))]
+        results = model.run(feeds(name))
+    expected = eager(name)
+    assert list(results) == [f"output_{i}" for i in range(len(expected))]
+    for got, want, step in zip(results.values(), expected, output_steps(name)):
+        assert got.dtype == np.float32 and got.shape == want.shape
+        error = float(np.abs(got - want).max())
+        bound = step * 1.0001 if step else 1e-4 * float(np.abs(want).max())
+        assert error <= bound, f"{name} on {backend}: max error {error}, bound {bound}"
+
+
+def test_two_delegates_and_host_ops_between():
+    plan = load_program(DATA / "two_delegates_int8" / "model.pte")[0]
+    kinds = [k.name if isinstance(k, Kernel) else "delegate" for k in plan.instructions]
+    assert kinds == [
+        "quantized_decomposed::quantize_per_tensor.out",
+        "delegate",
+        "quantized_decomposed::dequantize_per_tensor.out",
+        "aten::hardtanh.out",
+        "quantized_decomposed::quantize_per_tensor.out",
+        "delegate",
+        "quantized_decomposed::dequantize_per_tensor.out",
+    ]
+    assert [d.backend for d in plan.delegates] == ["TOSABackend", "TOSABackend"]
+    assert all(d.processed[4:8] == b"TOSA" for d in plan.delegates)  # the TOSA flatbuffer as it is, no header
+
+
+def test_placement_shows_host_ops_and_delegates():
+    with tosa_vk.load(DATA / "two_delegates_int8" / "model.pte", backend="reference") as model:
+        rows = model.placement
+    host = [p.op for p in rows if p.reason.startswith("ExecuTorch host operator")]
+    assert host[0] == "quantized_decomposed::quantize_per_tensor.out #0" and "aten::hardtanh.out #3" in host
+    assert any(p.op.startswith("delegate 0::CONV2D") for p in rows)
+    assert any(p.op.startswith("delegate 1::CONV2D") for p in rows)
+
+
+def test_pte_by_identifier_whatever_its_name(tmp_path):
+    copy = tmp_path / "model.bin"
+    copy.write_bytes((DATA / "cnn_fp32" / "model.pte").read_bytes())
+    with tosa_vk.load(copy, backend="reference") as model:
+        assert isinstance(model, PteModel)
+
+
+def test_not_a_pte(tmp_path):
+    bad = tmp_path / "bad.pte"
+    bad.write_bytes(b"\x10\x00\x00\x00TOSA" + bytes(64))
+    with pytest.raises(tosa_vk.TosaFormatError, match=r"bad\.pte: not an ExecuTorch program .*b'TOSA'"):
+        tosa_vk.load(bad, backend="reference")
+
+
+@pytest.mark.parametrize("keep", [6, 100, 2000, 0.5, 0.9])
+def test_truncated_pte(tmp_path, keep):
+    data = (DATA / "cnn_fp32" / "model.pte").read_bytes()
+    cut = tmp_path / "cut.pte"
+    cut.write_bytes(data[: int(keep * len(data)) if isinstance(keep, float) else keep])
+    with pytest.raises(tosa_vk.TosaFormatError, match=r"cut\.pte"):
+        tosa_vk.load(cut, backend="reference")
+
+
+def test_corrupt_bytes_are_format_errors():
+    data = bytearray((DATA / "two_delegates_int8" / "model.pte").read_bytes())
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        broken = bytearray(data)
+        for i in rng.integers(8, 2000, 4):
+            broken[i] = int(rng.integers(0, 256))
+        try:
+            read_program(bytes(broken), file="broken.pte")
+        except tosa_vk.TosaError as err:
+            assert "broken.pte" in str(err)
+
+
+def test_unsupported_host_op_is_named(tmp_path):
+    data = (DATA / "two_delegates_int8" / "model.pte").read_bytes()
+    renamed = data.replace(b"aten::hardtanh", b"aten::hardtanX")  # same length: the flatbuffer stays valid
+    assert renamed != data
+    path = tmp_path / "m.pte"
+    path.write_bytes(renamed)
+    with pytest.raises(tosa_vk.TosaUnsupportedError, match=r"m\.pte: host operator aten::hardtanX\.out"):
+        tosa_vk.load(path, backend="reference")
+
+
+def test_wrong_input_is_a_tosa_error():
+    with tosa_vk.load(DATA / "cnn_fp32" / "model.pte", backend="reference") as model:
+        with pytest.raises(tosa_vk.TosaError, match="missing ExecuTorch program input"):
+            model.run({})
+        with pytest.raises(tosa_vk.TosaError, match="input_0"):
+            model.run(input_0=np.zeros((1, 3, 4, 4), np.float32))
+
+
+def test_unknown_delegate_backend_is_named(tmp_path):
+    data = (DATA / "cnn_fp32" / "model.pte").read_bytes()
+    path = tmp_path / "m.pte"
+    path.write_bytes(data.replace(b"TOSABackend", b"XNNPBackend"))
+    with pytest.raises(tosa_vk.TosaUnsupportedError, match=r"m\.pte \(delegate 0\): a delegate for ExecuTorch's XNNP"):
+        tosa_vk.load(path, backend="reference")
+
+
+def test_unknown_option_names_pte(tmp_path):
+    with pytest.raises(tosa_vk.TosaError, match=r"reference backend \(\.pte\) takes no option 'strict'"):
+        tosa_vk.load(DATA / "cnn_fp32" / "model.pte", backend="reference", strict=True)
+
+
+def test_cli_info(capsys):
+    from tosa_vk.cli import main
+
+    path = str(DATA / "two_delegates_int8" / "model.pte")
+    assert main(["info", path]) == 0
+    text = capsys.readouterr().out
+    assert "ExecuTorch program" in text and "aten::hardtanh.out" in text and "delegate  1 TOSABackend" in text
+    assert main(["info", path, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    steps = summary["methods"][0]["instructions"]
+    assert [s.get("delegate") for s in steps if "delegate" in s] == [0, 1]
+    assert steps[1]["tosa_operators"]["CONV2D"] == 1
+
+
+@pytest.mark.parametrize("backend", ["reference", pytest.param("vulkan", marks=pytest.mark.vulkan)])
+@pytest.mark.parametrize("name", ["two_in_two_out_fp32", "two_delegates_int8"])
+def test_cli_run_compare(capsys, name, backend):
+    from tosa_vk.cli import main
+
+    assert main(["run", "--test-desc", str(DATA / name / "desc.json"), "--compare", "--backend", backend]) == 0
+    text = capsys.readouterr().out
+    assert "FAIL" not in text and text.count("PASS vs eager_") == len(eager(name))
+    assert "ExecuTorch host operators on the host" in text
+
+
+def test_cli_compare_fails_with_wrong_expectation(tmp_path, capsys):
+    from tosa_vk.cli import main
+
+    folder = tmp_path / "m"
+    folder.mkdir()
+    for f in (DATA / "cnn_fp32").iterdir():
+        (folder / f.name).write_bytes(f.read_bytes())
+    np.save(folder / "eager_0.npy", np.load(folder / "eager_0.npy") + 0.01)
+    assert main(["run", "--test-desc", str(folder / "desc.json"), "--compare", "--backend", "reference"]) == 1
+    assert "FAIL vs eager_0.npy" in capsys.readouterr().out
+
+
+@pytest.mark.vulkan
+def test_cli_compare_backends(capsys):
+    from tosa_vk.cli import main
+
+    name = "transformer_fp32"
+    assert main(["compare", str(DATA / name / "model.pte"), "-i", f"input_0={DATA / name / 'input_0.npy'}"]) == 0
+    assert "PASS" in capsys.readouterr().out
+
+
+def test_host_ops_per_channel_and_layout():
+    """The host operators the fixtures do not reach, on hand-made values (ExecuTorch's out-variant calling
+    convention: inputs, then the out tensor and the returned value)."""
+    from tosa_vk.pte import host_ops
+    from tosa_vk.pte.program import Plan, TensorListValue, TensorValue
+
+    def call(name: str, args: list, out_shape, out_dtype):
+        n = host_ops.HOST_OPS[name].inputs
+        out = TensorValue(np.dtype(out_dtype), tuple(out_shape), tuple(range(len(out_shape))))
+        values = [*args, out, out]
+        op, overload = name.rsplit(".", 1)
+        kernel = Kernel(op, overload, tuple(range(len(values))))
+        plan = Plan("forward", values, (), (), [kernel])
+        host_ops.check(plan, "t.pte")
+        assert len(args) == n
+        env = list(values)
+        host_ops.run(kernel, env, plan, "t.pte")
+        return env[-1]
+
+    x = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], np.float32)
+    scales, zps = np.array([0.5, 0.25]), np.array([1, -2])
+    q = call("quantized_decomposed::quantize_per_channel.out", [x, scales, zps, 0, -128, 127, 1], x.shape, "int8")
+    assert q.tolist() == [[2, -1, 5], [4, -1, -5]]
+    back = call("quantized_decomposed::dequantize_per_channel.out", [q, scales, zps, 0, -128, 127, 1, None],
+                x.shape, "float32")  # fmt: skip
+    assert np.allclose(back, [[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+    assert call("aten::permute_copy.out", [x, [1, 0]], (3, 2), "float32").tolist() == x.T.tolist()
+    assert call("aten::view_copy.out", [x, [3, 2]], (3, 2), "float32").shape == (3, 2)
+    assert call("aten::clamp.out", [x, None, 1.0], x.shape, "float32").max() == 1.0
+    assert call("aten::add.out", [x, x, 2], x.shape, "float32").tolist() == (3 * x).tolist()
+    # cat takes a tensor list: its members are other values of the plan
+    members = TensorListValue((0, 1))
+    values = [x, x, members, 1]
+    out = TensorValue(np.dtype("float32"), (2, 6), (0, 1))
+    cat = Kernel("aten::cat", "out", (2, 3, 4, 5))
+    plan = Plan("forward", [*values, out, out], (), (), [cat])
+    env = list(plan.values)
+    host_ops.run(cat, env, plan, "t.pte")
+    assert env[4].tolist() == np.concatenate([x, x], 1).tolist()
+
+
+def test_a_graph_only_command_points_at_what_takes_a_pte(capsys):
+    from tosa_vk.cli import main
+
+    assert main(["placement", str(DATA / "cnn_fp32" / "model.pte")]) == 2
+    assert "an ExecuTorch program (.pte): tosa_vk.load() and tosa-vk run / info take it" in capsys.readouterr().err

@@ -1,0 +1,210 @@
+"""An ExecuTorch program (.pte) as a Model: its execution plan run in order, each delegate of ExecuTorch's Arm
+backends as a TOSA graph on the chosen backend (reference or vulkan) — TOSABackend's processed bytes are a TOSA
+flatbuffer, VgfBackend's a VGF container whose GRAPH segments are decoded (tosa_vk/vgf_graph.py) —
+the host operators the partitioner left around and between them in numpy (tosa_vk/pte/host_ops.py).
+
+Inputs and outputs are the method's, in its order: a .pte keeps no argument names, so they are input_0, input_1, ...
+and output_0, ... unless the loader names them (`tosa_vk.from_torch` names them after the module's forward).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from ..errors import TosaError, TosaFormatError, TosaUnsupportedError
+from ..ir import Graph
+from ..ir.flatbuffer import read_graph
+from ..program import Placement
+from ..pte import host_ops
+from ..pte.program import DelegateRun, Kernel, Plan, TensorListValue, TensorValue
+from ..reference.executor import coerce_array
+from .model import Model, Timing
+
+TOSA_BACKENDS = ("TOSABackend",)  # delegate ids whose processed bytes are a TOSA flatbuffer
+VGF_BACKENDS = ("VgfBackend",)  # ... a VGF container (ExecuTorch's Arm VGF backend: model-converter's GRAPH segments)
+HOST_REASON = "ExecuTorch host operator: numpy"
+
+
+def _delegate_graph(backend: str, data: bytes, where: str) -> Graph:
+    """A delegate's processed bytes as a TOSA graph: a TOSA flatbuffer (TOSABackend) as it is, a VGF's GRAPH segments
+    (VgfBackend) decoded as `tosa_vk.load("x.vgf")` decodes them."""
+    if backend in TOSA_BACKENDS:
+        return read_graph(data, file=where)
+    if backend in VGF_BACKENDS:
+        from vgf import VGFError, read_vgf
+
+        from ..spirv_graph.constants import runs_as_is
+        from ..vgf_graph import to_graph
+
+        try:
+            vgf = read_vgf(data, file=where)
+        except VGFError as err:
+            raise TosaFormatError(err.rule, file=err.file) from None
+        if runs_as_is(vgf):
+            raise TosaUnsupportedError("a VGF delegate of COMPUTE segments only (not a TOSA graph)", file=where)
+        return to_graph(vgf, file=where)
+    raise TosaUnsupportedError(
+        f"a delegate for ExecuTorch's {backend}; tosa_vk runs {', '.join(TOSA_BACKENDS + VGF_BACKENDS)} delegates "
+        "(ExecuTorch's Arm TOSA and VGF partitioners)",
+        file=where,
+    )
+
+
+class PteModel(Model):
+    """`plan` (one method of a .pte) with its TOSA delegates loaded as `model_class` models (the backend's Model
+    class, built with `options`)."""
+
+    source_kind = "ExecuTorch program"
+
+    def __init__(
+        self,
+        plan: Plan,
+        model_class: type,
+        *,
+        backend: str,
+        file: str | None = None,
+        options: dict[str, Any] | None = None,
+        input_names: list[str] | None = None,
+        output_names: list[str] | None = None,
+    ):
+        self.plan, self.file, self.backend = plan, file, backend
+        host_ops.check(plan, file)
+        for name, indices in (("input", plan.inputs), ("output", plan.outputs)):
+            for i in indices:
+                if not isinstance(plan.values[i], TensorValue):
+                    raise TosaUnsupportedError(f"the method's {name} value {i} is not a tensor", file=file)
+        self.delegates: list[Model] = []
+        try:
+            for index, delegate in enumerate(plan.delegates):
+                where = f"{file or '<buffer>'} (delegate {index})"
+                graph = _delegate_graph(delegate.backend, delegate.processed, where)
+                self.delegates.append(model_class(graph, file=where, **(options or {})))
+        except BaseException:
+            self.close()
+            raise
+        self._host_times: list[Timing] = []
+        self._input_names = self._names(input_names, plan.inputs, "input")
+        self._output_names = self._names(output_names, plan.outputs, "output")
+
+    def _names(self, names: list[str] | None, indices: tuple[int, ...], what: str) -> list[str]:
+        if names is None:
+            return [f"{what}_{i}" for i in range(len(indices))]
+        if len(names) != len(indices) or len(set(names)) != len(names):
+            raise TosaError(f"{len(indices)} distinct {what} names needed, got {names}", file=self.file)
+        return list(names)
+
+    @staticmethod
+    def _array(value: TensorValue) -> tuple[tuple[int, ...], str]:
+        return value.sizes, value.dtype.name
+
+    @property
+    def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        return {n: self._array(self.plan.values[i]) for n, i in zip(self._input_names, self.plan.inputs)}
+
+    @property
+    def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        return {n: self._array(self.plan.values[i]) for n, i in zip(self._output_names, self.plan.outputs)}
+
+    def _run(self, feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
+        plan = self.plan
+        env: list[Any] = [v.data if isinstance(v, TensorValue) else v for v in plan.values]
+        for name, index in zip(self._input_names, plan.inputs):
+            t = plan.values[index]
+            env[index] = coerce_array(name, feeds[name], t.sizes, t.dtype, t.dtype.name, file=self.file, cast=cast,
+                                      where=self.source_kind)  # fmt: skip
+        times = []
+        for index, ins in enumerate(plan.instructions):
+            if isinstance(ins, Kernel):
+                start = time.perf_counter()
+                host_ops.run(ins, env, plan, self.file)
+                times.append(Timing(f"{ins.name} #{index}", "host", (time.perf_counter() - start) * 1e6))
+            else:
+                self._delegate(ins, env)
+        self._host_times = times
+        results = {}
+        for name, index in zip(self._output_names, plan.outputs):
+            if env[index] is None:
+                raise TosaError(f"output {name} (value {index}) is never written by the plan", file=self.file)
+            results[name] = np.asarray(env[index])
+        return results
+
+    def _delegate(self, call: DelegateRun, env: list[Any]) -> None:
+        model = self.delegates[call.index]
+        args = [a for i in call.args for a in (env[i].items if isinstance(env[i], TensorListValue) else (i,))]
+        names, outs = list(model.inputs), list(model.outputs)
+        if len(args) != len(names) + len(outs):
+            raise TosaError(f"delegate {call.index} is called with {len(args)} values; its TOSA graph has "
+                            f"{len(names)} inputs and {len(outs)} outputs", file=self.file)  # fmt: skip
+        feeds = {}
+        for name, i in zip(names, args):
+            shape = tuple(model.inputs[name][0])
+            value = np.asarray(env[i])
+            order = self._order(i)
+            if order and tuple(value.shape[d] for d in order) == shape:
+                value = np.transpose(value, order)  # a channels-last value: the delegate takes its memory layout
+            if value.shape != shape:
+                raise TosaError(f"delegate {call.index}'s input {name!r} is {list(shape)}, the plan gives value {i} "
+                                f"of shape {list(value.shape)}", file=self.file)  # fmt: skip
+            feeds[name] = value
+        results = model.run(feeds)
+        for name, i in zip(outs, args[len(names) :]):
+            t = self.plan.values[i]
+            value = results[name]
+            order = self._order(i)
+            if isinstance(t, TensorValue) and order and value.shape == tuple(t.sizes[d] for d in order):
+                value = np.transpose(value, np.argsort(order))  # the delegate wrote the memory layout
+            elif isinstance(t, TensorValue) and value.size == int(np.prod(t.sizes, dtype=np.int64)):
+                value = value.reshape(t.sizes)
+            env[i] = value
+
+    def _order(self, index: int) -> tuple[int, ...] | None:
+        """A tensor value's dim order where it is not the identity (channels-last), else None: ExecuTorch hands a
+        delegate the memory layout, which the Arm backend's TOSA graph takes as its shape."""
+        t = self.plan.values[index]
+        if isinstance(t, TensorValue) and t.dim_order != tuple(range(len(t.sizes))):
+            return t.dim_order
+        return None
+
+    @property
+    def output_steps(self) -> dict[str, float]:
+        """Each output's quantization step: the scale of the dequantize that writes it (an int8 program's float
+        output is exact to within one), 0.0 for an output no dequantize writes."""
+        steps = {}
+        for name, index in zip(self._output_names, self.plan.outputs):
+            writers = [k for k in self.plan.instructions if isinstance(k, Kernel) and index in k.args]
+            last = writers[-1] if writers else None
+            scale = self.plan.values[last.args[1]] if last and "dequantize_per_tensor" in last.op else None
+            steps[name] = float(scale) if isinstance(scale, (int, float)) else 0.0
+        return steps
+
+    def profile(self) -> list[Timing]:
+        """The last run's host operators (wall clock) and each delegate's own profile (the vulkan backend's
+        kernels need load(..., timestamps=True)), in plan order; delegate rows are labelled "delegate N::..."."""
+        host = iter(self._host_times)
+        rows: list[Timing] = []
+        for ins in self.plan.instructions:
+            if isinstance(ins, Kernel):
+                rows.extend(t for t in [next(host, None)] if t is not None)
+            else:
+                rows += [t._replace(op=f"delegate {ins.index}::{t.op}") for t in self.delegates[ins.index].profile()]
+        return rows
+
+    @property
+    def placement(self) -> list[Placement]:
+        """The plan in order: each host operator on the host, each delegate's operators where its backend puts them
+        (labelled "delegate N::OP #i ...")."""
+        rows = []
+        for index, ins in enumerate(self.plan.instructions):
+            if isinstance(ins, Kernel):
+                rows.append(Placement(f"{ins.name} #{index}", "host", HOST_REASON))
+            else:
+                for p in self.delegates[ins.index].placement:
+                    rows.append(Placement(f"delegate {ins.index}::{p.op}", p.where, p.reason))
+        return rows
+
+    def close(self) -> None:
+        for model in self.delegates:
+            model.close()
