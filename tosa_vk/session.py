@@ -125,13 +125,7 @@ def _load(source: str | Path | Graph, backend: str | None = None, **options: Any
             )
         backend, where = "vulkan", VGF_BACKEND
     else:
-        if backend is None:
-            backend = default_backend()
-            if backend == "reference":
-                warnings.warn(NO_DEVICE_WARNING, RuntimeWarning, stacklevel=3)
-        if backend not in BACKENDS:
-            raise TosaError(f"unknown backend {backend!r}; available: {', '.join(BACKENDS)}")
-        where = BACKENDS[backend]
+        backend, where = _graph_backend(backend)
     module, name = where.split(":")
     cls = getattr(importlib.import_module(module), name)
     _check_options(cls, backend, options, " (.vgf)" if is_vgf else "")
@@ -145,6 +139,18 @@ def _load(source: str | Path | Graph, backend: str | None = None, **options: Any
         model = cls(load_graph(source), file=str(source), **options)
     model._options = options
     return model
+
+
+def _graph_backend(backend: str | None) -> tuple[str, str]:
+    """(backend, "module:class") of a backend that runs graphs: the one named, else the default (with a warning
+    when that is the reference backend for want of a device)."""
+    if backend is None:
+        backend = default_backend()
+        if backend == "reference":
+            warnings.warn(NO_DEVICE_WARNING, RuntimeWarning, stacklevel=4)  # load()'s caller
+    if backend not in BACKENDS:
+        raise TosaError(f"unknown backend {backend!r}; available: {', '.join(BACKENDS)}")
+    return backend, BACKENDS[backend]
 
 
 def _check_options(cls: type, backend: str, options: dict[str, Any], kind: str = "") -> None:
@@ -185,13 +191,8 @@ def _load_pte(source: str | Path, backend: str | None, options: dict[str, Any], 
     if not plans:
         raise TosaFormatError("the ExecuTorch program has no methods", file=file)
     plan = next((p for p in plans if p.name == "forward"), plans[0])
-    if backend is None:
-        backend = default_backend()
-        if backend == "reference":
-            warnings.warn(NO_DEVICE_WARNING, RuntimeWarning, stacklevel=3)
-    if backend not in BACKENDS:
-        raise TosaError(f"unknown backend {backend!r}; available: {', '.join(BACKENDS)}")
-    module, name = BACKENDS[backend].split(":")
+    backend, where = _graph_backend(backend)
+    module, name = where.split(":")
     cls = getattr(importlib.import_module(module), name)
     _check_options(cls, backend, options, " (.pte)")
     return PteModel(plan, cls, backend=backend, file=file, options=options, **names)

@@ -73,13 +73,14 @@ def _camel(name: str) -> str:
     return head + "".join(w.capitalize() for w in rest)
 
 
-class _Reader:
-    """Walks a TosaGraph buffer into the IR with every length checked against the buffer."""
+class BoundedReader:
+    """A flatbuffer walk whose vector lengths are checked against the buffer, and whose element visits in total
+    are bounded by its size (a valid file references each element from at least one byte): a crafted file cannot
+    make a reader loop or allocate beyond its own size. The .tosa and .pte readers share it."""
 
     def __init__(self, buf: bytes):
         self.buf = buf
-        self.version = (1, 0)
-        self.budget = len(buf) + 1024  # element visits: a valid file references each element from >= 1 byte
+        self.budget = len(buf) + 1024
 
     def count(self, n: int, elem_size: int, what: str) -> int:
         if n < 0 or n * elem_size > len(self.buf):
@@ -88,6 +89,14 @@ class _Reader:
         if self.budget < 0:
             raise TosaFormatError("corrupt flatbuffer: references more elements than the file holds")
         return n
+
+
+class _Reader(BoundedReader):
+    """Walks a TosaGraph buffer into the IR with every length checked against the buffer."""
+
+    def __init__(self, buf: bytes):
+        super().__init__(buf)
+        self.version = (1, 0)
 
     def strings(self, obj, field: str) -> list[str]:
         n = self.count(getattr(obj, field + "Length")(), 4, field)

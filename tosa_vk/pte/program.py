@@ -19,6 +19,7 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import TosaError, TosaFormatError
+from ..ir.flatbuffer import BoundedReader
 from .fbs import (
     BackendDelegateInlineData,
     Bool,
@@ -124,24 +125,15 @@ class Plan:
     delegates: list[Delegate] = field(default_factory=list)
 
 
-class _Reader:
+class _Reader(BoundedReader):
     def __init__(self, buf: bytes):
-        self.buf = buf
+        super().__init__(buf)
         self.segment_base = 0
         if len(buf) >= 32 and buf[8:12] == HEADER_MAGIC:
             length, _size, self.segment_base = struct.unpack_from("<IQQ", buf, 12)
             if length < 24 or self.segment_base > len(buf):
                 raise TosaFormatError(f"corrupt extended header: segments at byte {self.segment_base}, "
                                       f"the file has {len(buf)}")  # fmt: skip
-        self.budget = len(buf) + 1024  # element visits: each element is referenced from at least one byte
-
-    def count(self, n: int, elem_size: int, what: str) -> int:
-        if n < 0 or n * elem_size > len(self.buf):
-            raise TosaFormatError(f"corrupt flatbuffer: {what} claims {n} elements, more than the file holds")
-        self.budget -= n
-        if self.budget < 0:
-            raise TosaFormatError("corrupt flatbuffer: references more elements than the file holds")
-        return n
 
     def program(self) -> list[Plan]:
         root = fb_program.Program.GetRootAs(self.buf, 0)
