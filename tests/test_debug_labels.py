@@ -7,13 +7,16 @@ Khronos validation layer on: it checks every name and label call and stays silen
 
 from __future__ import annotations
 
+import importlib.util
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
 import vulkan as vk
 
 import tosa_vk
+from tosa_vk import custom
 from tosa_vk.vulkan import labels as debug_labels
 
 os.environ.setdefault("TOSA_VK_VALIDATION", "1")
@@ -146,3 +149,54 @@ def test_the_validation_layer_reads_the_names_back(monkeypatch):
         vk.vkGetDeviceMemoryCommitment(device.device, model.runtime.arena.gpu.memory)
         messages, device.validation_messages[:] = list(device.validation_messages), []
     assert any("VUID-vkGetDeviceMemoryCommitment" in m and "name = tosa_vk arena (" in m for m in messages), messages
+
+
+def loop_graph() -> tuple[tosa_vk.Graph, dict]:
+    """A WHILE_LOOP of 20 iterations: batched into command buffers under conditional rendering where the device has
+    it, so labels nest inside its blocks."""
+    b = tosa_vk.Builder()
+    x = b.input("x", (3, 4), "fp32")
+    zero = b.const(np.zeros(1, np.int32), name="zero")
+    outs = b.while_loop(
+        [zero, x],
+        lambda s, i, acc: s.greater(s.const(np.full(1, 20, np.int32)), i),
+        lambda s, i, acc: (s.add(i, s.const(np.ones(1, np.int32))), s.tanh(acc)),
+    )
+    assert isinstance(outs, tuple)  # both loop values
+    b.output(*outs)
+    return b.build(), {"x": np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)}
+
+
+def image_graph() -> tuple[tosa_vk.Graph, dict]:
+    """A custom op writing a storage image (resources/custom_ops/gradient.py): its copies inside its label."""
+    path = Path(__file__).resolve().parent.parent / "resources" / "custom_ops" / "gradient.py"
+    spec = importlib.util.spec_from_file_location("custom_op_example_gradient", path)
+    assert spec is not None and spec.loader is not None
+    gradient = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gradient)  # registers the op
+    b = tosa_vk.Builder()
+    img = b.input("img", (1, 9, 13, 1), "fp32")
+    y = custom.call(b, gradient.DOMAIN, gradient.NAME, [img], name_hint="grad")
+    b.output(b.add(y, y, name="y"))
+    return b.build(), {"img": np.linspace(0, 1, 117, dtype=np.float32).reshape(1, 9, 13, 1)}
+
+
+@pytest.mark.parametrize("make", [loop_graph, image_graph], ids=["loop", "image"])
+def test_loops_and_images_are_labelled_the_same_bytes_either_way(spy, monkeypatch, make):
+    graph, feeds = make()
+    with tosa_vk.load(graph, backend="vulkan", strict=True) as model:
+        labelled = model.run(**feeds)
+        kernels = dispatch_names(model)
+        images = [res.label for seg in model.runtime.segments for res in seg.images]
+        batched = any(d.predicate is not None for seg in model.runtime.segments for d in seg.dispatches)
+        assert batched or make is image_graph or not model.device.info.features["conditionalRendering"]
+    assert images or make is loop_graph
+    assert spy["stack"] == [] and spy["max_depth"] == 2
+    assert set(kernels) <= set(spy["labels"])
+    named = {text for _, text in spy["names"]}
+    assert set(images) <= named and all(" image)" in text for text in images)
+    monkeypatch.setenv(debug_labels.ENV, "0")
+    with tosa_vk.load(graph, backend="vulkan", strict=True) as model:
+        plain = model.run(**feeds)
+    for name in plain:
+        assert labelled[name].tobytes() == plain[name].tobytes(), name

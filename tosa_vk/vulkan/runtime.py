@@ -142,7 +142,7 @@ class Runtime:
                     for k in kernels}  # fmt: skip
         self.pipelines.prepare(list(requests))
         self.plan = self._plan(self.program.steps, timestamps)
-        if self._device.labels is not None:
+        if self._device.labels is not None and self.own_pipelines:  # (a shared one: named by its first runtime)
             self._name_pipelines()
 
     def _name_pipelines(self) -> None:
