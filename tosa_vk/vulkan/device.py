@@ -9,6 +9,8 @@ one kind are present: indices follow the loader's order, which can differ betwee
 Set TOSA_VK_VALIDATION=1 (or =warn) to enable VK_LAYER_KHRONOS_validation; its messages are collected in
 `Device.validation_messages`, which a model reports after the load or run that caused them (an error, or a warning
 with =warn: tosa_vk/backends/on_device.py OnDevice.report_validation).
+Where the instance offers VK_EXT_debug_utils, `Device.labels` names objects and labels dispatches for GPU tools
+(tosa_vk/vulkan/labels.py; TOSA_VK_DEBUG_LABELS=0 turns it off).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import vulkan as vk
 from ..errors import VulkanError
 from ..shader_abi import TEXEL_SAMPLERS
 from ..target import Target, for_driver
+from . import labels as debug_labels
 
 API_VERSION = vk.VK_MAKE_VERSION(1, 3, 0)
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
@@ -105,8 +108,9 @@ def validation_warns() -> bool:
     return os.environ.get("TOSA_VK_VALIDATION", "").lower() == "warn"
 
 
-def create_instance(validation: bool = False, messages: list[str] | None = None):
-    """A Vulkan 1.3 instance (and the debug messenger collecting into `messages` when validating)."""
+def create_instance(validation: bool = False, messages: list[str] | None = None, labels: bool = False):
+    """A Vulkan 1.3 instance (and the debug messenger collecting into `messages` when validating); `labels`:
+    VK_EXT_debug_utils enabled for object names and command-buffer labels (the caller checked it is offered)."""
     app = vk.VkApplicationInfo(
         sType=vk.VK_STRUCTURE_TYPE_APPLICATION_INFO,
         pApplicationName="tosa_vk",
@@ -121,6 +125,8 @@ def create_instance(validation: bool = False, messages: list[str] | None = None)
         if VALIDATION_LAYER not in available:
             raise VulkanError(f"{VALIDATION_LAYER} is not installed (Debian: apt-get install vulkan-validationlayers)")
         layers, extensions = [VALIDATION_LAYER], [vk.VK_EXT_DEBUG_UTILS_EXTENSION_NAME]
+    elif labels:
+        extensions = [vk.VK_EXT_DEBUG_UTILS_EXTENSION_NAME]
     info = vk.VkInstanceCreateInfo(
         sType=vk.VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
         pApplicationInfo=app,
@@ -326,8 +332,13 @@ class Device:
         self.unified_memory: bool | None = None  # a memory type both host-visible and device-local (memory.py)
         self.memory_properties: Any = None  # VkPhysicalDeviceMemoryProperties, asked once (memory.py)
         validation = validation_requested() if validation is None else validation
-        self.instance, self._messenger = create_instance(validation, self.validation_messages)
+        labelled = debug_labels.requested() and debug_labels.offered()
+        self.instance, self._messenger = create_instance(validation, self.validation_messages, labelled)
+        # names and labels for GPU tools; None: nothing is named or labelled (tosa_vk/vulkan/labels.py)
+        self.labels: debug_labels.Labels | None = None
         try:
+            if labelled:
+                self.labels = debug_labels.Labels(self.instance)
             physical = vk.vkEnumeratePhysicalDevices(self.instance)
             self.info = select(visible([_query(i, pd) for i, pd in enumerate(physical)]), selector)
             self.physical = physical[self.info.physical]
@@ -362,6 +373,11 @@ class Device:
         except BaseException:
             self._destroy_instance()
             raise
+
+    def name(self, kind: int, handle, text: str) -> None:
+        """Names a Vulkan object (VK_OBJECT_TYPE_* `kind`) for GPU tools, where debug labels are on."""
+        if self.labels is not None:
+            self.labels.name(self.device, kind, handle, text)
 
     def _features(self):
         """Enables the shader features tosa_vk's kernels use, where the device has them (see DeviceInfo)."""

@@ -42,6 +42,7 @@ class ImageResource:
     def __init__(self, device: Device, spec: Image, descriptor: str, op: str):
         self.device, self.spec, self.descriptor = device, spec, descriptor
         self.image = self.memory = self.view = self.sampler = None
+        self.label = op  # its name for GPU tools (tosa_vk/vulkan/labels.py)
         vkd = device.device
         fmt = _enum(spec.format, "format", op)
         need, what = _FEATURES[descriptor]

@@ -93,6 +93,11 @@ class _Allocation:
             mapped = vk.vkMapMemory(vkd, self.memory, 0, self.size, 0)
             self.host = np.frombuffer(mapped, dtype=np.uint8, count=self.size)
 
+    def name(self, text: str) -> None:
+        """Names the buffer and its memory for GPU tools."""
+        self.device.name(vk.VK_OBJECT_TYPE_BUFFER, self.buffer, text)
+        self.device.name(vk.VK_OBJECT_TYPE_DEVICE_MEMORY, self.memory, text)
+
     def close(self) -> None:
         if self.buffer is None:
             return
@@ -142,6 +147,10 @@ class Arena:
             self.stage = _Allocation(device, size, HOST)
         else:
             self.gpu = self.stage = _Allocation(device, size, HOST | LOCAL)
+        if device.labels is not None:  # names for GPU tools (tosa_vk/vulkan/labels.py)
+            self.gpu.name(f"tosa_vk arena ({size} bytes)")
+            if self.staged:
+                self.stage.name(f"tosa_vk arena ({size} bytes), host-visible staging twin")
 
     @property
     def buffer(self):

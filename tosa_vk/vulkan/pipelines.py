@@ -54,6 +54,7 @@ class Pipeline:
     push_size: int
     set_layouts: list[object] = field(default_factory=list)  # one per set index 0..max used
     descriptor_layout: Layout = ()
+    module: object = None  # the VkShaderModule
 
 
 def _key(spirv: bytes, bindings: int, push_size: int, layout: Layout | None, entry: str) -> tuple[tuple, tuple]:
@@ -76,6 +77,7 @@ class Pipelines:
                 pInitialData=vk.ffi.from_buffer(initial_data),
             )
         self._cache = vk.vkCreatePipelineCache(device.device, info, None)
+        device.name(vk.VK_OBJECT_TYPE_PIPELINE_CACHE, self._cache, "tosa_vk pipeline cache")
         self._pipelines: dict[tuple, Pipeline] = {}
         self._modules: list = []
 
@@ -173,7 +175,16 @@ class Pipelines:
             ],
             None,
         )[0]
-        return Pipeline(pipeline, layout, set_layouts[0], len(layout_spec), push_size, set_layouts, layout_spec)
+        return Pipeline(pipeline, layout, set_layouts[0], len(layout_spec), push_size, set_layouts, layout_spec, module)
+
+    def name(self, pipeline: Pipeline, text: str) -> None:
+        """Names a pipeline, its layouts and shader module for GPU tools (tosa_vk/vulkan/labels.py)."""
+        name = self.device.name
+        name(vk.VK_OBJECT_TYPE_PIPELINE, pipeline.pipeline, text)
+        name(vk.VK_OBJECT_TYPE_PIPELINE_LAYOUT, pipeline.layout, text)
+        name(vk.VK_OBJECT_TYPE_SHADER_MODULE, pipeline.module, text)
+        for index, set_layout in enumerate(pipeline.set_layouts):
+            name(vk.VK_OBJECT_TYPE_DESCRIPTOR_SET_LAYOUT, set_layout, f"{text}: set {index}")
 
     def data(self) -> bytes:
         """The driver's pipeline-cache data (vkGetPipelineCacheData, not wrapped by the vulkan module: its C call);

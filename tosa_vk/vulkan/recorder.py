@@ -10,6 +10,10 @@ the dispatch writes back into the arena after it, with full barriers on both sid
 
 A dispatch with a `predicate` is recorded inside a conditional-rendering block (VK_EXT_conditional_rendering) that
 reads a uint32 at that arena offset: the device skips it when the value is 0 (batched WHILE_LOOP iterations).
+
+Where the device has debug labels (tosa_vk/vulkan/labels.py), the command buffer is one label region and each
+dispatch (with its image copies) a region inside it named by its kernel's operators; the command buffer, its
+descriptor sets, pools and images are named too. All of it at recording: a submit costs the same.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ class Dispatch:
     predicate: int | None = None
     # per binding: the VK_FORMAT_* name of a uniform texel buffer view of its range, "" for other descriptors
     texels: tuple[str, ...] = ()
+    shader: str = ""  # its shader's name (shaders/<chapter>/<family>), what GPU tools call its pipeline
 
     @property
     def layout(self):
@@ -147,7 +152,12 @@ class Segment:
         inside its predicate's conditional-rendering block), the arena staged out or made visible to the host."""
         cmd = self.command
         sets, images = self._descriptor_sets(arena)
+        labels = self.device.labels
+        if labels is not None:
+            self._name(sets)
         vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO))
+        if labels is not None:
+            labels.begin(cmd, self.title)
         if arena.staged:  # device-local arena: bring the host's writes over first
             self._copy(cmd, arena.stage.buffer, arena.gpu.buffer, arena.size, COMPUTE, vk.VK_ACCESS_SHADER_READ_BIT)
         if self.query_pool is not None:
@@ -165,8 +175,7 @@ class Segment:
                     written.clear()
                     read.clear()
                 active = d.predicate
-            if mine:  # images in: every earlier access done, arena bytes copied into the images
-                self._images_in(cmd, arena, mine)
+            if mine:  # images in (below): every earlier access done, arena bytes copied into the images
                 written.clear()
                 read.clear()
             elif _overlap(d.reads | d.writes, written) or _overlap(d.writes, read):  # RAW / WAW / WAR: wait
@@ -175,11 +184,17 @@ class Segment:
                 read.clear()
             written.extend(d.writes)
             read.extend(d.reads)
+            if labels is not None:  # the dispatch's region: its operators (images: with the copies)
+                labels.begin(cmd, d.name)
+            if mine:  # images in: every earlier access done, arena bytes copied into the images
+                self._images_in(cmd, arena, mine)
             self._dispatch(cmd, i, d, dsets)
             if any(w for _, _, w in mine):  # storage images out: back into the arena, visible to what follows
                 self._images_out(cmd, arena, mine)
                 written.clear()
                 read.clear()
+            if labels is not None:
+                labels.end(cmd)
         if active is not None:
             self.device.end_conditional(cmd)
         if arena.staged:  # and the results back to the host-visible twin
@@ -187,7 +202,38 @@ class Segment:
             self._copy(cmd, arena.gpu.buffer, arena.stage.buffer, arena.size, HOST, vk.VK_ACCESS_HOST_READ_BIT)
         else:
             self._barrier(cmd, host=True)
+        if labels is not None:
+            labels.end(cmd)
         vk.vkEndCommandBuffer(cmd)
+
+    @property
+    def title(self) -> str:
+        """What GPU tools call this command buffer: its kernels, first and last."""
+        ops = [d.name for d in self.dispatches]
+        if not ops:
+            return "tosa_vk: no kernels"
+        span = ops[0] if len(ops) == 1 else f"{ops[0]} .. {ops[-1]}"
+        return f"tosa_vk: {len(ops)} kernel{'s' * (len(ops) > 1)}, {span}"
+
+    def _name(self, sets: list[list]) -> None:
+        """Names the command buffer, its pools, each dispatch's descriptor sets and images for GPU tools."""
+        name = self.device.name
+        name(vk.VK_OBJECT_TYPE_COMMAND_BUFFER, self.command, self.title)
+        name(vk.VK_OBJECT_TYPE_DESCRIPTOR_POOL, self.descriptor_pool, self.title)
+        name(vk.VK_OBJECT_TYPE_QUERY_POOL, self.query_pool, f"timestamps of {self.title}")
+        for d, dsets in zip(self.dispatches, sets):
+            for index, dset in enumerate(dsets):
+                name(vk.VK_OBJECT_TYPE_DESCRIPTOR_SET, dset, f"{d.name}: set {index}")
+        for res in self.images:
+            for kind, handle in (
+                (vk.VK_OBJECT_TYPE_IMAGE, res.image),
+                (vk.VK_OBJECT_TYPE_DEVICE_MEMORY, res.memory),
+                (vk.VK_OBJECT_TYPE_IMAGE_VIEW, res.view),
+                (vk.VK_OBJECT_TYPE_SAMPLER, res.sampler),
+            ):
+                name(kind, handle, res.label)
+        for view in self.views:
+            name(vk.VK_OBJECT_TYPE_BUFFER_VIEW, view, "tosa_vk texel view of the arena")
 
     def _descriptor_sets(self, arena: Arena) -> tuple[list[list], list[list[tuple[ImageResource, int, bool]]]]:
         """Each dispatch's descriptor sets (by set index), written: its arena ranges as storage buffers, texel-buffer
@@ -225,6 +271,7 @@ class Segment:
                 else:
                     spec, descriptor, image_written = image
                     res = ImageResource(self.device, spec, descriptor, d.name)
+                    res.label = f"{d.name}: binding {i} ({spec.format} image)"
                     self.images.append(res)
                     mine.append((res, offset, image_written))
                     info = {"pImageInfo": [res.descriptor_info()]}
@@ -539,6 +586,8 @@ class Queue:
                     ),
                 )[0]
             )
+            copies_name = f"tosa_vk: device tensor copies {which}"
+            self.device.name(vk.VK_OBJECT_TYPE_COMMAND_BUFFER, self.transfers[which].command, copies_name)
         transfer = self.transfers[which]  # recorded each time: the buffers are new (and a destroyed buffer's
         cmd = transfer.command  # handle may come back for another one, so a recording is never reused)
         vk.vkResetCommandBuffer(cmd, 0)

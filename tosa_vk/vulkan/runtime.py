@@ -22,7 +22,7 @@ from ..timeout import checked_timeout, overrun_text
 from ..variables import Variable, begin_run
 from .device import Device, VulkanError
 from .memory import Arena, DeviceBuffer, align
-from .pipelines import Pipelines, bound_descriptors, kernel_layout
+from .pipelines import Pipeline, Pipelines, bound_descriptors, kernel_layout
 from .recorder import DeviceTimeout, Dispatch, Queue, Segment, Transfer, image_bindings
 from .shaders import ShaderCache, specialize
 from .variant import program_variants, variant_of
@@ -142,6 +142,18 @@ class Runtime:
                     for k in kernels}  # fmt: skip
         self.pipelines.prepare(list(requests))
         self.plan = self._plan(self.program.steps, timestamps)
+        if self._device.labels is not None and self.own_pipelines:  # (a shared one: named by its first runtime)
+            self._name_pipelines()
+
+    def _name_pipelines(self) -> None:
+        """Names each pipeline for GPU tools (tosa_vk/vulkan/labels.py): its shader and the kernels using it."""
+        users: dict[int, tuple[Pipeline, str, dict[str, None]]] = {}
+        for seg in self.segments:
+            for d in seg.dispatches:
+                users.setdefault(id(d.pipeline), (d.pipeline, d.shader, {}))[2][d.name] = None
+        for pipeline, shader, ops in users.values():
+            first, more = next(iter(ops)), len(ops) - 1
+            self.pipelines.name(pipeline, f"{shader}: {first}" + (f" (and {more} more kernels)" if more else ""))
 
     def module(self, kernel: Kernel) -> bytes:
         """The kernel's SPIR-V: its variant's, with its specialization constants set."""
@@ -315,6 +327,7 @@ class Runtime:
             self._bytes(step.writes),
             image_bindings(step),
             texels=step.texels,
+            shader=step.shader,
         )
 
     def _bytes(self, names) -> frozenset[tuple[int, int]]:
