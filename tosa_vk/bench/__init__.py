@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .cases import Case, build_op, default_models, model_cases, op_cases, select_cases
+from .harness import bench_model
 from .report import cell, environment, markdown, plot, write
 from .runners import BACKENDS, LABELS, RUNNERS, Skip, arm_sdk_unavailable, warm_process
 from .stats import bench_case, compare, summary
@@ -38,6 +39,7 @@ __all__ = [
     "Skip",
     "add_arguments",
     "bench_case",
+    "bench_model",
     "build_op",
     "compare",
     "default_models",
