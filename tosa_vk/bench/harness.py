@@ -1,7 +1,8 @@
 """A benchmark harness for one model (`tosa-vk bench model.tosa|.vgf|.pte --random 0`, issue 39), as
 iree-benchmark-module and onnxruntime_perf_test are: synthetic or given inputs (bench/inputs.py), warm-up runs, then
 `runs` timed runs, `in_flight` at once (load(max_in_flight=N) and Model.submit); latency percentiles, throughput and
-device time (the sum of the kernels' GPU timestamps, Model.profile(), where the backend has them).
+device time (the sum of the kernels' GPU timestamps, Model.profile(), where the backend has them; with runs in
+flight, from up to 10 more runs one at a time after the timed ones).
 
     tosa-vk bench model.tosa --random 0 --runs 50
     tosa-vk bench model.vgf --input x=1x8x8x3xf32=0.5 --in-flight 2 --json result.json
@@ -28,6 +29,7 @@ from . import inputs as synthetic
 
 SCHEMA = "tosa_vk.bench.model/1"
 PERCENTILES = (50, 90, 99)
+DEVICE_RUNS = 10  # with runs in flight: runs one at a time after the timed ones, for the device time
 
 
 def stats(samples_ms: list[float]) -> dict[str, float]:
@@ -79,9 +81,11 @@ def bench_model(
             latency, device_ms, wall = _sequential(model, runs, feeds)
         else:
             latency, wall = _in_flight(model, runs, feeds, in_flight)
-            device_ms = []
-            notes.append("device time is measured with --in-flight 1 (a run's kernel times are read after it alone)")
-        if backend == "vulkan" and not device_ms and in_flight == 1:
+            extra = min(runs, DEVICE_RUNS)  # a run's kernel times are read after it alone: runs one at a time
+            device_ms = _sequential(model, extra, feeds)[1]
+            if device_ms:
+                notes.append(f"device time from {extra} more runs one at a time, after the timed ones")
+        if backend == "vulkan" and not device_ms:
             notes.append("no GPU timestamps from this model's runs (its operators ran on the host)")
         info = _device_info(model)
         signature = model.inputs
