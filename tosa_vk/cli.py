@@ -1329,7 +1329,13 @@ COMMANDS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None], Calla
     ),
     ("devices", "list Vulkan devices (* marks the default)", _devices_arguments, cmd_devices),
     ("cache", "the compiled-model and SPIR-V caches ($TOSA_VK_CACHE): info or clear", _cache_arguments, cmd_cache),
-    ("bench", "benchmark ops and models on every installed backend (JSON, table, plot)", _bench_arguments, cmd_bench),
+    (
+        "bench",
+        "benchmark ops and models on every installed backend (JSON, table, plot); one model with --random SEED / "
+        "--input: latency percentiles, runs/s, device time",
+        _bench_arguments,
+        cmd_bench,
+    ),
 )
 
 

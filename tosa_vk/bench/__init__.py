@@ -141,7 +141,11 @@ class Progress:
 
 
 def add_arguments(p) -> None:
-    p.add_argument("models", nargs="*", help=".tosa files for the model suite (default: resources/models/*)")
+    p.add_argument(
+        "models",
+        nargs="*",
+        help=".tosa files for the model suite (default: resources/models/*); the harness: one .tosa, .vgf or .pte",
+    )
     p.add_argument("--suite", choices=("ops", "models", "all"), help="default: models if files are given, else all")
     p.add_argument(
         "--quick", action="store_true", help="a small subset: seconds, not minutes (--suite ops ~15 s on 2 CPU cores)"
