@@ -244,3 +244,14 @@ def test_profile_and_compare_take_random_inputs(capsys):
     assert "median of 1 runs" in capsys.readouterr().out
     assert main(["run", model, "--backend", "reference", "-i", "x=1x4x16xi8=1"]) == 2
     assert "input 'x' is FP32 (f32), the spec says INT8 (i8)" in capsys.readouterr().err
+
+
+def test_a_quantized_input_takes_a_float_splat(tmp_path, capsys):
+    """--input-qparams: the input takes float data, so its splat is a float, quantized before the run."""
+    b = tosa_vk.Builder()
+    x = b.input("x", (2, 2), "int8")
+    b.output(b.clamp(x, min_val=-100, max_val=100, name="y"))
+    tosa_vk.save_graph(b.build(), tmp_path / "q.tosa")
+    argv = ["run", str(tmp_path / "q.tosa"), "--backend", "reference", "--input-qparams", "x=0.5,1", "-i", "x=1.5"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines()[:2] == ["y: [2, 2] INT8", "  min 4 max 4 mean 4; first [4, 4, 4, 4]"]

@@ -309,7 +309,9 @@ def _synthetic(args, model, feeds: dict) -> dict:
     specs = [s for s in map(parse, args.input or []) if s.file is None]
     if args.test_desc or (not specs and args.random is None):
         return feeds
-    return made(model.inputs, specs, args.random, given=feeds, file=str(model.file or args.model))[0]
+    quantized = getattr(model, "input_qparams", {})  # these take float data (--input-qparams)
+    signature = {n: (shape, "FP32" if n in quantized else dtype) for n, (shape, dtype) in model.inputs.items()}
+    return made(signature, specs, args.random, given=feeds, file=str(model.file or args.model))[0]
 
 
 def _print_values(args, value) -> None:
