@@ -290,13 +290,37 @@ def _model_and_feeds(args) -> Desc:
         return _feeds_from_desc(Path(args.test_desc))
     if not args.model:
         raise TosaError("give a model file or --test-desc desc.json")
+    from .bench.inputs import parse
+
     feeds = {}
-    for item in args.input or []:
-        name, _, file = item.partition("=")
-        if not file:
-            raise TosaError(f"-i takes name=file.npy, got {item!r}")
-        feeds[name] = _load_npy(Path(file))
+    for item in args.input or []:  # the splats are made once the model is loaded (_synthetic)
+        spec = parse(item)
+        if spec.file is not None and spec.name:
+            feeds[spec.name] = _load_npy(spec.file)
     return Desc(Path(args.model), feeds, {}, {})
+
+
+def _synthetic(args, model, feeds: dict) -> dict:
+    """The feeds with -i's splats (name=1x8xf32=0.5, name=0.5) and --random SEED's inputs made for `model`'s
+    signature (tosa_vk/bench/inputs.py); as they were without either, or with --test-desc."""
+    from .bench.inputs import feeds as made
+    from .bench.inputs import parse
+
+    specs = [s for s in map(parse, args.input or []) if s.file is None]
+    if args.test_desc or (not specs and args.random is None):
+        return feeds
+    quantized = getattr(model, "input_qparams", {})  # these take float data (--input-qparams)
+    signature = {n: (shape, "FP32" if n in quantized else dtype) for n, (shape, dtype) in model.inputs.items()}
+    return made(signature, specs, args.random, given=feeds, file=str(model.file or args.model))[0]
+
+
+def _print_values(args, value) -> None:
+    """`run`'s line under each output: min / max / mean and its first values (not with --test-desc, whose output
+    stays the drop-in's)."""
+    from .bench.inputs import summary
+
+    if not args.test_desc:
+        print(f"  {summary(value)}")
 
 
 def _timeout(args) -> dict[str, Any]:
@@ -401,6 +425,7 @@ def cmd_run(args) -> int:
     start = time.perf_counter()
     quantized = _qparams_options(args)
     model = load(model_path, backend=backend, **quantized, **placing, **_timeout(args))
+    feeds = _synthetic(args, model, feeds)
     writes = Writes(args.overwrite)
     targets = {}  # output name -> its file, planned before the run: a refusal comes before any work
     if out_dir:
@@ -448,6 +473,7 @@ def cmd_run(args) -> int:
             failed |= not ok
             line += f"; {'PASS' if ok else 'FAIL'} {how}"
         print(line)
+        _print_values(args, value)
     if backend == "vulkan":
         where = [p.where for p in model.placement]
         print(
@@ -504,6 +530,7 @@ def cmd_compare(args) -> int:
 
     model_path, feeds, _, _ = _model_and_feeds(args)
     vulkan = load(model_path, backend="vulkan", **_host_options(args), **_timeout(args))
+    feeds = _synthetic(args, vulkan, feeds)
     if not isinstance(vulkan, GraphModel) and vulkan.source_kind == "ExecuTorch program":
         return _compare_pte(vulkan, model_path, feeds, args)
     if not isinstance(vulkan, GraphModel):
@@ -638,6 +665,7 @@ def _run_pte(model, feeds: dict, args, start: float, targets: dict, writes: Writ
                 failed |= not ok
                 line += f"; {'PASS' if ok else 'FAIL'} {how}"
             print(line)
+            _print_values(args, value)
     where = [p.where for p in placement]
     host_ops = sum(p.reason.startswith("ExecuTorch host operator") for p in placement)
     print(
@@ -732,6 +760,7 @@ def _run_vgf(
             writes.save(targets[name], value)
             line += f" -> {targets[name]}"
         print(line)
+        _print_values(args, value)
     print(f"{path}: ran on vulkan in {seconds * 1000:.1f} ms (load + first run)")
     return 0
 
@@ -748,6 +777,7 @@ def cmd_profile(args) -> int:
     if args.trace:  # before the runs: a refusal comes before any work
         Writes(args.overwrite).plan(Path(args.trace), "the trace")
     with load(model_path, backend=backend, **options, **_timeout(args)) as model:
+        feeds = _synthetic(args, model, feeds)
         runs = profile.measure(model, feeds, args.runs)
         info = getattr(getattr(model, "device", None), "info", None)
     on = f"{backend} ({info.name})" if info is not None else backend
@@ -1024,7 +1054,19 @@ def _model_arguments(p: argparse.ArgumentParser, model: str, desc: str) -> None:
     """The model and its inputs, for `run`, `profile` and `compare` (read by _model_and_feeds), and --timeout."""
     p.add_argument("model", nargs="?", help=f"{model} (with -i name=file.npy inputs)")
     p.add_argument("--test-desc", "--test_desc", dest="test_desc", help=f"a conformance-style desc.json naming {desc}")
-    p.add_argument("-i", "--input", action="append", help="graph input as name=file.npy (repeat for each input)")
+    p.add_argument(
+        "-i",
+        "--input",
+        action="append",
+        help="graph input as name=file.npy, or made up: name=SHAPExTYPE=VALUE (x=1x8x8x3xf32=0.5, a splat), "
+        "SHAPExTYPE=VALUE for a model of one input, name=VALUE (repeat for each input)",
+    )
+    p.add_argument(
+        "--random",
+        type=int,
+        metavar="SEED",
+        help="every input no -i gives: seeded random values in its type's range (as tosa-vk bench --random)",
+    )
     p.add_argument(
         "--timeout",
         type=_seconds,
@@ -1289,7 +1331,13 @@ COMMANDS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None], Calla
     ),
     ("devices", "list Vulkan devices (* marks the default)", _devices_arguments, cmd_devices),
     ("cache", "the compiled-model and SPIR-V caches ($TOSA_VK_CACHE): info or clear", _cache_arguments, cmd_cache),
-    ("bench", "benchmark ops and models on every installed backend (JSON, table, plot)", _bench_arguments, cmd_bench),
+    (
+        "bench",
+        "benchmark ops and models on every installed backend (JSON, table, plot); one model with --random SEED / "
+        "--input: latency percentiles, runs/s, device time",
+        _bench_arguments,
+        cmd_bench,
+    ),
 )
 
 

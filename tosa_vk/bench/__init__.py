@@ -3,6 +3,10 @@
     tosa-vk bench --suite ops --quick            # a small subset (minutes)
     tosa-vk bench model.tosa other.tosa          # any graphs; inputs from a desc.json next to them, else random
     tosa-vk bench --device 1 --out results/      # another Vulkan device; JSON, markdown and PNG into results/
+    tosa-vk bench model.pte --random 0 --runs 50 # one model, the harness: latency percentiles, runs/s, device time
+
+The harness (harness.py, inputs.py) is chosen by its own options: one model file with --input, --random or --json
+(or --runs without --in-flight N,N,...); the suites run otherwise, as before.
 
 Per case every available backend is loaded (first run = load + compile + first run, timed), warmed up, then run
 `repeats` times interleaved; a missing backend, or one that cannot run a case, is skipped with a note.
@@ -10,6 +14,7 @@ Per case every available backend is loaded (first run = load + compile + first r
   runners.py  one runner per backend (tosa_vk Vulkan / reference, Arm's reference model, numpy, Arm SDK)
   stats.py    one case: interleaved runs, medians, correctness against the reference backend
   report.py   environment header, JSON / markdown / PNG
+  harness.py  one model with synthetic inputs: percentiles (inputs.py: the --input splats and --random)
   anchors/    third-party runtimes run out of process (Arm's ML SDK for Vulkan)
 """
 
@@ -21,6 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .cases import Case, build_op, default_models, model_cases, op_cases, select_cases
+from .harness import bench_model
 from .report import cell, environment, markdown, plot, write
 from .runners import BACKENDS, LABELS, RUNNERS, Skip, arm_sdk_unavailable, warm_process
 from .stats import bench_case, compare, summary
@@ -33,6 +39,7 @@ __all__ = [
     "Skip",
     "add_arguments",
     "bench_case",
+    "bench_model",
     "build_op",
     "compare",
     "default_models",
@@ -134,7 +141,11 @@ class Progress:
 
 
 def add_arguments(p) -> None:
-    p.add_argument("models", nargs="*", help=".tosa files for the model suite (default: resources/models/*)")
+    p.add_argument(
+        "models",
+        nargs="*",
+        help=".tosa files for the model suite (default: resources/models/*); the harness: one .tosa, .vgf or .pte",
+    )
     p.add_argument("--suite", choices=("ops", "models", "all"), help="default: models if files are given, else all")
     p.add_argument(
         "--quick", action="store_true", help="a small subset: seconds, not minutes (--suite ops ~15 s on 2 CPU cores)"
@@ -143,7 +154,11 @@ def add_arguments(p) -> None:
     p.add_argument("--repeats", type=int, default=7, help="timed runs per backend and case")
     p.add_argument("--warmup", type=int, default=1, help="untimed runs after the first one")
     p.add_argument("--device", help="Vulkan device for tosa_vk: index or name substring (tosa-vk devices)")
-    p.add_argument("--backends", default=",".join(BACKENDS), help=f"comma list from {','.join(BACKENDS)}")
+    p.add_argument(
+        "--backends",
+        help=f"comma list from {','.join(BACKENDS)} (default: all); the harness: one of vulkan, reference (default: "
+        "vulkan when a Vulkan device exists)",
+    )
     p.add_argument("--no-cold", action="store_true", help="skip the cold (empty SPIR-V cache) first run")
     p.add_argument("--out", default="bench_results", help="folder for results.json / .md / .png")
     p.add_argument(
@@ -155,14 +170,45 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--in-flight",
         metavar="N[,N...]",
-        help="throughput instead: per model and N, one run's latency and the runs/s of --runs submitted runs with "
-        "load(max_in_flight=N), interleaved; and the pipeline case (a preprocessing model chained to the model "
-        "through the host and with device tensors); Vulkan only (tosa_vk/bench/flight.py)",
+        help="the harness: runs kept going at once (one N, default 1); the suites: throughput instead: per model "
+        "and N, one run's latency and the runs/s of --runs submitted runs with load(max_in_flight=N), "
+        "interleaved; and the pipeline case (a preprocessing model chained to the model through the host and "
+        "with device tensors); Vulkan only (tosa_vk/bench/flight.py)",
     )
-    p.add_argument("--runs", type=int, default=32, help="with --in-flight: runs submitted per throughput sample")
+    p.add_argument(
+        "--runs",
+        type=int,
+        help="the harness: timed runs (default 50); with an --in-flight list: runs submitted per throughput sample "
+        "(default 32)",
+    )
+    p.add_argument(
+        "-i",
+        "--input",
+        action="append",
+        metavar="SPEC",
+        help="the harness's input: name=SHAPExTYPE=VALUE (x=1x8x8x3xf32=0.5, IREE's form: a splat), SHAPExTYPE=VALUE "
+        "for a model of one input, name=VALUE (the declared shape and type), name=file.npy; repeat for each input",
+    )
+    p.add_argument(
+        "--random",
+        type=int,
+        metavar="SEED",
+        help="the harness: every input not given by --input seeded random in its type's range (floats in [-1, 1), "
+        "int8 / int16 their whole range, wider ints in [0, 16), bool)",
+    )
+    p.add_argument("--json", metavar="FILE", help="the harness: also write the report (every sample) as JSON here")
+
+
+def harness_chosen(args) -> bool:
+    """One model with the harness's own options (--input, --random, --json, or --runs without an --in-flight list):
+    the harness, not the suites."""
+    given = bool(args.input) or args.random is not None or bool(args.json)
+    return given or (args.runs is not None and not args.in_flight)
 
 
 def main_from_args(args, cases: list[Case] | None = None) -> int:
+    if cases is None and harness_chosen(args):
+        return _harness_from_args(args)
     if cases is None:
         cases = select_cases(args.suite, args.models, args.quick)
     if getattr(args, "built", False):
@@ -176,7 +222,7 @@ def main_from_args(args, cases: list[Case] | None = None) -> int:
         return 2
     if getattr(args, "in_flight", None):
         return _in_flight_from_args(args, [c for c in cases if c.suite == "models"])
-    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    backends = [b.strip() for b in (args.backends or ",".join(BACKENDS)).split(",") if b.strip()]
     unknown = sorted(set(backends) - set(BACKENDS))
     if unknown:
         print(f"tosa-vk bench: unknown backend(s) {unknown}; choose from {', '.join(BACKENDS)}", file=sys.stderr)
@@ -191,6 +237,25 @@ def main_from_args(args, cases: list[Case] | None = None) -> int:
     return 0
 
 
+def _harness_from_args(args) -> int:
+    """The harness's options checked against the suites' (exit 2 with a sentence), then harness.main."""
+    from . import harness
+
+    clash = [f for f, on in (("--suite", args.suite), ("--quick", args.quick), ("--filter", args.filter),
+                             ("--built", getattr(args, "built", False))) if on]  # fmt: skip
+    problem = ""
+    if len(args.models) != 1:
+        problem = f"takes one model file, got {len(args.models)}"
+    elif clash:
+        problem = f"benchmarks one model; {clash[0]} selects suite cases"
+    elif args.in_flight and not str(args.in_flight).strip().isdigit():
+        problem = f"takes one --in-flight N (a number of runs kept going at once), got {args.in_flight!r}"
+    if problem:
+        print(f"tosa-vk bench: the harness (--input / --random / --json) {problem}", file=sys.stderr)
+        return 2
+    return harness.main(args, args.models[0])
+
+
 def _in_flight_from_args(args, cases: list[Case]) -> int:
     """`--in-flight`: the throughput and pipeline tables (markdown on stdout, in_flight.json in --out)."""
     import json
@@ -201,6 +266,8 @@ def _in_flight_from_args(args, cases: list[Case]) -> int:
         levels = [int(n) for n in str(args.in_flight).split(",") if n.strip()]
     except ValueError:
         levels = []
+    if args.runs is None:
+        args.runs = 32
     if not levels or min(levels) < 1 or args.runs < 1 or args.repeats < 1:
         print("tosa-vk bench: --in-flight takes positive integers (1,2,4); --runs and --repeats too", file=sys.stderr)
         return 2
