@@ -18,7 +18,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from ..errors import TosaError, TosaFormatError
+from ..errors import TosaError, TosaFormatError, TosaUnsupportedError
 from ..ir.flatbuffer import BoundedReader
 from .fbs import (
     BackendDelegateInlineData,
@@ -143,7 +143,7 @@ class _Reader(BoundedReader):
             for i in range(self.count(root.SegmentsLength(), 4, "segments"))
         ]
         if root.ConstantBufferLength():
-            raise TosaUnsupported("constants in the deprecated constant_buffer (a .pte from before 2024-09)")
+            raise TosaUnsupportedError("constants in the deprecated constant_buffer (a .pte from before 2024-09)")
         const = root.ConstantSegment()
         self.constants: tuple[int, list[int]] | None = None
         if const is not None and const.OffsetsLength():
@@ -208,7 +208,7 @@ class _Reader(BoundedReader):
             args = self.indices(dcall.ArgsAsNumpy() if dcall.ArgsLength() else [], n_values, "a delegate's arguments")
             return DelegateRun(dcall.DelegateIndex(), args)
         names = {v: k for k, v in vars(InstructionArguments).items() if not k.startswith("_")}
-        raise TosaUnsupported(f"instruction {names.get(kind, kind)} (control flow or memory moves in the plan)")
+        raise TosaUnsupportedError(f"instruction {names.get(kind, kind)} (control flow or memory moves in the plan)")
 
     def delegate(self, d) -> Delegate:
         backend = _text(d.Id())
@@ -261,7 +261,7 @@ class _Reader(BoundedReader):
     def tensor(self, t, index: int) -> TensorValue:
         code = t.ScalarType()
         if code not in SCALAR_TYPES:
-            raise TosaUnsupported(f"value {index}: tensor of ExecuTorch scalar type {code}")
+            raise TosaUnsupportedError(f"value {index}: tensor of ExecuTorch scalar type {code}")
         dtype = SCALAR_TYPES[code]
         sizes = tuple(int(s) for s in (t.SizesAsNumpy() if t.SizesLength() else []))
         order = tuple(int(s) for s in (t.DimOrderAsNumpy() if t.DimOrderLength() else range(len(sizes))))
@@ -290,11 +290,6 @@ class _Reader(BoundedReader):
         return np.transpose(physical, np.argsort(order)).copy()
 
 
-class TosaUnsupported(TosaError):
-    """Raised inside the reader for a valid program that uses what tosa_vk does not read (becomes
-    TosaUnsupportedError)."""
-
-
 def _text(value: bytes | str | None) -> str:
     if value is None:
         return ""
@@ -303,8 +298,6 @@ def _text(value: bytes | str | None) -> str:
 
 def read_program(buf: bytes, file: str | None = None) -> list[Plan]:
     """Parse a .pte file's bytes into its execution plans. Any defect raises TosaFormatError naming `file`."""
-    from ..errors import TosaUnsupportedError
-
     where = file or "<buffer>"
     if len(buf) < 8:
         raise TosaFormatError(f"truncated: {len(buf)} bytes is too short for an ExecuTorch program", file=where)
@@ -315,8 +308,6 @@ def read_program(buf: bytes, file: str | None = None) -> list[Plan]:
         )
     try:
         return _Reader(bytes(buf)).program()
-    except TosaUnsupported as err:
-        raise TosaUnsupportedError(err.rule, file=where) from None
     except TosaError as err:
         raise err.located(file=where) from None
     except (struct.error, IndexError, ValueError, TypeError, OverflowError, UnicodeDecodeError, MemoryError,
