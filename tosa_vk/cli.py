@@ -745,15 +745,17 @@ def cmd_profile(args) -> int:
     model_path, feeds, _, _ = _model_and_feeds(args)
     backend = args.backend or _default_backend()
     options: dict[str, Any] = {"timestamps": True} if backend == "vulkan" else {}
+    if args.warmup < 0:
+        raise TosaError(f"--warmup takes 0 or more, got {args.warmup}")
     if args.trace:  # before the runs: a refusal comes before any work
         Writes(args.overwrite).plan(Path(args.trace), "the trace")
     with load(model_path, backend=backend, **options, **_timeout(args)) as model:
-        runs = profile.measure(model, feeds, args.runs)
+        runs = profile.measure(model, feeds, args.runs, warmup=args.warmup)
         info = getattr(getattr(model, "device", None), "info", None)
     on = f"{backend} ({info.name})" if info is not None else backend
     found = profile.rows(runs)
     per = "operator" if backend == "reference" else "kernel"
-    print(f"{model_path} on {on}: median of {args.runs} runs after 1 warm-up, per {per}")
+    print(f"{model_path} on {on}: median of {args.runs} runs after {profile.warmups(args.warmup)}, per {per}")
     print("\n".join(profile.table(found, args.sort)))
     print("\n".join(profile.totals(found, runs)))
     if args.trace:
@@ -1135,7 +1137,13 @@ def _profile_arguments(p: argparse.ArgumentParser) -> None:
         choices=("vulkan", "reference"),
         help="default: vulkan when a Vulkan device exists (tosa-vk devices), else reference",
     )
-    p.add_argument("--runs", type=int, default=5, help="timed runs after one warm-up; the table shows medians")
+    p.add_argument("--runs", type=int, default=5, help="timed runs after the warm-up; the table shows medians")
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        help="untimed runs first (default 1: a first run compiles each pipeline at its first dispatch; 0 times that)",
+    )
     p.add_argument(
         "--sort",
         choices=("order", "time"),
