@@ -44,7 +44,7 @@ class Run:
 
 def measure(model: Model, feeds: dict, runs: int, warmup: int = 1) -> list[Run]:
     """`warmup` untimed runs (lavapipe compiles each pipeline at its first dispatch, which a first run would time:
-    a 0.06 ms kernel reads 19 ms), then `runs` timed runs of the same feeds."""
+    a 0.8 ms kernel read 1.8 s without lavapipe's shader cache), then `runs` timed runs of the same feeds."""
     for _ in range(warmup):
         model.run(feeds)
     done = []
