@@ -269,14 +269,15 @@ class Model:
                 raise TosaError(f"profile(warmup=...) takes 0 or more runs, got {warmup!r}", file=self.file)
             for _ in range(warmup + 1):
                 self.run(feeds, cast=cast)
-        elif self._runs == 1 and self.backend == "vulkan":
+        timings = self._timings()  # first: a model that cannot profile says that rather than warn
+        if feeds is None and self._runs == 1 and self.backend == "vulkan":
             warnings.warn(
                 "profile(): the last run was this model's first, so its kernel times include pipeline compilation; "
                 "profile(feeds) times a run after a warm-up",
                 RuntimeWarning,
                 stacklevel=2,
             )
-        return self._timings()
+        return timings
 
     def _timings(self) -> list[Timing]:
         """The last run's Timing records (profile() without feeds)."""
