@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import tosa_vk
 from tosa_vk import Builder, cli, node_data
 from tosa_vk.compare import Row, judged
 from tosa_vk.ir import load_graph
@@ -255,3 +256,20 @@ def test_node_data_refusals(tmp_path, capsys):
     args = ["profile", "--test-desc", str(RESNET / "desc.json"), "--backend", "reference", "--node-data", str(path)]
     assert cli.main(args) != 0
     assert "taken.json" in capsys.readouterr().err and path.read_text() == "{}"
+
+
+@pytest.mark.vulkan
+def test_node_data_needs_a_tosa_graph(tmp_path, capsys):
+    """A .vgf of COMPUTE segments has no TOSA operators to key by: profile and compare refuse --node-data by name."""
+    b = Builder()
+    b.output(b.add(b.input("x", (4,), "fp32"), b.const(np.ones(4, np.float32)), name="y"))
+    tosa = tmp_path / "g.tosa"
+    tosa_vk.save_graph(b.build(), tosa)
+    vgf = tmp_path / "g.vgf"
+    assert cli.main(["export", "-o", str(vgf), "--segments", "compute", str(tosa)]) == 0
+    np.save(tmp_path / "x.npy", np.ones(4, np.float32))
+    for command in ("profile", "compare"):
+        capsys.readouterr()
+        args = [command, str(vgf), "-i", f"x={tmp_path / 'x.npy'}", "--node-data", str(tmp_path / "n.json")]
+        assert cli.main(args) != 0
+        assert "--node-data" in capsys.readouterr().err and not (tmp_path / "n.json").exists()
