@@ -177,15 +177,22 @@ def test_compare_locates_a_broken_custom_kernel_in_a_shipped_model(tmp_path, cap
         _, feeds = desc_feeds("mobilenetv2_fp32")
         for name, value in feeds.items():
             np.save(tmp_path / f"{name}.npy", value)
-        code = cli.main(["compare", str(path), *sum((["-i", f"{n}={tmp_path / n}.npy"] for n in feeds), [])])
+        inputs = sum((["-i", f"{n}={tmp_path / n}.npy"] for n in feeds), [])
+        code = cli.main(["compare", str(path), *inputs, "--node-data", str(tmp_path / "errors.json")])
     finally:
         del custom.REGISTRY[("com.example.test", "nudge")]
     out = capsys.readouterr().out
     assert code == 1, out
-    rows = [line.split() for line in out.splitlines()[1:-1]]
+    rows = [line.split() for line in out.splitlines()[1:-2]]
     first_bad = next(r for r in rows if r[5] == "FAIL")
     assert first_bad[1] == "nudged" and all(r[5] == "ok" for r in rows[: rows.index(first_bad)])
-    assert "the first: 'nudged'" in out and "CUSTOM #" in out.splitlines()[-1]
+    assert "the first: 'nudged'" in out and "CUSTOM #" in out.splitlines()[-2]
+    # the node data (issue 39): the custom op's node marked as the first divergence, the operators before it within
+    # their bounds
+    results = json.loads((tmp_path / "errors.json").read_text())["main"]["results"]
+    marked = [k for k, v in results.items() if "bgColor" in v]
+    assert marked == [f"main/op{at + 1}"] and results[marked[0]]["value"] > 1
+    assert all(v["value"] <= 1 for k, v in results.items() if int(k.split("/op")[1]) <= at)
 
 
 def test_capture_needs_a_graph(tmp_path):

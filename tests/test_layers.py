@@ -89,6 +89,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "conformance",
         "compare",
         "profile",
+        "node_data",  # Model Explorer node data from a profile or a comparison
         "tflite_import",  # .tflite -> .tosa through Arm's converter and serializer (`tosa-vk import`)
         "ray",  # Ray Data batch inference (the ray extra)
         "torch_export",  # PyTorch -> .pte through ExecuTorch's Arm TOSA partitioner (the torch extra)

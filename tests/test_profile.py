@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -156,3 +157,48 @@ def test_labels_split_into_operators_and_shorten_by_whole_operators():
     assert shorten(label, 45) == "CONV2D #58 'a + b' + RESCALE #63 'y' + 1 more"
     assert shorten(label, 44) == "CONV2D #58 'a + b' + 2 more"
     assert shorten(label, 20) == "CONV2D #... + 2 more"
+
+
+def two_ops():
+    b = Builder()
+    x = b.input("x", (4,), "fp32")
+    b.output(b.mul(b.add(x, x, name="s"), x, name="y"))
+    return b.build()
+
+
+# issue 39: profiles leave the first run's pipeline compilation out (a warm-up run, said in the output)
+
+
+def test_profile_with_feeds_runs_a_warm_up_first(monkeypatch):
+    feeds = {"x": np.ones(4, np.float32)}
+    with tosa_vk.load(two_ops(), backend="reference") as model:
+        ran = []
+        real = model.run
+        monkeypatch.setattr(model, "run", lambda *a, **k: ran.append(1) or real(*a, **k))
+        prof = model.profile(feeds)
+        assert len(ran) == 2 and [t.op.split()[0] for t in prof] == ["ADD", "MUL"]
+        model.profile(feeds, warmup=0)
+        assert len(ran) == 3
+        with pytest.raises(TosaError, match="warmup"):
+            model.profile(feeds, warmup=-1)
+
+
+@pytest.mark.vulkan
+def test_profile_of_a_first_vulkan_run_says_it_includes_compilation(device):
+    feeds = {"x": np.ones(4, np.float32)}
+    with tosa_vk.load(two_ops(), backend="vulkan", device=device, timestamps=True) as model:
+        model.run(feeds)
+        with pytest.warns(RuntimeWarning, match="include pipeline compilation"):
+            model.profile()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert model.profile(feeds) and model.profile()  # warm: no warning
+
+
+def test_profile_warmup_option(capsys):
+    args = ["profile", "--test-desc", str(RESNET / "desc.json"), "--backend", "reference", "--runs", "1"]
+    assert main([*args, "--warmup", "0"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "median of 1 runs after no warm-up (the first run's times include pipeline compilation)" in first
+    assert main([*args, "--warmup", "-1"]) != 0
+    assert "--warmup takes 0 or more" in capsys.readouterr().err

@@ -529,8 +529,12 @@ def cmd_compare(args) -> int:
     from .session import load
 
     model_path, feeds, _, _ = _model_and_feeds(args)
+    if args.node_data:  # before any work: a refusal comes first
+        Writes(args.overwrite).plan(Path(args.node_data), "the node data")
     vulkan = load(model_path, backend="vulkan", **_host_options(args), **_timeout(args))
     feeds = _synthetic(args, vulkan, feeds)
+    if not isinstance(vulkan, GraphModel) and args.node_data:
+        raise TosaError(f"--node-data needs a TOSA graph: this {vulkan.source_kind} has none", file=str(model_path))
     if not isinstance(vulkan, GraphModel) and vulkan.source_kind == "ExecuTorch program":
         return _compare_pte(vulkan, model_path, feeds, args)
     if not isinstance(vulkan, GraphModel):
@@ -539,7 +543,30 @@ def cmd_compare(args) -> int:
         rows = compare(vulkan, reference, feeds, tolerance=args.tolerance, cast=args.cast)
     for line in report(rows, width=shutil.get_terminal_size((120, 24)).columns):
         print(line)
+    if args.node_data:
+        from . import node_data
+
+        nodes = node_data.write(args.node_data, node_data.errors(vulkan.graph, rows))
+        print(f"node data: {args.node_data} (error / bound of {nodes} operators); {_explorer(model_path, args)}")
     return 0 if first_failure(rows) is None else 1
+
+
+NODE_DATA_HINT = "model-explorer MODEL.tosa --extensions=tosa_adapter_model_explorer --node_data_paths=FILE"
+
+
+def _explorer(model_path: Path, args) -> str:
+    """The Model Explorer command that shows --node-data's file on the model (Arm's TOSA adapter reads .tosa)."""
+    model = model_path if model_path.suffix == ".tosa" else "MODEL.tosa"
+    return f"view: model-explorer {model} --extensions=tosa_adapter_model_explorer --node_data_paths={args.node_data}"
+
+
+def _node_data_argument(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--node-data",
+        metavar="FILE",
+        help=f"also write {what} per operator as Model Explorer node data (JSON keyed by the TOSA adapter's node "
+        "ids, main/op<N>): " + NODE_DATA_HINT,
+    )
 
 
 def _host_options(args) -> dict[str, Any]:
@@ -774,22 +801,46 @@ def cmd_profile(args) -> int:
     model_path, feeds, _, _ = _model_and_feeds(args)
     backend = args.backend or _default_backend()
     options: dict[str, Any] = {"timestamps": True} if backend == "vulkan" else {}
-    if args.trace:  # before the runs: a refusal comes before any work
-        Writes(args.overwrite).plan(Path(args.trace), "the trace")
+    if args.warmup < 0:
+        raise TosaError(f"--warmup takes 0 or more, got {args.warmup}")
+    for path, what in ((args.trace, "the trace"), (args.node_data, "the node data")):
+        if path:  # before the runs: a refusal comes before any work
+            Writes(args.overwrite).plan(Path(path), what)
     with load(model_path, backend=backend, **options, **_timeout(args)) as model:
         feeds = _synthetic(args, model, feeds)
-        runs = profile.measure(model, feeds, args.runs)
+        graph = _node_data_graph(model, args)
+        runs = profile.measure(model, feeds, args.runs, warmup=args.warmup)
         info = getattr(getattr(model, "device", None), "info", None)
     on = f"{backend} ({info.name})" if info is not None else backend
     found = profile.rows(runs)
     per = "operator" if backend == "reference" else "kernel"
-    print(f"{model_path} on {on}: median of {args.runs} runs after 1 warm-up, per {per}")
+    print(f"{model_path} on {on}: median of {args.runs} runs after {profile.warmups(args.warmup)}, per {per}")
     print("\n".join(profile.table(found, args.sort)))
     print("\n".join(profile.totals(found, runs)))
     if args.trace:
         events = profile.write_trace(Path(args.trace), runs, f"{model_path.name} on {on}")
         print(f"trace: {args.trace} ({events} kernel events; open in https://ui.perfetto.dev)")
+    if graph is not None:
+        from . import node_data
+
+        nodes = node_data.write(args.node_data, node_data.times(graph, found, args.runs))
+        print(f"node data: {args.node_data} (ms of {nodes} operators); {_explorer(model_path, args)}")
     return 0
+
+
+def _node_data_graph(model, args):
+    """The TOSA graph whose node ids --node-data uses (None without --node-data); a model without one is refused."""
+    from .backends.model import GraphModel
+
+    if not args.node_data:
+        return None
+    if not isinstance(model, GraphModel):
+        raise TosaError(
+            f"--node-data keys operators by the TOSA graph's node ids: this {model.source_kind} has none "
+            "(profile its .tosa)",
+            file=str(model.file),
+        )
+    return model.graph
 
 
 def cmd_export(args) -> int:
@@ -1168,6 +1219,8 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
         "(|want| + max |want|) per dtype)",
     )
     _host_arguments(p)
+    _node_data_argument(p, "the error / bound ratio (the first divergence marked)")
+    _overwrite_argument(p)
 
 
 def _profile_arguments(p: argparse.ArgumentParser) -> None:
@@ -1177,7 +1230,13 @@ def _profile_arguments(p: argparse.ArgumentParser) -> None:
         choices=("vulkan", "reference"),
         help="default: vulkan when a Vulkan device exists (tosa-vk devices), else reference",
     )
-    p.add_argument("--runs", type=int, default=5, help="timed runs after one warm-up; the table shows medians")
+    p.add_argument("--runs", type=int, default=5, help="timed runs after the warm-up; the table shows medians")
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        help="untimed runs first (default 1: a first run compiles each pipeline at its first dispatch; 0 times that)",
+    )
     p.add_argument(
         "--sort",
         choices=("order", "time"),
@@ -1185,6 +1244,7 @@ def _profile_arguments(p: argparse.ArgumentParser) -> None:
         help="order: kernels in execution order; time: slowest first",
     )
     p.add_argument("--trace", help="also write a Chrome / Perfetto trace (JSON) of every timed run here")
+    _node_data_argument(p, "the median ms")
     _overwrite_argument(p)
 
 

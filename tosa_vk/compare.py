@@ -45,9 +45,17 @@ class Verdict(NamedTuple):
 
 def judge(got: np.ndarray, want: np.ndarray, dtype: DType, tolerance: float | None = None) -> Verdict:
     """One result against the expected values (both storage arrays)."""
+    return judged(got, want, dtype, tolerance)[0]
+
+
+def judged(got: np.ndarray, want: np.ndarray, dtype: DType, tolerance: float | None = None) -> tuple[Verdict, float]:
+    """judge()'s verdict and the error ratio: the worst element's |got - want| over its bound (passes <= 1; inf for
+    a shape mismatch or NaN against a number). An exact dtype's bound is half a step (any difference is at least
+    one), so one step off reads 2."""
     got, want = np.asarray(got), np.asarray(want)
     if got.shape != want.shape:
-        return Verdict(False, float("inf"), float("inf"), f"shape {list(got.shape)}, expected {list(want.shape)}")
+        shape = f"shape {list(got.shape)}, expected {list(want.shape)}"
+        return Verdict(False, float("inf"), float("inf"), shape), float("inf")
     g, w = got.astype(np.float64), want.astype(np.float64)
     with np.errstate(invalid="ignore"):  # inf - inf
         diff = np.abs(g - w)
@@ -58,12 +66,26 @@ def judge(got: np.ndarray, want: np.ndarray, dtype: DType, tolerance: float | No
     rel = worst / scale if scale else (0.0 if worst == 0 else float("inf"))
     if tolerance is not None:
         ok = bool(np.all(same | (diff <= tolerance)))
-        return Verdict(ok, worst, rel, f"max |diff| {worst:.3g}, --tolerance {tolerance:.3g}")
+        how = f"max |diff| {worst:.3g}, --tolerance {tolerance:.3g}"
+        return Verdict(ok, worst, rel, how), _ratio(diff, same, np.full_like(diff, tolerance))
     if dtype.name not in FLOAT_TOLERANCE:
-        return Verdict(bool(np.all(same)), worst, rel, f"max |diff| {worst:.3g}, exact")
+        ratio = _ratio(diff, same, np.full_like(diff, 0.5))
+        return Verdict(bool(np.all(same)), worst, rel, f"max |diff| {worst:.3g}, exact"), ratio
     eps, k = FLOAT_TOLERANCE[dtype.name]
-    ok = bool(np.all(same | (finite & (diff <= k * eps * (np.abs(w) + scale)))))
-    return Verdict(ok, worst, rel, f"max |diff| {worst:.3g}, bound {k} eps x (|want| + {scale:.3g})")
+    bound = k * eps * (np.abs(w) + scale)
+    ok = bool(np.all(same | (finite & (diff <= bound))))
+    how = f"max |diff| {worst:.3g}, bound {k} eps x (|want| + {scale:.3g})"
+    return Verdict(ok, worst, rel, how), _ratio(diff, same, np.where(finite, bound, 0.0))
+
+
+def _ratio(diff: np.ndarray, same: np.ndarray, bound: np.ndarray) -> float:
+    """max |diff| / bound over the elements that differ (inf where a bound is 0 or a difference NaN)."""
+    if not diff.size or bool(np.all(same)):
+        return 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        each = np.where(same, 0.0, diff / bound)
+    worst = float(np.max(each))
+    return float("inf") if np.isnan(worst) else worst
 
 
 @dataclass(frozen=True)
@@ -76,6 +98,7 @@ class Row:
     dtype: DType
     shape: tuple[int, ...]
     verdict: Verdict
+    ratio: float = 0.0  # the error ratio (judged(): the worst |got - want| over its bound; <= 1 passes)
 
 
 def compare(
@@ -90,8 +113,8 @@ def compare(
     rows = []
     for name in capturable(graph):
         t = main.tensors[name]
-        verdict = judge(got[name], want[name], t.dtype, tolerance)
-        rows.append(Row(name, producer.get(name, "input"), t.dtype, t.shape, verdict))
+        verdict, ratio = judged(got[name], want[name], t.dtype, tolerance)
+        rows.append(Row(name, producer.get(name, "input"), t.dtype, t.shape, verdict, ratio))
     return rows
 
 

@@ -104,7 +104,7 @@ class OnDevice(Model):
                 raise TosaError("the model is closed", file=self.file)
             yield self.runtime
 
-    def profile(self) -> list[Timing]:
+    def _timings(self) -> list[Timing]:
         """Per-kernel device times (GPU timestamp queries) and host-step wall times of the last run, in
         microseconds, in order. A TosaError unless the model was loaded with timestamps=True (it gave [] before:
         an empty profile read as "nothing ran")."""

@@ -180,7 +180,7 @@ class PteModel(Model):
             steps[name] = float(scale) if isinstance(scale, (int, float)) else 0.0
         return steps
 
-    def profile(self) -> list[Timing]:
+    def _timings(self) -> list[Timing]:
         """The last run's host operators (wall clock) and each delegate's own profile (the vulkan backend's
         kernels need load(..., timestamps=True)), in plan order; delegate rows are labelled "delegate N::..."."""
         host = iter(self._host_times)

@@ -88,6 +88,6 @@ class ReferenceModel(GraphModel):
             for index, op in enumerate(region.blocks[0].operators)
         ]
 
-    def profile(self) -> list[Timing]:
+    def _timings(self) -> list[Timing]:
         with self.lock:
             return [Timing(op, "host", seconds * 1e6) for op, seconds in self.interpreter.timings]

@@ -163,6 +163,7 @@ class _Vulkan:
         wall = time.perf_counter() - t
         if self.timed is None:  # device time from a twin with timestamp queries, which would inflate the wall time
             self.timed = self.load(timestamps=True)
+            self.timed.run(self.feeds)  # a warm-up: its first run compiles the pipelines, which it would time
         self.timed.run(self.feeds)
         device_us = sum(t.microseconds for t in self.timed.profile() if t.where == "device")
         return out, wall, device_us * 1e-6 or None
