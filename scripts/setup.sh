@@ -31,7 +31,7 @@ stamp=.venv/.tosa_vk-installed
 want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "setup: installing tosa_vk and pinned dependencies into .venv"
-    .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test,bench,tflite,ray]'
+    .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test,bench,tflite,ray,explorer]'
     echo "$want" > "$stamp"
 fi
 # The built-in kernels' SPIR-V (shaders/builtin/spirv.zip, not committed): built when missing or stale, so that
