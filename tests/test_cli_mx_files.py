@@ -67,6 +67,15 @@ def test_packed_and_block_scaled_files_in_and_out(tmp_path, backend, capsys):
         assert scales.tobytes() == feeds[f"{given}_scale"].tobytes()
 
 
+def test_compare_reads_the_expected_scales_beside_the_expected_result(tmp_path, capsys):
+    """--compare: a block-scaled output is compared with its expected data and scale files."""
+    identity_test(tmp_path)
+    assert main(["run", "--test-desc", str(tmp_path / "desc.json"), "--output-dir", str(tmp_path)]) == 0
+    assert main(["run", "--test-desc", str(tmp_path / "desc.json"), "--compare"]) == 0
+    said = capsys.readouterr().out
+    assert "y_scale: [2, 1] FP8UE8M0; PASS vs out-y_scale.npy" in said and "FAIL" not in said
+
+
 def test_read_inputs_decodes_for_the_declared_type(tmp_path):
     """Packed fp4 becomes its elements, a block-scaled input's scales come from the file beside it; an array that
     is not in one of Arm's own encodings is left for the model's conversion rules."""

@@ -326,6 +326,18 @@ def _result_files(model, graph, out_files: dict[str, str]) -> dict[str, str]:
     return {name: names.get(name) or f"{safe_name(name)}.npy" for name in model.outputs}
 
 
+def _expected_scales(graph, folder: Path, files: dict[str, str], expected: dict[str, np.ndarray]) -> None:
+    """--compare: a block-scaled output's expected scales, from the file beside its expected result (as
+    tosa_reference_model writes them, ir/arm_files.py)."""
+    from .ir.arm_files import scale_file
+
+    for t in graph.outputs:
+        if t.scale_dtype is not None and t.name in files and t.scale_name not in files:
+            files[t.scale_name] = scale_file(files[t.name])
+            if (folder / files[t.scale_name]).is_file():
+                expected[t.scale_name] = _load_npy(folder / files[t.scale_name])
+
+
 def _timeout(args) -> dict[str, Any]:
     """load()'s timeout_s from --timeout (only when given: each backend has its own default)."""
     return {} if args.timeout is None else {"timeout_s": args.timeout}
@@ -436,6 +448,8 @@ def cmd_run(args) -> int:
             targets[name] = writes.plan(confined(out_dir, file), name)
             _folder(targets[name].parent)
     feeds = _desc_inputs(args, graph, feeds)
+    if args.compare and graph is not None and expected_dir is not None:
+        _expected_scales(graph, expected_dir, expected_files, expected)
     if isinstance(model, PteModel):  # an ExecuTorch program: delegates and host operators
         return _run_pte(model, feeds, args, start, targets, writes, expected, expected_files)
     if not isinstance(model, GraphModel):  # a VGF of compute segments only: run as it is
