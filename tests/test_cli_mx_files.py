@@ -76,6 +76,13 @@ def test_compare_reads_the_expected_scales_beside_the_expected_result(tmp_path, 
     assert "y_scale: [2, 1] FP8UE8M0; PASS vs out-y_scale.npy" in said and "FAIL" not in said
 
 
+@pytest.mark.vulkan
+@pytest.mark.parametrize("command", ["compare", "profile"])
+def test_compare_and_profile_take_the_same_files(tmp_path, command, capsys):
+    identity_test(tmp_path)
+    assert main([command, "--test-desc", str(tmp_path / "desc.json")]) == 0, capsys.readouterr().err
+
+
 def test_read_inputs_decodes_for_the_declared_type(tmp_path):
     """Packed fp4 becomes its elements, a block-scaled input's scales come from the file beside it; an array that
     is not in one of Arm's own encodings is left for the model's conversion rules."""

@@ -552,6 +552,7 @@ def cmd_compare(args) -> int:
         return _compare_pte(vulkan, model_path, feeds, args)
     if not isinstance(vulkan, GraphModel):
         raise TosaError("compare needs a TOSA graph: this .vgf has COMPUTE segments only", file=str(model_path))
+    feeds = _desc_inputs(args, vulkan.graph, feeds)
     with vulkan, load(vulkan.graph, backend="reference", **_timeout(args)) as reference:
         rows = compare(vulkan, reference, feeds, tolerance=args.tolerance, cast=args.cast)
     for line in report(rows, width=shutil.get_terminal_size((120, 24)).columns):
@@ -782,6 +783,7 @@ def _run_vgf(
 
 def cmd_profile(args) -> int:
     from . import profile
+    from .backends.model import GraphModel
     from .session import load
 
     if args.runs < 1:
@@ -792,6 +794,7 @@ def cmd_profile(args) -> int:
     if args.trace:  # before the runs: a refusal comes before any work
         Writes(args.overwrite).plan(Path(args.trace), "the trace")
     with load(model_path, backend=backend, **options, **_timeout(args)) as model:
+        feeds = _desc_inputs(args, model.graph if isinstance(model, GraphModel) else None, feeds)
         runs = profile.measure(model, feeds, args.runs)
         info = getattr(getattr(model, "device", None), "info", None)
     on = f"{backend} ({info.name})" if info is not None else backend
