@@ -94,6 +94,9 @@ def test_read_inputs_decodes_for_the_declared_type(tmp_path):
     assert read["x"].dtype == ml_dtypes.float4_e2m1fn and read["x"].tobytes() == feeds["x"].tobytes()
     assert read["x_scale"].tobytes() == feeds["x_scale"].tobytes()
     assert read["f"].dtype == np.float64
+    np.save(tmp_path / "other-scales.npy", to_npy(feeds["p_scale"], DType.FP8UE8M0))  # named in the lists: taken
+    read = read_inputs(tmp_path, ["x", "x_scale"], ["in-x.npy", "other-scales.npy"], tensors)
+    assert read["x_scale"].dtype == ml_dtypes.float8_e8m0fnu and read["x_scale"].tobytes() == feeds["p_scale"].tobytes()
     assert scale_file("sub/ref-result-0.npy") == "sub/ref-result-0_scale.npy"
 
 
