@@ -61,6 +61,7 @@ def one_positive_test_per_class() -> list[Path]:
     return picked
 
 
+@functools.cache
 def tosa_1_1_selection(kind: str) -> list[Path]:
     """The generated TOSA 1.1 selection's tests of `kind` (what 1.1 adds: tosa_vk/conformance/generate.py). The
     default run takes one positive test per (operator, element types) class, each class once (the full selection
@@ -88,11 +89,33 @@ def tosa_1_1_selection(kind: str) -> list[Path]:
     return picked
 
 
+@functools.cache
+def mx_file_classes() -> list[Path]:
+    """One test (the smallest) of each way TOSA 1.1's MX types reach files, from the 1.1 positive selection: inputs
+    and outputs of each fp4 / fp6 type (stored packed) and of MXINT8 (uint8 bits), and a block-scaled input and output
+    (a data, scale pair of files)."""
+    from tosa_vk.ir import DType, load_graph
+
+    packed = {DType.FP4E2M1, DType.FP6E2M3, DType.FP6E3M2}
+    picked: dict[str, tuple[int, Path]] = {}
+    for folder in tosa_1_1_selection("positive"):
+        graph = load_graph(folder / "test.tosa")
+        size = sum(f.stat().st_size for f in folder.glob("*.npy"))
+        for side, tensors in (("input", graph.inputs), ("output", graph.outputs)):
+            for t in tensors:
+                kind = "block-scaled" if t.block_scaled and t.dtype in packed else None
+                kind = kind or (t.dtype.name if t.dtype in packed or t.dtype == DType.MXINT8 else None)
+                if kind and (f"{kind} {side}" not in picked or size < picked[f"{kind} {side}"][0]):
+                    picked[f"{kind} {side}"] = (size, folder)
+    return sorted({folder for _, folder in picked.values()})
+
+
 CONFORMANCE_PARAMS = {
     "positive_test": lambda: conformance_selection("positive"),
     "negative_test": lambda: conformance_selection("negative"),
     "positive_test_1_1": lambda: tosa_1_1_selection("positive"),
     "negative_test_1_1": lambda: tosa_1_1_selection("negative"),
+    "mx_files_test_1_1": mx_file_classes,
     "op_positive_test": one_positive_test_per_op,
     "class_test": one_positive_test_per_class,
 }

@@ -323,6 +323,45 @@ def _print_values(args, value) -> None:
         print(f"  {summary(value)}")
 
 
+def _desc_inputs(args, graph, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A desc.json's inputs as tosa_reference_model reads them (ir/arm_files.py): Arm's encodings decoded for the
+    graph's input types (fp6 / fp4 packed, raw bytes, bits), a block-scaled input's scales from `<file>_scale.npy`."""
+    from .ir.arm_files import read_inputs
+
+    if not args.test_desc or graph is None:
+        return feeds
+    desc = json.loads(Path(args.test_desc).read_text())  # read and checked by _feeds_from_desc already
+    folder = Path(args.test_desc).parent
+    read = {folder / f: feeds[n] for n, f in zip(desc.get("ifm_name", []), desc.get("ifm_file", []))}
+    load = lambda path: read[path] if path in read else _load_npy(path)  # noqa: E731
+    return read_inputs(folder, desc.get("ifm_name", []), desc.get("ifm_file", []), graph.main.tensors, load)
+
+
+def _result_files(model, graph, out_files: dict[str, str]) -> dict[str, str]:
+    """Output array -> its file: the desc.json's ofm_file, a block-scaled output's scales beside it as
+    tosa_reference_model writes them (ir/arm_files.py), else <name>.npy."""
+    from .ir.arm_files import result_files
+
+    names = dict(out_files)
+    if graph is not None:
+        outputs = {t.name: t for t in graph.outputs}
+        given = {n: f for n, f in out_files.items() if n in outputs}
+        names.update({n: f for n, (f, _) in result_files(outputs, given).items()})
+    return {name: names.get(name) or f"{safe_name(name)}.npy" for name in model.outputs}
+
+
+def _expected_scales(graph, folder: Path, files: dict[str, str], expected: dict[str, np.ndarray]) -> None:
+    """--compare: a block-scaled output's expected scales, from the file beside its expected result (as
+    tosa_reference_model writes them, ir/arm_files.py)."""
+    from .ir.arm_files import scale_file
+
+    for t in graph.outputs:
+        if t.scale_dtype is not None and t.name in files and t.scale_name not in files:
+            files[t.scale_name] = scale_file(files[t.name])
+            if (folder / files[t.scale_name]).is_file():
+                expected[t.scale_name] = _load_npy(folder / files[t.scale_name])
+
+
 def _timeout(args) -> dict[str, Any]:
     """load()'s timeout_s from --timeout (only when given: each backend has its own default)."""
     return {} if args.timeout is None else {"timeout_s": args.timeout}
@@ -428,10 +467,14 @@ def cmd_run(args) -> int:
     feeds = _synthetic(args, model, feeds)
     writes = Writes(args.overwrite)
     targets = {}  # output name -> its file, planned before the run: a refusal comes before any work
+    graph = model.graph if isinstance(model, GraphModel) else None
     if out_dir:
-        for name in model.outputs:
-            targets[name] = writes.plan(confined(out_dir, out_files.get(name) or f"{safe_name(name)}.npy"), name)
+        for name, file in _result_files(model, graph, out_files).items():
+            targets[name] = writes.plan(confined(out_dir, file), name)
             _folder(targets[name].parent)
+    feeds = _desc_inputs(args, graph, feeds)
+    if args.compare and graph is not None and expected_dir is not None:
+        _expected_scales(graph, expected_dir, expected_files, expected)
     if isinstance(model, PteModel):  # an ExecuTorch program: delegates and host operators
         return _run_pte(model, feeds, args, start, targets, writes, expected, expected_files)
     if not isinstance(model, GraphModel):  # a VGF of compute segments only: run as it is
@@ -447,6 +490,7 @@ def cmd_run(args) -> int:
     graph = model.graph
     checked = load(graph, backend="reference", **quantized).run(feeds, cast=args.cast) if args.check else {}
     dtypes = {t.name: t.dtype for t in graph.outputs}
+    dtypes.update({t.scale_name: t.scale_dtype for t in graph.outputs if t.scale_dtype is not None})
     for name, qparams in model.output_qparams.items():  # dequantized: written and judged as float32
         if name in expected:
             expected[name] = _dequantized_npy(expected[name], dtypes[name], qparams)
@@ -539,6 +583,7 @@ def cmd_compare(args) -> int:
         return _compare_pte(vulkan, model_path, feeds, args)
     if not isinstance(vulkan, GraphModel):
         raise TosaError("compare needs a TOSA graph: this .vgf has COMPUTE segments only", file=str(model_path))
+    feeds = _desc_inputs(args, vulkan.graph, feeds)
     with vulkan, load(vulkan.graph, backend="reference", **_timeout(args)) as reference:
         rows = compare(vulkan, reference, feeds, tolerance=args.tolerance, cast=args.cast)
     for line in report(rows, width=shutil.get_terminal_size((120, 24)).columns):
@@ -794,6 +839,7 @@ def _run_vgf(
 
 def cmd_profile(args) -> int:
     from . import profile
+    from .backends.model import GraphModel
     from .session import load
 
     if args.runs < 1:
@@ -807,6 +853,7 @@ def cmd_profile(args) -> int:
         if path:  # before the runs: a refusal comes before any work
             Writes(args.overwrite).plan(Path(path), what)
     with load(model_path, backend=backend, **options, **_timeout(args)) as model:
+        feeds = _desc_inputs(args, model.graph if isinstance(model, GraphModel) else None, feeds)
         feeds = _synthetic(args, model, feeds)
         graph = _node_data_graph(model, args)
         runs = profile.measure(model, feeds, args.runs, warmup=args.warmup)
@@ -960,7 +1007,8 @@ def cmd_conformance(args) -> int:
         fft = tuple(op for op in FFT_SELECTION.ops if op in ops)
         if kind == "positive" and fft and version == "1.0":
             tests += selected_tests(replace(FFT_SELECTION, ops=fft), superset=FFT_SELECTION)
-    results = run_tests(tests, args.backend, jobs=args.jobs, progress=_progress, strict=args.strict)
+    cli = main if args.via_cli else None
+    results = run_tests(tests, args.backend, jobs=args.jobs, progress=_progress, strict=args.strict, cli=cli)
     print(table(results))
     failed = [r for r in results if r.status != "pass"]
     for r in failed[: args.show]:
@@ -1266,6 +1314,12 @@ def _conformance_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--negative", action="store_true", help="the ERROR_IF tests instead of the positive ones")
     p.add_argument("--full", action="store_true", help="two tests per class instead of one")
     p.add_argument("--strict", action="store_true", help="Vulkan: fail tests whose operators run on the host")
+    p.add_argument(
+        "--via-cli",
+        action="store_true",
+        help="run each test as `tosa-vk run --test-desc desc.json --output-dir DIR` (the tosa_reference_model "
+        "drop-in, in this process) and judge the files it writes with tosa_verify",
+    )
     p.add_argument("--dir", help="a folder of generated tests to run instead of the cached selection")
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: CPUs)")
     p.add_argument("--show", type=int, default=50, help="how many failures to list")

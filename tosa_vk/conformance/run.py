@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -85,17 +86,10 @@ def verifier_array(values: np.ndarray, dtype: DType) -> np.ndarray:
 
 
 def load_inputs(test: Path, desc: dict, graph) -> dict[str, np.ndarray]:
-    """The test's input files as feeds; a block-scaled input's scales (`<file>_scale.npy`) as `<name>_scale`."""
-    from ..ir.dtype import from_npy
+    """The test's input files as feeds (ir/arm_files.py: a block-scaled input's scales from `<file>_scale.npy`)."""
+    from ..ir.arm_files import read_inputs
 
-    tensors = graph.main.tensors
-    feeds = {}
-    for name, f in zip(desc["ifm_name"], desc["ifm_file"]):
-        t = tensors[name]
-        feeds[name] = from_npy(np.load(test / f), t.dtype)
-        if t.scale_dtype is not None:
-            feeds[t.scale_name] = from_npy(np.load(test / Path(f).with_stem(Path(f).stem + "_scale")), t.scale_dtype)
-    return feeds
+    return read_inputs(test, desc["ifm_name"], desc["ifm_file"], graph.main.tensors)
 
 
 @lru_cache(maxsize=1)
@@ -172,79 +166,147 @@ def judge(test: Path, desc: dict, outputs: dict[str, np.ndarray], dtypes: dict[s
 
 
 def judge_files(test: Path, desc: dict, outputs: dict[str, np.ndarray], tensors: dict) -> str | None:
-    """`judge` for TOSA 1.1 tests, through Arm's `tosa_verify` program, which reads the result files in Arm's
-    encodings and knows the 1.1 types the verifier library's Python interface does not (INT64, MX): a block-scaled
-    result is checked with its scales (a composite tensor's `<name>_scale`, or the separate output its compliance
-    entry names as scale_tensor_name)."""
+    """`judge` for TOSA 1.1 tests: the results written as tosa_reference_model writes them (ir/arm_files.py), then
+    judged by `verify_files`."""
     import tempfile
 
-    from ..ir.dtype import to_npy
+    from ..ir.arm_files import encoded, result_files
+
+    with tempfile.TemporaryDirectory(prefix="tosa_vk-imp-") as tmp:
+        files = result_files(tensors, dict(zip(desc["ofm_name"], desc["ofm_file"])))
+        for name, (f, dtype) in files.items():
+            np.save(Path(tmp) / f, encoded(outputs[name], dtype), allow_pickle=False)
+        return verify_files(test, desc, Path(tmp))
+
+
+def verify_files(test: Path, desc: dict, folder: Path) -> str | None:
+    """None when the result files in `folder` (each ofm_file, in Arm's encodings: `tosa-vk run --test-desc` writes
+    them) are compliant with the reference model's, judged by Arm's `tosa_verify` program, which knows the 1.1 types
+    the verifier library's Python interface does not (INT64, MX); else what failed. A block-scaled result is checked
+    with its scales: a composite tensor's `<file>_scale.npy` (ir/arm_files.py), or the separate output its
+    compliance entry names as scale_tensor_name."""
+    from ..ir.arm_files import scale_file
 
     ref_dir = reference_results(test)
     compliance = desc.get("meta", {}).get("compliance")
     files = dict(zip(desc["ofm_name"], desc["ofm_file"]))
     checked: set[str] = set()
-    with tempfile.TemporaryDirectory(prefix="tosa_vk-imp-") as tmp:
-
-        def imp_file(name: str, dtype: DType) -> str:
-            path = Path(tmp) / f"{name}.npy"
-            np.save(path, to_npy(outputs[name], dtype))
-            return str(path)
-
-        for name, f in files.items():
-            if name in checked:
-                continue
-            t = tensors[name]
-            if compliance is None:
-                if not np.array_equal(outputs[name], np.load(ref_dir / f)):
-                    return f"output '{name}' is not compliant (EXACT)"
-                continue
-            imp, ref = [imp_file(name, t.dtype)], [str(ref_dir / f)]
-            scale = compliance["tensors"][name].get("scale_tensor_name")
-            if scale in files:  # a block-scaled operator's separate scale output
-                imp.append(imp_file(scale, tensors[scale].dtype))
-                ref.append(str(ref_dir / files[scale]))
-                checked.add(scale)
-            elif scale:  # a block-scaled tensor: its scales are `<name>_scale`
-                imp.append(imp_file(t.scale_name, t.scale_dtype))
-                ref.append(str(ref_dir / Path(f).with_stem(Path(f).stem + "_scale")))
-            cmd = [str(tools_root() / "bin" / "tosa_verify"), "--test_desc", str(test / "desc.json")]
-            cmd += ["--ofm_name", name, "--imp_result_file", ",".join(imp), "--ref_result_file", ",".join(ref)]
-            bounds = ref_dir / f"bounds_{f}"
-            if bounds.exists():
-                cmd += ["--bnd_result_file", str(bounds)]
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-            if done.returncode != 0:
-                mode = compliance["tensors"][name]["mode"]
-                detail = (done.stdout + done.stderr).strip().splitlines()[-1:] or [f"exit {done.returncode}"]
-                return f"output '{name}' is not compliant ({mode}): {detail[0]}"
+    for name, f in files.items():
+        if name in checked:
+            continue
+        if not (folder / f).is_file():
+            return f"output '{name}': no result file {f}"
+        if compliance is None:
+            if not np.array_equal(np.load(folder / f), np.load(ref_dir / f)):
+                return f"output '{name}' is not compliant (EXACT)"
+            continue
+        pairs = [(f, f)]
+        scale = compliance["tensors"][name].get("scale_tensor_name")
+        if scale in files:  # a block-scaled operator's separate scale output
+            pairs.append((files[scale], files[scale]))
+            checked.add(scale)
+        elif scale:  # a block-scaled tensor: its scales beside it
+            pairs.append((scale_file(f), scale_file(f)))
+        imp = ",".join(str(folder / i) for i, _ in pairs)
+        ref = ",".join(str(ref_dir / r) for _, r in pairs)
+        cmd = [str(tools_root() / "bin" / "tosa_verify"), "--test_desc", str(test / "desc.json")]
+        cmd += ["--ofm_name", name, "--imp_result_file", imp, "--ref_result_file", ref]
+        bounds = ref_dir / f"bounds_{f}"
+        if bounds.exists():
+            cmd += ["--bnd_result_file", str(bounds)]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            mode = compliance["tensors"][name]["mode"]
+            detail = (done.stdout + done.stderr).strip().splitlines()[-1:] or [f"exit {done.returncode}"]
+            return f"output '{name}' is not compliant ({mode}): {detail[0]}"
     return None
 
 
+def run_via_cli(test: Path, backend: str, main: Callable[[list[str]], int]) -> Outcome:
+    """Runs one test through the drop-in command, `tosa-vk run --test-desc desc.json --output-dir DIR --backend
+    BACKEND`, in this process (`main`: tosa_vk.cli.main, given by the caller, which stands above this module), and
+    judges the files it writes with Arm's tosa_verify (`verify_files`). A negative test passes when the command
+    refuses it (exit 2). Vulkan models share this process's device (`shared_device`) and are closed after each
+    test."""
+    import contextlib
+    import io
+    import tempfile
+
+    from .. import session
+
+    start = time.perf_counter()
+    desc = json.loads((test / "desc.json").read_text())
+    op = op_of(desc, test)
+
+    def outcome(status, detail=""):
+        return Outcome(test.name, op, status, detail, time.perf_counter() - start)
+
+    if not desc.get("expected_failure"):
+        ref_code = (reference_results(test) / "exit_code").read_text().strip()
+        if ref_code != "0":
+            return outcome("error", f"the reference model could not run this test (exit {ref_code})")
+    opened = []
+    real_load = session.load
+
+    def load(source, backend=None, **options):
+        if backend == "vulkan" and "device" not in options:
+            options["device"] = shared_device()
+        model = real_load(source, backend=backend, **options)
+        opened.append(model)
+        return model
+
+    said = io.StringIO()
+    with tempfile.TemporaryDirectory(prefix="tosa_vk-cli-") as out:
+        args = ["run", "--test-desc", str(test / "desc.json"), "--output-dir", out, "--backend", backend]
+        session.load = load
+        try:
+            with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+                code = main(args)
+        finally:
+            session.load = real_load
+            for model in opened:
+                model.close()
+        last = (said.getvalue().strip().splitlines() or [""])[-1]
+        if desc.get("expected_failure"):
+            if code == 2:
+                return outcome("pass", last)
+            return outcome("fail", f"exit {code}: accepted a graph the spec rejects (expected an ERROR_IF)")
+        if code != 0:
+            return outcome("fail" if code == 2 else "error", f"exit {code}: {last}")
+        problem = verify_files(test, desc, Path(out))
+    return outcome("fail", problem) if problem else outcome("pass")
+
+
 def run_tests(
-    tests: list[Path], backend: str = "reference", jobs: int = 1, progress=None, strict: bool = False
+    tests: list[Path],
+    backend: str = "reference",
+    jobs: int = 1,
+    progress=None,
+    strict: bool = False,
+    cli: Callable[[list[str]], int] | None = None,
 ) -> list[Outcome]:
-    """Runs many tests (in `jobs` processes); `progress(done, total)` is called as they finish."""
+    """Runs many tests (in `jobs` processes); `progress(done, total)` is called as they finish. With `cli`
+    (tosa_vk.cli.main), each test goes through the drop-in command instead (`run_via_cli`; `strict` does not apply)."""
     results: list[Outcome] = []
     if jobs <= 1:
         for t in tests:
-            results.append(_safe_run(t, backend, strict))
+            results.append(_safe_run(t, backend, strict, cli))
             if progress:
                 progress(len(results), len(tests))
         return results
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(jobs) as pool:
-        for r in pool.map(_safe_run, tests, [backend] * len(tests), [strict] * len(tests), chunksize=4):
+        for r in pool.map(_safe_run, tests, *([x] * len(tests) for x in (backend, strict, cli)), chunksize=4):
             results.append(r)
             if progress:
                 progress(len(results), len(tests))
     return results
 
 
-def _safe_run(test: Path, backend: str, strict: bool = False) -> Outcome:
+def _safe_run(test: Path, backend: str, strict: bool = False, cli: Callable[[list[str]], int] | None = None) -> Outcome:
     try:
-        outcome = run_test(test, backend, strict)
+        outcome = run_via_cli(test, backend, cli) if cli else run_test(test, backend, strict)
         if backend == "vulkan" and shared_device().validation_messages:  # TOSA_VK_VALIDATION=1
             messages = shared_device().validation_messages
             outcome = Outcome(
