@@ -121,10 +121,15 @@ class Model:
     def _quantized(self, feeds: dict[str, Any], cast: bool) -> dict[str, Any]:
         """The feeds with the quantized inputs' float data quantized; with cast, a warning for float data cast
         (truncated) into another integer input."""
+        if not self.input_qparams and not cast:
+            return feeds
         for name, (_, dtype) in self.inputs.items():
             if isinstance(feeds[name], DeviceTensor):  # on a device: the graph's own values
                 continue
-            floats = np.asarray(feeds[name]).dtype.kind == "f"
+            try:
+                floats = np.asarray(feeds[name]).dtype.kind == "f"
+            except (ValueError, TypeError):  # ragged or odd data: the backend's input check names it
+                continue
             if name in self.input_qparams and floats:
                 feeds = {**feeds, name: quantize(feeds[name], self.input_qparams[name])}
             elif cast and floats and dtype.startswith("INT") and name not in self.input_qparams:
