@@ -24,6 +24,7 @@ import numpy as np
 from vgf import VGF, VGFError, read_vgf
 
 from .errors import TosaError, TosaFormatError
+from .serial import load_npy as _load_npy
 
 EXIT_ERROR = 2  # the input, the options or the machine: the message says what to change
 EXIT_INTERNAL = 3  # a bug in tosa_vk: "internal error, please report"
@@ -185,16 +186,6 @@ def _feeds_from_desc(desc_path: Path) -> Desc:
         dict(zip(outputs, lists["ofm_file"])),
         dict(zip(outputs, lists["expected_result_file"])),
     )
-
-
-def _load_npy(path: Path) -> np.ndarray:
-    """An input array from a .npy file (never unpickled: a model's inputs are untrusted too)."""
-    try:
-        return np.load(path, allow_pickle=False)
-    except OSError as err:
-        raise TosaError(f"cannot read input: {err.strerror or err}", file=str(path)) from None
-    except ValueError as err:
-        raise TosaError(f"not a readable .npy array ({err})", file=str(path)) from None
 
 
 FILE_NAMES = (

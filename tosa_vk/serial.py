@@ -17,7 +17,7 @@ import struct
 import ml_dtypes  # noqa: F401 - registers bfloat16 / float8 / int4 dtype names with numpy
 import numpy as np
 
-from .errors import SerialError
+from .errors import SerialError, TosaError
 
 MAGIC = b"TOSAVK-DATA\x00\x00\x00\x00\x01"
 _HEAD = struct.Struct("<Q")
@@ -113,3 +113,14 @@ def loads(data: bytes, types: dict[str, type]):
         return dec(tree)
     except (KeyError, TypeError, ValueError) as err:
         raise SerialError(f"corrupt structure: {type(err).__name__}: {err}") from None
+
+
+def load_npy(path) -> np.ndarray:
+    """An input array from a .npy file, never unpickled (a model's inputs are untrusted too); a TosaError naming
+    the file when it cannot be read."""
+    try:
+        return np.load(path, allow_pickle=False)
+    except OSError as err:
+        raise TosaError(f"cannot read input: {err.strerror or err}", file=str(path)) from None
+    except ValueError as err:
+        raise TosaError(f"not a readable .npy array ({err})", file=str(path)) from None

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import TosaError
 from ..ir.dtype import DType
+from ..serial import load_npy
 
 # IREE's element-type spellings -> TOSA types (TOSA names and numpy names are read through DType / _NUMPY_NAMES)
 _IREE = {
@@ -270,7 +271,7 @@ def feeds(
                 file=file,
             )
         if wanted is not None and wanted.file is not None:
-            out[name], how[name] = _npy(wanted.file), "file"
+            out[name], how[name] = load_npy(wanted.file), "file"
             continue
         if wanted is not None:
             _check(wanted, name, shape, declared, dtype, file)
@@ -305,15 +306,6 @@ def _check(spec: Spec, name: str, shape: tuple[int, ...], declared: str, dtype: 
             "must be the declared one",
             file=file,
         )
-
-
-def _npy(path: Path) -> np.ndarray:
-    try:
-        return np.load(path, allow_pickle=False)
-    except OSError as err:
-        raise TosaError(f"cannot read input: {err.strerror or err}", file=str(path)) from None
-    except ValueError as err:
-        raise TosaError(f"not a readable .npy array ({err})", file=str(path)) from None
 
 
 def summary(value: np.ndarray, first: int = 5) -> str:
