@@ -51,6 +51,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "program_cache",  # Programs on disk
         "cache_files",
         "target",  # device classes as data
+        "device_class",  # which kernel family each operator takes per kind of GPU
         "shader_abi",
         "timeout",
         "custom",  # the custom-op registry: declarations only

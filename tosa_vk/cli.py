@@ -127,7 +127,10 @@ def cmd_devices(args) -> int:
     for d in devices:
         mark = "*" if d.index == chosen else " "
         feats = " ".join(k for k, v in d.features.items() if v)
-        print(f"{mark} #{d.index} {d.name} ({d.kind}, Vulkan {d.api_version}, subgroup {d.subgroup_size})")
+        print(
+            f"{mark} #{d.index} {d.name} ({d.kind}, Vulkan {d.api_version}, subgroup {d.subgroup_size}, "
+            f"class {d.device_class})"
+        )
         print(f"      uuid {d.uuid}, driver {d.driver}")
         print(f"      features: {feats}")
         print(
@@ -136,6 +139,36 @@ def cmd_devices(args) -> int:
         )
     if not devices:
         print("no Vulkan devices")
+    return 0
+
+
+def cmd_targets(args) -> int:
+    from . import device_class
+    from .target import NAMED
+
+    if args.json:
+        rows = [
+            {
+                "name": c.name,
+                "summary": c.summary,
+                "vendor_ids": [f"0x{v:04x}" for v in c.vendor_ids],
+                "families": {op: list(f) for op, f in c.families.items()},
+                "features": sorted(c.uses),
+                "matmul_tile": c.matmul_tile.__dict__,
+                "conv_tile": c.conv_tile.__dict__,
+                "reduce_workgroup": c.reduce_workgroup,
+                "named_target": c.name in NAMED,
+            }
+            for c in device_class.CLASSES.values()
+        ]
+        print(json.dumps(rows, indent=1))
+        return 0
+    for c in device_class.CLASSES.values():
+        print(c.describe())
+    print(
+        f"(load(..., target=NAME) or {device_class.ENV_TARGET}=NAME compiles for a class on any device; "
+        f"{device_class.ENV_DISABLE}={','.join(device_class.FEATURES)} switches kernel features off)"
+    )
     return 0
 
 
@@ -1373,6 +1406,10 @@ def _devices_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
+def _targets_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
 def _cache_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=["info", "clear"], help="info: what is there; clear: empty both")
     p.add_argument("--dir", help="the program cache folder (default: $TOSA_VK_CACHE/programs)")
@@ -1435,6 +1472,12 @@ COMMANDS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None], Calla
         cmd_placement,
     ),
     ("devices", "list Vulkan devices (* marks the default)", _devices_arguments, cmd_devices),
+    (
+        "targets",
+        "list the device classes (kernel families and tiles per kind of GPU; the first word of each line its name)",
+        _targets_arguments,
+        cmd_targets,
+    ),
     ("cache", "the compiled-model and SPIR-V caches ($TOSA_VK_CACHE): info or clear", _cache_arguments, cmd_cache),
     (
         "bench",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from . import device_class as classes
 from .errors import TosaError
 
 # Optional device features the kernels use (tosa_vk/vulkan/device.py enables the ones a device has).
@@ -21,7 +22,11 @@ FEATURES = (
     "storageBuffer8BitAccess",
     "storageBuffer16BitAccess",
     "conditionalRendering",
+    "shaderIntegerDotProduct",
+    "cooperativeMatrix",
 )
+# device facts that are properties, not features to enable: compute-stage subgroup arithmetic
+PROPERTIES = ("subgroupArithmetic",)
 
 # Mesa's lavapipe silently ends an invocation's loops after 65,535 iterations in total: kernels keep every loop
 # under this budget (with a margin for the loops around the inner one).
@@ -52,9 +57,45 @@ class Target:
     driver: str = ""  # driver name and version, for caches and reports
     device_uuid: str = ""  # "" for a named (offline) target
     quirks: tuple[str, ...] = field(default=())
+    max_shared_memory: int = 16384  # bytes of shared memory a workgroup may use
+    device_class: str = "generic"  # tosa_vk/device_class.py: which kernel family each operator takes
+    disabled: frozenset[str] = frozenset()  # kernel features switched off (TOSA_VK_DISABLE)
+    # (M, N, K) shapes of VK_KHR_cooperative_matrix products the device offers, per (A/B type, accumulator type)
+    coopmat_shapes: tuple[tuple[str, str, int, int, int], ...] = ()
 
     def has(self, feature: str) -> bool:
         return feature in self.features
+
+    @property
+    def klass(self) -> classes.DeviceClass:
+        return classes.get(self.device_class)
+
+    def uses(self, feature: str) -> bool:
+        """Whether kernels may use the kernel feature (device_class.FEATURES): the class allows it, the device
+        has what it needs and TOSA_VK_DISABLE leaves it on."""
+        return (
+            feature in self.klass.uses
+            and feature not in self.disabled
+            and all(self.has(f) for f in classes.FEATURE_NEEDS[feature])
+        )
+
+    def family(self, operator: str) -> str:
+        """The kernel family `operator` (device_class.OPERATORS) takes here: the class's first preference whose
+        features this target has, else "register"."""
+        for fam in self.klass.families.get(operator, ()):
+            if all(self.uses(f) for f in classes.FAMILY_NEEDS[fam]):
+                return fam
+        return "register"
+
+    def with_class(self, name: str | None = None, disabled: frozenset[str] | None = None) -> Target:
+        """This device's facts with another class (a name of device_class.CLASSES; None: keep) and the features
+        switched off."""
+        changes: dict = {}
+        if name is not None:
+            changes["device_class"] = classes.get(name).name
+        if disabled is not None:
+            changes["disabled"] = frozenset(disabled)
+        return replace(self, **changes) if changes else self
 
     @property
     def texel_view_quantum(self) -> int:
@@ -86,6 +127,10 @@ class Target:
             "driver": self.driver,
             "device_uuid": self.device_uuid,
             "quirks": list(self.quirks),
+            "max_shared_memory": self.max_shared_memory,
+            "device_class": self.device_class,
+            "disabled": sorted(self.disabled),
+            "coopmat_shapes": [list(s) for s in self.coopmat_shapes],
         }
 
 
@@ -102,7 +147,7 @@ def for_driver(base: Target, driver_name: str) -> Target:
 LAVAPIPE = for_driver(
     Target(
         "lavapipe",
-        frozenset(FEATURES),
+        frozenset(FEATURES + PROPERTIES) - {"cooperativeMatrix"},  # all but cooperative matrices
         (65535, 65535, 65535),
         1024,
         1 << 27,
@@ -112,13 +157,44 @@ LAVAPIPE = for_driver(
         max_texel_buffer_elements=1 << 27,
         min_texel_buffer_offset_alignment=16,
         driver="llvmpipe",
+        max_shared_memory=32768,
+        device_class="lavapipe",
     ),
     "llvmpipe",
 )
 # What every Vulkan 1.3 device offers: the spec's required limits and no optional feature.
 MINIMUM = Target("minimum")
+# A typical device of each GPU class, for compiling offline (`tosa-vk plan --target nvidia`): a recent desktop or
+# mobile GPU's limits and features; a real device's own (Device.target) are what a load uses.
+_GPU = frozenset(FEATURES + PROPERTIES) - {"cooperativeMatrix"}
+_COOPMAT = (("float16_t", "float", 16, 16, 16), ("int8_t", "int", 16, 16, 32))
 
-NAMED = {t.name: t for t in (LAVAPIPE, MINIMUM)}
+
+def _desktop(name: str, features: frozenset[str], subgroup: int, **more) -> Target:
+    return Target(
+        name,
+        features,
+        max_workgroup_invocations=1024,
+        max_storage_buffer_range=(1 << 32) - 1,
+        subgroup_size=subgroup,
+        max_shared_memory=49152,
+        device_class=name,
+        **more,
+    )
+
+
+GPUS = (
+    _desktop("nvidia", _GPU | {"cooperativeMatrix"}, 32, coopmat_shapes=_COOPMAT),
+    _desktop("amd", _GPU | {"cooperativeMatrix"}, 64, coopmat_shapes=_COOPMAT),
+    _desktop("intel", _GPU, 16),
+    Target("mali", _GPU, max_workgroup_invocations=512, subgroup_size=16, max_shared_memory=32768, device_class="mali"),
+    Target(
+        "adreno", _GPU, max_workgroup_invocations=1024, subgroup_size=64, max_shared_memory=32768, device_class="adreno"
+    ),
+    Target("generic", _GPU - {"shaderIntegerDotProduct"}, subgroup_size=32, device_class="generic"),
+)
+
+NAMED = {t.name: t for t in (LAVAPIPE, MINIMUM, *GPUS)}
 
 
 def named(name: str) -> Target:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import compiler, custom, host_kernels, host_rules
+from .. import compiler, custom, device_class, host_kernels, host_rules
 from ..errors import TosaError
 from ..fuse import enabled as fuse_enabled
 from ..ir.dtype import DType
@@ -54,7 +54,9 @@ class VulkanModel(OnDevice, GraphModel):
     TOSA_VK_FUSE=0), cache_dir (the program cache, tosa_vk/program_cache.py: a folder, default
     $TOSA_VK_CACHE/programs; False: none), validation (the Khronos validation layer, OnDevice.attach: True, "warn",
     False; default TOSA_VK_VALIDATION), max_in_flight (runs submit() keeps going at once, each in a runtime slot
-    of its own: an arena per slot, the pipelines compiled once; 1 for a model with variables)."""
+    of its own: an arena per slot, the pipelines compiled once; 1 for a model with variables), target (a device
+    class of tosa_vk/device_class.py to compile for instead of the device's own, e.g. "nvidia"; default
+    TOSA_VK_TARGET: kernels the device lacks features for are not chosen)."""
 
     backend = "vulkan"
 
@@ -79,13 +81,18 @@ class VulkanModel(OnDevice, GraphModel):
         cache_dir: str | Path | bool | None = None,
         validation: bool | str | None = None,
         max_in_flight: int = 1,
+        target: str | None = None,
     ):
         if source is None and file is None:
             raise TosaError("a VulkanModel needs a graph or a .tosa file")
         checked_timeout(timeout_s)  # before any work (the Runtime keeps it)
+        # the class and kernel features before the device opens: a bad name fails at once
+        forced, disabled = device_class.forced(target), device_class.disabled()
         self._graph, self.file = source, file
         dev = self.attach(device, validation)
         try:
+            # what the compiler may assume: the device's facts, the class asked for, TOSA_VK_DISABLE's features off
+            self.target = dev.info.target.with_class(forced, disabled)
             self.options: dict[str, Any] = {
                 "strict": strict,
                 "host_ops": host_ops,
@@ -130,7 +137,7 @@ class VulkanModel(OnDevice, GraphModel):
         """This model's graph compiled for its device with load's options (export_vgf may need views=False)."""
         assert self.device is not None
         options = {"kernels": shipped_only(), **self.options, **overrides}
-        return compiler.compile(self.graph, self.device.info.target, **options, file=self.file)
+        return compiler.compile(self.graph, self.target, **options, file=self.file)
 
     @property
     def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -171,7 +178,7 @@ class VulkanModel(OnDevice, GraphModel):
             for op in region.blocks[0].operators
         ):
             return None
-        target = dev.info.target
+        target = self.target
         if self._graph is None:
             try:
                 self._data = model = Path(str(self.file)).read_bytes()  # parsed from these on a miss

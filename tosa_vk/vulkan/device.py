@@ -24,6 +24,7 @@ from typing import Any
 
 import vulkan as vk
 
+from .. import device_class
 from ..errors import VulkanError
 from ..shader_abi import TEXEL_SAMPLERS
 from ..target import Target, for_driver
@@ -32,6 +33,9 @@ from . import labels as debug_labels
 API_VERSION = vk.VK_MAKE_VERSION(1, 3, 0)
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
 CONDITIONAL_RENDERING = "VK_EXT_conditional_rendering"
+COOPERATIVE_MATRIX = "VK_KHR_cooperative_matrix"
+# VkComponentTypeKHR -> GLSL type, for the cooperative-matrix shapes a device lists
+_COMPONENT = {0: "float16_t", 1: "float", 3: "int8_t", 5: "int", 6: "int64_t", 7: "uint8_t", 9: "uint"}
 _TYPE_NAMES = {
     vk.VK_PHYSICAL_DEVICE_TYPE_OTHER: "other",
     vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: "integrated",
@@ -59,6 +63,13 @@ class DeviceInfo:
     driver_name: str = ""
     uuid: str = ""  # VkPhysicalDeviceIDProperties.deviceUUID, hex
     physical: int = -1  # its index in vkEnumeratePhysicalDevices (`index` is the visible one)
+    # (A/B type, accumulator type, M, N, K) of the subgroup-scope cooperative-matrix products it offers
+    coopmat_shapes: tuple[tuple[str, str, int, int, int], ...] = ()
+
+    @property
+    def device_class(self) -> str:
+        """Its class by its properties (tosa_vk/device_class.py), before any TOSA_VK_TARGET."""
+        return device_class.classify(self.vendor_id, self.driver_name, self.type)
 
     @property
     def kind(self) -> str:
@@ -70,7 +81,7 @@ class DeviceInfo:
         return f"{self.driver_name or self.name} {self.driver_version}"
 
     def as_dict(self) -> dict:
-        return {**self.__dict__, "kind": self.kind, "driver": self.driver}
+        return {**self.__dict__, "kind": self.kind, "driver": self.driver, "device_class": self.device_class}
 
     @property
     def target(self) -> Target:
@@ -90,6 +101,9 @@ class DeviceInfo:
                 lim["minTexelBufferOffsetAlignment"],
                 driver=f"{self.driver_name or self.name} {self.driver_version}",
                 device_uuid=self.uuid,
+                max_shared_memory=lim.get("maxComputeSharedMemorySize", 16384),
+                device_class=self.device_class,
+                coopmat_shapes=self.coopmat_shapes,
             ),
             f"{self.driver_name} {self.name}",
         )
@@ -167,7 +181,7 @@ def create_instance(validation: bool = False, messages: list[str] | None = None,
     return instance, messenger
 
 
-def _query(index: int, pd) -> DeviceInfo:
+def _query(index: int, pd, instance) -> DeviceInfo:
     props = vk.vkGetPhysicalDeviceProperties(pd)
     maintenance3 = vk.VkPhysicalDeviceMaintenance3Properties(
         sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES
@@ -186,10 +200,19 @@ def _query(index: int, pd) -> DeviceInfo:
     conditional = vk.VkPhysicalDeviceConditionalRenderingFeaturesEXT(
         sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT
     )
-    f12 = vk.VkPhysicalDeviceVulkan12Features(
-        sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+    coopmat = vk.VkPhysicalDeviceCooperativeMatrixFeaturesKHR(
+        sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
         pNext=conditional if CONDITIONAL_RENDERING in extensions else None,
     )
+    f13 = vk.VkPhysicalDeviceVulkan13Features(
+        sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
+        pNext=coopmat
+        if COOPERATIVE_MATRIX in extensions
+        else conditional
+        if CONDITIONAL_RENDERING in extensions
+        else None,
+    )
+    f12 = vk.VkPhysicalDeviceVulkan12Features(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, pNext=f13)
     f11 = vk.VkPhysicalDeviceVulkan11Features(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, pNext=f12)
     f2 = vk.VkPhysicalDeviceFeatures2(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, pNext=f11)
     vk.vkGetPhysicalDeviceFeatures2(pd, f2)
@@ -207,6 +230,15 @@ def _query(index: int, pd) -> DeviceInfo:
         # VK_EXT_conditional_rendering: a WHILE_LOOP's iterations recorded ahead, skipped on the device once its
         # condition is false (tosa_vk/vulkan/runtime.py)
         "conditionalRendering": CONDITIONAL_RENDERING in extensions and conditional.conditionalRendering,
+        # int8 products four at a time (OpSDot, shaders/include/dot.glsl): the int8dot kernel feature
+        "shaderIntegerDotProduct": f13.shaderIntegerDotProduct,
+        # VK_KHR_cooperative_matrix: the coopmat kernel family (tosa_vk/device_class.py)
+        "cooperativeMatrix": COOPERATIVE_MATRIX in extensions and coopmat.cooperativeMatrix,
+        # a property, not a feature to enable: compute shaders may use subgroup arithmetic (the subgroup family)
+        "subgroupArithmetic": bool(
+            subgroup.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT
+            and subgroup.supportedOperations & vk.VK_SUBGROUP_FEATURE_ARITHMETIC_BIT
+        ),
     }
     lim = props.limits
     texels = all(  # the formats of texel-buffer reads (mandatory in Vulkan 1.0, checked all the same)
@@ -243,7 +275,22 @@ def _query(index: int, pd) -> DeviceInfo:
         vk.ffi.string(driver.driverName).decode(errors="replace"),
         bytes(vk.ffi.buffer(ids.deviceUUID)).hex(),
         index,
+        _coopmat_shapes(instance, pd) if features["cooperativeMatrix"] else (),
     )
+
+
+def _coopmat_shapes(instance, pd) -> tuple[tuple[str, str, int, int, int], ...]:
+    """The subgroup-scope cooperative-matrix products the device lists with A and B of one type, C = result."""
+    try:
+        props = vk.vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR")(pd)
+    except (vk.VkError, vk.ProcedureNotFoundError):
+        return ()
+    shapes = []
+    for p in props:
+        a, b, c, r = (_COMPONENT.get(t) for t in (p.AType, p.BType, p.CType, p.ResultType))
+        if a is not None and a == b and c is not None and c == r and p.scope == vk.VK_SCOPE_SUBGROUP_KHR:
+            shapes.append((a, c, p.MSize, p.NSize, p.KSize))
+    return tuple(sorted(set(shapes)))
 
 
 VISIBLE = "TOSA_VK_VISIBLE_DEVICES"
@@ -254,7 +301,7 @@ def enumerate_devices(all_devices: bool = False) -> list[DeviceInfo]:
     loader's order)."""
     instance, _ = create_instance()
     try:
-        found = [_query(i, pd) for i, pd in enumerate(vk.vkEnumeratePhysicalDevices(instance))]
+        found = [_query(i, pd, instance) for i, pd in enumerate(vk.vkEnumeratePhysicalDevices(instance))]
     finally:
         vk.vkDestroyInstance(instance, None)
     return found if all_devices else visible(found)
@@ -340,7 +387,7 @@ class Device:
             if labelled:
                 self.labels = debug_labels.Labels(self.instance)
             physical = vk.vkEnumeratePhysicalDevices(self.instance)
-            self.info = select(visible([_query(i, pd) for i, pd in enumerate(physical)]), selector)
+            self.info = select(visible([_query(i, pd, self.instance) for i, pd in enumerate(physical)]), selector)
             self.physical = physical[self.info.physical]
             families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)
             compute = [i for i, q in enumerate(families) if q.queueFlags & vk.VK_QUEUE_COMPUTE_BIT]
@@ -353,7 +400,14 @@ class Device:
                 queueCount=1,
                 pQueuePriorities=[1.0],
             )
-            extensions = [CONDITIONAL_RENDERING] if self.info.features["conditionalRendering"] else []
+            extensions = [
+                e
+                for e, on in (
+                    (CONDITIONAL_RENDERING, "conditionalRendering"),
+                    (COOPERATIVE_MATRIX, "cooperativeMatrix"),
+                )
+                if self.info.features[on]
+            ]
             self.device = vk.vkCreateDevice(
                 self.physical,
                 vk.VkDeviceCreateInfo(
@@ -367,7 +421,7 @@ class Device:
                 None,
             )
             self.queue = vk.vkGetDeviceQueue(self.device, self.queue_family, 0)
-            if extensions:
+            if self.info.features["conditionalRendering"]:
                 self.begin_conditional = vk.vkGetDeviceProcAddr(self.device, "vkCmdBeginConditionalRenderingEXT")
                 self.end_conditional = vk.vkGetDeviceProcAddr(self.device, "vkCmdEndConditionalRenderingEXT")
         except BaseException:
@@ -385,9 +439,19 @@ class Device:
         conditional = vk.VkPhysicalDeviceConditionalRenderingFeaturesEXT(
             sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT, conditionalRendering=True
         )
+        coopmat = vk.VkPhysicalDeviceCooperativeMatrixFeaturesKHR(
+            sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
+            pNext=conditional if f["conditionalRendering"] else None,
+            cooperativeMatrix=True,
+        )
+        f13 = vk.VkPhysicalDeviceVulkan13Features(
+            sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
+            pNext=coopmat if f["cooperativeMatrix"] else conditional if f["conditionalRendering"] else None,
+            shaderIntegerDotProduct=f["shaderIntegerDotProduct"],
+        )
         f12 = vk.VkPhysicalDeviceVulkan12Features(
             sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
-            pNext=conditional if f["conditionalRendering"] else None,
+            pNext=f13,
             shaderInt8=f["shaderInt8"],
             shaderFloat16=f["shaderFloat16"],
             storageBuffer8BitAccess=f["storageBuffer8BitAccess"],
