@@ -112,3 +112,33 @@ def test_cli_lists_devices_when_tosa_vk_device_names_none():
     )
     assert done.returncode == 0, done.stderr
     assert "TOSA_VK_DEVICE" in done.stderr and "uuid" in done.stdout
+
+
+@pytest.mark.vulkan
+def test_lavapipe_asked_for_by_name_loads_only_its_driver(monkeypatch):
+    """TOSA_VK_DEVICE=lavapipe: the loader is shown only lavapipe's manifests while the instance is made (it would
+    open every installed Mesa driver), and the variable is restored after; a driver list of the user's wins."""
+    import os
+
+    from tosa_vk.vulkan import device as vk_device
+
+    monkeypatch.delenv("VK_DRIVER_FILES", raising=False)
+    monkeypatch.delenv("VK_ICD_FILENAMES", raising=False)
+    seen = []
+    real = vk_device.create_instance
+
+    def spy(*args, **kwargs):
+        seen.append(os.environ.get("VK_DRIVER_FILES"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(vk_device, "create_instance", spy)
+    monkeypatch.setenv("TOSA_VK_DEVICE", "lavapipe")
+    with vk_device.Device() as dev:
+        assert dev.info.device_class == "lavapipe"
+    assert seen[-1] and all("lvp_icd" in f for f in seen[-1].split(os.pathsep))
+    assert "VK_DRIVER_FILES" not in os.environ
+    monkeypatch.setenv("VK_DRIVER_FILES", "/nowhere/mine.json")
+    with vk_device.loader_drivers("lavapipe"):
+        assert os.environ["VK_DRIVER_FILES"] == "/nowhere/mine.json"
+    monkeypatch.delenv("TOSA_VK_DEVICE")
+    assert not vk_device.asks_for_lavapipe(None) and vk_device.asks_for_lavapipe("llvmpipe")

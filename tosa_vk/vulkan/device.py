@@ -15,10 +15,12 @@ Where the instance offers VK_EXT_debug_utils, `Device.labels` names objects and 
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import os
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -120,6 +122,42 @@ def validation_requested() -> bool:
 def validation_warns() -> bool:
     """TOSA_VK_VALIDATION=warn: the layer's messages are warnings, not errors."""
     return os.environ.get("TOSA_VK_VALIDATION", "").lower() == "warn"
+
+
+# where the Vulkan loader looks for driver manifests (its defaults on Linux), for lavapipe's own
+_ICD_DIRS = (
+    "/usr/local/etc/vulkan/icd.d",
+    "/usr/local/share/vulkan/icd.d",
+    "/etc/vulkan/icd.d",
+    "/usr/share/vulkan/icd.d",
+)
+_DRIVER_VARIABLES = ("VK_DRIVER_FILES", "VK_ICD_FILENAMES")
+
+
+def asks_for_lavapipe(selector: int | str | None) -> bool:
+    """Whether the device asked for (the selector, else TOSA_VK_DEVICE) is Mesa's lavapipe by name."""
+    text = str(selector if selector is not None else os.environ.get("TOSA_VK_DEVICE", "")).lower()
+    return "lavapipe" in text or "llvmpipe" in text
+
+
+@contextlib.contextmanager
+def loader_drivers(selector: int | str | None) -> Iterator[None]:
+    """Only lavapipe's driver manifests for the loader while an instance is made, when lavapipe is the device asked
+    for and the user set no driver list: the loader otherwise opens every installed Mesa driver (intel, radeon, ..),
+    ~50-500 ms here. The variables are read when the instance is created, so they are restored after."""
+    if not asks_for_lavapipe(selector) or any(v in os.environ for v in _DRIVER_VARIABLES):
+        yield
+        return
+    dirs = [os.path.join(d, "vulkan", "icd.d") for d in os.environ.get("XDG_DATA_DIRS", "").split(":") if d]
+    found = sorted({f for d in (*dirs, *_ICD_DIRS) for f in glob.glob(os.path.join(d, "lvp_icd*.json"))})
+    if not found:
+        yield
+        return
+    os.environ["VK_DRIVER_FILES"] = os.pathsep.join(found)
+    try:
+        yield
+    finally:
+        os.environ.pop("VK_DRIVER_FILES", None)
 
 
 def create_instance(validation: bool = False, messages: list[str] | None = None, labels: bool = False):
@@ -361,7 +399,10 @@ def select(devices: list[DeviceInfo], selector: int | str | None = None) -> Devi
     by_uuid = _by_uuid(devices, str(selector))
     if by_uuid is not None and len(by_uuid) > 1:
         raise VulkanError(f"UUID prefix {selector!r} matches {len(by_uuid)} devices: " + _listing(by_uuid))
-    hits = by_uuid or [d for d in devices if str(selector).lower() in d.name.lower()]
+    name = str(selector).lower()
+    hits = by_uuid or [
+        d for d in devices if name in d.name.lower() or (name == "lavapipe" and d.device_class == "lavapipe")
+    ]
     if not hits:
         raise VulkanError(f"no Vulkan device with a UUID or name like {selector!r}; have: " + _listing(devices))
     return hits[0]
@@ -379,8 +420,9 @@ class Device:
         self.unified_memory: bool | None = None  # a memory type both host-visible and device-local (memory.py)
         self.memory_properties: Any = None  # VkPhysicalDeviceMemoryProperties, asked once (memory.py)
         validation = validation_requested() if validation is None else validation
-        labelled = debug_labels.requested() and debug_labels.offered()
-        self.instance, self._messenger = create_instance(validation, self.validation_messages, labelled)
+        with loader_drivers(selector):
+            labelled = debug_labels.requested() and debug_labels.offered()
+            self.instance, self._messenger = create_instance(validation, self.validation_messages, labelled)
         # names and labels for GPU tools; None: nothing is named or labelled (tosa_vk/vulkan/labels.py)
         self.labels: debug_labels.Labels | None = None
         try:
