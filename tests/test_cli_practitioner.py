@@ -56,7 +56,7 @@ def test_a_wrong_result_is_a_fail_line_and_exit_1(tmp_path, capsys):
 
 
 def test_dtype_bounds():
-    from tosa_vk.compare import FLOAT_TOLERANCE, judge
+    from tosa_vk.compare import FLOAT_TOLERANCE, SCALE_STEPS, judge
 
     eps, k = FLOAT_TOLERANCE["FP32"]
     want = np.array([1.0, 100.0, 0.0, np.nan, np.inf], np.float32)
@@ -67,7 +67,13 @@ def test_dtype_bounds():
     assert not judge(np.array([1, 2], np.int8), np.array([1, 3], np.int8), DType.INT8, None)[0]  # integers: exact
     assert judge(np.array([1, 2], np.int8), np.array([1, 3], np.int8), DType.INT8, 1.0)[0]  # --tolerance overrides
     assert not judge(np.zeros(2), np.zeros(3), DType.FP32, 1.0)[0]  # shapes must agree
-    assert set(FLOAT_TOLERANCE) == {d.name for d in DType if d.is_float}
+    assert set(FLOAT_TOLERANCE) | set(SCALE_STEPS) == {d.name for d in DType if d.is_float}
+    # block scales: one factor of two either way passes, more does not, whatever the tensor's largest scale
+    e8m0 = DType.FP8UE8M0.numpy
+    scales = np.array([2.0**-10, 1.0, 2.0**10], e8m0)
+    assert judge(np.array([2.0**-11, 2.0, 2.0**10], e8m0), scales, DType.FP8UE8M0, None)[0]
+    assert not judge(np.array([2.0**-8, 1.0, 2.0**10], e8m0), scales, DType.FP8UE8M0, None)[0]  # was within
+    assert not judge(np.array([2.0**-10, 1.0, np.nan], e8m0), scales, DType.FP8UE8M0, None)[0]
 
 
 # 2. --compare needs a desc.json

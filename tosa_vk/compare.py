@@ -32,8 +32,10 @@ FLOAT_TOLERANCE = {
     "FP6E2M3": (2**-3, 2),
     "FP6E3M2": (2**-2, 2),
     "FP4E2M1": (2**-1, 2),
-    "FP8UE8M0": (1.0, 1),  # powers of two: one step is a factor of two
 }  # fmt: skip  (dtype: eps, k)
+# block scales (powers of two): one step, a factor of two, where a block's largest value sits at a power of two and
+# the two backends round it to either side; judged on the exponents, not by a bound relative to the magnitude
+SCALE_STEPS = {"FP8UE8M0": 1}
 
 
 class Verdict(NamedTuple):
@@ -68,6 +70,14 @@ def judged(got: np.ndarray, want: np.ndarray, dtype: DType, tolerance: float | N
         ok = bool(np.all(same | (diff <= tolerance)))
         how = f"max |diff| {worst:.3g}, --tolerance {tolerance:.3g}"
         return Verdict(ok, worst, rel, how), _ratio(diff, same, np.full_like(diff, tolerance))
+    if dtype.name in SCALE_STEPS:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            steps = np.abs(np.log2(g) - np.log2(w))
+        steps = np.where(same, 0.0, np.where(np.isnan(steps), np.inf, steps))
+        limit = SCALE_STEPS[dtype.name]
+        ok = bool(np.all(steps <= limit))
+        how = f"max |diff| {worst:.3g}, {float(np.max(steps, initial=0.0)):.3g} steps of 2x (bound {limit})"
+        return Verdict(ok, worst, rel, how), _ratio(steps, same, np.full_like(steps, limit))
     if dtype.name not in FLOAT_TOLERANCE:
         ratio = _ratio(diff, same, np.full_like(diff, 0.5))
         return Verdict(bool(np.all(same)), worst, rel, f"max |diff| {worst:.3g}, exact"), ratio
