@@ -224,9 +224,11 @@ def test_int64_declines_to_the_register_kernels(device):
 def test_workgroups_fit_the_target():
     for name in ("nvidia", "amd", "intel", "mali", "adreno", "generic"):
         small = dataclasses.replace(named(name), max_workgroup_invocations=96)
-        for target in (named(name), small):
+        tiny = dataclasses.replace(named(name), max_shared_memory=512)
+        for target in (named(name), small, tiny):
             wg = reduction_subgroup.workgroup(target)
             assert wg & (wg - 1) == 0 and wg <= min(target.max_workgroup_invocations, target.klass.reduce_workgroup)
+            assert wg * reduction_subgroup.SHARED_BYTES <= target.max_shared_memory
             for outer, length, inner in ((1, 10, 1), (3, 1000, 1), (2, 50, 7), (1, 300_000, 1000)):
                 for _, chunk, _, sx, sy in reduction_subgroup.plan(target, outer, length, inner):
                     assert sx * sy <= wg and -(-chunk // sy) + sy <= target.loop_budget

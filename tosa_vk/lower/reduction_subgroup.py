@@ -28,10 +28,17 @@ MIN_PER = 16  # axis elements an invocation folds at least before an axis is spl
 WANT_GROUPS = 256  # workgroups of a pass below which a long axis is split into pieces (keeps a GPU's units busy)
 
 
+SHARED_BYTES = 8  # shared memory per invocation: a double partial, or ARGMAX's (value, index) pair
+
+
 def workgroup(target: Target) -> int:
-    """Invocations of one workgroup: the class's reduce_workgroup within the target's limit, a power of two."""
+    """Invocations of one workgroup: the class's reduce_workgroup within the target's limits (invocations, shared
+    memory), a power of two."""
     wg = max(1, min(target.klass.reduce_workgroup, target.max_workgroup_invocations))
-    return 1 << (wg.bit_length() - 1)
+    wg = 1 << (wg.bit_length() - 1)
+    while wg > 1 and wg * SHARED_BYTES > target.max_shared_memory:
+        wg //= 2
+    return wg
 
 
 def _pow2(n: int) -> int:
