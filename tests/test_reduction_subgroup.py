@@ -109,7 +109,7 @@ def test_strided_axes_as_columns(device, op, dtype, attrs, axis):
 def test_each_gpu_class(device, target):
     """Each class's workgroup (64 to 256 invocations) on rows and columns."""
     rng = np.random.default_rng(3)
-    x = rng.standard_normal((6, 333, 3)).astype(np.float32)
+    x = rng.standard_normal((6, 333, 40)).astype(np.float32)
     x[0, 100, 0] = np.nan
     for axis in (1, 2):
         for op, attrs in (("reduce_sum", {}), ("reduce_max", {"nan_mode": "IGNORE"}), ("argmax", {})):
@@ -216,9 +216,21 @@ def test_kill_switch_and_lavapipe_keep_the_register_kernels(device, monkeypatch)
     check(device, one("argmax", "fp32", 1, x.shape), {"x": x}, "mali", family=False)
 
 
-def test_int64_declines_to_the_register_kernels(device):
+def test_int64_and_short_rows_decline_to_the_register_kernels(device):
     x = np.random.default_rng(11).integers(-(1 << 40), 1 << 40, (3, 100)).astype(np.int64)
     check(device, one("reduce_sum", "int64", 1, x.shape), {"x": x}, family=False)
+    short = np.random.default_rng(12).standard_normal((50, reduction_subgroup.ROW_MIN - 1)).astype(np.float32)
+    check(device, one("argmax", "fp32", 1, short.shape), {"x": short}, family=False)
+
+
+def test_workgroups_smaller_than_a_subgroup(device, monkeypatch):
+    """A workgroup of 4 invocations (lavapipe's subgroups have 8): one partial subgroup per workgroup."""
+    shrink_target(monkeypatch, device, max_workgroup_invocations=4)
+    x = np.random.default_rng(13).standard_normal((5, 999)).astype(np.float32)
+    x[1, 500:] = np.nan
+    for op, attrs in (("reduce_sum", {}), ("reduce_min", {"nan_mode": "IGNORE"}), ("argmax", {"nan_mode": "IGNORE"})):
+        check(device, one(op, "fp32", 1, x.shape, **attrs), {"x": x}, ulps=2)
+        check(device, one(op, "fp32", 0, x.T.shape, **attrs), {"x": np.ascontiguousarray(x.T)}, ulps=2)
 
 
 def test_workgroups_fit_the_target():

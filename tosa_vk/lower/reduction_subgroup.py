@@ -14,7 +14,7 @@ fused epilogue): integers bit-exact (int32 sums wrap), max / min / ARGMAX with n
 ties; floating-point sums and products accumulate in fp64 where the target has it (else fp32) in another order,
 which the spec's bounds allow (REDUCE_SUM: the dot-product bound; REDUCE_PRODUCT: n roundings). Declined here, so
 built by the register kernels: int64 (its subgroup operations need shaderSubgroupExtendedTypes, not a Target fact),
-a head (a 1x1 CONV2D after the reduction), tensors of 2^32 elements and more.
+a head (a 1x1 CONV2D after the reduction), rows shorter than ROW_MIN, tensors of 2^32 elements and more.
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ from ..program import Kernel
 from ..target import Target
 from . import LowerCtx, push
 
+# rows (the axis innermost) shorter than this stay one invocation's loop (the register kernels): a workgroup for
+# such a row would leave most of a GPU subgroup (32 or 64 invocations) idle
+ROW_MIN = 32
 MIN_PER = 16  # axis elements an invocation folds at least before an axis is split over more workgroups
 WANT_GROUPS = 256  # workgroups of a pass below which a long axis is split into pieces (keeps a GPU's units busy)
 
@@ -108,7 +111,7 @@ def reduce(
         return None
     outer, length, inner = _view(x.shape, int(ctx.attr("axis", 0)))
     per = 1 + int(first[1]["P_LEN"].rstrip("u")) if first else 1
-    steps = plan(ctx.target, outer, length, inner, per)
+    steps = plan(ctx.target, outer, length, inner, per) if inner > 1 or length >= ROW_MIN else None
     if steps is None:
         return None
     kernels, src = [], first[0] if first else x.name
@@ -136,7 +139,7 @@ def argmax(ctx: LowerCtx, base: dict[str, str]) -> list[Kernel] | None:
     if x.size >= 1 << 32 or out.size == 0 or x.dtype == DType.INT64:
         return None
     outer, length, inner = _view(x.shape, int(ctx.attr("axis", 0)))
-    steps = plan(ctx.target, outer, length, inner)
+    steps = plan(ctx.target, outer, length, inner) if inner > 1 or length >= ROW_MIN else None
     if steps is None:
         return None
     kernels, src, src_index = [], x.name, ""
