@@ -66,6 +66,8 @@ BINARY = layout(("total", "uint"), ("rank", "int"), *_arrays(MAX_RANK, "shape", 
 SELECT = layout(("total", "uint"), ("rank", "int"), *_arrays(MAX_RANK, "shape", "stride_a", "stride_b", "stride_c"))
 RESCALE = layout(*_uints("total", "channels"))
 REDUCE = layout(*_uints("total", "axis_len", "inner", "chunk", "chunks"))  # reduce and argmax
+# the subgroup family's reduce and argmax (tosa_vk/lower/reduction_subgroup.py)
+REDUCE_SUBGROUP = layout(*_uints("groups", "axis_len", "inner", "chunk", "chunks", "xblocks"))
 COPY = layout(
     ("total", "uint"),
     *_ints("rank", "src_base", "dst_base"),
@@ -105,6 +107,8 @@ SHADERS: dict[str, tuple[PushLayout, ...]] = {
     "type_conversion/rescale": (RESCALE,),
     "reduction/reduce": (REDUCE,),
     "reduction/argmax": (REDUCE,),
+    "reduction/reduce_subgroup": (REDUCE_SUBGROUP,),
+    "reduction/argmax_subgroup": (REDUCE_SUBGROUP,),
     "data_layout/copy": (COPY,),
     "data_layout/transpose": (TRANSPOSE,),
     "data_layout/pad": (PAD,),

@@ -24,7 +24,7 @@ from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode
 from ..program import Kernel
 from ..shader_abi import WORKGROUP
-from . import LowerCtx, lowering, push
+from . import LowerCtx, lowering, push, reduction_subgroup
 from .epilogue import bind, epilogue_defines
 
 _INT_MIN = "(-2147483647 - 1)"
@@ -95,12 +95,20 @@ def _multipass(ctx: LowerCtx, shader: str, partial, final, carry: str = "O") -> 
 
 
 def _reduce(
-    ctx: LowerCtx, acc: str, init: str, step: str, partial_dtype: DType, finish: str = "(acc)", bits: bool = False
+    ctx: LowerCtx,
+    acc: str,
+    init: str,
+    step: str,
+    partial_dtype: DType,
+    finish: str = "(acc)",
+    bits: bool = False,
+    sg: str = "",
 ) -> list[Kernel] | None:
     """A reduction whose accumulator `acc` folds with `step`; partial results are stored as `partial_dtype`
     (as the bit pattern of a double in int64 when `bits`) and the output as STORE_O(finish), through the fused
     epilogue if any. With a prologue (the same reduction along another axis before this one) the first pass reads
-    that one's input and folds its axis first, as its own single pass would."""
+    that one's input and folds its axis first, as its own single pass would. `sg`: the subgroup fold of the same
+    step (GPU classes: the subgroup family, reduction_subgroup.py, where the target's class takes it)."""
     base = {"ACC_T": acc, "INIT": init, "STEP(acc, x)": step}
     extra: dict[str, str] = {"A": "", "O": ""}
     head = tail_start(ctx.block, [i for i, _ in ctx.epilogue])  # where a head starts (fuse.py), if any
@@ -113,6 +121,11 @@ def _reduce(
     if own is not ctx:
         return _with_head(ctx, head, {**base, **fused, **(first[1] if first else {})}, extra, value)
     extra = {k: v for k, v in extra.items() if k not in ("A", "O")}
+    if ctx.target.family("REDUCE") == "subgroup":
+        args = (base, sg, partial_dtype, bits, fused, extra, f"STORE_O({value})", first)
+        made = ctx.attempt(lambda: reduction_subgroup.reduce(ctx, *args))
+        if made is not None:
+            return made
 
     def read(i):
         return "int64BitsToDouble(v)" if bits and i > 0 else "LOAD_A(v)"
@@ -220,8 +233,8 @@ def REDUCE_ALL(ctx: LowerCtx):
     if ctx.inputs[0].dtype != DType.BOOL:
         return None
     if ctx.op.op == "REDUCE_ALL":
-        return _reduce(ctx, "bool", "true", "((acc) && (x))", DType.BOOL)
-    return _reduce(ctx, "bool", "false", "((acc) || (x))", DType.BOOL)
+        return _reduce(ctx, "bool", "true", "((acc) && (x))", DType.BOOL, sg="subgroupAnd(v)")
+    return _reduce(ctx, "bool", "false", "((acc) || (x))", DType.BOOL, sg="subgroupOr(v)")
 
 
 @lowering("REDUCE_MAX", "REDUCE_MIN")
@@ -232,23 +245,27 @@ def REDUCE_MAX(ctx: LowerCtx):
         # acc starts at NaN for IGNORE (apply_max_s skips it), else at minimum_s (-inf) / maximum_s (+inf);
         # partial maxima are input values, stored exactly in the input type.
         if ctx.attr("nan_mode") == NanPropagationMode.IGNORE:
-            return _reduce(ctx, "float", _NAN, f"{fn}_ignore(acc, x)", dtype)
-        return _reduce(ctx, "float", f"(-{_INF})" if fn == "max" else _INF, f"{fn}_propagate(acc, x)", dtype)
+            return _reduce(ctx, "float", _NAN, f"{fn}_ignore(acc, x)", dtype, sg=f"sg_{fn}_ignore(v)")
+        init = f"(-{_INF})" if fn == "max" else _INF
+        return _reduce(ctx, "float", init, f"{fn}_propagate(acc, x)", dtype, sg=f"sg_{fn}_propagate(v)")
     if dtype == DType.INT64:  # EXT-INT64
         return _reduce(ctx, "int64_t", _INT64_MIN if fn == "max" else _INT64_MAX, f"{fn}(acc, x)", dtype)
     if dtype not in (DType.INT8, DType.INT16, DType.INT32):
         return None
-    return _reduce(ctx, "int", _INT_MIN if fn == "max" else _INT_MAX, f"{fn}(acc, x)", dtype)
+    sg = f"subgroup{fn.title()}(v)"
+    return _reduce(ctx, "int", _INT_MIN if fn == "max" else _INT_MAX, f"{fn}(acc, x)", dtype, sg=sg)
 
 
 def _fp_reduce(ctx: LowerCtx, init: str, op: str) -> list[Kernel] | None:
     """Sum / product of floats: fp64 accumulation rounded once (fp32 without fp64 support)."""
     if ctx.inputs[0].dtype not in _FLOATS:
         return None
+    sg = "subgroupAdd(v)" if op == "+" else "subgroupMul(v)"
     if ctx.target.has("shaderFloat64") and ctx.target.has("shaderInt64"):
         finish = "float(acc)" if ctx.outputs[0].dtype == DType.FP32 else "f64_to_f32_odd(acc)"
-        return _reduce(ctx, "double", f"double({init})", f"((acc) {op} double(x))", DType.INT48, finish, bits=True)
-    return _reduce(ctx, "float", f"float({init})", f"((acc) {op} float(x))", DType.FP32)
+        step = f"((acc) {op} double(x))"
+        return _reduce(ctx, "double", f"double({init})", step, DType.INT48, finish, bits=True, sg=sg)
+    return _reduce(ctx, "float", f"float({init})", f"((acc) {op} float(x))", DType.FP32, sg=sg)
 
 
 @lowering("REDUCE_PRODUCT")
@@ -259,7 +276,7 @@ def REDUCE_PRODUCT(ctx: LowerCtx):
 @lowering("REDUCE_SUM")
 def REDUCE_SUM(ctx: LowerCtx):
     if ctx.inputs[0].dtype == DType.INT32:
-        return _reduce(ctx, "int", "0", "((acc) + (x))", DType.INT32)
+        return _reduce(ctx, "int", "0", "((acc) + (x))", DType.INT32, sg="subgroupAdd(v)")
     if ctx.inputs[0].dtype == DType.INT64:  # EXT-INT64: wraps like int32 (a wrapping partial sum is a REQUIRE)
         return _reduce(ctx, "int64_t", "int64_t(0)", "((acc) + (x))", DType.INT64)
     return _fp_reduce(ctx, "0.0", "+")
@@ -278,6 +295,10 @@ def ARGMAX(ctx: LowerCtx):
             base["IGNORE"] = "1"
     elif x.dtype not in (DType.INT8, DType.INT16, DType.INT32, DType.INT64):
         return None
+    if ctx.target.family("ARGMAX") == "subgroup":
+        made = ctx.attempt(lambda: reduction_subgroup.argmax(ctx, base))
+        if made is not None:
+            return made
     src_index: list[str] = []  # the indices of the partial maxima read by the next pass
 
     def bindings_in(i, src):
