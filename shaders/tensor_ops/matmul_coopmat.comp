@@ -9,9 +9,13 @@
 // Subgroup size is never assumed: subgroup s owns tiles s, s + gl_NumSubgroups, ... (TPS of them per round); with
 // the SUBGROUPS the lowering planned for (WG / the target's subgroup size) there is one round, with fewer subgroups
 // (a driver choosing a wider one) more rounds, each over all of C, every invocation at every barrier.
+// COOPMAT_EMULATE: each subgroup does its products lane by lane in shared memory instead, through the same staging,
+// tile ownership and epilogue: how tests check all but the cooperative-matrix instructions on a device without them.
 #include "types.glsl"
+#ifndef COOPMAT_EMULATE
 #extension GL_KHR_cooperative_matrix : require
-#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_memory_scope_semantics : require  // (required with it: the Vulkan memory model)
+#endif
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_control_flow_attributes : enable
 layout(local_size_x = WG) in;
@@ -48,6 +52,10 @@ layout(push_constant) uniform Params {
 shared A_T sa[BM * BK];
 shared B_T sb[BK * BN];
 shared ACC_T sc[BM * BN];
+#ifdef COOPMAT_EMULATE
+#define CM_MN (CM_M * CM_N)
+shared ACC_T se[TILES * CM_MN];
+#endif
 
 void main() {
     uint g = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
@@ -61,8 +69,17 @@ void main() {
     uint per_round = gl_NumSubgroups * uint(TPS);
     uint rounds = (uint(TILES) + per_round - 1u) / per_round;
     for (uint r = 0u; r < rounds; ++r) {
+#ifdef COOPMAT_EMULATE
+        for (int s = 0; s < TPS; ++s) {
+            uint t = r * per_round + uint(s) * gl_NumSubgroups + gl_SubgroupID;
+            if (t < uint(TILES))
+                for (uint e = gl_SubgroupInvocationID; e < uint(CM_MN); e += gl_SubgroupSize)
+                    se[t * CM_MN + e] = ACC_T(0);
+        }
+#else
         CM_C acc[TPS];
         [[unroll]] for (int s = 0; s < TPS; ++s) acc[s] = CM_C(ACC_T(0));
+#endif
         for (uint k0 = 0u; k0 < p.C; k0 += uint(BK)) {
             for (uint e = lid; e < uint(BM * BK); e += uint(WG)) {
                 uint row = row0 + e / uint(BK), k = k0 + e % uint(BK);
@@ -77,6 +94,15 @@ void main() {
                 uint t = r * per_round + uint(s) * gl_NumSubgroups + gl_SubgroupID;
                 if (t < uint(TILES)) {  // uniform over the subgroup
                     uint tr = t / uint(TILES_N), tc = t % uint(TILES_N);
+#ifdef COOPMAT_EMULATE
+                    for (uint e = gl_SubgroupInvocationID; e < uint(CM_MN); e += gl_SubgroupSize) {
+                        uint i = tr * uint(CM_M) + e / uint(CM_N), j = tc * uint(CM_N) + e % uint(CM_N);
+                        ACC_T sum = se[t * CM_MN + e];
+                        for (uint kk = 0u; kk < uint(BK); ++kk)
+                            sum += ACC_T(sa[i * uint(BK) + kk]) * ACC_T(sb[kk * uint(BN) + j]);
+                        se[t * CM_MN + e] = sum;
+                    }
+#else
                     [[unroll]] for (int ks = 0; ks < KSTEPS; ++ks) {
                         CM_A ma;
                         CM_B mb;
@@ -86,6 +112,7 @@ void main() {
                                     gl_CooperativeMatrixLayoutRowMajor);
                         acc[s] = coopMatMulAdd(ma, mb, acc[s]);
                     }
+#endif
                 }
             }
             barrier();
@@ -94,8 +121,14 @@ void main() {
             uint t = r * per_round + uint(s) * gl_NumSubgroups + gl_SubgroupID;
             if (t < uint(TILES)) {
                 uint tr = t / uint(TILES_N), tc = t % uint(TILES_N);
+#ifdef COOPMAT_EMULATE
+                for (uint e = gl_SubgroupInvocationID; e < uint(CM_MN); e += gl_SubgroupSize)
+                    sc[(tr * uint(CM_M) + e / uint(CM_N)) * uint(BN) + tc * uint(CM_N) + e % uint(CM_N)] =
+                        se[t * CM_MN + e];
+#else
                 coopMatStore(acc[s], sc, tr * uint(CM_M * BN) + tc * uint(CM_N), uint(BN),
                              gl_CooperativeMatrixLayoutRowMajor);
+#endif
             }
         }
         barrier();
@@ -107,7 +140,7 @@ void main() {
             uint row = row0 + lr, col = col0 + lc;
             if (t >= first && t < last && row < p.H && col < p.W) {
                 uint at = (n * p.H + row) * p.W + col;
-                o[O_AT(at)] = STORE_O(RES(O_C(sc[e]), at));
+                o[O_AT(at)] = STORE_O(RES(V_C(sc[e]), at));
             }
         }
         barrier();

@@ -27,6 +27,9 @@ _BYTES = {"float16_t": 2, "int8_t": 1, "float": 4, "int": 4}
 MAX_TILES = 4  # products per workgroup along rows and along columns (a 64 x 64 block of 16 x 16 products)
 MAX_SUBGROUPS = 4
 KSTEPS = 2  # products along C per staged slice
+# The kernel's products done lane by lane instead (COOPMAT_EMULATE): tests switch it on to run everything but the
+# cooperative-matrix instructions on a device without them (lavapipe)
+EMULATE = False
 
 
 def _scalar(ctx: LowerCtx, i: int):
@@ -62,6 +65,9 @@ def lower(ctx: LowerCtx) -> list[Kernel] | None:
         return None
     if a.dtype == DType.BF16:
         return None  # GL_EXT_bfloat16 is not in glslang 13
+    needs = ("shaderFloat16", "storageBuffer16BitAccess") if a.dtype == DType.FP16 else ("shaderInt8",)
+    if not all(ctx.target.has(f) for f in (*needs, "storageBuffer8BitAccess", "storageBuffer16BitAccess")):
+        return None  # (types.glsl declares 8- and 16-bit storage for every kernel)
     found = shape_for(ctx, a.dtype, out.dtype)
     if found is None:
         return None
@@ -77,7 +83,8 @@ def lower(ctx: LowerCtx) -> list[Kernel] | None:
 
     def shared(tm: int, tn: int) -> int:
         bm, bn, bk = tm * cm_m, tn * cm_n, ksteps * cm_k
-        return (bm * bk + bk * bn) * _BYTES[_IN[a.dtype]] + bm * bn * _BYTES[acc]
+        results = bm * bn * (2 if EMULATE else 1)  # (emulated: the products' accumulators too)
+        return (bm * bk + bk * bn) * _BYTES[_IN[a.dtype]] + results * _BYTES[acc]
 
     while shared(tiles_m, tiles_n) > t.max_shared_memory and tiles_m * tiles_n > 1:  # shrink the class's block
         if tiles_m >= tiles_n:
@@ -92,18 +99,22 @@ def lower(ctx: LowerCtx) -> list[Kernel] | None:
     bm, bn, bk = tiles_m * cm_m, tiles_n * cm_n, ksteps * cm_k
     # loop iterations of one invocation: per slice of C, its share of both stagings; then the stores
     slices = -(-c // bk)
-    if slices * (-(-(bm * bk) // wg) + -(-(bk * bn) // wg) + 1) + -(-(bm * bn) // wg) > t.loop_budget:
+    per_slice = -(-(bm * bk) // wg) + -(-(bk * bn) // wg) + 1
+    if EMULATE:  # each lane: its share of a product's results, bk steps each
+        per_slice += tps * -(-(cm_m * cm_n) // sub) * (bk + 1)
+    if slices * per_slice + -(-(bm * bn) // wg) > t.loop_budget:
         return None
     tiles_h, blocks_w = -(-h // bm), -(-w // bn)
     groups = n * tiles_h * blocks_w
     if groups >= 1 << 32 or out.size >= 1 << 32:
         return None
-    bindings = {"A": a.name, "B": b.name, "O": out.name}
+    bindings = {"A": a.name, "B": b.name, "O": ctx.result.name}  # (a fused chain's last output)
     fused = epilogue_defines(ctx, bindings, out_map=True)
     if fused is None:
         return None
     defines = {
         "ACC_T": acc,
+        "V_C": "int" if acc == "int" else "float",  # the product's compute type, what the epilogue starts from
         "CM_M": str(cm_m),
         "CM_N": str(cm_n),
         "CM_K": str(cm_k),
@@ -113,6 +124,8 @@ def lower(ctx: LowerCtx) -> list[Kernel] | None:
         "TPS": str(tps),
         "WG": str(wg),
     }
+    if EMULATE:
+        defines["COOPMAT_EMULATE"] = "1"
     values = push.MATMUL_FAST.pack(groups, h, c, w, tiles_h, blocks_w)
     kernel = ctx.kernel("tensor_ops/matmul_coopmat", bindings, {**defines, **fused}, values, groups=ctx.groups(groups))
     return [kernel]
