@@ -169,3 +169,15 @@ def dot_bound(a: np.ndarray, b: np.ndarray, out: np.dtype) -> np.ndarray:
     on the sum of |products|, and the output's rounding."""
     mags = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
     return (a.shape[-1] + 1) * 2.0**-10 * mags + float(np.finfo(out).eps) * mags
+
+
+@needs_glslang
+def test_a_coopmat_module_from_a_cache_entry_is_validated_by_a_spirv_val_that_knows_it():
+    """A program-cache entry's modules not in the SPIR-V cache go through spirv-val: a SPIR-V 1.6 coopmat module
+    through cmeel's, for Vulkan 1.3 (Debian 12's does not know SPV_KHR_cooperative_matrix)."""
+    from tosa_vk.vulkan.shaders import check_spirv
+
+    make, target = CASES["fp16-fp32"]
+    graph, *_ = make()
+    (module,) = compile_variants(program_variants(tosa_vk.compile(graph, target)))
+    check_spirv(module, "MATMUL")

