@@ -99,3 +99,17 @@ def test_glslang_refuses_model_glsl_that_reads_a_file(tmp_path):
     with pytest.raises(ShaderError, match="glslang read one") as err:
         shaders._glslang([variant])
     assert "host_secret" not in str(err.value)
+
+
+@needs_glslang
+def test_vgf_export_preprocesses_with_glslang_without_glslc(monkeypatch):
+    """VGF export bakes push constants into users' GLSL after `-E`: glslang's where glslc is missing."""
+    from tosa_vk import vgf_export
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(vgf_export, "_PREPROCESSED", {})
+    text = '#version 450\n#include "types.glsl"\n#define TWICE(x) ((x) * 2)\nlayout(local_size_x = 1) in;\n'
+    text += "void main() { int k = TWICE(3); }\n"
+    out = vgf_export._preprocess(Variant("custom:pp", (), text=text))
+    assert "((3)*2)" in out.replace(" ", "") and "#include" not in out
+    assert "bf16_to_f32" in out  # types.glsl's text
