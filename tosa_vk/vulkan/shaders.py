@@ -7,11 +7,12 @@ module is the variant's with its own values set (`specialize`), so one compiled 
 
 Includes resolve against shaders/include/ (`#include "types.glsl"`) and shaders/ (`#include "reduction/x.glsl"`).
 
-Variants are compiled several per glslc process (one process costs ~90 ms, one more shader ~13 ms). A cache entry
-is `<key>.spv` with a `<key>.sha256` of its bytes, written atomically; an entry whose bytes do not match its hash
-(or lack the SPIR-V magic) is treated as missing and rebuilt, so a damaged cache can never feed a bad module to the
-driver. The folder is created private (0700) and read like the program cache's (tosa_vk/cache_files.py): only
-regular files owned by this user, size-capped; a folder others may write is not used at all (one warning).
+Variants are compiled several per glslc process (one process costs ~90 ms, one more shader ~13 ms), one per
+glslang process. A cache entry is `<key>.spv` with a `<key>.sha256` of its bytes, written atomically; an entry whose
+bytes do not match its hash (or lack the SPIR-V magic) is treated as missing and rebuilt, so a damaged cache can
+never feed a bad module to the driver. The folder is created private (0700) and read like the program cache's
+(tosa_vk/cache_files.py): only regular files owned by this user, size-capped; a folder others may write is not used
+at all (one warning).
 
 Custom-op kernels (tosa.CUSTOM) bring their own GLSL text (`Variant.text`, cached by the same content hash; glslc
 errors name the operator) or ready SPIR-V (`Variant.spirv`, checked with spirv-val once, never compiled).
