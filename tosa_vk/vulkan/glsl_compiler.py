@@ -76,7 +76,22 @@ def glslc() -> Compiler | None:
 @cache
 def _glslc_at(exe: str) -> Compiler | None:
     version = _version([exe, "--version"], None)
-    return Compiler("glslc", exe, version) if version else None
+    return _saw(Compiler("glslc", exe, version)) if version else None
+
+
+_SEEN: dict[str, Compiler] = {}
+
+
+def _saw(c: Compiler) -> Compiler:
+    _SEEN.setdefault(c.identity, c)
+    return c
+
+
+def seen() -> list[Compiler]:
+    """The compilers found now or earlier in this process (a program cache entry's modules may be any one's)."""
+    for find in (glslc, glslang):
+        find()
+    return list(_SEEN.values())
 
 
 def glslang() -> Compiler | None:
@@ -95,7 +110,7 @@ def _glslang_at(exe: str) -> Compiler | None:
         number = tuple(int(x) for x in version.splitlines()[0].rsplit(":", 1)[-1].strip().split(".")[:2])
     except ValueError:
         return None
-    return Compiler("glslang", exe, version, c.libdir) if number >= GLSLANG_MIN else None
+    return _saw(Compiler("glslang", exe, version, c.libdir)) if number >= GLSLANG_MIN else None
 
 
 def spirv_val() -> str | None:

@@ -276,6 +276,14 @@ class ShaderCache:
         compiler = glsl_compiler.for_source(variant.source())  # its identity and version: part of the key
         return hashlib.sha256(f"{source_digest(variant)}\0{compiler.identity}".encode()).hexdigest()
 
+    def _keys(self, variant: Variant) -> list[str]:
+        """The variant's cache keys under every compiler that could have made a cached module: the one that would
+        compile it now and those this process has used (glslc gone from PATH since a program was stored)."""
+        needs = glsl_compiler.needs_glslang(variant.source())
+        compilers = [c for c in glsl_compiler.seen() if c.kind == "glslang" or not needs]
+        digest = source_digest(variant)
+        return [hashlib.sha256(f"{digest}\0{c.identity}".encode()).hexdigest() for c in compilers]
+
     def modules(self) -> list[Path]:
         """The SPIR-V files on disk."""
         return sorted(self.dir.glob("*.spv")) if self.dir.is_dir() else []
@@ -370,11 +378,11 @@ class ShaderCache:
             if not (v.text or v.spirv) and not _shipped_source(v.shader):  # before its source is read to be hashed
                 raise ShaderError(f"{name}: {v.shader!r} is not one of tosa_vk's shaders")
             want = v.spirv or library().get(v)
-            if want is None:  # not shipped (fused, custom GLSL): the SPIR-V cache's copy, when it has one
-                try:
-                    want = self._load(self.key(v))
-                except ShaderError:  # no glslc to name the cache key: spirv-val below
-                    want = None
+            if want is None:  # not shipped (fused, custom GLSL): the SPIR-V cache's copies, when it has some
+                copies = [m for m in map(self._load, self._keys(v)) if m is not None]
+                if copies and module not in copies:
+                    raise ShaderError(f"{name}: the module differs from the variant's own SPIR-V")
+                want = module if copies else None
             if want is not None:
                 if module != want:
                     raise ShaderError(f"{name}: the module differs from the variant's own SPIR-V")
