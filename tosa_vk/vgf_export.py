@@ -90,6 +90,7 @@ from .plan.resources import SCALAR_FORMATS
 from .program import Branch, Image, Kernel, Loop, Program
 from .spirv_graph.constants import GRAPH_ELEMENTS, GRAPH_MAX_RANK, constant_graph
 from .vgf_graph import NO_CONTROL_FLOW
+from .vulkan import glsl_compiler
 from .vulkan.shaders import (
     INCLUDE_DIR,
     SHADER_ROOT,
@@ -594,21 +595,28 @@ _PREPROCESSED: dict[Variant, str] = {}
 
 
 def _preprocess(variant: Variant) -> str:
-    """`glslc -E` of a variant (macros and includes expanded)."""
+    """`glslc -E` of a variant (macros and includes expanded); cmeel's `glslang -E` where glslc is missing."""
     if variant not in _PREPROCESSED:
-        exe = shutil.which("glslc")
-        if exe is None:
-            raise ShaderError("glslc is not installed (Debian: apt-get install glslc)")
+        exe, text, env = shutil.which("glslc"), variant.source(), None
+        if exe is not None:
+            cmd = [exe, "-E", f"--target-env={TARGET_ENV}", "-I", str(INCLUDE_DIR), "-I", str(SHADER_ROOT)]
+        else:
+            glslang = glsl_compiler.glslang()
+            if glslang is None:
+                raise ShaderError(f"no GLSL compiler: {glsl_compiler.GET_ONE}")
+            head, sep, rest = text.partition("\n")  # glslang wants #include asked for (glslc enables it itself)
+            text = f"{head}{sep}#extension GL_GOOGLE_include_directive : require\n{rest}"
+            exe, env = glslang.exe, glslang.env()
+            cmd = [exe, "-E", f"-I{INCLUDE_DIR}", f"-I{SHADER_ROOT}"]  # (-E: no --target-env, which implies -V)
         with tempfile.TemporaryDirectory(prefix="tosa_vk-vgf-") as tmp:
             src = Path(tmp) / "v.comp"
-            src.write_text(variant.source())
-            done = subprocess.run(
-                [exe, "-E", f"--target-env={TARGET_ENV}", "-I", str(INCLUDE_DIR), "-I", str(SHADER_ROOT), str(src)],
-                capture_output=True,
-                text=True,
-            )
+            src.write_text(text)
+            done = subprocess.run([*cmd, str(src)], capture_output=True, text=True, env=env)
         if done.returncode != 0:
-            raise ShaderError(f"glslc -E failed for shaders/{variant.shader}.comp: {done.stderr.strip()}")
+            tool = Path(exe).name
+            raise ShaderError(
+                f"{tool} -E failed for shaders/{variant.shader}.comp: {(done.stderr or done.stdout).strip()}"
+            )
         _PREPROCESSED[variant] = done.stdout
     return _PREPROCESSED[variant]
 

@@ -19,7 +19,7 @@ import numpy as np
 from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode, Tensor
 from ..program import Kernel
-from . import LowerCtx, lowering, push, texels
+from . import LowerCtx, lowering, matmul_coopmat, push, texels
 from .data_layout import strided_copy
 from .elementwise_binary import VEC4
 from .epilogue import bind, epilogue_defines
@@ -163,6 +163,10 @@ def MATMUL(ctx: LowerCtx):
         return []
     if a.size >= 1 << 32 or b.size >= 1 << 32 or out.size >= 1 << 32:
         return None
+    if ctx.target.family("MATMUL") == "coopmat":  # cooperative matrices (lower/matmul_coopmat.py), else on
+        made = ctx.attempt(lambda: matmul_coopmat.lower(ctx))
+        if made is not None:
+            return made
     # B read through the TRANSPOSE before it (fuse.py): bound as that operator's input
     b_source = ctx.prologue[1].inputs[0] if ctx.prologue else b.name
     transposed = ctx.prologue is not None

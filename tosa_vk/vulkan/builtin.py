@@ -9,16 +9,15 @@ the same way, with one warning. Which variants are shipped, and the build of the
 tosa_vk/conformance/shipped.py (`python -m tosa_vk.conformance.shipped collect | build | info`).
 
 Layer geometry that is a specialization constant (convolutions: shaders.specialize) is not part of a variant, so
-layers of any shape share the listed modules. Without glslc, a fused kernel that is not listed (fusion generates
-GLSL per chain) is declined at compile time (`shipped_only`): its operators run as their own, listed kernels. A
-variant still missing then (a tile or type combination no listed graph has, a custom op's GLSL) is an error naming
-its operators.
+layers of any shape share the listed modules. Without any GLSL compiler (glslc, cmeel's glslang), a fused kernel
+that is not listed (fusion generates GLSL per chain) is declined at compile time (`shipped_only`): its operators
+run as their own, listed kernels. A variant still missing then (a tile or type combination no listed graph has, a
+custom op's GLSL) is an error naming its operators.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import warnings
 import zipfile
 import zlib
@@ -28,6 +27,7 @@ from pathlib import Path
 
 from ..paths import SHADER_ROOT
 from ..program import Kernel
+from . import glsl_compiler
 from .variant import SPIRV_MAGIC, Variant, source_digest, variant_of
 
 FOLDER = SHADER_ROOT / "builtin"
@@ -93,8 +93,8 @@ def library() -> Library:
 
 
 def shipped_only() -> Callable[[Kernel], bool] | None:
-    """compile()'s `kernels` option on this machine: None where glslc can compile any kernel; without glslc, whether
-    a kernel is shipped compiled."""
-    if shutil.which("glslc") is not None:
+    """compile()'s `kernels` option on this machine: None where a GLSL compiler (glslc or cmeel's glslang) can
+    compile any kernel; with none at all, whether a kernel is shipped compiled."""
+    if glsl_compiler.any_compiler():
         return None
     return lambda kernel: library().get(variant_of(kernel)) is not None

