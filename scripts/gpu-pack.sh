@@ -9,7 +9,8 @@
 #               lent machine takes; Arm's verifier library (tosa-tools' libtosa_reference_verify_lib.so + checker/)
 #               that judges the conformance tests
 #   spirv.zip   the shipped kernels' SPIR-V (shaders/builtin/spirv.zip is ignored, so it does not travel)
-#   conformance/  one test per operator x type class of the TOSA 1.0 selection, with the reference model's results
+#   conformance.tar.xz  one test per operator x type class of the TOSA 1.0 selection, with the reference model's
+#               results
 #   PACKED.json what was packed, for gpu-run to check against the machine's Python
 # Needs scripts/setup.sh's .venv (tosa-tools; the 1.0 selection is generated into the cache when missing: long).
 # Prints the total size; it must stay well under 64 MiB with the checkout.
@@ -34,6 +35,7 @@ trap 'rm -rf "$stage" "$root/$gpu.new"' EXIT
 echo "gpu-pack: Debian packages (amd64)"
 mkdir -p "$stage/apt/lists/partial"
 apt_opts=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 "-oDir::State::Lists=$stage/apt/lists" -qq)
+[ "$(id -u)" = 0 ] && apt_opts+=(-oAPT::Sandbox::User=root)  # root: no _apt user to hand the download to
 apt-get "${apt_opts[@]}" update
 (cd "$gpu.new/debs" && apt-get "${apt_opts[@]}" download libvulkan1 libglvnd0)
 
@@ -43,7 +45,11 @@ for p in manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux_2_27_x86_64 manyli
     plat+=(--platform "$p")
 done
 wheels=()
-for name in numpy ml-dtypes flatbuffers vulkan cffi pycparser; do wheels+=("$(pin "$name")"); done
+# tosa_vk's own needs, then what Arm's verifier (checker/verifier.py) imports for its schema check
+for name in numpy ml-dtypes flatbuffers vulkan cffi pycparser \
+    jsonschema jsonschema-specifications referencing rpds-py attrs semver typing_extensions; do
+    wheels+=("$(pin "$name")")
+done
 "$py" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: --python-version "$pyver" \
     --implementation cp "${plat[@]}" -d "$gpu.new/wheels" "${wheels[@]}"
 # the tools, unpacked and trimmed below (wheels are zips: symbolic links stored as copies)
@@ -69,8 +75,10 @@ while ((${#todo[@]})); do
         fi
     done
 done
-(cd "$stage" && unzip -q -o tools-wheels/tosa_tools-*.whl 'checker/*' 'tosa_reference_model/libtosa_reference_verify_lib.so' -d tt)
+(cd "$stage" && unzip -q -o tools-wheels/tosa_tools-*.whl 'checker/*' 'schemavalidation/*' \
+    'tosa_reference_model/libtosa_reference_verify_lib.so' -d tt)
 cp "$stage"/tt/checker/*.py "$t/py/checker/"
+cp -r "$stage"/tt/schemavalidation "$t/py/"
 cp "$stage"/tt/tosa_reference_model/libtosa_reference_verify_lib.so "$t/py/tosa_reference_model/"
 # tosa_vk finds the verifier through the package's folder (conformance/generate.py: tools_root)
 echo '"""The verifier library alone (scripts/gpu-pack.sh): not the reference model."""' \
@@ -82,7 +90,8 @@ echo "gpu-pack: shipped kernels"
 cp shaders/builtin/spirv.zip "$gpu.new/spirv.zip"
 
 echo "gpu-pack: conformance tests (one per operator x type class of the 1.0 selection)"
-"$py" -m tosa_vk.gpu_run pack-conformance "$gpu.new/conformance"
+"$py" -m tosa_vk.gpu_run pack-conformance "$stage/conformance"
+tar -C "$stage" -cJf "$gpu.new/conformance.tar.xz" conformance  # float64 reference results: 49 MB -> 10
 
 "$py" - "$gpu.new/PACKED.json" "$pyver" <<'EOF'
 import json, os, sys, time

@@ -13,7 +13,22 @@ work=$(mktemp -d /tmp/tosa_vk-gpu-run.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 say() { echo "gpu-run: $*" >&2; }
 
-if [ -d "$gpu" ]; then
+python=${PYTHON:-python3}
+packed=""  # the Python version .gpu/ holds wheels for, where that is this machine's
+if [ -f "$gpu/PACKED.json" ]; then
+    want=$("$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["python"])' "$gpu/PACKED.json")
+    have=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    if [ "$want" = "$have" ]; then
+        packed=$want
+    elif [ -x "$root/.venv/bin/python" ]; then
+        say ".gpu/ holds wheels for Python $want, $python is $have: using .venv/ and this machine's tools instead"
+    else
+        say ".gpu/ holds wheels for Python $want, $python is $have (pack with PYTHON_VERSION=$have)"
+        exit 2
+    fi
+fi
+
+if [ -n "$packed" ]; then
     # the loader (and glvnd's libGLdispatch, which NVIDIA's ICD links): no root writes, found by LD_LIBRARY_PATH
     for deb in "$gpu"/debs/*.deb; do dpkg -x "$deb" "$work/sys"; done
     libs=$work/sys/usr/lib/x86_64-linux-gnu
@@ -23,24 +38,19 @@ if [ -d "$gpu" ]; then
     ln -s "$root/scripts/glslc-shim.py" "$work/tools/bin/glslc"
     export PATH=$work/tools/bin:$PATH
     export LD_LIBRARY_PATH=$libs:$work/tools/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    python=${PYTHON:-python3}
-    want=$("$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["python"])' "$gpu/PACKED.json")
-    have=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-    if [ "$want" != "$have" ]; then
-        say ".gpu/ holds wheels for Python $want, $python is $have (pack with PYTHON_VERSION=$have)"
-        exit 2
-    fi
-    "$python" -m pip install -q --disable-pip-version-check --no-index --no-deps --no-compile --no-cache-dir \
-        --target "$work/site" "$gpu"/wheels/*.whl
+    "$python" -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-index --no-deps \
+        --no-compile --no-cache-dir --target "$work/site" "$gpu"/wheels/*.whl
     export PYTHONPATH=$root:$work/site:$work/tools/py${PYTHONPATH:+:$PYTHONPATH}
     # the shipped kernels' SPIR-V (ignored in the checkout, so packed)
     [ -f "$root/shaders/builtin/spirv.zip" ] || cp "$gpu/spirv.zip" "$root/shaders/builtin/spirv.zip"
+    # the conformance subset (the reference model's results beside each test: no reference model needed here)
+    tar -C "$work" -xJf "$gpu/conformance.tar.xz"
+    set -- --conformance "$work/conformance" "$@"
     # private caches: a bare machine's first compile is part of what is measured
     export TOSA_VK_CACHE=$work/cache MESA_SHADER_CACHE_DIR=$work/mesa
 elif [ -x "$root/.venv/bin/python" ]; then
     python=$root/.venv/bin/python
 else
-    python=${PYTHON:-python3}
     export PYTHONPATH=$root${PYTHONPATH:+:$PYTHONPATH}
 fi
 

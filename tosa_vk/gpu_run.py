@@ -36,7 +36,6 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS_DIR = ROOT / "resources" / "models"
-PACKED_CONFORMANCE = ROOT / ".gpu" / "conformance"
 SCHEMA_VERSION = 1
 
 # Dense peaks, TFLOP/s (int8: TOPS), by a device-name substring, first match wins: NVIDIA's data sheets (H100 SXM5
@@ -183,7 +182,8 @@ def device_section(dev) -> dict:
 
 
 def _steady(model, feeds, min_runs: int, min_s: float) -> tuple[list[float], list[float]]:
-    """Runs after a warm-up until `min_runs` and `min_s` are both reached: wall and GPU seconds of each run."""
+    """Runs after a warm-up until `min_runs` and `min_s` are both reached (at most 5 s, 200 runs): wall and GPU
+    seconds of each run."""
     model.run(feeds)  # the warm-up: the first run compiles the pipelines
     walls: list[float] = []
     gpus: list[float] = []
@@ -194,7 +194,7 @@ def _steady(model, feeds, min_runs: int, min_s: float) -> tuple[list[float], lis
         walls.append(time.perf_counter() - t)
         us = sum(x.microseconds for x in model.profile() if x.where == "device")
         gpus.append(us * 1e-6)
-        if len(walls) >= 200:
+        if len(walls) >= 200 or time.perf_counter() - start > 5.0:  # slow kernels: fewer runs, not more minutes
             break
     return walls, gpus
 
@@ -384,7 +384,9 @@ def op_section(dev, clock: Clock, until: float, quick: bool, peaks: dict | None)
             graph, feeds, flops, reference = build_case(case)
             row["flops"] = flops
             with tosa_vk.load(graph, backend="vulkan", device=dev, timestamps=True, strict=True) as model:
+                t = time.perf_counter()
                 got = next(iter(model.run(feeds).values()))
+                row["first_run_ms"] = round((time.perf_counter() - t) * 1e3, 1)  # with compiling its kernels
                 row["family"] = model.target.family(case["op"])
                 walls, gpus = _steady(model, feeds, 3 if quick else 5, 0.1 if quick else 0.5)
             ok, detail = _check_result(got, reference(), case["dtype"])
@@ -413,8 +415,9 @@ def class_key(test: Path, desc: dict | None = None) -> tuple[str, str]:
     desc = desc or json.loads((test / "desc.json").read_text())
     meta = desc.get("meta", {})
     op = desc.get("test_details", {}).get("operator") or test.name.split("_")[0].upper()
-    ins = [t.get("data_type", "?") for t in meta.get("data_gen", {}).get("tensors", {}).values()]
-    outs = [t.get("data_type", "?") for t in meta.get("compliance", {}).get("tensors", {}).values()]
+    # the distinct types in order: CONCAT of 2 or 3 fp32 inputs is one class
+    ins = list(dict.fromkeys(t.get("data_type", "?") for t in meta.get("data_gen", {}).get("tensors", {}).values()))
+    outs = list(dict.fromkeys(t.get("data_type", "?") for t in meta.get("compliance", {}).get("tensors", {}).values()))
     acc = [part for part in test.name.split("_") if part.startswith("acc")]
     kind = "x".join(ins) + "->" + "x".join(outs) + ("_" + acc[0] if acc else "")
     return op.upper(), kind
@@ -458,10 +461,8 @@ def pack_conformance(dest: Path) -> int:
 
 
 def conformance_tests(folder: Path | None, quick: bool) -> tuple[list[Path], str]:
-    """The tests to run and where they came from: `folder` (default .gpu/conformance, gpu-pack.sh), else the 1.0
+    """The tests to run and where they came from: `folder` (gpu-run.sh unpacks gpu-pack.sh's there), else the 1.0
     selection already generated on this machine (the conformance tests' cache), else none."""
-    if folder is None and PACKED_CONFORMANCE.is_dir():
-        folder = PACKED_CONFORMANCE
     if folder is not None:
         tests, source = sorted(p for p in folder.iterdir() if (p / "desc.json").is_file()), str(folder)
     else:
@@ -568,6 +569,15 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _loaded(name: str) -> list[str]:
+    """The files of this process's mappings whose name starts with `name` (which Vulkan loader gpu-run.sh got)."""
+    try:
+        maps = Path("/proc/self/maps").read_text().splitlines()
+    except OSError:
+        return []
+    return sorted({line.split()[-1] for line in maps if Path(line.split()[-1]).name.startswith(name)})
+
+
 def _write(report: dict, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "gpu_run.json").write_text(json.dumps(report, indent=1, default=str))
@@ -617,6 +627,7 @@ def run(out: Path, quick: bool, budget_s: float, conformance: Path | None = None
         log(f"gpu_run: {section} done at {report['seconds']:.0f} s")
 
     dev = shared_device()
+    report["environment"]["vulkan_loader"] = _loaded("libvulkan")
     report["device"] = device_section(dev)
     done("device")
     report["models"] = model_section(dev, clock, 0.25, quick)
@@ -641,7 +652,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="gpu_run", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="a few operators, one model, small sizes")
     p.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or "gpu-run-out"), help="report folder")
-    p.add_argument("--conformance", type=Path, help="conformance tests folder (default .gpu/conformance)")
+    p.add_argument("--conformance", type=Path, help="conformance tests folder (default: the generated 1.0 selection)")
     p.add_argument("--budget", type=float, help="seconds for the whole report (default 420; --quick 90)")
     args = p.parse_args(argv)
     budget = args.budget or (90.0 if args.quick else 420.0)
