@@ -181,22 +181,44 @@ def device_section(dev) -> dict:
     }
 
 
-def _steady(model, feeds, min_runs: int, min_s: float) -> tuple[list[float], list[float]]:
-    """Runs after a warm-up until `min_runs` and `min_s` are both reached (at most 5 s, 200 runs): wall and GPU
-    seconds of each run."""
-    model.run(feeds)  # the warm-up: the first run compiles the pipelines
-    walls: list[float] = []
-    gpus: list[float] = []
+def _runs(model, feeds, min_runs: int, min_s: float, gpu: bool) -> list[float]:
+    """Runs after a warm-up until `min_runs` and `min_s` are both reached (at most 5 s, 200 runs): each run's wall
+    seconds, or with `gpu` its kernels' GPU seconds (timestamp queries)."""
+    model.run(feeds)  # the warm-up (a first run compiles the pipelines)
+    times: list[float] = []
     start = time.perf_counter()
-    while len(walls) < min_runs or time.perf_counter() - start < min_s:
+    while len(times) < min_runs or time.perf_counter() - start < min_s:
         t = time.perf_counter()
         model.run(feeds)
-        walls.append(time.perf_counter() - t)
-        us = sum(x.microseconds for x in model.profile() if x.where == "device")
-        gpus.append(us * 1e-6)
-        if len(walls) >= 200 or time.perf_counter() - start > 5.0:  # slow kernels: fewer runs, not more minutes
+        wall = time.perf_counter() - t
+        times.append(sum(x.microseconds for x in model.profile() if x.where == "device") * 1e-6 if gpu else wall)
+        if len(times) >= 200 or time.perf_counter() - start > 5.0:  # slow kernels: fewer runs, not more minutes
             break
-    return walls, gpus
+    return times
+
+
+def _measure(graph, dev, feeds: dict, min_runs: int, min_s: float, **options) -> dict:
+    """A plain model (its first run, compile included; its outputs; steady wall times) and a timestamped twin (GPU
+    times): timestamp queries inflate the wall time (on lavapipe up to 2x on graphs of small kernels)."""
+    import tosa_vk
+
+    with tosa_vk.load(graph, backend="vulkan", device=dev, **options) as model:
+        t = time.perf_counter()
+        outputs = model.run(feeds)
+        first = time.perf_counter() - t
+        where = [p.where for p in model.placement]
+        target = model.target
+        walls = _runs(model, feeds, min_runs, min_s, gpu=False)
+    with tosa_vk.load(graph, backend="vulkan", device=dev, timestamps=True, **options) as twin:
+        gpus = _runs(twin, feeds, min_runs, min_s, gpu=True)
+    return {
+        "outputs": outputs,
+        "first_run_ms": round(first * 1e3, 1),
+        "placement": {k: where.count(k) for k in ("vulkan", "host", "alias")},
+        "target": target,
+        "walls": walls,
+        "gpus": gpus,
+    }
 
 
 def _ms(values: list[float]) -> float | None:
@@ -205,9 +227,8 @@ def _ms(values: list[float]) -> float | None:
 
 def model_section(dev, clock: Clock, until: float, quick: bool) -> list[dict]:
     """Every shipped model (the smallest with --quick) against its reference result, with its steady time."""
-    import tosa_vk
-
     from .compare import judged
+    from .ir import load_graph
     from .ir.dtype import from_npy
 
     dirs = sorted(p.parent for p in MODELS_DIR.glob("*/desc.json"))
@@ -222,29 +243,24 @@ def model_section(dev, clock: Clock, until: float, quick: bool) -> list[dict]:
             continue
         desc = json.loads((d / "desc.json").read_text())
         try:
-            with tosa_vk.load(d / desc["tosa_file"], backend="vulkan", device=dev, timestamps=True) as model:
-                tensors = model.graph.main.tensors
-                feeds = {
-                    n: from_npy(np.load(d / f), tensors[n].dtype) for n, f in zip(desc["ifm_name"], desc["ifm_file"])
-                }
-                t = time.perf_counter()
-                outputs = model.run(feeds)
-                row["first_run_ms"] = round((time.perf_counter() - t) * 1e3, 1)
-                worst, problems = 0.0, []
-                for name, f in zip(desc["ofm_name"], desc["expected_result_file"]):
-                    verdict, ratio = judged(outputs[name], np.load(d / f), tensors[name].dtype)
-                    worst = max(worst, ratio)
-                    if not verdict.ok:
-                        problems.append(f"{name}: {verdict.how}")
-                where = [p.where for p in model.placement]
-                row["placement"] = {k: where.count(k) for k in ("vulkan", "host", "alias")}
-                walls, gpus = _steady(model, feeds, 3 if quick else 10, 0.2 if quick else 1.0)
+            graph = load_graph(d / desc["tosa_file"])
+            tensors = graph.main.tensors
+            feeds = {n: from_npy(np.load(d / f), tensors[n].dtype) for n, f in zip(desc["ifm_name"], desc["ifm_file"])}
+            got = _measure(graph, dev, feeds, 3 if quick else 10, 0.2 if quick else 1.0)
+            worst, problems = 0.0, []
+            for name, f in zip(desc["ofm_name"], desc["expected_result_file"]):
+                verdict, ratio = judged(got["outputs"][name], np.load(d / f), tensors[name].dtype)
+                worst = max(worst, ratio)
+                if not verdict.ok:
+                    problems.append(f"{name}: {verdict.how}")
             row.update(
                 status="fail" if problems else "pass",
                 detail="; ".join(problems) or f"error ratio {worst:.3g} (passes <= 1)",
-                steady_ms=_ms(walls),
-                device_ms=_ms(gpus),
-                runs=len(walls),
+                steady_ms=_ms(got["walls"]),
+                device_ms=_ms(got["gpus"]),
+                first_run_ms=got["first_run_ms"],
+                placement=got["placement"],
+                runs=len(got["walls"]),
             )
         except Exception as err:  # a model that cannot run is a result to report
             row.update(status="error", detail=f"{type(err).__name__}: {str(err).strip()[:300]}")
@@ -362,8 +378,7 @@ def _check_result(got: np.ndarray, want: np.ndarray, dtype: str) -> tuple[bool, 
 
 
 def op_section(dev, clock: Clock, until: float, quick: bool, peaks: dict | None) -> list[dict]:
-    import tosa_vk
-
+    """Each op case's GPU time (median), GFLOP/s and fraction of the dtype's peak, its result checked."""
     rows = []
     for case in op_cases(quick):
         row: dict[str, Any] = {
@@ -383,13 +398,11 @@ def op_section(dev, clock: Clock, until: float, quick: bool, peaks: dict | None)
         try:
             graph, feeds, flops, reference = build_case(case)
             row["flops"] = flops
-            with tosa_vk.load(graph, backend="vulkan", device=dev, timestamps=True, strict=True) as model:
-                t = time.perf_counter()
-                got = next(iter(model.run(feeds).values()))
-                row["first_run_ms"] = round((time.perf_counter() - t) * 1e3, 1)  # with compiling its kernels
-                row["family"] = model.target.family(case["op"])
-                walls, gpus = _steady(model, feeds, 3 if quick else 5, 0.1 if quick else 0.5)
-            ok, detail = _check_result(got, reference(), case["dtype"])
+            m = _measure(graph, dev, feeds, 3 if quick else 5, 0.1 if quick else 0.5, strict=True)
+            row["first_run_ms"] = m["first_run_ms"]  # with compiling its kernels
+            row["family"] = m["target"].family(case["op"])
+            gpus, walls = m["gpus"], m["walls"]
+            ok, detail = _check_result(next(iter(m["outputs"].values())), reference(), case["dtype"])
             device_s = statistics.median(gpus) if gpus else 0.0
             gflops = flops / device_s / 1e9 if device_s else None
             row.update(
