@@ -91,7 +91,7 @@ cp shaders/builtin/spirv.zip "$gpu.new/spirv.zip"
 
 echo "gpu-pack: conformance tests (one per operator x type class of the 1.0 selection)"
 "$py" -m tosa_vk.gpu_run pack-conformance "$stage/conformance"
-tar -C "$stage" -cJf "$gpu.new/conformance.tar.xz" conformance  # float64 reference results: 49 MB -> 10
+XZ_OPT=${XZ_OPT:--T0} tar -C "$stage" -cJf "$gpu.new/conformance.tar.xz" conformance  # float64 reference results: 49 MB -> 10
 
 "$py" - "$gpu.new/PACKED.json" "$pyver" <<'EOF'
 import json, os, sys, time

@@ -146,3 +146,18 @@ def test_glslc_shim_compiles_shipped_kernels(tmp_path, monkeypatch):
     (tmp_path / "bad.comp").write_text("#version 450\nlayout(local_size_x = 1) in;\nvoid main() { y = 1; }\n")
     done = subprocess.run([*cmd, "bad.comp"], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 1 and "bad.comp:3:" in done.stderr  # how tosa_vk names the failing variant
+
+
+def test_targets_read_the_op_rows():
+    def row(op, dtype, shape, fraction, family="tiled"):
+        return {"op": op, "dtype": dtype, "shape": shape, "peak_fraction": fraction, "status": "pass", "family": family}
+
+    ops = [
+        row("MATMUL", "fp32", [1, 4096, 4096, 4096], 0.41),
+        row("MATMUL", "fp16", [1, 4096, 4096, 4096], 0.5, family="tiled"),  # not cooperative matrices: not counted
+        row("CONV2D", "fp32", [64, 16, 16, 16], 0.3),
+        row("CONV2D", "fp32", [64, 8, 8, 32], 0.2),
+        row("CONV2D", "fp32", [1, 8, 8, 32], 0.01),  # batch 1: not counted
+    ]
+    got = {t["goal"]: (t["fraction"], t["met"]) for t in gpu_run.targets(ops)}
+    assert got == {0.30: (0.41, True), 0.15: (None, None), 0.25: (0.2, False)}

@@ -563,6 +563,34 @@ def conformance_section(tests: list[Path], source: str, clock: Clock, until: flo
 # --- the report ---
 
 
+def targets(ops: list[dict]) -> list[dict]:
+    """Issue 38's targets against the op timings: each one's fraction of peak (the lowest where several cases
+    count) and whether it is met (None: no peak known or no measurement)."""
+
+    def rows(op, dtype, pick):
+        return [o for o in ops if o["op"] == op and o["dtype"] == dtype and pick(o) and o["status"] == "pass"]
+
+    wanted = (
+        ("MATMUL 4096^3 fp32 >= 30 % of the fp32 peak", 0.30, rows("MATMUL", "fp32", lambda o: o["shape"][1] == 4096)),
+        (
+            "MATMUL 4096^3 fp16 with cooperative matrices >= 15 % of the dense fp16 tensor peak",
+            0.15,
+            rows("MATMUL", "fp16", lambda o: o["shape"][1] == 4096 and o.get("family") == "coopmat"),
+        ),
+        (
+            "CONV2D 3x3 layers of the shipped CNNs (batch 64) fp32 >= 25 % of the fp32 peak",
+            0.25,
+            rows("CONV2D", "fp32", lambda o: o["shape"][0] == 64),
+        ),
+    )
+    out = []
+    for text, goal, found in wanted:
+        fractions = [o["peak_fraction"] for o in found if o["peak_fraction"] is not None]
+        low = min(fractions) if fractions else None
+        out.append({"target": text, "goal": goal, "fraction": low, "met": None if low is None else low >= goal})
+    return out
+
+
 def markdown(report: dict) -> str:
     d = report["device"]
     lines = [
@@ -592,6 +620,10 @@ def markdown(report: dict) -> str:
             f"| {o['op']} | {o['dtype']} | {shape} | {o.get('family', '-')} | {o['device_ms']} | {o['gflops']} | "
             f"{frac} | {o['status']}: {o['detail'][:60]} |"
         )
+    lines += ["", "## Targets (issue 38)"]
+    for t in report.get("targets", []):
+        got = "not measured" if t["fraction"] is None else f"{t['fraction'] * 100:.1f} %"
+        lines.append(f"- {t['target']}: {got}{'' if t['met'] is None else (' (met)' if t['met'] else ' (not met)')}")
     c = report["conformance"]
     lines += [
         "",
@@ -673,6 +705,7 @@ def run(out: Path, quick: bool, budget_s: float, conformance: Path | None = None
     report["models"] = model_section(dev, clock, 0.25, quick)
     done("models")
     report["ops"] = op_section(dev, clock, 0.60, quick, report["device"]["peak_tflops"])
+    report["targets"] = targets(report["ops"])
     done("ops")
     tests, source = conformance_tests(conformance, quick)
     jobs = 1 if quick else max(1, min(8, (os.cpu_count() or 1) // 2))  # a GPU machine's cores: 16 there
