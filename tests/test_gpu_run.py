@@ -63,17 +63,25 @@ def test_op_cases_cover_matmul_and_the_shipped_3x3_convolutions():
     assert {c["dtype"] for c in convs} == {"fp32", "fp16", "int8"} and {c["shape"][0] for c in convs} == {1, 64}
 
 
+CONV = {"op": "CONV2D", "shape": [1, 10, 8, 4], "oc": 5, "stride": [2, 2], "pad": [1, 0, 1, 0]}
+MATMUL = {"op": "MATMUL", "shape": [1, 8, 16, 4]}
+
+
 @pytest.mark.parametrize("dtype", ["fp32", "fp16", "int8"])
-def test_conv_case_reference_matches_the_reference_backend(dtype):
-    """The float64 numpy result the op timings are checked with is the convolution the graph computes."""
+@pytest.mark.parametrize("case", [CONV, MATMUL], ids=["conv2d", "matmul"])
+def test_op_case_graph_and_its_numpy_reference_agree(case, dtype, device):
+    """The float64 numpy result the op timings are checked with is what the graph computes, on the reference
+    backend and on Vulkan with a GPU class forced (fp16 accumulating in fp32)."""
     import tosa_vk
 
-    case = {"op": "CONV2D", "dtype": dtype, "shape": [1, 10, 8, 4], "oc": 5, "stride": [2, 2], "pad": [1, 0, 1, 0]}
-    graph, feeds, flops, reference = gpu_run.build_case(case)
+    graph, feeds, flops, reference = gpu_run.build_case({**case, "dtype": dtype})
+    want = reference()
+    assert flops == (2 * 5 * 4 * 5 * 9 * 4 if case is CONV else 2 * 8 * 16 * 4)
     with tosa_vk.load(graph, backend="reference") as model:
         got = next(iter(model.run(feeds).values()))
-    want = reference()
-    assert got.shape == want.shape and flops == 2 * 5 * 4 * 5 * 9 * 4
+    assert got.shape == want.shape and gpu_run._check_result(got, want, dtype)[0]
+    with tosa_vk.load(graph, backend="vulkan", device=device, strict=True, target="nvidia") as model:
+        got = next(iter(model.run(feeds).values()))
     assert gpu_run._check_result(got, want, dtype)[0]
 
 
