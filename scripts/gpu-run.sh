@@ -55,7 +55,7 @@ else
 fi
 
 if [ -z "${VK_DRIVER_FILES:-}" ]; then
-    for icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json; do
+    for icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia*.json /usr/share/vulkan/icd.d/nvidia*.json; do
         if [ -f "$icd" ]; then export VK_DRIVER_FILES=$icd; break; fi
     done
 fi

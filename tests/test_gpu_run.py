@@ -169,3 +169,14 @@ def test_targets_read_the_op_rows():
     ]
     got = {t["goal"]: (t["fraction"], t["met"]) for t in gpu_run.targets(ops)}
     assert got == {0.30: (0.41, True), 0.15: (None, None), 0.25: (0.2, False)}
+
+
+def test_no_device_is_a_report_saying_why(tmp_path):
+    """A GPU machine whose driver the loader cannot open: the one run returns the loader's own lines, not a bare
+    traceback."""
+    env = {**os.environ, "VK_DRIVER_FILES": str(tmp_path / "missing_icd.json")}
+    cmd = [sys.executable, "-m", "tosa_vk.gpu_run", "--quick", "--out", str(tmp_path)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+    assert done.returncode == 2 and "no Vulkan device" in done.stderr
+    report = json.loads((tmp_path / "gpu_run.json").read_text())
+    assert "missing_icd.json" in "\n".join(report["loader_says"]) and report["models"] == []

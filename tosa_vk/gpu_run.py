@@ -593,6 +593,8 @@ def targets(ops: list[dict]) -> list[dict]:
 
 def markdown(report: dict) -> str:
     d = report["device"]
+    if "error" in report:
+        return f"# tosa_vk: {report['error']}\n\n```\n" + "\n".join(report.get("loader_says", [])) + "\n```\n"
     lines = [
         f"# tosa_vk on {d.get('name', '?')}{' (quick)' if report['quick'] else ''}",
         "",
@@ -650,6 +652,19 @@ def _loaded(name: str) -> list[str]:
     return sorted({line.split()[-1] for line in maps if Path(line.split()[-1]).name.startswith(name)})
 
 
+def _loader_debug() -> list[str]:
+    """The Vulkan loader's own account of the drivers it tried (VK_LOADER_DEBUG) in a new process: the last lines."""
+    import subprocess
+
+    code = "from tosa_vk.vulkan.device import enumerate_devices; print(enumerate_devices(all_devices=True))"
+    env = {**os.environ, "VK_LOADER_DEBUG": "error,warn,driver"}
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    except subprocess.TimeoutExpired:
+        return ["(the loader did not answer within 60 s)"]
+    return (done.stdout + done.stderr).strip().splitlines()[-40:]
+
+
 def _write(report: dict, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "gpu_run.json").write_text(json.dumps(report, indent=1, default=str))
@@ -698,7 +713,13 @@ def run(out: Path, quick: bool, budget_s: float, conformance: Path | None = None
         _write(report, out)
         log(f"gpu_run: {section} done at {report['seconds']:.0f} s")
 
-    dev = shared_device()
+    try:
+        dev = shared_device()
+    except Exception as err:  # no device: say why, with what the loader says, in the report the run returns
+        report["error"] = f"no Vulkan device: {type(err).__name__}: {str(err).strip()[:500]}"
+        report["loader_says"] = _loader_debug()
+        done("device (failed)")
+        return report
     report["environment"]["vulkan_loader"] = _loaded("libvulkan")
     report["device"] = device_section(dev)
     done("device")
@@ -731,6 +752,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     budget = args.budget or (90.0 if args.quick else 420.0)
     report = run(args.out, args.quick, budget, args.conformance)
+    if "error" in report:
+        print(f"gpu_run: {report['error']} (the loader's lines: {args.out / 'gpu_run.json'})", file=sys.stderr)
+        print("\n".join(report["loader_says"][-15:]), file=sys.stderr)
+        return 2
     c = report["conformance"]["counts"]
     models = [m["status"] for m in report["models"]]
     ops = [o["status"] for o in report["ops"]]
