@@ -202,12 +202,15 @@ def _measure(graph, dev, feeds: dict, min_runs: int, min_s: float, **options) ->
     times): timestamp queries inflate the wall time (on lavapipe up to 2x on graphs of small kernels)."""
     import tosa_vk
 
+    from .program import Kernel, walk
+
     with tosa_vk.load(graph, backend="vulkan", device=dev, **options) as model:
         t = time.perf_counter()
         outputs = model.run(feeds)
         first = time.perf_counter() - t
         where = [p.where for p in model.placement]
         target = model.target
+        shaders = sorted({k.shader for k in walk(model.program.steps) if isinstance(k, Kernel)})
         walls = _runs(model, feeds, min_runs, min_s, gpu=False)
     with tosa_vk.load(graph, backend="vulkan", device=dev, timestamps=True, **options) as twin:
         gpus = _runs(twin, feeds, min_runs, min_s, gpu=True)
@@ -216,6 +219,7 @@ def _measure(graph, dev, feeds: dict, min_runs: int, min_s: float, **options) ->
         "first_run_ms": round(first * 1e3, 1),
         "placement": {k: where.count(k) for k in ("vulkan", "host", "alias")},
         "target": target,
+        "shaders": shaders,  # the kernels the lowering built: whether a class's family is there yet
         "walls": walls,
         "gpus": gpus,
     }
@@ -293,17 +297,21 @@ def conv_layers(quick: bool) -> list[dict]:
     return layers[:1] if quick else layers
 
 
-def op_cases(quick: bool) -> list[dict]:
-    """MATMUL N^3 and the shipped 3x3 CONV2D layers (as shipped, batch 1, and at batch 64: enough work to time a
+MATMUL_SIZES = (1024, 4096)
+CONV_BATCH = 64
+
+
+def op_cases(quick: bool, matmul: tuple[int, ...] = MATMUL_SIZES, batch: int = CONV_BATCH) -> list[dict]:
+    """MATMUL N^3 and the shipped 3x3 CONV2D layers (as shipped, batch 1, and at `batch`: enough work to time a
     GPU), each in fp32 / fp16 / int8."""
     cases = []
-    for n in (128,) if quick else (1024, 4096):
+    for n in (128,) if quick else matmul:
         for dt in ("fp32", "int8") if quick else DTYPES:
             cases.append({"op": "MATMUL", "dtype": dt, "shape": [1, n, n, n]})
     for layer in conv_layers(quick):
-        for batch in (1,) if quick else (1, 64):
+        for n in (1,) if quick else (1, batch):
             for dt in ("fp32", "int8") if quick else DTYPES:
-                shape = [batch, *layer["input"][1:]]
+                shape = [n, *layer["input"][1:]]
                 cases.append(
                     {
                         "op": "CONV2D",
@@ -377,10 +385,10 @@ def _check_result(got: np.ndarray, want: np.ndarray, dtype: str) -> tuple[bool, 
     return err <= limit, f"max error {err:.2e} of the result's magnitude (limit {limit:g})"
 
 
-def op_section(dev, clock: Clock, until: float, quick: bool, peaks: dict | None) -> list[dict]:
+def op_section(dev, clock: Clock, until: float, quick: bool, peaks: dict | None, **sizes) -> list[dict]:
     """Each op case's GPU time (median), GFLOP/s and fraction of the dtype's peak, its result checked."""
     rows = []
-    for case in op_cases(quick):
+    for case in op_cases(quick, **sizes):
         row: dict[str, Any] = {
             **case,
             "flops": 0,
@@ -401,6 +409,7 @@ def op_section(dev, clock: Clock, until: float, quick: bool, peaks: dict | None)
             m = _measure(graph, dev, feeds, 3 if quick else 5, 0.1 if quick else 0.5, strict=True)
             row["first_run_ms"] = m["first_run_ms"]  # with compiling its kernels
             row["family"] = m["target"].family(case["op"])
+            row["shaders"] = m["shaders"]
             gpus, walls = m["gpus"], m["walls"]
             ok, detail = _check_result(next(iter(m["outputs"].values())), reference(), case["dtype"])
             device_s = statistics.median(gpus) if gpus else 0.0
@@ -613,14 +622,15 @@ def markdown(report: dict) -> str:
         f"| {m['model']} | {m['status']} | {m['steady_ms']} | {m['device_ms']} | {m['detail'][:120]} |"
         for m in report["models"]
     ]
-    lines += ["", "## Ops", "| op | dtype | shape | family | GPU ms | GFLOP/s | of peak | check |"]
+    lines += ["", "## Ops", "| op | dtype | shape | family: shaders | GPU ms | GFLOP/s | of peak | check |"]
     lines.append("|---|---|---|---|---:|---:|---:|---|")
     for o in report["ops"]:
         frac = f"{o['peak_fraction'] * 100:.1f} %" if o["peak_fraction"] is not None else "-"
         shape = "x".join(map(str, o["shape"])) + (f" oc{o['oc']} s{o['stride'][0]}" if "oc" in o else "")
+        kernels = f"{o.get('family', '-')}: {', '.join(o.get('shaders', []))}"
         lines.append(
-            f"| {o['op']} | {o['dtype']} | {shape} | {o.get('family', '-')} | {o['device_ms']} | {o['gflops']} | "
-            f"{frac} | {o['status']}: {o['detail'][:60]} |"
+            f"| {o['op']} | {o['dtype']} | {shape} | {kernels} | {o['device_ms']} | {o['gflops']} | {frac} | "
+            f"{o['status']}: {o['detail'][:60]} |"
         )
     lines += ["", "## Targets (issue 38)"]
     for t in report.get("targets", []):
@@ -671,7 +681,15 @@ def _write(report: dict, out: Path) -> None:
     (out / "gpu_run.md").write_text(markdown(report))
 
 
-def run(out: Path, quick: bool, budget_s: float, conformance: Path | None = None, log: Callable = print) -> dict:
+def run(
+    out: Path,
+    quick: bool,
+    budget_s: float,
+    conformance: Path | None = None,
+    log: Callable = print,
+    matmul: tuple[int, ...] = MATMUL_SIZES,
+    batch: int = CONV_BATCH,
+) -> dict:
     """The whole report, written to `out` after every section. Shares: models until 25 % of the budget, ops until
     60 %, conformance until 95 % (sections that finish early leave their time to the next)."""
     from . import device_class
@@ -725,7 +743,7 @@ def run(out: Path, quick: bool, budget_s: float, conformance: Path | None = None
     done("device")
     report["models"] = model_section(dev, clock, 0.25, quick)
     done("models")
-    report["ops"] = op_section(dev, clock, 0.60, quick, report["device"]["peak_tflops"])
+    report["ops"] = op_section(dev, clock, 0.60, quick, report["device"]["peak_tflops"], matmul=matmul, batch=batch)
     report["targets"] = targets(report["ops"])
     done("ops")
     tests, source = conformance_tests(conformance, quick)
@@ -749,9 +767,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or "gpu-run-out"), help="report folder")
     p.add_argument("--conformance", type=Path, help="conformance tests folder (default: the generated 1.0 selection)")
     p.add_argument("--budget", type=float, help="seconds for the whole report (default 420; --quick 90)")
+    p.add_argument("--matmul", default="1024,4096", help="MATMUL sizes N (N^3), comma-separated (not --quick)")
+    p.add_argument("--batch", type=int, default=CONV_BATCH, help="the CONV2D layers' larger batch (not --quick)")
     args = p.parse_args(argv)
     budget = args.budget or (90.0 if args.quick else 420.0)
-    report = run(args.out, args.quick, budget, args.conformance)
+    sizes = tuple(int(n) for n in args.matmul.split(","))
+    report = run(args.out, args.quick, budget, args.conformance, matmul=sizes, batch=args.batch)
     if "error" in report:
         print(f"gpu_run: {report['error']} (the loader's lines: {args.out / 'gpu_run.json'})", file=sys.stderr)
         print("\n".join(report["loader_says"][-15:]), file=sys.stderr)
