@@ -94,6 +94,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "tflite_import",  # .tflite -> .tosa through Arm's converter and serializer (`tosa-vk import`)
         "ray",  # Ray Data batch inference (the ray extra)
         "torch_export",  # PyTorch -> .pte through ExecuTorch's Arm TOSA partitioner (the torch extra)
+        "gpu_run",  # scripts/gpu-run.sh's report: device, models, op timings, conformance on one device
     ),
 }
 
