@@ -119,3 +119,22 @@ def test_devices_shows_the_class():
         ).stdout
     )
     assert all(r["device_class"] in device_class.CLASSES for r in rows)
+
+
+def test_without_a_glsl_compiler_every_class_takes_the_shipped_register_kernels():
+    """compile(kernels=...) is the no-compiler case (tosa_vk/vulkan/builtin.py shipped_only): the GPU families'
+    kernels are not shipped, so a forced class must build the register kernels, not fail or decline a fusion."""
+    from tosa_vk.compiler import compile as compile_graph
+    from tosa_vk.program import Kernel, walk
+
+    def shaders(program):
+        return {k.shader for k in walk(program.steps) if isinstance(k, Kernel)}
+
+    b = tosa_vk.Builder()
+    x = b.input("x", (1, 8, 8, 16), "FP32")
+    y = b.conv2d(x, np.ones((64, 3, 3, 16), np.float32), np.zeros(64, np.float32), pad=(1, 1, 1, 1))
+    b.output(b.reduce_sum(y, axis=3))
+    graph = b.build()
+    nvidia = LAVAPIPE.with_class("nvidia")
+    assert shaders(compile_graph(graph, nvidia)) != shaders(compile_graph(graph, LAVAPIPE))  # GPU families chosen
+    assert shaders(compile_graph(graph, nvidia, kernels=lambda kernel: True)) == shaders(compile_graph(graph, LAVAPIPE))

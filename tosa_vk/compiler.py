@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 
+from . import device_class, host_rules, passes
 from . import fuse as fuse_stage
-from . import host_rules, passes
 from .ir.graph import Graph
 from .ir.validate import validate
 from .lower import can_fuse, can_group, lower, texels
@@ -56,10 +56,14 @@ def compile(
     unless TOSA_VK_FUSE=0); views: False copies contiguous SLICE / CONCAT data with kernels instead of sharing
     memory and reads every input from its storage buffer, not through texel-buffer views (VGF export: its resources
     are whole storage buffers). kernels: whether a fused kernel may be used — without glslc, only shipped ones
-    (tosa_vk/vulkan/builtin.py): a fusion it refuses runs as separate kernels. The caller's graph is never changed."""
+    (tosa_vk/vulkan/builtin.py): a fusion it refuses runs as separate kernels, and every operator takes the register
+    kernels (tosa_vk/device_class.py), the family every class ships. The caller's graph is never changed."""
     target = named(target) if isinstance(target, str) else target
     if not views:
         target = texels.without(target)
+    if kernels is not None:
+        # no GLSL compiler: only shipped kernels exist, and the GPU classes' families are not shipped
+        target = target.with_class(disabled=target.disabled | frozenset(device_class.FEATURES))
     validate(graph, file=file)
     rules = host_rules.collect(host_ops, partition)  # the file read (and every rule parsed) before the passes run
     graph = passes.run(graph, layouts, batch=fuse_stage.enabled(fuse), file=file)
