@@ -4,7 +4,7 @@
 # class first; only Programs that differ from one already judged for that test are run (identical Program bytes and
 # SPIR-V sources give identical results). Kernel variants a forced class needs that are not shipped compiled are
 # compiled with glslc at load (then kept in the SPIR-V cache). Arguments go to the tier, e.g.
-# `bash scripts/test_classes.sh --classes nvidia,mali --ops conv2d`; TOSA_VK_DISABLE=shared,... applies to every class.
+# `bash scripts/test_classes.sh --classes nvidia,mali-shared --ops conv2d` (CLASS-FEATURE..: kernel features off).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$root/scripts/setup.sh"

@@ -4,12 +4,15 @@ whole selection and the model graphs run in scripts/test_classes.sh, which CI ru
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from conftest import ROOT
 
 from tosa_vk import cli, compiler, device_class
 from tosa_vk.bench import graphs as built
 from tosa_vk.conformance import classes as tier
+from tosa_vk.errors import TosaError
 from tosa_vk.ir import load_graph
 from tosa_vk.target import LAVAPIPE
 
@@ -77,6 +80,17 @@ def test_a_verdict_is_shared_by_the_classes_whose_programs_are_equal():
     assert ran == ["lavapipe", "nvidia", "generic"] and out["mali"].same_as == "lavapipe"
 
 
+def test_kill_switch_cases():
+    """CLASS-FEATURE..: the class with kernel features off, as TOSA_VK_DISABLE switches them off."""
+    assert tier.parse_case("mali-fp16-int8dot") == ("mali", frozenset({"fp16", "int8dot"}))
+    target = tier.class_target(LAVAPIPE, "nvidia-shared")
+    assert (target.device_class, target.family("CONV2D"), target.family("REDUCE")) == ("nvidia", "register", "subgroup")
+    assert tier.class_target(LAVAPIPE, "nvidia-subgroup").family("ARGMAX") == "register"
+    for bad in ("nvidia-sharde", "voodoo-shared"):
+        with pytest.raises(TosaError):
+            tier.parse_case(bad)
+
+
 def test_conformance_target_errors(capsys):
     assert cli.main(["conformance", "--target", "voodoo", "--ops", "add"]) == 2
     assert "unknown device class 'voodoo'" in capsys.readouterr().err
@@ -88,13 +102,16 @@ def test_the_tier_names_every_model_and_class():
     assert tier.GPU_CLASSES == tuple(c for c in device_class.CLASSES if c != "lavapipe")
     assert set(tier.model_names()) >= {"mobilenetv2_fp32", "resnet_int8", "lstm_unrolled_fp32", *built.GRAPHS}
     assert tier.main(["--classes", "nvidia,voodoo", "--no-conformance"]) == 2
+    for case in tier.DISABLE_CASES:
+        tier.parse_case(case)
 
 
 @pytest.mark.vulkan
 def test_a_model_with_classes_forced():
     """The tier on one model: lavapipe's Program run and judged, each class's equal to it shares the verdict."""
-    out = tier.run_model_classes("gru_fp32", ("nvidia", "generic"))
-    assert [o.status for o in out] == ["pass"] * 3, [o.detail for o in out]
+    out = tier.run_model_classes("gru_fp32", ("nvidia", "generic", "nvidia-shared"))
+    assert [o.status for o in out] == ["pass"] * 4, [o.detail for o in out]
+    assert os.environ.get("TOSA_VK_DISABLE") is None  # the case's kill switch is undone
     assert out[0].cls == "lavapipe" and out[0].ran
 
 

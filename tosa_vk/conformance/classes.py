@@ -11,9 +11,10 @@ lavapipe Program is judged by the default tier (tests/test_conformance_vulkan.py
 variants that are not shipped compiled (shaders/builtin/): the runtime compiles those with glslc at load, once per
 machine (the SPIR-V cache keeps them).
 
-`python -m tosa_vk.conformance.classes [-j 2] [--classes nvidia,mali] [--ops ...] [--no-models] [--baseline]`
-(scripts/test_classes.sh) prints one line per failure and "N tests x C classes: M distinct programs run"; exit 1 on
-any failure. TOSA_VK_DISABLE applies to every class compiled (the kill-switch cases).
+`python -m tosa_vk.conformance.classes [-j 2] [--classes nvidia,mali,nvidia-shared] [--ops ...] [--no-models]
+[--baseline]` (scripts/test_classes.sh) prints one line per failure and "N tests x 6 classes + K kill-switch cases:
+M distinct programs run"; exit 1 on any failure. A case CLASS-FEATURE.. runs the class with those kernel features
+off (DISABLE_CASES by default); TOSA_VK_DISABLE applies to every case.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +41,32 @@ from ..target import Target
 from .run import run_test, shared_device
 
 GPU_CLASSES = tuple(name for name in device_class.CLASSES if name != "lavapipe")
+# kill-switch cases, CLASS-FEATURE[-FEATURE..]: the class with those kernel features off (as TOSA_VK_DISABLE), so
+# each family's fallback runs too: no shared memory (no tiled kernels), no subgroup arithmetic, no fp16 / int8 dots
+DISABLE_CASES = ("nvidia-shared", "nvidia-subgroup", "mali-fp16-int8dot")
 BASE = "lavapipe"  # the device's own class here: the Program every class is compared with
+
+
+def parse_case(case: str) -> tuple[str, frozenset[str]]:
+    """A class case -> (class name, the kernel features it switches off); a TosaError for an unknown name."""
+    name, *off = case.split("-")
+    return device_class.get(name).name, device_class.disabled(",".join(off))
+
+
+@contextmanager
+def _switched_off(case: str) -> Iterator[str]:
+    """TOSA_VK_DISABLE for a case's run (load() reads it); yields the class name to force."""
+    name, off = parse_case(case)
+    before = os.environ.get(device_class.ENV_DISABLE)
+    if off:
+        os.environ[device_class.ENV_DISABLE] = ",".join(sorted(device_class.disabled() | off))
+    try:
+        yield name
+    finally:
+        if before is None:
+            os.environ.pop(device_class.ENV_DISABLE, None)
+        else:
+            os.environ[device_class.ENV_DISABLE] = before
 
 
 def fingerprint(program: Program) -> str:
@@ -53,9 +80,11 @@ def fingerprint(program: Program) -> str:
     return h.hexdigest()
 
 
-def class_target(base: Target, name: str) -> Target:
-    """`base` (a device's target) compiled for class `name`, TOSA_VK_DISABLE's features off: what load(target=) uses."""
-    return base.with_class(name, device_class.disabled())
+def class_target(base: Target, case: str) -> Target:
+    """`base` (a device's target) compiled for a class case (parse_case), TOSA_VK_DISABLE's features off too: what
+    load(target=) uses."""
+    name, off = parse_case(case)
+    return base.with_class(name, device_class.disabled() | off)
 
 
 def class_programs(graph: Graph, base: Target, classes: Iterable[str], file: str | None = None) -> dict[str, str]:
@@ -130,7 +159,8 @@ def run_test_classes(test: Path, classes: Sequence[str] = GPU_CLASSES, baseline:
     keys = class_programs(load_graph(file), shared_device().info.target, classes, str(file))
 
     def judge(name: str) -> tuple[str, str]:
-        outcome = run_test(test, "vulkan", strict=True, target=name)
+        with _switched_off(name) as cls:
+            outcome = run_test(test, "vulkan", strict=True, target=cls)
         return outcome.status, outcome.detail
 
     return _share(keys, classes, _checked(judge), baseline, test.name, "conformance")
@@ -169,10 +199,13 @@ def run_model_classes(name: str, classes: Sequence[str] = GPU_CLASSES, baseline:
     keys = class_programs(graph, shared_device().info.target, classes)
     want = load(graph, backend="reference").run(feeds)
 
-    def judge(cls: str) -> tuple[str, str]:
+    def judge(case: str) -> tuple[str, str]:
         try:
-            with load(graph, backend="vulkan", device=shared_device(), strict=True, target=cls) as model:
-                got = model.run(feeds)
+            with (
+                _switched_off(case) as cls,
+                load(graph, "vulkan", device=shared_device(), strict=True, target=cls) as m,
+            ):
+                got = m.run(feeds)
         except TosaError as err:
             return "fail", f"raised {err}"
         for out, value in want.items():
@@ -231,7 +264,9 @@ def summary(results: list[ClassOutcome], classes: Sequence[str], seconds: float)
         equal = sum(r.same_as == BASE for r in forced)
         bad = [r for r in forced + base if r.status not in ("pass", "judged")]
         took = sum(r.seconds for r in run + base)
-        line = f"{kind}: {items} {noun} x {len(classes)} classes: {len(run)} distinct programs run"
+        cases = sum("-" in c for c in classes)
+        what = f"{len(classes) - cases} classes" + (f" + {cases} kill-switch cases" if cases else "")
+        line = f"{kind}: {items} {noun} x {what}: {len(run)} distinct programs run"
         line += f" ({equal} equal lavapipe's"
         line += f"; lavapipe's {len(base)} run too)" if base else ", judged by the default tier)"
         line += f"; {len(bad)} failed" if bad else "; all pass"
@@ -246,7 +281,12 @@ def main(argv: list[str] | None = None) -> int:
     from .generate import FFT_SELECTION, VERSION_OPS, Selection, operator_names, selected_tests
 
     p = argparse.ArgumentParser(prog="python -m tosa_vk.conformance.classes", description=__doc__.split("\n\n")[0])
-    p.add_argument("--classes", default=",".join(GPU_CLASSES), help="comma-separated (default: every GPU class)")
+    p.add_argument(
+        "--classes",
+        default=",".join(GPU_CLASSES + DISABLE_CASES),
+        help="comma-separated classes, or CLASS-FEATURE[-FEATURE..] to run a class with kernel features off "
+        f"(default: every GPU class, and {', '.join(DISABLE_CASES)})",
+    )
     p.add_argument("--ops", nargs="*", metavar="OP", help="conformance operators (default: the whole 1.0 selection)")
     p.add_argument("--no-conformance", action="store_true", help="the models only")
     p.add_argument("--no-models", action="store_true", help="the conformance selection only")
@@ -254,7 +294,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: CPUs)")
     args = p.parse_args(argv)
     try:
-        classes = [device_class.get(c.strip()).name for c in args.classes.split(",") if c.strip()]
+        classes = [c.strip() for c in args.classes.split(",") if c.strip()]
+        for case in classes:
+            parse_case(case)
         items: list[tuple[str, str]] = []
         if not args.no_conformance:
             ops = operator_names(args.ops, "1.0") if args.ops else VERSION_OPS["1.0"]
