@@ -112,6 +112,8 @@ def test_a_model_with_classes_forced():
     out = tier.run_model_classes("gru_fp32", ("nvidia", "generic", "nvidia-shared"))
     assert [o.status for o in out] == ["pass"] * 4, [o.detail for o in out]
     assert os.environ.get("TOSA_VK_DISABLE") is None  # the case's kill switch is undone
+    crash = tier._checked(lambda case: [][1])  # a crash is that case's error, the tier goes on
+    assert crash("nvidia") == ("error", "IndexError: list index out of range")
     assert out[0].cls == "lavapipe" and out[0].ran
 
 

@@ -118,10 +118,14 @@ class ClassOutcome:
 
 
 def _checked(judge: Callable[[str], tuple[str, str]]) -> Callable[[str], tuple[str, str]]:
-    """`judge`, failing a run the validation layer spoke during (TOSA_VK_VALIDATION=1, as the conformance tier)."""
+    """`judge`, failing a run the validation layer spoke during (TOSA_VK_VALIDATION=1, as the conformance tier); a
+    crash (a ShaderError: glslc refused a forced class's kernel; a VulkanError) is that case's error, not the test's."""
 
     def checked(cls: str) -> tuple[str, str]:
-        status, detail = judge(cls)
+        try:
+            status, detail = judge(cls)
+        except Exception as err:
+            status, detail = "error", f"{type(err).__name__}: {err}"
         messages = shared_device().validation_messages
         if messages:
             status, detail = "fail", "validation layer: " + " | ".join(messages[:3])
