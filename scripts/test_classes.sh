@@ -9,7 +9,9 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$root/scripts/setup.sh"
 cd "$root"
-# Cost (2 cores, Mesa's shader cache warm): compiling is ~5 ms per test and class case (~100 s CPU for the whole
-# selection); each distinct Program run ~0.14 s CPU (conformance) / ~3 s (models). The validation layer more than
-# doubles a run (TOSA_VK_VALIDATION=1 turns it on): the kernels' own tests run under it (tests/conftest.py `device`).
+# Cost (2 cores, Mesa's shader cache warm, the validation layer off): compiling is ~3-5 ms per test and class case
+# (~60-100 s CPU for the whole selection); each distinct Program run ~0.15 s CPU (CONV2D / MATMUL tests) to ~0.43 s
+# (every convolution, MATMUL, ARGMAX and REDUCE test: the 675 a kernel family changes), ~2-3 s per model. The
+# validation layer more than doubles a run (TOSA_VK_VALIDATION=1 turns it on; the kernels' own tests run under it,
+# tests/conftest.py `device`). `--shard I/N` splits the items between CI jobs.
 exec .venv/bin/python -m tosa_vk.conformance.classes -j 2 "$@"

@@ -102,6 +102,7 @@ def test_the_tier_names_every_model_and_class():
     assert tier.GPU_CLASSES == tuple(c for c in device_class.CLASSES if c != "lavapipe")
     assert set(tier.model_names()) >= {"mobilenetv2_fp32", "resnet_int8", "lstm_unrolled_fp32", *built.GRAPHS}
     assert tier.main(["--classes", "nvidia,voodoo", "--no-conformance"]) == 2
+    assert tier.main(["--shard", "3/2", "--no-conformance"]) == 2
     for case in tier.DISABLE_CASES:
         tier.parse_case(case)
 

@@ -295,8 +295,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-conformance", action="store_true", help="the models only")
     p.add_argument("--no-models", action="store_true", help="the conformance selection only")
     p.add_argument("--baseline", action="store_true", help="run each conformance test's lavapipe Program too")
+    p.add_argument("--shard", default="1/1", metavar="I/N", help="run every N-th item from the I-th (CI jobs)")
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: CPUs)")
     args = p.parse_args(argv)
+    try:
+        index, count = (int(n) for n in args.shard.split("/"))
+        if not 1 <= index <= count:
+            raise ValueError(args.shard)
+    except ValueError:
+        print(f"error: --shard {args.shard}: want I/N with 1 <= I <= N", file=sys.stderr)
+        return 2
     try:
         classes = [c.strip() for c in args.classes.split(",") if c.strip()]
         for case in classes:
@@ -313,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
             items += [("conformance", str(t)) for t in tests]
         if not args.no_models:
             items += [("model", name) for name in model_names()]
+        items = items[index - 1 :: count]
     except TosaError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
