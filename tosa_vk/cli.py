@@ -1032,12 +1032,27 @@ def cmd_conformance(args) -> int:
         if kind == "positive" and fft and version == "1.0":
             tests += selected_tests(replace(FFT_SELECTION, ops=fft), superset=FFT_SELECTION)
     cli = main if args.via_cli else None
-    results = run_tests(tests, args.backend, jobs=args.jobs, progress=_progress, strict=args.strict, cli=cli)
+    backend, target, strict = _conformance_class(args)
+    results = run_tests(tests, backend, jobs=args.jobs, progress=_progress, strict=strict, cli=cli, target=target)
     print(table(results))
     failed = [r for r in results if r.status != "pass"]
     for r in failed[: args.show]:
         print(f"{r.status.upper()} {r.test}: {r.detail}")
     return 1 if failed else 0
+
+
+def _conformance_class(args) -> tuple[str, str | None, bool]:
+    """`conformance`'s backend, device class and strictness: --target NAME (or TOSA_VK_TARGET) forces a class of
+    tosa-vk targets, which implies the Vulkan backend and strict placement (a class's kernels, none on the host);
+    TOSA_VK_TARGET is left alone by an explicit --backend reference."""
+    from .device_class import forced
+
+    target = forced(args.target) if args.target or args.backend != "reference" else None
+    if target is None:
+        return args.backend or "reference", None, args.strict
+    if args.backend == "reference":
+        raise TosaError(f"conformance --target {target}: a device class needs --backend vulkan")
+    return "vulkan", target, True
 
 
 def _plan_target(name: str | None):
@@ -1321,7 +1336,13 @@ def _profile_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _conformance_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", choices=("reference", "vulkan"), default="reference", help="the backend to test")
+    p.add_argument("--backend", choices=("reference", "vulkan"), help="the backend to test (default: reference)")
+    p.add_argument(
+        "--target",
+        metavar="CLASS",
+        help="Vulkan: compile for this device class (tosa-vk targets) on any device, strict placement implied "
+        "(default: TOSA_VK_TARGET, else the device's own)",
+    )
     p.add_argument(
         "--ops",
         nargs="*",

@@ -100,15 +100,16 @@ def shared_device():
     return Device()
 
 
-def _load(path: Path, backend: str, strict: bool):
+def _load(path: Path, backend: str, strict: bool, target: str | None = None):
     if backend == "vulkan":
-        return load(path, backend="vulkan", device=shared_device(), strict=strict)
+        return load(path, backend="vulkan", device=shared_device(), strict=strict, target=target)
     return load(path, backend=backend)
 
 
-def run_test(test: Path, backend: str = "reference", strict: bool = False) -> Outcome:
+def run_test(test: Path, backend: str = "reference", strict: bool = False, target: str | None = None) -> Outcome:
     """Runs one conformance test folder on `backend` and judges it. `strict` (Vulkan): every operator must
-    run as a Vulkan kernel, none on the host."""
+    run as a Vulkan kernel, none on the host; `target` (Vulkan): the device class to compile for (default
+    TOSA_VK_TARGET, else the device's own)."""
     start = time.perf_counter()
     desc = json.loads((test / "desc.json").read_text())
     op = op_of(desc, test)
@@ -118,7 +119,7 @@ def run_test(test: Path, backend: str = "reference", strict: bool = False) -> Ou
 
     if desc.get("expected_failure"):
         try:
-            with _load(test / desc["tosa_file"], backend, strict) as model:
+            with _load(test / desc["tosa_file"], backend, strict, target) as model:
                 model.run(load_inputs(test, desc, model.graph))
         except NOT_A_VERDICT:
             raise
@@ -131,7 +132,7 @@ def run_test(test: Path, backend: str = "reference", strict: bool = False) -> Ou
     if code != "0":
         return outcome("error", f"the reference model could not run this test (exit {code})")
     try:
-        with _load(test / desc["tosa_file"], backend, strict) as model:
+        with _load(test / desc["tosa_file"], backend, strict, target) as model:
             outputs = model.run(load_inputs(test, desc, model.graph))
     except NOT_A_VERDICT:
         raise
@@ -222,12 +223,12 @@ def verify_files(test: Path, desc: dict, folder: Path) -> str | None:
     return None
 
 
-def run_via_cli(test: Path, backend: str, main: Callable[[list[str]], int]) -> Outcome:
+def run_via_cli(test: Path, backend: str, main: Callable[[list[str]], int], target: str | None = None) -> Outcome:
     """Runs one test through the drop-in command, `tosa-vk run --test-desc desc.json --output-dir DIR --backend
     BACKEND`, in this process (`main`: tosa_vk.cli.main, given by the caller, which stands above this module), and
     judges the files it writes with Arm's tosa_verify (`verify_files`). A negative test passes when the command
     refuses it (exit 2). Vulkan models share this process's device (`shared_device`) and are closed after each
-    test."""
+    test. `target`: the device class Vulkan models compile for (default TOSA_VK_TARGET, else the device's own)."""
     import contextlib
     import io
     import tempfile
@@ -249,8 +250,9 @@ def run_via_cli(test: Path, backend: str, main: Callable[[list[str]], int]) -> O
     real_load = session.load
 
     def load(source, backend=None, **options):
-        if backend == "vulkan" and "device" not in options:
-            options["device"] = shared_device()
+        if backend == "vulkan":
+            options.setdefault("device", shared_device())
+            options.setdefault("target", target)
         model = real_load(source, backend=backend, **options)
         opened.append(model)
         return model
@@ -284,29 +286,37 @@ def run_tests(
     progress=None,
     strict: bool = False,
     cli: Callable[[list[str]], int] | None = None,
+    target: str | None = None,
 ) -> list[Outcome]:
     """Runs many tests (in `jobs` processes); `progress(done, total)` is called as they finish. With `cli`
-    (tosa_vk.cli.main), each test goes through the drop-in command instead (`run_via_cli`; `strict` does not apply)."""
+    (tosa_vk.cli.main), each test goes through the drop-in command instead (`run_via_cli`; `strict` does not apply).
+    `target`: the device class Vulkan models compile for (run_test)."""
     results: list[Outcome] = []
     if jobs <= 1:
         for t in tests:
-            results.append(_safe_run(t, backend, strict, cli))
+            results.append(_safe_run(t, backend, strict, cli, target))
             if progress:
                 progress(len(results), len(tests))
         return results
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(jobs) as pool:
-        for r in pool.map(_safe_run, tests, *([x] * len(tests) for x in (backend, strict, cli)), chunksize=4):
+        for r in pool.map(_safe_run, tests, *([x] * len(tests) for x in (backend, strict, cli, target)), chunksize=4):
             results.append(r)
             if progress:
                 progress(len(results), len(tests))
     return results
 
 
-def _safe_run(test: Path, backend: str, strict: bool = False, cli: Callable[[list[str]], int] | None = None) -> Outcome:
+def _safe_run(
+    test: Path,
+    backend: str,
+    strict: bool = False,
+    cli: Callable[[list[str]], int] | None = None,
+    target: str | None = None,
+) -> Outcome:
     try:
-        outcome = run_via_cli(test, backend, cli) if cli else run_test(test, backend, strict)
+        outcome = run_via_cli(test, backend, cli, target) if cli else run_test(test, backend, strict, target)
         if backend == "vulkan" and shared_device().validation_messages:  # TOSA_VK_VALIDATION=1
             messages = shared_device().validation_messages
             outcome = Outcome(
