@@ -5,6 +5,8 @@ fused epilogues, loop-budget passes, the kill switches; and that the lavapipe cl
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from helpers import graph_of, run_both, shrink_target
@@ -156,9 +158,9 @@ def test_depthwise(device, forced, klass, dtype, multiplier):
 def test_loop_budget_passes(device, forced, monkeypatch):
     """A reduction past the loop budget runs in passes through a partial-sum temporary (a small budget here)."""
     forced("nvidia")
-    shrink_target(monkeypatch, device, loop_budget=400)
-    conv_case(device, "int8", (1, 6, 6, 64), (5, 3, 3, 64), zps=(1, 2), pad=[1, 1, 1, 1])
-    conv_case(device, "fp32", (1, 6, 6, 64), (5, 3, 3, 64), pad=[1, 1, 1, 1])
+    for dtype, budget in (("int8", 300), ("fp32", 600)):  # (about 3 passes each)
+        shrink_target(monkeypatch, device, loop_budget=budget)
+        conv_case(device, dtype, (1, 6, 6, 64), (5, 3, 3, 64), zps=(1, 2) if dtype == "int8" else (0, 0), pad=[1] * 4)
 
 
 def test_int8_conv_rescale_clamp_chain_fuses(device, forced):
@@ -201,3 +203,28 @@ def test_tiles_fit_the_target():
     )
     narrow = conv_tiled.fit(tile, 10_000, 3, 1024, 49152, 4, 1, False)
     assert narrow is not None and narrow.cols == 4 and narrow.thread_cols == 4
+
+
+@pytest.mark.parametrize("model", ["mobilenetv2_fp32", "resnet_int8"])
+def test_shipped_cnns_compile_to_tiled_kernels_for_each_gpu_class(model):
+    """Every GPU class compiles the shipped CNNs' convolutions to the tiled family: a Program unlike lavapipe's."""
+    from conftest import ROOT
+
+    graph = tosa_vk.load_graph(ROOT / "resources" / "models" / model / "model.tosa")
+    own = tosa_vk.compile(graph, LAVAPIPE)
+    assert not {k.shader for k in walk(own.steps) if isinstance(k, Kernel)} & {
+        "convolution/conv_tiled",
+        "convolution/depthwise_tiled",
+    }
+    for klass in GPU_CLASSES:
+        program = tosa_vk.compile(graph, LAVAPIPE.with_class(klass))
+        used = {k.shader for k in walk(program.steps) if isinstance(k, Kernel)}
+        assert "convolution/conv_tiled" in used and "convolution/conv" not in used, klass
+        assert program.to_bytes() != own.to_bytes()
+
+
+def test_loop_budget_splits_into_passes():
+    target = dataclasses.replace(LAVAPIPE.with_class("nvidia"), loop_budget=250)
+    program = tosa_vk.compile(graph_of(_conv_graph), target)
+    kernels = [k for k in walk(program.steps) if isinstance(k, Kernel)]
+    assert len(kernels) == 3 and {k.shader for k in kernels} == {"convolution/conv_tiled"}

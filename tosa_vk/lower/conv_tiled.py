@@ -25,6 +25,8 @@ from .epilogue import epilogue_defines
 # memory), the arithmetic stays fp32 as in the register kernels
 _HALF_EXACT = frozenset((DType.FP16, DType.FP8E4M3, DType.FP8E5M2))
 _INT8 = frozenset((DType.INT8, DType.INT4))
+# fewest invocations a fitted tile keeps (when the layer allows): a warp or wave of 32 / 64 lanes each
+MIN_THREADS = 64
 
 
 def fit(tile: Tile, rows: int, cols: int, threads_max: int, shared_max: int, entry: int, kv: int, mask: bool):
@@ -37,6 +39,11 @@ def fit(tile: Tile, rows: int, cols: int, threads_max: int, shared_max: int, ent
     while bm > 1 and bm // 2 >= rows:
         bm //= 2
     tm, tn = min(tm, bm), min(tn, bn)
+    # a tile shrunk to a narrow layer keeps MIN_THREADS invocations: smaller register blocks, not idle SIMD lanes
+    while (bm // tm) * (bn // tn) < MIN_THREADS and tm > 1:
+        tm //= 2
+    while (bm // tm) * (bn // tn) < MIN_THREADS and tn > 1:
+        tn //= 2
 
     def shared(bm: int, bn: int, bk: int) -> int:
         return (bm + bn) * (bk // kv) * entry + (bm * bk * 4 if mask else 0)
