@@ -244,7 +244,22 @@ def _kernel(
     return kernels
 
 
+def _tiled(ctx: LowerCtx, operator: str, nd: int = 2):
+    """The tiled family's kernels (lower/conv_tiled.py) where the target's class names it for `operator` (coopmat
+    too: no cooperative-matrix convolution yet, tiled is its fallback), else None: the register kernels."""
+    if ctx.target.family(operator) not in ("tiled", "coopmat"):
+        return None
+    from . import conv_tiled
+
+    if operator == "DEPTHWISE_CONV2D":
+        return ctx.attempt(lambda: conv_tiled.depthwise(ctx))
+    return ctx.attempt(lambda: conv_tiled.conv(ctx, nd, operator == "TRANSPOSE_CONV2D"))
+
+
 def _conv(ctx: LowerCtx, nd: int):
+    tiled = _tiled(ctx, "CONV2D", nd)
+    if tiled is not None:
+        return tiled
     common = _common(ctx)
     if common is None:
         return None
@@ -342,6 +357,9 @@ def CONV3D(ctx: LowerCtx):
 
 @lowering("DEPTHWISE_CONV2D")
 def DEPTHWISE_CONV2D(ctx: LowerCtx):
+    tiled = _tiled(ctx, "DEPTHWISE_CONV2D")
+    if tiled is not None:
+        return tiled
     common = _common(ctx)
     if common is None:
         return None
@@ -369,6 +387,9 @@ def DEPTHWISE_CONV2D(ctx: LowerCtx):
 
 @lowering("TRANSPOSE_CONV2D")
 def TRANSPOSE_CONV2D(ctx: LowerCtx):
+    tiled = _tiled(ctx, "TRANSPOSE_CONV2D")
+    if tiled is not None:
+        return tiled
     common = _common(ctx)
     if common is None:
         return None
