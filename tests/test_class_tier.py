@@ -39,9 +39,6 @@ def test_every_gpu_class_takes_another_family_on_lavapipe():
     assert not _differs_on_lavapipe("lavapipe")
 
 
-# No kernel family but "register" is built on this main yet: every class compiles lavapipe's Program. The lead
-# removes the mark when the tiled / subgroup kernels land.
-@pytest.mark.xfail(strict=False, reason="no GPU kernel family is built yet: every class compiles lavapipe's Program")
 @pytest.mark.parametrize("name", [c for c in tier.GPU_CLASSES if _differs_on_lavapipe(c)])
 def test_each_gpu_class_compiles_a_held_out_cnn_to_its_own_program(name):
     for model, graph in _held_out_cnns().items():
