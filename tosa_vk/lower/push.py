@@ -114,6 +114,7 @@ SHADERS: dict[str, tuple[PushLayout, ...]] = {
     "image/resize": (RESIZE,),
     "tensor_ops/matmul": (MATMUL,),
     "tensor_ops/matmul_fast": (MATMUL_FAST,),
+    "tensor_ops/matmul_tiled": (MATMUL_FAST,),
     "tensor_ops/matmul_sum": (MATMUL_SUM,),
     "tensor_ops/pool": (POOL,),
     "tensor_ops/fft": (FFT,),
