@@ -162,8 +162,9 @@ LAVAPIPE = for_driver(
     ),
     "llvmpipe",
 )
-# What every Vulkan 1.3 device offers: the spec's required limits and no optional feature.
-MINIMUM = Target("minimum")
+# What every Vulkan 1.3 device offers: the spec's required limits and no optional feature — no kernel feature either
+# (tosa_vk/device_class.py), so its programs are the register kernels the shipped library holds.
+MINIMUM = Target("minimum", disabled=frozenset(classes.FEATURES))
 # A typical device of each GPU class, for compiling offline (`tosa-vk plan --target nvidia`): a recent desktop or
 # mobile GPU's limits and features; a real device's own (Device.target) are what a load uses.
 _GPU = frozenset(FEATURES + PROPERTIES) - {"cooperativeMatrix"}

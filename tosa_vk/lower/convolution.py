@@ -333,12 +333,18 @@ MATMUL_MIN_IC = 8
 
 def _as_matmul(ctx: LowerCtx, pixels: int, ic: int, oc: int) -> list | None:
     """A 1x1 convolution with constant fp32 weights as a matrix product [pixels, IC] x [IC, OC] plus bias."""
+    from . import matmul_tiled
     from .tensor_ops import matmul_fast
 
     x, w, bias = ctx.inputs[:3]
     weights = ctx.constant(1)
     if weights is None or x.dtype != DType.FP32 or w.dtype != DType.FP32 or _skip_padded(ctx, True):
         return None
+    if matmul_tiled.applies(ctx):  # the class's shared-memory tiles: the [OC, IC] weights read in place as B^T
+        shape = (1, pixels, ic, oc)
+        tiled = ctx.attempt(lambda: matmul_tiled.tiled_matmul(ctx, x, w, shape, transposed=True, bias=bias))
+        if tiled is not None:
+            return tiled
     layout = np.ascontiguousarray(np.asarray(weights, np.float32).reshape(oc, ic).T).reshape(1, ic, oc)
     return ctx.attempt(
         lambda: matmul_fast(ctx, x, ctx.tensor(ctx.add_constant(layout, DType.FP32)), (1, pixels, ic, oc), bias)

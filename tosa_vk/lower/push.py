@@ -118,6 +118,7 @@ SHADERS: dict[str, tuple[PushLayout, ...]] = {
     "image/resize": (RESIZE,),
     "tensor_ops/matmul": (MATMUL,),
     "tensor_ops/matmul_fast": (MATMUL_FAST,),
+    "tensor_ops/matmul_tiled": (MATMUL_FAST,),
     "tensor_ops/matmul_coopmat": (MATMUL_FAST,),
     "tensor_ops/matmul_sum": (MATMUL_SUM,),
     "tensor_ops/pool": (POOL,),

@@ -19,7 +19,7 @@ import numpy as np
 from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode, Tensor
 from ..program import Kernel
-from . import LowerCtx, lowering, matmul_coopmat, push, texels
+from . import LowerCtx, lowering, matmul_coopmat, matmul_tiled, push, texels
 from .data_layout import strided_copy
 from .elementwise_binary import VEC4
 from .epilogue import bind, epilogue_defines
@@ -170,6 +170,9 @@ def MATMUL(ctx: LowerCtx):
     # B read through the TRANSPOSE before it (fuse.py): bound as that operator's input
     b_source = ctx.prologue[1].inputs[0] if ctx.prologue else b.name
     transposed = ctx.prologue is not None
+    tiled = _tiled(ctx, ctx.tensor(b_source), (n, h, c, w), transposed, False)
+    if tiled is not None:
+        return tiled
     # (the fast kernel decodes A and B alike: a mixed fp8 pair takes matmul.comp, one decoder per operand)
     if a.dtype.is_float and MATMUL_FAST and not mixed and _fast_applies(ctx, a.dtype, c, w):
         if transposed:
@@ -263,6 +266,16 @@ def _matmul_generic(
     return [first, second]
 
 
+def _tiled(ctx: LowerCtx, b: Tensor, shape: tuple[int, int, int, int], transposed: bool, broadcast: bool):
+    """The tiled family's kernel (lower/matmul_tiled.py) where the target's class takes it; None: the register
+    kernels (int16, a C past the loop budget, an epilogue it cannot apply)."""
+    if not matmul_tiled.applies(ctx):
+        return None
+    a = ctx.inputs[0]
+    zero_points = (_scalar(ctx, 2), _scalar(ctx, 3)) if a.dtype == DType.INT8 else None
+    return ctx.attempt(lambda: matmul_tiled.tiled_matmul(ctx, a, b, shape, transposed, broadcast, None, zero_points))
+
+
 # ---- MATMUL_T ------------------------------------------------------------------------------------------------------
 
 # every fp pair: fp32 sums
@@ -324,6 +337,9 @@ def MATMUL_T(ctx: LowerCtx):
     if a.size >= 1 << 32 or b.size >= 1 << 32 or out.size >= 1 << 32:
         return None
     broadcast = d == 1 and n > 1
+    tiled = _tiled(ctx, b, (n, h, c, w), True, broadcast)
+    if tiled is not None:
+        return tiled
     if a.dtype.is_float and MATMUL_FAST and _fast_applies(ctx, a.dtype, c, w):
         fast = ctx.attempt(lambda: _matmul_t_fast(ctx, broadcast))
         if fast is not None:
