@@ -44,6 +44,7 @@ GPU_CLASSES = tuple(name for name in device_class.CLASSES if name != "lavapipe")
 # kill-switch cases, CLASS-FEATURE[-FEATURE..]: the class with those kernel features off (as TOSA_VK_DISABLE), so
 # each family's fallback runs too: no shared memory (no tiled kernels), no subgroup arithmetic, no fp16 / int8 dots
 DISABLE_CASES = ("nvidia-shared", "nvidia-subgroup", "mali-fp16-int8dot")
+MODEL_TIMEOUT_S = 1800.0  # a model's runs on a forced class (lavapipe runs GPU-shaped kernels slowly)
 BASE = "lavapipe"  # the device's own class here: the Program every class is compared with
 
 
@@ -207,7 +208,9 @@ def run_model_classes(name: str, classes: Sequence[str] = GPU_CLASSES, baseline:
         try:
             with (
                 _switched_off(case) as cls,
-                load(graph, "vulkan", device=shared_device(), strict=True, target=cls) as m,
+                # the first run compiles each kernel's LLVM inside the device's time limit (lavapipe: seconds for a
+                # tiled kernel on a loaded machine), so a limit well past a model's cold run
+                load(graph, "vulkan", device=shared_device(), strict=True, target=cls, timeout_s=MODEL_TIMEOUT_S) as m,
             ):
                 got = m.run(feeds)
         except TosaError as err:
