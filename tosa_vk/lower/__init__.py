@@ -247,6 +247,16 @@ class LowerCtx:
         )
 
 
+def axis_view(shape, axis: int) -> tuple[int, int, int]:
+    """(outer, axis length, inner) of `shape` around `axis`: a reduction's view of its input."""
+    outer = inner = 1
+    for d in shape[:axis]:
+        outer *= d
+    for d in shape[axis + 1 :]:
+        inner *= d
+    return outer, shape[axis], inner
+
+
 def spill(groups: int, max_x: int = MAX_GROUPS) -> tuple[int, int, int]:
     """`groups` workgroups along x, spilling into y past `max_x` (the device's maxComputeWorkGroupCount[0]); the
     shader skips the excess of the last row."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..device_class import Tile
 from ..ir.dtype import DType
 from . import LowerCtx, spill
-from .convolution import STORE_LOOP, _common, _ints, _permuted, _scales, _skip_padded
+from .convolution import STORE_LOOP, _common, _ints, _permuted, _scales, _skip_padded, geometry
 from .epilogue import epilogue_defines
 
 # fp16 / fp8 values are exact in fp16: with the class's fp16 feature they are staged as float16_t (half the shared
@@ -81,14 +81,8 @@ def conv(ctx: LowerCtx, nd: int, transposed: bool = False) -> list | None:
         pad, stride, dilation = [0, top, left], [1, sy, sx], [1, 1, 1]
         xs, ws, os_ = ((t.shape[0], 1, *t.shape[1:]) for t in (x, w, out))
     else:
-        pad = _ints(ctx, "pad", 0, 2 * nd)[::2]  # the pads before (the ones after only shape the output)
-        stride = _ints(ctx, "stride", 1, nd)
-        dilation = _ints(ctx, "dilation", 1, nd)
-        if nd == 2:
-            pad, stride, dilation = [0, *pad], [1, *stride], [1, *dilation]
-            xs, ws, os_ = ((t.shape[0], 1, *t.shape[1:]) for t in (x, w, out))
-        else:
-            xs, ws, os_ = x.shape, w.shape, out.shape
+        pads, stride, dilation, (xs, ws, os_) = geometry(ctx, nd)
+        pad = pads[::2]  # the pads before (the ones after only shape the output)
     n, id_, ih, iw, ic = xs
     oc, kd, kh, kw, _ = ws
     _, od, oh, ow, _ = os_

@@ -256,6 +256,20 @@ def _tiled(ctx: LowerCtx, operator: str, nd: int = 2):
     return ctx.attempt(lambda: conv_tiled.conv(ctx, nd, operator == "TRANSPOSE_CONV2D"))
 
 
+def geometry(ctx: LowerCtx, nd: int) -> tuple[list[int], list[int], list[int], tuple]:
+    """A CONV2D (nd 2) or CONV3D's pads (6: before / after per axis), strides and dilations (3), and the shapes of
+    its input, weights and output, all as CONV3D's (a CONV2D is one with depth 1)."""
+    x, w = ctx.inputs[:2]
+    out = ctx.outputs[0]
+    pad = _ints(ctx, "pad", 0, 2 * nd)
+    stride = _ints(ctx, "stride", 1, nd)
+    dilation = _ints(ctx, "dilation", 1, nd)
+    if nd == 3:
+        return pad, stride, dilation, (x.shape, w.shape, out.shape)
+    shapes = tuple((t.shape[0], 1, *t.shape[1:]) for t in (x, w, out))
+    return [0, 0] + pad, [1] + stride, [1] + dilation, shapes
+
+
 def _conv(ctx: LowerCtx, nd: int):
     tiled = _tiled(ctx, "CONV2D", nd)
     if tiled is not None:
@@ -265,15 +279,7 @@ def _conv(ctx: LowerCtx, nd: int):
         return None
     defines, extra, specs = common
     x, w = ctx.inputs[:2]
-    out = ctx.outputs[0]
-    pad = _ints(ctx, "pad", 0, 2 * nd)
-    stride = _ints(ctx, "stride", 1, nd)
-    dilation = _ints(ctx, "dilation", 1, nd)
-    if nd == 2:  # as CONV3D with depth 1
-        pad, stride, dilation = [0, 0] + pad, [1] + stride, [1] + dilation
-        xs, ws, os_ = ((t.shape[0], 1, *t.shape[1:]) for t in (x, w, out))
-    else:
-        xs, ws, os_ = x.shape, w.shape, out.shape
+    pad, stride, dilation, (xs, ws, os_) = geometry(ctx, nd)
     n, id_, ih, iw, ic = xs
     oc, kd, kh, kw, _ = ws
     _, od, oh, ow, _ = os_

@@ -279,3 +279,13 @@ def _nan_rule(op: Operator) -> str:
 
 def _int(v) -> int:
     return int(np.asarray(v).reshape(-1)[0])
+
+
+def with_bias(ctx, fused: dict[str, str], bindings: dict[str, str], bias) -> dict[str, str]:
+    """`fused` (epilogue_defines) with a bias [C] or [1] added to each fp32 result before the chain, as a
+    convolution adds it: a 1x1 convolution run as a matrix product (matmul_fast, matmul_tiled)."""
+    decls = [fused.get("EP_DECLS", "")]
+    array = bind(bindings, decls, "BIAS", bias, ctx=ctx)
+    added = f"((v) + {array['0' if bias.size == 1 else 'c']})"
+    chain = "ep_chain(" + added + ", c, at)" if "EPILOGUE(v, c, at)" in fused else added
+    return {**fused, "EP_DECLS": " ".join(decls), "EPILOGUE(v, c, at)": chain}

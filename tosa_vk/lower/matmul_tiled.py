@@ -18,7 +18,7 @@ from ..program import Kernel
 from ..target import Target
 from . import LowerCtx, push
 from .elementwise_binary import VEC4
-from .epilogue import bind, epilogue_defines
+from .epilogue import epilogue_defines, with_bias
 from .types import glsl_storage
 
 FLOATS = (DType.FP32, DType.FP16, DType.BF16, DType.FP8E4M3, DType.FP8E5M2)
@@ -121,11 +121,7 @@ def tiled_matmul(
     if bias is not None:
         if bias.dtype != DType.FP32 or not floating:
             return None
-        decls = [fused.get("EP_DECLS", "")]
-        array = bind(bindings, decls, "BIAS", bias, ctx=ctx)
-        added = f"((v) + {array['0' if bias.size == 1 else 'c']})"
-        chain = "ep_chain(" + added + ", c, at)" if "EPILOGUE(v, c, at)" in fused else added
-        fused = {**fused, "EP_DECLS": " ".join(decls), "EPILOGUE(v, c, at)": chain}
+        fused = with_bias(ctx, fused, bindings, bias)
     # loops the driver counts: per slice, the slice loop and its k loop (left to the driver to unroll: unrolled, a
     # 128 x 128 tile is 2-3x the LLVM time on lavapipe), then the store loop of a heavy epilogue (EP_LOOP)
     steps = bk // 4 if dot else bk

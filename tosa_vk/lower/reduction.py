@@ -24,7 +24,7 @@ from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode
 from ..program import Kernel
 from ..shader_abi import WORKGROUP
-from . import LowerCtx, lowering, push, reduction_subgroup
+from . import LowerCtx, axis_view, lowering, push, reduction_subgroup
 from .epilogue import bind, epilogue_defines
 
 _INT_MIN = "(-2147483647 - 1)"
@@ -43,16 +43,6 @@ PARALLEL = 16384  # invocations per pass worth splitting an axis for
 HEAD_MAX_C = 4096
 # (input, weight, output) types of a head's convolution -> its compute type
 _HEAD_TYPES = {(DType.FP32, DType.FP32, DType.FP32): "float", (DType.INT8, DType.INT8, DType.INT32): "int"}
-
-
-def _axis_view(shape, axis: int) -> tuple[int, int, int]:
-    """(outer, axis length, inner) of `shape` around `axis`."""
-    outer = inner = 1
-    for d in shape[:axis]:
-        outer *= d
-    for d in shape[axis + 1 :]:
-        inner *= d
-    return outer, shape[axis], inner
 
 
 def _passes(length: int, lanes: int) -> list[tuple[int, int, int]]:
@@ -79,7 +69,7 @@ def _multipass(ctx: LowerCtx, shader: str, partial, final, carry: str = "O") -> 
         return []
     if x.size >= 1 << 32:
         return None
-    outer, length, inner = _axis_view(x.shape, int(ctx.attr("axis", 0)))
+    outer, length, inner = axis_view(x.shape, int(ctx.attr("axis", 0)))
     kernels, src = [], x.name
     plan = _passes(length, outer * inner)
     for i, (axis_len, chunk, chunks) in enumerate(plan):
@@ -159,7 +149,7 @@ def _with_head(ctx: LowerCtx, at: int, defines: dict[str, str], bindings: dict[s
     compute = _HEAD_TYPES.get((x.dtype, w.dtype, out.dtype))
     if compute is None or bias.dtype != out.dtype or ctx.inputs[0].size >= 1 << 32:
         return None
-    outer, length, inner = _axis_view(ctx.inputs[0].shape, int(ctx.attr("axis", 0)))
+    outer, length, inner = axis_view(ctx.inputs[0].shape, int(ctx.attr("axis", 0)))
     batch, channels, oc = x.shape[0], x.shape[-1], w.shape[0]
     folded = int(defines.get("P_LEN", "0u").rstrip("u"))  # elements of the prologue's axis per element of ours
     loops = -(-channels // WORKGROUP) * length * (folded + 1) + channels
@@ -214,7 +204,7 @@ def _prologue(ctx: LowerCtx, base: dict[str, str], finish: str) -> tuple[str, di
         return None
     index, op = ctx.prologue
     x = ctx.block.tensors[op.inputs[0]]
-    outer, length, inner = _axis_view(x.shape, int(op.attrs.get("axis") or 0))
+    outer, length, inner = axis_view(x.shape, int(op.attrs.get("axis") or 0))
     if x.size >= 1 << 32 or len(_passes(length, outer * inner)) != 1:
         return None
     return x.name, {

@@ -22,7 +22,7 @@ from __future__ import annotations
 from ..ir.dtype import DType
 from ..program import Kernel
 from ..target import Target
-from . import LowerCtx, push
+from . import LowerCtx, axis_view, push
 
 # rows (the axis innermost) shorter than this stay one invocation's loop (the register kernels): a workgroup for
 # such a row would leave most of a GPU subgroup (32 or 64 invocations) idle
@@ -74,15 +74,6 @@ def plan(target: Target, outer: int, length: int, inner: int, per: int = 1) -> l
         length, per = chunks, 1
 
 
-def _view(shape, axis: int) -> tuple[int, int, int]:
-    outer = inner = 1
-    for d in shape[:axis]:
-        outer *= d
-    for d in shape[axis + 1 :]:
-        inner *= d
-    return outer, shape[axis], inner
-
-
 def _dispatch(ctx: LowerCtx, shader: str, step: tuple[int, ...], outer: int, inner: int, bindings, defines, writes):
     length, chunk, chunks, sx, sy = step
     xblocks = -(-inner // sx)
@@ -109,7 +100,7 @@ def reduce(
     x = ctx.inputs[0]
     if not sg or x.size >= 1 << 32 or ctx.outputs[0].size == 0 or "int64_t" in base["ACC_T"]:
         return None
-    outer, length, inner = _view(x.shape, int(ctx.attr("axis", 0)))
+    outer, length, inner = axis_view(x.shape, int(ctx.attr("axis", 0)))
     per = 1 + int(first[1]["P_LEN"].rstrip("u")) if first else 1
     steps = plan(ctx.target, outer, length, inner, per) if inner > 1 or length >= ROW_MIN else None
     if steps is None:
@@ -138,7 +129,7 @@ def argmax(ctx: LowerCtx, base: dict[str, str]) -> list[Kernel] | None:
     x, out = ctx.inputs[0], ctx.outputs[0]
     if x.size >= 1 << 32 or out.size == 0 or x.dtype == DType.INT64:
         return None
-    outer, length, inner = _view(x.shape, int(ctx.attr("axis", 0)))
+    outer, length, inner = axis_view(x.shape, int(ctx.attr("axis", 0)))
     steps = plan(ctx.target, outer, length, inner) if inner > 1 or length >= ROW_MIN else None
     if steps is None:
         return None

@@ -22,7 +22,7 @@ from ..program import Kernel
 from . import LowerCtx, lowering, matmul_coopmat, matmul_tiled, push, texels
 from .data_layout import strided_copy
 from .elementwise_binary import VEC4
-from .epilogue import bind, epilogue_defines
+from .epilogue import epilogue_defines, with_bias
 from .types import glsl_storage
 
 
@@ -134,11 +134,7 @@ def matmul_fast(
     if bias is not None:
         if bias.dtype != DType.FP32:
             return None
-        decls = [fused.get("EP_DECLS", "")]
-        array = bind(bindings, decls, "BIAS", bias, ctx=ctx)
-        added = f"((v) + {array['0' if bias.size == 1 else 'c']})"
-        chain = "ep_chain(" + added + ", c, at)" if "EPILOGUE(v, c, at)" in fused else added
-        fused = {**fused, "EP_DECLS": " ".join(decls), "EPILOGUE(v, c, at)": chain}
+        fused = with_bias(ctx, fused, bindings, bias)
     values = push.MATMUL_FAST.pack(groups, h, c, w, tiles_h, blocks_w)
     if kind != "UNIT_FP8":  # fp8's 8-byte unit stays a storage load
         for key, t in (("A", a), ("B", b)):
