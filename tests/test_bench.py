@@ -171,3 +171,16 @@ def test_in_flight_reports_throughput_and_the_pipeline_case(tmp_path, capsys):
     assert pipe["identical"] and pipe["device_bytes"] < pipe["host_bytes"]
     bad = build_parser().parse_args(["bench", str(tiny), "--in-flight", "0", "--out", str(tmp_path)])
     assert bench.main_from_args(bad) == 2
+
+
+def test_batches_report_the_steady_time_spread():
+    """--batch N: each backend N runs in a row per round; the spread is max / min of the rounds' medians."""
+    assert bench.stats.spread([1.0, 3.0, 2.0, 2.0, 4.0, 4.0], 2) == {"batch_medians": [2.0, 2.0, 4.0], "spread": 2.0}
+    assert bench.stats.spread([1.0, 2.0], 1) == {} and bench.stats.spread([1.0, 2.0], 2) == {}
+    case = bench.Case("add", "ops", lambda: bench.build_op("ADD", "fp32", (2, 2), {}))
+    result = bench.run([case], ["reference", "vulkan"], repeats=3, warmup=0, cold=False, batch=2)
+    res = result["cases"][0]["results"]["vulkan"]
+    assert len(res["wall_s"]) == 6 and len(res["batch_medians"]) == 3 and res["spread"] >= 1.0
+    text = bench.markdown(result)
+    assert "Steady-time spread" in text and any(line.startswith("| add | ") and line.count("|") == 4
+                                                for line in text.splitlines())  # fmt: skip

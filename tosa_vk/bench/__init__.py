@@ -71,12 +71,14 @@ def run(
     device=None,
     cold: bool = True,
     progress: ProgressFn | None = None,
+    batch: int = 1,
 ) -> dict[str, Any]:
     """Runs every case; the report dict (settings, environment, notes, cases with every sample)."""
     backends = [b for b in backends if b in BACKENDS]
     notes: list[str] = []
     settings: dict[str, Any] = {
         "repeats": repeats,
+        "batch": batch,
         "warmup": warmup,
         "device": device,
         "cold": cold,
@@ -153,6 +155,13 @@ def add_arguments(p) -> None:
     p.add_argument("--filter", help="only cases whose name contains this (case-insensitive)")
     p.add_argument("--repeats", type=int, default=7, help="timed runs per backend and case")
     p.add_argument("--warmup", type=int, default=1, help="untimed runs after the first one")
+    p.add_argument(
+        "--batch",
+        type=int,
+        default=1,
+        help="runs per backend in a row each round (default 1); with N > 1 the report gives each backend's steady-time "
+        "spread: max / min of the rounds' medians",
+    )
     p.add_argument("--device", help="Vulkan device for tosa_vk: index or name substring (tosa-vk devices)")
     p.add_argument(
         "--backends",
@@ -227,7 +236,10 @@ def main_from_args(args, cases: list[Case] | None = None) -> int:
     if unknown:
         print(f"tosa-vk bench: unknown backend(s) {unknown}; choose from {', '.join(BACKENDS)}", file=sys.stderr)
         return 2
-    report = run(cases, backends, args.repeats, args.warmup, args.device, not args.no_cold, Progress())
+    if args.batch < 1:
+        print("tosa-vk bench: --batch takes a positive integer", file=sys.stderr)
+        return 2
+    report = run(cases, backends, args.repeats, args.warmup, args.device, not args.no_cold, Progress(), args.batch)
     skipped = write(report, Path(args.out))
     print(markdown(report))
     plotted = "" if skipped else " and plot"

@@ -194,9 +194,31 @@ def markdown(report: dict) -> str:
         "the process peak over load + first run (memory the allocator kept from earlier cases is not counted). "
         "GB/s: graph input + output bytes / Vulkan device time.",
     ]
+    lines += _spread_table(report)
     if notes or report["notes"]:
         lines += ["", "Notes:"] + [f"- {n}" for n in report["notes"] + notes]
     return "\n".join(lines) + "\n"
+
+
+def _spread_table(report: dict) -> list[str]:
+    """Steady-time spread per case and backend (--batch N > 1): max / min of the rounds' medians."""
+    batch = report["settings"].get("batch", 1)
+    names = [b for b in BACKENDS if any("spread" in r.get("results", {}).get(b, {}) for r in report["cases"])]
+    if batch < 2 or not names:
+        return []
+    lines = [
+        "",
+        f"Steady-time spread: max / min of the medians of {report['settings']['repeats']} rounds of {batch} runs "
+        "in a row (1.00: every round alike).",
+        "",
+        "| case | " + " | ".join(LABELS[n] for n in names) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    for row in report["cases"]:
+        r = row.get("results", {})
+        cells = [f"{r[n]['spread']:.2f}" if "spread" in r.get(n, {}) else "—" for n in names]
+        lines.append(f"| {row['case']} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def plot(report: dict, path: Path) -> str | None:

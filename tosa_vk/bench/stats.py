@@ -1,6 +1,7 @@
 """Measuring one case: every backend loaded (the reference first: its outputs are the truth), warmed up, then run
-`repeats` times **interleaved** (the order rotates each round) so drift on a shared machine hits all alike;
-medians and quartiles of the samples; each backend's first-run outputs compared with the reference's (graphs with
+`repeats` rounds **interleaved** (the order rotates each round) so drift on a shared machine hits all alike, each
+backend `batch` runs in a row per round; medians and quartiles of the samples, and with batch > 1 the steady-time
+spread: max / min of the rounds' medians (what a user sees from one batch of runs to the next); each backend's first-run outputs compared with the reference's (graphs with
 variables change state run by run): ok = integers exact, floats within rtol * (1 + max |ref|)."""
 
 from __future__ import annotations
@@ -98,11 +99,13 @@ def bench_case(case: Case, backends: list[str], settings: dict, progress=None) -
             results,
             settings["warmup"],
             settings["repeats"],
+            settings.get("batch", 1),
             progress and (lambda text: progress(f"{case.name}: {text}")),
         )
         for name, runner in runners.items():
             res = results[name]
             res["wall"], res["device"] = summary(res["wall_s"]), summary(res["device_s"])
+            res.update(spread(res["wall_s"], settings.get("batch", 1)))
             if truth is not None:
                 res.update(compare(runner.outputs, truth))
     finally:
@@ -116,8 +119,19 @@ def bench_case(case: Case, backends: list[str], settings: dict, progress=None) -
     return row
 
 
-def _interleave(runners: dict[str, Runner], results: dict, warmup: int, repeats: int, progress=None) -> None:
-    """Warm-up rounds, then `repeats` timed rounds whose order rotates by one backend each round."""
+def spread(walls: list[float], batch: int) -> dict:
+    """{"batch_medians", "spread"}: the median of each round's `batch` runs and max / min of them ({} for batch 1)."""
+    if batch < 2 or len(walls) < 2 * batch:
+        return {}
+    medians = [statistics.median(walls[i : i + batch]) for i in range(0, len(walls) - batch + 1, batch)]
+    return {"batch_medians": medians, "spread": max(medians) / min(medians)}
+
+
+def _interleave(
+    runners: dict[str, Runner], results: dict, warmup: int, repeats: int, batch: int = 1, progress=None
+) -> None:
+    """Warm-up rounds, then `repeats` timed rounds whose order rotates by one backend each round; each backend runs
+    `batch` times in a row within a round."""
     order = list(runners)
     for _ in range(warmup):
         for name in order:
@@ -127,14 +141,15 @@ def _interleave(runners: dict[str, Runner], results: dict, warmup: int, repeats:
         if progress:
             progress(f"run {i + 1}/{repeats}")
         for name in order[i % len(order) :] + order[: i % len(order)]:
-            if name not in runners:
-                continue
-            got = _guarded(runners, results, name)
-            if got is not None:
-                _, wall, dev = got
-                results[name]["wall_s"].append(wall)
-                if dev is not None:
-                    results[name]["device_s"].append(dev)
+            for _ in range(batch):
+                if name not in runners:
+                    break
+                got = _guarded(runners, results, name)
+                if got is not None:
+                    _, wall, dev = got
+                    results[name]["wall_s"].append(wall)
+                    if dev is not None:
+                        results[name]["device_s"].append(dev)
 
 
 def _guarded(runners, results, name):
