@@ -1,8 +1,9 @@
 """Measuring one case: every backend loaded (the reference first: its outputs are the truth), warmed up, then run
 `repeats` rounds **interleaved** (the order rotates each round) so drift on a shared machine hits all alike, each
 backend `batch` runs in a row per round; medians and quartiles of the samples, and with batch > 1 the steady-time
-spread: max / min of the rounds' medians (what a user sees from one batch of runs to the next); each backend's first-run outputs compared with the reference's (graphs with
-variables change state run by run): ok = integers exact, floats within rtol * (1 + max |ref|)."""
+spread: max / min of the rounds' medians (what a user sees from one batch of runs to the next); each backend's
+first-run outputs compared with the reference's (graphs with variables change state run by run): ok = integers
+exact, floats within rtol * (1 + max |ref|)."""
 
 from __future__ import annotations
 
