@@ -133,3 +133,43 @@ def test_a_glslang_validator_on_path_serves_where_no_cmeel_wheel_is_installed(tm
     found = glsl_compiler.glslang()
     assert found is not None and found.exe == str(prefix / "bin" / "glslangValidator")
     assert found.libdir == str(prefix / "lib")
+
+
+_NEW_PROCESS = """
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np
+import tosa_vk
+rng = np.random.default_rng(5)
+b = tosa_vk.Builder()  # shapes no listed graph has: 5 input and 6 output channels, a 13 x 11 image
+x = b.input("x", (1, 13, 11, 5), "fp32")
+y = b.conv2d(x, rng.standard_normal((6, 3, 3, 5)).astype(np.float32), rng.standard_normal(6).astype(np.float32),
+             np.float32(0), np.float32(0), pad=[1, 1, 1, 1])
+b.output(b.clamp(b.add(y, rng.standard_normal((1, 13, 11, 6)).astype(np.float32)), min_val=np.float32(-1),
+                 max_val=np.float32(1)))
+graph, feeds = b.build(), {"x": rng.standard_normal((1, 13, 11, 5)).astype(np.float32)}
+with tosa_vk.load(graph, backend="vulkan") as model:
+    got = model.run(feeds)
+    compiled = model.runtime.cache.compiled
+seconds = time.perf_counter() - t0
+want = tosa_vk.load(graph, backend="reference").run(feeds)
+err = max(float(np.max(np.abs(got[n] - want[n]))) / (1 + float(np.max(np.abs(want[n])))) for n in want)
+print(json.dumps({"compiled": compiled, "error": err, "seconds": seconds}))
+"""
+
+
+@needs_glslang
+def test_a_new_process_with_every_cache_empty_and_no_glslc_runs_a_graph_of_new_shapes(tmp_path):
+    """The issue's first run: a new process, tosa_vk's and Mesa's caches empty, nothing on PATH (no glslc): kernels
+    the shipped list lacks are compiled by the package's own glslang, and the results match the reference."""
+    import json
+    import os
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOSA_VK_", "MESA_"))}
+    env.update(PATH="/nonexistent", TOSA_VK_CACHE=str(tmp_path / "tosa_vk"), XDG_CACHE_HOME=str(tmp_path / "xdg"),
+               MESA_SHADER_CACHE_DIR=str(tmp_path / "mesa"))  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", _NEW_PROCESS], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["compiled"] > 0 and report["error"] < 1e-4, report
