@@ -38,6 +38,13 @@ DEFAULT_LOOP_BUDGET = LAVAPIPE_LOOP_BUDGET
 # size shares a union with the mip-level range it reads as "level zero only"), so a pipeline compiles again for
 # every new pattern of them, ~250 ms of LLVM each: the runtime rounds such views up to this many bytes (bits clear).
 TEXEL_VIEW_QUANTUM = 1 << 16
+# Mesa's llvmpipe (lavapipe) hands every dispatch's workgroups to its compute thread pool (LP_NUM_THREADS, one per
+# core) and waits for them: a wake-up of each worker and of the queue thread per dispatch, 20-300 us on 2 loaded
+# cores, where most dispatches of a small model are one or two workgroups (only workgroups run in parallel). A
+# program whose dispatches average at most this many workgroups runs on a device opened with the pool off (the
+# queue thread runs them itself): lstm_unrolled_fp32 0.74 -> 0.22 ms, gru_fp32 2.98 -> 0.56 ms (interleaved,
+# load 7); mobilenetv2_fp32 (35 a dispatch) took 3.5x longer so.
+INLINE_WORKGROUPS = 2
 
 
 @dataclass(frozen=True)
@@ -103,6 +110,12 @@ class Target:
         return TEXEL_VIEW_QUANTUM if "texel_view_quantum" in self.quirks else 1
 
     @property
+    def inline_workgroups(self) -> int:
+        """Workgroups a dispatch may average for a program to run with the driver's compute threads off (0: it
+        never does; tosa_vk/vulkan/threads.py)."""
+        return INLINE_WORKGROUPS if "compute_threads" in self.quirks else 0
+
+    @property
     def alignment(self) -> int:
         """Byte alignment of every tensor in the arena: the device's storage-buffer and texel-buffer offset
         alignments, at least 16 (a vec4 load)."""
@@ -135,10 +148,10 @@ class Target:
 
 
 def for_driver(base: Target, driver_name: str) -> Target:
-    """`base` with the quirks of the named driver applied (the only one known: lavapipe's loop budget and its
-    texel-view sizes, TEXEL_VIEW_QUANTUM)."""
+    """`base` with the quirks of the named driver applied (the only one known: lavapipe's loop budget, its
+    texel-view sizes, TEXEL_VIEW_QUANTUM, and its compute thread pool, INLINE_WORKGROUPS)."""
     if "llvmpipe" in driver_name.lower() or "lavapipe" in driver_name.lower():
-        quirks = (*base.quirks, "loop_budget", "texel_view_quantum")
+        quirks = (*base.quirks, "loop_budget", "texel_view_quantum", "compute_threads")
         return replace(base, loop_budget=LAVAPIPE_LOOP_BUDGET, quirks=quirks)
     return base
 
