@@ -53,6 +53,7 @@ def test_small_dispatches_run_without_the_pool_with_the_same_results(lavapipe, m
         tosa_vk.load(graph, backend="vulkan", cache_dir=False, device=lavapipe) as given,
     ):
         assert own.device.threads == 0 and given.device is lavapipe  # a device the user gave is theirs
+        assert not own.runtime.queue.polls and given.runtime.queue.polls  # the queue thread keeps its core
         for seed in range(3):  # new feeds each run: fresh outputs, not the last run's
             f = feeds(graph, seed)
             a, b = own.run(f)["y"], given.run(f)["y"]

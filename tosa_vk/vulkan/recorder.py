@@ -490,6 +490,9 @@ WAIT_SLICE_NS = 100_000_000  # one fence wait: 100 ms
 # need, for a wake-up that costs under 1 % of them. Against the former fixed 0.3 ms poll (medians of 100 runs,
 # three rounds; lavapipe, 2 cores): lstm_unrolled_fp32 1.03-1.30 -> ~0.5-0.7 ms (the 0.3 ms poll ended just before
 # the work did, and then paid the wake-up).
+# Not on a lavapipe device without compute threads (tosa_vk/vulkan/threads.py): its queue thread runs every
+# workgroup, and a polling thread takes a core from it (alternated batches, load 7: lstm_int8 1.56 -> 0.77 ms,
+# gru_fp32 0.51 -> 0.44 ms, p90 2.6 -> 1.1 ms and 1.1 -> 0.6 ms, process CPU per run down a third).
 POLL_MAX_S = 0.002
 TAIL_S = 0.001
 _raw = vk.lib  # the loader's entry points (cffi), without the vulkan module's argument conversion
@@ -518,6 +521,7 @@ class Queue:
         )
         self.fence = vk.vkCreateFence(vkd, vk.VkFenceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO), None)
         self._fences = vk.ffi.new("VkFence[1]", [self.fence])  # what the raw calls take (submit)
+        self.polls = device.threads != 0  # short runs polled to their end (POLL_MAX_S)
         self.transfers: dict[str, Transfer] = {}  # record()'s command buffers, made on first use
         self.pending = False  # a submitted command buffer not yet seen finished (a timed-out or interrupted wait)
         self.stopped = False  # set from another thread (Runtime.stop): submit's wait gives up at its next slice
@@ -551,7 +555,7 @@ class Queue:
             _check(_raw.vkQueueSubmit(self.device.queue, 1, vk.ffi.addressof(info), fence))
         self.pending = True
         start = time.perf_counter()
-        poll = segment.expected_s + TAIL_S if segment.expected_s < POLL_MAX_S else 0.0
+        poll = segment.expected_s + TAIL_S if self.polls and segment.expected_s < POLL_MAX_S else 0.0
         status = _raw.vkGetFenceStatus
         while time.perf_counter() - start < poll:  # a short run: polled to its end
             result = status(vkd, fence)
