@@ -40,11 +40,13 @@ DEFAULT_LOOP_BUDGET = LAVAPIPE_LOOP_BUDGET
 TEXEL_VIEW_QUANTUM = 1 << 16
 # Mesa's llvmpipe (lavapipe) hands every dispatch's workgroups to its compute thread pool (LP_NUM_THREADS, one per
 # core) and waits for them: a wake-up of each worker and of the queue thread per dispatch, 20-300 us on 2 loaded
-# cores, where most dispatches of a small model are one or two workgroups (only workgroups run in parallel). A
-# program whose dispatches average at most this many workgroups runs on a device opened with the pool off (the
-# queue thread runs them itself): lstm_unrolled_fp32 0.74 -> 0.22 ms, gru_fp32 2.98 -> 0.56 ms (interleaved,
-# load 7); mobilenetv2_fp32 (35 a dispatch) took 3.5x longer so.
-INLINE_WORKGROUPS = 2
+# cores, more than a small kernel's work. A program whose kernels write at most this many elements per run in all
+# runs on a device opened with the pool off (the queue thread runs every workgroup). Alternated in one process, load
+# 7 (inline / pool): lstm_unrolled_fp32 (1.2 k elements) 0.29, gru_fp32 (1.6 k) 0.19, lstm_int8 (2 k) 0.11,
+# transformer_fp32 (45 k) 0.52-0.71, transformer_int8 (41 k) 1.0; kept on the pool, whose cores pay off on heavy
+# kernels of a quiet machine (under load rounds disagreed): resnet_int8 (69 k) 0.88-3.4, resnet_fp32 (166 k)
+# 0.52-0.89, mobilenetv2_fp32 (367 k) 0.94-3.5. The count, not workgroups: resnets average fewer a dispatch.
+INLINE_ELEMENTS = 56 * 1024
 
 
 @dataclass(frozen=True)
@@ -110,10 +112,10 @@ class Target:
         return TEXEL_VIEW_QUANTUM if "texel_view_quantum" in self.quirks else 1
 
     @property
-    def inline_workgroups(self) -> int:
-        """Workgroups a dispatch may average for a program to run with the driver's compute threads off (0: it
+    def inline_elements(self) -> int:
+        """Elements a program's kernels may write per run for it to run with the driver's compute threads off (0: it
         never does; tosa_vk/vulkan/threads.py)."""
-        return INLINE_WORKGROUPS if "compute_threads" in self.quirks else 0
+        return INLINE_ELEMENTS if "compute_threads" in self.quirks else 0
 
     @property
     def alignment(self) -> int:
@@ -149,7 +151,7 @@ class Target:
 
 def for_driver(base: Target, driver_name: str) -> Target:
     """`base` with the quirks of the named driver applied (the only one known: lavapipe's loop budget, its
-    texel-view sizes, TEXEL_VIEW_QUANTUM, and its compute thread pool, INLINE_WORKGROUPS)."""
+    texel-view sizes, TEXEL_VIEW_QUANTUM, and its compute thread pool, INLINE_ELEMENTS)."""
     if "llvmpipe" in driver_name.lower() or "lavapipe" in driver_name.lower():
         quirks = (*base.quirks, "loop_budget", "texel_view_quantum", "compute_threads")
         return replace(base, loop_budget=LAVAPIPE_LOOP_BUDGET, quirks=quirks)

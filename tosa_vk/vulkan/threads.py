@@ -1,4 +1,4 @@
-"""The driver's compute threads: whether a program runs better without them (Target.inline_workgroups), and the
+"""The driver's compute threads: whether a program runs better without them (Target.inline_elements), and the
 environment a device is opened in to turn them off.
 
 lavapipe-specific: llvmpipe reads LP_NUM_THREADS when vkEnumeratePhysicalDevices makes its screen, once per
@@ -9,6 +9,7 @@ queue thread runs every workgroup itself: no hand-off to a worker pool per dispa
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 from collections.abc import Iterator
 
@@ -19,14 +20,15 @@ VARIABLE = "LP_NUM_THREADS"
 
 
 def inline(program: Program, target: Target) -> bool:
-    """Whether the program's dispatches average at most `target.inline_workgroups` workgroups (a program of small
-    kernels, where the thread pool's hand-offs cost more than the parallel workgroups save), and the user left the
-    driver's thread count alone."""
-    limit = target.inline_workgroups
+    """Whether the program's kernels write at most `target.inline_elements` elements per run (small kernels, where
+    the thread pool's hand-offs cost more than its parallel workgroups save), and the user left the driver's thread
+    count alone."""
+    limit = target.inline_elements
     if not limit or VARIABLE in os.environ:
         return False
-    groups = [g[0] * g[1] * g[2] for g in (k.groups for k in walk(program.steps) if isinstance(k, Kernel))]
-    return bool(groups) and sum(groups) <= limit * len(groups)
+    kernels = [k for k in walk(program.steps) if isinstance(k, Kernel)]
+    written = sum(math.prod(program.buffers[name].shape) for k in kernels for name in k.writes)
+    return bool(kernels) and written <= limit
 
 
 @contextlib.contextmanager
