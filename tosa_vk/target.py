@@ -38,6 +38,15 @@ DEFAULT_LOOP_BUDGET = LAVAPIPE_LOOP_BUDGET
 # size shares a union with the mip-level range it reads as "level zero only"), so a pipeline compiles again for
 # every new pattern of them, ~250 ms of LLVM each: the runtime rounds such views up to this many bytes (bits clear).
 TEXEL_VIEW_QUANTUM = 1 << 16
+# Mesa's llvmpipe (lavapipe) hands every dispatch's workgroups to its compute thread pool (LP_NUM_THREADS, one per
+# core) and waits for them: a wake-up of each worker and of the queue thread per dispatch, 20-300 us on 2 loaded
+# cores, more than a small kernel's work. A program whose kernels write at most this many elements per run in all
+# runs on a device opened with the pool off (the queue thread runs every workgroup). Alternated in one process, load
+# 7 (inline / pool): lstm_unrolled_fp32 (1.2 k elements) 0.29, gru_fp32 (1.6 k) 0.19, lstm_int8 (2 k) 0.11,
+# transformer_fp32 (45 k) 0.52-0.71, transformer_int8 (41 k) 1.0; kept on the pool, whose cores pay off on heavy
+# kernels of a quiet machine (under load rounds disagreed): resnet_int8 (69 k) 0.88-3.4, resnet_fp32 (166 k)
+# 0.52-0.89, mobilenetv2_fp32 (367 k) 0.94-3.5. The count, not workgroups: resnets average fewer a dispatch.
+INLINE_ELEMENTS = 56 * 1024
 
 
 @dataclass(frozen=True)
@@ -103,6 +112,12 @@ class Target:
         return TEXEL_VIEW_QUANTUM if "texel_view_quantum" in self.quirks else 1
 
     @property
+    def inline_elements(self) -> int:
+        """Elements a program's kernels may write per run for it to run with the driver's compute threads off (0: it
+        never does; tosa_vk/vulkan/threads.py)."""
+        return INLINE_ELEMENTS if "compute_threads" in self.quirks else 0
+
+    @property
     def alignment(self) -> int:
         """Byte alignment of every tensor in the arena: the device's storage-buffer and texel-buffer offset
         alignments, at least 16 (a vec4 load)."""
@@ -135,10 +150,10 @@ class Target:
 
 
 def for_driver(base: Target, driver_name: str) -> Target:
-    """`base` with the quirks of the named driver applied (the only one known: lavapipe's loop budget and its
-    texel-view sizes, TEXEL_VIEW_QUANTUM)."""
+    """`base` with the quirks of the named driver applied (the only one known: lavapipe's loop budget, its
+    texel-view sizes, TEXEL_VIEW_QUANTUM, and its compute thread pool, INLINE_ELEMENTS)."""
     if "llvmpipe" in driver_name.lower() or "lavapipe" in driver_name.lower():
-        quirks = (*base.quirks, "loop_budget", "texel_view_quantum")
+        quirks = (*base.quirks, "loop_budget", "texel_view_quantum", "compute_threads")
         return replace(base, loop_budget=LAVAPIPE_LOOP_BUDGET, quirks=quirks)
     return base
 

@@ -30,6 +30,7 @@ from ..vulkan import Device
 from ..vulkan.builtin import shipped_only
 from ..vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
 from ..vulkan.shaders import ShaderCache
+from ..vulkan.threads import inline
 from ..vulkan.variant import program_variants
 from .model import GraphModel, Model, in_flight
 from .on_device import OnDevice
@@ -89,6 +90,7 @@ class VulkanModel(OnDevice, GraphModel):
         # the class and kernel features before the device opens: a bad name fails at once
         forced, disabled = device_class.forced(target), device_class.disabled()
         self._graph, self.file = source, file
+        self._validation = None if validation is None else bool(validation)  # as attach() opens the device
         dev = self.attach(device, validation)
         try:
             # what the compiler may assume: the device's facts, the class asked for, TOSA_VK_DISABLE's features off
@@ -112,7 +114,9 @@ class VulkanModel(OnDevice, GraphModel):
                 self.cached = self._from_entry(dev, found[0], found[1], found[2], running)
             if not self.cached:
                 self.program = self.compile()
+                dev = self._placed(self.device or dev, self.program)  # (a failed entry may have reopened it)
                 self.runtime = Runtime(self.program, dev, ShaderCache(), **running)
+            dev = self.device or dev  # (the one _placed chose)
             count = in_flight(max_in_flight, bool(self.program.variables), self.file)
             check_all = self.cached
             self.open_slots(
@@ -159,6 +163,7 @@ class VulkanModel(OnDevice, GraphModel):
                     raise TosaError(f"tensor {name!r} has shape {program.buffers[name].shape}, its signature {shape}")
             shaders = ShaderCache()
             shaders.adopt(program_variants(program), entry.spirv)
+            dev = self._placed(dev, program)
             runtime = Runtime(program, dev, shaders, pipeline_data=entry.pipeline_data, check_all=True, **running)
         except Exception as err:  # whatever the entry makes fail, it is the entry's fault: build it again
             why = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:200]}"
@@ -167,6 +172,21 @@ class VulkanModel(OnDevice, GraphModel):
         self.program, self.runtime = program, runtime
         self._data = None  # not needed: the graph, if ever asked for, is read from the file again
         return True
+
+    def _placed(self, dev: Device, program: Program) -> Device:
+        """The device the program runs on: for a program of small dispatches on lavapipe (tosa_vk/vulkan/threads.py),
+        the model's own device reopened with the driver's compute threads off. Its target is the same (one
+        physical device), so the program and the cache key stand."""
+        if not self.own_device or dev.threads is not None or not inline(program, self.target):
+            return dev
+        try:  # by name: the loader opens lavapipe's driver alone (loader_drivers), ~50 ms
+            reopened = Device("lavapipe", validation=self._validation, threads=0)
+        except TosaError:
+            return dev  # (never expected: the device was just open) the threaded one serves
+        reopened.validation_messages.extend(dev.validation_messages)
+        dev.close()
+        self.device = reopened
+        return reopened
 
     def _cached(self, dev: Device, cache_dir) -> tuple[ProgramCache, dict, Entry | None] | None:
         """(the cache, this model's entry header, the entry if there is a valid one); None where the program

@@ -31,6 +31,7 @@ from ..errors import VulkanError
 from ..shader_abi import TEXEL_SAMPLERS
 from ..target import Target, for_driver
 from . import labels as debug_labels
+from .threads import compute_threads
 
 API_VERSION = vk.VK_MAKE_VERSION(1, 3, 0)
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
@@ -414,7 +415,10 @@ def select(devices: list[DeviceInfo], selector: int | str | None = None) -> Devi
 class Device:
     """An open logical device with one compute queue. Use as a context manager or call close()."""
 
-    def __init__(self, selector: int | str | None = None, validation: bool | None = None):
+    def __init__(self, selector: int | str | None = None, validation: bool | None = None, threads: int | None = None):
+        """`threads`: lavapipe's compute threads (LP_NUM_THREADS, tosa_vk/vulkan/threads.py; None: the driver's
+        default, or what the user set)."""
+        self.threads = threads
         self.validation_messages: list[str] = []
         # vkQueueSubmit needs external synchronisation of the queue: Models sharing this device take turns
         self.queue_lock = threading.Lock()
@@ -431,7 +435,8 @@ class Device:
         try:
             if labelled:
                 self.labels = debug_labels.Labels(self.instance)
-            physical = vk.vkEnumeratePhysicalDevices(self.instance)
+            with compute_threads(threads):  # lavapipe makes its screen here
+                physical = vk.vkEnumeratePhysicalDevices(self.instance)
             self.info = select(visible([_query(i, pd, self.instance) for i, pd in enumerate(physical)]), selector)
             self.physical = physical[self.info.physical]
             families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)

@@ -490,8 +490,18 @@ WAIT_SLICE_NS = 100_000_000  # one fence wait: 100 ms
 # need, for a wake-up that costs under 1 % of them. Against the former fixed 0.3 ms poll (medians of 100 runs,
 # three rounds; lavapipe, 2 cores): lstm_unrolled_fp32 1.03-1.30 -> ~0.5-0.7 ms (the 0.3 ms poll ended just before
 # the work did, and then paid the wake-up).
+# Not on a lavapipe device without compute threads (tosa_vk/vulkan/threads.py): its queue thread runs every
+# workgroup, and a polling thread takes a core from it (alternated batches, load 7: lstm_int8 1.56 -> 0.77 ms,
+# gru_fp32 0.51 -> 0.44 ms, p90 2.6 -> 1.1 ms and 1.1 -> 0.6 ms, process CPU per run down a third).
 POLL_MAX_S = 0.002
 TAIL_S = 0.001
+_raw = vk.lib  # the loader's entry points (cffi), without the vulkan module's argument conversion
+
+
+def _check(result: int) -> None:
+    """A raw call's VkResult as the vulkan module's exception (its wrappers raise the same)."""
+    if result != vk.VK_SUCCESS:
+        raise vk.exception_codes[result]()
 
 
 class Queue:
@@ -510,6 +520,8 @@ class Queue:
             None,
         )
         self.fence = vk.vkCreateFence(vkd, vk.VkFenceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO), None)
+        self._fences = vk.ffi.new("VkFence[1]", [self.fence])  # what the raw calls take (submit)
+        self.polls = device.threads != 0  # short runs polled to their end (POLL_MAX_S)
         self.transfers: dict[str, Transfer] = {}  # record()'s command buffers, made on first use
         self.pending = False  # a submitted command buffer not yet seen finished (a timed-out or interrupted wait)
         self.stopped = False  # set from another thread (Runtime.stop): submit's wait gives up at its next slice
@@ -529,7 +541,7 @@ class Queue:
     ) -> None:
         """Runs one command buffer and waits for it, at most `timeout_s` seconds (VulkanError after that).
         `before` / `after`: copies (record()) run in the same submission, before and after it."""
-        vkd = self.device.device
+        vkd, fence = self.device.device, self.fence
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         info = segment.submit_info
         if before is not None or after is not None:
@@ -537,36 +549,40 @@ class Queue:
             info = vk.VkSubmitInfo(
                 sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=len(commands), pCommandBuffers=commands
             )
+        # the driver's functions called directly (_raw): the vulkan module's wrappers convert every argument and
+        # raise an exception per VK_NOT_READY, ~5-30 us a call against ~0.3 us
         with self.device.queue_lock:
-            vk.vkQueueSubmit(self.device.queue, 1, [info], self.fence)
+            _check(_raw.vkQueueSubmit(self.device.queue, 1, vk.ffi.addressof(info), fence))
         self.pending = True
         start = time.perf_counter()
-        poll = segment.expected_s + TAIL_S if segment.expected_s < POLL_MAX_S else 0.0
+        poll = segment.expected_s + TAIL_S if self.polls and segment.expected_s < POLL_MAX_S else 0.0
+        status = _raw.vkGetFenceStatus
         while time.perf_counter() - start < poll:  # a short run: polled to its end
-            try:
-                vk.vkGetFenceStatus(vkd, self.fence)
+            result = status(vkd, fence)
+            if result == vk.VK_SUCCESS:
                 segment.expected_s = time.perf_counter() - start
                 self.pending = False
-                vk.vkResetFences(vkd, 1, [self.fence])
+                _check(_raw.vkResetFences(vkd, 1, self._fences))
                 return
-            except vk.VkNotReady:
-                pass
+            if result != vk.VK_NOT_READY:
+                _check(result)
         while True:  # in slices, so Ctrl-C (KeyboardInterrupt) is handled between them
             left = WAIT_SLICE_NS if deadline is None else max(0, int((deadline - time.monotonic()) * 1e9))
-            try:
-                vk.vkWaitForFences(vkd, 1, [self.fence], vk.VK_TRUE, min(WAIT_SLICE_NS, left))
+            result = _raw.vkWaitForFences(vkd, 1, self._fences, vk.VK_TRUE, min(WAIT_SLICE_NS, left))
+            if result == vk.VK_SUCCESS:
                 break
-            except vk.VkTimeout:
-                if self.stopped:
-                    raise DeviceTimeout("stopped") from None
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise DeviceTimeout(
-                        f"the device did not finish a command buffer within {timeout_s:.3g} s "
-                        f"(first kernel: {segment.dispatches[0].name})"
-                    ) from None
+            if result != vk.VK_TIMEOUT:
+                _check(result)
+            if self.stopped:
+                raise DeviceTimeout("stopped") from None
+            if deadline is not None and time.monotonic() >= deadline:
+                raise DeviceTimeout(
+                    f"the device did not finish a command buffer within {timeout_s:.3g} s "
+                    f"(first kernel: {segment.dispatches[0].name})"
+                ) from None
         segment.expected_s = time.perf_counter() - start
         self.pending = False
-        vk.vkResetFences(vkd, 1, [self.fence])
+        _check(_raw.vkResetFences(vkd, 1, self._fences))
 
     def record(self, which: str, copies: list[tuple]) -> Transfer:
         """(source buffer, destination buffer, source offset, destination offset, bytes) copies recorded into the
