@@ -31,6 +31,7 @@ from ..vulkan.builtin import shipped_only
 from ..vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
 from ..vulkan.shaders import ShaderCache
 from ..vulkan.variant import program_variants
+from ..vulkan.warmup import warm_up
 from .model import GraphModel, Model, in_flight
 from .on_device import OnDevice
 from .tensor import DeviceTensor
@@ -101,6 +102,7 @@ class VulkanModel(OnDevice, GraphModel):
                 "fuse": fuse,
             }
             self.cached = False  # whether the program came from the program cache
+            self.warmup = None  # what the lavapipe warm-up at load did (tosa_vk/vulkan/warmup.py)
             found = self._cached(dev, cache_dir) if cache_dir is not False else None
             running: dict[str, Any] = {
                 "timestamps": timestamps,
@@ -113,6 +115,9 @@ class VulkanModel(OnDevice, GraphModel):
             if not self.cached:
                 self.program = self.compile()
                 self.runtime = Runtime(self.program, dev, ShaderCache(), **running)
+                # lavapipe: code compiled in parallel now, not one pipeline at a time in the first run; not for a
+                # program-cache hit (its code is in Mesa's disk cache from the load that stored it)
+                self.warmup = warm_up(self.runtime)
             count = in_flight(max_in_flight, bool(self.program.variables), self.file)
             check_all = self.cached
             self.open_slots(

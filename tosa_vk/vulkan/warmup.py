@@ -1,0 +1,198 @@
+"""Cold first runs on lavapipe: a loaded Runtime's pipelines' machine code compiled in parallel before its first run.
+
+lavapipe (Mesa's llvmpipe) builds a pipeline's LLVM code at its first dispatch, not at vkCreateComputePipelines,
+one pipeline at a time on its device's queue thread, and keeps the code in Mesa's disk cache
+(MESA_SHADER_CACHE_DIR; its VkPipelineCache is a stub). warm_up() sends each distinct variant once as an empty
+dispatch (0 workgroups: llvmpipe compiles the variant, then runs nothing), its pipelines shared out between this
+device's queue and twin devices' (Device.twin: a queue thread and LLVM context each), one Python thread per twin;
+what a twin compiled reaches the first run through Mesa's disk cache, what this device compiled stays in its
+pipelines. A variant is what llvmpipe keys its code on: the pipeline and its bindings' static state, which includes
+bits of each texel view's byte size (Target.texel_view_quantum), so each twin records the runtime's own Dispatches
+(same ranges, same views) on an arena of the same size.
+
+Only where the driver compiles at dispatch (lavapipe); GPU drivers compile at vkCreateComputePipelines, which
+Pipelines.prepare already spreads over threads. Best effort: whatever fails here is left to the first run, which
+compiles as it would have. TOSA_VK_WARMUP=0 turns it off.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field, replace
+
+from vgf.vk_enums import FORMATS
+
+from ..program import Kernel, walk
+from .device import Device
+from .memory import Arena
+from .pipelines import Pipelines, kernel_layout
+from .recorder import Dispatch, Queue, Segment, view_bytes
+
+NO_GROUPS = (0, 0, 0)  # a legal empty dispatch: lavapipe still builds the pipeline's variant for it
+# An empty dispatch of the smallest pipeline that ends sooner than this found its code in Mesa's disk cache (lavapipe
+# 22.3, 2 cores: 2-20 ms a hit, loaded or not; 20-450 ms a compile): the rest is taken to be there too, and no twin
+# is started (a warm cache must not make a load slower)
+CACHED_S = 0.015
+THREAD_NAME = "tosa_vk warm-up"
+
+
+def requested() -> int | None:
+    """TOSA_VK_WARMUP: 0 off, N > 1 that many devices at once; unset, 1 (or anything else): one per core."""
+    text = os.environ.get("TOSA_VK_WARMUP", "").strip()
+    return int(text) if text.isdigit() else None
+
+
+def compiles_at_dispatch(device: Device) -> bool:
+    """Whether the driver builds machine code at a pipeline's first dispatch (lavapipe), by the driver itself:
+    a class forced with TOSA_VK_TARGET runs on the same driver."""
+    return device.info.device_class == "lavapipe"
+
+
+@dataclass
+class Report:
+    """What warm_up did: pipelines per device (the first: the runtime's own), seconds, and why a part was skipped."""
+
+    shares: list[int] = field(default_factory=list)
+    seconds: float = 0.0
+    cached: bool = False  # the probe found Mesa's cache warm: nothing more was done
+    problems: list[str] = field(default_factory=list)
+
+
+def warm_up(runtime, workers: int | None = None, probe: bool = True) -> Report | None:
+    """Compiles `runtime`'s (a tosa_vk.vulkan.Runtime, just built) variants on `workers` devices at once (default:
+    one per core, at most one per pipeline); None where nothing is done (off, another driver, fewer than two
+    pipelines). `probe`: first the smallest pipeline alone on this device, and nothing more when Mesa's cache had it
+    (CACHED_S). Never raises: what fails is in the report's problems. Returns after every thread it started ended."""
+    device, asked = runtime.device, requested()
+    if device is None or asked == 0 or not compiles_at_dispatch(device):
+        return None
+    report = Report()
+    start = time.perf_counter()
+    try:
+        requests = _requests(runtime)
+        spirv_of = {id(runtime.pipelines.get(*request)): spirv for spirv, request in requests.items()}
+        groups = sorted(_variants(runtime, spirv_of), key=lambda g: g[0])
+        workers = min(workers or (asked if asked and asked > 1 else os.cpu_count() or 1), len(groups))
+        if workers < 2:
+            return None
+        if probe:
+            _on_device(device, runtime.arena, groups[0][1])
+            if time.perf_counter() - start < CACHED_S:
+                report.cached, report.seconds = True, time.perf_counter() - start
+                return report
+            groups = groups[1:]
+        shares = _share(groups, workers)
+        report.shares = [len(s) for s in shares]
+        twin_args = (device, runtime.arena.size, requests, spirv_of)
+        threads = [
+            threading.Thread(target=_guarded, args=(report, _on_twin, *twin_args, share), name=THREAD_NAME)
+            for share in shares[1:]
+        ]
+        try:
+            for t in threads:
+                t.start()
+            _on_device(device, runtime.arena, shares[0])
+        finally:
+            for t in threads:
+                if t.ident is not None:
+                    t.join()
+    except Exception as err:  # best effort: the first run compiles what this did not
+        _note(report, err)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _variants(runtime, spirv_of: dict[int, bytes]) -> list[tuple[int, list[Dispatch]]]:
+    """The runtime's dispatches, one per variant, grouped by pipeline: (cost, dispatches) per pipeline. The cost is
+    the SPIR-V's size, a proxy for its LLVM time; a pipeline's variants go to one device (the same code twice on
+    two devices would be compiled twice)."""
+    target, room = runtime.device.info.target, runtime.arena.size
+    by_pipeline: dict[int, dict[tuple, Dispatch]] = {}
+    for seg in runtime.segments:
+        for d in seg.dispatches:
+            if any(image is not None for image in d.images):
+                continue  # custom ops' images: made per segment, left to the first run
+            sizes = tuple(
+                view_bytes(target, offset, nbytes, _texel_size(texel), room) if texel else 0
+                for (offset, nbytes), texel in zip(d.ranges, d.texels or ("",) * len(d.ranges))
+            )
+            by_pipeline.setdefault(id(d.pipeline), {}).setdefault(sizes, d)
+    return [(len(spirv_of.get(key, b"")), list(found.values())) for key, found in by_pipeline.items()]
+
+
+def _texel_size(texel: str) -> int:
+    return FORMATS[texel].size
+
+
+def _requests(runtime) -> dict[bytes, tuple]:
+    """Pipelines.get()'s arguments for each kernel's module (keyed by the SPIR-V)."""
+    found = {}
+    for k in walk(runtime.program.steps):
+        if isinstance(k, Kernel):
+            spirv = runtime.module(k)
+            found[spirv] = (spirv, len(k.bindings), len(k.push_constants), kernel_layout(k), k.entry)
+    return found
+
+
+def _share(groups: list[tuple[int, list[Dispatch]]], workers: int) -> list[list[Dispatch]]:
+    """Pipelines to `workers` devices, largest first, each to the device with the least cost so far."""
+    shares: list[list[Dispatch]] = [[] for _ in range(workers)]
+    load = [0] * workers
+    for cost, dispatches in sorted(groups, key=lambda g: -g[0]):
+        i = load.index(min(load))
+        shares[i].extend(dispatches)
+        load[i] += cost or 1
+    return shares
+
+
+def _guarded(report: Report, work, *args) -> None:
+    try:
+        work(*args)
+    except Exception as err:  # best effort: the first run compiles what this did not
+        _note(report, err)
+
+
+def _note(report: Report, err: Exception) -> None:
+    report.problems.append(f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:200]}")
+
+
+def _run_empty(device: Device, arena: Arena, dispatches: list[Dispatch]) -> None:
+    """The dispatches, empty, in one command buffer on a queue of their own, waited for."""
+    queue = Queue(device)
+    try:
+        empty = [replace(d, groups=NO_GROUPS, predicate=None) for d in dispatches]
+        seg = Segment(device, arena, queue.pool, empty, False)
+        try:
+            queue.submit(seg)
+        finally:
+            seg.close(queue.pool)
+    finally:
+        queue.close()
+
+
+def _on_device(device: Device, arena: Arena, dispatches: list[Dispatch]) -> None:
+    if dispatches:
+        _run_empty(device, arena, dispatches)
+
+
+def _on_twin(
+    device: Device, size: int, requests: dict[bytes, tuple], spirv_of: dict[int, bytes], dispatches: list[Dispatch]
+) -> None:
+    """The dispatches' pipelines made again on a twin device and dispatched there, empty, on an arena of the same
+    size (the same texel views); everything made is destroyed after."""
+    twin = device.twin()
+    try:
+        pipelines = Pipelines(twin)
+        try:
+            made = {id(d.pipeline): pipelines.get(*requests[spirv_of[id(d.pipeline)]]) for d in dispatches}
+            arena = Arena(twin, size)
+            try:
+                _run_empty(twin, arena, [replace(d, pipeline=made[id(d.pipeline)]) for d in dispatches])
+            finally:
+                arena.close()
+        finally:
+            pipelines.close()
+    finally:
+        twin.close()
