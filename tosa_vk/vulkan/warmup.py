@@ -3,12 +3,12 @@
 lavapipe (Mesa's llvmpipe) builds a pipeline's LLVM code at its first dispatch, not at vkCreateComputePipelines,
 one pipeline at a time on its device's queue thread, and keeps the code in Mesa's disk cache
 (MESA_SHADER_CACHE_DIR; its VkPipelineCache is a stub). warm_up() sends each distinct variant once as an empty
-dispatch (0 workgroups: llvmpipe compiles the variant, then runs nothing), its pipelines shared out between this
-device's queue and twin devices' (Device.twin: a queue thread and LLVM context each), one Python thread per twin;
-what a twin compiled reaches the first run through Mesa's disk cache, what this device compiled stays in its
-pipelines. A variant is what llvmpipe keys its code on: the pipeline and its bindings' static state, which includes
-bits of each texel view's byte size (Target.texel_view_quantum), so each twin records the runtime's own Dispatches
-(same ranges, same views) on an arena of the same size.
+dispatch (0 workgroups: llvmpipe compiles the variant, then runs nothing) on this device's queue and on twin devices'
+(Device.twin: a queue thread and LLVM context each; one Python thread per twin), each taking the next pipeline,
+largest first, when done with one; what a twin compiled reaches the first run through Mesa's disk cache, what this
+device compiled stays in its pipelines. A variant is what llvmpipe keys its code on: the pipeline and its bindings'
+static state, which includes bits of each texel view's byte size (Target.texel_view_quantum), so each twin records
+the runtime's own Dispatches (same ranges, same views) on an arena of the same size.
 
 Only where the driver compiles at dispatch (lavapipe); GPU drivers compile at vkCreateComputePipelines, which
 Pipelines.prepare already spreads over threads. Best effort: whatever fails here is left to the first run, which
@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field, replace
 
 from vgf.vk_enums import FORMATS
@@ -52,7 +53,8 @@ def compiles_at_dispatch(device: Device) -> bool:
 
 @dataclass
 class Report:
-    """What warm_up did: pipelines per device (the first: the runtime's own), seconds, and why a part was skipped."""
+    """What warm_up did: pipelines compiled per device (the first: the runtime's own; the probe's not counted),
+    seconds, and what failed."""
 
     shares: list[int] = field(default_factory=list)
     seconds: float = 0.0
@@ -78,22 +80,23 @@ def warm_up(runtime, workers: int | None = None, probe: bool = True) -> Report |
         if workers < 2:
             return None
         if probe:
-            _on_device(device, runtime.arena, groups[0][1])
+            _run_empty(device, runtime.arena, groups[0][1])
             if time.perf_counter() - start < CACHED_S:
                 report.cached, report.seconds = True, time.perf_counter() - start
                 return report
             groups = groups[1:]
-        shares = _share(groups, workers)
-        report.shares = [len(s) for s in shares]
-        twin_args = (device, runtime.arena.size, requests, spirv_of)
+        # largest first, each device taking the next pipeline when it is done with one: the costs are only a guess
+        todo = deque(dispatches for _, dispatches in reversed(groups))
+        report.shares = [0] * workers
+        twin_args = (report, device, runtime.arena.size, requests, spirv_of, todo)
         threads = [
-            threading.Thread(target=_guarded, args=(report, _on_twin, *twin_args, share), name=THREAD_NAME)
-            for share in shares[1:]
+            threading.Thread(target=_guarded, args=(report, _on_twin, *twin_args, i), name=THREAD_NAME)
+            for i in range(1, workers)
         ]
         try:
             for t in threads:
                 t.start()
-            _on_device(device, runtime.arena, shares[0])
+            _drain(report, device, runtime.arena, todo, 0)
         finally:
             for t in threads:
                 if t.ident is not None:
@@ -136,17 +139,6 @@ def _requests(runtime) -> dict[bytes, tuple]:
     return found
 
 
-def _share(groups: list[tuple[int, list[Dispatch]]], workers: int) -> list[list[Dispatch]]:
-    """Pipelines to `workers` devices, largest first, each to the device with the least cost so far."""
-    shares: list[list[Dispatch]] = [[] for _ in range(workers)]
-    load = [0] * workers
-    for cost, dispatches in sorted(groups, key=lambda g: -g[0]):
-        i = load.index(min(load))
-        shares[i].extend(dispatches)
-        load[i] += cost or 1
-    return shares
-
-
 def _guarded(report: Report, work, *args) -> None:
     try:
         work(*args)
@@ -172,24 +164,40 @@ def _run_empty(device: Device, arena: Arena, dispatches: list[Dispatch]) -> None
         queue.close()
 
 
-def _on_device(device: Device, arena: Arena, dispatches: list[Dispatch]) -> None:
-    if dispatches:
-        _run_empty(device, arena, dispatches)
+def _drain(report: Report, device: Device, arena: Arena, todo: deque, index: int, make=None) -> None:
+    """Takes pipelines off `todo` until none is left, each dispatched empty (its variants), one submit each (~0.2 ms
+    against 20-450 ms of compiling); `make` gives the dispatch this device records for a runtime's."""
+    while True:
+        try:
+            dispatches = todo.popleft()
+        except IndexError:
+            return
+        _run_empty(device, arena, [make(d) for d in dispatches] if make else dispatches)
+        report.shares[index] += 1
 
 
 def _on_twin(
-    device: Device, size: int, requests: dict[bytes, tuple], spirv_of: dict[int, bytes], dispatches: list[Dispatch]
+    report: Report,
+    device: Device,
+    size: int,
+    requests: dict[bytes, tuple],
+    spirv_of: dict[int, bytes],
+    todo: deque,
+    index: int,
 ) -> None:
-    """The dispatches' pipelines made again on a twin device and dispatched there, empty, on an arena of the same
+    """Pipelines taken off `todo`, made again on a twin device and dispatched there, empty, on an arena of the same
     size (the same texel views); everything made is destroyed after."""
     twin = device.twin()
     try:
         pipelines = Pipelines(twin)
         try:
-            made = {id(d.pipeline): pipelines.get(*requests[spirv_of[id(d.pipeline)]]) for d in dispatches}
             arena = Arena(twin, size)
             try:
-                _run_empty(twin, arena, [replace(d, pipeline=made[id(d.pipeline)]) for d in dispatches])
+
+                def make(d: Dispatch) -> Dispatch:
+                    return replace(d, pipeline=pipelines.get(*requests[spirv_of[id(d.pipeline)]]))
+
+                _drain(report, twin, arena, todo, index, make)
             finally:
                 arena.close()
         finally:
