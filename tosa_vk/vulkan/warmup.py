@@ -17,6 +17,7 @@ compiles as it would have. TOSA_VK_WARMUP=0 turns it off.
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 import time
@@ -164,7 +165,10 @@ def _note(report: Report, err: Exception) -> None:
 
 
 def _run_empty(device: Device, arena: Arena, dispatches: list[Dispatch]) -> None:
-    """The dispatches, empty, in one command buffer on a queue of their own, waited for."""
+    """The dispatches, empty, in one command buffer on a queue of their own, waited for; not labelled or named
+    for GPU tools (throw-away work: a capture shows the model's own command buffers only)."""
+    device = copy.copy(device)  # the same handles and queue lock
+    device.labels = None
     queue = Queue(device)
     try:
         empty = [replace(d, groups=NO_GROUPS, predicate=None) for d in dispatches]
