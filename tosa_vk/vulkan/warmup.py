@@ -92,6 +92,7 @@ def warm_up(runtime, workers: int | None = None, probe: bool = True) -> Report |
                 report.cached, report.seconds = True, time.perf_counter() - start
                 return report
             groups = groups[1:]
+            workers = min(workers, len(groups))  # (no twin without a pipeline to take)
         # largest first, each device taking the next pipeline when it is done with one: the costs are only a guess
         todo = deque(dispatches for _, dispatches in reversed(groups))
         report.shares = [0] * workers
