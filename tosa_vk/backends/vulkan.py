@@ -32,6 +32,7 @@ from ..vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
 from ..vulkan.shaders import ShaderCache
 from ..vulkan.threads import inline
 from ..vulkan.variant import program_variants
+from ..vulkan.warmup import warm_up
 from .model import GraphModel, Model, in_flight
 from .on_device import OnDevice
 from .tensor import DeviceTensor
@@ -103,6 +104,7 @@ class VulkanModel(OnDevice, GraphModel):
                 "fuse": fuse,
             }
             self.cached = False  # whether the program came from the program cache
+            self.warmup = None  # what the lavapipe warm-up at load did (tosa_vk/vulkan/warmup.py)
             found = self._cached(dev, cache_dir) if cache_dir is not False else None
             running: dict[str, Any] = {
                 "timestamps": timestamps,
@@ -116,6 +118,9 @@ class VulkanModel(OnDevice, GraphModel):
                 self.program = self.compile()
                 dev = self._placed(self.device or dev, self.program)  # (a failed entry may have reopened it)
                 self.runtime = Runtime(self.program, dev, ShaderCache(), **running)
+                # lavapipe: code compiled in parallel now, not one pipeline at a time in the first run; not for a
+                # program-cache hit (its code is in Mesa's disk cache from the load that stored it)
+                self.warmup = warm_up(self.runtime)
             dev = self.device or dev  # (the one _placed chose)
             count = in_flight(max_in_flight, bool(self.program.variables), self.file)
             check_all = self.cached

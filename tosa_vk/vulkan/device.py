@@ -444,39 +444,58 @@ class Device:
             if not compute:
                 raise VulkanError(f"{self.info.name} has no compute queue")
             self.queue_family = compute[0]
-            queue_info = vk.VkDeviceQueueCreateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
-                queueFamilyIndex=self.queue_family,
-                queueCount=1,
-                pQueuePriorities=[1.0],
-            )
-            extensions = [
-                e
-                for e, on in (
-                    (CONDITIONAL_RENDERING, "conditionalRendering"),
-                    (COOPERATIVE_MATRIX, "cooperativeMatrix"),
-                )
-                if self.info.features[on]
-            ]
-            self.device = vk.vkCreateDevice(
-                self.physical,
-                vk.VkDeviceCreateInfo(
-                    sType=vk.VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-                    pNext=self._features(),
-                    queueCreateInfoCount=1,
-                    pQueueCreateInfos=[queue_info],
-                    enabledExtensionCount=len(extensions),
-                    ppEnabledExtensionNames=extensions or None,
-                ),
-                None,
-            )
-            self.queue = vk.vkGetDeviceQueue(self.device, self.queue_family, 0)
-            if self.info.features["conditionalRendering"]:
-                self.begin_conditional = vk.vkGetDeviceProcAddr(self.device, "vkCmdBeginConditionalRenderingEXT")
-                self.end_conditional = vk.vkGetDeviceProcAddr(self.device, "vkCmdEndConditionalRenderingEXT")
+            self._open()
         except BaseException:
             self._destroy_instance()
             raise
+
+    def _open(self) -> None:
+        """The logical device with one compute queue and the features tosa_vk's kernels use."""
+        queue_info = vk.VkDeviceQueueCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+            queueFamilyIndex=self.queue_family,
+            queueCount=1,
+            pQueuePriorities=[1.0],
+        )
+        extensions = [
+            e
+            for e, on in (
+                (CONDITIONAL_RENDERING, "conditionalRendering"),
+                (COOPERATIVE_MATRIX, "cooperativeMatrix"),
+            )
+            if self.info.features[on]
+        ]
+        self.device = vk.vkCreateDevice(
+            self.physical,
+            vk.VkDeviceCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                pNext=self._features(),
+                queueCreateInfoCount=1,
+                pQueueCreateInfos=[queue_info],
+                enabledExtensionCount=len(extensions),
+                ppEnabledExtensionNames=extensions or None,
+            ),
+            None,
+        )
+        self.queue = vk.vkGetDeviceQueue(self.device, self.queue_family, 0)
+        if self.info.features["conditionalRendering"]:
+            self.begin_conditional = vk.vkGetDeviceProcAddr(self.device, "vkCmdBeginConditionalRenderingEXT")
+            self.end_conditional = vk.vkGetDeviceProcAddr(self.device, "vkCmdEndConditionalRenderingEXT")
+
+    def twin(self) -> Device:
+        """Another logical device on this one's instance and physical device, with the same features and a queue
+        of its own (on lavapipe: its own queue thread and LLVM context, so pipelines compile in parallel:
+        tosa_vk/vulkan/warmup.py). Its close() leaves the instance to this device."""
+        twin = object.__new__(Device)
+        twin.validation_messages = self.validation_messages  # (the instance's messenger writes here anyway)
+        twin.queue_lock = threading.Lock()
+        twin.buffers = weakref.WeakSet()
+        twin.unified_memory, twin.memory_properties = self.unified_memory, self.memory_properties
+        twin.instance, twin._messenger, twin.labels = None, None, None
+        twin.info, twin.physical, twin.queue_family = self.info, self.physical, self.queue_family
+        twin.threads = self.threads  # the instance's screen, so its compute threads, are this device's
+        twin._open()
+        return twin
 
     def name(self, kind: int, handle, text: str) -> None:
         """Names a Vulkan object (VK_OBJECT_TYPE_* `kind`) for GPU tools, where debug labels are on."""
