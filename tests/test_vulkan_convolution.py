@@ -212,6 +212,42 @@ def test_conv2d_reduction_split_into_passes(device, monkeypatch, dtype):
     conv_case(device, dtype, (1, 6, 6, 32), (8, 3, 2, 32), pad=[1, 1, 1, 0])
 
 
+# 1x1 fp32 convolutions run on matmul_fast.comp: the workgroup's lanes split between rows and columns for the shape
+# (lavapipe), and EXACT (guards compiled out) where no lane, row or workgroup is spare
+@pytest.mark.parametrize(
+    "x_shape, oc, exact",
+    [
+        ((1, 4, 4, 16), 16, False),  # 2 x 2 tiles for 8 lanes
+        ((1, 32, 32, 16), 96, True),
+        ((1, 5, 5, 8), 24, False),
+        ((2, 8, 8, 24), 144, True),
+        ((1, 4, 4, 192), 64, True),
+        ((1, 3, 7, 32), 40, False),
+    ],
+)
+def test_conv2d_1x1_lane_splits(device, x_shape, oc, exact):
+    import tosa_vk
+    from tosa_vk.program import Kernel, walk
+
+    conv_case(device, "fp32", x_shape, (oc, 1, 1, x_shape[-1]))
+    if device.info.target.klass.name != "lavapipe":
+        return
+    w = np.ones((oc, 1, 1, x_shape[-1]), np.float32)
+    graph = graph_of(lambda b: b.output(b.conv2d(b.input("x", x_shape, "fp32"), w, np.zeros(oc, np.float32))))
+    with tosa_vk.load(graph, backend="vulkan", device=device, cache_dir=False) as model:
+        (kernel,) = [k for k in walk(model.program.steps) if isinstance(k, Kernel)]
+    assert kernel.shader == "tensor_ops/matmul_fast" and ("EXACT" in dict(kernel.defines)) == exact
+
+
+def test_matmul_fast_lane_split():
+    from tosa_vk.lower.tensor_ops import _lanes_w
+
+    assert _lanes_w(8, 32, 3) == 1  # 24 columns: all lanes along the rows
+    assert _lanes_w(8, 128, 12) == 4  # 96 columns: 4 x 2 lanes, none spare
+    assert _lanes_w(8, 1, 12) == 8  # one row tile: all along the columns
+    assert _lanes_w(8, 2, 2) == 4  # 2 x 2 tiles: 4 x 2 lanes (4 spare) as good as 2 x 4, the wider wins
+
+
 # ---- CONV3D --------------------------------------------------------------------------------------------------------
 
 

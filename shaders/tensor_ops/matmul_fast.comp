@@ -6,7 +6,9 @@
 // its width. So every load here is 32 or 16 bytes carrying 8 elements (UNIT: u64vec4 for fp32, uvec4 for fp16 /
 // bf16, uvec2 for fp8), and each invocation computes a large register tile, TM rows x 8 * TNB columns, so that
 // per 8 values of c it issues TM + 8 * TNB loads for 64 * TM * TNB multiply-adds.
-// A workgroup is LANES invocations side by side along W (sharing their rows of A).
+// A workgroup is LANES invocations: lanes_w side by side along W (sharing their rows of A), LANES / lanes_w of
+// those along H (lavapipe: the workgroup is one SIMD vector, so lanes past W or H are wasted vector width; the
+// lowering picks the split that wastes fewest for the layer's shape).
 #include "types.glsl"
 #extension GL_ARB_gpu_shader_int64 : require
 #extension GL_EXT_control_flow_attributes : enable
@@ -32,17 +34,19 @@ PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push
 layout(push_constant) uniform Params {
     uint groups;    // N * tiles_h * blocks_w
     uint H, C, W;
-    uint tiles_h;   // tiles of TM rows
-    uint blocks_w;  // blocks of LANES * 8 * TNB columns
+    uint tiles_h;   // tiles of (LANES / lanes_w) * TM rows
+    uint blocks_w;  // blocks of lanes_w * 8 * TNB columns
+    uint lanes_w;   // a power of 2 dividing LANES
     EP_PUSH
 } p;
 #endif
-// The fused epilogue (include/epilogue.glsl) on each result: its channel is its column
+// The fused epilogue (include/epilogue.glsl) on each result: its channel c is its column, passed in (not at % W:
+// lavapipe has no vector integer division, so a modulo per result was 8 scalar divisions per stored vector)
 #include "epilogue.glsl"
 #ifdef EPILOGUE
-#define RES(v, at) EPILOGUE(v, int((at) % p.W), int(at))
+#define RES(v, c, at) EPILOGUE(v, int(c), int(at))
 #else
-#define RES(v, at) (v)
+#define RES(v, c, at) (v)
 #endif
 
 // 8 consecutive elements (one UNIT) -> two vec4
@@ -106,15 +110,20 @@ void unpack8(UNIT v, out vec4 lo, out vec4 hi) { lo = fp8x4(v.x); hi = fp8x4(v.y
 
 void main() {
     uint g = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+#ifndef EXACT  // EXACT: no spare workgroup, lane or row (lavapipe: every guard masks the stores after it, ~30 %)
     if (g >= p.groups) return;
+#endif
     uint tw = g % p.blocks_w;
     g /= p.blocks_w;
     uint th = g % p.tiles_h;
     uint n = g / p.tiles_h;
-    uint col = (tw * LANES + gl_LocalInvocationID.x) * (8u * TNB);
-    if (col >= p.W) return;  // a spare lane (no barriers here): on lavapipe its loads would cost as a live lane's
+    uint lane = gl_LocalInvocationID.x;
+    uint col = (tw * p.lanes_w + lane % p.lanes_w) * (8u * TNB);
+    uint row0 = (th * (uint(LANES) / p.lanes_w) + lane / p.lanes_w) * TM;
+#ifndef EXACT
+    if (col >= p.W || row0 >= p.H) return;  // a spare lane (no barriers here)
+#endif
     uint bcol = col;
-    uint row0 = th * TM;
 #ifdef B_BROADCAST  // one B matrix for every n (MATMUL_T with D == 1)
     uint brow = 0u;
 #else
@@ -137,16 +146,18 @@ void main() {
         ROWS(ROW)
     }
     uint rows = min(uint(TM), p.H - row0);
-#define ST4(v, e) O_T4(STORE_O(RES(v.x, e)), STORE_O(RES(v.y, (e) + 1u)), STORE_O(RES(v.z, (e) + 2u)), \
-                       STORE_O(RES(v.w, (e) + 3u)))
+#define ST4(v, e, c) O_T4(STORE_O(RES(v.x, c, e)), STORE_O(RES(v.y, (c) + 1u, (e) + 1u)), \
+                          STORE_O(RES(v.z, (c) + 2u, (e) + 2u)), STORE_O(RES(v.w, (c) + 3u, (e) + 3u)))
 #ifdef EP_OUT_SCALAR
-#define ST1(v, e) o[O_AT(e)] = STORE_O(RES(v, e));
-#define SCALARS(v, e) ST1(v.x, e) ST1(v.y, (e) + 1u) ST1(v.z, (e) + 2u) ST1(v.w, (e) + 3u)
+#define ST1(v, e, c) o[O_AT(e)] = STORE_O(RES(v, c, e));
+#define SCALARS(v, e, c) ST1(v.x, e, c) ST1(v.y, (e) + 1u, (c) + 1u) ST1(v.z, (e) + 2u, (c) + 2u) \
+                         ST1(v.w, (e) + 3u, (c) + 3u)
 #define STJ(i, j) { uint oi = ((n * p.H + row0 + uint(i)) * p.W + col + 8u * uint(j)) >> 2; \
-        SCALARS(lo##i##_##j, 4u * oi) SCALARS(hi##i##_##j, 4u * oi + 4u) }
+        SCALARS(lo##i##_##j, 4u * oi, col + 8u * uint(j)) SCALARS(hi##i##_##j, 4u * oi + 4u, col + 8u * uint(j) + 4u) }
 #else
 #define STJ(i, j) { uint oi = ((n * p.H + row0 + uint(i)) * p.W + col + 8u * uint(j)) >> 2; \
-        o4[O4_AT(oi)] = ST4(lo##i##_##j, 4u * oi); o4[O4_AT(oi + 1u)] = ST4(hi##i##_##j, 4u * oi + 4u); }
+        o4[O4_AT(oi)] = ST4(lo##i##_##j, 4u * oi, col + 8u * uint(j)); \
+        o4[O4_AT(oi + 1u)] = ST4(hi##i##_##j, 4u * oi + 4u, col + 8u * uint(j) + 4u); }
 #endif
 #if defined(EP_LOOP) && !defined(EP_OUT_SCALAR)
     // a heavy epilogue compiled once, in a loop over the tile's 4-column groups, not unrolled per result (as
@@ -157,10 +168,14 @@ void main() {
     ROWS(KEEP)
     [[dont_unroll]] for (uint e = 0u; e < rows * TNB * 2u; ++e) {
         uint oi = ((n * p.H + row0 + e / (2u * TNB)) * p.W + col + 4u * (e % (2u * TNB))) >> 2;
-        o4[O4_AT(oi)] = ST4(res[e], 4u * oi);
+        o4[O4_AT(oi)] = ST4(res[e], 4u * oi, col + 4u * (e % (2u * TNB)));
     }
 #else
+#ifdef EXACT
+#define ST(i) { COLS(STJ, i) }
+#else
 #define ST(i) if (uint(i) < rows) { COLS(STJ, i) }
+#endif
     ROWS(ST)
 #endif
 }

@@ -86,6 +86,8 @@ RESIZE = layout(
 )
 MATMUL = layout(*_uints("groups", "H", "C", "W", "tiles_h", "blocks_w", "k_len", "splits"))
 MATMUL_FAST = layout(*_uints("groups", "H", "C", "W", "tiles_h", "blocks_w"))
+# matmul_fast.comp's own: + lanes_w, the invocations of a workgroup side by side along W (the rest along H)
+MATMUL_FAST_LANES = layout(*_uints("groups", "H", "C", "W", "tiles_h", "blocks_w", "lanes_w"))
 MATMUL_SUM = layout(*_uints("total", "plane", "splits"))
 DEPTHWISE = layout(*_ints("n", "ih", "iw", "c", "oh", "ow", "pt", "pl", "packed"))
 POOL = layout(*_uints("total", "IH", "IW", "C", "OH", "OW"), *_ints("KH", "KW", "SY", "SX", "PT", "PL"))
@@ -117,7 +119,7 @@ SHADERS: dict[str, tuple[PushLayout, ...]] = {
     "scatter_gather/row_gather": (ROW_GATHER,),
     "image/resize": (RESIZE,),
     "tensor_ops/matmul": (MATMUL,),
-    "tensor_ops/matmul_fast": (MATMUL_FAST,),
+    "tensor_ops/matmul_fast": (MATMUL_FAST_LANES,),
     "tensor_ops/matmul_tiled": (MATMUL_FAST,),
     "tensor_ops/matmul_coopmat": (MATMUL_FAST,),
     "tensor_ops/matmul_sum": (MATMUL_SUM,),

@@ -93,6 +93,22 @@ def _fast_tile(macs: int, h: int, w: int) -> tuple[int, int]:
     return (8 if h >= 8 else 4), 1
 
 
+def _lanes_w(lanes: int, row_tiles: int, col_blocks: int) -> int:
+    """How many of a workgroup's `lanes` lie along W (a power of 2; the rest along H) for `row_tiles` x `col_blocks`
+    register tiles: the split with the fewest spare lanes, the widest of equals. lavapipe runs a workgroup as one
+    SIMD vector, so a spare lane costs a live one: a 1x1 convolution to 16 or 24 channels with all 8 lanes along W
+    left 5 or 6 of them idle."""
+    best, spare = lanes, None
+    w = lanes
+    while w >= 1:
+        h = lanes // w
+        waste = -(-col_blocks // w) * w * -(-row_tiles // h) * h - col_blocks * row_tiles
+        if spare is None or waste < spare:
+            best, spare = w, waste
+        w //= 2
+    return best
+
+
 def matmul_fast(
     ctx: LowerCtx,
     a: Tensor,
@@ -111,10 +127,17 @@ def matmul_fast(
     unit, kind = _FAST_UNIT[a.dtype]
     tm, tnb = _fast_tile(n * h * c * w, h, w)
     # one workgroup width per target, not per layer, so that layers share pipelines (one LLVM compile each on
-    # lavapipe); lanes past W return at once (mobilenetv2 and transformer_fp32 run as fast as with exact widths)
+    # lavapipe); on lavapipe its lanes split between W and H by the layer's shape (a push constant), other classes
+    # keep them along W; lanes past W or H return at once
     lanes = max(1, min(64, ctx.target.subgroup_size))
-    tiles_h, blocks_w = -(-h // tm), -(-w // (8 * tnb * lanes))
+    lavapipe = ctx.target.klass.name == "lavapipe"
+    lanes_w = _lanes_w(lanes, -(-h // tm), w // (8 * tnb)) if lavapipe else lanes
+    tiles_h, blocks_w = -(-h // (tm * (lanes // lanes_w))), -(-w // (8 * tnb * lanes_w))
     groups = n * tiles_h * blocks_w
+    grid = ctx.groups(groups)
+    # no spare workgroup, lane or row: the shader's guards compiled out
+    exact = lavapipe and grid[0] * grid[1] * grid[2] == groups
+    exact = exact and tiles_h * tm * (lanes // lanes_w) == h and blocks_w * 8 * tnb * lanes_w == w
     defines = {
         "UNIT": unit,
         kind: "1",
@@ -127,6 +150,8 @@ def matmul_fast(
         defines["DECODE8(v)"] = "LOAD_A(v)"
     if broadcast:
         defines["B_BROADCAST"] = "1"
+    if exact:
+        defines["EXACT"] = "1"
     bindings = {"A": a.name, "B": b.name, "O": ctx.result.name}
     fused = epilogue_defines(ctx, bindings, out_map=True)
     if fused is None:
@@ -135,11 +160,11 @@ def matmul_fast(
         if bias.dtype != DType.FP32:
             return None
         fused = with_bias(ctx, fused, bindings, bias)
-    values = push.MATMUL_FAST.pack(groups, h, c, w, tiles_h, blocks_w)
+    values = push.MATMUL_FAST_LANES.pack(groups, h, c, w, tiles_h, blocks_w, lanes_w)
     if kind != "UNIT_FP8":  # fp8's 8-byte unit stays a storage load
         for key, t in (("A", a), ("B", b)):
             ctx.texel(key, t.name, texels.words(16 if kind != "UNIT_FP32" else 32))
-    return [ctx.kernel("tensor_ops/matmul_fast", bindings, {**defines, **fused}, values, groups=ctx.groups(groups))]
+    return [ctx.kernel("tensor_ops/matmul_fast", bindings, {**defines, **fused}, values, groups=grid)]
 
 
 @lowering("MATMUL")
