@@ -246,8 +246,8 @@ def _layout(block: Block, op: Operator, tensor: str) -> bool:
 
 def _prologues(block: Block, on_vulkan) -> dict[int, int]:
     """Reductions whose input is only the result of the reduction of the same kind (and nan_mode) before them,
-    CONV2Ds whose input is only the result of a TRANSPOSE, MATMULs whose B is only a TRANSPOSE of its last two
-    dimensions."""
+    CONV2Ds whose input is only the result of a TRANSPOSE or a SLICE, MATMULs whose B is only a TRANSPOSE of its
+    last two dimensions."""
     uses = Counter(n for op in block.operators for n in op.inputs)
     uses.update(block.outputs)
     producer = {n: i for i, op in enumerate(block.operators) for n in op.outputs}
@@ -260,6 +260,8 @@ def _prologues(block: Block, on_vulkan) -> dict[int, int]:
         before = block.operators[first]
         if op.op == "CONV2D" and before.op == "TRANSPOSE" and uses[op.inputs[0]] == 1:
             found[index] = first  # its input read through the permutation (a small-channel NCHW input)
+        elif op.op == "CONV2D" and before.op == "SLICE" and uses[op.inputs[0]] == 1 and _edge_trim(block, before):
+            found[index] = first  # its input read in place (the lowering takes only slices it never reads past)
         elif op.op == "MATMUL" and before.op == "TRANSPOSE" and uses[op.inputs[1]] == 1:
             if [int(p) for p in before.attrs.get("perms", ())] == [0, 2, 1]:
                 found[index] = first  # B read as the [N, W, C] it was before (attention's K^T)
@@ -271,6 +273,16 @@ def _prologues(block: Block, on_vulkan) -> dict[int, int]:
         ):
             found[index] = first
     return found
+
+
+def _edge_trim(block: Block, op: Operator) -> bool:
+    """A SLICE from (0, 0, 0, 0) that drops rows / columns at the end of an NHWC image, and is not one contiguous run
+    (those are views: no kernel at all)."""
+    src, out, start = block.tensors[op.inputs[0]], block.tensors[op.outputs[0]], block.tensors[op.inputs[1]].data
+    if start is None or src.variable or len(src.shape) != 4 or any(int(v) for v in np.asarray(start).reshape(-1)):
+        return False
+    kept = (src.shape[0], src.shape[3]) == (out.shape[0], out.shape[3])
+    return kept and _run_start(src.shape, start, out.shape) is None
 
 
 def _joins(block: Block, op: Operator, tensor: str) -> bool:

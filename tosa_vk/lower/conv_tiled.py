@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..device_class import Tile
 from ..ir.dtype import DType
 from . import LowerCtx, spill
-from .convolution import STORE_LOOP, _common, _ints, _permuted, _scales, _skip_padded, geometry
+from .convolution import STORE_LOOP, _common, _ints, _permuted, _scales, _skip_padded, geometry, in_place_slice
 from .epilogue import epilogue_defines
 
 # fp16 / fp8 values are exact in fp16: with the class's fp16 feature they are staged as float16_t (half the shared
@@ -113,7 +113,12 @@ def conv(ctx: LowerCtx, nd: int, transposed: bool = False) -> list | None:
     specs.update({"OH": oh, "OW": ow, "SD": stride[0], "SH": stride[1], "SW": stride[2], "DD": dilation[0]})
     specs.update({"DH": dilation[1], "DW": dilation[2], "PD": pad[0], "PT": pad[1], "PL": pad[2]})
     source = None
-    if ctx.prologue:  # a fused TRANSPOSE before a CONV2D: read its input through the permutation
+    if ctx.prologue and ctx.prologue[1].op == "SLICE":  # a fused SLICE: its input read in place, or decline
+        sliced = in_place_slice(ctx, nd)
+        if sliced is None:
+            return None
+        source, specs["IH"], specs["IW"] = sliced
+    elif ctx.prologue:  # a fused TRANSPOSE before a CONV2D: read its input through the permutation
         if nd != 2 or transposed:
             return None
         source, defines["X_AT(i)"] = _permuted(ctx.block.tensors[ctx.prologue[1].inputs[0]], x, ctx.prologue[1])

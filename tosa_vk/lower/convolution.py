@@ -315,12 +315,35 @@ def _conv(ctx: LowerCtx, nd: int):
     if _skip_padded(ctx, any(pad)):
         defines["SKIP_PADDED"] = "1"
     source = None
-    if ctx.prologue:  # a TRANSPOSE whose result only this reads: its input, read through the permutation
+    if ctx.prologue and ctx.prologue[1].op == "SLICE":
+        sliced = in_place_slice(ctx, nd)
+        if sliced is None:
+            return None
+        source, specs["IH"], specs["IW"] = sliced
+    elif ctx.prologue:  # a TRANSPOSE whose result only this reads: its input, read through the permutation
         if ve != 1 or nd != 2:
             return None  # (chunked loads want channels contiguous)
         source, defines["X_AT(i)"] = _permuted(ctx.block.tensors[ctx.prologue[1].inputs[0]], x, ctx.prologue[1])
     grid, specs["PACKED_BLOCKS"] = _grid(ctx, n * od * oh * -(-ow // tp), -(-oc // tc))
     return _kernel(ctx, "convolution/conv", defines, extra, grid, kd * kh, ic, ve, source, out_map=True, specs=specs)
+
+
+def in_place_slice(ctx: LowerCtx, nd: int) -> tuple[str, int, int] | None:
+    """A fused SLICE before a CONV2D (fuse.py) that only drops bottom rows and right columns, which a layer without
+    bottom / right padding never reads (ExecuTorch's stride-2 1x1 projections): (the SLICE's input, its height,
+    its width) for the kernel to read in place — the same elements at the same (row, column) — else None. Reads
+    stop at the sliced edge: (OH - 1) * SH + (KH - 1) * DH - PT = sliced height - 1 when the bottom pad is 0."""
+    op = ctx.prologue[1] if ctx.prologue else None
+    if op is None or op.op != "SLICE" or nd != 2:
+        return None
+    src, x = ctx.block.tensors[op.inputs[0]], ctx.inputs[0]
+    start = ctx.block.tensors[op.inputs[1]].data
+    pad = [int(p) for p in ctx.op.attrs.get("pad", (0, 0, 0, 0))]
+    if start is None or any(int(v) for v in np.asarray(start).reshape(-1)) or len(src.shape) != 4 or len(pad) != 4:
+        return None
+    if (src.shape[0], src.shape[3]) != (x.shape[0], x.shape[3]) or pad[1] or pad[3]:
+        return None
+    return src.name, int(src.shape[1]), int(src.shape[2])
 
 
 def _permuted(src: Tensor, x: Tensor, transpose: Operator) -> tuple[str, str]:
