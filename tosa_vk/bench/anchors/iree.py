@@ -24,7 +24,13 @@ A run's time is the wall time of the call (inputs copied to device buffers, disp
 outputs back to numpy arrays, as tosa_vk's Vulkan wall time counts its input writes and output copies. The outputs
 come back through a staging buffer per output size (kept across runs): IREE 3.13's DeviceArray.to_host() on the
 Vulkan driver imports the numpy array's memory, which lavapipe refuses unless it is 4096-byte aligned
-(minImportedHostPointerAlignment).
+(minImportedHostPointerAlignment). That copy is one more submit + wait per output (~2-3 ms of a transformer block's
+~18 ms median at load 6 here): the call alone is what iree-benchmark-module would report.
+
+Known (lavapipe, Mesa 22.3): the default target refuses the int8 ResNet and the Builder's int8 transformer
+(`vector.bitcast` vector<4xi8> -> vector<1xi32> cannot be legalized with 32-bit storage only), and the Builder's
+lstm_int8 compiles but its first Vulkan run did not end within 400 s (lavapipe's threads busy all along): the run is
+in-process and cannot be interrupted, so a bench that includes it waits; name the other models instead.
 """
 
 from __future__ import annotations
