@@ -117,3 +117,18 @@ def test_not_installed_and_not_a_graph_are_skips(monkeypatch):
         runners.RUNNERS["iree_cpu"](tosa_vk.Builder(), {}, None, {"cleanup": []})
     with pytest.raises(runners.Skip, match="IREE runs TOSA graphs"):
         runners.RUNNERS["iree_cpu"]("model.pte", {}, None, {"cleanup": []})
+
+
+def test_a_vulkan_first_run_that_does_not_end_is_a_skip_and_remembered(tmp_path):
+    _needs("iree_vulkan")
+    _, path, feeds = _two_outputs(tmp_path)
+    with iree.IreeAnchor(path, "iree_vulkan", cache=tmp_path / "cache") as anchor:
+        with pytest.raises(iree.IreeError, match=r"did not end within 0.001 s .*hung.txt to try again"):
+            anchor.guard_first_run(feeds, timeout_s=0.001)  # the child is killed long before its first run
+        with pytest.raises(iree.IreeError, match="did not end"):  # remembered: no second child
+            anchor.guard_first_run(feeds, timeout_s=1e9)
+        anchor.vmfb.with_suffix(".hung.txt").unlink()
+        anchor.guard_first_run(feeds)
+        assert anchor.vmfb.with_suffix(".ran").is_file()
+        anchor.guard_first_run(feeds, timeout_s=0.001)  # ran before: no child at all
+        assert iree.IreeAnchor(path, "iree_cpu").guard_first_run(feeds) is None  # the CPU runs unguarded
