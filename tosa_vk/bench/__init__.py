@@ -15,7 +15,7 @@ Per case every available backend is loaded (first run = load + compile + first r
   stats.py    one case: interleaved runs, medians, correctness against the reference backend
   report.py   environment header, JSON / markdown / PNG
   harness.py  one model with synthetic inputs: percentiles (inputs.py: the --input splats and --random)
-  anchors/    third-party runtimes run out of process (Arm's ML SDK for Vulkan)
+  anchors/    third-party runtimes: Arm's ML SDK for Vulkan (out of process), IREE (in-process, Vulkan and llvm-cpu)
 """
 
 from __future__ import annotations

@@ -38,6 +38,8 @@ def environment(device) -> dict[str, Any]:
         "ai-ml-sdk-vgf-library",
         "ai-ml-sdk-scenario-runner",
         "ai-ml-emulation-layer-for-vulkan",
+        "iree-base-compiler",
+        "iree-base-runtime",
     ):
         try:
             env["packages"][dist] = metadata.version(dist)
@@ -121,8 +123,8 @@ def markdown(report: dict) -> str:
         f"reference backend beyond tolerance.",
         "",
         "| case | Vulkan wall | Vulkan device | tosa_vk reference | tosa_reference_model | numpy | Arm SDK | "
-        "x refmodel | x numpy | x Arm SDK | ref x refmodel |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "x refmodel | x numpy | x Arm SDK | ref x refmodel |" + _iree_cells(report, None),
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * 4 * bool(_iree_cells(report, None)),
     ]
     notes = []
     for row in report["cases"]:
@@ -144,7 +146,7 @@ def markdown(report: dict) -> str:
         lines.append(
             f"| {row['case']} | {cell(vk)} | {dev_cell} | {cell(ref)} | {cell(r.get('refmodel'))} | "
             f"{cell(r.get('numpy'))} | {cell(r.get('arm_sdk'))} | {ratio('refmodel')} | "
-            f"{ratio('numpy')} | {ratio('arm_sdk')} | {ratio('refmodel', ref_med)} |"
+            f"{ratio('numpy')} | {ratio('arm_sdk')} | {ratio('refmodel', ref_med)} |" + _iree_cells(report, r, base)
         )
         for name, res in r.items():
             if res.get("status") != "ok" and not (name == "numpy" and "numpy equivalent" in res.get("note", "")):
@@ -157,8 +159,8 @@ def markdown(report: dict) -> str:
         "",
         "| case | Vulkan first run cold / warm process / warm in-process | reference first | refmodel first | "
         "Arm SDK first (convert + load + run) | Vulkan peak RSS | Vulkan kernels / host ops | Vulkan GB/s | "
-        "max abs diff vs reference |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "max abs diff vs reference |" + _iree_cells(report, None, first=True),
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|" + "---|" * bool(_iree_cells(report, None)),
     ]
     for row in report["cases"]:
         r = row["results"]
@@ -185,6 +187,7 @@ def markdown(report: dict) -> str:
             f"{first('reference')} | {first('refmodel')} | {first('arm_sdk')} | "
             f"{f'{mem / 2**20:.1f} MiB' if mem is not None else '—'} | "
             f"{'{vulkan} / {host}'.format(**place) if place else '—'} | {gbps} | {diffs or '—'} |"
+            + _iree_cells(report, r, first=True)
         )
     lines += [
         "",
@@ -219,6 +222,31 @@ def _spread_table(report: dict) -> list[str]:
         cells = [f"{r[n]['spread']:.2f}" if "spread" in r.get(n, {}) else "—" for n in names]
         lines.append(f"| {row['case']} | " + " | ".join(cells) + " |")
     return lines
+
+
+def _iree_cells(report: dict, r: dict | None, base: float | None = None, first: bool = False) -> str:
+    """The IREE anchors' columns, appended to both tables when the bench ran iree_vulkan / iree_cpu ("" otherwise);
+    r None: the header cells. Table 1: wall medians and "x IREE" = IREE's median / tosa_vk Vulkan's (> 1: tosa_vk
+    faster); table 2 (first): first runs (MLIR + compile, or the cached .vmfb, + load + first run). A graph IREE
+    cannot compile shows — (the notes say why)."""
+    names = ("iree_vulkan", "iree_cpu")
+    if not any(n in report["settings"].get("backends", ()) for n in names):
+        return ""
+    if r is None:
+        return (
+            " IREE first Vulkan / llvm-cpu (compile) |"
+            if first
+            else " IREE Vulkan | IREE llvm-cpu | x IREE | x IREE CPU |"
+        )
+    res = [r.get(n, {}) if r.get(n, {}).get("status") == "ok" else {} for n in names]
+    if first:
+        runs = []
+        for x in res:
+            compiled = "cached" if x.get("compile_cached") else f"{x.get('compile_s', 0):.1f} s"
+            runs.append(f"{x['first_run_s'] * 1e3:.0f} ms ({compiled})" if x else "—")
+        return f" {' / '.join(runs)} |"
+    ratios = [f"{m / base:.2f}" if (m := x.get("wall", {}).get("median")) and base else "—" for x in res]
+    return f" {cell(r.get(names[0]))} | {cell(r.get(names[1]))} | {ratios[0]} | {ratios[1]} |"
 
 
 def plot(report: dict, path: Path) -> str | None:

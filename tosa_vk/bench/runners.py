@@ -14,6 +14,10 @@ raises Skip when its backend cannot run a case (not installed, no numpy equivale
   arm_sdk   Arm's ML SDK pipeline (model-converter -> VGF -> scenario-runner + emulation layers) in a worker
             process (anchors/arm_sdk.py): the time of Scenario.run() there; its first run is convert +
             load_scenario + first run.
+  iree_vulkan, iree_cpu  IREE (anchors/iree.py) in-process: the graph as TOSA MLIR, iree-compile (cached .vmfb)
+            for Vulkan (the loader's first device) or llvm-cpu (local-task on this CPU); the time of the call plus
+            the output copies; its first run is MLIR + compile (0 when cached) + load + first run (Vulkan: after
+            a guard's first run in a child process with a timeout, which fills Mesa's shader cache: first_run_guard_s).
 Peak memory: growth of the process's peak RSS (VmHWM, reset through /proc/self/clear_refs) over load + first run,
 so device memory of lavapipe counts too; for arm_sdk the worker process's peak RSS.
 """
@@ -43,6 +47,8 @@ LABELS = {
     "refmodel": "tosa_reference_model",
     "numpy": "numpy",
     "arm_sdk": "Arm ML SDK + emulation",
+    "iree_vulkan": "IREE Vulkan",
+    "iree_cpu": "IREE llvm-cpu",
 }
 
 
@@ -321,6 +327,58 @@ class _ArmSdk:
         self.anchor.close()
 
 
+class _Iree:
+    backend = "iree_vulkan"
+
+    def __init__(self, graph, feeds, path, ctx):
+        _graph_only(graph, "IREE")
+        from .anchors import iree
+
+        why = iree.available(self.backend)
+        if why:
+            raise Skip(why)
+        if path is None:
+            from ..ir import save_graph
+
+            tmp = Path(tempfile.mkdtemp(prefix="tosa_vk_bench_iree_"))
+            ctx["cleanup"].append(tmp)
+            path = tmp / "graph.tosa"
+            save_graph(graph, path)
+        rss0 = _rss_reset()
+        try:
+            self.anchor = iree.IreeAnchor(
+                path, self.backend, [t.name for t in graph.inputs], [t.name for t in graph.outputs]
+            )
+            self.feeds = feeds
+            t = time.perf_counter()
+            self.anchor.guard_first_run(feeds)  # Vulkan: in a child process with a timeout (a hang is a Skip)
+            guard = time.perf_counter() - t
+            self.outputs, first = self.anchor.run(feeds)
+        except (iree.IreeError, OSError, KeyError, ValueError, RuntimeError) as err:
+            if hasattr(self, "anchor"):
+                self.anchor.close()
+            raise Skip(str(err)) from None
+        a = self.anchor
+        self.result = {
+            "first_run_s": a.mlir_seconds + a.compile_seconds + a.load_seconds + first,
+            "first_run_guard_s": guard,  # not in first_run_s: a second process's first run, on Mesa's cache
+            "compile_s": a.compile_seconds,
+            "compile_cached": a.cached,
+            "peak_mem": _peak_since(rss0),
+        }
+
+    def run(self):
+        outs, wall = self.anchor.run(self.feeds)
+        return outs, wall, None
+
+    def close(self):
+        self.anchor.close()
+
+
+class _IreeCpu(_Iree):
+    backend = "iree_cpu"
+
+
 # runner(graph, feeds, path of the .tosa file or None, settings) -> Runner
 RUNNERS: dict[str, Callable[[Graph, dict[str, np.ndarray], Path | None, dict[str, Any]], Runner]] = {
     "vulkan": _Vulkan,
@@ -328,6 +386,8 @@ RUNNERS: dict[str, Callable[[Graph, dict[str, np.ndarray], Path | None, dict[str
     "refmodel": _RefModel,
     "numpy": _Numpy,
     "arm_sdk": _ArmSdk,
+    "iree_vulkan": _Iree,
+    "iree_cpu": _IreeCpu,
 }
 BACKENDS = tuple(RUNNERS)
 
