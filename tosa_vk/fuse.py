@@ -24,6 +24,12 @@ offset) become one generated kernel that runs where the group's first operator w
 exist by then, which also keeps a group from both feeding and reading an operator outside it. Values used only
 inside the group stay in registers (tosa_vk/lower/group.py).
 
+Row groups: a REDUCE_SUM / REDUCE_MAX / REDUCE_MIN along the last axis with the element-wise operators connected
+to it whose results have its input's shape or the reduced one (softmax, layer norm, their int8 forms with RESCALE /
+TABLE) become one kernel per row block, proposed before element-wise groups; the reductions give up their
+epilogues to them, and take them back where the lowering declines the group (tosa_vk/lower/rows.py; TOSA_VK_ROW_GROUPS=0
+turns row groups off).
+
 Views: a SLICE whose output is one contiguous run of its input reads that memory in place, and a CONCAT whose
 inputs are each one run of its output has their producers write there; no kernel either way (not in VGF exports,
 whose resources are bound whole: compile(..., views=False)).
@@ -358,6 +364,7 @@ def _fits(block: Block, members: list[int], producer: dict, constant: set, shape
 
 
 ROW_REDUCTIONS = ("REDUCE_SUM", "REDUCE_MAX", "REDUCE_MIN")
+ROWS_ENV = "TOSA_VK_ROW_GROUPS"  # 0: no row groups (the reductions anchor epilogues as before)
 
 
 def _row_seeds(block: Block, on_vulkan, claimed: set[int]) -> set[int]:
@@ -383,6 +390,8 @@ def _rows(block: Block, on_vulkan, claimed: set[int], seeds: set[int]) -> list[l
         for n in op.inputs:
             readers.setdefault(n, []).append(i)
     constant = {n for n, t in block.tensors.items() if t.data is not None}
+    if os.environ.get(ROWS_ENV, "1") == "0":
+        return []
     taken = set(claimed)
     groups = []
     for seed in sorted(seeds):
