@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import dataclass
 from functools import partial
 
@@ -181,7 +181,7 @@ def with_epilogues(block: Block) -> set[int]:
 
 
 def _epilogues(
-    block: Block, on_vulkan, taken: set[int], skip: set[int] = frozenset(), only: set[int] | None = None
+    block: Block, on_vulkan, taken: set[int], skip: Set[int] = frozenset(), only: Set[int] | None = None
 ) -> list[tuple[int, list[int]]]:
     """Anchors (not in `skip`; among `only` if given) and their chains."""
     uses = Counter(n for op in block.operators for n in op.inputs)
