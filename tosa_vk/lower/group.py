@@ -25,7 +25,7 @@ def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
     """The kernel of the group whose first operator is ctx.op (ctx.epilogue lists the others, for the label)."""
     block = ctx.block
     if any(block.operators[i].op in REDUCTIONS for i in members):  # a row group (fuse.py)
-        from .rows import lower_rows  # (it reuses this module's helpers)
+        from .rows import lower_rows  # (it imports this module's helpers)
 
         return lower_rows(ctx, members)
     ops = [block.operators[i] for i in members]

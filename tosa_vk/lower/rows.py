@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import math
 
-from ..fuse import GROUPED, REDUCTIONS, data_inputs
+from ..fuse import GROUPED, REDUCTIONS, ROW_REDUCTIONS, data_inputs
 from ..ir.dtype import DType
 from ..ir.graph import NanPropagationMode
 from ..program import Kernel
 from . import LowerCtx
 from .epilogue import COMPUTE, bind, expression, variable
+from .group import _coordinates, _index, _input, _stored
 from .reduction_subgroup import workgroup
 from .types import glsl_store
 
-ROW_REDUCTIONS = ("REDUCE_SUM", "REDUCE_MAX", "REDUCE_MIN")
 REGISTER_WG = 64  # invocations per workgroup at most with one lane per row (rows walked as reduce.comp walks them)
 REGISTER_MIN_WG = 8  # and at least (lavapipe's SIMD width)
 _ELEMENTWISE = tuple(op for op in GROUPED if op != "SLICE")  # SLICE: element-wise groups only
@@ -95,17 +95,20 @@ def lower_rows(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
     if planned is None:
         return None
     lanes, wg = planned
-    loop = f"for (uint j = lane; j < {length}u; j += {lanes}u)"  # a lane's share of the row
+    # a lane's share of the row; c: the channel (a per-channel RESCALE's), c<last>: the last coordinate (_index)
+    loop = f"for (uint j = lane; j < {length}u; j += {lanes}u) {{ int c = int(j); int c{len(shape) - 1} = c;"
     fp64 = ctx.target.has("shaderFloat64")
     bindings: dict[str, str] = {}
     decls: list[str] = []
     defines: dict[str, str] = {}
-    top: list[str] = _coordinates(shape[:-1])  # row-level code: coordinates, scalar loads and values, passes
+    # row-level code: coordinates of the leading dimensions (group.py's, from i = the row), scalar loads and values,
+    # passes (their loops name the last coordinate too)
+    top: list[str] = ["uint i = row;", *_coordinates((*shape[:-1], 1))]
     lines: dict[str, tuple[str, list[str]]] = {}  # per-element values: name -> (declaration, what it reads)
     kind: dict[str, str] = {}  # a tensor's variable ("v3", "x1") and whether it is per element ("row") or not
     var: dict[str, str] = {}
     shared: set[str] = set()
-    stored = _stored_names(block, members)
+    stored = _stored(block, members)
 
     def operand(name: str) -> str | None:
         if name in var:
@@ -117,7 +120,7 @@ def lower_rows(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
             return None
         array = _input(ctx, bindings, decls, t)
         v = var[name] = f"x{len(var)}"
-        load = f"{COMPUTE[t.dtype]} {v} = {COMPUTE[t.dtype]}({array[_index(t.shape, shape)]});"
+        load = f"{COMPUTE[t.dtype]} {v} = {COMPUTE[t.dtype]}({array[_index(t.shape, shape)]});"  # group.py's
         if t.shape[-1] == length:
             kind[v] = "row"
             lines[v] = (load, [])
@@ -139,9 +142,7 @@ def lower_rows(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
             decls.append(f"{acc_t} rg_step{k}({acc_t} a, {acc_t} b) {{ return {step}; }}")
             shared.add(acc_t)
             body = " ".join(lines[n][0] for n in _closure(lines, [x]))
-            top.append(
-                f"{acc_t} a{k} = {init}; {loop} {{ int c = int(j); {body} a{k} = rg_step{k}(a{k}, {acc_t}({x})); }}"
-            )
+            top.append(f"{acc_t} a{k} = {init}; {loop} {body} a{k} = rg_step{k}(a{k}, {acc_t}({x})); }}")
             top.append(f"RG_COMBINE(rg_{acc_t[0]}, a{k}, rg_step{k})")
             top.append(f"{variable(COMPUTE[out.dtype])} v{k} = {COMPUTE[out.dtype]}({finish.replace('acc', f'a{k}')});")
             var[op.outputs[0]], kind[f"v{k}"] = f"v{k}", "scalar"
@@ -173,7 +174,7 @@ def lower_rows(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
         body = " ".join(lines[n][0] for n in _closure(lines, [var[n] for n in row_out]))
         at = f"row * {length}u + j"
         saves = " ".join(f"{outs[n][at]} = {glsl_store(block.tensors[n].dtype, var[n])};" for n in row_out)
-        top.append(f"{loop} {{ int c = int(j); {body} if (valid) {{ {saves} }} }}")
+        top.append(f"{loop} {body} if (valid) {{ {saves} }} }}")
     for n in scalar_out:
         top.append(f"if (valid && lane == 0u) {outs[n]['row']} = {glsl_store(block.tensors[n].dtype, var[n])};")
     defines.update({"RG_ROWS": str(rows), "RG_LANES": str(lanes), "RG_WG": str(wg)})
@@ -193,36 +194,3 @@ def _closure(lines: dict[str, tuple[str, list[str]]], wanted: list[str]) -> list
             need.add(n)
             todo.extend(d for d in lines[n][1] if d in lines)
     return [n for n in lines if n in need]
-
-
-def _stored_names(block, members: list[int]) -> list[str]:
-    from .group import _stored  # (group.py lowers through this module)
-
-    return _stored(block, members)
-
-
-def _input(ctx, bindings, decls, tensor):
-    from .group import _input as bound
-
-    return bound(ctx, bindings, decls, tensor)
-
-
-def _coordinates(lead: tuple[int, ...]) -> list[str]:
-    """GLSL that splits the row index into coordinates c0.. of the leading dimensions larger than 1."""
-    lines = ["uint r_ = row;"]
-    for d in range(len(lead) - 1, -1, -1):
-        if lead[d] > 1:
-            lines.append(f"int c{d} = int(r_ % {lead[d]}u); r_ /= {lead[d]}u;")
-    return lines
-
-
-def _index(tensor_shape, shape) -> str:
-    """The element of a tensor (of the group's rank) read for row element (c0, .., j): size-1 dimensions
-    broadcast."""
-    terms, stride, last = [], 1, len(shape) - 1
-    for d in range(last, -1, -1):
-        if tensor_shape[d] > 1 and shape[d] > 1:
-            coord = "int(j)" if d == last else f"c{d}"
-            terms.append(f"{coord} * {stride}" if stride != 1 else coord)
-        stride *= tensor_shape[d]
-    return " + ".join(terms) or "0"
