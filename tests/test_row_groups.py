@@ -159,3 +159,16 @@ def test_past_the_loop_budget_the_operators_keep_their_kernels(device, monkeypat
 def test_fuse_false_keeps_one_kernel_per_operator(device):
     _, kernels = run(device, fp32(softmax, (3, 8)), {"x": np.zeros((3, 8), np.float32)}, "lavapipe", fuse=False)
     assert ROWS not in {s for s, _ in kernels}
+
+
+def test_a_reduction_with_per_row_steps_only_keeps_its_epilogue(device):
+    """REDUCE_SUM then MUL by a constant: no per-element value joins, so the reduction's kernel (which splits long
+    axes over workgroups) applies the MUL as its epilogue."""
+
+    def build(b):
+        x = b.input("x", (3, 40), "fp32")
+        b.output(b.mul(b.reduce_sum(x, axis=1), np.full((1, 1), 0.5, np.float32)))
+
+    x = np.random.default_rng(8).standard_normal((3, 40)).astype(np.float32)
+    _, kernels = check(device, graph_of(build), {"x": x}, "lavapipe", rows=0, ulps=2)
+    assert [s for s, _ in kernels] == ["reduction/reduce"] and " + MUL" in kernels[0][1], kernels

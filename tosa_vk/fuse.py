@@ -415,7 +415,12 @@ def _rows(block: Block, on_vulkan, claimed: set[int], seeds: set[int]) -> list[l
                    for n in ins):  # fmt: skip
                 members.append(i)
         for part in _connected(block, members):
-            if len(part) > 1 and any(i in seeds for i in part):
+            # a reduction with per-row steps only is the reduction's kernel with an epilogue (which also splits a
+            # long axis over workgroups); a group saves a round trip where a per-element value joins
+            rowwise = [
+                i for i in part if i not in seeds and tuple(block.tensors[block.operators[i].outputs[0]].shape) == shape
+            ]
+            if rowwise and any(i in seeds for i in part):
                 groups.append(part)
                 taken.update(part)
     return sorted(groups)
