@@ -24,6 +24,12 @@ offset) become one generated kernel that runs where the group's first operator w
 exist by then, which also keeps a group from both feeding and reading an operator outside it. Values used only
 inside the group stay in registers (tosa_vk/lower/group.py).
 
+Row groups: a REDUCE_SUM / REDUCE_MAX / REDUCE_MIN along the last axis with the element-wise operators connected
+to it whose results have its input's shape or the reduced one (softmax, layer norm, their int8 forms with RESCALE /
+TABLE) become one kernel per row block, proposed before element-wise groups; the reductions give up their
+epilogues to them, and take them back where the lowering declines the group (tosa_vk/lower/rows.py; TOSA_VK_ROW_GROUPS=0
+turns row groups off).
+
 Views: a SLICE whose output is one contiguous run of its input reads that memory in place, and a CONCAT whose
 inputs are each one run of its output has their producers write there; no kernel either way (not in VGF exports,
 whose resources are bound whole: compile(..., views=False)).
@@ -40,8 +46,9 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -122,7 +129,15 @@ def fuse(
             out.prologues[(region.name, later)] = first
             claimed.update([later, first])
         taken = {first for (r, _), first in out.prologues.items() if r == region.name}
-        for anchor, chain in _epilogues(block, on_vulkan, taken):
+        seeds = _row_seeds(block, on_vulkan, claimed)  # anchors of row groups first, epilogues where declined
+        for anchor, chain in _epilogues(block, on_vulkan, taken, skip=seeds):
+            out.chains[(region.name, anchor)] = chain
+            claimed.update([anchor, *chain])
+        for members in _rows(block, on_vulkan, claimed, seeds):
+            if can_group is None or can_group(block, members) is None:
+                out.groups[(region.name, members[0])] = members
+                claimed.update(members)
+        for anchor, chain in _epilogues(block, on_vulkan, taken | claimed, only=seeds - claimed):
             out.chains[(region.name, anchor)] = chain
             claimed.update([anchor, *chain])
         for members in _groups(block, on_vulkan, claimed):
@@ -165,14 +180,17 @@ def with_epilogues(block: Block) -> set[int]:
     return {anchor for anchor, _ in _epilogues(block, lambda i: True, set())}
 
 
-def _epilogues(block: Block, on_vulkan, taken: set[int]) -> list[tuple[int, list[int]]]:
+def _epilogues(
+    block: Block, on_vulkan, taken: set[int], skip: Set[int] = frozenset(), only: Set[int] | None = None
+) -> list[tuple[int, list[int]]]:
+    """Anchors (not in `skip`; among `only` if given) and their chains."""
     uses = Counter(n for op in block.operators for n in op.inputs)
     uses.update(block.outputs)  # a block output is stored: it ends a chain
     consumer = {n: i for i, op in enumerate(block.operators) for n in op.inputs}
     claimed = set(taken)  # an operator joins one chain at most (ADD(a, b) could end two), or one prologue
     found = []
     for index, op in enumerate(block.operators):
-        if op.op not in ANCHORS or not on_vulkan(index):
+        if op.op not in ANCHORS or not on_vulkan(index) or index in skip or (only is not None and index not in only):
             continue
         chain: list[int] = []
         tensor = op.outputs[0]
@@ -355,6 +373,104 @@ def _fits(block: Block, members: list[int], producer: dict, constant: set, shape
         for i in members
         for n in block.operators[i].inputs
     )
+
+
+ROW_REDUCTIONS = ("REDUCE_SUM", "REDUCE_MAX", "REDUCE_MIN")
+ROWS_ENV = "TOSA_VK_ROW_GROUPS"  # 0: no row groups (the reductions anchor epilogues as before)
+
+
+def _row_seeds(block: Block, on_vulkan, claimed: set[int]) -> set[int]:
+    """Reductions along the last axis (of length 2 or more) that may anchor a row group."""
+    found = set()
+    for index, op in enumerate(block.operators):
+        shape = block.tensors[op.inputs[0]].shape if op.inputs else ()
+        if op.op in ROW_REDUCTIONS and index not in claimed and on_vulkan(index) and len(shape) >= 1:
+            if int(op.attrs.get("axis") or 0) == len(shape) - 1 and shape[-1] > 1:
+                found.add(index)
+    return found
+
+
+def _rows(block: Block, on_vulkan, claimed: set[int], seeds: set[int]) -> list[list[int]]:
+    """Row groups: last-axis reductions (`seeds`) with the element-wise operators connected to them whose results
+    have the rows' shape or the reduced one (a value per row), as one kernel per row block (lower/rows.py: softmax,
+    layer norm). As for element-wise groups, every input from outside exists before the first member: operators
+    taken in block order, those that would read a later outside value left out, then only the parts connected to
+    a reduction kept."""
+    producer = {n: i for i, op in enumerate(block.operators) for n in op.outputs}
+    readers: dict[str, list[int]] = {}
+    for i, op in enumerate(block.operators):
+        for n in op.inputs:
+            readers.setdefault(n, []).append(i)
+    constant = {n for n, t in block.tensors.items() if t.data is not None}
+    if os.environ.get(ROWS_ENV, "1") == "0":
+        return []
+    taken = set(claimed)
+    groups = []
+    for seed in sorted(seeds):
+        if seed in taken:
+            continue
+        shape = tuple(block.tensors[block.operators[seed].inputs[0]].shape)
+        candidate = partial(_row_member, block, shape, seeds, taken, on_vulkan)
+        component, todo = set(), [seed]
+        while todo:
+            i = todo.pop()
+            if i in component or not candidate(i):
+                continue
+            component.add(i)
+            op = block.operators[i]
+            todo.extend(producer[n] for n in op.inputs if n in producer)
+            todo.extend(r for n in op.outputs for r in readers.get(n, []))
+        members: list[int] = []
+        for i in sorted(component):
+            ins = block.operators[i].inputs
+            if all(n in constant or producer.get(n, -1) in members or producer.get(n, -1) < (members or [i])[0]
+                   for n in ins):  # fmt: skip
+                members.append(i)
+        for part in _connected(block, members):
+            # a reduction with per-row steps only is the reduction's kernel with an epilogue (which also splits a
+            # long axis over workgroups); a group saves a round trip where a per-element value joins
+            rowwise = [
+                i for i in part if i not in seeds and tuple(block.tensors[block.operators[i].outputs[0]].shape) == shape
+            ]
+            if rowwise and any(i in seeds for i in part):
+                groups.append(part)
+                taken.update(part)
+    return sorted(groups)
+
+
+def _row_member(block: Block, shape: tuple, seeds: set[int], taken: set[int], on_vulkan, i: int) -> bool:
+    """Whether operator i may join a row group of rows `shape`: a seed reducing that shape, or an element-wise
+    operator giving that shape or the reduced one."""
+    op = block.operators[i]
+    if i in taken or not on_vulkan(i) or len(op.outputs) != 1:
+        return False
+    if i in seeds:
+        return tuple(block.tensors[op.inputs[0]].shape) == shape
+    if op.op not in GROUPED or op.op == "SLICE":
+        return False
+    if tuple(block.tensors[op.outputs[0]].shape) not in (shape, (*shape[:-1], 1)):
+        return False
+    return op.op != "RESCALE" or _zero_points_known(block, op)
+
+
+def _connected(block: Block, members: list[int]) -> list[list[int]]:
+    """`members` split into the parts connected through the tensors they pass each other."""
+    made = {n: i for i in members for n in block.operators[i].outputs}
+    part = {i: i for i in members}
+
+    def root(i: int) -> int:
+        while part[i] != i:
+            i = part[i]
+        return i
+
+    for i in members:
+        for n in block.operators[i].inputs:
+            if n in made:
+                part[root(i)] = root(made[n])
+    found: dict[int, list[int]] = {}
+    for i in members:
+        found.setdefault(root(i), []).append(i)
+    return list(found.values())
 
 
 def _views(block: Block, placed: dict[int, str], claimed: set[int], alignment: int) -> dict[int, list[int]]:

@@ -13,7 +13,7 @@ from collections import Counter
 
 import numpy as np
 
-from ..fuse import data_inputs
+from ..fuse import REDUCTIONS, data_inputs
 from ..ir.graph import Block, Tensor
 from ..program import Kernel
 from . import LowerCtx
@@ -24,6 +24,10 @@ from .types import glsl_store
 def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
     """The kernel of the group whose first operator is ctx.op (ctx.epilogue lists the others, for the label)."""
     block = ctx.block
+    if any(block.operators[i].op in REDUCTIONS for i in members):  # a row group (fuse.py)
+        from .rows import lower_rows  # (it imports this module's helpers)
+
+        return lower_rows(ctx, members)
     ops = [block.operators[i] for i in members]
     shape = tuple(block.tensors[ops[0].outputs[0]].shape)
     inside = {op.outputs[0]: f"v{k}" for k, op in enumerate(ops)}
