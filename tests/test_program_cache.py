@@ -116,7 +116,8 @@ def test_an_unwritable_cache_folder_means_running_without_it(device, tmp_path):
 
 
 def test_the_budget_drops_the_least_recently_used(tmp_path):
-    """A store that takes the running total past the budget drops the least recently used entries."""
+    """A store that takes the running total past the budget drops the least recently used entries, down to
+    TRIM_TO of the budget, so the next stores do not scan the folder again."""
     from tosa_vk.program_cache import Entry
 
     cache = ProgramCache(tmp_path)
@@ -125,10 +126,14 @@ def test_the_budget_drops_the_least_recently_used(tmp_path):
         assert cache.store(header, Entry(b"p" * 1000, b"", []))
         os.utime(cache.path(header["key"]), (i, i))  # used in store order
     size = cache.path(headers[0]["key"]).stat().st_size
-    cache.budget = 2 * size + 10
+    cache.budget = 3 * size + 10  # 4 entries pass it; TRIM_TO (3/4) of it holds 2
     assert cache.store(headers[3], Entry(b"p" * 1000, b"", []))
     assert [p.name[60:64] for p in cache.entries()] == ["0002", "0003"]
     assert int((tmp_path / "usage").read_text()) == 2 * size
+    scans = []
+    cache._trim = lambda: scans.append(1) or 0
+    assert cache.store(cache.header(f"{4:064x}", "uuid", "driver"), Entry(b"p" * 1000, b"", []))
+    assert scans == [] and len(cache.entries()) == 3  # under the budget again: no scan
 
 
 def test_two_processes_filling_one_cache_at_once(tmp_path):
