@@ -127,6 +127,7 @@ SHADERS: dict[str, tuple[PushLayout, ...]] = {
     "tensor_ops/fft": (FFT,),
     "tensor_ops/fft_twiddle": (FFT_TWIDDLE,),
     "fused/elementwise": (NONE,),
+    "fused/rows": (NONE,),
     "convolution/depthwise": (DEPTHWISE,),
     "type_conversion/cast_to_block_scaled": (TOTAL,),
     "type_conversion/cast_from_block_scaled": (TOTAL,),

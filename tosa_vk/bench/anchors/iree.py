@@ -48,6 +48,8 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import TosaError
+
 PIP_PACKAGES = ("iree-base-compiler==3.13.0", "iree-base-runtime==3.13.0")
 # backend -> (IREE runtime driver, iree-compile flags)
 TARGETS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -78,8 +80,9 @@ ctx.modules.module["main"](*[data[f"arr_{i}"] for i in range(len(data.files))])
 EMPTY_MODULE = b"module {}\n"
 
 
-class IreeError(RuntimeError):
-    """IREE (or tosa-opt on the way to it) refused the graph; the message says which step and why."""
+# IREE (or tosa-opt on the way to it) refused the graph; the message says which step and why (a TosaError, as every
+# error a user can catch)
+IreeError = TosaError
 
 
 def _version() -> str:
