@@ -58,14 +58,11 @@ def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
                 args.append(inside[name])
                 continue
             if name not in loaded:
-                t = block.tensors[name]
-                if t.dtype not in COMPUTE or len(t.shape) != len(shape):
-                    return None
-                if any(d not in (s, 1) for d, s in zip(t.shape, shape)):
-                    return None
-                array = _input(ctx, bindings, decls, t)
                 var = f"x{len(loaded)}"
-                body.append(f"{COMPUTE[t.dtype]} {var} = {COMPUTE[t.dtype]}({array[_index(t.shape, shape)]});")
+                load = broadcast_load(ctx, bindings, decls, block.tensors[name], shape, var)
+                if load is None:
+                    return None
+                body.append(load)
                 loaded[name] = var
             args.append(loaded[name])
         expr = expression(ctx, op, args, k, bindings, decls, defines)
@@ -91,6 +88,15 @@ def _stored(block: Block, members: list[int]) -> list[str]:
     uses = Counter(n for i, op in enumerate(block.operators) if i not in inside for n in op.inputs)
     names = [block.operators[i].outputs[0] for i in members]
     return [n for n in names if uses[n] or n in block.outputs or block.tensors[n].variable]
+
+
+def broadcast_load(ctx: LowerCtx, bindings: dict, decls: list, t: Tensor, shape, var: str) -> str | None:
+    """The declaration of `var` as t's element at the kernel's coordinates, t an input of the kernel's `shape` or
+    broadcast along its size-1 dimensions (row groups' too: tosa_vk/lower/rows.py); None where t is neither."""
+    if t.dtype not in COMPUTE or len(t.shape) != len(shape) or any(d not in (s, 1) for d, s in zip(t.shape, shape)):
+        return None
+    array = _input(ctx, bindings, decls, t)
+    return f"{COMPUTE[t.dtype]} {var} = {COMPUTE[t.dtype]}({array[_index(t.shape, shape)]});"
 
 
 def _coordinates(shape: tuple[int, ...]) -> list[str]:

@@ -23,7 +23,7 @@ from ..ir.graph import NanPropagationMode
 from ..program import Kernel
 from . import LowerCtx
 from .epilogue import COMPUTE, bind, expression, variable
-from .group import _coordinates, _index, _input, _stored
+from .group import _coordinates, _stored, broadcast_load
 from .reduction_subgroup import workgroup
 from .types import glsl_store
 
@@ -113,14 +113,11 @@ def lower_rows(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
     def operand(name: str) -> str | None:
         if name in var:
             return var[name]
-        t = block.tensors[name]
-        if t.dtype not in COMPUTE or len(t.shape) != len(shape):
+        t, v = block.tensors[name], f"x{len(var)}"
+        load = broadcast_load(ctx, bindings, decls, t, shape, v)
+        if load is None:
             return None
-        if any(d not in (s, 1) for d, s in zip(t.shape, shape)):
-            return None
-        array = _input(ctx, bindings, decls, t)
-        v = var[name] = f"x{len(var)}"
-        load = f"{COMPUTE[t.dtype]} {v} = {COMPUTE[t.dtype]}({array[_index(t.shape, shape)]});"  # group.py's
+        var[name] = v
         if t.shape[-1] == length:
             kind[v] = "row"
             lines[v] = (load, [])
