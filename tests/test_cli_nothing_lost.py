@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import tosa_vk
-from tosa_vk import cli
-from tosa_vk.cli import EXIT_INTERNAL, main, safe_name
+from tosa_vk.tools import cli
+from tosa_vk.tools.cli import EXIT_INTERNAL, main, safe_name
 
 ROOT = Path(__file__).resolve().parent.parent
 RESNET = ROOT / "resources" / "models" / "resnet_int8"

@@ -268,7 +268,7 @@ def test_the_package_graph_sees_every_kind_of_import(tmp_path, monkeypatch):
     (pkg / "vulkan" / "builtin.py").write_text(
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from ..session import Model\n"
-        "def collect():\n    from tosa_vk.compiler import X\n    import tosa_vk.cli\n"
+        "def collect():\n    from tosa_vk.stages.compiler import X\n    import tosa_vk.tools.cli\n"
     )
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", pkg)
     graph = package_graph()

@@ -8,7 +8,6 @@ program = tosa_vk.compile(graph, "lavapipe")  # the compile pipeline alone: a Pr
 from .backends.model import Model, Timing
 from .backends.tensor import DeviceTensor
 from .builder import Builder
-from .compiler import compile
 from .custom import custom_op
 from .errors import (
     DeviceTimeout,
@@ -26,8 +25,9 @@ from .errors import (
 from .ir import DType, Graph, load_graph, save_graph, validate
 from .program import Program
 from .session import devices, load
+from .stages.compiler import compile
 from .target import Target
-from .torch_export import from_torch
+from .tools.torch_export import from_torch
 from .version import __version__ as __version__
 
 __all__ = [

@@ -6,7 +6,8 @@ options it does not take:
 - "vulkan": a .tosa file or Graph compiled for a Vulkan device (tosa_vk/backends/vulkan.py);
 - an ExecuTorch program (.pte, file identifier ET12) runs its plan: TOSA delegates on the backend, the host operators
   between them in numpy (tosa_vk/backends/pte.py);
-- a .vgf file with GRAPH segments is decoded into a graph (tosa_vk/vgf_graph.py) and runs on either backend; one of
+- a .vgf file with GRAPH segments is decoded into a graph (tosa_vk/formats/vgf_graph.py) and runs on either backend; one
+of
   COMPUTE segments only runs on Vulkan as it is (tosa_vk/backends/vgf.py).
 Without `backend=`, a graph runs on Vulkan wherever a Vulkan device exists, else on the reference backend with a
 RuntimeWarning (`default_backend()`, which `tosa-vk run` uses too).
@@ -27,7 +28,7 @@ from .errors import TosaError, TosaFormatError
 from .ir import Graph, load_graph
 
 if TYPE_CHECKING:
-    from .quantization import QParams
+    from .reference.quantization import QParams
     from .vulkan import DeviceInfo
 
 # backend name -> "module:class"; a .vgf file is its own kind of source
@@ -107,7 +108,7 @@ def _load(source: str | Path | Graph, backend: str | None = None, **options: Any
     if is_vgf and not isinstance(source, Graph):
         from vgf import VGFError, load_vgf
 
-        from .spirv_graph.constants import runs_as_is
+        from .formats.spirv_graph.constants import runs_as_is
 
         file = str(source)
         try:
@@ -115,7 +116,7 @@ def _load(source: str | Path | Graph, backend: str | None = None, **options: Any
         except VGFError as err:
             raise TosaFormatError(err.rule, file=err.file) from None
         if not runs_as_is(vgf):  # GRAPH segments of a TOSA graph (not only constant fills): compiled like a .tosa
-            from .vgf_graph import to_graph
+            from .formats.vgf_graph import to_graph
 
             source, is_vgf = to_graph(vgf, file=file), False
     if is_vgf:
@@ -184,7 +185,7 @@ def _load_pte(source: str | Path, backend: str | None, options: dict[str, Any], 
     """A .pte's "forward" method (else its first) as a PteModel: each TOSA delegate a model of `backend`; `names`:
     PteModel's input_names / output_names (tosa_vk.from_torch gives the module's argument names)."""
     from .backends.pte import PteModel
-    from .pte import load_program
+    from .formats.pte import load_program
 
     file = str(source)
     plans = load_program(file)

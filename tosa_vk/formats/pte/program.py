@@ -1,0 +1,325 @@
+"""An ExecuTorch program (.pte) read into plain data: its execution plans (values, inputs, outputs, instructions)
+and the delegates' processed bytes. Read with the accessors flatc generates from ExecuTorch's own schema
+(tosa_vk/formats/pte/schema/program.fbs, file identifier ET12; never pickle).
+
+The file: a flatbuffer whose bytes 8..32 may hold ExecuTorch's extended header ("eh00", its length, the program's
+size, the offset of the data segments that follow it); delegate data and constant tensors live inline in the
+flatbuffer or in those segments. Every length and offset is checked against the file: a defect is one
+TosaFormatError naming the file, never a traceback from the flatbuffer runtime.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from ...errors import TosaError, TosaFormatError, TosaUnsupportedError
+from ...ir.flatbuffer import BoundedReader
+from .fbs import (
+    BackendDelegateInlineData,
+    Bool,
+    BoolList,
+    DelegateCall,
+    Double,
+    DoubleList,
+    Int,
+    IntList,
+    KernelCall,
+    OptionalTensorList,
+    String,
+    TensorList,
+)
+from .fbs import Program as fb_program
+from .fbs import Tensor as fb_tensor
+from .fbs.DataLocation import DataLocation
+from .fbs.InstructionArguments import InstructionArguments
+from .fbs.KernelTypes import KernelTypes
+
+FILE_IDENTIFIER = b"ET12"
+HEADER_MAGIC = b"eh00"
+
+# ExecuTorch's ScalarType codes (scalar_type.fbs) -> numpy dtypes; the quantized and sub-byte codes are not read
+SCALAR_TYPES: dict[int, np.dtype] = {
+    0: np.dtype(np.uint8),
+    1: np.dtype(np.int8),
+    2: np.dtype(np.int16),
+    3: np.dtype(np.int32),
+    4: np.dtype(np.int64),
+    5: np.dtype(np.float16),
+    6: np.dtype(np.float32),
+    7: np.dtype(np.float64),
+    11: np.dtype(np.bool_),
+    15: np.dtype(ml_dtypes.bfloat16),
+    27: np.dtype(np.uint16),
+    28: np.dtype(np.uint32),
+    29: np.dtype(np.uint64),
+}
+
+
+@dataclass(frozen=True)
+class TensorValue:
+    """A tensor value of a plan: its element type, shape (`sizes`) and memory order (`dim_order`, outer to inner);
+    `data`: a constant's elements in logical (PyTorch) order, None for one that a run fills."""
+
+    dtype: np.dtype
+    sizes: tuple[int, ...]
+    dim_order: tuple[int, ...]
+    data: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class TensorListValue:
+    """A list of tensors: the indices of its members among the plan's values (None: an optional left out)."""
+
+    items: tuple[int | None, ...]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A call of a host operator: `op` is "namespace::name" ("aten::add"), `overload` ("out"); `args` index the plan's
+    values, the outputs last (ExecuTorch's out variants)."""
+
+    op: str
+    overload: str
+    args: tuple[int, ...]
+
+    @property
+    def name(self) -> str:
+        return f"{self.op}.{self.overload}" if self.overload else self.op
+
+
+@dataclass(frozen=True)
+class Delegate:
+    """A backend's part of the program: `backend` is its id ("TOSABackend", "VgfBackend"), `processed` the bytes the
+    backend's preprocess wrote (a TOSA flatbuffer for TOSABackend), `compile_specs` its key -> value bytes."""
+
+    backend: str
+    processed: bytes
+    compile_specs: dict[str, bytes]
+
+
+@dataclass(frozen=True)
+class DelegateRun:
+    """A call of delegate `index`: `args` index the plan's values, the delegate's inputs then its outputs."""
+
+    index: int
+    args: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One method of the program (an ExecutionPlan): `values` (None, int, float, bool, str, lists, TensorValue,
+    TensorListValue), `inputs` / `outputs` (indices into values, in the method's order), `instructions` in order
+    and the `delegates` its DelegateRuns call."""
+
+    name: str
+    values: list[Any]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    instructions: list[Kernel | DelegateRun]
+    delegates: list[Delegate] = field(default_factory=list)
+
+
+class _Reader(BoundedReader):
+    def __init__(self, buf: bytes):
+        super().__init__(buf)
+        self.segment_base = 0
+        if len(buf) >= 32 and buf[8:12] == HEADER_MAGIC:
+            length, _size, self.segment_base = struct.unpack_from("<IQQ", buf, 12)
+            if length < 24 or self.segment_base > len(buf):
+                raise TosaFormatError(f"corrupt extended header: segments at byte {self.segment_base}, "
+                                      f"the file has {len(buf)}")  # fmt: skip
+
+    def program(self) -> list[Plan]:
+        root = fb_program.Program.GetRootAs(self.buf, 0)
+        self.root = root
+        self.segments = [
+            (root.Segments(i).Offset(), root.Segments(i).Size())
+            for i in range(self.count(root.SegmentsLength(), 4, "segments"))
+        ]
+        if root.ConstantBufferLength():
+            raise TosaUnsupportedError("constants in the deprecated constant_buffer (a .pte from before 2024-09)")
+        const = root.ConstantSegment()
+        self.constants: tuple[int, list[int]] | None = None
+        if const is not None and const.OffsetsLength():
+            n = self.count(const.OffsetsLength(), 8, "constant offsets")
+            self.constants = (const.SegmentIndex(), [const.Offsets(i) for i in range(n)])
+        return [self.plan(root.ExecutionPlan(i)) for i in range(self.count(root.ExecutionPlanLength(), 4, "plans"))]
+
+    def segment(self, index: int, what: str) -> bytes:
+        if not 0 <= index < len(self.segments):
+            raise TosaFormatError(f"{what}: segment {index} of {len(self.segments)}")
+        offset, size = self.segments[index]
+        start = self.segment_base + offset
+        if start + size > len(self.buf):
+            raise TosaFormatError(
+                f"truncated: {what} needs bytes {start}..{start + size}, the file has {len(self.buf)}"
+            )
+        return self.buf[start : start + size]
+
+    def plan(self, p) -> Plan:
+        name = _text(p.Name())
+        values = [self.value(p.Values(i), i) for i in range(self.count(p.ValuesLength(), 4, "values"))]
+        ops = [
+            (_text(p.Operators(i).Name()), _text(p.Operators(i).Overload()))
+            for i in range(self.count(p.OperatorsLength(), 4, "operators"))
+        ]
+        delegates = [self.delegate(p.Delegates(i)) for i in range(self.count(p.DelegatesLength(), 4, "delegates"))]
+        instructions: list[Kernel | DelegateRun] = []
+        for c in range(self.count(p.ChainsLength(), 4, "chains")):
+            chain = p.Chains(c)
+            for i in range(self.count(chain.InstructionsLength(), 4, "instructions")):
+                instructions.append(self.instruction(chain.Instructions(i), ops, len(delegates), len(values)))
+        inputs = self.indices(p.InputsAsNumpy() if p.InputsLength() else [], len(values), "plan inputs")
+        outputs = self.indices(p.OutputsAsNumpy() if p.OutputsLength() else [], len(values), "plan outputs")
+        return Plan(name, values, inputs, outputs, instructions, delegates)
+
+    def indices(self, items, n: int, what: str) -> tuple[int, ...]:
+        out = tuple(int(i) for i in items)
+        self.count(len(out), 0, what)
+        bad = [i for i in out if not 0 <= i < n]
+        if bad:
+            raise TosaFormatError(f"corrupt flatbuffer: {what} name value {bad[0]} of {n}")
+        return out
+
+    def instruction(self, ins, ops, n_delegates: int, n_values: int) -> Kernel | DelegateRun:
+        kind = ins.InstrArgsType()
+        table = ins.InstrArgs()
+        if kind == InstructionArguments.KernelCall:
+            call = KernelCall.KernelCall()
+            call.Init(table.Bytes, table.Pos)
+            if not 0 <= call.OpIndex() < len(ops):
+                raise TosaFormatError(f"corrupt flatbuffer: a kernel call of operator {call.OpIndex()} of {len(ops)}")
+            name, overload = ops[call.OpIndex()]
+            args = self.indices(call.ArgsAsNumpy() if call.ArgsLength() else [], n_values, f"{name}'s arguments")
+            return Kernel(name, overload, args)
+        if kind == InstructionArguments.DelegateCall:
+            dcall = DelegateCall.DelegateCall()
+            dcall.Init(table.Bytes, table.Pos)
+            if not 0 <= dcall.DelegateIndex() < n_delegates:
+                raise TosaFormatError(
+                    f"corrupt flatbuffer: a call of delegate {dcall.DelegateIndex()} of {n_delegates}"
+                )
+            args = self.indices(dcall.ArgsAsNumpy() if dcall.ArgsLength() else [], n_values, "a delegate's arguments")
+            return DelegateRun(dcall.DelegateIndex(), args)
+        names = {v: k for k, v in vars(InstructionArguments).items() if not k.startswith("_")}
+        raise TosaUnsupportedError(f"instruction {names.get(kind, kind)} (control flow or memory moves in the plan)")
+
+    def delegate(self, d) -> Delegate:
+        backend = _text(d.Id())
+        ref = d.Processed()
+        if ref is None:
+            raise TosaFormatError(f"delegate {backend!r} has no processed data")
+        if ref.Location() == DataLocation.SEGMENT:
+            data = self.segment(ref.Index(), f"delegate {backend!r}")
+        else:
+            n = self.root.BackendDelegateDataLength()
+            if not 0 <= ref.Index() < n:
+                raise TosaFormatError(f"delegate {backend!r}: inline data {ref.Index()} of {n}")
+            inline: BackendDelegateInlineData.BackendDelegateInlineData = self.root.BackendDelegateData(ref.Index())
+            data = inline.DataAsNumpy().tobytes() if inline.DataLength() else b""
+        specs = {}
+        for i in range(self.count(d.CompileSpecsLength(), 4, "compile specs")):
+            spec = d.CompileSpecs(i)
+            specs[_text(spec.Key())] = spec.ValueAsNumpy().tobytes() if spec.ValueLength() else b""
+        return Delegate(backend, bytes(data), specs)
+
+    def value(self, ev, index: int) -> Any:
+        kind, table = ev.ValType(), ev.Val()
+        if kind == KernelTypes.NONE or kind == KernelTypes.Null:
+            return None
+        classes = {KernelTypes.Int: Int.Int, KernelTypes.Bool: Bool.Bool, KernelTypes.Double: Double.Double,
+                   KernelTypes.String: String.String, KernelTypes.IntList: IntList.IntList,
+                   KernelTypes.DoubleList: DoubleList.DoubleList, KernelTypes.BoolList: BoolList.BoolList,
+                   KernelTypes.TensorList: TensorList.TensorList, KernelTypes.Tensor: fb_tensor.Tensor,
+                   KernelTypes.OptionalTensorList: OptionalTensorList.OptionalTensorList}  # fmt: skip
+        if kind not in classes or table is None:
+            raise TosaFormatError(f"corrupt flatbuffer: value {index} has kind {kind}")
+        obj: Any = classes[kind]()
+        obj.Init(table.Bytes, table.Pos)
+        if kind == KernelTypes.Int:
+            return int(obj.IntVal())
+        if kind == KernelTypes.Bool:
+            return bool(obj.BoolVal())
+        if kind == KernelTypes.Double:
+            return float(obj.DoubleVal())
+        if kind == KernelTypes.String:
+            return _text(obj.StringVal())
+        if kind in (KernelTypes.IntList, KernelTypes.DoubleList, KernelTypes.BoolList):
+            n = self.count(obj.ItemsLength(), 1, f"value {index}")
+            return [obj.Items(i) for i in range(n)]
+        if kind in (KernelTypes.TensorList, KernelTypes.OptionalTensorList):
+            n = self.count(obj.ItemsLength(), 4, f"value {index}")
+            return TensorListValue(tuple(None if obj.Items(i) < 0 else int(obj.Items(i)) for i in range(n)))
+        return self.tensor(obj, index)
+
+    def tensor(self, t, index: int) -> TensorValue:
+        code = t.ScalarType()
+        if code not in SCALAR_TYPES:
+            raise TosaUnsupportedError(f"value {index}: tensor of ExecuTorch scalar type {code}")
+        dtype = SCALAR_TYPES[code]
+        sizes = tuple(int(s) for s in (t.SizesAsNumpy() if t.SizesLength() else []))
+        order = tuple(int(s) for s in (t.DimOrderAsNumpy() if t.DimOrderLength() else range(len(sizes))))
+        self.count(len(sizes), 0, f"value {index}'s sizes")
+        if any(s < 0 for s in sizes) or sorted(order) != list(range(len(sizes))):
+            raise TosaFormatError(f"corrupt flatbuffer: value {index} has sizes {sizes}, dim order {order}")
+        data = None
+        if t.DataBufferIdx() > 0 and t.AllocationInfo() is None:  # a constant
+            data = self.constant(t.DataBufferIdx(), dtype, sizes, order, index)
+        return TensorValue(dtype, sizes, order, data)
+
+    def constant(self, buffer: int, dtype: np.dtype, sizes, order, index: int) -> np.ndarray:
+        if self.constants is None:
+            raise TosaFormatError(f"value {index}: constant data {buffer}, but the program has no constant segment")
+        segment, offsets = self.constants
+        if not 0 < buffer < len(offsets):
+            raise TosaFormatError(f"value {index}: constant data {buffer} of {len(offsets)}")
+        data = self.segment(segment, "the constant segment")
+        n = int(np.prod(sizes, dtype=np.int64)) * dtype.itemsize
+        start = offsets[buffer]
+        if start + n > len(data):
+            raise TosaFormatError(f"truncated: constant {index} needs bytes {start}..{start + n} of the constant "
+                                  f"segment, which has {len(data)}")  # fmt: skip
+        stored = np.frombuffer(data, dtype, count=n // dtype.itemsize, offset=start)
+        physical = stored.reshape([sizes[d] for d in order])  # memory order: dim_order[0] outermost
+        return np.transpose(physical, np.argsort(order)).copy()
+
+
+def _text(value: bytes | str | None) -> str:
+    if value is None:
+        return ""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def read_program(buf: bytes, file: str | None = None) -> list[Plan]:
+    """Parse a .pte file's bytes into its execution plans. Any defect raises TosaFormatError naming `file`."""
+    where = file or "<buffer>"
+    if len(buf) < 8:
+        raise TosaFormatError(f"truncated: {len(buf)} bytes is too short for an ExecuTorch program", file=where)
+    if bytes(buf[4:8]) != FILE_IDENTIFIER:
+        raise TosaFormatError(
+            f"not an ExecuTorch program (file identifier {bytes(buf[4:8])!r}, expected {FILE_IDENTIFIER!r})",
+            file=where,
+        )
+    try:
+        return _Reader(bytes(buf)).program()
+    except TosaError as err:
+        raise err.located(file=where) from None
+    except (struct.error, IndexError, ValueError, TypeError, OverflowError, UnicodeDecodeError, MemoryError,
+            AttributeError) as err:  # fmt: skip
+        raise TosaFormatError(f"corrupt or truncated ExecuTorch program ({type(err).__name__}: {err})",
+                              file=where) from None  # fmt: skip
+
+
+def load_program(path: str | Path) -> list[Plan]:
+    """Read a .pte file into its execution plans."""
+    try:
+        buf = Path(path).read_bytes()
+    except OSError as err:
+        raise TosaFormatError(f"cannot read: {err.strerror}", file=str(path)) from None
+    return read_program(buf, file=str(path))
