@@ -126,7 +126,7 @@ def from_torch(
     import inspect
 
     torch = _torch()
-    from ..session import _load_pte
+    from ..session import load_pte
 
     inputs = tuple(example_inputs)
     if quantize is True:
@@ -148,7 +148,7 @@ def from_torch(
     path = folder / "model.pte"
     path.write_bytes(exported.pte)
     try:
-        model = _load_pte(path, backend, options, input_names=names)
+        model = load_pte(path, backend, options, input_names=names)
     finally:
         if save is None:
             shutil.rmtree(folder, ignore_errors=True)

@@ -11,7 +11,8 @@ import numpy as np
 from ...ir.dtype import DType
 from ...ir.graph import NanPropagationMode
 from ...program import Kernel
-from . import LowerCtx, lowering, push
+from . import push
+from .context import LowerCtx, lowering
 from .elementwise_binary import VEC4
 from .push import PushLayout
 from .types import glsl_storage

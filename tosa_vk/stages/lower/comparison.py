@@ -4,7 +4,7 @@ GLSL float comparisons are ordered (a NaN operand gives false) and -0 == +0, as 
 from __future__ import annotations
 
 from ...ir.dtype import DType
-from . import LowerCtx, lowering
+from .context import LowerCtx, lowering
 from .elementwise_binary import binary
 
 _TYPES = (DType.INT32, DType.INT64, DType.FP16, DType.BF16, DType.FP32)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from ...ir.dtype import DType
 from ...program import Branch, Loop, Step
-from . import LowerCtx, copy_step, lowering
+from .context import LowerCtx, lowering
+from .data_layout import copy_step
 
 
 def _region(ctx: LowerCtx, attr: str, values: list[str]) -> tuple[str, list[Step]]:

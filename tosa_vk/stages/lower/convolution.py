@@ -15,30 +15,19 @@ import numpy as np
 
 from ...abi.shader_abi import WORKGROUP
 from ...ir.dtype import DType
-from ...ir.graph import BLOCK_SCALED_INPUTS, Operator, Tensor
-from . import LowerCtx, lowering, push, spill, texels
-from .elementwise_binary import VEC4
-from .fused.epilogue import epilogue_defines, transposed_index
+from . import push, texels
+from .context import LowerCtx, lowering, spill
+from .conv_common import (
+    STORE_LOOP,
+    common_defines,
+    geometry,
+    in_place_slice,
+    int_attrs,
+    permuted_source,
+    skip_padded,
+)
+from .fused.epilogue import epilogue_defines
 from .push import Push
-from .types import glsl_storage
-
-# in_t -> (allowed (weight_t, out_t) pairs); acc_type is the attribute (fp16 may accumulate in fp32: the kernels
-# always sum floating-point products in fp32, which the dot-product compliance bound allows for either).
-_TYPES = {
-    DType.INT8: ((DType.INT8, DType.INT32), (DType.INT4, DType.INT32)),
-    DType.INT16: ((DType.INT8, DType.INT48),),
-    DType.FP16: ((DType.FP16, DType.FP16),),
-    DType.BF16: ((DType.BF16, DType.BF16),),
-    DType.FP32: ((DType.FP32, DType.FP32),),
-    DType.FP8E4M3: ((DType.FP8E4M3, DType.FP16),),
-    DType.FP8E5M2: ((DType.FP8E5M2, DType.FP16),),
-}
-
-# TOSA 1.1 CONV2D mixed precision: input and weight of any two of these, decoded to fp32 and summed there (as the
-# 1.0 floating-point rows are) whatever acc_type says: bf16 / fp16 accumulators are only less precise, and the
-# dot-product bound is the accumulator's.
-_MIXED = frozenset((DType.FP8E4M3, DType.FP8E5M2, DType.FP16, DType.BF16, DType.FP32))
-_MIXED_OUT = (DType.FP16, DType.BF16, DType.FP32)
 
 
 def _bytes4(decode: str) -> str:
@@ -101,73 +90,6 @@ def chunk_defines(k: int, types: dict[str, DType], limit: int = 16, max_bytes: i
     return {"VE": "1"}
 
 
-def _ints(ctx: LowerCtx, name: str, default: int, n: int) -> list[int]:
-    v = ctx.attr(name)
-    return [default] * n if v is None else [int(a) for a in np.asarray(v).reshape(-1)]
-
-
-def _common(ctx: LowerCtx) -> tuple[dict[str, str], dict[str, str], dict[str, int]] | None:
-    """Type defines, the zero-point bindings and the specialization constants shared by every convolution kernel,
-    or None for an unsupported type combination."""
-    x, w, bias = ctx.inputs[:3]
-    out = ctx.outputs[0]
-    scales = _scales(ctx)
-    if scales and ctx.op.op != "CONV2D":
-        return None
-    types = {t.dtype if i not in scales else DType.FP32 for i, t in enumerate((x, w))}  # block-scaled: as fp32
-    mixed = ctx.op.op == "CONV2D" and types <= _MIXED and out.dtype in _MIXED_OUT
-    if ((w.dtype, out.dtype) not in _TYPES.get(x.dtype, ()) and not mixed) or bias.dtype != out.dtype:
-        return None
-    integer = not x.dtype.is_float and not scales
-    if out.dtype == DType.INT48 and not ctx.target.has("shaderInt64"):
-        return None
-    acc = "int64_t" if out.dtype == DType.INT48 else "int" if integer else "float"
-    defines = {
-        "ACC_T": acc,
-        "ACC4_T": {"int64_t": "i64vec4", "int": "ivec4", "float": "vec4"}[acc],
-        "O_T4": VEC4[glsl_storage(ctx.result.dtype)],  # what is stored: the epilogue's output, if any
-    }
-    specs = {"BIAS_SCALAR": int(bias.size == 1)}
-    extra: dict[str, str] = {}
-    for i, b in ((0, "X"), (1, "W")):  # bindings 4 / 5 on (those of integer zero points; never both)
-        if i in scales:
-            defines[f"{b}_SCALED"], defines[f"{b}S_AT"] = "1", str(4 + len(extra))
-            extra[f"{b}S"] = scales[i].name
-    if integer:
-        defines["INTEGER"] = "1"
-        izp, wzp = ctx.constant(3), ctx.constant(4)
-        if izp is not None and wzp is not None:
-            defines["IZP"] = ctx.word(int(np.asarray(izp).reshape(-1)[0]))
-            defines["WZP"] = ctx.word(int(np.asarray(wzp).reshape(-1)[0]))
-        else:
-            defines["ZP_BUFFERS"] = "1"
-            extra = {"IZ": ctx.inputs[3].name, "WZ": ctx.inputs[4].name}
-    return defines, extra, specs
-
-
-def _scales(ctx: LowerCtx) -> dict[int, Tensor]:
-    """The scale tensors of block-scaled inputs (TOSA 1.1): input position -> its scales (passes/block_scaled.py)."""
-    at = ctx.op.attrs.get(BLOCK_SCALED_INPUTS) or ()
-    return dict(zip(at, ctx.inputs[len(ctx.inputs) - len(at) :]))
-
-
-def _skip_padded(ctx: LowerCtx, padded: bool) -> bool:
-    """Floating point with padding must skip the padded taps' multiplies (0 x inf would be NaN) unless the
-    weights are known finite (block-scaled weights: a NaN scale, so never known here)."""
-    scales = _scales(ctx)
-    if not padded or not (ctx.inputs[0].dtype.is_float or 0 in scales):
-        return False
-    if 1 in scales:
-        return True
-    wv = ctx.constant(1)
-    if wv is None:
-        return True
-    w = np.asarray(wv)
-    if w.dtype.kind != "f":
-        w = w.astype(np.float32)
-    return not bool(np.isfinite(w).all())
-
-
 def _grid(ctx: LowerCtx, tiles: int, blocks: int) -> tuple[tuple[int, int, int], int]:
     """(the grid, PACKED_BLOCKS): pixel tiles along x (spilling into z), channel blocks along y; a layer with fewer
     tiles than a workgroup has invocations packs its blocks into x (PACKED_BLOCKS, the number of blocks; 0: not
@@ -185,11 +107,6 @@ def _pixels(p: int, rows: int, width: int, blocks: int) -> int:
     while p > 4 and (p >= 2 * width or rows * -(-width // p) * blocks < 512):
         p //= 2
     return p
-
-
-# iterations of the loop that stores a tile through an epilogue (conv.comp / depthwise.comp): at most 16 pixels x 2
-# groups of 4 channels
-STORE_LOOP = 32
 
 
 def _kernel(
@@ -256,25 +173,11 @@ def _tiled(ctx: LowerCtx, operator: str, nd: int = 2):
     return ctx.attempt(lambda: conv_tiled.conv(ctx, nd, operator == "TRANSPOSE_CONV2D"))
 
 
-def geometry(ctx: LowerCtx, nd: int) -> tuple[list[int], list[int], list[int], tuple]:
-    """A CONV2D (nd 2) or CONV3D's pads (6: before / after per axis), strides and dilations (3), and the shapes of
-    its input, weights and output, all as CONV3D's (a CONV2D is one with depth 1)."""
-    x, w = ctx.inputs[:2]
-    out = ctx.outputs[0]
-    pad = _ints(ctx, "pad", 0, 2 * nd)
-    stride = _ints(ctx, "stride", 1, nd)
-    dilation = _ints(ctx, "dilation", 1, nd)
-    if nd == 3:
-        return pad, stride, dilation, (x.shape, w.shape, out.shape)
-    shapes = tuple((t.shape[0], 1, *t.shape[1:]) for t in (x, w, out))
-    return [0, 0] + pad, [1] + stride, [1] + dilation, shapes
-
-
 def _conv(ctx: LowerCtx, nd: int):
     tiled = _tiled(ctx, "CONV2D", nd)
     if tiled is not None:
         return tiled
-    common = _common(ctx)
+    common = common_defines(ctx)
     if common is None:
         return None
     defines, extra, specs = common
@@ -312,7 +215,7 @@ def _conv(ctx: LowerCtx, nd: int):
     specs.update({"N": n, "ID": id_, "IH": ih, "IW": iw, "IC": ic, "OC": oc, "KD": kd, "KH": kh, "KW": kw, "OD": od})
     specs.update({"OH": oh, "OW": ow, "SD": stride[0], "SH": stride[1], "SW": stride[2], "DD": dilation[0]})
     specs.update({"DH": dilation[1], "DW": dilation[2], "PD": pad[0], "PT": pad[2], "PL": pad[4]})
-    if _skip_padded(ctx, any(pad)):
+    if skip_padded(ctx, any(pad)):
         defines["SKIP_PADDED"] = "1"
     source = None
     if ctx.prologue and ctx.prologue[1].op == "SLICE":
@@ -323,33 +226,9 @@ def _conv(ctx: LowerCtx, nd: int):
     elif ctx.prologue:  # a TRANSPOSE whose result only this reads: its input, read through the permutation
         if ve != 1 or nd != 2:
             return None  # (chunked loads want channels contiguous)
-        source, defines["X_AT(i)"] = _permuted(ctx.block.tensors[ctx.prologue[1].inputs[0]], x, ctx.prologue[1])
+        source, defines["X_AT(i)"] = permuted_source(ctx.block.tensors[ctx.prologue[1].inputs[0]], x, ctx.prologue[1])
     grid, specs["PACKED_BLOCKS"] = _grid(ctx, n * od * oh * -(-ow // tp), -(-oc // tc))
     return _kernel(ctx, "convolution/conv", defines, extra, grid, kd * kh, ic, ve, source, out_map=True, specs=specs)
-
-
-def in_place_slice(ctx: LowerCtx, nd: int) -> tuple[str, int, int] | None:
-    """A fused SLICE before a CONV2D (fuse.py) that only drops bottom rows and right columns, which a layer without
-    bottom / right padding never reads (ExecuTorch's stride-2 1x1 projections): (the SLICE's input, its height,
-    its width) for the kernel to read in place — the same elements at the same (row, column) — else None. Reads
-    stop at the sliced edge: (OH - 1) * SH + (KH - 1) * DH - PT = sliced height - 1 when the bottom pad is 0."""
-    op = ctx.prologue[1] if ctx.prologue else None
-    if op is None or op.op != "SLICE" or nd != 2:
-        return None
-    src, x = ctx.block.tensors[op.inputs[0]], ctx.inputs[0]
-    start = ctx.block.tensors[op.inputs[1]].data
-    pad = [int(p) for p in ctx.op.attrs.get("pad", (0, 0, 0, 0))]
-    if start is None or any(int(v) for v in np.asarray(start).reshape(-1)) or len(src.shape) != 4 or len(pad) != 4:
-        return None
-    if (src.shape[0], src.shape[3]) != (x.shape[0], x.shape[3]) or pad[1] or pad[3]:
-        return None
-    return src.name, int(src.shape[1]), int(src.shape[2])
-
-
-def _permuted(src: Tensor, x: Tensor, transpose: Operator) -> tuple[str, str]:
-    """(src's name, X_AT(i)): where element i of x = TRANSPOSE(src) (row-major) is stored in src."""
-    perms = [int(p) for p in transpose.attrs["perms"]]
-    return src.name, "(" + transposed_index(x.shape, src.shape, perms, "(i)") + ")"
 
 
 # 1x1 fp32 convolutions with at least this many input channels (and a multiple of 8) run as matmul_fast.comp with
@@ -367,7 +246,7 @@ def _as_matmul(ctx: LowerCtx, pixels: int, ic: int, oc: int) -> list | None:
 
     x, w, bias = ctx.inputs[:3]
     weights = ctx.constant(1)
-    if weights is None or x.dtype != DType.FP32 or w.dtype != DType.FP32 or _skip_padded(ctx, True):
+    if weights is None or x.dtype != DType.FP32 or w.dtype != DType.FP32 or skip_padded(ctx, True):
         return None
     if matmul_tiled.applies(ctx):  # the class's shared-memory tiles: the [OC, IC] weights read in place as B^T
         shape = (1, pixels, ic, oc)
@@ -395,15 +274,15 @@ def DEPTHWISE_CONV2D(ctx: LowerCtx):
     tiled = _tiled(ctx, "DEPTHWISE_CONV2D")
     if tiled is not None:
         return tiled
-    common = _common(ctx)
+    common = common_defines(ctx)
     if common is None:
         return None
     defines, extra, specs = common
     x, w = ctx.inputs[:2]
     out = ctx.outputs[0]
-    pad = _ints(ctx, "pad", 0, 4)
-    stride = _ints(ctx, "stride", 1, 2)
-    dilation = _ints(ctx, "dilation", 1, 2)
+    pad = int_attrs(ctx, "pad", 0, 4)
+    stride = int_attrs(ctx, "stride", 1, 2)
+    dilation = int_attrs(ctx, "dilation", 1, 2)
     n, ih, iw, c = x.shape
     kh, kw, _, m = w.shape
     _, oh, ow, och = out.shape
@@ -413,7 +292,7 @@ def DEPTHWISE_CONV2D(ctx: LowerCtx):
     # specialization constants: what shapes the tile and unrolls; shapes and pads are push constants (depthwise.comp)
     specs.update({"M": m, "KH": kh, "KW": kw, "SH": stride[0], "SW": stride[1], "DH": dilation[0]})
     specs.update({"DW": dilation[1], "TILE_P": tp})
-    if _skip_padded(ctx, any(pad)):
+    if skip_padded(ctx, any(pad)):
         defines["SKIP_PADDED"] = "1"
     grid, packed = _grid(ctx, n * oh * -(-ow // tp), och // ve)
     values = push.DEPTHWISE.pack(n, ih, iw, c, oh, ow, pad[0], pad[2], packed)
@@ -425,14 +304,14 @@ def TRANSPOSE_CONV2D(ctx: LowerCtx):
     tiled = _tiled(ctx, "TRANSPOSE_CONV2D")
     if tiled is not None:
         return tiled
-    common = _common(ctx)
+    common = common_defines(ctx)
     if common is None:
         return None
     defines, extra, specs = common
     x, w = ctx.inputs[:2]
     out = ctx.outputs[0]
-    top, _, left, _ = _ints(ctx, "out_pad", 0, 4)
-    sy, sx = _ints(ctx, "stride", 1, 2)
+    top, _, left, _ = int_attrs(ctx, "out_pad", 0, 4)
+    sy, sx = int_attrs(ctx, "stride", 1, 2)
     n, ih, iw, ic = x.shape
     oc, kh, kw, _ = w.shape
     _, oh, ow, _ = out.shape
@@ -443,7 +322,7 @@ def TRANSPOSE_CONV2D(ctx: LowerCtx):
     # the layer's geometry and tile as specialization constants (as conv.comp)
     specs.update({"N": n, "IH": ih, "IW": iw, "IC": ic, "OC": oc, "KH": kh, "KW": kw, "OH": oh, "OW": ow})
     specs.update({"SY": sy, "SX": sx, "PT": top, "PL": left, "TILE_P": tp, "TILE_C": tc})
-    if _skip_padded(ctx, True):  # output positions no input reaches are "padding" too
+    if skip_padded(ctx, True):  # output positions no input reaches are "padding" too
         defines["SKIP_PADDED"] = "1"
     grid, specs["PACKED_BLOCKS"] = _grid(ctx, n * oh * sx * -(-cols // tp), -(-oc // tc))
     outer = -(-kh // sy) * -(-kw // sx)

@@ -17,7 +17,7 @@ from ...abi import custom_payload
 from ...errors import TosaError
 from ...program import Image, Kernel
 from ..plan import resources
-from . import LowerCtx, lowering
+from .context import LowerCtx, lowering
 
 
 @lowering("CUSTOM")

@@ -16,8 +16,9 @@ import numpy as np
 
 from ...abi.shader_abi import MAX_RANK, WORKGROUP
 from ...ir.graph import Tensor
-from ...program import Kernel
-from . import LowerCtx, lowering, push
+from ...program import Host, Kernel, Step
+from . import push
+from .context import LowerCtx, lowering
 from .push import Push
 from .types import glsl_known
 
@@ -330,3 +331,24 @@ def RESHAPE_BLOCK_SCALED(ctx: LowerCtx):
         target = ctx.q(dst.name)
         kernels.append(dataclasses.replace(k, reads=tuple(b for b in k.bindings if b != target), writes=(target,)))
     return kernels
+
+
+def copy_step(ctx: LowerCtx, src: str, dst: str) -> Step:
+    """A whole-tensor copy between regions or into a variable (names as LowerCtx.kernel takes them): a copy kernel,
+    or a host copy where the device cannot move elements of this width (no 8 / 16-bit storage access)."""
+    kernel = copy(ctx, src, dst)
+    if kernel is not None:
+        return kernel
+    s, d = ctx.tensor(src), ctx.tensor(dst)
+    return Host(
+        f"{ctx.label} copy",
+        "IDENTITY",
+        {},
+        (ctx.q(src),),
+        (None,),
+        (s.dtype.name,),
+        (d.dtype.name,),
+        (d.shape,),
+        reads=(ctx.q(src),),
+        writes=(ctx.q(dst),),
+    )

@@ -6,7 +6,8 @@ from __future__ import annotations
 from ...ir.dtype import DType
 from ...ir.graph import NanPropagationMode
 from ...program import Kernel
-from . import LowerCtx, lowering, push
+from . import push
+from .context import LowerCtx, lowering
 from .push import Push
 from .types import glsl_storage
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...ir.dtype import DType
-from . import LowerCtx, lowering
+from .context import LowerCtx, lowering
 from .elementwise_binary import broadcast_defines, broadcast_push
 
 _TYPES = (DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.INT64, DType.FP16, DType.BF16, DType.FP32)

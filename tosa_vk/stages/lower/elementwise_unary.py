@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ...ir.dtype import DType
 from ...program import Kernel
-from . import LowerCtx, lowering, push
+from . import push
+from .context import LowerCtx, lowering
 
 FLOATS = (DType.FP32, DType.FP16, DType.BF16)
 

@@ -12,7 +12,8 @@ import numpy as np
 
 from ...ir.dtype import DType
 from ...ir.graph import ResizeMode
-from . import LowerCtx, lowering, push
+from . import push
+from .context import LowerCtx, lowering
 from .types import glsl_known
 
 # fp8 (TOSA 1.1) interpolates in fp32 (its resize_t) and rounds once to fp8, as the others do

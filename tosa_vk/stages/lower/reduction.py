@@ -24,7 +24,8 @@ from ...ir.dtype import DType
 from ...ir.graph import NanPropagationMode
 from ...program import Kernel
 from ..fuse import tail_start
-from . import LowerCtx, axis_view, lowering, push
+from . import push
+from .context import LowerCtx, axis_view, lowering
 from .families import reduction_subgroup
 from .fused.epilogue import bind, epilogue_defines
 

@@ -16,7 +16,8 @@ import numpy as np
 
 from ...ir.dtype import DType
 from ...ir.graph import Tensor
-from . import LowerCtx, lowering, push
+from . import push
+from .context import LowerCtx, lowering
 from .data_layout import raw_kernel, row_major, strided_copy, unit_ok, width
 from .types import glsl_known
 

@@ -19,7 +19,8 @@ import numpy as np
 from ...ir.dtype import DType
 from ...ir.graph import NanPropagationMode, Tensor
 from ...program import Kernel
-from . import LowerCtx, lowering, push, texels
+from . import push, texels
+from .context import LowerCtx, lowering
 from .data_layout import strided_copy
 from .elementwise_binary import VEC4
 from .families import matmul_coopmat, matmul_tiled

@@ -8,7 +8,8 @@ import math
 from ...ir.dtype import DType
 from ...ir.graph import Operator, RoundingMode
 from ...ir.mx import largest_rounding_to_normal_max
-from . import LowerCtx, lowering, push
+from . import push
+from .context import LowerCtx, lowering
 
 _FLOATS = (DType.FP32, DType.FP16, DType.BF16, DType.FP8E4M3, DType.FP8E5M2)
 _INTS = (DType.INT8, DType.INT16, DType.INT32)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from ...ir.graph import Tensor
 from ...ir.variables import uid_of, variable_tensor
 from ...program import StateCheck, Step, VariableSpec
-from . import LowerCtx, copy_step, lowering
+from .context import LowerCtx, lowering
+from .data_layout import copy_step
 
 
 def _variable(ctx: LowerCtx, names: list[str]) -> Tensor:

@@ -17,8 +17,17 @@ from __future__ import annotations
 
 from ....device_class import Tile
 from ....ir.dtype import DType
-from .. import LowerCtx, spill
-from ..convolution import STORE_LOOP, _common, _ints, _permuted, _scales, _skip_padded, geometry, in_place_slice
+from ..context import LowerCtx, spill
+from ..conv_common import (
+    STORE_LOOP,
+    block_scales,
+    common_defines,
+    geometry,
+    in_place_slice,
+    int_attrs,
+    permuted_source,
+    skip_padded,
+)
 from ..fused.epilogue import epilogue_defines
 
 # fp16 / fp8 values are exact in fp16: with the class's fp16 feature they are staged as float16_t (half the shared
@@ -67,8 +76,8 @@ def fit(tile: Tile, rows: int, cols: int, threads_max: int, shared_max: int, ent
 
 def conv(ctx: LowerCtx, nd: int, transposed: bool = False) -> list | None:
     """CONV2D (nd 2), CONV3D (nd 3) or TRANSPOSE_CONV2D (`transposed`) on the implicit-GEMM kernel, or None."""
-    common = _common(ctx)
-    if common is None or _scales(ctx):
+    common = common_defines(ctx)
+    if common is None or block_scales(ctx):
         return None  # block-scaled rows stay on the register kernels
     defines, extra, specs = common
     x, w = ctx.inputs[:2]
@@ -76,8 +85,8 @@ def conv(ctx: LowerCtx, nd: int, transposed: bool = False) -> list | None:
     if out.dtype == DType.INT48:
         return None  # int16 x int8 -> int48: the register kernels (int64 accumulators)
     if transposed:
-        top, _, left, _ = _ints(ctx, "out_pad", 0, 4)
-        sy, sx = _ints(ctx, "stride", 1, 2)
+        top, _, left, _ = int_attrs(ctx, "out_pad", 0, 4)
+        sy, sx = int_attrs(ctx, "stride", 1, 2)
         pad, stride, dilation = [0, top, left], [1, sy, sx], [1, 1, 1]
         xs, ws, os_ = ((t.shape[0], 1, *t.shape[1:]) for t in (x, w, out))
     else:
@@ -91,7 +100,7 @@ def conv(ctx: LowerCtx, nd: int, transposed: bool = False) -> list | None:
         return None
     integer = "INTEGER" in defines
     int8dot = integer and x.dtype == DType.INT8 and w.dtype in _INT8 and ctx.target.uses("int8dot")
-    skip = _skip_padded(ctx, transposed or any(_ints(ctx, "pad", 0, 2 * nd)))
+    skip = skip_padded(ctx, transposed or any(int_attrs(ctx, "pad", 0, 2 * nd)))
     if int8dot:
         defines["INT8_DOT"], defines["SHARED_T"], entry, kv = "1", "uint", 4, 4
     else:
@@ -121,7 +130,7 @@ def conv(ctx: LowerCtx, nd: int, transposed: bool = False) -> list | None:
     elif ctx.prologue:  # a fused TRANSPOSE before a CONV2D: read its input through the permutation
         if nd != 2 or transposed:
             return None
-        source, defines["X_AT(i)"] = _permuted(ctx.block.tensors[ctx.prologue[1].inputs[0]], x, ctx.prologue[1])
+        source, defines["X_AT(i)"] = permuted_source(ctx.block.tensors[ctx.prologue[1].inputs[0]], x, ctx.prologue[1])
     bindings = {"X": source or x.name, "W": w.name, "B": ctx.inputs[2].name, "O": ctx.result.name, **extra}
     fused = epilogue_defines(ctx, bindings, out_map=not transposed)
     if fused is None:
@@ -165,7 +174,7 @@ def _staging(ctx: LowerCtx, x: DType, w: DType, integer: bool) -> tuple[str, int
 
 def depthwise(ctx: LowerCtx) -> list | None:
     """DEPTHWISE_CONV2D on the shared-memory patch kernel, or None."""
-    common = _common(ctx)
+    common = common_defines(ctx)
     if common is None:
         return None
     defines, extra, specs = common
@@ -173,16 +182,16 @@ def depthwise(ctx: LowerCtx) -> list | None:
     out = ctx.outputs[0]
     if out.dtype == DType.INT48:
         return None
-    pt, pb, pl, pr = _ints(ctx, "pad", 0, 4)
-    sh, sw = _ints(ctx, "stride", 1, 2)
-    dh, dw = _ints(ctx, "dilation", 1, 2)
+    pt, pb, pl, pr = int_attrs(ctx, "pad", 0, 4)
+    sh, sw = int_attrs(ctx, "stride", 1, 2)
+    dh, dw = int_attrs(ctx, "dilation", 1, 2)
     n, ih, iw, c = x.shape
     kh, kw, _, m = w.shape
     _, oh, ow, _ = out.shape
     if out.size == 0:
         return None
     integer = "INTEGER" in defines
-    skip = _skip_padded(ctx, any((pt, pb, pl, pr)))
+    skip = skip_padded(ctx, any((pt, pb, pl, pr)))
     defines["SHARED_T"], entry = _staging(ctx, x.dtype, w.dtype, integer)
     target = ctx.target
     threads = min(target.klass.conv_tile.invocations, target.max_workgroup_invocations)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from ....ir.dtype import DType
 from ....program import Kernel
-from .. import LowerCtx, push
+from .. import push
+from ..context import LowerCtx
 from ..fused.epilogue import epilogue_defines
 
 # in_t -> its GLSL type in the device's list of products

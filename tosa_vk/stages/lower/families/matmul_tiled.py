@@ -16,7 +16,8 @@ from ....ir.dtype import DType
 from ....ir.graph import Tensor
 from ....program import Kernel
 from ....target import Target
-from .. import LowerCtx, push
+from .. import push
+from ..context import LowerCtx
 from ..elementwise_binary import VEC4
 from ..fused.epilogue import epilogue_defines, with_bias
 from ..types import glsl_storage

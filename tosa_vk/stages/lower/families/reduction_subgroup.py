@@ -22,7 +22,8 @@ from __future__ import annotations
 from ....ir.dtype import DType
 from ....program import Kernel
 from ....target import Target
-from .. import LowerCtx, axis_view, push
+from .. import push
+from ..context import LowerCtx, axis_view
 
 # rows (the axis innermost) shorter than this stay one invocation's loop (the register kernels): a workgroup for
 # such a row would leave most of a GPU subgroup (32 or 64 invocations) idle

@@ -21,7 +21,8 @@ from ....abi.shader_abi import TEXEL_SAMPLERS
 from ....ir.dtype import DType
 from ....ir.graph import NanPropagationMode, Operator, Tensor
 from ...fuse import NAMED, tail_start
-from .. import LowerCtx, texels
+from .. import texels
+from ..context import LowerCtx
 from ..type_conversion import cast_expr, rescale_defines
 from ..types import glsl_storage
 

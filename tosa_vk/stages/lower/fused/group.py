@@ -9,16 +9,15 @@ operators get their own kernels."""
 from __future__ import annotations
 
 import math
-from collections import Counter
 
 import numpy as np
 
-from ....ir.graph import Block, Tensor
 from ....program import Kernel
 from ...fuse import REDUCTIONS, data_inputs
-from .. import LowerCtx
+from ..context import LowerCtx
 from ..types import glsl_store
-from .epilogue import COMPUTE, Array, bind, expression, variable
+from .epilogue import COMPUTE, bind, expression, variable
+from .operands import broadcast_load, coordinates, element_index, group_input, stored_outputs
 
 
 def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
@@ -34,7 +33,7 @@ def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
     bindings: dict[str, str] = {}
     decls: list[str] = []
     defines: dict[str, str] = {}
-    coords = _coordinates(shape)
+    coords = coordinates(shape)
     body = coords[:]
     body.append(f"int c = {'c' + str(len(shape) - 1) if shape and shape[-1] > 1 else '0'};")
     loaded: dict[str, str] = {}
@@ -48,8 +47,8 @@ def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
             if src.dtype not in COMPUTE or start is None or len(src.shape) != len(shape):
                 return None
             offsets = [int(v) for v in np.asarray(start).reshape(-1)]
-            index = _index(src.shape, shape, offsets)
-            array = _input(ctx, bindings, decls, src)
+            index = element_index(src.shape, shape, offsets)
+            array = group_input(ctx, bindings, decls, src)
             body.append(f"{COMPUTE[out.dtype]} v{k} = {COMPUTE[src.dtype]}({array[index]});")
             continue
         args = []
@@ -69,7 +68,7 @@ def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
         if expr is None:
             return None
         body.append(f"{variable(COMPUTE[out.dtype])} v{k} = {expr};")
-    stored = _stored(block, members)
+    stored = stored_outputs(block, members)
     for k, op in enumerate(ops):
         name = op.outputs[0]
         if name in stored:
@@ -80,55 +79,3 @@ def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
         return None
     defines.update({"TOTAL": str(math.prod(shape)), "EP_DECLS": " ".join(decls), "GROUP_BODY": " ".join(body)})
     return [ctx.kernel("fused/elementwise", bindings, defines, invocations=math.prod(shape), writes=tuple(stored))]
-
-
-def _stored(block: Block, members: list[int]) -> list[str]:
-    """Outputs of the group read outside it (or block outputs, or variables)."""
-    inside = set(members)
-    uses = Counter(n for i, op in enumerate(block.operators) if i not in inside for n in op.inputs)
-    names = [block.operators[i].outputs[0] for i in members]
-    return [n for n in names if uses[n] or n in block.outputs or block.tensors[n].variable]
-
-
-def broadcast_load(ctx: LowerCtx, bindings: dict, decls: list, t: Tensor, shape, var: str) -> str | None:
-    """The declaration of `var` as t's element at the kernel's coordinates, t an input of the kernel's `shape` or
-    broadcast along its size-1 dimensions (row groups' too: tosa_vk/stages/lower/fused/rows.py); None where t is
-    neither."""
-    if t.dtype not in COMPUTE or len(t.shape) != len(shape) or any(d not in (s, 1) for d, s in zip(t.shape, shape)):
-        return None
-    array = _input(ctx, bindings, decls, t)
-    return f"{COMPUTE[t.dtype]} {var} = {COMPUTE[t.dtype]}({array[_index(t.shape, shape)]});"
-
-
-def _coordinates(shape: tuple[int, ...]) -> list[str]:
-    """GLSL that splits the flat index i into coordinates c0.. of the dimensions larger than 1."""
-    lines = ["uint r_ = i;"]
-    for d in range(len(shape) - 1, -1, -1):
-        if shape[d] > 1:
-            lines.append(f"int c{d} = int(r_ % {shape[d]}u); r_ /= {shape[d]}u;")
-    return lines
-
-
-def _index(tensor_shape, shape, offsets=None) -> str:
-    """The element of a tensor (of the group's rank) read for the group's element at (c0, ..): coordinates of its
-    size-1 dimensions are 0 (broadcast), `offsets` are added (SLICE)."""
-    terms = []
-    stride = 1
-    const = 0
-    for d in range(len(tensor_shape) - 1, -1, -1):
-        offset = offsets[d] if offsets else 0
-        if tensor_shape[d] > 1 and shape[d] > 1:
-            terms.append(f"c{d} * {stride}" if stride != 1 else f"c{d}")
-        const += offset * stride
-        stride *= tensor_shape[d]
-    if const:
-        terms.append(str(const))
-    return " + ".join(terms) or "0"
-
-
-def _input(ctx: LowerCtx, bindings: dict[str, str], decls: list[str], tensor: Tensor) -> Array:
-    """The array a group input is read from (bound once; through a texel buffer where the target allows)."""
-    for key, bound in bindings.items():
-        if bound == tensor.name and key.startswith("I"):
-            return Array(key.lower(), texel=key in ctx.texels)
-    return bind(bindings, decls, f"I{len(bindings)}", tensor, ctx=ctx)

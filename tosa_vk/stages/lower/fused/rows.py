@@ -21,11 +21,11 @@ from ....ir.dtype import DType
 from ....ir.graph import NanPropagationMode
 from ....program import Kernel
 from ...fuse import GROUPED, REDUCTIONS, ROW_REDUCTIONS, data_inputs
-from .. import LowerCtx
+from ..context import LowerCtx
 from ..families.reduction_subgroup import workgroup
 from ..types import glsl_store
 from .epilogue import COMPUTE, bind, expression, variable
-from .group import _coordinates, _stored, broadcast_load
+from .operands import broadcast_load, coordinates, stored_outputs
 
 REGISTER_WG = 64  # invocations per workgroup at most with one lane per row (rows walked as reduce.comp walks them)
 REGISTER_MIN_WG = 8  # and at least (lavapipe's SIMD width)
@@ -95,7 +95,7 @@ def lower_rows(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
     if planned is None:
         return None
     lanes, wg = planned
-    # a lane's share of the row; c: the channel (a per-channel RESCALE's), c<last>: the last coordinate (_index)
+    # a lane's share of the row; c: the channel (a per-channel RESCALE's), c<last>: the last coordinate (element_index)
     loop = f"for (uint j = lane; j < {length}u; j += {lanes}u) {{ int c = int(j); int c{len(shape) - 1} = c;"
     fp64 = ctx.target.has("shaderFloat64")
     bindings: dict[str, str] = {}
@@ -103,12 +103,12 @@ def lower_rows(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
     defines: dict[str, str] = {}
     # row-level code: coordinates of the leading dimensions (group.py's, from i = the row), scalar loads and values,
     # passes (their loops name the last coordinate too)
-    top: list[str] = ["uint i = row;", *_coordinates((*shape[:-1], 1))]
+    top: list[str] = ["uint i = row;", *coordinates((*shape[:-1], 1))]
     lines: dict[str, tuple[str, list[str]]] = {}  # per-element values: name -> (declaration, what it reads)
     kind: dict[str, str] = {}  # a tensor's variable ("v3", "x1") and whether it is per element ("row") or not
     var: dict[str, str] = {}
     shared: set[str] = set()
-    stored = _stored(block, members)
+    stored = stored_outputs(block, members)
 
     def operand(name: str) -> str | None:
         if name in var:
