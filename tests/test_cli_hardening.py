@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import tosa_vk
-from tosa_vk.tools.cli import main, safe_name
+from tosa_vk.tools.cli import main
+from tosa_vk.tools.cli.common import safe_name
 
 
 def write_model(folder, out_name: str = "y"):
