@@ -9,6 +9,7 @@ import pytest
 
 import tosa_vk
 from tosa_vk.cli import main, safe_name
+from tosa_vk.ir.mlir import find_tool
 from tosa_vk.vgf_graph import export
 
 
@@ -92,18 +93,30 @@ def _writing_commands(folder):
     """(command line, the file it writes) for each command that writes one; every input made here."""
     write_model(folder)
     export(tosa_vk.load_graph(folder / "m.tosa"), folder / "m.vgf")
+    (folder / "m.mlir").write_text(ADD_MLIR)
     x = f"x={folder / 'x.npy'}"
     return {
         "run": (["run", str(folder / "m.tosa"), "-i", x, "-o", str(folder / "out"), "--backend", "reference"],
                 folder / "out" / "y.npy"),
         "export": (["export", str(folder / "m.tosa"), "-o", str(folder / "e.vgf")], folder / "e.vgf"),
         "vgf2tosa": (["vgf2tosa", str(folder / "m.vgf"), "-o", str(folder / "back.tosa")], folder / "back.tosa"),
+        "import": (["import", str(folder / "m.mlir"), "-o", str(folder / "imported.tosa")], folder / "imported.tosa"),
         "profile": (["profile", str(folder / "m.tosa"), "-i", x, "--backend", "reference", "--runs", "1",
                      "--trace", str(folder / "trace.json")], folder / "trace.json"),
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("command", ["run", "export", "vgf2tosa", "profile"])
+ADD_MLIR = """module {
+  func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+    %0 = tosa.add %x, %x : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+    return %0 : tensor<2xf32>
+  }
+}
+"""
+NO_TOOL = pytest.mark.skipif(find_tool() is None, reason="tosa-tools' tosa-opt is not installed")
+
+
+@pytest.mark.parametrize("command", ["run", "export", "vgf2tosa", "profile", pytest.param("import", marks=NO_TOOL)])
 def test_a_writing_command_clobbers_no_tmp_file_and_writes_through_no_link(tmp_path, capsys, command):
     """Issue 46: outputs went through a fixed `<out>.tmp` (an existing file of that name destroyed, a symlink of that
     name written through) or were opened in place (a symlinked output written through)."""

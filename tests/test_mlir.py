@@ -239,7 +239,7 @@ def test_sigterm_while_serializing_removes_the_private_folder(tmp_path):
     source = tmp_path / "splat.mlir"
     source.write_bytes(_splat(32 << 20))
     (tmp_path / "tmp").mkdir()
-    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp"), mlir.CONSTANT_ENV: str(64 << 20)}
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp"), "TOSA_VK_MLIR_CONSTANT_ELEMENTS": str(64 << 20)}
     code = "import sys; from tosa_vk.ir import load_graph; load_graph(sys.argv[1])"
     proc = subprocess.Popen([sys.executable, "-c", code, str(source)], env=env)
     try:
