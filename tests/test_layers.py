@@ -50,6 +50,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "serial",  # the Program's bytes
         "program_cache",  # Programs on disk
         "cache_files",
+        "files",  # write_atomic: how every writer writes a file
         "target",  # device classes as data
         "device_class",  # which kernel family each operator takes per kind of GPU
         "shader_abi",

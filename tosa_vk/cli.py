@@ -17,13 +17,14 @@ import traceback
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, BinaryIO, NamedTuple, NoReturn
 
 import numpy as np
 
-from vgf import VGF, VGFError, read_vgf
+from vgf import VGF, VGFError, read_vgf, write_vgf
 
 from .errors import TosaError, TosaFormatError
+from .files import refused, write_atomic
 from .serial import load_npy as _load_npy
 
 EXIT_ERROR = 2  # the input, the options or the machine: the message says what to change
@@ -266,13 +267,17 @@ class Writes:
         key = Path(os.path.abspath(path))
         if key in self.planned:
             raise TosaError(f"{what} and {self.planned[key]} would both be written to {str(path)!r}")
-        if not self.overwrite and (path.exists() or path.is_symlink()):
-            raise TosaError(f"{str(path)!r} exists: {what} is not written over it (--overwrite replaces files)")
+        if not self.overwrite and os.path.lexists(path):
+            raise refused(path, what)
         self.planned[key] = what
         return path
 
     def save(self, path: Path, array: np.ndarray) -> None:
         """np.save to exactly `path` (np.save(name) would add .npy to a name without it)."""
+        self.write(path, lambda f: np.save(f, array, allow_pickle=False))
+
+    def write(self, path: Path, data: bytes | Callable[[BinaryIO], object]) -> None:
+        """A planned file, written with files.write_atomic (no link written through, no `<out>.tmp` clobbered)."""
         what = self.planned[Path(os.path.abspath(path))]
         try:
             st = path.stat()
@@ -282,9 +287,7 @@ class Writes:
             if (st.st_dev, st.st_ino) in self.written:
                 other = self.written[(st.st_dev, st.st_ino)]
                 raise TosaError(f"{what} and {other} are the same file {str(path)!r} on this file system")
-        with open(path, "wb") as f:
-            np.save(f, array, allow_pickle=False)
-            st = os.fstat(f.fileno())
+        st = write_atomic(path, data, overwrite=self.overwrite, what=what)
         self.written[(st.st_dev, st.st_ino)] = what
 
 
@@ -586,7 +589,7 @@ def _dump(tensors: dict[str, np.ndarray], graph, folder: Path, files: dict[str, 
             {"tensor": name, "file": target.name, "producer": producer.get(name, "input"),
              "shape": list(t.shape), "dtype": t.dtype.name}
         )  # fmt: skip
-    (folder / "index.json").write_text(json.dumps(index, indent=1))
+    writes.write(confined(folder, "index.json"), json.dumps(index, indent=1).encode())
     print(f"{len(index)} tensors written to {folder} (index.json lists them in execution order)")
 
 
@@ -615,7 +618,7 @@ def cmd_compare(args) -> int:
     if args.node_data:
         from . import node_data
 
-        nodes = node_data.write(args.node_data, node_data.errors(vulkan.graph, rows))
+        nodes = node_data.write(args.node_data, node_data.errors(vulkan.graph, rows), overwrite=args.overwrite)
         print(f"node data: {args.node_data} (error / bound of {nodes} operators); {_explorer(model_path, args)}")
     return 0 if first_failure(rows) is None else 1
 
@@ -889,12 +892,12 @@ def cmd_profile(args) -> int:
     print("\n".join(profile.table(found, args.sort)))
     print("\n".join(profile.totals(found, runs)))
     if args.trace:
-        events = profile.write_trace(Path(args.trace), runs, f"{model_path.name} on {on}")
+        events = profile.write_trace(Path(args.trace), runs, f"{model_path.name} on {on}", overwrite=args.overwrite)
         print(f"trace: {args.trace} ({events} kernel events; open in https://ui.perfetto.dev)")
     if graph is not None:
         from . import node_data
 
-        nodes = node_data.write(args.node_data, node_data.times(graph, found, args.runs))
+        nodes = node_data.write(args.node_data, node_data.times(graph, found, args.runs), overwrite=args.overwrite)
         print(f"node data: {args.node_data} (ms of {nodes} operators); {_explorer(model_path, args)}")
     return 0
 
@@ -921,12 +924,13 @@ def cmd_export(args) -> int:
         from .ir import load_graph
         from .vgf_graph import export
 
-        vgf = export(load_graph(args.model), out, file=args.model)
+        vgf = export(load_graph(args.model), file=args.model)
     else:
         from .session import load
 
         with load(args.model, backend="vulkan", strict=True) as model:
-            vgf = model.export_vgf(out)
+            vgf = model.export_vgf()
+    write_atomic(out, write_vgf(vgf), overwrite=args.overwrite, what="the VGF")
     kinds = [s.type for s in vgf.segments]
     print(
         f"{out}: {out.stat().st_size} bytes, {kinds.count('GRAPH')} graph and {kinds.count('COMPUTE')} compute "
@@ -942,7 +946,7 @@ def cmd_vgf2tosa(args) -> int:
     out = Path(args.output or Path(args.model).with_suffix(".tosa"))
     Writes(args.overwrite).plan(out, "the TOSA graph")  # e.g. the .tosa this .vgf was exported from
     graph = to_graph(_read_vgf(args.model), file=args.model)
-    save_graph(graph, out)
+    save_graph(graph, out, overwrite=args.overwrite)
     counts = graph.op_counts()
     print(f"{out}: {sum(counts.values())} operators ({', '.join(f'{k} {v}' for k, v in counts.items())})")
     return 0
@@ -965,7 +969,7 @@ def cmd_import(args) -> int:
     Writes(args.overwrite).plan(out, "the TOSA graph")
     start = time.perf_counter()
     graph = import_model(args.model)
-    save_graph(graph, out)
+    save_graph(graph, out, overwrite=args.overwrite)
 
     def signature(tensors) -> str:
         return ", ".join(f"{t.name} {list(t.shape)} {t.dtype.name}" for t in tensors)

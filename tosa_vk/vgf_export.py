@@ -65,7 +65,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vgf import VGF, Binding, Constant, DescriptorSet, Module, Resource, Segment, save_vgf
+from vgf import VGF, Binding, Constant, DescriptorSet, Module, Resource, Segment, write_vgf
 from vgf.scenario import resource_bytes
 from vgf.vk_enums import (
     COMBINED_IMAGE_SAMPLER,
@@ -82,6 +82,7 @@ from vgf.vk_enums import (
 )
 
 from .errors import TosaError, TosaUnsupportedError
+from .files import write_atomic
 from .ir.dtype import DType
 from .lower import grid_1d
 from .lower.data_layout import UNIT_TYPES, copy_push
@@ -135,7 +136,7 @@ def export_vgf(program: Program, path: str | Path | None = None, cache: ShaderCa
         )
     vgf = _Exporter(program, cache or ShaderCache()).run()
     if path is not None:
-        save_vgf(vgf, path)
+        write_atomic(path, write_vgf(vgf), overwrite=True, what="the VGF")  # no link written through
     return vgf
 
 

@@ -30,13 +30,14 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vgf import VGF, Binding, Constant, DescriptorSet, Module, Resource, Segment, save_vgf
+from vgf import VGF, Binding, Constant, DescriptorSet, Module, Resource, Segment, write_vgf
 from vgf.scenario import FORMAT_SIZES, resource_bytes
 from vgf.vk_enums import DESCRIPTOR_NAMES, DESCRIPTOR_TYPES, FORMAT_NAMES, FORMATS, STORAGE_BUFFER, TENSOR_ARM
 
 from . import custom_payload
 from .custom import attrs_bytes
 from .errors import TosaError, TosaUnsupportedError
+from .files import write_atomic
 from .ir.dtype import DType
 from .ir.graph import Block, Graph, Operator, Region, Tensor
 from .ir.validate import validate
@@ -83,7 +84,7 @@ def export(graph: Graph, path: str | Path | None = None, file: str | None = None
     """The graph as a VGF of GRAPH (and, for custom shaders, COMPUTE) segments; written to `path` if given."""
     vgf = _GraphExporter(graph, file).vgf
     if path is not None:
-        save_vgf(vgf, path)
+        write_atomic(path, write_vgf(vgf), overwrite=True, what="the VGF")  # no link written through
     return vgf
 
 
