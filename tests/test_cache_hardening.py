@@ -324,3 +324,43 @@ def test_a_spirv_cache_file_that_is_a_fifo_is_ignored(tmp_path):
                           timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["1", "True"]
+
+
+# Stores one entry in the program cache folder argv[1] (as a load that rebuilds does), which rewrites the usage file.
+STORE = """
+import sys
+from tosa_vk.store.program_cache import Entry, ProgramCache
+cache = ProgramCache(sys.argv[1])
+assert cache.store(cache.header("0" * 64, "uuid", "driver"), Entry(b"p" * 1000, b"", []))
+"""
+
+
+@pytest.mark.parametrize("how", ["fifo", "link"])
+def test_a_usage_file_that_is_a_fifo_or_a_link_is_replaced_never_waited_on_nor_followed(tmp_path, how):
+    """Issue 46: the usage record was written with open(): a FIFO hung the store, a symlink was written through."""
+    cache = tmp_path / "programs"
+    cache.mkdir(mode=0o700)
+    victim = tmp_path / "victim"
+    victim.write_text("not the cache's")
+    if how == "fifo":
+        os.mkfifo(cache / "usage")
+    else:
+        (cache / "usage").symlink_to(victim)
+    done = subprocess.run([sys.executable, "-c", STORE, str(cache)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert victim.read_text() == "not the cache's"
+    usage = os.lstat(cache / "usage")
+    assert stat.S_ISREG(usage.st_mode) and stat.S_IMODE(usage.st_mode) == 0o600
+    assert int((cache / "usage").read_text()) > 1000
+
+
+def test_an_empty_cache_variable_means_the_default_not_the_working_folder(tmp_path, monkeypatch):
+    """Issue 46: TOSA_VK_CACHE="" made programs/ and spirv/ in the current folder."""
+    from tosa_vk.paths import cache_root
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TOSA_VK_CACHE", "")
+    assert cache_root() == tmp_path / "home" / ".cache" / "tosa_vk"
+    assert ProgramCache().dir == tmp_path / "home" / ".cache" / "tosa_vk" / "programs"
+    assert ShaderCache().dir == tmp_path / "home" / ".cache" / "tosa_vk" / "spirv"

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 import tosa_vk
+from tosa_vk.formats.vgf_graph import export
+from tosa_vk.ir.mlir import find_tool
 from tosa_vk.tools.cli import main
 from tosa_vk.tools.cli.common import safe_name
 
@@ -86,3 +88,54 @@ def test_a_bad_desc_json_is_named_not_a_traceback(tmp_path, capsys, desc, messag
     assert main(["run", "--test-desc", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("tosa-vk: error: ") and message in err and "Traceback" not in err, err
+
+
+def _writing_commands(folder):
+    """(command line, the file it writes) for each command that writes one; every input made here."""
+    write_model(folder)
+    export(tosa_vk.load_graph(folder / "m.tosa"), folder / "m.vgf")
+    (folder / "m.mlir").write_text(ADD_MLIR)
+    x = f"x={folder / 'x.npy'}"
+    return {
+        "run": (["run", str(folder / "m.tosa"), "-i", x, "-o", str(folder / "out"), "--backend", "reference"],
+                folder / "out" / "y.npy"),
+        "export": (["export", str(folder / "m.tosa"), "-o", str(folder / "e.vgf")], folder / "e.vgf"),
+        "vgf2tosa": (["vgf2tosa", str(folder / "m.vgf"), "-o", str(folder / "back.tosa")], folder / "back.tosa"),
+        "import": (["import", str(folder / "m.mlir"), "-o", str(folder / "imported.tosa")], folder / "imported.tosa"),
+        "profile": (["profile", str(folder / "m.tosa"), "-i", x, "--backend", "reference", "--runs", "1",
+                     "--trace", str(folder / "trace.json")], folder / "trace.json"),
+    }  # fmt: skip
+
+
+ADD_MLIR = """module {
+  func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+    %0 = tosa.add %x, %x : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+    return %0 : tensor<2xf32>
+  }
+}
+"""
+NO_TOOL = pytest.mark.skipif(find_tool() is None, reason="tosa-tools' tosa-opt is not installed")
+
+
+@pytest.mark.parametrize("command", ["run", "export", "vgf2tosa", "profile", pytest.param("import", marks=NO_TOOL)])
+def test_a_writing_command_clobbers_no_tmp_file_and_writes_through_no_link(tmp_path, capsys, command):
+    """Issue 46: outputs went through a fixed `<out>.tmp` (an existing file of that name destroyed, a symlink of that
+    name written through) or were opened in place (a symlinked output written through)."""
+    line, out = _writing_commands(tmp_path)[command]
+    out.parent.mkdir(exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text("the user's own file")
+    assert main(line) == 0, capsys.readouterr().err
+    assert tmp.read_text() == "the user's own file" and out.is_file() and not out.is_symlink()
+    assert main(line) == 2  # exists: refused without --overwrite, left as it was
+    assert "--overwrite" in capsys.readouterr().err
+    tmp.unlink()
+    tmp.symlink_to(tmp_path / "victim-tmp")
+    out.unlink()
+    out.symlink_to(tmp_path / "victim")
+    (tmp_path / "victim").write_text("not an output")
+    # `run -o` refuses an output file that links out of its folder (test above); the others replace the link
+    assert main([*line, "--overwrite"]) == (2 if command == "run" else 0)
+    assert not (tmp_path / "victim-tmp").exists() and (tmp_path / "victim").read_text() == "not an output"
+    assert out.is_symlink() if command == "run" else out.is_file() and not out.is_symlink()
+    assert not [p.name for p in out.parent.iterdir() if p.name.endswith(".tmp") and p != tmp]  # no leftovers

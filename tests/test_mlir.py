@@ -8,8 +8,10 @@ The MLIR fixtures are the shipped .tosa files turned back into MLIR by the same 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -204,3 +206,51 @@ def test_program_cache_keys_mlir_by_its_bytes(mlir_of, tmp_path, monkeypatch, de
             model.graph  # noqa: B018 - only asking for the graph itself needs the tool
     for name in first:
         np.testing.assert_array_equal(again[name], first[name])
+
+
+def _splat(elements: int) -> bytes:
+    """A few hundred bytes of MLIR text whose splat constant declares `elements` fp32 elements."""
+    t = f"tensor<{elements}xf32>"
+    return (
+        "module {\n"
+        f"  func.func @main(%a: tensor<1xf32>) -> {t} {{\n"
+        f'    %big = "tosa.const"() <{{values = dense<0.000000e+00> : {t}}}> : () -> {t}\n'
+        f"    return %big : {t}\n  }}\n}}\n"
+    ).encode()
+
+
+def test_a_splat_beyond_the_constant_budget_is_refused_before_serializing(monkeypatch):
+    """Issue 46: 276 bytes declaring 256 MiB made the serializer write and read it all (no tool needed to refuse)."""
+    monkeypatch.setattr(mlir, "find_tool", lambda: pytest.fail("the serializer was reached"))
+    data = _splat(64 << 20)
+    with pytest.raises(TosaError) as err:
+        read_graph(data, file="splat.mlir")
+    text = str(err.value)
+    assert text.startswith("splat.mlir: constant %big (line 3) declares 67108864 elements")
+    assert mlir.CONSTANT_ENV in text
+    monkeypatch.setenv(mlir.CONSTANT_ENV, str(64 << 20))  # the user raises the budget: checked and passed
+    mlir.check_constants(data, "splat.mlir")
+    monkeypatch.setenv(mlir.CONSTANT_ENV, "lots")
+    with pytest.raises(TosaError, match=mlir.CONSTANT_ENV):
+        mlir.check_constants(data, "splat.mlir")
+
+
+@needs_tool
+def test_sigterm_while_serializing_removes_the_private_folder(tmp_path):
+    """Issue 46: SIGTERM left the serializer's temporary folder (256 MiB for a small file) behind; Ctrl-C did not."""
+    source = tmp_path / "splat.mlir"
+    source.write_bytes(_splat(32 << 20))
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp"), "TOSA_VK_MLIR_CONSTANT_ELEMENTS": str(64 << 20)}
+    code = "import sys; from tosa_vk.ir import load_graph; load_graph(sys.argv[1])"
+    proc = subprocess.Popen([sys.executable, "-c", code, str(source)], env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not list((tmp_path / "tmp").glob("tosa_vk-mlir-*")):  # the private folder is there
+            assert proc.poll() is None and time.monotonic() < deadline, "serialization ended before the signal"
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == -signal.SIGTERM  # still ends as SIGTERM says
+    finally:
+        proc.kill()
+    assert os.listdir(tmp_path / "tmp") == []

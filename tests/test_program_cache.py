@@ -157,7 +157,7 @@ def test_two_processes_filling_one_cache_at_once(tmp_path):
     assert third.returncode == 0, third.stderr[-2000:]
     cached, total = json.loads(third.stdout)
     assert cached and total == results[0][1]
-    assert not list(tmp_path.glob(".tmp-*"))
+    assert not list(tmp_path.glob(".*.tmp"))  # files.write_atomic's temporary names
 
 
 def test_cache_info_and_clear(device, tmp_path, monkeypatch, capsys):

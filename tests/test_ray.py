@@ -95,3 +95,56 @@ def test_map_batches_matches_model_run_row_by_row(local_ray, capsys):
     example = runpy.run_path(str(ROOT / "examples" / "ray_batch_inference.py"))
     assert example["main"](rows=5) == 0
     assert "5 rows on 2 workers, every row equal to Model.run" in capsys.readouterr().out
+
+
+def _row_graph():
+    """One row a run: x [3] fp32 -> y [3] int8 (a cast)."""
+    b = tosa_vk.Builder()
+    x = b.input("x", (3,), "fp32")
+    b.output(b.cast(x, out_dtype="int8"), name="y")
+    return b.build()
+
+
+@pytest.mark.parametrize(
+    "batch, column",
+    [
+        (None, None),
+        ([np.zeros((4, 3), np.float32)], None),
+        ({"x": np.float32(1), "y": np.zeros((4, 3), np.float32)}, "'x'"),
+        ({"x": None, "y": np.zeros((4, 3), np.float32)}, "'x'"),
+        ({"x": {"a": 1}, "y": np.zeros((4, 3), np.float32)}, "'x'"),
+        ({"x": [[1.0, 2.0, 3.0], [1.0]], "y": np.zeros((2, 3), np.float32)}, "'x'"),
+        ({"x": np.zeros((4, 3), np.float32), "y": np.zeros((4, 3), np.float32), "id": 7}, "'id'"),
+        ({"x": np.zeros((4, 3), np.float32), "y": np.zeros((4, 3), np.float32), "id": [[1], [2, 3], [], [4]]}, "'id'"),
+    ],
+)
+def test_a_bad_batch_is_a_tosa_error_naming_the_column(batch, column):
+    """Before: TypeError (None batch, 0-d / None / dict column) or ValueError (ragged rows) from numpy."""
+    predictor = tosa_ray.Predictor(_batched_graph(), backend="reference")
+    with pytest.raises(TosaError, match="Predictor: " + (f"column {column}" if column else "a batch is a dict")):
+        predictor(batch)
+
+
+def test_a_passthrough_column_of_another_length_is_refused():
+    """Before: passed through as it was, so its rows no longer lined up with the outputs'."""
+    predictor = tosa_ray.Predictor(_batched_graph(), backend="reference")
+    rows = {"x": np.ones((5, 3), np.float32), "y": np.ones((5, 3), np.float32)}
+    with pytest.raises(TosaError, match="column 'id' has 3 rows, the model's inputs 5"):
+        predictor({**rows, "id": np.arange(3)})
+    assert predictor({**rows, "id": np.arange(5)})["id"].tolist() == list(range(5))
+
+
+@pytest.mark.parametrize("graph, trailing", [(_batched_graph, (3,)), (_row_graph, (3,))])
+def test_a_0_row_batch_gives_0_row_outputs_without_a_run(graph, trailing, monkeypatch):
+    """Before: {} (no outputs, no pass-through columns). Now each output with 0 rows, of its declared dtype and row
+    shape, and the model is not run."""
+    predictor = tosa_ray.Predictor(graph(), backend="reference")
+    names = list(predictor.model.inputs)
+    batch = {n: np.zeros((0, 3), np.float32) for n in names} | {"id": np.zeros(0, np.int64)}
+    monkeypatch.setattr(predictor.model, "run", lambda *a, **k: pytest.fail("a 0-row batch ran the model"))
+    out = predictor(batch)
+    assert set(out) == {*predictor.model.outputs, "id"}
+    for name, (_, dtype) in predictor.model.outputs.items():
+        assert out[name].shape == (0, *trailing)
+        assert out[name].dtype == {"FP32": np.float32, "INT8": np.int8}[dtype]
+    assert out["id"].shape == (0,)

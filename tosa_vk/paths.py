@@ -18,5 +18,5 @@ SHADER_ROOT = _shader_root()
 
 
 def cache_root() -> Path:
-    """$TOSA_VK_CACHE, or ~/.cache/tosa_vk."""
-    return Path(os.environ.get("TOSA_VK_CACHE", Path.home() / ".cache" / "tosa_vk"))
+    """$TOSA_VK_CACHE, or ~/.cache/tosa_vk when it is unset or empty (an empty value is not the current folder)."""
+    return Path(os.environ.get("TOSA_VK_CACHE") or Path.home() / ".cache" / "tosa_vk")

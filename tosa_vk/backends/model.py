@@ -47,6 +47,9 @@ class Model:
     max_in_flight = 1  # runs submit() keeps going at once (load(..., max_in_flight=N))
     _executor: ThreadPoolExecutor | None = None
     _closed = False
+    _active = 0  # runs in progress (run() and submitted ones): close() lets them finish
+    # how long close() waits for them: None, until they end (a host run always does: max_iterations, timeout_s)
+    settle_s: float | None = None
     _runs = 0  # runs of this model's own program so far (profile() warns of a first, cold one)
 
     def run(
@@ -75,6 +78,20 @@ class Model:
         own: a later run does not overwrite it), to feed another model on the same device with no host copy; a feed
         may be such a DeviceTensor (tosa_vk/backends/tensor.py says which). They are the graph's own values: not
         with output quantization parameters."""
+        with _STATE:
+            if self._closed:
+                raise self.closed_error()
+            self._active += 1
+        try:
+            return self._checked_run(feeds, named, cast, outputs, capture, device_outputs)
+        finally:
+            with _STATE:
+                self._active -= 1
+                if self._closed:
+                    _STATE.notify_all()
+
+    def _checked_run(self, feeds, named: dict, cast, outputs, capture, device_outputs) -> dict[str, Any]:
+        """run() once the model is known open."""
         checked = self._resolve(self._gather(feeds, named, cast, outputs, self.source_kind))
         if capture is None or capture is False:  # a capture runs a twin program: profile() is not its
             self._runs += 1
@@ -179,21 +196,43 @@ class Model:
         error). Up to `max_in_flight` runs go at once (load(..., max_in_flight=N); on the Vulkan backend each in
         a runtime slot of its own: arena, command buffers, queue submission; the compiled pipelines shared); more
         wait their turn in submission order. close() cancels the runs not started yet (their futures say
-        cancelled) and stops or waits for those running."""
-        with _EXECUTORS:
+        cancelled) and lets those running finish (see close)."""
+        with _STATE:
             if self._closed:
-                raise TosaError("the model is closed", file=self.file)
+                raise self.closed_error()
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(self.max_in_flight, thread_name_prefix="tosa_vk-run")
             return self._executor.submit(self.run, feeds, **options)
 
+    def closed_error(self) -> TosaError:
+        """What a run or submit() of a closed model raises: it names the model (its file, else the model)."""
+        return TosaError("the model is closed" + ("" if self.file else f": {self!r}"), file=self.file)
+
+    def close(self) -> None:
+        """Frees the model's resources now (idempotent). One contract for every kind of Model: run() and submit()
+        after it are a TosaError naming the model; submitted runs not started yet are cancelled (their futures say
+        cancelled); runs in progress finish first (on a Vulkan device a run gets ABANDON_AFTER_S, then close()
+        stops it: tosa_vk/backends/on_device.py). Subclasses free what they hold in `_release`, not here."""
+        self._drain()
+        self._settle()
+        self._release()
+
     def _drain(self) -> None:
-        """close()'s first step: no more submit(); runs submitted and not started are cancelled."""
-        with _EXECUTORS:
+        """close()'s first step: no more run() or submit(); runs submitted and not started are cancelled."""
+        with _STATE:
             self._closed = True
             executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
+
+    def _settle(self) -> None:
+        """close()'s second step: the runs in progress end (`settle_s` at most) before `_release` frees what they
+        use."""
+        with _STATE:
+            _STATE.wait_for(lambda: self._active == 0, timeout=self.settle_s)
+
+    def _release(self) -> None:
+        """close()'s last step, once no run uses the model: its resources freed (idempotent)."""
 
     def _gather(self, feeds, named: dict, cast, outputs, where: str = "graph") -> dict:
         """run()'s feeds (the dict and the keywords) checked against `inputs`, and its keywords checked."""
@@ -298,10 +337,6 @@ class Model:
         """Where each operator runs, and why (tosa_vk.program.Placement records; the reference backend: every operator
         on the host)."""
         return []
-
-    def close(self) -> None:
-        """Frees device resources now (idempotent)."""
-        self._drain()
 
     def __enter__(self):
         return self
@@ -416,8 +451,7 @@ class GraphModel(Model):
     def _take_state(self, twin: Model) -> None:
         """After a twin's run: this model's variables are what the twin left."""
 
-    def close(self) -> None:
-        self._drain()
+    def _release(self) -> None:
         for twin in (self._twins or {}).values():
             twin.close()
         self._twins = None
@@ -427,14 +461,26 @@ class GraphModel(Model):
         return _arrays(self.graph.outputs)
 
 
-_EXECUTORS = threading.Lock()  # a model's executor made once, and none after close()
+# every model's open / closed state, executor and count of runs in progress: an executor made once and none after
+# close(), no run started after it, close() woken as the last run in progress ends
+_STATE = threading.Condition()
+
+
+# load(..., max_in_flight=N)'s largest N. The Vulkan backend builds every slot at load (an arena and recorded command
+# buffers each), so an out-of-memory is an error of the load, never of a later run, and no run pays for a slot's
+# first use; 10**9 made the load never return. A device runs a few submissions at once: 64 is far past any gain.
+MAX_IN_FLIGHT = 64
 
 
 def in_flight(value: Any, stateful: bool, file: str | None = None) -> int:
-    """load(..., max_in_flight=N) checked: a positive int; a model with variables runs one run at a time (its runs
-    depend on each other's state), so N > 1 is refused for it."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise TosaError(f"max_in_flight={value!r}: take a positive integer (runs submit() keeps going at once)")
+    """load(..., max_in_flight=N) checked: an int from 1 to MAX_IN_FLIGHT; a model with variables runs one run at a
+    time (its runs depend on each other's state), so N > 1 is refused for it."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_IN_FLIGHT:
+        raise TosaError(
+            f"max_in_flight={value!r}: take an integer from 1 to {MAX_IN_FLIGHT} (runs submit() keeps going at "
+            "once; each is a runtime slot built at load)",
+            file=file,
+        )
     if value > 1 and stateful:
         raise TosaError(
             f"max_in_flight={value}: this model has variables (its runs read and write state in order), so it "

@@ -23,7 +23,7 @@ class OnDevice(Model):
 
     One thread at a time uses the runtime (`using()`): a run owns the arena, the recorded command buffers and the
     variables' flags until it returns, so calls from several threads are serialised, and close() waits for a run
-    in progress (ABANDON_AFTER_S at most, then it stops it) instead of freeing memory under it.
+    in progress (ABANDON_AFTER_S at most, `settle_s`, then it stops it) instead of freeing memory under it.
 
     Runs in flight (`max_in_flight` N > 1, `open_slots`): N runtimes of the same program on the device, each with
     its own arena, recorded command buffers and lock, the compiled pipelines made once (the first runtime's); a run
@@ -86,7 +86,7 @@ class OnDevice(Model):
             runtime, lock = self._slots[i]
             with lock:
                 if self.runtime is None or runtime.device is None:
-                    raise TosaError("the model is closed", file=self.file)
+                    raise self.closed_error()
                 yield runtime
                 self._last_slot = i
         finally:
@@ -127,11 +127,16 @@ class OnDevice(Model):
         except Exception:  # at interpreter shutdown the Vulkan module may be gone already
             pass
 
-    def close(self) -> None:
-        self._drain()  # no more submit(); the runs not started cancelled
+    # close() waits this long for the runs in progress (Model._settle), then stops them: a runaway shader must not
+    # keep it waiting until its timeout_s
+    settle_s = ABANDON_AFTER_S
+
+    def _release(self) -> None:
+        # a run still going after _settle is stopped at once; a slot held otherwise (variables, profile) is brief
+        patience = 0.0 if self._active else ABANDON_AFTER_S
         left = False  # a slot's work abandoned on the device: what it uses stays until the process exits
         for other, held in self._slots[1:]:  # the other slots first: slot 0 holds the pipelines they share
-            if not held.acquire(timeout=ABANDON_AFTER_S):
+            if not held.acquire(timeout=patience):
                 other.stop("the model is closed: close() stopped this run")
                 held.acquire()
             try:
@@ -141,9 +146,8 @@ class OnDevice(Model):
                 held.release()
         self._slots = self._slots[:1]
         lock = getattr(self, "lock", None)
-        # a run in progress gets ABANDON_AFTER_S to end, then is stopped: a runaway shader must not keep close()
-        # waiting until its timeout_s (its device work is then left running: Runtime.close)
-        if lock is not None and not lock.acquire(timeout=ABANDON_AFTER_S):
+        # (a stopped run's device work is left running: Runtime.close)
+        if lock is not None and not lock.acquire(timeout=patience):
             runtime = self.runtime
             if runtime is not None:
                 runtime.stop("the model is closed: close() stopped this run")
@@ -179,7 +183,7 @@ class _Using:
         model.lock.acquire()
         if model.runtime is None:
             model.lock.release()
-            raise TosaError("the model is closed", file=model.file)
+            raise model.closed_error()
         return model.runtime
 
     def __exit__(self, *exc) -> None:

@@ -21,7 +21,7 @@ from ..ir import Graph
 from ..ir.flatbuffer import read_graph
 from ..program import Placement
 from ..reference.executor import coerce_array
-from .model import Model, Timing
+from .model import Model, Timing, in_flight
 
 TOSA_BACKENDS = ("TOSABackend",)  # delegate ids whose processed bytes are a TOSA flatbuffer
 VGF_BACKENDS = ("VgfBackend",)  # ... a VGF container (ExecuTorch's Arm VGF backend: model-converter's GRAPH segments)
@@ -55,7 +55,9 @@ def _delegate_graph(backend: str, data: bytes, where: str) -> Graph:
 
 class PteModel(Model):
     """`plan` (one method of a .pte) with its TOSA delegates loaded as `model_class` models (the backend's Model
-    class, built with `options`)."""
+    class, built with `options`). submit() / close() are every Model's (tosa_vk/backends/model.py): close() lets
+    the run in progress finish before it closes the delegates (on Vulkan: ABANDON_AFTER_S, then closing them stops
+    it); `max_in_flight` runs go at once, each delegate with as many slots."""
 
     source_kind = "ExecuTorch program"
 
@@ -71,6 +73,11 @@ class PteModel(Model):
         output_names: list[str] | None = None,
     ):
         self.plan, self.file, self.backend = plan, file, backend
+        self.max_in_flight = in_flight((options or {}).get("max_in_flight", 1), False, file)
+        if backend == "vulkan":
+            from ..vulkan.runtime import ABANDON_AFTER_S
+
+            self.settle_s = ABANDON_AFTER_S  # then _release closes the delegates, which stops a runaway shader
         host_ops.check(plan, file)
         for name, indices in (("input", plan.inputs), ("output", plan.outputs)):
             for i in indices:
@@ -205,6 +212,6 @@ class PteModel(Model):
                     rows.append(Placement(f"delegate {ins.index}::{p.op}", p.where, p.reason))
         return rows
 
-    def close(self) -> None:
+    def _release(self) -> None:
         for model in self.delegates:
             model.close()

@@ -22,8 +22,8 @@ REASON = "reference backend: numpy"  # every operator's placement
 class ReferenceModel(GraphModel):
     """Options: max_iterations (WHILE_LOOP cap), timeout_s (the longest a run may take: positive seconds, checked
     before each operator and WHILE_LOOP iteration; None, the default: no limit), max_in_flight (runs submit()
-    takes at once; the interpreter still runs one at a time, so this changes nothing but what is accepted: code
-    written for the Vulkan backend runs here)."""
+    takes at once, 1 to 64 as on Vulkan; the interpreter still runs one at a time, so this changes nothing but what
+    is accepted: code written for the Vulkan backend runs here)."""
 
     backend = "reference"
 

@@ -57,8 +57,9 @@ class VulkanModel(OnDevice, GraphModel):
     run may take on the device before it fails; None: none), fuse (False: one kernel per operator; default on unless
     TOSA_VK_FUSE=0), cache_dir (the program cache, tosa_vk/store/program_cache.py: a folder, default
     $TOSA_VK_CACHE/programs; False: none), validation (the Khronos validation layer, OnDevice.attach: True, "warn",
-    False; default TOSA_VK_VALIDATION), max_in_flight (runs submit() keeps going at once, each in a runtime slot
-    of its own: an arena per slot, the pipelines compiled once; 1 for a model with variables), target (a device
+    False; default TOSA_VK_VALIDATION), max_in_flight (runs submit() keeps going at once, 1 to MAX_IN_FLIGHT = 64,
+    each in a runtime slot of its own built at load: an arena per slot, the pipelines compiled once; 1 for a model
+    with variables), target (a device
     class of tosa_vk/device_class.py to compile for instead of the device's own, e.g. "nvidia"; default
     TOSA_VK_TARGET: kernels the device lacks features for are not chosen)."""
 
@@ -273,9 +274,9 @@ class VulkanModel(OnDevice, GraphModel):
         assert isinstance(twin, VulkanModel)
         _copy_state(twin, self)
 
-    def close(self) -> None:
-        GraphModel.close(self)  # the capture twins first: they use this model's device
-        OnDevice.close(self)
+    def _release(self) -> None:
+        GraphModel._release(self)  # the capture twins first: they use this model's device
+        OnDevice._release(self)
 
     def set_variable(self, uid: str, value: np.ndarray) -> None:
         with self.using() as runtime:

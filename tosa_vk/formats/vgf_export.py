@@ -65,7 +65,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vgf import VGF, Binding, Constant, DescriptorSet, Module, Resource, Segment, save_vgf
+from vgf import VGF, Binding, Constant, DescriptorSet, Module, Resource, Segment, write_vgf
 from vgf.scenario import resource_bytes
 from vgf.vk_enums import (
     COMBINED_IMAGE_SAMPLER,
@@ -88,6 +88,7 @@ from ..stages.lower import grid_1d
 from ..stages.lower.data_layout import UNIT_TYPES, copy_push
 from ..stages.lower.push import baked, literal
 from ..stages.plan.resources import SCALAR_FORMATS
+from ..store.files import write_atomic
 from ..vulkan import glsl_compiler
 from ..vulkan.shaders import INCLUDE_DIR, SHADER_ROOT, ShaderCache, ShaderError, specialize
 from ..vulkan.variant import TARGET_ENV, Variant, variant_of
@@ -129,7 +130,7 @@ def export_vgf(program: Program, path: str | Path | None = None, cache: ShaderCa
         )
     vgf = _Exporter(program, cache or ShaderCache()).run()
     if path is not None:
-        save_vgf(vgf, path)
+        write_atomic(path, write_vgf(vgf), overwrite=True, what="the VGF")  # no link written through
     return vgf
 
 

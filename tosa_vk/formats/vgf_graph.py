@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vgf import VGF, Binding, Constant, DescriptorSet, Module, Resource, Segment, save_vgf
+from vgf import VGF, Binding, Constant, DescriptorSet, Module, Resource, Segment, write_vgf
 from vgf.scenario import FORMAT_SIZES, resource_bytes
 from vgf.vk_enums import DESCRIPTOR_NAMES, DESCRIPTOR_TYPES, FORMAT_NAMES, FORMATS, STORAGE_BUFFER, TENSOR_ARM
 
@@ -42,7 +42,9 @@ from ..ir.dtype import DType
 from ..ir.graph import Block, Graph, Operator, Region, Tensor
 from ..ir.validate import validate
 from ..stages.plan.resources import SCALAR_FORMATS
-from .spirv_graph import decode, encode
+from ..store.files import write_atomic
+from .spirv_graph.decode import decode
+from .spirv_graph.encode import encode
 from .spirv_graph.instructions import tensor_array, tensor_bytes
 
 CONSTANT_PRODUCERS = ("CONST", "CONST_SHAPE")
@@ -83,7 +85,7 @@ def export(graph: Graph, path: str | Path | None = None, file: str | None = None
     """The graph as a VGF of GRAPH (and, for custom shaders, COMPUTE) segments; written to `path` if given."""
     vgf = _GraphExporter(graph, file).vgf
     if path is not None:
-        save_vgf(vgf, path)
+        write_atomic(path, write_vgf(vgf), overwrite=True, what="the VGF")  # no link written through
     return vgf
 
 

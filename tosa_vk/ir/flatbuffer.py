@@ -16,6 +16,7 @@ import flatbuffers
 import numpy as np
 
 from ..errors import TosaError, TosaFormatError
+from ..store.files import write_atomic
 from . import dtype as dtypes
 from . import mlir
 from .dtype import DType
@@ -469,9 +470,7 @@ def write_graph(graph: Graph) -> bytes:
     return bytes(b.Output())
 
 
-def save_graph(graph: Graph, path: str | Path) -> None:
-    """Write a Graph as a .tosa file (atomically: a partial file never replaces a good one)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(write_graph(graph))
-    tmp.replace(path)
+def save_graph(graph: Graph, path: str | Path, *, overwrite: bool = True) -> None:
+    """Write a Graph as a .tosa file (files.write_atomic: a partial file never replaces a good one, no link is
+    written through; `overwrite=False` refuses an existing file)."""
+    write_atomic(path, write_graph(graph), overwrite=overwrite, what="the TOSA graph")

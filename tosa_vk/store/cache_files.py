@@ -16,6 +16,7 @@ import stat
 from pathlib import Path
 
 PRIVATE = 0o700
+PRIVATE_FILE = 0o600  # an entry's mode (files.write_atomic(mode=))
 RULE = "a cache folder must be owned by you and writable by no one else"  # for the warnings
 
 

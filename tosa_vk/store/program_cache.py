@@ -43,7 +43,6 @@ import json
 import math
 import os
 import struct
-import tempfile
 import warnings
 from dataclasses import dataclass
 from functools import cache
@@ -51,7 +50,8 @@ from pathlib import Path
 
 from ..paths import SHADER_ROOT, cache_root
 from ..version import __version__
-from .cache_files import RULE, make_private, read_private, untrusted
+from .cache_files import PRIVATE_FILE, RULE, make_private, read_private, untrusted
+from .files import write_atomic
 
 MAGIC = b"TOSAVK-PROGRAM\x00\x01"
 FORMAT = 1
@@ -149,27 +149,16 @@ class ProgramCache:
     def store(self, header: dict, entry: Entry) -> bool:
         """Writes the entry atomically; False (with one warning per process) when the directory cannot take it."""
         data = encode(header, entry)
-        tmp = None
         if not self.trusted():
             return False
         try:
             make_private(self.dir)
-            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-", suffix=SUFFIX)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, self.path(header["key"]))
-            tmp = None
+            write_atomic(self.path(header["key"]), data, overwrite=True, mode=PRIVATE_FILE)
             self._account(len(data))
         except OSError as err:
             _warn_once(f"store:{self.dir}", f"tosa_vk: the program cache {self.dir} cannot be written ({err}); "
                        "running without it")  # fmt: skip
             return False
-        finally:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
         return True
 
     def entries(self) -> list[Path]:
@@ -190,7 +179,7 @@ class ProgramCache:
     def clear(self) -> int:
         """Removes every entry (and leftover temporary files); returns the entries removed."""
         entries = self.entries()
-        leftovers = list(self.dir.glob(f".tmp-*{SUFFIX}")) + [self.dir / USAGE] if self.dir.is_dir() else []
+        leftovers = list(self.dir.glob(f".*{SUFFIX}.*.tmp")) + [self.dir / USAGE] if self.dir.is_dir() else []
         for p in entries + leftovers:
             try:
                 p.unlink()
@@ -207,8 +196,8 @@ class ProgramCache:
         total = self.budget + 1 if known is None else known + added  # unknown: measure
         if total > self.budget:
             total = self._trim()
-        try:
-            usage.write_text(str(total))
+        try:  # replaced, not opened: a FIFO or a link planted as the usage file is neither waited on nor followed
+            write_atomic(usage, str(total).encode(), overwrite=True, mode=PRIVATE_FILE)
         except OSError:
             pass
 

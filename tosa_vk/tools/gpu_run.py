@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from ..store.files import write_atomic
+
 ROOT = Path(__file__).resolve().parents[2]
 MODELS_DIR = ROOT / "resources" / "models"
 SCHEMA_VERSION = 1
@@ -677,8 +679,8 @@ def _loader_debug() -> list[str]:
 
 def _write(report: dict, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "gpu_run.json").write_text(json.dumps(report, indent=1, default=str))
-    (out / "gpu_run.md").write_text(markdown(report))
+    write_atomic(out / "gpu_run.json", json.dumps(report, indent=1, default=str).encode(), overwrite=True)
+    write_atomic(out / "gpu_run.md", markdown(report).encode(), overwrite=True)
 
 
 def run(

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ir.graph import Graph
+from ..store.files import write_atomic
 from . import compare, profile
 
 # One operator of a kernel or placement label: "CONV2D #58 'x'", "body::ADD #3 'y'" (region prefix, op, index, the
@@ -118,7 +119,8 @@ def errors(graph: Graph, rows: list[compare.Row]) -> dict[str, Any]:
     return {graph.regions[0].name: {"name": name, "results": results, "thresholds": thresholds}}
 
 
-def write(path: Path | str, data: dict[str, Any]) -> int:
-    """Writes node data as JSON; returns the number of nodes it gives a value."""
-    Path(path).write_text(json.dumps(data, indent=1, allow_nan=False))
+def write(path: Path | str, data: dict[str, Any], *, overwrite: bool = True) -> int:
+    """Writes node data as JSON (files.write_atomic); returns the number of nodes it gives a value."""
+    text = json.dumps(data, indent=1, allow_nan=False)
+    write_atomic(path, text.encode(), overwrite=overwrite, what="the node data")
     return sum(len(g["results"]) for g in data.values())

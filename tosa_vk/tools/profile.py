@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.model import Model, Timing
+from ..store.files import write_atomic
 
 # A fused kernel's label joins its operators' labels with " + " ("CONV2D #58 'x' + RESCALE #63 'y'"); a split
 # needs an operator label after it ("REGION::OP #index"), since a tensor name may hold " + " too.
@@ -199,8 +200,8 @@ def trace(runs: list[Run], title: str) -> dict[str, Any]:
     return {"traceEvents": events, "displayTimeUnit": "ms"}
 
 
-def write_trace(path: Path, runs: list[Run], title: str) -> int:
-    """Writes the trace; returns its number of kernel events."""
+def write_trace(path: Path, runs: list[Run], title: str, *, overwrite: bool = True) -> int:
+    """Writes the trace (files.write_atomic); returns its number of kernel events."""
     data = trace(runs, title)
-    path.write_text(json.dumps(data, indent=None))
+    write_atomic(path, json.dumps(data, indent=None).encode(), overwrite=overwrite, what="the trace")
     return sum(e["ph"] == "X" for e in data["traceEvents"])

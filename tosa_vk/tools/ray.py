@@ -4,9 +4,11 @@ model loaded once per worker (an actor) and run on each batch of rows.
     ds.map_batches(Predictor, fn_constructor_kwargs={"model": "model.tosa"}, batch_format="numpy", concurrency=2)
 
 A batch is a dict of columns, rows along axis 0, named as the model's inputs (other columns pass through to the
-result unchanged). A model whose inputs have a static batch B (their first dimension) runs on chunks of B rows (the
-last chunk padded with zeros, its padding dropped from the outputs); a model whose inputs are one row (their shape is
-the column's row shape) runs row by row. The result is a dict of the model's outputs, rows along axis 0.
+result unchanged, and must have as many rows). A model whose inputs have a static batch B (their first dimension)
+runs on chunks of B rows (the last chunk padded with zeros, its padding dropped from the outputs); a model whose
+inputs are one row (their shape is the column's row shape) runs row by row. The result is a dict of the model's
+outputs, rows along axis 0 (a batch of 0 rows: outputs of 0 rows, of the declared dtypes, without a run). A batch
+that is not such a dict is a TosaError naming the column.
 
 Workers on one machine share the program cache ($TOSA_VK_CACHE), so a model compiles once per machine. GPUs: Vulkan
 does not read CUDA_VISIBLE_DEVICES, which Ray sets for an actor given `num_gpus=1`; give `gpu_uuids` (Ray's GPU id
@@ -16,6 +18,7 @@ assigned it, or set TOSA_VK_VISIBLE_DEVICES per node.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,7 @@ import numpy as np
 
 from ..errors import TosaError
 from ..ir import Graph
+from ..ir.dtype import DType
 from ..ir.flatbuffer import read_graph
 from ..session import load
 
@@ -44,34 +48,45 @@ class Predictor:
         self.model = load(source, **options)
         self.inputs = {name: tuple(shape) for name, (shape, _) in self.model.inputs.items()}
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        missing = [name for name in self.inputs if name not in batch]
+    def __call__(self, batch: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        columns = _columns(batch)
+        missing = [name for name in self.inputs if name not in columns]
         if missing:
-            raise TosaError(f"Predictor: the batch has no column {missing} (columns: {sorted(batch)})")
-        columns = {name: np.asarray(batch[name]) for name in self.inputs}
-        rows = {len(c) for c in columns.values()}
+            raise TosaError(f"Predictor: the batch has no column {missing} (columns: {sorted(columns)})")
+        rows = {len(columns[name]) for name in self.inputs}
         if len(rows) != 1:
             raise TosaError(f"Predictor: the model's input columns have different row counts {sorted(rows)}")
         count = rows.pop()
-        chunk = self._chunk(columns)
+        for name, column in columns.items():  # ids and the like ride along, row for row
+            if name not in self.inputs and len(column) != count:
+                raise TosaError(
+                    f"Predictor: column {name!r} has {len(column)} rows, the model's inputs {count}: a column passed "
+                    "through must line up with the outputs' rows"
+                )
+            if name in self.model.outputs and name not in self.inputs:
+                raise TosaError(f"Predictor: column {name!r} has the name of a model output")
+        chunk = self._chunk({name: columns[name] for name in self.inputs})
+        if count == 0:  # nothing to run: each output's rows, none of them
+            out = {name: np.zeros((0, *(shape[1:] if chunk else shape)), self._dtype(name, dtype))
+                   for name, (shape, dtype) in self.model.outputs.items()}  # fmt: skip
+        else:
+            out = self._run(columns, count, chunk)
+        return {**out, **{name: column for name, column in columns.items() if name not in self.inputs}}
+
+    def _run(self, columns: dict[str, np.ndarray], count: int, chunk: int) -> dict[str, np.ndarray]:
+        """The model's outputs for `count` rows, run on chunks of `chunk` rows (0: row by row)."""
         results: dict[str, list[np.ndarray]] = {}
         for start in range(0, count, chunk or 1):
             feeds = {}
-            for name, column in columns.items():
-                part = column[start : start + (chunk or 1)]
+            for name in self.inputs:
+                part = columns[name][start : start + (chunk or 1)]
                 if chunk and len(part) < chunk:  # the last rows: padded to a whole batch
                     part = np.concatenate([part, np.zeros((chunk - len(part), *part.shape[1:]), part.dtype)])
                 feeds[name] = part if chunk else part[0]
             taken = min(chunk or 1, count - start)
             for name, value in self.model.run(feeds).items():
                 results.setdefault(name, []).append(value[:taken] if chunk else value[np.newaxis])
-        out = {name: np.concatenate(parts) for name, parts in results.items()}
-        for name, column in batch.items():  # ids and the like ride along
-            if name not in self.inputs:
-                if name in out:
-                    raise TosaError(f"Predictor: column {name!r} has the name of a model output")
-                out[name] = np.asarray(column)
-        return out
+        return {name: np.concatenate(parts) for name, parts in results.items()}
 
     def _chunk(self, columns: dict[str, np.ndarray]) -> int:
         """Rows per run: the inputs' static batch B when every input is [B, *row shape], 0 when every input is one
@@ -87,8 +102,37 @@ class Predictor:
             f"row shape: {shapes}"
         )
 
+    def _dtype(self, output: str, declared: str) -> np.dtype:
+        """The numpy dtype run() returns for an output of the declared type (a TOSA type; a VGF's may be numpy's):
+        float32 where the model dequantizes it (output_qparams)."""
+        if output in self.model.output_qparams:
+            return np.dtype(np.float32)
+        return DType[declared].numpy if declared in DType.__members__ else np.dtype(declared)
+
     def close(self) -> None:
         self.model.close()
+
+
+def _columns(batch: Any) -> dict[str, np.ndarray]:
+    """A batch as columns of rows (arrays of one dimension or more, rows along axis 0), each checked: a TosaError
+    naming the column for one that is not (None, a scalar, a dict, ragged rows)."""
+    if not isinstance(batch, Mapping):
+        raise TosaError(
+            f"Predictor: a batch is a dict of column name -> array of rows (map_batches(..., batch_format='numpy')), "
+            f"got {type(batch).__name__}"
+        )
+    columns = {}
+    for name, column in batch.items():
+        if column is None or isinstance(column, (Mapping, str, bytes)):
+            raise TosaError(f"Predictor: column {name!r} is a {type(column).__name__}, not an array of rows")
+        try:
+            array = np.asarray(column)
+        except (ValueError, TypeError) as err:  # ragged rows
+            raise TosaError(f"Predictor: column {name!r} is not an array of rows: {err}") from None
+        if array.ndim == 0:
+            raise TosaError(f"Predictor: column {name!r} is a single value (0-d), not an array of rows")
+        columns[name] = array
+    return columns
 
 
 def _ray_gpu_ids() -> list:

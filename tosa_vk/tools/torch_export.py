@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import TosaError
+from ..store.files import write_atomic
 
 if TYPE_CHECKING:
     from ..backends.model import Model
@@ -146,7 +147,7 @@ def from_torch(
     folder = Path(save) if save is not None else Path(tempfile.mkdtemp(prefix="tosa_vk_torch_"))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "model.pte"
-    path.write_bytes(exported.pte)
+    write_atomic(path, exported.pte, overwrite=True, what="the ExecuTorch program")
     try:
         model = load_pte(path, backend, options, input_names=names)
     finally:

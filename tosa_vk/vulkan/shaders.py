@@ -25,7 +25,6 @@ shader name, defines and specialization names are checked too (a Program read fr
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
 import subprocess
@@ -37,7 +36,8 @@ from ..abi import spirv as spirv_reader
 from ..abi.glsl_preprocessor import refusal
 from ..errors import ShaderError
 from ..paths import SHADER_ROOT, cache_root
-from ..store.cache_files import RULE, make_private, read_private, untrusted
+from ..store.cache_files import PRIVATE_FILE, RULE, make_private, read_private, untrusted
+from ..store.files import write_atomic
 from . import glsl_compiler
 from .variant import GLSLC_FLAGS, SPIRV_MAGIC, TARGET_ENV, Variant, source_digest
 
@@ -316,10 +316,7 @@ class ShaderCache:
             return
         try:
             for suffix, payload in ((".spv", data), (".sha256", hashlib.sha256(data).hexdigest().encode())):
-                fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-")
-                with os.fdopen(fd, "wb") as f:
-                    f.write(payload)
-                os.replace(tmp, self.dir / f"{key}{suffix}")
+                write_atomic(self.dir / f"{key}{suffix}", payload, overwrite=True, mode=PRIVATE_FILE)
         except OSError:
             return
 

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from ...store.files import write_atomic
 from .cases import Case, build_op, default_models, model_cases, op_cases, select_cases
 from .harness import bench_model
 from .report import cell, environment, markdown, plot, write
@@ -300,7 +301,8 @@ def _in_flight_from_args(args, cases: list[Case]) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     report = {"schema": "tosa_vk.bench.in_flight/1", "environment": environment(device), "in_flight": rows}
-    (out / "in_flight.json").write_text(json.dumps({**report, "pipeline": pipes}, indent=1, default=str))
+    text = json.dumps({**report, "pipeline": pipes}, indent=1, default=str)
+    write_atomic(out / "in_flight.json", text.encode(), overwrite=True)
     print(flight.markdown(rows, pipes))
     return 0
 

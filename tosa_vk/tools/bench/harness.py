@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import TosaError
+from ...store.files import write_atomic
 from . import inputs as synthetic
 
 SCHEMA = "tosa_vk.bench.model/1"
@@ -222,6 +223,6 @@ def main(args, model: str) -> int:
     )
     print("\n".join(lines(report)))
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=1))
+        write_atomic(args.json, json.dumps(report, indent=1).encode(), overwrite=True)
         print(f"JSON: {args.json}", file=sys.stderr)
     return 0

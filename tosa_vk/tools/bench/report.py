@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ...store.files import write_atomic
 from .runners import BACKENDS, LABELS, short
 
 
@@ -295,6 +296,6 @@ def write(report: dict, out: Path) -> list[str]:
     why = plot(report, out / "results.png")
     if why:
         report["notes"].append(why)
-    (out / "results.json").write_text(json.dumps(report, indent=1, default=str))
-    (out / "results.md").write_text(markdown(report))
+    write_atomic(out / "results.json", json.dumps(report, indent=1, default=str).encode(), overwrite=True)
+    write_atomic(out / "results.md", markdown(report).encode(), overwrite=True)
     return [why] if why else []

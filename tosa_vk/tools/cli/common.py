@@ -7,14 +7,16 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 import numpy as np
 
 from vgf import VGF, VGFError, read_vgf
 
 from ...errors import TosaError, TosaFormatError
+from ...store.files import refused, write_atomic
 from ...store.serial import load_npy as _load_npy
 
 EXIT_ERROR = 2  # the input, the options or the machine: the message says what to change
@@ -117,13 +119,17 @@ class Writes:
         key = Path(os.path.abspath(path))
         if key in self.planned:
             raise TosaError(f"{what} and {self.planned[key]} would both be written to {str(path)!r}")
-        if not self.overwrite and (path.exists() or path.is_symlink()):
-            raise TosaError(f"{str(path)!r} exists: {what} is not written over it (--overwrite replaces files)")
+        if not self.overwrite and os.path.lexists(path):
+            raise refused(path, what)
         self.planned[key] = what
         return path
 
     def save(self, path: Path, array: np.ndarray) -> None:
         """np.save to exactly `path` (np.save(name) would add .npy to a name without it)."""
+        self.write(path, lambda f: np.save(f, array, allow_pickle=False))
+
+    def write(self, path: Path, data: bytes | Callable[[BinaryIO], object]) -> None:
+        """A planned file, written with files.write_atomic (no link written through, no `<out>.tmp` clobbered)."""
         what = self.planned[Path(os.path.abspath(path))]
         try:
             st = path.stat()
@@ -133,9 +139,7 @@ class Writes:
             if (st.st_dev, st.st_ino) in self.written:
                 other = self.written[(st.st_dev, st.st_ino)]
                 raise TosaError(f"{what} and {other} are the same file {str(path)!r} on this file system")
-        with open(path, "wb") as f:
-            np.save(f, array, allow_pickle=False)
-            st = os.fstat(f.fileno())
+        st = write_atomic(path, data, overwrite=self.overwrite, what=what)
         self.written[(st.st_dev, st.st_ino)] = what
 
 

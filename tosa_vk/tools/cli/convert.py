@@ -6,6 +6,9 @@ import argparse
 import time
 from pathlib import Path
 
+from vgf import write_vgf
+
+from ...store.files import write_atomic
 from .common import Writes, read_vgf_file
 from .options import overwrite_argument
 
@@ -17,12 +20,13 @@ def cmd_export(args) -> int:
         from ...formats.vgf_graph import export
         from ...ir import load_graph
 
-        vgf = export(load_graph(args.model), out, file=args.model)
+        vgf = export(load_graph(args.model), file=args.model)
     else:
         from ...session import load
 
         with load(args.model, backend="vulkan", strict=True) as model:
-            vgf = model.export_vgf(out)
+            vgf = model.export_vgf()
+    write_atomic(out, write_vgf(vgf), overwrite=args.overwrite, what="the VGF")
     kinds = [s.type for s in vgf.segments]
     print(
         f"{out}: {out.stat().st_size} bytes, {kinds.count('GRAPH')} graph and {kinds.count('COMPUTE')} compute "
@@ -38,7 +42,7 @@ def cmd_vgf2tosa(args) -> int:
     out = Path(args.output or Path(args.model).with_suffix(".tosa"))
     Writes(args.overwrite).plan(out, "the TOSA graph")  # e.g. the .tosa this .vgf was exported from
     graph = to_graph(read_vgf_file(args.model), file=args.model)
-    save_graph(graph, out)
+    save_graph(graph, out, overwrite=args.overwrite)
     counts = graph.op_counts()
     print(f"{out}: {sum(counts.values())} operators ({', '.join(f'{k} {v}' for k, v in counts.items())})")
     return 0
@@ -53,7 +57,7 @@ def cmd_import(args) -> int:
     Writes(args.overwrite).plan(out, "the TOSA graph")
     start = time.perf_counter()
     graph = import_model(args.model)
-    save_graph(graph, out)
+    save_graph(graph, out, overwrite=args.overwrite)
 
     def signature(tensors) -> str:
         return ", ".join(f"{t.name} {list(t.shape)} {t.dtype.name}" for t in tensors)

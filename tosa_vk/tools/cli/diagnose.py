@@ -50,7 +50,7 @@ def cmd_compare(args) -> int:
     if args.node_data:
         from .. import node_data
 
-        nodes = node_data.write(args.node_data, node_data.errors(vulkan.graph, rows))
+        nodes = node_data.write(args.node_data, node_data.errors(vulkan.graph, rows), overwrite=args.overwrite)
         print(f"node data: {args.node_data} (error / bound of {nodes} operators); {explorer_hint(model_path, args)}")
     return 0 if first_failure(rows) is None else 1
 
@@ -152,12 +152,12 @@ def cmd_profile(args) -> int:
     print("\n".join(profile.table(found, args.sort)))
     print("\n".join(profile.totals(found, runs)))
     if args.trace:
-        events = profile.write_trace(Path(args.trace), runs, f"{model_path.name} on {on}")
+        events = profile.write_trace(Path(args.trace), runs, f"{model_path.name} on {on}", overwrite=args.overwrite)
         print(f"trace: {args.trace} ({events} kernel events; open in https://ui.perfetto.dev)")
     if graph is not None:
         from .. import node_data
 
-        nodes = node_data.write(args.node_data, node_data.times(graph, found, args.runs))
+        nodes = node_data.write(args.node_data, node_data.times(graph, found, args.runs), overwrite=args.overwrite)
         print(f"node data: {args.node_data} (ms of {nodes} operators); {explorer_hint(model_path, args)}")
     return 0
 

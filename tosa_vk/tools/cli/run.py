@@ -173,7 +173,7 @@ def _dump(tensors: dict[str, np.ndarray], graph, folder: Path, files: dict[str, 
             {"tensor": name, "file": target.name, "producer": producer.get(name, "input"),
              "shape": list(t.shape), "dtype": t.dtype.name}
         )  # fmt: skip
-    (folder / "index.json").write_text(json.dumps(index, indent=1))
+    writes.write(confined(folder, "index.json"), json.dumps(index, indent=1).encode())
     print(f"{len(index)} tensors written to {folder} (index.json lists them in execution order)")
 
 

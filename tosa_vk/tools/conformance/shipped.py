@@ -25,6 +25,7 @@ from ...ir import load_graph
 from ...paths import SHADER_ROOT
 from ...stages import compiler
 from ...stages.lower.texels import without
+from ...store.files import write_atomic
 from ...target import LAVAPIPE, MINIMUM
 from ...vulkan.builtin import FOLDER, INFO, LIBRARY, library
 from ...vulkan.shaders import compile_variants, glslc_version
@@ -47,20 +48,22 @@ def write_manifest(variants, path: Path = MANIFEST) -> None:
     rows = sorted({json.dumps({"shader": v.shader, "defines": [list(d) for d in v.defines], "specs": list(v.specs)})
                    for v in variants})  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(row + "\n" for row in rows))
+    write_atomic(path, "".join(row + "\n" for row in rows).encode(), overwrite=True, what="the manifest")
 
 
 def build(variants: list[Variant] | None = None, path: Path = LIBRARY) -> int:
     """Compiles the listed variants with glslc into the library (atomically); returns how many."""
     variants = list(dict.fromkeys(manifest() if variants is None else variants))
     spirv = compile_variants(variants) if variants else []
-    tmp = path.with_suffix(".tmp")
     path.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr(INFO, json.dumps({"glslc": glslc_version().splitlines()[0], "modules": len(variants)}))
-        for v, data in zip(variants, spirv):
-            z.writestr(source_digest(v) + ".spv", data)
-    tmp.replace(path)
+
+    def pack(f) -> None:
+        with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr(INFO, json.dumps({"glslc": glslc_version().splitlines()[0], "modules": len(variants)}))
+            for v, data in zip(variants, spirv):
+                z.writestr(source_digest(v) + ".spv", data)
+
+    write_atomic(path, pack, overwrite=True, what="the shipped SPIR-V library")
     library.cache_clear()
     return len(variants)
 
