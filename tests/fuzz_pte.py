@@ -141,8 +141,11 @@ def mutate_structure(program: Any, rng: random.Random) -> str:
         return "no plan"
     if what < 0.88:  # a value replaced by one of another kind (an int where a tensor is needed, ...)
         i, j = rng.randrange(n_values), rng.randrange(n_values)
-        plan.values[i] = plan.values[j] if rng.random() < 0.7 else _int_value(rng)
-        return f"values[{i}] := values[{j}]"
+        if rng.random() < 0.7:
+            plan.values[i] = plan.values[j]
+            return f"values[{i}] := values[{j}]"
+        plan.values[i] = _int_value(rng)
+        return f"values[{i}] := an Int"
     if plan.operators and rng.random() < 0.6:  # a name swapped
         op = rng.choice(plan.operators)
         if rng.random() < 0.6:
@@ -193,8 +196,9 @@ class PteWorker:
     """Runs each mutant as `tosa-vk info`, `load` + `run` on the reference backend, then on Vulkan."""
 
     def __init__(self, work: Path, seed_files: list[Path], seed: int):
-        import tosa_vk
         from fuzz import clean_errors
+
+        import tosa_vk
         from tosa_vk.vulkan import Device
 
         self.tosa_vk, self.work, self.seed = tosa_vk, work, seed

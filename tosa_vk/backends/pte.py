@@ -71,11 +71,7 @@ class PteModel(Model):
         output_names: list[str] | None = None,
     ):
         self.plan, self.file, self.backend = plan, file, backend
-        host_ops.check(plan, file)
-        for name, indices in (("input", plan.inputs), ("output", plan.outputs)):
-            for i in indices:
-                if not isinstance(plan.values[i], TensorValue):
-                    raise TosaUnsupportedError(f"the method's {name} value {i} is not a tensor", file=file)
+        host_ops.check(plan, file)  # (the reader checked every index and that inputs and outputs are tensors)
         self.delegates: list[Model] = []
         try:
             for index, delegate in enumerate(plan.delegates):
