@@ -35,6 +35,9 @@ because of an entry (any exception from it is a traceback); outputs must be the 
 consistent rewrite of the Program itself was run ("changed": the entry says to compute something else, which only
 someone who may write the private folder can make it say; its run may then also fail cleanly: "error").
 
+`pte` mutates the committed ExecuTorch programs (issue 46): schema-aware edits and bytes, each through `tosa-vk info`,
+load and run on both backends (tests/fuzz_pte.py says how).
+
 Cases run in a worker subprocess that is restarted after a crash or a hang; the parent only counts.
 """
 

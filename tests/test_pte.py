@@ -323,7 +323,8 @@ def _as_list(items: list[int], optional: bool = False):
         (_as_list([2]), r"execution_plan\[0\]\.values\[2\]\.items\[0\]: value 2 is a tensor list, not a tensor"),
         (
             _as_list([-1], optional=True),
-            r"execution_plan\[0\]\.chains\[0\]\.instructions\[0\]\.delegate_call\.args\[0\]: value 2 is a tensor list with an item left out",
+            r"execution_plan\[0\]\.chains\[0\]\.instructions\[0\]\.delegate_call\.args\[0\]: value 2 is a tensor "
+            r"list with an item left out",
         ),
         (
             lambda plan: setattr(_delegate_call(plan), "args", [0, 99]),
