@@ -121,9 +121,9 @@ def _seed_graphs(work: Path) -> dict:
 def make_seeds(kind: str, work: Path) -> list[Path]:
     """The seed files of a kind, written into `work`."""
     if kind == "pte":  # the committed ExecuTorch programs (tests/fuzz_pte.py)
-        from fuzz_pte import seeds
+        import fuzz_pte
 
-        return seeds()
+        return fuzz_pte.seeds()
     import tosa_vk
     from tosa_vk.vgf_export import export_vgf
 
