@@ -4,8 +4,11 @@ and the delegates' processed bytes. Read with the accessors flatc generates from
 
 The file: a flatbuffer whose bytes 8..32 may hold ExecuTorch's extended header ("eh00", its length, the program's
 size, the offset of the data segments that follow it); delegate data and constant tensors live inline in the
-flatbuffer or in those segments. Every length and offset is checked against the file: a defect is one
-TosaFormatError naming the file, never a traceback from the flatbuffer runtime.
+flatbuffer or in those segments. Every length and offset is checked against the file, and every index the plan
+follows (value indices of calls, inputs, outputs and tensor lists; operator and delegate indices; dim orders against
+sizes; tensors where tensors are needed) when it is read: a .pte is untrusted input, and a defect is one
+TosaFormatError naming the file and the field (`m.pte: execution_plan[0].chains[0].instructions[3].delegate_call.
+args[2]: value index 99 out of range (57 values)`), never a traceback later. `info` and `load` share this reader.
 """
 
 from __future__ import annotations
