@@ -1,7 +1,7 @@
 """Mutation fuzzers for what tosa_vk reads from untrusted files (issue 15): .tosa graphs, .vgf containers (COMPUTE
 segments, and GRAPH segments as Arm's model-converter writes them) and com.arm.VulkanCustomShader payloads.
 
-    bash scripts/fuzz.sh tosa|vgf|graph|payload|glsl|cache N [--seed S] [--hang-s T] [--json report.json]
+    bash scripts/fuzz.sh tosa|vgf|graph|payload|glsl|cache|pte N [--seed S] [--hang-s T] [--json report.json]
 
 `graph` mutates the SPIR-V words of GRAPH segments' modules (model-converter's and tosa_vk's exports), which
 tosa_vk decodes into a graph (tosa_vk/formats/spirv_graph) before compiling it; `vgf` mutates the container's structure.
@@ -35,6 +35,9 @@ because of an entry (any exception from it is a traceback); outputs must be the 
 consistent rewrite of the Program itself was run ("changed": the entry says to compute something else, which only
 someone who may write the private folder can make it say; its run may then also fail cleanly: "error").
 
+`pte` mutates the committed ExecuTorch programs (issue 46): schema-aware edits and bytes, each through `tosa-vk info`,
+load and run on both backends (tests/fuzz_pte.py says how).
+
 Cases run in a worker subprocess that is restarted after a crash or a hang; the parent only counts.
 """
 
@@ -60,7 +63,7 @@ from typing import Any
 
 import numpy as np
 
-KINDS = ("tosa", "vgf", "graph", "payload", "glsl", "cache")
+KINDS = ("tosa", "vgf", "graph", "payload", "glsl", "cache", "pte")
 OUTCOMES = ("ok", "changed", "error", "wrong", "traceback", "crash", "hang")
 MAX_ELEMENTS = 1 << 22  # a mutated graph with bigger tensors is loaded, not run (its feeds alone would be GBs)
 INTERESTING = (0, 1, 2, 3, 4, 7, 8, 16, 64, 255, 256, 0x7F, 0x80, 0xFF, 0x7FFF, 0xFFFF, 0x7FFFFFFF, 0x80000000,
@@ -117,6 +120,10 @@ def _seed_graphs(work: Path) -> dict:
 
 def make_seeds(kind: str, work: Path) -> list[Path]:
     """The seed files of a kind, written into `work`."""
+    if kind == "pte":  # the committed ExecuTorch programs (tests/fuzz_pte.py)
+        import fuzz_pte
+
+        return fuzz_pte.seeds()
     import tosa_vk
     from tosa_vk.formats.vgf_export import export_vgf
 
@@ -896,9 +903,12 @@ def worker_main(kind: str, work: Path, seed: int) -> None:
     seeds = [Path(p) for p in json.loads((work / "seeds.json").read_text())]
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # stray prints must not corrupt the protocol
-    worker: Worker | CacheWorker = (
-        CacheWorker(work, seeds, seed) if kind == "cache" else Worker(kind, work, seeds, seed)
-    )
+    if kind == "pte":
+        from fuzz_pte import PteWorker
+
+        worker: Any = PteWorker(work, seeds, seed)
+    else:
+        worker = CacheWorker(work, seeds, seed) if kind == "cache" else Worker(kind, work, seeds, seed)
     out.write(json.dumps({"ready": True}) + "\n")
     for line in sys.stdin:
         i = int(line)

@@ -23,3 +23,11 @@ def test_mutated_program_cache_entries_are_ignored_or_run_right():
     report = fuzz("cache", 20, hang_s=120)
     assert not report["findings"], report["findings"][:10]
     assert report["counts"]["ok"] >= 15
+
+
+def test_mutated_pte_programs_fail_cleanly_or_run_right():
+    """200 mutants of the committed ExecuTorch programs (issue 46; tests/fuzz_pte.py) through `tosa-vk info`, load
+    and run on both backends: each a clean error or a run on which Vulkan and the reference backend agree."""
+    report = fuzz("pte", 200, hang_s=120)
+    assert not report["findings"], report["findings"][:10]
+    assert report["counts"]["error"] > 100 and report["counts"]["ok"] > 20  # both paths exercised
