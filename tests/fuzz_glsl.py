@@ -83,7 +83,13 @@ def _target(work: Path, rng: random.Random) -> str:
     """A path the compiler may resolve: a watched FIFO or the plain file, absolute or relative to the source."""
     name = rng.choice([f"f{rng.randrange(FIFOS)}.glsl"] * 4 + ["plain.glsl"])
     return rng.choice(
-        [str(work / name), "../" + name, "../" * rng.randint(1, 12) + str(work / name).lstrip("/"), name, "./../" + name]
+        [
+            str(work / name),
+            "../" + name,
+            "../" * rng.randint(1, 12) + str(work / name).lstrip("/"),
+            name,
+            "./../" + name,
+        ]
     )
 
 
@@ -122,8 +128,17 @@ def _piece(work: Path, rng: random.Random) -> str:
         return f"#line {rng.randint(1, 99)} " + rng.choice([f'"{t}"', "7", "X", f"<{t}>"])
     if what == 5:
         return "#pragma " + rng.choice(
-            ["optimize(off)", "debug(on)", "once", f"include {quoted}", "message(x)", "STDGL invariant(all)",
-             "shader_stage(compute)", "use_vulkan_memory_model", f"x {quoted}"]  # fmt: skip
+            [
+                "optimize(off)",
+                "debug(on)",
+                "once",
+                f"include {quoted}",
+                "message(x)",
+                "STDGL invariant(all)",
+                "shader_stage(compute)",
+                "use_vulkan_memory_model",
+                f"x {quoted}",
+            ]  # fmt: skip
         )
     if what == 6:
         return "#if 0\n" + rng.choice([f"#include {quoted}", '"/*"', "garbage '"]) + "\n#endif"
@@ -152,7 +167,7 @@ def generate(work: Path, rng: random.Random) -> str:
     if rng.random() < 0.3:  # the issue's shape: a string that hides a comment opener, then an include
         t = _target(work, rng)
         pieces += [rng.choice(HIDERS[:6]), "#extension GL_GOOGLE_include_directive : enable", f'#include "{t}"']
-    body = rng.choice(["", "+ 1.0", "+ k0", "/* \" */ + 1.0", "+ ADD(1.0, 2.0)"])
+    body = rng.choice(["", "+ 1.0", "+ k0", '/* " */ + 1.0', "+ ADD(1.0, 2.0)"])
     source = BASE.replace("@HEAD@", "\n".join(pieces)).replace("@BODY@", body)
     if rng.random() < 0.2:
         source = _splice(source, rng, 0.01)
