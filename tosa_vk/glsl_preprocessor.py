@@ -98,19 +98,27 @@ def code_text(source: str, splice_comments: bool = True) -> str:
     out: list[str] = []
     i, n = 0, len(text)
     while i < n:
-        c = text[i]
-        if c == "\\" and text.startswith("\n", i + 1):
+        m = _NEXT.search(text, i)  # jumps over plain text (a load gates every model shader: keep it fast)
+        if m is None:
+            out.append(text[i:])
+            break
+        out.append(text[i : m.start()])
+        i = m.start()
+        if text[i] == "\\":
             i += 2  # a spliced line: the two lines are one
-        elif c == "/" and _at(text, i + 1, True) == "/":
+        elif _at(text, i + 1, True) == "/":
             i = _line_comment_end(text, _skip(text, i + 1, True) + 1, splice_comments)
             out.append(" ")
-        elif c == "/" and _at(text, i + 1, True) == "*":
+        elif _at(text, i + 1, True) == "*":
             i = _block_comment_end(text, _skip(text, i + 1, True) + 1, splice_comments)
             out.append(" ")
         else:
-            out.append(c)
+            out.append("/")
             i += 1
     return "".join(out)
+
+
+_NEXT = re.compile(r"\\\n|/")
 
 
 def _skip(text: str, i: int, splice: bool) -> int:
@@ -128,20 +136,21 @@ def _at(text: str, i: int, splice: bool) -> str:
 
 def _line_comment_end(text: str, i: int, splice: bool) -> int:
     """Where a `//` comment whose text starts at i ends: at its newline, which is kept (not consumed)."""
-    while i < len(text):
-        if splice and text.startswith("\\\n", i):
-            i += 2
-        elif text[i] == "\n":
-            return i
-        else:
-            i += 1
-    return i
+    while True:
+        end = text.find("\n", i)
+        if end < 0:
+            return len(text)
+        if not (splice and text[end - 1] == "\\" and end - 1 >= i):
+            return end
+        i = end + 1  # a continued comment
 
 
 def _block_comment_end(text: str, i: int, splice: bool) -> int:
     """The index after the `*/` closing a block comment whose text starts at i (the end of the text if unclosed)."""
-    while i < len(text):
-        if text[i] == "*" and _at(text, i + 1, splice) == "/":
-            return _skip(text, i + 1, splice) + 1
-        i += 1
-    return i
+    while True:
+        star = text.find("*", i)
+        if star < 0:
+            return len(text)
+        if _at(text, star + 1, splice) == "/":
+            return _skip(text, star + 1, splice) + 1
+        i = star + 1
