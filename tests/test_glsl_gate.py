@@ -242,7 +242,8 @@ def test_compiler_on_model_glsl_runs_under_a_memory_limit(tmp_path):
 @pytest.mark.parametrize("tool", ["glslc", "glslang"])
 def test_a_fifo_the_gate_missed_stops_the_compile_in_time(tmp_path, monkeypatch, tool):
     """With the gate switched off, an include of a FIFO nobody writes blocks the compiler: the model's compile stops
-    at its own short limit with a ShaderError naming the op (before, the tool timeout was 120 s)."""
+    at its own short limit with a ShaderError naming the op (before, the tool timeout was 120 s). (glslang was seen,
+    once, to give up on the FIFO at once instead: a clean error naming the op too.)"""
     if tool == "glslc" and shader_tools.glsl_compiler.glslc() is None:
         pytest.skip("no glslc")
     fifo = tmp_path / "f.glsl"
@@ -254,7 +255,9 @@ def test_a_fifo_the_gate_missed_stops_the_compile_in_time(tmp_path, monkeypatch,
     )
     variant = shader_tools.Variant("custom:t", (), text=text, op="CUSTOM #0")
     run = shader_tools._glslc if tool == "glslc" else shader_tools._glslang
-    with pytest.raises(shader_tools.ShaderError, match=r"did not finish within 2 s \(CUSTOM #0"):
+    with pytest.raises(
+        shader_tools.ShaderError, match=r"did not finish within 2 s \(CUSTOM #0|CUSTOM #0 \[t\]:3: '#include'"
+    ):
         run([variant], **({"includes": False} if tool == "glslc" else {}))
 
 
