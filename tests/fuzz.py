@@ -1043,7 +1043,10 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"{args.kind}: {args.n} generated sources, the gate against glslc / glslang:")
         print(table_text(report["differential"]))
-    print(f"{args.kind}: {args.n} cases in {report['seconds']} s: " + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES))
+    print(
+        f"{args.kind}: {report['cases']} cases in {report['seconds']} s: "
+        + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES)
+    )
     for f in report["findings"][:50]:
         print(f"  case {f['case']}: {f['outcome']}: {f['detail']}")
     bad = sum(counts[o] for o in ("wrong", "traceback", "crash", "hang"))
