@@ -13,6 +13,8 @@ noise), and runs it on each path a model's GLSL takes: a payload in a .tosa, a V
 from bytes (what a program-cache entry holds). The files hold an identifier (an include shows in glslc's
 messages) or a number (an include shows in the outputs); either in a message or an output is `wrong`.
 TOSA_VK_FUZZ_GLSL_GATE=off switches the preprocessor gate off, to measure glslc's dependency check alone.
+Before those route cases (the first GLSL_ROUTE_CASES of N), `glsl` runs the differential fuzzer of issue 46 over N
+generated sources (tests/fuzz_glsl.py): no source the gate passes may make glslc or glslang open a file.
 
 Each case mutates one seed file (seeded by case number: reproducible) and runs it as `tosa-vk run` would: load on
 Vulkan, run with deterministic inputs, read the outputs. Outcomes:
@@ -979,8 +981,27 @@ class Runner:
         return reply["outcome"], reply["detail"]
 
 
+GLSL_ROUTE_CASES = 150  # end-to-end GLSL cases per `glsl` run (after its N differential sources)
+
+
 def fuzz(kind: str, n: int, seed: int = 0, hang_s: float = 120.0, start: int = 0, log=None) -> dict:
-    """Runs cases start..start+n-1 of a kind; returns {"counts": {outcome: n}, "findings": [...], "seconds"}."""
+    """Runs cases start..start+n-1 of a kind; returns {"counts": {outcome: n}, "findings": [...], "seconds"}; for
+    `glsl` also "differential": fuzz_glsl's table over n sources, whose findings join the report's."""
+    if kind != "glsl":
+        return _fuzz(kind, n, seed, hang_s, start, log)
+    from fuzz_glsl import differential
+
+    diff = differential(n, seed, start, log)
+    report = _fuzz(kind, min(n, GLSL_ROUTE_CASES), seed, hang_s, start, log)
+    for f in diff["findings"]:
+        report["counts"][f["outcome"]] += 1
+    report["findings"] = diff["findings"] + report["findings"]
+    report["differential"] = diff
+    report["seconds"] = round(report["seconds"] + diff["seconds"], 1)
+    return report
+
+
+def _fuzz(kind: str, n: int, seed: int, hang_s: float, start: int, log) -> dict:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"tosa_vk_fuzz_{kind}_") as tmp:
         work = Path(tmp)
@@ -1028,7 +1049,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
     counts = report["counts"]
-    print(f"{args.kind}: {args.n} cases in {report['seconds']} s: " + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES))
+    if "differential" in report:
+        from fuzz_glsl import table_text
+
+        print(f"{args.kind}: {args.n} generated sources, the gate against glslc / glslang:")
+        print(table_text(report["differential"]))
+    print(
+        f"{args.kind}: {report['cases']} cases in {report['seconds']} s: "
+        + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES)
+    )
     for f in report["findings"][:50]:
         print(f"  case {f['case']}: {f['outcome']}: {f['detail']}")
     bad = sum(counts[o] for o in ("wrong", "traceback", "crash", "hang"))
