@@ -1,5 +1,5 @@
 """Element-wise and data-layout operators on tosa_vk's Vulkan backend against numpy and Arm's ML SDK pipeline.
-A preset of the benchmark engine (the installed package tosa_vk.bench, `tosa-vk bench`); extra arguments are
+A preset of the benchmark engine (the installed package tosa_vk.tools.bench, `tosa-vk bench`); extra arguments are
 passed on.
 
     .venv/bin/python benchmarks/elementwise_vulkan.py [--repeats 9] [--device lavapipe] [--out results/]
@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tosa_vk import bench
+from tosa_vk.tools import bench
 
 OPS = ("ADD", "MUL", "CLAMP", "SIGMOID", "TRANSPOSE", "CONCAT", "PAD")
 

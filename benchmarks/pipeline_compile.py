@@ -60,7 +60,7 @@ def main() -> int:
         return 0
     paths = args.models
     if not paths:
-        from tosa_vk.bench import graphs
+        from tosa_vk.tools.bench import graphs
 
         built = graphs.write(tempfile.mkdtemp(prefix="tosa_vk_graphs_"))
         paths = [str(p) for p in sorted((ROOT / "resources" / "models").glob("*/model.tosa"))] + list(map(str, built))

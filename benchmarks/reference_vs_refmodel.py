@@ -1,5 +1,5 @@
 """tosa_vk's numpy reference backend against Arm's C++ reference model (tosa-tools, in-process), same inputs,
-interleaved runs. A preset of the benchmark engine (the installed package tosa_vk.bench, `tosa-vk bench`): the
+interleaved runs. A preset of the benchmark engine (the installed package tosa_vk.tools.bench, `tosa-vk bench`): the
 CONV2D cases and the shipped models on backends reference and refmodel; the table's "ref x refmodel" column is the
 speed-up.
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tosa_vk import bench
+from tosa_vk.tools import bench
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -17,7 +17,7 @@ import numpy as np
 import ray
 
 import tosa_vk
-from tosa_vk.ray import Predictor
+from tosa_vk.tools.ray import Predictor
 
 MODEL = Path(__file__).resolve().parent.parent / "resources" / "models" / "resnet_int8" / "model.tosa"
 

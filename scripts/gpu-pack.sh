@@ -86,11 +86,11 @@ echo '"""The verifier library alone (scripts/gpu-pack.sh): not the reference mod
 tar -C "$t" -cJf "$gpu.new/tools.tar.xz" .
 
 echo "gpu-pack: shipped kernels"
-"$py" -m tosa_vk.conformance.shipped build --if-stale
+"$py" -m tosa_vk.tools.conformance.shipped build --if-stale
 cp shaders/builtin/spirv.zip "$gpu.new/spirv.zip"
 
 echo "gpu-pack: conformance tests (one per operator x type class of the 1.0 selection)"
-"$py" -m tosa_vk.gpu_run pack-conformance "$stage/conformance"
+"$py" -m tosa_vk.tools.gpu_run pack-conformance "$stage/conformance"
 XZ_OPT=${XZ_OPT:--T0} tar -C "$stage" -cJf "$gpu.new/conformance.tar.xz" conformance  # float64 reference results: 49 MB -> 10
 
 "$py" - "$gpu.new/PACKED.json" "$pyver" <<'EOF'

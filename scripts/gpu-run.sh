@@ -2,9 +2,9 @@
 # The one prepared command for a machine with a GPU and nothing else installed (issue 38): with .gpu/ from
 # scripts/gpu-pack.sh beside the checkout it brings its own Vulkan loader (the .deb unpacked into a private folder),
 # wheels, GLSL compiler and conformance tests; without .gpu/ (here, CI) it uses .venv/ or python3 and the system's.
-#   bash scripts/gpu-run.sh [--quick] [--out DIR] [more tosa_vk.gpu_run options]
+#   bash scripts/gpu-run.sh [--quick] [--out DIR] [more tosa_vk.tools.gpu_run options]
 # Writes DIR/gpu_run.json and gpu_run.md (DIR: --out, else $OUT, else gpu-run-out/) within 8 minutes (--quick: well
-# under 2); the Python side is tosa_vk/gpu_run.py. The GPU: VK_DRIVER_FILES if set, else NVIDIA's ICD where
+# under 2); the Python side is tosa_vk/tools/gpu_run.py. The GPU: VK_DRIVER_FILES if set, else NVIDIA's ICD where
 # present, else whatever the loader finds (lavapipe here). TOSA_VK_TARGET=nvidia forces a device class on any device.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -67,5 +67,5 @@ say "driver ${VK_DRIVER_FILES:-chosen by the loader}, python $python, class ${TO
 export PYTHONUNBUFFERED=1
 cd "$root"
 exec_rc=0
-timeout 470 "$python" -m tosa_vk.gpu_run "$@" || exec_rc=$?
+timeout 470 "$python" -m tosa_vk.tools.gpu_run "$@" || exec_rc=$?
 exit $exec_rc

@@ -35,5 +35,5 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "$want" > "$stamp"
 fi
 # The built-in kernels' SPIR-V (shaders/builtin/spirv.zip, not committed): built when missing or stale, so that
-# running a graph needs no glslc (tosa_vk/vulkan/builtin.py; the list and the build: tosa_vk/conformance/shipped.py)
-.venv/bin/python -m tosa_vk.conformance.shipped build --if-stale
+# running a graph needs no glslc (tosa_vk/vulkan/builtin.py; the list and the build: tosa_vk/tools/conformance/shipped.py)
+.venv/bin/python -m tosa_vk.tools.conformance.shipped build --if-stale

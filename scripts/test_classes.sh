@@ -14,4 +14,4 @@ cd "$root"
 # (every convolution, MATMUL, ARGMAX and REDUCE test: the 675 a kernel family changes), ~2-3 s per model. The
 # validation layer more than doubles a run (TOSA_VK_VALIDATION=1 turns it on; the kernels' own tests run under it,
 # tests/conftest.py `device`). `--shard I/N` splits the items between CI jobs.
-exec .venv/bin/python -m tosa_vk.conformance.classes -j 2 "$@"
+exec .venv/bin/python -m tosa_vk.tools.conformance.classes -j 2 "$@"

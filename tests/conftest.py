@@ -24,7 +24,7 @@ MODELS = sorted((ROOT / "resources" / "models").iterdir())
 def conformance_selection(kind: str) -> list[Path]:
     """The default selection's test folders (every op x dtype x rank class once, special tests included), plus
     the FFT tests at sizes that give DOT_PRODUCT checks."""
-    from tosa_vk.conformance.generate import FFT_SELECTION, Selection, selected_tests
+    from tosa_vk.tools.conformance.generate import FFT_SELECTION, Selection, selected_tests
 
     extra = selected_tests(FFT_SELECTION) if kind == "positive" else []
     return selected_tests(Selection(test_type=kind)) + extra
@@ -63,13 +63,13 @@ def one_positive_test_per_class() -> list[Path]:
 
 @functools.cache
 def tosa_1_1_selection(kind: str) -> list[Path]:
-    """The generated TOSA 1.1 selection's tests of `kind` (what 1.1 adds: tosa_vk/conformance/generate.py). The
+    """The generated TOSA 1.1 selection's tests of `kind` (what 1.1 adds: tosa_vk/tools/conformance/generate.py). The
     default run takes one positive test per (operator, element types) class, each class once (the full selection
     has ~4,600, most of them CONV2D / MATMUL_T type pairs: `tosa-vk conformance --tosa-version 1.1` runs them all, as
     does TOSA_VK_CONFORMANCE_1_1=full here), and every negative test."""
     import os
 
-    from tosa_vk.conformance.generate import VERSION_OPS, Selection, selected_tests
+    from tosa_vk.tools.conformance.generate import VERSION_OPS, Selection, selected_tests
 
     tests = selected_tests(Selection(VERSION_OPS["1.1"], test_type=kind, tosa_version="1.1"))
     if os.environ.get("TOSA_VK_CONFORMANCE_1_1") == "full" or kind == "negative":
@@ -205,7 +205,7 @@ def _conformance_functions() -> dict[str, tuple[str, set[str]]]:
 
 def _selections(arg: str) -> list:
     """The generated selections a conformance fixture's tests come from."""
-    from tosa_vk.conformance.generate import FFT_SELECTION, VERSION_OPS, Selection
+    from tosa_vk.tools.conformance.generate import FFT_SELECTION, VERSION_OPS, Selection
 
     kind = "negative" if arg.startswith("negative") else "positive"
     if arg.endswith("_1_1"):
@@ -214,7 +214,7 @@ def _selections(arg: str) -> list:
 
 
 def _generated(arg: str) -> bool:
-    from tosa_vk.conformance.generate import is_generated
+    from tosa_vk.tools.conformance.generate import is_generated
 
     return all(is_generated(sel) for sel in _selections(arg))
 
@@ -226,7 +226,7 @@ def pytest_sessionstart(session):
     config = session.config
     if hasattr(config, "workerinput") or config.option.collectonly:
         return
-    from tosa_vk.conformance.generate import generate, is_generated
+    from tosa_vk.tools.conformance.generate import generate, is_generated
 
     needed, left_out = [], set()
     for arg, keywords in _conformance_functions().values():
@@ -297,7 +297,7 @@ def arm(tmp_path_factory):
 
     from helpers import ArmTools
 
-    from tosa_vk.bench.anchors import arm_sdk
+    from tosa_vk.tools.bench.anchors import arm_sdk
 
     reason = arm_sdk.available()
     if reason is not None:
@@ -315,8 +315,8 @@ def arm(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def worker():
-    """Arm's scenario-runner (ML emulation layer on this device) in a worker process (tosa_vk/bench/anchors)."""
-    from tosa_vk.bench.anchors import arm_sdk
+    """Arm's scenario-runner (ML emulation layer on this device) in a worker process (tosa_vk/tools/bench/anchors)."""
+    from tosa_vk.tools.bench.anchors import arm_sdk
 
     reason = arm_sdk.available()
     if reason is not None:

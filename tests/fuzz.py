@@ -4,7 +4,7 @@ segments, and GRAPH segments as Arm's model-converter writes them) and com.arm.V
     bash scripts/fuzz.sh tosa|vgf|graph|payload|glsl|cache|pte N [--seed S] [--hang-s T] [--json report.json]
 
 `graph` mutates the SPIR-V words of GRAPH segments' modules (model-converter's and tosa_vk's exports), which
-tosa_vk decodes into a graph (tosa_vk/spirv_graph) before compiling it; `vgf` mutates the container's structure.
+tosa_vk decodes into a graph (tosa_vk/formats/spirv_graph) before compiling it; `vgf` mutates the container's structure.
 
 `glsl` writes model GLSL that tries to read a host file the way the GLSL preprocessor allows (`#include` spelled
 with line continuations, comments, CR / CRLF / LFCR / mixed line ends, macros that build it, `#line` file names,
@@ -127,7 +127,7 @@ def make_seeds(kind: str, work: Path) -> list[Path]:
 
         return fuzz_pte.seeds()
     import tosa_vk
-    from tosa_vk.vgf_export import export_vgf
+    from tosa_vk.formats.vgf_export import export_vgf
 
     graphs = _seed_graphs(work)
     if kind == "cache":  # (their entries are made by the worker: an entry is for one device and build)
@@ -140,7 +140,7 @@ def make_seeds(kind: str, work: Path) -> list[Path]:
         return _glsl_seeds(work)
     seeds = []
     if kind == "graph":
-        from tosa_vk.vgf_graph import export
+        from tosa_vk.formats.vgf_graph import export
 
         for name in ("conv_int8", "layout_fp32"):
             export(graphs[name], work / f"{name}.graph.vgf")
@@ -176,7 +176,7 @@ def _spirv_payload_seed(work: Path) -> Path:
 def _model_converter_seed(work: Path, name: str) -> Path | None:
     """A VGF with a GRAPH segment, written by Arm's model-converter (None where the Arm SDK is not installed)."""
     try:
-        from tosa_vk.bench.anchors import arm_sdk
+        from tosa_vk.tools.bench.anchors import arm_sdk
 
         exe = arm_sdk._tool("model_converter", "model-converter")
     except Exception:
@@ -341,8 +341,8 @@ GLSL_ROUTES = ("payload", "vgf", "program")
 def _glsl_seeds(work: Path) -> list[Path]:
     """The secret files, a payload graph and a VGF of one COMPUTE segment (their GLSL is replaced per case)."""
     import tosa_vk
-    from tosa_vk import custom_payload
-    from tosa_vk.vgf_export import export_vgf
+    from tosa_vk.abi import custom_payload
+    from tosa_vk.formats.vgf_export import export_vgf
 
     (work / "secrets").mkdir()
     (work / "secrets" / "word.glsl").write_text(f"+ {SECRET_WORD}\n")
@@ -461,7 +461,8 @@ def run_glsl(worker, source: str, route: str) -> dict:
 
 def glsl_case(worker, rng: random.Random, i: int) -> tuple[str, str]:
     if os.environ.get("TOSA_VK_FUZZ_GLSL_GATE") == "off":  # the compiler's own line of defence, measured alone
-        from tosa_vk import custom_payload, vgf_run
+        from tosa_vk.abi import custom_payload
+        from tosa_vk.formats import vgf_run
         from tosa_vk.vulkan import shaders
 
         for module in (custom_payload, vgf_run, shaders):
@@ -744,8 +745,8 @@ class CacheWorker:
     def __init__(self, work: Path, seeds: list[Path], seed: int):
         os.environ["TOSA_VK_CACHE"] = str(work / "root")  # the SPIR-V cache too: private to this run
         import tosa_vk
-        from tosa_vk import program_cache
-        from tosa_vk.conformance.shipped import manifest
+        from tosa_vk.store import program_cache
+        from tosa_vk.tools.conformance.shipped import manifest
         from tosa_vk.vulkan import Device
         from tosa_vk.vulkan.builtin import library
 

@@ -1,4 +1,4 @@
-"""The differential fuzzer of the model-GLSL gate (issue 46): no source that tosa_vk/glsl_preprocessor.py passes
+"""The differential fuzzer of the model-GLSL gate (issue 46): no source that tosa_vk/abi/glsl_preprocessor.py passes
 makes a compiler open a file.
 
 Sources are drawn from a grammar of pieces — comments of both kinds (with quotes, `include`, unclosed), line splices,
@@ -179,7 +179,7 @@ def generate(work: Path, rng: random.Random) -> str:
 
 def differential(n: int, seed: int = 0, start: int = 0, log=None) -> dict:
     """Generates sources start..start+n-1; returns the table and the findings."""
-    from tosa_vk.glsl_preprocessor import refusal
+    from tosa_vk.abi.glsl_preprocessor import refusal
     from tosa_vk.vulkan import glsl_compiler, shaders
     from tosa_vk.vulkan.variant import Variant
 

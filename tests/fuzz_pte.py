@@ -1,7 +1,7 @@
 """The `pte` kind of tests/fuzz.py (issue 46): mutants of the committed ExecuTorch programs (tests/data/pte), each
 read by `tosa-vk info`, loaded and run on the reference backend and, where that loads, on Vulkan.
 
-Structure-aware mutants (three in four) decode the program into the schema's object API (tosa_vk/pte/fbs, flatc
+Structure-aware mutants (three in four) decode the program into the schema's object API (tosa_vk/formats/pte/fbs, flatc
 --gen-object-api), change one thing the schema names and write it back: an integer field or list item (value
 indices, operator / delegate indices, union tags, scalar types, sizes, dim orders, segment and buffer indices) set
 to an edge value or another valid index, a list edited (items dropped, duplicated, swapped, emptied), one value
@@ -39,7 +39,7 @@ def seeds() -> list[Path]:
 
 def unpack(data: bytes) -> tuple[Any, bytes]:
     """A .pte's Program as the schema's object API (ProgramT) and the bytes of its data segments."""
-    from tosa_vk.pte.fbs.Program import ProgramT
+    from tosa_vk.formats.pte.fbs.Program import ProgramT
 
     program = ProgramT.InitFromBuf(data, int.from_bytes(data[:4], "little"))
     segments = b""
@@ -161,9 +161,9 @@ def mutate_structure(program: Any, rng: random.Random) -> str:
 
 
 def _int_value(rng: random.Random) -> Any:
-    from tosa_vk.pte.fbs.EValue import EValueT
-    from tosa_vk.pte.fbs.Int import IntT
-    from tosa_vk.pte.fbs.KernelTypes import KernelTypes
+    from tosa_vk.formats.pte.fbs.EValue import EValueT
+    from tosa_vk.formats.pte.fbs.Int import IntT
+    from tosa_vk.formats.pte.fbs.KernelTypes import KernelTypes
 
     value, number = EValueT(), IntT()
     number.intVal = rng.choice((0, 1, -1, 7, 2**40))
@@ -241,7 +241,7 @@ class PteWorker:
 
     def info(self, path: Path) -> None:
         """`tosa-vk info` and `--json`, its exceptions raised (cli.main would print them)."""
-        from tosa_vk.cli import build_parser
+        from tosa_vk.tools.cli import build_parser
 
         for extra in ([], ["--json"]):
             args = build_parser().parse_args(["info", str(path), *extra])

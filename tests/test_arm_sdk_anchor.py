@@ -1,4 +1,4 @@
-"""The Arm ML SDK for Vulkan benchmark anchor (tosa_vk/bench/anchors/arm_sdk.py): .tosa -> model-converter ->
+"""The Arm ML SDK for Vulkan benchmark anchor (tosa_vk/tools/bench/anchors/arm_sdk.py): .tosa -> model-converter ->
 VGF -> scenario-runner in a worker process. Skipped when Arm's wheels (or their Vulkan layers) are not usable here; set
 TOSA_VK_ARM_SDK_PYTHON to an interpreter that has them to use a separate environment."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tosa_vk
-from tosa_vk.bench.anchors import arm_sdk
+from tosa_vk.tools.bench.anchors import arm_sdk
 
 pytestmark = pytest.mark.vulkan
 

@@ -1,5 +1,5 @@
-"""The benchmark engine (the package tosa_vk.bench, `tosa-vk bench`, the presets in benchmarks/) on two tiny cases,
-repeats=2, so the scripts cannot rot. Checks the structure of the JSON and the table, never timings."""
+"""The benchmark engine (the package tosa_vk.tools.bench, `tosa-vk bench`, the presets in benchmarks/) on two tiny
+cases, repeats=2, so the scripts cannot rot. Checks the structure of the JSON and the table, never timings."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import tosa_vk
-from tosa_vk import bench
-from tosa_vk.bench.anchors import arm_sdk
+from tosa_vk.tools import bench
+from tosa_vk.tools.bench.anchors import arm_sdk
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.vulkan
@@ -114,7 +114,7 @@ def test_compare_tolerances():
 
 
 def test_cli_and_script_parse():
-    from tosa_vk.cli import build_parser
+    from tosa_vk.tools.cli import build_parser
 
     args = build_parser().parse_args(["bench", "--suite", "ops", "--quick", "--repeats", "2", "--device", "0"])
     assert args.func.__name__ == "cmd_bench" and args.quick and args.repeats == 2
@@ -125,8 +125,8 @@ def test_cli_and_script_parse():
 
 def test_built_graphs_join_the_model_suite(tmp_path, monkeypatch, capsys):
     """--built writes the Builder-made graphs as .tosa (conformance layout) and benchmarks them with the rest."""
-    from tosa_vk.bench import graphs
-    from tosa_vk.cli import build_parser
+    from tosa_vk.tools.bench import graphs
+    from tosa_vk.tools.cli import build_parser
 
     monkeypatch.setattr(graphs, "GRAPHS", {"gru_fp32": graphs.GRAPHS["gru_fp32"]})  # one, to stay quick
     args = build_parser().parse_args(
@@ -155,7 +155,7 @@ def test_built_graphs_join_the_model_suite(tmp_path, monkeypatch, capsys):
 
 def test_in_flight_reports_throughput_and_the_pipeline_case(tmp_path, capsys):
     """--in-flight: latency and runs/s per N, and the pipeline with and without device tensors (issue 37)."""
-    from tosa_vk.cli import build_parser
+    from tosa_vk.tools.cli import build_parser
 
     tiny = _tiny_graph(tmp_path)
     args = build_parser().parse_args(

@@ -1,6 +1,6 @@
 """The benchmark harness for one model (issue 39): `tosa-vk bench model.tosa|.vgf|.pte --input ... | --random SEED`,
-its IREE-like input specs (tosa_vk/bench/inputs.py), the same inputs for run / profile / compare, and run's summary
-of each output. Structure and order only, never timings."""
+its IREE-like input specs (tosa_vk/tools/bench/inputs.py), the same inputs for run / profile / compare, and run's
+summary of each output. Structure and order only, never timings."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import pytest
 
 import tosa_vk
 from tosa_vk import TosaError
-from tosa_vk.bench import harness_chosen
-from tosa_vk.bench.inputs import Spec, feeds, parse, summary
-from tosa_vk.cli import build_parser, main
 from tosa_vk.ir import DType
+from tosa_vk.tools.bench import harness_chosen
+from tosa_vk.tools.bench.inputs import Spec, feeds, parse, summary
+from tosa_vk.tools.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parent.parent
 LSTM = ROOT / "resources" / "models" / "lstm_unrolled_fp32"
@@ -207,7 +207,7 @@ def test_harness_on_an_executorch_program(tmp_path, capsys):
 
 
 def test_bench_model_from_python():
-    from tosa_vk.bench.harness import bench_model, lines
+    from tosa_vk.tools.bench.harness import bench_model, lines
 
     report = bench_model(PTE, [parse("input_1=-1")], seed=0, runs=3, warmup=0, backend="reference")
     assert report["first_run_ms"] is None and len(report["samples_ms"]) == 3

@@ -1,4 +1,4 @@
-"""The IREE benchmark anchor (tosa_vk/bench/anchors/iree.py): .tosa -> tosa-opt --tosa-deserialize -> iree-compile
+"""The IREE benchmark anchor (tosa_vk/tools/bench/anchors/iree.py): .tosa -> tosa-opt --tosa-deserialize -> iree-compile
 (Vulkan, llvm-cpu) -> iree.runtime in-process, on a small Builder graph; and the skip paths with their reasons.
 Compiled .vmfb files are cached (<tosa_vk cache>/iree): the first run compiles (seconds), later runs load. Skipped
 when IREE (the `iree` extra, which scripts/setup.sh installs) is not importable."""
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import tosa_vk
-from tosa_vk import bench
-from tosa_vk.bench import runners
-from tosa_vk.bench.anchors import iree
-from tosa_vk.bench.stats import compare
+from tosa_vk.tools import bench
+from tosa_vk.tools.bench import runners
+from tosa_vk.tools.bench.anchors import iree
+from tosa_vk.tools.bench.stats import compare
 
 pytestmark = pytest.mark.vulkan
 

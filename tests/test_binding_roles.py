@@ -12,9 +12,10 @@ import pytest
 from test_custom_ops import F32, SCALE_ADD, glsl_to_spirv, resource, run, single_custom_graph
 
 import tosa_vk
-from tosa_vk import Builder, TosaError, custom, custom_payload, spirv
+from tosa_vk import Builder, TosaError, custom
+from tosa_vk.abi import custom_payload, spirv
 from tosa_vk.backends.vgf import VGFModel
-from tosa_vk.vgf_export import export_vgf
+from tosa_vk.formats.vgf_export import export_vgf
 from vgf import Binding, read_vgf, write_vgf
 
 pytestmark = pytest.mark.vulkan

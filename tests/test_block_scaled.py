@@ -299,7 +299,7 @@ def test_rows_bind_access_elem_type_and_alternatives(monkeypatch):
 
 
 def test_vulkan_runs_block_scaled_identity(device):
-    """On Vulkan a block-scaled tensor is its elements and its scales (tosa_vk/passes/block_scaled.py)."""
+    """On Vulkan a block-scaled tensor is its elements and its scales (tosa_vk/stages/passes/block_scaled.py)."""
     scaled = {"scale_dtype": DType.FP8UE8M0, "block_size": 32}
     x, y = Tensor("x", (2, 64), DType.FP8E4M3, **scaled), Tensor("y", (2, 64), DType.FP8E4M3, **scaled)
     g = graph_of([x, y], [Operator("IDENTITY", ["x"], ["y"])], ["x"], ["y"])
@@ -312,7 +312,7 @@ def test_vulkan_runs_block_scaled_identity(device):
 
 def test_vulkan_refuses_other_operators_on_block_scaled_tensors_clearly():
     """An operator the block-scaled pass has no form for (here a made-up use, past validation) is a TosaError."""
-    from tosa_vk.passes.block_scaled import split_block_scaled
+    from tosa_vk.stages.passes.block_scaled import split_block_scaled
 
     scaled = {"scale_dtype": DType.FP8UE8M0, "block_size": 32}
     x, y = Tensor("x", (2, 64), DType.FP8E4M3, **scaled), Tensor("y", (2, 64), DType.FP8E4M3, **scaled)

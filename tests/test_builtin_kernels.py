@@ -1,5 +1,5 @@
 """Built-in kernels shipped compiled (tosa_vk/vulkan/builtin.py; the list and its build:
-tosa_vk/conformance/shipped.py): the shipped graphs run with no glslc, the list of shipped variants and the built
+tosa_vk/tools/conformance/shipped.py): the shipped graphs run with no glslc, the list of shipped variants and the built
 library are checked against the current lowering and GLSL sources (either going stale fails here), and a damaged or
 stale library is never used."""
 
@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from tosa_vk.conformance import shipped
+from tosa_vk.tools.conformance import shipped
 from tosa_vk.vulkan import builtin, glsl_compiler
 from tosa_vk.vulkan.shaders import ShaderCache, ShaderError
 from tosa_vk.vulkan.variant import Variant, source_digest
 
 MODELS = sorted((Path(__file__).resolve().parent.parent / "resources" / "models").iterdir())
 STALE_MANIFEST = (
-    "run `python -m tosa_vk.conformance.shipped collect` (then `build`); commit shaders/builtin/variants.jsonl"
+    "run `python -m tosa_vk.tools.conformance.shipped collect` (then `build`); commit shaders/builtin/variants.jsonl"
 )
 
 
@@ -36,7 +36,7 @@ def test_the_library_is_built_from_the_current_sources():
     absent = [v.shader for v in shipped.manifest() if lib.get(v) is None]
     assert shipped.manifest() and not absent, (
         f"{len(absent)} listed variants have no SPIR-V for their current source (e.g. {absent[:3]}): the library "
-        "is stale or missing; scripts/setup.sh rebuilds it (python -m tosa_vk.conformance.shipped build)"
+        "is stale or missing; scripts/setup.sh rebuilds it (python -m tosa_vk.tools.conformance.shipped build)"
     )
     assert lib.info()["modules"] == len(shipped.manifest())
 
@@ -89,7 +89,7 @@ import numpy as np
 import tosa_vk
 from tosa_vk.vulkan import glsl_compiler
 glsl_compiler.glslang = lambda: None  # PATH hides glslc; no compiler at all
-from tosa_vk.bench import graphs
+from tosa_vk.tools.bench import graphs
 # shapes no listed graph has: layer geometry, tiles and broadcast patterns are specialization constants, and the
 # fused kernels fusion would generate for them are declined (their operators run as shipped kernels)
 cases = {
@@ -121,8 +121,8 @@ def test_a_fused_kernel_refused_runs_as_separate_kernels():
     import numpy as np
 
     import tosa_vk
-    from tosa_vk.bench import graphs
     from tosa_vk.program import Kernel, walk
+    from tosa_vk.tools.bench import graphs
     from tosa_vk.vulkan.variant import program_variants, variant_of
 
     graph, feeds = graphs.gru_fp32(np.random.default_rng(0), steps=3)

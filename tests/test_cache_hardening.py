@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tosa_vk.program_cache import DEFAULT_BUDGET, MAGIC, SUFFIX, Entry, ProgramCache, decode
+from tosa_vk.store.program_cache import DEFAULT_BUDGET, MAGIC, SUFFIX, Entry, ProgramCache, decode
 from tosa_vk.vulkan.shaders import ShaderCache
 from tosa_vk.vulkan.variant import Variant
 
@@ -129,7 +129,7 @@ def test_an_odd_entry_is_ignored_and_rebuilt_never_a_hang_or_a_failed_load(fille
 
 def swap_modules(entry: Entry, folder: Path) -> Entry:
     """The modules in another order; a lone module swapped for a shipped one of another kernel."""
-    from tosa_vk.conformance.shipped import manifest
+    from tosa_vk.tools.conformance.shipped import manifest
     from tosa_vk.vulkan.builtin import library
 
     other = [library().get(v) for v in manifest()[:1]]
@@ -229,7 +229,7 @@ def test_a_bad_budget_variable_warns_and_keeps_the_default(monkeypatch, value):
     monkeypatch.setenv("TOSA_VK_CACHE_MAX_MB", value)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        from tosa_vk import program_cache
+        from tosa_vk.store import program_cache
 
         program_cache._warned.clear()
         budget = ProgramCache("unused").budget
@@ -329,7 +329,7 @@ def test_a_spirv_cache_file_that_is_a_fifo_is_ignored(tmp_path):
 # Stores one entry in the program cache folder argv[1] (as a load that rebuilds does), which rewrites the usage file.
 STORE = """
 import sys
-from tosa_vk.program_cache import Entry, ProgramCache
+from tosa_vk.store.program_cache import Entry, ProgramCache
 cache = ProgramCache(sys.argv[1])
 assert cache.store(cache.header("0" * 64, "uuid", "driver"), Entry(b"p" * 1000, b"", []))
 """

@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 
 import tosa_vk
-from tosa_vk import Builder, TosaError, cli, custom
-from tosa_vk.capture import capturable
+from tosa_vk import Builder, TosaError, custom
 from tosa_vk.custom import buffer
 from tosa_vk.ir import load_graph
 from tosa_vk.ir.dtype import from_npy
 from tosa_vk.ir.graph import Operator, Tensor
-from tosa_vk.passes import copy_structure
+from tosa_vk.stages.capture import capturable
+from tosa_vk.stages.passes import copy_structure
+from tosa_vk.tools import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "resources" / "models"
@@ -212,8 +213,8 @@ def _saved(b: Builder, tmp_path: Path) -> Path:
 
 
 def test_compare_rows_judge_with_the_dtype_bound():
-    from tosa_vk.compare import judge
     from tosa_vk.ir.dtype import DType
+    from tosa_vk.tools.compare import judge
 
     want = np.array([1.0, -2.0, np.nan], np.float32)
     assert judge(want + np.float32(1e-7) * np.array([1, 0, 0], np.float32), want, DType.FP32).ok

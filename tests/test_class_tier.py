@@ -1,5 +1,5 @@
-"""Correctness with every device class forced (issue 38): the tier's machinery (tosa_vk/conformance/classes.py; the
-whole selection and the model graphs run in scripts/test_classes.sh, which CI runs), `tosa-vk conformance
+"""Correctness with every device class forced (issue 38): the tier's machinery (tosa_vk/tools/conformance/classes.py;
+the whole selection and the model graphs run in scripts/test_classes.sh, which CI runs), `tosa-vk conformance
 --target`, and that each GPU class compiles a held-out CNN to a Program of its own."""
 
 from __future__ import annotations
@@ -9,12 +9,14 @@ import os
 import pytest
 from conftest import ROOT
 
-from tosa_vk import cli, compiler, device_class
-from tosa_vk.bench import graphs as built
-from tosa_vk.conformance import classes as tier
+from tosa_vk import device_class
 from tosa_vk.errors import TosaError
 from tosa_vk.ir import load_graph
+from tosa_vk.stages import compiler
 from tosa_vk.target import LAVAPIPE
+from tosa_vk.tools import cli
+from tosa_vk.tools.bench import graphs as built
+from tosa_vk.tools.conformance import classes as tier
 
 # the operators a CNN's time is in: a class differs from lavapipe's kernels when one of them takes another family
 CNN_OPERATORS = ("CONV2D", "DEPTHWISE_CONV2D", "MATMUL")

@@ -9,7 +9,7 @@ import sys
 
 def info(*args) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "tosa_vk.cli", "info", *map(str, args)], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "tosa_vk.tools.cli", "info", *map(str, args)], capture_output=True, text=True, check=True
     )
 
 

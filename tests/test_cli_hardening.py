@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 import tosa_vk
-from tosa_vk.cli import main, safe_name
+from tosa_vk.formats.vgf_graph import export
 from tosa_vk.ir.mlir import find_tool
-from tosa_vk.vgf_graph import export
+from tosa_vk.tools.cli import main
+from tosa_vk.tools.cli.common import safe_name
 
 
 def write_model(folder, out_name: str = "y"):

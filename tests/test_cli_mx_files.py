@@ -14,12 +14,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from tosa_vk.cli import main
 from tosa_vk.ir import DType
 from tosa_vk.ir.arm_files import read_inputs, scale_file
 from tosa_vk.ir.dtype import to_npy
 from tosa_vk.ir.flatbuffer import save_graph
 from tosa_vk.ir.graph import Block, Graph, Operator, Region, Tensor
+from tosa_vk.tools.cli import main
 
 BACKENDS = ["reference", pytest.param("vulkan", marks=pytest.mark.vulkan)]
 
@@ -111,8 +111,8 @@ def test_a_missing_scale_file_names_it(tmp_path, capsys):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_mx_conformance_files_through_the_cli(mx_files_test_1_1, backend):
     """Arm's generated test through `tosa-vk run --test-desc desc.json --output-dir DIR`, the files judged by
-    tosa_verify (tosa_vk.conformance.run.run_via_cli)."""
-    from tosa_vk.conformance.run import run_tests
+    tosa_verify (tosa_vk.tools.conformance.run.run_via_cli)."""
+    from tosa_vk.tools.conformance.run import run_tests
 
     (outcome,) = run_tests([mx_files_test_1_1], backend, cli=main)
     assert outcome.status == "pass", outcome.detail
@@ -123,7 +123,7 @@ def test_a_wrong_result_file_is_not_compliant(tmp_path):
     """verify_files judges the files themselves: a result file with a changed scale fails."""
     from conftest import mx_file_classes
 
-    from tosa_vk.conformance.run import verify_files
+    from tosa_vk.tools.conformance.run import verify_files
 
     test = next(t for t in mx_file_classes() if t.name.startswith("cast_to_block_scaled"))
     desc = json.loads((test / "desc.json").read_text())

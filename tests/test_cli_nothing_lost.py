@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 import tosa_vk
-from tosa_vk import cli
-from tosa_vk.cli import EXIT_INTERNAL, main, safe_name
+from tosa_vk.tools import cli
+from tosa_vk.tools.cli import EXIT_INTERNAL, main
+from tosa_vk.tools.cli.common import safe_name
 
 ROOT = Path(__file__).resolve().parent.parent
 RESNET = ROOT / "resources" / "models" / "resnet_int8"
@@ -264,7 +265,7 @@ def test_anything_else_is_an_internal_error_with_its_own_exit_code(tmp_path, cap
     def bug(path):
         return {}["oops"]
 
-    monkeypatch.setattr(cli, "_summary", bug)  # cmd_info's first step
+    monkeypatch.setattr(cli.info, "_summary", bug)  # cmd_info's first step
     assert main(["info", str(model)]) == EXIT_INTERNAL
     err = capsys.readouterr().err
     assert err == "tosa-vk: internal error, please report: KeyError: 'oops' (--debug shows the traceback)\n"

@@ -15,7 +15,7 @@ import pytest
 
 import tosa_vk
 from tosa_vk import DType
-from tosa_vk.cli import build_parser, main
+from tosa_vk.tools.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parent.parent
 LSTM = ROOT / "resources" / "models" / "lstm_unrolled_fp32"
@@ -56,7 +56,7 @@ def test_a_wrong_result_is_a_fail_line_and_exit_1(tmp_path, capsys):
 
 
 def test_dtype_bounds():
-    from tosa_vk.compare import FLOAT_TOLERANCE, SCALE_STEPS, judge
+    from tosa_vk.tools.compare import FLOAT_TOLERANCE, SCALE_STEPS, judge
 
     eps, k = FLOAT_TOLERANCE["FP32"]
     want = np.array([1.0, 100.0, 0.0, np.nan, np.inf], np.float32)
@@ -93,7 +93,7 @@ def test_compare_without_a_desc_is_an_error(tmp_path, capsys):
 @pytest.fixture
 def fake_generator(tmp_path, monkeypatch):
     """Arm's generator replaced by one that writes a test folder per operator; the runner by one that passes all."""
-    from tosa_vk.conformance import generate, run
+    from tosa_vk.tools.conformance import generate, run
 
     built: list[str] = []
 
@@ -117,7 +117,7 @@ def fake_generator(tmp_path, monkeypatch):
 
 def test_conformance_generates_only_the_selected_operators(fake_generator, capsys):
     """Found: `conformance --ops add` generated all 70 operators' tests (82 s, 267 MB) to run ADD's."""
-    from tosa_vk.conformance.generate import TOSA_1_0_OPS, Selection, is_generated
+    from tosa_vk.tools.conformance.generate import TOSA_1_0_OPS, Selection, is_generated
 
     built, ran = fake_generator
     assert main(["conformance", "--ops", "ADD", "-j", "1"]) == 0

@@ -1,4 +1,4 @@
-"""The compile pipeline, stage by stage (tosa_vk/compiler.py): validate, passes, partition, fuse, lower, plan."""
+"""The compile pipeline, stage by stage (tosa_vk/stages/compiler.py): validate, passes, partition, fuse, lower, plan."""
 
 from __future__ import annotations
 
@@ -10,14 +10,15 @@ import pytest
 from test_custom_ops import color_matrix_pair
 
 import tosa_vk
-from tosa_vk import Builder, TosaError, passes
-from tosa_vk.fuse import fuse
+from tosa_vk import Builder, TosaError
 from tosa_vk.ir import load_graph
-from tosa_vk.lower import lower
-from tosa_vk.partition import partition
-from tosa_vk.plan import plan
 from tosa_vk.program import Host, Kernel, Placement, walk
-from tosa_vk.stages import Lowered
+from tosa_vk.stages import passes
+from tosa_vk.stages.fuse import fuse
+from tosa_vk.stages.lower import lower
+from tosa_vk.stages.partition import partition
+from tosa_vk.stages.plan import plan
+from tosa_vk.stages.records import Lowered
 from tosa_vk.target import LAVAPIPE, MINIMUM, Target, named
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -151,8 +152,8 @@ def test_host_placed_operators_give_the_same_results(device, target):
     graph = load_graph(ROOT / "resources/models/resnet_int8/model.tosa")
     x = np.load(ROOT / "resources/models/resnet_int8/input-0.npy")
     program = tosa_vk.compile(graph, target)
-    from tosa_vk.host_kernels import run as host
     from tosa_vk.ir.dtype import from_npy
+    from tosa_vk.reference.host_kernels import run as host
     from tosa_vk.vulkan.runtime import Runtime
 
     name = graph.main.inputs[0]
@@ -171,7 +172,7 @@ def test_placement_records():
 
 
 def test_cli_plan_for_a_named_target(capsys):
-    from tosa_vk.cli import main
+    from tosa_vk.tools.cli import main
 
     model = str(ROOT / "resources/models/resnet_int8/model.tosa")
     assert main(["plan", model, "--target", "minimum", "--json"]) == 0

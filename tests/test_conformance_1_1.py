@@ -1,5 +1,5 @@
 """TOSA 1.1 (draft) conformance: what 1.1 adds, as Arm's generator makes it with --tosa-version 1.1 (the 1.1
-selection of tosa_vk.conformance.generate: the 25 new operators, and 1.0 operators' tests that only a 1.1 row
+selection of tosa_vk.tools.conformance.generate: the 25 new operators, and 1.0 operators' tests that only a 1.1 row
 types), on the reference backend and on Vulkan in strict placement, judged by Arm's tosa_verify; negative tests
 rejected on both (conftest.py::tosa_1_1_selection says which tests the default run takes)."""
 
@@ -11,7 +11,7 @@ import os
 import pytest
 from conftest import tosa_1_1_selection
 
-from tosa_vk.conformance.run import run_tests
+from tosa_vk.tools.conformance.run import run_tests
 
 pytestmark = pytest.mark.conformance
 os.environ.setdefault("TOSA_VK_VALIDATION", "1")
@@ -31,7 +31,7 @@ def test_negative(negative_test_1_1, backend):
 
 def test_every_new_operator_is_in_the_selection():
     """The 1.1 selection holds positive tests of each of the 25 operators TOSA 1.1 adds."""
-    from tosa_vk.conformance.generate import TOSA_1_1_NEW_OPS
+    from tosa_vk.tools.conformance.generate import TOSA_1_1_NEW_OPS
 
     ops = {
         json.loads((t / "desc.json").read_text())["test_details"]["operator"] for t in tosa_1_1_selection("positive")

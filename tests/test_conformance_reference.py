@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tosa_vk.conformance.run import run_test
+from tosa_vk.tools.conformance.run import run_test
 
 pytestmark = pytest.mark.conformance
 

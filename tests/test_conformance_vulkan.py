@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tosa_vk.conformance.run import run_tests
+from tosa_vk.tools.conformance.run import run_tests
 
 pytestmark = pytest.mark.conformance
 os.environ.setdefault("TOSA_VK_VALIDATION", "1")

@@ -1,5 +1,5 @@
-"""The tiled convolution family (tosa_vk/lower/conv_tiled.py) with each GPU class forced on this device, against the
-reference backend: integers bit-exact (zero points, int4 weights, the int8 dot-product path and plain int
+"""The tiled convolution family (tosa_vk/stages/lower/families/conv_tiled.py) with each GPU class forced on this device,
+against the reference backend: integers bit-exact (zero points, int4 weights, the int8 dot-product path and plain int
 multiply-adds), floating point within the dot-product bound; pads, strides, dilations, odd channel counts, batch,
 fused epilogues, loop-budget passes, the kill switches; and that the lavapipe class keeps its register kernels."""
 
@@ -14,8 +14,8 @@ from test_vulkan_convolution import conv_case
 
 import tosa_vk
 from tosa_vk import device_class
-from tosa_vk.lower import conv_tiled
 from tosa_vk.program import Kernel, walk
+from tosa_vk.stages.lower.families import conv_tiled
 from tosa_vk.target import LAVAPIPE
 
 GPU_CLASSES = ("nvidia", "amd", "intel", "mali", "adreno", "generic")

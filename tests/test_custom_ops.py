@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 
 import tosa_vk
-from tosa_vk import Builder, TosaError, custom, custom_payload
+from tosa_vk import Builder, TosaError, custom
+from tosa_vk.abi import custom_payload
 from tosa_vk.custom import Sampler, buffer, sampled_image, storage_image, tensor
-from tosa_vk.passes import copy_structure
-from tosa_vk.passes.permute import apply_custom_layouts
+from tosa_vk.stages.passes import copy_structure
+from tosa_vk.stages.passes.permute import apply_custom_layouts
 from tosa_vk.vulkan import VulkanError
 from tosa_vk.vulkan.shaders import ShaderError
 
@@ -661,7 +662,7 @@ def test_cli_check_runs_the_numpy_twin(tmp_path):
         [
             sys.executable,
             "-m",
-            "tosa_vk.cli",
+            "tosa_vk.tools.cli",
             "run",
             str(tmp_path / "m.tosa"),
             "-i",

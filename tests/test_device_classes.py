@@ -11,7 +11,7 @@ import pytest
 
 import tosa_vk
 from tosa_vk import device_class
-from tosa_vk.program_cache import ProgramCache
+from tosa_vk.store.program_cache import ProgramCache
 from tosa_vk.target import LAVAPIPE, NAMED, named
 
 
@@ -124,8 +124,8 @@ def test_devices_shows_the_class():
 def test_without_a_glsl_compiler_every_class_takes_the_shipped_register_kernels():
     """compile(kernels=...) is the no-compiler case (tosa_vk/vulkan/builtin.py shipped_only): the GPU families'
     kernels are not shipped, so a forced class must build the register kernels, not fail or decline a fusion."""
-    from tosa_vk.compiler import compile as compile_graph
     from tosa_vk.program import Kernel, walk
+    from tosa_vk.stages.compiler import compile as compile_graph
 
     def shaders(program):
         return {k.shader for k in walk(program.steps) if isinstance(k, Kernel)}

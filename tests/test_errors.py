@@ -15,10 +15,10 @@ from tosa_vk import errors
 # Exception classes that are not errors a user sees, each with why
 NOT_USER_ERRORS = {
     # control flow inside `tosa-vk bench`: a case its backend cannot run, reported as a skip, never raised out
-    "tosa_vk.bench.runners.Skip",
+    "tosa_vk.tools.bench.runners.Skip",
     # raised in the Arm SDK worker, a script run by an interpreter that need not have tosa_vk installed; bench
     # catches it (bench/runners.py) and reports the anchor as unavailable
-    "tosa_vk.bench.anchors.arm_sdk.ArmSdkError",
+    "tosa_vk.tools.bench.anchors.arm_sdk.ArmSdkError",
 }
 
 
@@ -48,8 +48,8 @@ def test_every_exception_class_is_a_tosa_error_and_exported():
 
 
 def test_old_names_and_builtin_bases_are_kept():
-    from tosa_vk.serial import SerialError
-    from tosa_vk.spirv import ReflectError
+    from tosa_vk.abi.spirv import ReflectError
+    from tosa_vk.store.serial import SerialError
     from tosa_vk.vulkan import VulkanError
     from tosa_vk.vulkan.recorder import DeviceTimeout
     from tosa_vk.vulkan.shaders import ShaderError

@@ -41,7 +41,7 @@ def test_conformance_negative_roundtrip(negative_test):
 
 
 def _reference_model_outputs(test: Path, tosa_file: Path, out: Path) -> dict[str, np.ndarray]:
-    from tosa_vk.conformance.generate import tools_root
+    from tosa_vk.tools.conformance.generate import tools_root
 
     desc = json.loads((test / "desc.json").read_text())
     desc["tosa_file"] = str(tosa_file)

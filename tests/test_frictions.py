@@ -13,7 +13,7 @@ import pytest
 
 import tosa_vk
 from tosa_vk import TosaError
-from tosa_vk.cli import build_parser, main
+from tosa_vk.tools.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parent.parent
 RESNET = ROOT / "resources" / "models" / "resnet_int8" / "model.tosa"
@@ -163,7 +163,7 @@ def test_an_unknown_custom_op_names_tosa_vk_custom_ops(backend, request):
 
 
 def test_default_export_of_a_registered_op_names_the_way_out(tmp_path, scratch_registry):
-    from tosa_vk.vgf_graph import export
+    from tosa_vk.formats.vgf_graph import export
 
     @tosa_vk.custom_op("com.example", "twice_export")
     def twice(inputs, attrs):
@@ -211,7 +211,7 @@ def test_k_analysis_keeps_what_may_match_a_test_id():
 def test_first_run_says_it_is_generating(monkeypatch):
     import conftest
 
-    from tosa_vk.conformance import generate
+    from tosa_vk.tools.conformance import generate
 
     lines, made = [], []
     reporter = type("Reporter", (), {"write_line": lambda self, line: lines.append(line)})()

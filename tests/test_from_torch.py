@@ -42,7 +42,7 @@ def net(torch):
 
 @pytest.mark.parametrize("quantized", [False, True], ids=["fp32", "int8"])
 def test_from_torch_matches_eager(net, torch, quantized, tmp_path, capsys):
-    from tosa_vk.cli import main
+    from tosa_vk.tools.cli import main
 
     module, image = net
     calibration = [(torch.randn(1, 3, 8, 8),) for _ in range(4)] if quantized else False

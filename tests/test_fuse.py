@@ -14,15 +14,15 @@ from helpers import assert_same, compare
 
 import tosa_vk
 from tosa_vk import Builder
-from tosa_vk import fuse as fuse_stage
-from tosa_vk.bench import graphs
 from tosa_vk.errors import TosaError
-from tosa_vk.lower import can_fuse, can_group, lower
-from tosa_vk.partition import partition
-from tosa_vk.plan import plan
+from tosa_vk.formats.vgf_export import export_vgf
 from tosa_vk.program import Kernel, walk
+from tosa_vk.stages import fuse as fuse_stage
+from tosa_vk.stages.lower import can_fuse, can_group, lower
+from tosa_vk.stages.partition import partition
+from tosa_vk.stages.plan import plan
 from tosa_vk.target import LAVAPIPE
-from tosa_vk.vgf_export import export_vgf
+from tosa_vk.tools.bench import graphs
 
 pytestmark = pytest.mark.vulkan
 MODELS = Path(__file__).parent.parent / "resources" / "models"

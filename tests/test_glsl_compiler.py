@@ -12,8 +12,8 @@ import pytest
 
 import tosa_vk
 from tosa_vk import Builder
-from tosa_vk.conformance import shipped
 from tosa_vk.errors import ShaderError
+from tosa_vk.tools.conformance import shipped
 from tosa_vk.vulkan import builtin, glsl_compiler, shaders
 from tosa_vk.vulkan.shaders import ShaderCache
 from tosa_vk.vulkan.variant import TARGET_ENV, Variant
@@ -104,7 +104,7 @@ def test_glslang_refuses_model_glsl_that_reads_a_file(tmp_path):
 @needs_glslang
 def test_vgf_export_preprocesses_with_glslang_without_glslc(monkeypatch):
     """VGF export bakes push constants into users' GLSL after `-E`: glslang's where glslc is missing."""
-    from tosa_vk import vgf_export
+    from tosa_vk.formats import vgf_export
 
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.setattr(vgf_export, "_PREPROCESSED", {})

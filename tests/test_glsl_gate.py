@@ -1,5 +1,5 @@
 """Model GLSL never reads a host file (issue 34): every spelling the GLSL preprocessor reads as #include is refused
-by the gate (tosa_vk/glsl_preprocessor.py) on every path a model's GLSL takes — payloads, VGF COMPUTE modules,
+by the gate (tosa_vk/abi/glsl_preprocessor.py) on every path a model's GLSL takes — payloads, VGF COMPUTE modules,
 Programs read from bytes (cache entries) — and glslc itself, given a model's source, runs without include paths
 and has its dependency list checked. No message quotes the file."""
 
@@ -14,7 +14,7 @@ from test_custom_ops import SCALE_ADD, payload, single_custom_graph
 
 import tosa_vk
 from tosa_vk import TosaError
-from tosa_vk.glsl_preprocessor import code_text, refusal
+from tosa_vk.abi.glsl_preprocessor import code_text, refusal
 from tosa_vk.program import Buffer, Kernel, Program
 from tosa_vk.vulkan import shaders as shader_tools
 
@@ -95,7 +95,7 @@ def test_code_text_reads_as_the_preprocessor_does():
 
 def test_vgf_compute_glsl_module_cannot_include(tmp_path):
     """A COMPUTE segment's GLSL module was compiled with no check at all: a plain #include worked."""
-    from tosa_vk.vgf_export import export_vgf
+    from tosa_vk.formats.vgf_export import export_vgf
     from vgf import Module, read_vgf, save_vgf
 
     word, _ = secret_files(tmp_path)

@@ -1,4 +1,4 @@
-"""scripts/gpu-run.sh's report (tosa_vk/gpu_run.py): its schema, the peak table, the conformance subset's
+"""scripts/gpu-run.sh's report (tosa_vk/tools/gpu_run.py): its schema, the peak table, the conformance subset's
 classes, and the glslc front over glslangValidator that a bare GPU machine compiles with. The quick run itself is
 CI's (.ci/run: about half a minute on lavapipe), not a test's."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tosa_vk import gpu_run
+from tosa_vk.tools import gpu_run
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -139,8 +139,8 @@ def test_glslc_shim_compiles_shipped_kernels(tmp_path, monkeypatch):
     assert prefix is not None
     monkeypatch.setenv("PATH", f"{prefix / 'bin'}:{os.environ['PATH']}")
     monkeypatch.setenv("LD_LIBRARY_PATH", str(prefix / "lib"))  # as gpu-run.sh sets it: the programs have no RPATH
-    from tosa_vk.conformance.shipped import manifest
     from tosa_vk.paths import SHADER_ROOT
+    from tosa_vk.tools.conformance.shipped import manifest
     from tosa_vk.vulkan.variant import GLSLC_FLAGS
 
     one_each = {v.shader: v for v in manifest()}
@@ -177,7 +177,7 @@ def test_no_device_is_a_report_saying_why(tmp_path):
     """A GPU machine whose driver the loader cannot open: the one run returns the loader's own lines, not a bare
     traceback."""
     env = {**os.environ, "VK_DRIVER_FILES": str(tmp_path / "missing_icd.json")}
-    cmd = [sys.executable, "-m", "tosa_vk.gpu_run", "--quick", "--out", str(tmp_path)]
+    cmd = [sys.executable, "-m", "tosa_vk.tools.gpu_run", "--quick", "--out", str(tmp_path)]
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
     assert done.returncode == 2 and "no Vulkan device" in done.stderr
     report = json.loads((tmp_path / "gpu_run.json").read_text())

@@ -180,7 +180,7 @@ def test_a_vgf_model_checks_its_inputs_alike(device, tmp_path):
 
 
 def test_the_cli_refuses_another_dtype_kind_unless_cast(tmp_path, capsys):
-    from tosa_vk.cli import main
+    from tosa_vk.tools.cli import main
 
     b = tosa_vk.Builder()
     b.output(b.abs(b.input("x", (4,), "int32"), name="y"))

@@ -313,7 +313,7 @@ def test_vulkan_cast(device):
 def test_a_device_without_shader_int64_is_named_in_strict_placement():
     import dataclasses
 
-    from tosa_vk.compiler import compile
+    from tosa_vk.stages.compiler import compile
     from tosa_vk.target import named
 
     target = named("lavapipe")

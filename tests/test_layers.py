@@ -1,20 +1,23 @@
-"""The layer gate (issue 35): every import inside tosa_vk/ points down, and no rooms import each other in a circle.
+"""The layer gate (issues 35, 47): the folders of tosa_vk/ are the floors of ARCHITECTURE.md's picture, every import
+points down them, no modules import each other round a circle, and no module takes another's `_private` names.
 
-A room is one module of the package (`tosa_vk/session.py`) or one top-level subpackage (`tosa_vk/vulkan/`). Each
-room stands on a floor of ARCHITECTURE.md's picture, bottom to top:
+A module's floor is its folder's (`tosa_vk/stages/lower/fused/rows.py` stands on `stages`); only the modules at the
+package root are placed by name: the contracts, `session` and the package face. Bottom to top:
 
-1. contracts: the data every floor reads (Program, Target, the shader ABI, errors, paths, the custom-op registry's
-   declarations) and the IR (Graph, Operator, DType: the op library and the runtime read them too)
+1. contracts: the data every floor reads — Program, Target and the device classes, errors, paths, the custom-op
+   registry's declarations (root modules), the IR (`ir/`), the kernel ABI and SPIR-V checks (`abi/`), bytes at rest
+   (`store/`: data files, the program cache)
 2. the runtime `vulkan/` and the op library `reference/` (numpy, one module per spec chapter) — side by side, neither
    imports the other
-3. the compile stages (passes, partition, fuse, lower, plan, compiler) and the graph rewrites and codecs they share
-4. the backends (`backends/`: reference, vulkan, vgf) and `session` (load)
-5. tools: CLI, bench, conformance, compare / profile, and the package face `tosa_vk/__init__.py`
+3. the compile stages (`stages/`: passes, partition, fuse, lower, plan, the compiler)
+4. other toolchains' files (`formats/`: VGF, SPIR-V graphs, .pte, TFLite import), which may compile (VGF export)
+5. the backends (`backends/`) and `session` (load)
+6. tools (`tools/`: CLI, bench, conformance, compare / profile, integrations) and the package face `__init__`
 
-An import may point to its own floor or lower; the runtime and the op library may not import each other; no two rooms
-may import each other, directly or round a circle. Every import counts: at module level, inside functions and under
-`if TYPE_CHECKING:` (a type is a dependency too). Read from the source with `ast`, nothing is imported: well under a
-second, so it runs in the fast tier beside ruff.
+An import may point to its own floor or lower; the runtime and the op library may not import each other; no two
+modules may import each other, directly or round a circle, inside a folder too. Every import counts: at module level,
+inside functions and under `if TYPE_CHECKING:` (a type is a dependency too). Read from the source with `ast`, nothing
+is imported: well under a second, so it runs in the fast tier beside ruff.
 """
 
 from __future__ import annotations
@@ -27,140 +30,116 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "tosa_vk"
 
-CONTRACTS, RUNTIME, OP_LIBRARY, STAGES, BACKENDS, TOOLS = (
+CONTRACTS, RUNTIME, OP_LIBRARY, STAGES, FORMATS, BACKENDS, TOOLS = (
     "contracts",
     "runtime",
     "op library",
     "stages",
+    "formats",
     "backends",
     "tools",
 )
-FLOOR = {CONTRACTS: 1, RUNTIME: 2, OP_LIBRARY: 2, STAGES: 3, BACKENDS: 4, TOOLS: 5}
+FLOOR = {CONTRACTS: 1, RUNTIME: 2, OP_LIBRARY: 2, STAGES: 3, FORMATS: 4, BACKENDS: 5, TOOLS: 6}
 
-# Every room of tosa_vk/ and the layer it belongs to: a new module or subpackage must be placed here.
-LAYERS: dict[str, tuple[str, ...]] = {
-    CONTRACTS: (
-        "ir",  # Graph, Operator, DType, flatbuffer read / write (and TOSA MLIR through tosa-opt), validate
-        "builder",  # builds IR graphs in Python
-        "errors",
-        "paths",
-        "version",
-        "program",  # the compiled artifact: plain data
-        "stages",  # the records passed between stages: Partition, Fusion, Lowered
-        "serial",  # the Program's bytes
-        "program_cache",  # Programs on disk
-        "cache_files",
-        "files",  # write_atomic: how every writer writes a file
-        "target",  # device classes as data
-        "device_class",  # which kernel family each operator takes per kind of GPU
-        "shader_abi",
-        "timeout",
-        "custom",  # the custom-op registry: declarations only
-        "custom_payload",
-        "glsl_preprocessor",
-        "spirv",  # SPIR-V words: reflect, validate
-        "spirv_graph",  # SPIR-V graph modules (SPV_ARM_graph): encode / decode
-        "variables",
-    ),
-    RUNTIME: ("vulkan",),
-    OP_LIBRARY: (
-        "reference",
-        "host_kernels",  # a Program's Host step as a call into the op library
-        "quantization",  # float <-> int8 / int16 at a graph's edges (ExecuTorch, TFLite qparams)
-    ),
-    STAGES: (
-        "passes",
-        "partition",
-        "host_rules",  # the user's rules the partition applies
-        "fuse",
-        "lower",
-        "plan",
-        "compiler",
-        "capture",  # the capture twin: a graph rewrite the session asks for
-        "vgf_graph",  # TOSA graph <-> VGF graph module
-        "vgf_export",  # Program -> VGF container: a compile output every backend's export_vgf writes
-        "vgf_run",  # a .vgf's COMPUTE segments -> Program: the other way to a Program
-        "pte",  # an ExecuTorch program (.pte) read into plain data, and the host operators between its delegates
-    ),
-    BACKENDS: ("backends", "session"),
-    TOOLS: (
-        "__init__",
-        "__main__",
-        "cli",
-        "bench",
-        "conformance",
-        "compare",
-        "profile",
-        "node_data",  # Model Explorer node data from a profile or a comparison
-        "tflite_import",  # .tflite -> .tosa through Arm's converter and serializer (`tosa-vk import`)
-        "ray",  # Ray Data batch inference (the ray extra)
-        "torch_export",  # PyTorch -> .pte through ExecuTorch's Arm TOSA partitioner (the torch extra)
-        "gpu_run",  # scripts/gpu-run.sh's report: device, models, op timings, conformance on one device
-    ),
+# Each folder of tosa_vk/ is one floor: a module takes its folder's, so a new module needs no entry here.
+FOLDERS: dict[str, str] = {
+    "ir": CONTRACTS,
+    "abi": CONTRACTS,
+    "store": CONTRACTS,
+    "vulkan": RUNTIME,
+    "reference": OP_LIBRARY,
+    "stages": STAGES,
+    "formats": FORMATS,
+    "backends": BACKENDS,
+    "tools": TOOLS,
 }
+# The package root: the contracts and the public face over them (at most MAX_ROOT modules: the rest live in folders).
+ROOT: dict[str, str] = {
+    **dict.fromkeys(
+        ("builder", "custom", "device_class", "errors", "paths", "program", "target", "timeout", "version"), CONTRACTS
+    ),
+    "session": BACKENDS,
+    "__init__": TOOLS,
+    "__main__": TOOLS,
+}
+MAX_ROOT = 12
 
-# Imports against the layers that are known and being removed, each with the reason it is still here. The test also
-# fails when one of them is gone, so the list only shrinks: delete the line with the import. (Empty since the stage
-# records moved to stages.py: the fuse / lower / partition / plan circle is gone.)
-KNOWN: dict[tuple[str, str], str] = {}
 
-
-def room(module: str) -> str:
-    """The room of a dotted module name: 'tosa_vk.vulkan.device' -> 'vulkan', 'tosa_vk' -> '__init__'."""
+def layer(module: str, folders: Mapping[str, str] = FOLDERS, root: Mapping[str, str] = ROOT) -> str | None:
+    """The floor of a dotted module name ('tosa_vk.stages.lower.push' -> stages, 'tosa_vk' -> tools), None for a
+    root module nobody placed or a folder with no floor."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else "__init__"
+    if len(parts) == 1:
+        return root.get("__init__")
+    if (PACKAGE / parts[1]).is_dir() or len(parts) > 2 or parts[1] in folders:
+        return folders.get(parts[1])
+    return root.get(parts[1])
 
 
-def _is_module(dotted: str) -> bool:
-    path = PACKAGE.parent.joinpath(*dotted.split("."))
+def _is_module(dotted: str, package: Path) -> bool:
+    path = package.parent.joinpath(*dotted.split("."))
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
-def _imports(path: Path, module: str) -> Iterable[tuple[str, int]]:
-    """The tosa_vk modules `path` imports, anywhere in it, with their line numbers."""
-    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+def _sources(package: Path) -> Iterable[tuple[Path, str]]:
+    """Every module of the package with its dotted name (generated flatbuffer accessors, fbs/, left out: they import
+    only each other)."""
+    for path in sorted(package.rglob("*.py")):
+        if "fbs" in path.parts:
+            continue
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
+        yield path, ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, module: str, package: Path) -> Iterable[tuple[str, str, int]]:
+    """(module imported, name taken from it or "", line) for every tosa_vk import in `path`, anywhere in it."""
+    base = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield alias.name, node.lineno
+                yield alias.name, "", node.lineno
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package[: len(package) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
+                target = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
             for alias in node.names:  # `from . import session` imports the module, `from . import Model` a name
                 name = f"{target}.{alias.name}"
-                yield (name if _is_module(name) else target), node.lineno
+                yield (name, "", node.lineno) if _is_module(name, package) else (target, alias.name, node.lineno)
 
 
-def package_graph() -> dict[str, dict[str, list[str]]]:
-    """room -> the rooms it imports -> where ('tosa_vk/vulkan/builtin.py:147'), for every file under tosa_vk/
-    (generated flatbuffer accessors, ir/fbs/, left out: they import only each other)."""
-    return _graph(PACKAGE)
+def module_graph(package: Path | None = None) -> dict[str, dict[str, list[str]]]:
+    """module -> the tosa_vk modules it imports -> where ('tosa_vk/vulkan/builtin.py:147'), for every module."""
+    return _graph(package or PACKAGE)
 
 
 @cache
 def _graph(package: Path) -> dict[str, dict[str, list[str]]]:
     graph: dict[str, dict[str, list[str]]] = {}
-    for path in sorted(package.rglob("*.py")):
-        if "fbs" in path.parts:
-            continue
-        rel = path.relative_to(package.parent)
-        parts = list(rel.with_suffix("").parts)
-        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        source = room(module)
-        arrows = graph.setdefault(source, {})
-        for target, line in _imports(path, module):
-            if target.split(".")[0] == "tosa_vk" and room(target) != source:
-                where = arrows.setdefault(room(target), [])
-                if f"{rel}:{line}" not in where:
-                    where.append(f"{rel}:{line}")
+    for path, module in _sources(package):
+        arrows = graph.setdefault(module, {})
+        for target, _, line in _imports(path, module, package):
+            if target.split(".")[0] == "tosa_vk" and target != module:
+                where = arrows.setdefault(target, [])
+                rel = f"{path.relative_to(package.parent)}:{line}"
+                if rel not in where:
+                    where.append(rel)
     return graph
 
 
+def private_imports(package: Path | None = None) -> list[str]:
+    """Every `_private` name (not a module, not a dunder) one module imports from another, as sentences."""
+    package = package or PACKAGE
+    found = []
+    for path, module in _sources(package):
+        for target, name, line in _imports(path, module, package):
+            if name.startswith("_") and not name.startswith("__") and target.split(".")[0] == "tosa_vk":
+                found.append(f"{path.relative_to(package.parent)}:{line} takes {target}'s private {name}")
+    return found
+
+
 def circles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
-    """The rooms that import each other round a circle (strongly connected components of two or more rooms)."""
+    """The modules that import each other round a circle (strongly connected components of two or more)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -189,88 +168,137 @@ def circles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
 
 
 def violations(
-    graph: Mapping[str, Mapping[str, list[str]]],
-    layers: Mapping[str, Iterable[str]] = LAYERS,
-    known: Iterable[tuple[str, str]] = KNOWN,
+    graph: Mapping[str, Mapping[str, list[str]]], folders: Mapping[str, str] = FOLDERS, root: Mapping[str, str] = ROOT
 ) -> list[str]:
-    """Every import against the layers and every circle of rooms, as sentences (imports in `known` are passed over)."""
-    layer = {r: name for name, rooms in layers.items() for r in rooms}
-    allowed = set(known)
-    problems = [f"{r}: a room with no layer (place it in LAYERS)" for r in sorted(graph) if r not in layer]
-    kept: dict[str, list[str]] = {}
+    """Every import against the floors and every circle of modules, as sentences."""
+    floor = {m: layer(m, folders, root) for m in {*graph, *(t for arrows in graph.values() for t in arrows)}}
+    problems = [f"{m}: a module with no floor (a root module goes in ROOT)" for m in sorted(graph) if not floor[m]]
     for source, arrows in sorted(graph.items()):
         for target, where in sorted(arrows.items()):
-            if (source, target) in allowed:
-                continue
-            kept.setdefault(source, []).append(target)
-            if source not in layer or target not in layer:
-                continue
-            low, high = layer[source], layer[target]
-            if FLOOR[high] > FLOOR[low] or {low, high} == {RUNTIME, OP_LIBRARY}:
+            low, high = floor[source], floor[target]
+            if low and high and (FLOOR[high] > FLOOR[low] or {low, high} == {RUNTIME, OP_LIBRARY}):
                 problems.append(f"{source} ({low}) imports {target} ({high}) at {', '.join(where)}")
-    problems += [f"circle of rooms: {' <-> '.join(c)}" for c in circles(kept)]
+    problems += [f"circle of modules: {' <-> '.join(c)}" for c in circles(graph)]
     return problems
 
 
 def test_imports_point_down():
-    problems = violations(package_graph())
+    problems = violations(module_graph())
     assert not problems, "imports against the layers (ARCHITECTURE.md):\n" + "\n".join(problems)
 
 
-def test_known_violations_are_still_there():
-    """A KNOWN line whose import is gone must go too, so the allowlist shrinks as the code is fixed."""
-    graph = package_graph()
-    gone = [f"{a} -> {b}" for a, b in KNOWN if b not in graph.get(a, {})]
-    assert not gone, f"fixed, delete from KNOWN: {gone}"
-    for pair, reason in KNOWN.items():  # and each is still against the rules: without it, the gate fails
-        assert reason and violations(graph, known=set(KNOWN) - {pair}), f"{pair} is no longer against the rules"
+def test_no_module_takes_another_modules_private_names():
+    found = private_imports()
+    assert not found, "a helper two modules need lives in a module both import:\n" + "\n".join(found)
 
 
-def test_every_layer_names_real_rooms():
-    rooms = set(package_graph())
-    named = [r for rs in LAYERS.values() for r in rs]
-    assert len(named) == len(set(named)), "a room placed twice"
-    assert not set(named) - rooms, f"LAYERS names rooms that do not exist: {sorted(set(named) - rooms)}"
+def test_the_root_holds_the_public_face_only():
+    modules = sorted(p.stem for p in PACKAGE.glob("*.py"))
+    assert len(modules) <= MAX_ROOT, f"{len(modules)} modules at the package root: {modules}"
+    assert set(modules) <= set(ROOT), f"root modules with no floor: {sorted(set(modules) - set(ROOT))}"
+    folders = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()} - {"shaders"}
+    assert folders == set(FOLDERS), f"folders with no floor, or floors with no folder: {folders ^ set(FOLDERS)}"
 
 
 def test_the_gate_fails_on_planted_violations():
     """The test of the test: a synthetic module graph with one violation of each rule."""
-    clean = {"vulkan": {"ir": ["a"]}, "lower": {"vulkan": ["b"], "ir": ["c"]}, "session": {"compiler": ["d"]}}
-    assert violations(clean, known=()) == []
-    planted = {
-        "vulkan": {"compiler": ["vulkan/builtin.py:1"]},  # the runtime imports a stage
-        "reference": {"session": ["reference/model.py:2"], "vulkan": ["reference/x.py:3"]},  # a backend, the runtime
-        "lower": {"cli": ["lower/y.py:4"]},  # a stage imports a tool
-        "fuse": {"partition": ["fuse.py:5"]},  # fine alone, but ...
-        "partition": {"fuse": ["partition.py:6"]},  # ... a circle of rooms on one floor
-        "new_room": {"ir": ["new_room.py:7"]},  # a room nobody placed
+    t = "tosa_vk."
+    clean = {
+        t + "vulkan.device": {t + "ir.graph": ["a"]},
+        t + "stages.lower.push": {t + "vulkan.device": ["b"], t + "ir": ["c"]},
+        t + "session": {t + "stages.compiler": ["d"]},
     }
-    problems = violations(planted, known=())
-    assert any(p.startswith("vulkan (runtime) imports compiler (stages)") for p in problems)
-    assert any(p.startswith("reference (op library) imports session (backends)") for p in problems)
-    assert any(p.startswith("reference (op library) imports vulkan (runtime)") for p in problems)
-    assert any(p.startswith("lower (stages) imports cli (tools)") for p in problems)
-    assert "circle of rooms: fuse <-> partition" in problems
-    assert any(p.startswith("new_room: a room with no layer") for p in problems)
-    assert len(problems) == 6, problems
-    # a KNOWN pair is passed over, and breaks the circle it closes
-    assert "circle of rooms: fuse <-> partition" not in violations(planted, known=[("partition", "fuse")])
+    assert violations(clean) == []
+    planted = {
+        t + "vulkan.builtin": {t + "stages.compiler": ["vulkan/builtin.py:1"]},  # the runtime imports a stage
+        t + "reference.x": {t + "session": ["reference/x.py:2"], t + "vulkan": ["reference/x.py:3"]},  # up, across
+        t + "stages.lower.y": {t + "tools.cli": ["stages/lower/y.py:4"]},  # a stage imports a tool
+        t + "stages.lower.fused.group": {t + "stages.lower.fused.rows": ["stages/lower/fused/group.py:5"]},  # fine
+        t + "stages.lower.fused.rows": {t + "stages.lower.fused.group": ["stages/lower/fused/rows.py:6"]},  # a circle
+        t + "new_module": {t + "ir": ["new_module.py:7"]},  # a root module nobody placed
+        t + "formats.vgf_export": {t + "backends.vulkan": ["formats/vgf_export.py:8"]},  # a format imports a backend
+    }
+    problems = violations(planted)
+    assert any(
+        p.startswith("tosa_vk.vulkan.builtin (runtime) imports tosa_vk.stages.compiler (stages)") for p in problems
+    )
+    assert any(p.startswith("tosa_vk.reference.x (op library) imports tosa_vk.session (backends)") for p in problems)
+    assert any(p.startswith("tosa_vk.reference.x (op library) imports tosa_vk.vulkan (runtime)") for p in problems)
+    assert any(p.startswith("tosa_vk.stages.lower.y (stages) imports tosa_vk.tools.cli (tools)") for p in problems)
+    assert any(p.startswith("tosa_vk.formats.vgf_export (formats) imports tosa_vk.backends.vulkan") for p in problems)
+    assert "circle of modules: tosa_vk.stages.lower.fused.group <-> tosa_vk.stages.lower.fused.rows" in problems
+    assert any(p.startswith("tosa_vk.new_module: a module with no floor") for p in problems)
+    assert len(problems) == 7, problems
 
 
-def test_the_package_graph_sees_every_kind_of_import(tmp_path, monkeypatch):
-    """Relative and absolute, module and name, inside a function and under TYPE_CHECKING: each is an arrow."""
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
     pkg = tmp_path / "tosa_vk"
-    (pkg / "vulkan").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "session.py").write_text("")
-    (pkg / "compiler.py").write_text("X = 1\n")
-    (pkg / "ir.py").write_text("")
-    (pkg / "vulkan" / "__init__.py").write_text("from .. import ir\n")
-    (pkg / "vulkan" / "builtin.py").write_text(
-        "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from ..session import Model\n"
-        "def collect():\n    from tosa_vk.compiler import X\n    import tosa_vk.cli\n"
+    for name, text in files.items():
+        path = pkg / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return pkg
+
+
+def test_the_gate_fails_on_a_planted_private_import(tmp_path):
+    pkg = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "stages/__init__.py": "",
+            "stages/a.py": "def _helper(): ...\ndef helper(): ...\n",
+            "stages/b.py": "from .a import helper\nfrom . import a\n",  # public names and modules: fine
+            "stages/c.py": "def f():\n    from tosa_vk.stages.a import _helper\n",  # a private name, even lazily
+            "stages/d.py": "from . import _private_module\n",  # a module whose name starts with _: a module, fine
+            "stages/_private_module.py": "",
+        },
+    )
+    assert private_imports(pkg) == ["tosa_vk/stages/c.py:2 takes tosa_vk.stages.a's private _helper"]
+
+
+def test_the_module_graph_sees_every_kind_of_import(tmp_path, monkeypatch):
+    """Relative and absolute, module and name, inside a function and under TYPE_CHECKING: each is an arrow, between
+    modules inside one folder too."""
+    pkg = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "session.py": "",
+            "stages/__init__.py": "",
+            "stages/compiler.py": "X = 1\n",
+            "ir.py": "",
+            "vulkan/__init__.py": "from .. import ir\n",
+            "vulkan/device.py": "",
+            "vulkan/builtin.py": "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    from ..session import Model\n"
+            "from . import device\n"
+            "def collect():\n    from tosa_vk.stages.compiler import X\n    import tosa_vk.tools.cli\n",
+        },
     )
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", pkg)
-    graph = package_graph()
-    assert set(graph["vulkan"]) == {"ir", "session", "compiler", "cli"}
+    graph = module_graph(pkg)
+    assert set(graph["tosa_vk.vulkan.builtin"]) == {
+        "tosa_vk.session",
+        "tosa_vk.vulkan.device",
+        "tosa_vk.stages.compiler",
+        "tosa_vk.tools.cli",
+    }
+    assert set(graph["tosa_vk.vulkan"]) == {"tosa_vk.ir"}
+
+
+def test_session_names_its_backends_by_import():
+    """session's backend table is real imports (lazy), so the graph of imports sees each backend."""
+    assert {"tosa_vk.backends.reference", "tosa_vk.backends.vulkan", "tosa_vk.backends.vgf"} <= set(
+        module_graph()["tosa_vk.session"]
+    )
+
+
+def test_the_module_paths_the_readme_documented_still_import():
+    """tosa_vk.MOVED: each old path imports as the module itself (one object, its own name and spec)."""
+    import importlib
+
+    import tosa_vk
+
+    for old, new in tosa_vk.MOVED.items():
+        module = importlib.import_module(old)
+        assert module is importlib.import_module(new) and module.__spec__.name == module.__name__ == new

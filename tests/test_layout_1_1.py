@@ -1,7 +1,7 @@
 """TOSA 1.1 rows of 1.0 operators that are not INT64: CAST to / from block-scaled types and fp32 <-> bool, CONCAT /
 RESHAPE / RESIZE of block-scaled tensors, RESIZE of fp8, GATHER / SCATTER of bool with i32 indices. Edge cases on
 the reference backend and on Vulkan (strict), where a block-scaled tensor is its elements and its scales
-(tosa_vk/passes/block_scaled.py); the generated conformance tests are in test_conformance_1_1.py."""
+(tosa_vk/stages/passes/block_scaled.py); the generated conformance tests are in test_conformance_1_1.py."""
 
 from __future__ import annotations
 

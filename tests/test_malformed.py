@@ -24,7 +24,7 @@ def small_graph():
 
 def cli(*args) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "tosa_vk.cli", *map(str, args)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "tosa_vk.tools.cli", *map(str, args)], capture_output=True, text=True, timeout=60
     )
 
 

@@ -1,4 +1,5 @@
-"""The cooperative-matrix MATMUL (shaders/tensor_ops/matmul_coopmat.comp, tosa_vk/lower/matmul_coopmat.py).
+"""The cooperative-matrix MATMUL (shaders/tensor_ops/matmul_coopmat.comp,
+tosa_vk/stages/lower/families/matmul_coopmat.py).
 
 Always: every variant the lowering makes (fp16 with fp32 / fp16 accumulation, int8, fused CLAMP / RESCALE chains,
 edge shapes, small shared memory, other subgroup sizes) compiles with glslang and passes cmeel's spirv-val (which
@@ -19,8 +20,8 @@ from helpers import assert_same, compare, graph_spirv_val, shrink_target
 
 import tosa_vk
 from tosa_vk import Builder
-from tosa_vk.lower import matmul_coopmat
 from tosa_vk.program import Kernel, walk
+from tosa_vk.stages.lower.families import matmul_coopmat
 from tosa_vk.target import LAVAPIPE, named
 from tosa_vk.vulkan import glsl_compiler
 from tosa_vk.vulkan.shaders import compile_variants

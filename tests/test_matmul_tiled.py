@@ -1,7 +1,7 @@
-"""The tiled MATMUL family (shaders/tensor_ops/matmul_tiled.comp, tosa_vk/lower/matmul_tiled.py) on lavapipe with a
-GPU class forced (TOSA_VK_TARGET): every type, odd and aligned shapes, batches, B broadcast, fused epilogues, 1x1
-convolutions, the kill switches; against the reference backend (integers bit-exact, floats within the spec's
-dot-product bound)."""
+"""The tiled MATMUL family (shaders/tensor_ops/matmul_tiled.comp, tosa_vk/stages/lower/families/matmul_tiled.py) on
+lavapipe with a GPU class forced (TOSA_VK_TARGET): every type, odd and aligned shapes, batches, B broadcast, fused
+epilogues, 1x1 convolutions, the kill switches; against the reference backend (integers bit-exact, floats within the
+spec's dot-product bound)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from helpers import assert_same, run_both, ulp
 import tosa_vk
 from tosa_vk import Builder
 from tosa_vk.ir import DType
-from tosa_vk.lower.matmul_tiled import fit_tile
 from tosa_vk.program import Kernel
+from tosa_vk.stages.lower.families.matmul_tiled import fit_tile
 from tosa_vk.target import LAVAPIPE, named
 
 GPU_CLASSES = ["nvidia", "amd", "intel", "mali", "adreno", "generic"]

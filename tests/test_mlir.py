@@ -165,7 +165,9 @@ def test_cli_info_run_compare_take_mlir(mlir_of, tmp_path):
     files = mlir_of(model_dir)
 
     def cli(*args) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "tosa_vk.cli", *map(str, args)], capture_output=True, text=True)
+        return subprocess.run(
+            [sys.executable, "-m", "tosa_vk.tools.cli", *map(str, args)], capture_output=True, text=True
+        )
 
     info = cli("info", files["mlir"], "--json")
     assert info.returncode == 0, info.stderr

@@ -29,7 +29,7 @@ def test_run_cli_writes_desc_outputs(model_dir, model_desc, tmp_path):
         [
             sys.executable,
             "-m",
-            "tosa_vk.cli",
+            "tosa_vk.tools.cli",
             "run",
             "--test-desc",
             str(model_dir / "desc.json"),
@@ -62,7 +62,7 @@ def test_run_cli_with_named_inputs(tmp_path):
         [
             sys.executable,
             "-m",
-            "tosa_vk.cli",
+            "tosa_vk.tools.cli",
             "run",
             str(tmp_path / "g.tosa"),
             "-i",
@@ -82,6 +82,6 @@ def test_run_cli_with_named_inputs(tmp_path):
 def test_run_cli_error_exit_code(tmp_path):
     (tmp_path / "bad.tosa").write_bytes(b"nonsense")
     done = subprocess.run(
-        [sys.executable, "-m", "tosa_vk.cli", "run", str(tmp_path / "bad.tosa")], capture_output=True, text=True
+        [sys.executable, "-m", "tosa_vk.tools.cli", "run", str(tmp_path / "bad.tosa")], capture_output=True, text=True
     )
     assert done.returncode == 2 and done.stderr.startswith("tosa-vk: error: ")

@@ -15,12 +15,13 @@ import numpy as np
 import pytest
 
 import tosa_vk
-from tosa_vk import Builder, cli, node_data
-from tosa_vk.compare import Row, judged
+from tosa_vk import Builder
 from tosa_vk.ir import load_graph
 from tosa_vk.ir.dtype import DType
-from tosa_vk.profile import Row as ProfileRow
-from tosa_vk.profile import operators
+from tosa_vk.tools import cli, node_data
+from tosa_vk.tools.compare import Row, judged
+from tosa_vk.tools.profile import Row as ProfileRow
+from tosa_vk.tools.profile import operators
 
 ROOT = Path(__file__).resolve().parent.parent
 RESNET = ROOT / "resources" / "models" / "resnet_int8"

@@ -1,6 +1,6 @@
 """Partition control (issue 19, after NNAdapter's heterogeneous execution): `host_ops` rules and partition files put
-chosen operators on the host (tosa_vk/host_rules.py), every placement says why, and `tosa-vk placement` shows them
-or writes every operator as a rule line."""
+chosen operators on the host (tosa_vk/stages/host_rules.py), every placement says why, and `tosa-vk placement` shows
+them or writes every operator as a rule line."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import pytest
 
 import tosa_vk
 from tosa_vk import Builder, TosaError
-from tosa_vk.cli import build_parser, main
-from tosa_vk.host_rules import read_file
-from tosa_vk.partition import partition
+from tosa_vk.stages.host_rules import read_file
+from tosa_vk.stages.partition import partition
 from tosa_vk.target import LAVAPIPE
+from tosa_vk.tools.cli import build_parser, main
 
 RESNET = Path(__file__).resolve().parent.parent / "resources" / "models" / "resnet_int8"
 
@@ -266,8 +266,8 @@ def test_placement_help_shows_choices_and_defaults():
 
 
 def test_a_rule_line_reads_back_as_a_rule_for_its_operator():
-    from tosa_vk.host_rules import parse, rule_line, writable
     from tosa_vk.ir.graph import Operator
+    from tosa_vk.stages.host_rules import parse, rule_line, writable
 
     graph = small_graph()
     for op in graph.main.operators:

@@ -7,8 +7,8 @@ import pytest
 
 import tosa_vk
 from tosa_vk import Builder, DType, TosaError
-from tosa_vk.passes.permute import NCHW_TO_NHWC, insert_permutes, merge_transposes
-from tosa_vk.plan.resources import (
+from tosa_vk.stages.passes.permute import NCHW_TO_NHWC, insert_permutes, merge_transposes
+from tosa_vk.stages.plan.resources import (
     COMBINED_IMAGE_SAMPLER,
     STORAGE_BUFFER,
     STORAGE_IMAGE,
@@ -148,7 +148,7 @@ def test_plan_cli_json(model_dir):
     import sys
 
     done = subprocess.run(
-        [sys.executable, "-m", "tosa_vk.cli", "plan", str(model_dir / "model.tosa"), "--json"],
+        [sys.executable, "-m", "tosa_vk.tools.cli", "plan", str(model_dir / "model.tosa"), "--json"],
         capture_output=True,
         text=True,
         check=True,

@@ -16,9 +16,9 @@ from helpers import host_step_graph
 
 import tosa_vk
 from tosa_vk import Builder, TosaError
-from tosa_vk.cli import main
-from tosa_vk.profile import operators, shorten
 from tosa_vk.program import Kernel, walk
+from tosa_vk.tools.cli import main
+from tosa_vk.tools.profile import operators, shorten
 
 ROOT = Path(__file__).resolve().parent.parent
 RESNET = ROOT / "resources" / "models" / "resnet_int8"

@@ -11,10 +11,10 @@ import pytest
 
 import tosa_vk
 from tosa_vk import Builder, Program
-from tosa_vk.host_kernels import run as host
 from tosa_vk.ir import load_graph
 from tosa_vk.ir.dtype import from_npy
-from tosa_vk.serial import SerialError
+from tosa_vk.reference.host_kernels import run as host
+from tosa_vk.store.serial import SerialError
 from tosa_vk.target import LAVAPIPE, MINIMUM
 from tosa_vk.vulkan.runtime import Runtime
 

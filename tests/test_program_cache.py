@@ -16,8 +16,8 @@ import pytest
 
 import tosa_vk
 from tosa_vk import Builder, custom
-from tosa_vk.cli import main as cli
-from tosa_vk.program_cache import MAGIC, SUFFIX, ProgramCache
+from tosa_vk.store.program_cache import MAGIC, SUFFIX, ProgramCache
+from tosa_vk.tools.cli import main as cli
 
 pytestmark = pytest.mark.vulkan
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,7 +118,7 @@ def test_an_unwritable_cache_folder_means_running_without_it(device, tmp_path):
 def test_the_budget_drops_the_least_recently_used(tmp_path):
     """A store that takes the running total past the budget drops the least recently used entries, down to
     TRIM_TO of the budget, so the next stores do not scan the folder again."""
-    from tosa_vk.program_cache import Entry
+    from tosa_vk.store.program_cache import Entry
 
     cache = ProgramCache(tmp_path)
     headers = [cache.header(f"{i:064x}", "uuid", "driver") for i in range(4)]

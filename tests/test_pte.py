@@ -12,8 +12,8 @@ import pytest
 
 import tosa_vk
 from tosa_vk.backends.pte import PteModel
-from tosa_vk.pte import Kernel, load_program
-from tosa_vk.pte.program import read_program
+from tosa_vk.formats.pte import Kernel, load_program
+from tosa_vk.formats.pte.program import read_program
 
 DATA = Path(__file__).resolve().parent / "data" / "pte"
 FIXTURES = sorted(p.name for p in DATA.iterdir() if (p / "model.pte").is_file())
@@ -171,7 +171,7 @@ def test_unknown_option_names_pte(tmp_path):
 
 
 def test_cli_info(capsys):
-    from tosa_vk.cli import main
+    from tosa_vk.tools.cli import main
 
     path = str(DATA / "two_delegates_int8" / "model.pte")
     assert main(["info", path]) == 0
@@ -187,7 +187,7 @@ def test_cli_info(capsys):
 @pytest.mark.parametrize("backend", ["reference", pytest.param("vulkan", marks=pytest.mark.vulkan)])
 @pytest.mark.parametrize("name", ["two_in_two_out_fp32", "two_delegates_int8"])
 def test_cli_run_compare(capsys, name, backend):
-    from tosa_vk.cli import main
+    from tosa_vk.tools.cli import main
 
     assert main(["run", "--test-desc", str(DATA / name / "desc.json"), "--compare", "--backend", backend]) == 0
     text = capsys.readouterr().out
@@ -196,7 +196,7 @@ def test_cli_run_compare(capsys, name, backend):
 
 
 def test_cli_compare_fails_with_wrong_expectation(tmp_path, capsys):
-    from tosa_vk.cli import main
+    from tosa_vk.tools.cli import main
 
     folder = tmp_path / "m"
     folder.mkdir()
@@ -209,7 +209,7 @@ def test_cli_compare_fails_with_wrong_expectation(tmp_path, capsys):
 
 @pytest.mark.vulkan
 def test_cli_compare_backends(capsys):
-    from tosa_vk.cli import main
+    from tosa_vk.tools.cli import main
 
     name = "transformer_fp32"
     assert main(["compare", str(DATA / name / "model.pte"), "-i", f"input_0={DATA / name / 'input_0.npy'}"]) == 0
@@ -219,8 +219,8 @@ def test_cli_compare_backends(capsys):
 def test_host_ops_per_channel_and_layout():
     """The host operators the fixtures do not reach, on hand-made values (ExecuTorch's out-variant calling
     convention: inputs, then the out tensor and the returned value)."""
-    from tosa_vk.pte import host_ops
-    from tosa_vk.pte.program import Plan, TensorListValue, TensorValue
+    from tosa_vk.formats.pte import host_ops
+    from tosa_vk.formats.pte.program import Plan, TensorListValue, TensorValue
 
     def call(name: str, args: list, out_shape, out_dtype):
         n = host_ops.HOST_OPS[name].inputs
@@ -258,7 +258,7 @@ def test_host_ops_per_channel_and_layout():
 
 
 def test_a_graph_only_command_points_at_what_takes_a_pte(capsys):
-    from tosa_vk.cli import main
+    from tosa_vk.tools.cli import main
 
     assert main(["placement", str(DATA / "cnn_fp32" / "model.pte")]) == 2
     assert "an ExecuTorch program (.pte): tosa_vk.load() and tosa-vk run / info take it" in capsys.readouterr().err
@@ -279,10 +279,10 @@ def _edited(tmp_path: Path, name: str, edit) -> Path:
 
 
 def _tensor_list(items: list[int], optional: bool = False):
-    from tosa_vk.pte.fbs.EValue import EValueT
-    from tosa_vk.pte.fbs.KernelTypes import KernelTypes
-    from tosa_vk.pte.fbs.OptionalTensorList import OptionalTensorListT
-    from tosa_vk.pte.fbs.TensorList import TensorListT
+    from tosa_vk.formats.pte.fbs.EValue import EValueT
+    from tosa_vk.formats.pte.fbs.KernelTypes import KernelTypes
+    from tosa_vk.formats.pte.fbs.OptionalTensorList import OptionalTensorListT
+    from tosa_vk.formats.pte.fbs.TensorList import TensorListT
 
     value = EValueT()
     value.val = OptionalTensorListT() if optional else TensorListT()
@@ -350,7 +350,7 @@ def _as_list(items: list[int], optional: bool = False):
 def test_indices_are_checked_when_read(tmp_path, edit, message):
     """Each index the reader follows is checked at read time: `info` and `load` give one TosaFormatError naming the
     file and the field (a tensor list's bad item was an IndexError / TypeError at run before)."""
-    from tosa_vk.cli import EXIT_ERROR, main
+    from tosa_vk.tools.cli import EXIT_ERROR, main
 
     path = _edited(tmp_path, "cnn_fp32", edit)
     with pytest.raises(tosa_vk.TosaFormatError, match=r"edited\.pte: " + message):
@@ -363,7 +363,7 @@ def test_indices_are_checked_when_read(tmp_path, edit, message):
 def test_values_that_are_not_tensors_where_tensors_are_needed(tmp_path, capsys):
     """A method input, or a delegate argument, that is a number: one clean error at read time (`info` stopped with
     an AttributeError, `load` ran into a shape error at run)."""
-    from tosa_vk.cli import EXIT_ERROR, main
+    from tosa_vk.tools.cli import EXIT_ERROR, main
 
     path = _edited(tmp_path, "cnn_int8", lambda plan: setattr(plan, "inputs", [2]))
     assert main(["info", str(path)]) == EXIT_ERROR
@@ -380,7 +380,7 @@ def test_info_parses_each_delegate_once(tmp_path, monkeypatch, capsys):
     """A plan of ~3,000 calls of its two delegates: `info` reads each delegate's TOSA graph once (it read one per
     call: 45 s), and the steps still show each call's operator counts."""
     import tosa_vk.ir.flatbuffer as flatbuffer
-    from tosa_vk.cli import main
+    from tosa_vk.tools.cli import main
 
     def repeat(plan):
         chain = plan.chains[0]

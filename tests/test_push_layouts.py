@@ -1,5 +1,5 @@
-"""Every built-in shader's push-constant block is declared once (tosa_vk/lower/push.py): the declaration matches the
-GLSL, every built-in kernel carries its layout, and VGF export bakes from it."""
+"""Every built-in shader's push-constant block is declared once (tosa_vk/stages/lower/push.py): the declaration matches
+the GLSL, every built-in kernel carries its layout, and VGF export bakes from it."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 import tosa_vk
+from tosa_vk.abi.shader_abi import MAX_RANK
 from tosa_vk.ir import load_graph
-from tosa_vk.lower import push
 from tosa_vk.program import Kernel, walk
-from tosa_vk.shader_abi import MAX_RANK
+from tosa_vk.stages.lower import push
 
 ROOT = Path(__file__).resolve().parent.parent
 BLOCK = re.compile(r"#else\s*layout\(push_constant\) uniform Params \{(.*?)\} p;\s*#endif", re.S)

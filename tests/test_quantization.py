@@ -1,10 +1,11 @@
-"""tosa_vk.quantization: affine quantize / dequantize as PyTorch defines them (round half to even, saturating)."""
+"""tosa_vk.reference.quantization: affine quantize / dequantize as PyTorch defines them (round half to even,
+saturating)."""
 
 import numpy as np
 import pytest
 
 from tosa_vk import TosaError
-from tosa_vk.quantization import QParams, dequantize, quantize
+from tosa_vk.reference.quantization import QParams, dequantize, quantize
 
 
 def test_per_tensor_round_trip_and_ties():

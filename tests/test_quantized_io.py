@@ -15,7 +15,7 @@ import pytest
 
 import tosa_vk
 from tosa_vk.errors import TosaError
-from tosa_vk.quantization import QParams, dequantize, quantize
+from tosa_vk.reference.quantization import QParams, dequantize, quantize
 
 ROOT = Path(__file__).resolve().parent.parent
 RESNET = ROOT / "resources/models/resnet_int8"
@@ -88,7 +88,7 @@ def test_float_tensors_take_no_qparams():
 
 
 def cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tosa_vk.cli", *map(str, args)], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "tosa_vk.tools.cli", *map(str, args)], capture_output=True, text=True)
 
 
 def test_cli_run_with_qparams(tmp_path):

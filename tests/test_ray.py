@@ -1,4 +1,4 @@
-"""tosa_vk.ray.Predictor (issue 37): batch inference with Ray Data's map_batches, every row checked against
+"""tosa_vk.tools.ray.Predictor (issue 37): batch inference with Ray Data's map_batches, every row checked against
 Model.run. The Ray test starts a local Ray (2 CPUs, 2 declared GPUs)."""
 
 import runpy
@@ -9,7 +9,7 @@ from conftest import ROOT
 
 import tosa_vk
 from tosa_vk import TosaError
-from tosa_vk import ray as tosa_ray
+from tosa_vk.tools import ray as tosa_ray
 
 ray = pytest.importorskip("ray", reason="the ray extra (pip install '.[ray]')")
 

@@ -92,9 +92,9 @@ def test_from_tflite_section_runs(tmp_path, monkeypatch, device):
     where the tflite extra is not installed."""
     import shlex
 
-    from tosa_vk.cli import main
+    from tosa_vk.formats.tflite_import import CONVERTER
     from tosa_vk.ir import mlir
-    from tosa_vk.tflite_import import CONVERTER
+    from tosa_vk.tools.cli import main
 
     if mlir.find_executable(CONVERTER) is None or mlir.find_tool() is None:
         pytest.skip("the tflite extra (tosa-converter-for-tflite, tosa-tools) is not installed")

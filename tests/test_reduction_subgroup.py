@@ -1,8 +1,8 @@
-"""The subgroup family of the reductions and ARGMAX (tosa_vk/lower/reduction_subgroup.py) with GPU classes forced on
-this device (lavapipe: subgroups of 8), against the reference backend: every operator x dtype, rows (innermost axis)
-and columns (strided axes), axes past a workgroup, a pass and the loop budget, NaN modes, ties, each GPU class, the
-kill switch, fused epilogues and prologues. Integers and bools bit-exact; floats within the spec's bounds (sums and
-products accumulate in fp64 here, as the register kernels do, in another order)."""
+"""The subgroup family of the reductions and ARGMAX (tosa_vk/stages/lower/families/reduction_subgroup.py) with GPU
+classes forced on this device (lavapipe: subgroups of 8), against the reference backend: every operator x dtype, rows
+(innermost axis) and columns (strided axes), axes past a workgroup, a pass and the loop budget, NaN modes, ties, each
+GPU class, the kill switch, fused epilogues and prologues. Integers and bools bit-exact; floats within the spec's bounds
+(sums and products accumulate in fp64 here, as the register kernels do, in another order)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from helpers import assert_same, graph_of, run_reference, shrink_target, with_sp
 
 import tosa_vk
 from tosa_vk.ir.dtype import DType
-from tosa_vk.lower import reduction_subgroup
+from tosa_vk.stages.lower.families import reduction_subgroup
 from tosa_vk.target import LAVAPIPE, named
 
 pytestmark = pytest.mark.vulkan

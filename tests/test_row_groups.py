@@ -1,8 +1,8 @@
-"""Row groups (tosa_vk/fuse.py _rows, tosa_vk/lower/rows.py): softmax and layer norm chains, fp32 and the int8
-forms of tosa_vk/bench/graphs.py, as one kernel per row block, on the register class (lavapipe: one invocation per
-row, the unfused fold order, so bit-exact with fuse=False) and the GPU classes forced (several lanes per row: fp32
-sums in another order, within the spec's bound), against the reference backend; the chains the fuse stage or the
-dry run declines (loop budget, an outside operator between members)."""
+"""Row groups (tosa_vk/stages/fuse.py _rows, tosa_vk/stages/lower/fused/rows.py): softmax and layer norm chains, fp32
+and the int8 forms of tosa_vk/tools/bench/graphs.py, as one kernel per row block, on the register class (lavapipe: one
+invocation per row, the unfused fold order, so bit-exact with fuse=False) and the GPU classes forced (several lanes per
+row: fp32 sums in another order, within the spec's bound), against the reference backend; the chains the fuse stage or
+the dry run declines (loop budget, an outside operator between members)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from helpers import assert_same, graph_of, run_reference, shrink_target
 
 import tosa_vk
-from tosa_vk.bench.graphs import _Quant
+from tosa_vk.tools.bench.graphs import _Quant
 
 pytestmark = pytest.mark.vulkan
 ROWS = "fused/rows"

@@ -1,6 +1,6 @@
 """TOSA 1.1's shape operators (EXT-SHAPE) and DIM: their values and rules (tosa_vk/ir/shape_ops.py), the validator's
 inference of them, both backends (reference: tosa_vk/reference/shape.py; Vulkan: folded at compile time by
-tosa_vk/passes/shape.py) and the Builder. Arm's generated 1.1 tests of these operators run in
+tosa_vk/stages/passes/shape.py) and the Builder. Arm's generated 1.1 tests of these operators run in
 tests/test_conformance_1_1.py.
 """
 
@@ -195,7 +195,7 @@ def test_vulkan_strict_and_placement(device):
 
 
 def test_fold_pass_leaves_caller_graph():
-    from tosa_vk import passes
+    from tosa_vk.stages import passes
 
     graph = shape_graph()
     before = [op.op for op in graph.main.operators]

@@ -1,5 +1,5 @@
-"""tosa_vk/spirv_graph against Arm's model-converter and spirv-val: model-converter's graph modules decode to the
-.tosa graph they came from, our own modules pass spirv-val and decode back to the graph they encode, and a broken
+"""tosa_vk/formats/spirv_graph against Arm's model-converter and spirv-val: model-converter's graph modules decode to
+the .tosa graph they came from, our own modules pass spirv-val and decode back to the graph they encode, and a broken
 module fails with a TosaError naming the instruction and the rule.
 
 Graphs compare structurally (tosa_vk.ir names differ between the two sides): every graph output by the operators,
@@ -27,16 +27,16 @@ from helpers import graph_spirv_val
 
 import tosa_vk
 from tosa_vk import Builder
+from tosa_vk.abi.spirv import instructions
 from tosa_vk.errors import TosaError
+from tosa_vk.formats.spirv_graph import INLINE_ELEMENTS, INSTRUCTIONS, decode, encode, tensor_bytes
+from tosa_vk.formats.spirv_graph import instructions as si
 from tosa_vk.ir import dtype as dtypes
 from tosa_vk.ir.dtype import DType
 from tosa_vk.ir.flatbuffer import load_graph, write_graph
 from tosa_vk.ir.graph import Block, Graph, NanPropagationMode, Operator, Region
 from tosa_vk.ir.ops import OPS
 from tosa_vk.ir.validate import validate
-from tosa_vk.spirv import instructions
-from tosa_vk.spirv_graph import INLINE_ELEMENTS, INSTRUCTIONS, decode, encode, tensor_bytes
-from tosa_vk.spirv_graph import instructions as si
 
 MODELS = sorted((Path(__file__).resolve().parent.parent / "resources" / "models").iterdir())
 
@@ -46,7 +46,7 @@ MODELS = sorted((Path(__file__).resolve().parent.parent / "resources" / "models"
 
 def _model_converter() -> str:
     try:
-        from tosa_vk.bench.anchors import arm_sdk
+        from tosa_vk.tools.bench.anchors import arm_sdk
 
         return arm_sdk._tool("model_converter", "model-converter")
     except (ImportError, FileNotFoundError) as err:

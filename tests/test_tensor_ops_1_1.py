@@ -390,7 +390,7 @@ def test_row_gather_row_count_error():
 
 # ---- block-scaled (MX) MATMUL_T and ROW_GATHER ------------------------------------------------------------------
 # Block-scaled tensors are fed as their elements (one code a byte) and `<name>_scale` (fp8ue8m0); on Vulkan the
-# operators become MATMUL_T_BLOCK_SCALED / ROW_GATHER_BLOCK_SCALED (tosa_vk/passes/block_scaled.py).
+# operators become MATMUL_T_BLOCK_SCALED / ROW_GATHER_BLOCK_SCALED (tosa_vk/stages/passes/block_scaled.py).
 
 _SCALED = {"scale_dtype": DType.FP8UE8M0, "block_size": 32}
 _MX_NUMPY = {

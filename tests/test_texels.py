@@ -1,4 +1,4 @@
-"""Inputs read through uniform texel buffers (tosa_vk/lower/texels.py): the same bits as storage-buffer reads, so
+"""Inputs read through uniform texel buffers (tosa_vk/stages/lower/texels.py): the same bits as storage-buffer reads, so
 every result is identical with and without them; tensors past the target's texel limit and VGF exports read storage
 buffers."""
 
@@ -13,14 +13,14 @@ import pytest
 
 import tosa_vk
 from tosa_vk import Builder
-from tosa_vk.bench import graphs as built
-from tosa_vk.host_kernels import run as host
+from tosa_vk.abi.spirv import reflect
 from tosa_vk.ir import load_graph
 from tosa_vk.ir.dtype import from_npy
-from tosa_vk.lower import texels
 from tosa_vk.program import Kernel, walk
-from tosa_vk.spirv import reflect
+from tosa_vk.reference.host_kernels import run as host
+from tosa_vk.stages.lower import texels
 from tosa_vk.target import LAVAPIPE, MINIMUM
+from tosa_vk.tools.bench import graphs as built
 from tosa_vk.vulkan.recorder import view_bytes
 from tosa_vk.vulkan.runtime import Runtime
 from tosa_vk.vulkan.shaders import ShaderCache
@@ -107,7 +107,7 @@ def test_the_shader_declares_a_uniform_texel_buffer():
 
 def test_vgf_export_reads_storage_buffers(device, tmp_path):
     from tosa_vk.errors import TosaError
-    from tosa_vk.vgf_export import export_vgf
+    from tosa_vk.formats.vgf_export import export_vgf
 
     graph = _matmul_graph(8)
     with pytest.raises(TosaError, match="texel buffer.*views=False"):

@@ -1,4 +1,4 @@
-"""`tosa-vk import model.tflite` (tosa_vk/tflite_import.py): resources/tflite/tiny_cnn.tflite (made by
+"""`tosa-vk import model.tflite` (tosa_vk/formats/tflite_import.py): resources/tflite/tiny_cnn.tflite (made by
 scripts/make_tflite_fixture.py without TensorFlow) goes through Arm's converter and serializer and runs on both
 backends to numpy's own computation of the same network; refusals and missing tools are errors naming the file.
 Skipped where the `tflite` extra (tosa-converter-for-tflite) is not installed."""
@@ -16,9 +16,7 @@ import pytest
 
 import tosa_vk
 from tosa_vk.errors import TosaFormatError, TosaUnsupportedError
-from tosa_vk.ir import mlir
-from tosa_vk.quantization import QParams, dequantize, quantize
-from tosa_vk.tflite_import import (
+from tosa_vk.formats.tflite_import import (
     CONVERTER,
     TFLITE_CONVERTER_VERSION,
     TFLITE_SCHEMA_VERSION,
@@ -26,6 +24,8 @@ from tosa_vk.tflite_import import (
     tflite_names,
     tflite_qparams,
 )
+from tosa_vk.ir import mlir
+from tosa_vk.reference.quantization import QParams, dequantize, quantize
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "resources/tflite/tiny_cnn.tflite"
@@ -77,7 +77,7 @@ def tiny_cnn(x: np.ndarray, int8: bool = False) -> np.ndarray:
 
 def cli(*args, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "tosa_vk.cli", *map(str, args)], capture_output=True, text=True, cwd=cwd
+        [sys.executable, "-m", "tosa_vk.tools.cli", *map(str, args)], capture_output=True, text=True, cwd=cwd
     )
 
 

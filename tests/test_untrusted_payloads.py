@@ -184,7 +184,17 @@ def test_ctrl_c_stops_a_cli_run(tmp_path):
     tosa_vk.save_graph(runaway_graph(), path)
     np.save(tmp_path / "x.npy", np.ones(64, np.float32))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tosa_vk.cli", "run", str(path), "--backend", "vulkan", "-i", f"x={tmp_path / 'x.npy'}"],
+        [
+            sys.executable,
+            "-m",
+            "tosa_vk.tools.cli",
+            "run",
+            str(path),
+            "--backend",
+            "vulkan",
+            "-i",
+            f"x={tmp_path / 'x.npy'}",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

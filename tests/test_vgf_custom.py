@@ -31,13 +31,14 @@ from test_custom_ops import (
 )
 
 import tosa_vk
-from tosa_vk import Builder, TosaError, custom, custom_payload
+from tosa_vk import Builder, TosaError, custom
+from tosa_vk.abi import custom_payload
 from tosa_vk.backends.vgf import VGFModel
 from tosa_vk.backends.vulkan import VulkanModel
-from tosa_vk.bench.anchors import arm_sdk
+from tosa_vk.formats.spirv_graph.constants import runs_as_is
+from tosa_vk.formats.vgf_export import export_vgf
 from tosa_vk.ir.flatbuffer import save_graph
-from tosa_vk.spirv_graph.constants import runs_as_is
-from tosa_vk.vgf_export import export_vgf
+from tosa_vk.tools.bench.anchors import arm_sdk
 from vgf import read_vgf
 from vgf.scenario import downloaded_array, upload_array, write_scenario
 from vgf.vk_enums import DESCRIPTOR_NAMES
@@ -375,7 +376,7 @@ def test_model_converter_vgf_runs_on_tosa_vk(case, device, worker, tmp_path):
 
 def test_model_converter_graph_and_compute_segments_run_on_tosa_vk(tmp_path, device):
     """A CUSTOM node next to a TOSA operator: model-converter writes a GRAPH and a COMPUTE segment; tosa_vk decodes
-    the graph and runs the shader as a custom node (tosa_vk/vgf_graph.py)."""
+    the graph and runs the shader as a custom node (tosa_vk/formats/vgf_graph.py)."""
     graph, feeds = import_cases(tmp_path)["spirv_buffers"]
     b = Builder()
     x = b.input("x", (4, 4), "fp32")

@@ -1,5 +1,5 @@
-"""VGF export (tosa_vk/vgf_export.py) and import (tosa_vk/vgf_run.py): the three shared models and a fixed
-selection of single-op conformance graphs are exported, read back by Arm's vgf_dump, run by Arm's scenario-runner
+"""VGF export (tosa_vk/formats/vgf_export.py) and import (tosa_vk/formats/vgf_run.py): the three shared models and a
+fixed selection of single-op conformance graphs are exported, read back by Arm's vgf_dump, run by Arm's scenario-runner
 (ML emulation layer on lavapipe, one shared worker) and by `tosa-vk run model.vgf`; every output must equal what
 tosa_vk's own Vulkan backend computes (bit-exact: the same SPIR-V runs on the same device)."""
 
@@ -17,10 +17,10 @@ import vgf as V
 from tosa_vk.backends.vgf import VGFModel
 from tosa_vk.backends.vulkan import VulkanModel
 from tosa_vk.errors import TosaError
+from tosa_vk.formats.spirv_graph.constants import runs_as_is
+from tosa_vk.formats.vgf_export import bake_push_constants, export_vgf
 from tosa_vk.ir import load_graph
 from tosa_vk.reference.executor import coerce_input
-from tosa_vk.spirv_graph.constants import runs_as_is
-from tosa_vk.vgf_export import bake_push_constants, export_vgf
 from vgf.scenario import write_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,7 +47,7 @@ OPS = (
 
 
 def _single_op_tests() -> list[Path]:
-    from tosa_vk.conformance.generate import Selection, selected_tests
+    from tosa_vk.tools.conformance.generate import Selection, selected_tests
 
     tests = selected_tests(Selection(test_type="positive"))
     return [next(t for t in tests if t.name.startswith(prefix)) for prefix in OPS]
@@ -144,7 +144,7 @@ def test_graph_segments_are_refused(tmp_path):
 
 
 def test_cli_export_inspect_run(tmp_path):
-    from tosa_vk.cli import main
+    from tosa_vk.tools.cli import main
 
     b = tosa_vk.Builder()
     x = b.input("x", (2, 3), "fp32")
@@ -167,7 +167,7 @@ def test_cli_export_inspect_run(tmp_path):
 def test_constant_graph_module_is_read_back():
     from helpers import graph_spirv_val
 
-    from tosa_vk.spirv_graph.constants import constant_graph, constant_graph_outputs
+    from tosa_vk.formats.spirv_graph.constants import constant_graph, constant_graph_outputs
 
     tensors = [(100, (2, 3)), (14, (5,)), (76, (1, 2, 3, 4, 5, 6)), (100, (2, 3)), (75, (7,))]
     spirv = constant_graph("constants_0", tensors)
@@ -219,8 +219,8 @@ def test_model_converter_constant_graph_runs_on_tosa_vk(tmp_path):
     is a constant graph, and tosa_vk runs the file as it is."""
     import subprocess
 
-    from tosa_vk.bench.anchors import arm_sdk
     from tosa_vk.ir.flatbuffer import save_graph
+    from tosa_vk.tools.bench.anchors import arm_sdk
 
     try:
         converter = arm_sdk._tool("model_converter", "model-converter")

@@ -1,5 +1,6 @@
-"""VGF files with GRAPH segments (tosa_vk/vgf_graph.py): our export run by Arm's documented flow, model-converter's
-files run by tosa_vk on both backends, vgf2tosa, and the errors for what a graph module cannot hold."""
+"""VGF files with GRAPH segments (tosa_vk/formats/vgf_graph.py): our export run by Arm's documented flow,
+model-converter's files run by tosa_vk on both backends, vgf2tosa, and the errors for what a graph module cannot
+hold."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from helpers import arm_flow, graph_spirv_val
 from test_spirv_graph import assert_same_graph
 
 import tosa_vk
-from tosa_vk import Builder, TosaError, custom, custom_payload
-from tosa_vk.bench.anchors import arm_sdk
-from tosa_vk.cli import main as cli
-from tosa_vk.spirv_graph.constants import runs_as_is
-from tosa_vk.vgf_graph import export, to_graph
+from tosa_vk import Builder, TosaError, custom
+from tosa_vk.abi import custom_payload
+from tosa_vk.formats.spirv_graph.constants import runs_as_is
+from tosa_vk.formats.vgf_graph import export, to_graph
+from tosa_vk.tools.bench.anchors import arm_sdk
+from tosa_vk.tools.cli import main as cli
 from vgf import load_vgf
 
 MODELS = Path(__file__).resolve().parents[1] / "resources" / "models"

@@ -18,9 +18,9 @@ from test_vgf_graph import needs_arm_sdk, spirv_val
 
 import tosa_vk
 from tosa_vk import TosaError
-from tosa_vk.bench.anchors import arm_sdk
-from tosa_vk.conformance.run import judge, load_inputs, reference_results, shared_device
-from tosa_vk.vgf_graph import export, to_graph
+from tosa_vk.formats.vgf_graph import export, to_graph
+from tosa_vk.tools.bench.anchors import arm_sdk
+from tosa_vk.tools.conformance.run import judge, load_inputs, reference_results, shared_device
 from vgf.scenario import downloaded_array
 
 pytestmark = pytest.mark.conformance

@@ -13,7 +13,7 @@ from helpers import error_in_subprocess
 import tosa_vk
 from tosa_vk import TosaError
 from tosa_vk.backends.vgf import VGFModel
-from tosa_vk.vgf_export import export_vgf
+from tosa_vk.formats.vgf_export import export_vgf
 from vgf import Binding, VGFError, read_vgf, write_vgf
 
 pytestmark = pytest.mark.vulkan
@@ -119,7 +119,7 @@ def test_more_memory_than_one_allocation_is_a_clear_error_before_allocating(devi
 def test_an_alias_group_spans_its_largest_member():
     """Found: members of one alias group got the first member's size of memory, so a larger one ran past the
     arena's end (heap corruption, 'double free' abort)."""
-    from tosa_vk.vgf_run import vgf_program
+    from tosa_vk.formats.vgf_run import vgf_program
 
     b = tosa_vk.Builder()
     x = b.input("x", (8,), "fp32")

@@ -11,10 +11,11 @@ import pytest
 from test_custom_ops import F32, SCALE_ADD, resource
 
 import tosa_vk
-from tosa_vk import TosaError, custom, custom_payload
+from tosa_vk import TosaError, custom
+from tosa_vk.abi import custom_payload
 from tosa_vk.backends.vgf import VGFModel
-from tosa_vk.vgf_export import export_vgf
-from tosa_vk.vgf_graph import export
+from tosa_vk.formats.vgf_export import export_vgf
+from tosa_vk.formats.vgf_graph import export
 from vgf import read_vgf, save_vgf, write_vgf
 
 pytestmark = pytest.mark.vulkan
@@ -91,7 +92,7 @@ def test_model_converters_io_alias_groups_run(tmp_path, device):
     from tosa_vk.ir.flatbuffer import save_graph
 
     try:
-        from tosa_vk.bench.anchors import arm_sdk
+        from tosa_vk.tools.bench.anchors import arm_sdk
 
         arm_sdk._tool("model_converter", "model-converter")
     except Exception as err:  # noqa: BLE001 (an optional tool)

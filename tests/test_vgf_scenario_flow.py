@@ -2,8 +2,8 @@
 filled in: `vgf_dump -i model.vgf -o scenario.json --scenario-template`, every TEMPLATE_PATH_* replaced by a file
 name (an input's .npy file, an output's destination, a compute module's SPIR-V as `vgf_dump --dump-spirv <index>`
 writes it), then `scenario-runner --scenario scenario.json`. Constants come from the file (a constant graph fills
-them, tosa_vk/vgf_export.py). Every output must match the reference backend (integers and bools exactly, floats to
-1e-4 of the output's largest magnitude), and so must tosa_vk's own VGF runner on the same file. The three shared
+them, tosa_vk/formats/vgf_export.py). Every output must match the reference backend (integers and bools exactly, floats
+to 1e-4 of the output's largest magnitude), and so must tosa_vk's own VGF runner on the same file. The three shared
 models, custom shaders (registered GLSL ops with baked push constants in two descriptor sets, a sampled constant
 texture, an ExecuTorch-style SPIR-V payload between permutes) and constants of every element-type path. Skipped
 when Arm's tools are not installed."""

@@ -240,7 +240,7 @@ def test_conv2d_1x1_lane_splits(device, x_shape, oc, exact):
 
 
 def test_matmul_fast_lane_split():
-    from tosa_vk.lower.tensor_ops import _lanes_w
+    from tosa_vk.stages.lower.tensor_ops import _lanes_w
 
     assert _lanes_w(8, 32, 3) == 1  # 24 columns: all lanes along the rows
     assert _lanes_w(8, 128, 12) == 4  # 96 columns: 4 x 2 lanes, none spare

@@ -41,6 +41,6 @@ def test_validation_layer_is_silent_on_device_lifetime():
 
 def test_devices_cli_json():
     done = subprocess.run(
-        [sys.executable, "-m", "tosa_vk.cli", "devices", "--json"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "tosa_vk.tools.cli", "devices", "--json"], capture_output=True, text=True, check=True
     )
     assert json.loads(done.stdout)[0]["name"]

@@ -40,7 +40,7 @@ def test_matches_reference_and_reruns_with_new_inputs(device):
             assert list(got) == list(want)
             for name in want:
                 assert np.array_equal(got[name], want[name])
-        # ADD and MAXIMUM in one generated kernel (tosa_vk/fuse.py); the RESHAPE shares its input's memory
+        # ADD and MAXIMUM in one generated kernel (tosa_vk/stages/fuse.py); the RESHAPE shares its input's memory
         assert [where for _, where, _ in model.placement] == ["vulkan", "fused", "alias"]
 
 
@@ -111,7 +111,7 @@ def test_shader_cache_detects_corruption(tmp_path, monkeypatch):
                 }.items()
             )
         ),
-        specs=("A_MODE", "B_MODE", "VEC4"),  # broadcast modes (tosa_vk/lower/elementwise_binary.py)
+        specs=("A_MODE", "B_MODE", "VEC4"),  # broadcast modes (tosa_vk/stages/lower/elementwise_binary.py)
     )
     first = cache.get(variant)
     assert first[:4] == (0x07230203).to_bytes(4, "little") and cache.compiled == 1

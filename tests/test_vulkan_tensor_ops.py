@@ -11,7 +11,7 @@ import pytest
 from helpers import assert_same, compare, run_both, ulp, with_specials
 
 from tosa_vk.ir.dtype import DType
-from tosa_vk.lower import tensor_ops
+from tosa_vk.stages.lower import tensor_ops
 
 
 def floats(rng, shape, dtype: DType, scale=1.0):

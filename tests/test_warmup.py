@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tosa_vk
-from tosa_vk.bench import graphs
+from tosa_vk.tools.bench import graphs
 from tosa_vk.vulkan import Device, VulkanError
 from tosa_vk.vulkan.warmup import THREAD_NAME, compiles_at_dispatch, warm_up
 

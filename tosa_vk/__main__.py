@@ -2,7 +2,7 @@
 
 import sys
 
-from tosa_vk.cli import entry
+from tosa_vk.tools.cli import entry
 
 if __name__ == "__main__":
     sys.exit(entry())

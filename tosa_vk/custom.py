@@ -1,7 +1,7 @@
 """The custom-operator registry: declarations of tosa.CUSTOM operators keyed by (domain_name, operator_name).
 
 It holds declarations only: the reference backend runs a declaration's numpy implementation, the Vulkan lowering
-(tosa_vk/lower/custom.py) turns its shader declaration into a Kernel; this module imports neither.
+(tosa_vk/stages/lower/custom.py) turns its shader declaration into a Kernel; this module imports neither.
 
     @tosa_vk.custom_op("com.example", "scale2")                  # numpy only: runs on the host everywhere
     def scale2(inputs, implementation_attrs):                    # list of numpy arrays, the raw attribute bytes
@@ -17,7 +17,7 @@ Set TOSA_VK_CUSTOM_OPS to a list of .py files or module names (separated by the 
 imported on the first lookup, e.g. so that `tosa-vk run model.tosa --backend vulkan --check` knows your ops.
 
 Operators of domain `com.arm.VulkanCustomShader` need no registration: their implementation_attrs payload carries
-the shader (tosa_vk/custom_payload.py). A numpy twin registered under that domain serves the reference backend.
+the shader (tosa_vk/abi/custom_payload.py). A numpy twin registered under that domain serves the reference backend.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class Sampler:
 @dataclass(frozen=True)
 class Binding:
     """How one input or output tensor is bound: descriptor type, (set, binding), VkFormat (None: the contract's
-    format for the tensor, tosa_vk/plan/resources.py) and, for a sampled image, its sampler."""
+    format for the tensor, tosa_vk/stages/plan/resources.py) and, for a sampled image, its sampler."""
 
     descriptor: str
     binding: int
@@ -169,7 +169,7 @@ def custom_op(
     inputs / outputs: one Binding per tensor (buffer(), tensor(), sampled_image(), storage_image());
     grid (invocations, divided by workgroup_size) or dispatch (group counts): a tuple or fn(Shapes);
     push_constants: bytes or fn(Shapes) -> bytes; infer: fn(Shapes) -> [(shape, dtype name)] per output;
-    layout="NHWC": the shader sees 4-D tensors channels-last (tosa_vk.passes.permute inserts the transposes)."""
+    layout="NHWC": the shader sees 4-D tensors channels-last (tosa_vk.stages.passes.permute inserts the transposes)."""
     if layout not in (None, "NHWC"):
         raise TosaError(f"custom op {domain}::{name}: layout must be None or 'NHWC', got {layout!r}")
 
@@ -312,5 +312,5 @@ REGISTER_HINT = "register one with tosa_vk.custom_op; the CLI: TOSA_VK_CUSTOM_OP
 
 def user_source(text: str) -> bool:
     """Whether GLSL `text` is the shader of a registered declaration: the user's own code, which may #include the
-    user's files (a model's GLSL may not: tosa_vk/glsl_preprocessor.py)."""
+    user's files (a model's GLSL may not: tosa_vk/abi/glsl_preprocessor.py)."""
     return any(op.shader is not None and op.shader.source == text for op in REGISTRY.values())

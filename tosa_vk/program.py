@@ -7,7 +7,7 @@ A Program is a list of Steps in execution order. A Kernel step is one compute di
 over storage buffers; a Host step names an operator the runtime runs on numpy views of the same memory with a host
 kernel looked up by the operator's name (a CPU fallback for an operator without a Vulkan kernel). Branch / Loop
 steps hold nested step lists (COND_IF / WHILE_LOOP regions) and StateCheck steps name a variable rule
-(tosa_vk/variables.py). Every tensor lives at a byte offset in one arena.
+(tosa_vk/ir/variables.py). Every tensor lives at a byte offset in one arena.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 
 from vgf.vk_enums import IMAGE_DESCRIPTORS
 
-from . import serial
+from .store import serial
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ class Host:
 
 @dataclass(frozen=True)
 class StateCheck:
-    """A host-side rule of the variable extension (tosa_vk/variables.py: "declare" / "write" / "read") for
+    """A host-side rule of the variable extension (tosa_vk/ir/variables.py: "declare" / "write" / "read") for
     variable `uid`, checked in execution order.
 
     It touches no tensor memory (the values stay on the device), so it never splits a command buffer: the runtime
@@ -171,8 +171,8 @@ class Loop:
 
 
 class Placement(NamedTuple):
-    """Where one operator runs: "vulkan" (kernels), "fused" (in another operator's kernel: tosa_vk/fuse.py), "host"
-    (a Host step), "alias" (no work: it shares its input's memory) or "constant" (CONST / CONST_SHAPE: data,
+    """Where one operator runs: "vulkan" (kernels), "fused" (in another operator's kernel: tosa_vk/stages/fuse.py),
+    "host" (a Host step), "alias" (no work: it shares its input's memory) or "constant" (CONST / CONST_SHAPE: data,
     uploaded once or known at compile time), and why."""
 
     op: str
@@ -251,7 +251,7 @@ class Program:
         return program
 
 
-# Every type a Program may hold, by the name its serialised form uses (tosa_vk/serial.py refuses any other).
+# Every type a Program may hold, by the name its serialised form uses (tosa_vk/store/serial.py refuses any other).
 TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (Program, Buffer, Kernel, Image, Resource, Host, StateCheck, Branch, Loop, Placement, VariableSpec)

@@ -6,8 +6,8 @@ options it does not take:
 - "vulkan": a .tosa file or Graph compiled for a Vulkan device (tosa_vk/backends/vulkan.py);
 - an ExecuTorch program (.pte, file identifier ET12) runs its plan: TOSA delegates on the backend, the host operators
   between them in numpy (tosa_vk/backends/pte.py);
-- a .vgf file with GRAPH segments is decoded into a graph (tosa_vk/vgf_graph.py) and runs on either backend; one of
-  COMPUTE segments only runs on Vulkan as it is (tosa_vk/backends/vgf.py).
+- a .vgf file with GRAPH segments is decoded into a graph (tosa_vk/formats/vgf_graph.py) and runs on either
+  backend; one of COMPUTE segments only runs on Vulkan as it is (tosa_vk/backends/vgf.py).
 Without `backend=`, a graph runs on Vulkan wherever a Vulkan device exists, else on the reference backend with a
 RuntimeWarning (`default_backend()`, which `tosa-vk run` uses too).
 """
@@ -15,10 +15,9 @@ RuntimeWarning (`default_backend()`, which `tosa-vk run` uses too).
 from __future__ import annotations
 
 import functools
-import importlib
 import inspect
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,12 +26,32 @@ from .errors import TosaError, TosaFormatError
 from .ir import Graph, load_graph
 
 if TYPE_CHECKING:
-    from .quantization import QParams
+    from .reference.quantization import QParams
     from .vulkan import DeviceInfo
 
-# backend name -> "module:class"; a .vgf file is its own kind of source
-BACKENDS = {"reference": "tosa_vk.backends.reference:ReferenceModel", "vulkan": "tosa_vk.backends.vulkan:VulkanModel"}
-VGF_BACKEND = "tosa_vk.backends.vgf:VGFModel"
+
+def _reference() -> type[Any]:
+    from .backends.reference import ReferenceModel
+
+    return ReferenceModel
+
+
+def _vulkan() -> type[Any]:
+    from .backends.vulkan import VulkanModel
+
+    return VulkanModel
+
+
+def _vgf() -> type[Any]:
+    from .backends.vgf import VGFModel
+
+    return VGFModel
+
+
+# backend name -> its Model class, imported on first use: real imports, so tools that draw the import graph see
+# them, but lazy (the Vulkan backend brings the compiler and the runtime, which a reference run never needs)
+BACKENDS: dict[str, Callable[[], type[Any]]] = {"reference": _reference, "vulkan": _vulkan}
+VGF_BACKEND = _vgf  # a .vgf file of COMPUTE segments: its own kind of source
 
 
 # load()'s warning when it falls back to the reference backend for want of a device
@@ -100,14 +119,14 @@ def load(
 
 def _load(source: str | Path | Graph, backend: str | None = None, **options: Any) -> Model:
     if not isinstance(source, Graph) and is_pte(source):
-        return _load_pte(source, backend, options)
+        return load_pte(source, backend, options)
     is_vgf = not isinstance(source, Graph) and Path(source).suffix.lower() == ".vgf"
     file = None
     vgf = None
     if is_vgf and not isinstance(source, Graph):
         from vgf import VGFError, load_vgf
 
-        from .spirv_graph.constants import runs_as_is
+        from .formats.spirv_graph.constants import runs_as_is
 
         file = str(source)
         try:
@@ -115,7 +134,7 @@ def _load(source: str | Path | Graph, backend: str | None = None, **options: Any
         except VGFError as err:
             raise TosaFormatError(err.rule, file=err.file) from None
         if not runs_as_is(vgf):  # GRAPH segments of a TOSA graph (not only constant fills): compiled like a .tosa
-            from .vgf_graph import to_graph
+            from .formats.vgf_graph import to_graph
 
             source, is_vgf = to_graph(vgf, file=file), False
     if is_vgf:
@@ -126,8 +145,7 @@ def _load(source: str | Path | Graph, backend: str | None = None, **options: Any
         backend, where = "vulkan", VGF_BACKEND
     else:
         backend, where = _graph_backend(backend)
-    module, name = where.split(":")
-    cls = getattr(importlib.import_module(module), name)
+    cls = where()
     _check_options(cls, backend, options, " (.vgf)" if is_vgf else "")
     if is_vgf:  # the file read once, above
         return cls(vgf, file=file, **options)
@@ -141,9 +159,9 @@ def _load(source: str | Path | Graph, backend: str | None = None, **options: Any
     return model
 
 
-def _graph_backend(backend: str | None) -> tuple[str, str]:
-    """(backend, "module:class") of a backend that runs graphs: the one named, else the default (with a warning
-    when that is the reference backend for want of a device)."""
+def _graph_backend(backend: str | None) -> tuple[str, Callable[[], type[Any]]]:
+    """(backend, its Model class's import) of a backend that runs graphs: the one named, else the default (with a
+    warning when that is the reference backend for want of a device)."""
     if backend is None:
         backend = default_backend()
         if backend == "reference":
@@ -180,11 +198,11 @@ def is_pte(source: str | Path) -> bool:
         return False
 
 
-def _load_pte(source: str | Path, backend: str | None, options: dict[str, Any], **names: Any) -> Model:
+def load_pte(source: str | Path, backend: str | None, options: dict[str, Any], **names: Any) -> Model:
     """A .pte's "forward" method (else its first) as a PteModel: each TOSA delegate a model of `backend`; `names`:
     PteModel's input_names / output_names (tosa_vk.from_torch gives the module's argument names)."""
     from .backends.pte import PteModel
-    from .pte import load_program
+    from .formats.pte import load_program
 
     file = str(source)
     plans = load_program(file)
@@ -192,7 +210,6 @@ def _load_pte(source: str | Path, backend: str | None, options: dict[str, Any], 
         raise TosaFormatError("the ExecuTorch program has no methods", file=file)
     plan = next((p for p in plans if p.name == "forward"), plans[0])
     backend, where = _graph_backend(backend)
-    module, name = where.split(":")
-    cls = getattr(importlib.import_module(module), name)
+    cls = where()
     _check_options(cls, backend, options, " (.pte)")
     return PteModel(plan, cls, backend=backend, file=file, options=options, **names)

@@ -3,8 +3,8 @@ output to a scenario resource of the kind its MRT entry's descriptor type asks f
 STORAGE_BUFFER -> `buffer` (size in bytes), TENSOR_ARM -> `tensor` (dims, format), STORAGE_IMAGE /
 COMBINED_IMAGE_SAMPLER -> `image` (dims [1, W, H, 1] for a [H, W, C] / [1, H, W, C] resource, the format packing
 C; a sampled image carries its sampler settings). Inputs and outputs carry no files (the caller uploads and
-downloads them in memory, e.g. tosa_vk/bench/anchors/arm_sdk.py's ArmSdkWorker). Constants need no binding: a
-GRAPH segment fills them from the file's constant section (the constant graphs of tosa_vk/vgf_export.py), and
+downloads them in memory, e.g. tosa_vk/tools/bench/anchors/arm_sdk.py's ArmSdkWorker). Constants need no binding: a
+GRAPH segment fills them from the file's constant section (the constant graphs of tosa_vk/formats/vgf_export.py), and
 scenario-runner allocates the INTERMEDIATE entries the file's segments pass data through."""
 
 from __future__ import annotations

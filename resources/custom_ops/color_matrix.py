@@ -1,7 +1,7 @@
 """Example custom op on a buffer path with C = 3 channels: a per-pixel 3x3 colour matrix plus bias.
 
 implementation_attrs is JSON {"matrix": [9 floats, row-major], "bias": [3 floats]}; the push constants carry them to
-the shader. layout="NHWC": in a graph holding NCHW tensors, tosa_vk.passes.permute inserts the transposes.
+the shader. layout="NHWC": in a graph holding NCHW tensors, tosa_vk.stages.passes.permute inserts the transposes.
 """
 
 import json

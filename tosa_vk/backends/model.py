@@ -17,10 +17,10 @@ import numpy as np
 from ..errors import TosaError
 from ..ir import Graph, Tensor, load_graph
 from ..ir.flatbuffer import read_graph
-from ..quantization import QParams, dequantize, quantize
+from ..reference.quantization import QParams, dequantize, quantize
 from .tensor import DeviceTensor
 
-KEPT_TWINS = 2  # capture twins a model keeps loaded (tosa_vk/capture.py), by capture set
+KEPT_TWINS = 2  # capture twins a model keeps loaded (tosa_vk/stages/capture.py), by capture set
 
 
 class Timing(NamedTuple):
@@ -70,7 +70,7 @@ class Model:
         array for an INT8 input is an error unless `cast=True` (numpy's astype, as `np.asarray(x, dtype)` does), and so
         is a value a float input's type would change beyond rounding (1e300 or 2**24 + 1 into FP32).
         `outputs`: the names of the outputs to return (default all). `capture`: intermediate tensors to return
-        too, after the outputs — "all" or a list of tensor names (tosa_vk/capture.py: the run is then a twin
+        too, after the outputs — "all" or a list of tensor names (tosa_vk/stages/capture.py: the run is then a twin
         program that keeps them stored). An input named "cast", "outputs", "capture" or "device_outputs" goes in the
         dict. Inputs / outputs with quantization parameters (`quantize_io`) take / return float data.
 
@@ -126,8 +126,8 @@ class Model:
         outputs: Mapping[str, QParams | tuple[float, int]] | None = None,
     ) -> None:
         """Float data in and out of an integer graph: float data for an input named in `inputs` is quantized with
-        its parameters before each run (tosa_vk.quantization.quantize: round half to even, saturating; integer data
-        is taken as quantized already, e.g. a desc.json's int8 inputs), and each output named in `outputs` is
+        its parameters before each run (tosa_vk.reference.quantization.quantize: round half to even, saturating; integer
+        data is taken as quantized already, e.g. a desc.json's int8 inputs), and each output named in `outputs` is
         dequantized after it (float32). Parameters are QParams (per tensor or per channel) or (scale, zero_point)
         pairs; their dtype is the tensor's (INT8, INT16, INT32).
         load(..., input_qparams=, output_qparams=) calls this; so does `tosa-vk run --input-qparams /
@@ -420,12 +420,12 @@ class GraphModel(Model):
     _twins: dict[tuple[str, ...], Model] | None = None
 
     def _captures(self, capture) -> list[str]:
-        from ..capture import resolve
+        from ..stages.capture import resolve
 
         return resolve(self.graph, capture, self.file)
 
     def _capture_run(self, names: list[str], feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
-        from ..capture import with_outputs
+        from ..stages.capture import with_outputs
 
         with getattr(self, "lock", None) or nullcontext():  # one run at a time, the twin's included
             self._twins = self._twins if self._twins is not None else {}

@@ -1,7 +1,7 @@
 """An ExecuTorch program (.pte) as a Model: its execution plan run in order, each delegate of ExecuTorch's Arm
 backends as a TOSA graph on the chosen backend (reference or vulkan) — TOSABackend's processed bytes are a TOSA
-flatbuffer, VgfBackend's a VGF container whose GRAPH segments are decoded (tosa_vk/vgf_graph.py) —
-the host operators the partitioner left around and between them in numpy (tosa_vk/pte/host_ops.py).
+flatbuffer, VgfBackend's a VGF container whose GRAPH segments are decoded (tosa_vk/formats/vgf_graph.py) —
+the host operators the partitioner left around and between them in numpy (tosa_vk/formats/pte/host_ops.py).
 
 Inputs and outputs are the method's, in its order: a .pte keeps no argument names, so they are input_0, input_1, ...
 and output_0, ... unless the loader names them (`tosa_vk.from_torch` names them after the module's forward).
@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import TosaError, TosaFormatError, TosaUnsupportedError
+from ..formats.pte import host_ops
+from ..formats.pte.program import DelegateRun, Kernel, Plan, TensorListValue, TensorValue
 from ..ir import Graph
 from ..ir.flatbuffer import read_graph
 from ..program import Placement
-from ..pte import host_ops
-from ..pte.program import DelegateRun, Kernel, Plan, TensorListValue, TensorValue
 from ..reference.executor import coerce_array
 from .model import Model, Timing, in_flight
 
@@ -36,8 +36,8 @@ def _delegate_graph(backend: str, data: bytes, where: str) -> Graph:
     if backend in VGF_BACKENDS:
         from vgf import VGFError, read_vgf
 
-        from ..spirv_graph.constants import runs_as_is
-        from ..vgf_graph import to_graph
+        from ..formats.spirv_graph.constants import runs_as_is
+        from ..formats.vgf_graph import to_graph
 
         try:
             vgf = read_vgf(data, file=where)

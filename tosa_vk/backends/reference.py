@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 
 from ..ir.graph import Graph
+from ..ir.variables import new_value
 from ..program import Placement
 from ..reference.executor import Interpreter, coerce_input, coerce_scales
 from ..target import Target
 from ..timeout import checked_timeout
-from ..variables import new_value
 from .model import GraphModel, Model, Timing, in_flight, stateful
 
 REASON = "reference backend: numpy"  # every operator's placement
@@ -73,8 +73,8 @@ class ReferenceModel(GraphModel):
     def export_vgf(self, path: str | Path | None = None, target: Target | str = "lavapipe"):
         """The graph compiled for `target` (strict: every operator a Vulkan kernel) as a VGF container (vgf.VGF;
         written to `path` if given). Needs no device."""
-        from ..compiler import compile
-        from ..vgf_export import export_vgf
+        from ..formats.vgf_export import export_vgf
+        from ..stages.compiler import compile
 
         return export_vgf(compile(self.graph, target, strict=True, views=False, file=self.file), path)
 

@@ -1,5 +1,6 @@
 """The VGF backend: a .vgf of COMPUTE segments run as it is on tosa_vk's Vulkan runtime, the Program translated
-from the file by tosa_vk/vgf_run.py (a .vgf of TOSA GRAPH segments is decoded to a graph instead: session.load)."""
+from the file by tosa_vk/formats/vgf_run.py (a .vgf of TOSA GRAPH segments is decoded to a graph instead:
+session.load)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import numpy as np
 from vgf import VGF, VGFError, read_vgf
 
 from ..errors import TosaFormatError
+from ..formats.vgf_run import vgf_program
 from ..ir.dtype import DType
 from ..reference.executor import coerce_array
 from ..timeout import checked_timeout
-from ..vgf_run import vgf_program
 from ..vulkan import Device
 from ..vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
 from .model import in_flight

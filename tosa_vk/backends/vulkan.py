@@ -1,9 +1,9 @@
 """The Vulkan backend: compiles a graph for the device (tosa_vk.compile) and runs the Program with
 tosa_vk.vulkan.Runtime (the device and runtime it owns: tosa_vk/backends/on_device.py).
 
-Variables and control flow stay on the device (tosa_vk/lower/variable.py, control_flow.py). Operators the partition
-places on the host run as host kernels (tosa_vk/host_kernels.py) on numpy views of the same device memory (no copies
-where the memory is host-visible); `strict=True` refuses them instead.
+Variables and control flow stay on the device (tosa_vk/stages/lower/variable.py, control_flow.py). Operators the
+partition places on the host run as host kernels (tosa_vk/reference/host_kernels.py) on numpy views of the same device
+memory (no copies where the memory is host-visible); `strict=True` refuses them instead.
 """
 
 from __future__ import annotations
@@ -15,17 +15,19 @@ from typing import Any
 
 import numpy as np
 
-from .. import compiler, custom, device_class, host_kernels, host_rules
+from .. import custom, device_class
 from ..errors import TosaError
-from ..fuse import enabled as fuse_enabled
 from ..ir.dtype import DType
 from ..ir.flatbuffer import write_graph
 from ..ir.graph import Graph, Tensor
+from ..ir.variables import new_value
 from ..program import Placement, Program
-from ..program_cache import Entry, ProgramCache
+from ..reference import host_kernels
 from ..reference.executor import coerce_input
+from ..stages import compiler, host_rules
+from ..stages.fuse import enabled as fuse_enabled
+from ..store.program_cache import Entry, ProgramCache
 from ..timeout import checked_timeout
-from ..variables import new_value
 from ..vulkan import Device
 from ..vulkan.builtin import shipped_only
 from ..vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
@@ -50,10 +52,10 @@ class VulkanModel(OnDevice, GraphModel):
 
     Options: device (a Device, an index or a name), strict (no host steps), timestamps (GPU times for profile()),
     max_iterations (WHILE_LOOP cap), host_ops (rules for operators to run on the host: operator names, output tensor
-    names or NNAdapter rules "OP:in,...:out,...", tosa_vk/host_rules.py), partition (a file of such rules, one per
-    line), layouts (tensors the graph holds as NCHW, for custom ops with an NHWC shader), timeout_s (the longest a
+    names or NNAdapter rules "OP:in,...:out,...", tosa_vk/stages/host_rules.py), partition (a file of such rules, one
+    per line), layouts (tensors the graph holds as NCHW, for custom ops with an NHWC shader), timeout_s (the longest a
     run may take on the device before it fails; None: none), fuse (False: one kernel per operator; default on unless
-    TOSA_VK_FUSE=0), cache_dir (the program cache, tosa_vk/program_cache.py: a folder, default
+    TOSA_VK_FUSE=0), cache_dir (the program cache, tosa_vk/store/program_cache.py: a folder, default
     $TOSA_VK_CACHE/programs; False: none), validation (the Khronos validation layer, OnDevice.attach: True, "warn",
     False; default TOSA_VK_VALIDATION), max_in_flight (runs submit() keeps going at once, 1 to MAX_IN_FLIGHT = 64,
     each in a runtime slot of its own built at load: an arena per slot, the pipelines compiled once; 1 for a model
@@ -292,8 +294,8 @@ class VulkanModel(OnDevice, GraphModel):
 
     def export_vgf(self, path: str | Path | None = None):
         """The program as a VGF container (vgf.VGF; written to `path` if given): our SPIR-V kernels as COMPUTE
-        segments (tosa_vk/vgf_export.py). Needs every operator as a Vulkan kernel."""
-        from ..vgf_export import export_vgf
+        segments (tosa_vk/formats/vgf_export.py). Needs every operator as a Vulkan kernel."""
+        from ..formats.vgf_export import export_vgf
 
         program = self.program
         if program.views():  # VGF resources are bound whole: the same program with copies instead of views

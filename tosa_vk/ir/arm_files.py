@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .dtype import _PACKED, DType, from_npy, to_npy
+from .dtype import PACKED, DType, from_npy, to_npy
 from .graph import Tensor
 
 
@@ -36,7 +36,7 @@ def decoded(values: np.ndarray, dtype: DType) -> np.ndarray:
     """An array from one of Arm's files -> the storage dtype, where it is in an encoding of Arm's own (raw bytes,
     bits, fp6 / fp4 packed); any other array as it is, for the model to convert or refuse with its own rules."""
     values = np.asarray(values)
-    packed = dtype in _PACKED and dtype != DType.INT4
+    packed = dtype in PACKED and dtype != DType.INT4
     if values.dtype == np.uint8 and (packed or dtype in (DType.MXINT8, DType.FP8E5M2)):
         return from_npy(values, dtype)
     if values.dtype.kind == "V" and dtype.is_float:

@@ -134,13 +134,13 @@ _BITS = {
     DType.INT64: 64,
     DType.MXINT8: 8,
 }
-_PACKED = {DType.INT4: 4, DType.FP4E2M1: 4, DType.FP6E2M3: 6, DType.FP6E3M2: 6}  # bits a value, packed
+PACKED = {DType.INT4: 4, DType.FP4E2M1: 4, DType.FP6E2M3: 6, DType.FP6E3M2: 6}  # bits a value, packed
 
 
 def encoded_size(dtype: DType, count: int) -> int:
     """Bytes that `count` elements of `dtype` take in a .tosa constant."""
-    if dtype in _PACKED:
-        return (count * _PACKED[dtype] + 7) // 8
+    if dtype in PACKED:
+        return (count * PACKED[dtype] + 7) // 8
     return count * (_BITS[dtype] // 8)
 
 
@@ -172,8 +172,8 @@ def decode(dtype: DType, raw: bytes | np.ndarray, shape: tuple[int, ...]) -> np.
     if dtype == DType.INT4:
         nibbles = unpack_bits(raw, 4, count)
         values = ((nibbles.astype(np.int8) << 4) >> 4).astype(np.int8)  # sign-extend 4 -> 8 bits
-    elif dtype in _PACKED:
-        values = unpack_bits(raw, _PACKED[dtype], count).view(_NUMPY[dtype])
+    elif dtype in PACKED:
+        values = unpack_bits(raw, PACKED[dtype], count).view(_NUMPY[dtype])
     elif dtype == DType.INT48:
         padded = np.zeros((count, 8), dtype=np.uint8)
         padded[:, :6] = raw.reshape(count, 6)
@@ -188,8 +188,8 @@ def encode(dtype: DType, values: np.ndarray) -> bytes:
     values = np.ascontiguousarray(values).reshape(-1)
     if dtype == DType.INT4:
         return pack_bits(values.astype(np.int8).view(np.uint8), 4)
-    if dtype in _PACKED:
-        return pack_bits(values.astype(_NUMPY[dtype]).view(np.uint8), _PACKED[dtype])
+    if dtype in PACKED:
+        return pack_bits(values.astype(_NUMPY[dtype]).view(np.uint8), PACKED[dtype])
     if dtype == DType.INT48:
         return values.astype("<i8").view(np.uint8).reshape(-1, 8)[:, :6].tobytes()
     return values.astype(_NUMPY[dtype]).astype(_NUMPY[dtype].newbyteorder("<")).tobytes()
@@ -205,10 +205,10 @@ def from_npy(values: np.ndarray, dtype: DType) -> np.ndarray:
     target = _NUMPY[dtype]
     if values.dtype == target:
         return values
-    if values.dtype == np.uint8 and dtype in _PACKED and dtype != DType.INT4 and values.ndim:
-        last = values.shape[-1] * 8 // _PACKED[dtype]
+    if values.dtype == np.uint8 and dtype in PACKED and dtype != DType.INT4 and values.ndim:
+        last = values.shape[-1] * 8 // PACKED[dtype]
         count = int(np.prod(values.shape[:-1], dtype=np.int64)) * last
-        return unpack_bits(values, _PACKED[dtype], count).view(target).reshape(values.shape[:-1] + (last,))
+        return unpack_bits(values, PACKED[dtype], count).view(target).reshape(values.shape[:-1] + (last,))
     if values.dtype == np.uint8 and dtype == DType.MXINT8:
         return values.view(target)
     if values.dtype.kind == "V" and values.dtype.itemsize == target.itemsize and dtype.is_float:
@@ -224,9 +224,9 @@ def to_npy(values: np.ndarray, dtype: DType) -> np.ndarray:
     values = np.asarray(values, dtype=_NUMPY[dtype])
     if dtype in (DType.FP8E5M2, DType.MXINT8):
         return values.view(np.uint8)
-    if dtype in _PACKED and dtype != DType.INT4 and values.ndim:
-        packed = np.frombuffer(pack_bits(values.view(np.uint8), _PACKED[dtype]), np.uint8)
-        return packed.reshape(values.shape[:-1] + (values.shape[-1] * _PACKED[dtype] // 8,))
+    if dtype in PACKED and dtype != DType.INT4 and values.ndim:
+        packed = np.frombuffer(pack_bits(values.view(np.uint8), PACKED[dtype]), np.uint8)
+        return packed.reshape(values.shape[:-1] + (values.shape[-1] * PACKED[dtype] // 8,))
     return values
 
 

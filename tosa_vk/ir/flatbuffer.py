@@ -16,7 +16,7 @@ import flatbuffers
 import numpy as np
 
 from ..errors import TosaError, TosaFormatError
-from ..files import write_atomic
+from ..store.files import write_atomic
 from . import dtype as dtypes
 from . import mlir
 from .dtype import DType

@@ -41,8 +41,8 @@ def version_text(version: tuple[int, ...]) -> str:
     return ".".join(str(v) for v in version[:2])
 
 
-# An operator attribute the compiler's block-scaled pass adds (tosa_vk/passes/block_scaled.py): the positions of the
-# spec inputs whose scales follow the operator's inputs. Host steps read it too, so it lives at the bottom.
+# An operator attribute the compiler's block-scaled pass adds (tosa_vk/stages/passes/block_scaled.py): the positions of
+# the spec inputs whose scales follow the operator's inputs. Host steps read it too, so it lives at the bottom.
 BLOCK_SCALED_INPUTS = "block_scaled_inputs"
 
 

@@ -2,7 +2,7 @@
 
 shape_t values must be resolvable to constants at backend compile time, so they are computed once, here, from
 their constant inputs: the validator (through shapes.py) to infer the shapes that RESHAPE, TILE, PAD, ... take
-from them, the Vulkan backend's folding pass (tosa_vk/passes/shape.py) to replace each operator by a CONST_SHAPE,
+from them, the Vulkan backend's folding pass (tosa_vk/stages/passes/shape.py) to replace each operator by a CONST_SHAPE,
 and the reference backend (tosa_vk/reference/shape.py). Each function follows its operator's pseudocode; a rule
 that does not hold raises TosaError with the spec's ERROR_IF / REQUIRE text. tensor_size_t is held as int64.
 """

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import custom, custom_payload
+from .. import custom
+from ..abi import custom_payload
 from ..errors import TosaError
 from .registry import Call, reference
 

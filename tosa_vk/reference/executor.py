@@ -20,8 +20,8 @@ from ..errors import TosaError, TosaTimeoutError
 from ..ir.dtype import DType
 from ..ir.graph import Block, Graph, Tensor
 from ..ir.validate import validate
+from ..ir.variables import begin_run
 from ..timeout import checked_timeout, overrun_text
-from ..variables import begin_run
 from . import prepared, registry
 from .registry import Call, ScaledArray
 

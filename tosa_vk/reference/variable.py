@@ -1,16 +1,17 @@
 """Variables (spec 2.16, EXT-VARIABLE; tosa-stateful-ops-proposal.md) on the reference backend: state that persists
-across graph runs, kept as numpy values in the session's store (`Call.state`, {uid: tosa_vk.variables.Variable}).
+across graph runs, kept as numpy values in the session's store (`Call.state`, {uid: tosa_vk.ir.variables.Variable}).
 
 In a .tosa file a variable is a block tensor with `variable` set (its `variable_name` is the uid, its data the
 optional initial value). VARIABLE names it among its outputs, VARIABLE_WRITE among its outputs (the value is its
-input), VARIABLE_READ among its inputs. The rules themselves are tosa_vk/variables.py, shared with the Vulkan backend.
+input), VARIABLE_READ among its inputs. The rules themselves are tosa_vk/ir/variables.py, shared with the Vulkan
+backend.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..variables import check_read, check_write, declare, uid_of, variable_tensor
+from ..ir.variables import check_read, check_write, declare, uid_of, variable_tensor
 from .registry import Call, reference
 
 

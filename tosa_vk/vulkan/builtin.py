@@ -6,7 +6,7 @@ the digest of its full source text (variant.source_digest: the .comp, every incl
 cache and glslc. A shader edited after the build changes the digest, so its old SPIR-V is simply not found (then
 glslc compiles it as before): a stale library can never run. A damaged library (zip CRC or SPIR-V header) is ignored
 the same way, with one warning. Which variants are shipped, and the build of the zip, are build-time work:
-tosa_vk/conformance/shipped.py (`python -m tosa_vk.conformance.shipped collect | build | info`).
+tosa_vk/tools/conformance/shipped.py (`python -m tosa_vk.tools.conformance.shipped collect | build | info`).
 
 Layer geometry that is a specialization constant (convolutions: shaders.specialize) is not part of a variant, so
 layers of any shape share the listed modules. Without any GLSL compiler (glslc, cmeel's glslang), a fused kernel
@@ -57,7 +57,7 @@ class Library:
         self._damaged, self._zip = True, None
         warnings.warn(
             f"tosa_vk: the built-in kernel library {self.path} {why}; compiling with glslc instead "
-            "(rebuild it: python -m tosa_vk.conformance.shipped build)",
+            "(rebuild it: python -m tosa_vk.tools.conformance.shipped build)",
             RuntimeWarning,
             stacklevel=3,
         )

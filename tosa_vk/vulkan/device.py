@@ -27,8 +27,8 @@ from typing import Any
 import vulkan as vk
 
 from .. import device_class
+from ..abi.shader_abi import TEXEL_SAMPLERS
 from ..errors import VulkanError
-from ..shader_abi import TEXEL_SAMPLERS
 from ..target import Target, for_driver
 from . import labels as debug_labels
 from .threads import compute_threads

@@ -15,11 +15,12 @@ import vulkan as vk
 
 from vgf import vk_enums
 
-from .. import spirv, variables
+from ..abi import spirv
 from ..errors import TosaError
+from ..ir import variables
+from ..ir.variables import Variable, begin_run
 from ..program import Branch, Host, Kernel, Loop, Program, StateCheck, walk
 from ..timeout import checked_timeout, overrun_text
-from ..variables import Variable, begin_run
 from .device import Device, VulkanError
 from .memory import Arena, DeviceBuffer, align
 from .pipelines import Pipeline, Pipelines, bound_descriptors, kernel_layout
@@ -48,7 +49,7 @@ class Span(NamedTuple):
 
 
 class Runtime:
-    """`host` runs the program's Host steps (tosa_vk/host_kernels.py; the Vulkan layer imports no backend);
+    """`host` runs the program's Host steps (tosa_vk/reference/host_kernels.py; the Vulkan layer imports no backend);
     `pipeline_data` seeds the driver's pipeline cache (Pipelines); `check_all`: every kernel's interface is checked
     against its module before any pipeline is made, not only a model's own shaders' (a program from the program
     cache, whose built-in kernels could have been rewritten). `pipelines`: another Runtime's of the same program on
@@ -256,8 +257,8 @@ class Runtime:
 
     def _check_interface(self, step: Kernel) -> None:
         bound = bound_descriptors(len(step.bindings), step.slots, step.descriptors)
-        # a registered declaration's kernel is compiled with LOCAL_SIZE_X/Y/Z (tosa_vk/lower/custom.py): its group
-        # counts assume that workgroup size, which a shader that hard-codes another would silently break
+        # a registered declaration's kernel is compiled with LOCAL_SIZE_X/Y/Z (tosa_vk/stages/lower/custom.py): its
+        # group counts assume that workgroup size, which a shader that hard-codes another would silently break
         defines = dict(step.defines)
         declared = None
         if "LOCAL_SIZE_X" in defines:

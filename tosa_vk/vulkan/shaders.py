@@ -11,13 +11,13 @@ Variants are compiled several per glslc process (one process costs ~90 ms, one m
 glslang process. A cache entry is `<key>.spv` with a `<key>.sha256` of its bytes, written atomically; an entry whose
 bytes do not match its hash (or lack the SPIR-V magic) is treated as missing and rebuilt, so a damaged cache can
 never feed a bad module to the driver. The folder is created private (0700) and read like the program cache's
-(tosa_vk/cache_files.py): only regular files owned by this user, size-capped; a folder others may write is not used
-at all (one warning).
+(tosa_vk/store/cache_files.py): only regular files owned by this user, size-capped; a folder others may write is not
+used at all (one warning).
 
 Custom-op kernels (tosa.CUSTOM) bring their own GLSL text (`Variant.text`, cached by the same content hash; glslc
 errors name the operator) or ready SPIR-V (`Variant.spirv`, checked with spirv-val once, never compiled).
 GLSL from a model (payloads, VGF COMPUTE modules, program-cache entries: any text that is not a registered op's own
-shader) never opens a file: it must pass the preprocessor gate (tosa_vk/glsl_preprocessor.py), and glslc compiles
+shader) never opens a file: it must pass the preprocessor gate (tosa_vk/abi/glsl_preprocessor.py), and glslc compiles
 it in a call of its own, without include paths, whose dependency list must name nothing but the source, from a fresh
 private folder holding only the sources, under a short time limit and a memory limit (a gate that missed a spelling
 still cannot hang a load on a FIFO or grow the compiler on /dev/zero); a variant's shader name, defines and
@@ -35,12 +35,12 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from .. import spirv as spirv_reader
-from ..cache_files import PRIVATE_FILE, RULE, make_private, read_private, untrusted
+from ..abi import spirv as spirv_reader
+from ..abi.glsl_preprocessor import refusal
 from ..errors import ShaderError
-from ..files import write_atomic
-from ..glsl_preprocessor import refusal
 from ..paths import SHADER_ROOT, cache_root
+from ..store.cache_files import PRIVATE_FILE, RULE, make_private, read_private, untrusted
+from ..store.files import write_atomic
 from . import glsl_compiler
 from .variant import GLSLC_FLAGS, SPIRV_MAGIC, TARGET_ENV, Variant, source_digest
 

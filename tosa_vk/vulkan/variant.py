@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 
 from .. import custom
+from ..abi.shader_abi import PRELUDE
 from ..errors import ShaderError
 from ..paths import SHADER_ROOT
 from ..program import Kernel, walk
-from ..shader_abi import PRELUDE
 
 SPIRV_MAGIC = 0x07230203
 TARGET_ENV = "vulkan1.2"

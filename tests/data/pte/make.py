@@ -26,9 +26,9 @@ import torch
 from torch import nn
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[2]))  # tosa_vk's own export helper (tosa_vk/torch_export.py)
+sys.path.insert(0, str(HERE.parents[2]))  # tosa_vk's own export helper (tosa_vk/tools/torch_export.py)
 
-from tosa_vk.torch_export import export_pte  # noqa: E402
+from tosa_vk.tools.torch_export import export_pte  # noqa: E402
 
 
 class CNN(nn.Module):

@@ -1,0 +1,191 @@
+"""PyTorch -> ExecuTorch program (.pte) through ExecuTorch's Arm TOSA partitioner, and `tosa_vk.from_torch`: the
+`torch` extra's one export path (tests/data/pte/make.py makes the committed .pte fixtures with it too).
+
+Needs torch and executorch (pip install 'tosa_vk[torch]'); imported only when called. The steps, each ExecuTorch's
+own API: torch.export; for int8, the Arm TOSAQuantizer's symmetric config (prepare_pt2e, calibration, convert_pt2e)
+and a second export; to_edge_transform_and_lower with the TOSAPartitioner (TOSA-1.0+FP or TOSA-1.0+INT); to_executorch.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ..errors import TosaError
+from ..store.files import write_atomic
+
+if TYPE_CHECKING:
+    from ..backends.model import Model
+
+FP_SPEC = "TOSA-1.0+FP"
+INT_SPEC = "TOSA-1.0+INT"
+INSTALL = "pip install 'tosa_vk[torch]' (torch==2.13.0 CPU, executorch==1.5.1, tosa-tools)"
+
+
+def _torch():
+    try:
+        import executorch  # noqa: F401
+        import torch
+    except ImportError as err:
+        raise TosaError(f"from PyTorch needs torch and executorch ({err.name} is missing): {INSTALL}") from None
+    return torch
+
+
+class Exported(NamedTuple):
+    """An export's result: the program's bytes, and `eager`, the PyTorch module it matches: the module itself for
+    float, the quantized (convert_pt2e) module for int8 — PyTorch's own int8 arithmetic, simulated in float."""
+
+    pte: bytes
+    eager: Callable[..., Any]
+
+
+def export_pte(
+    module: Any,
+    example_inputs: Sequence[Any],
+    *,
+    quantize: Iterable[Sequence[Any]] | None = None,
+    host_ops: Sequence[str] = (),
+    delegate: str = "tosa",
+) -> Exported:
+    """`module` (a torch.nn.Module, put in eval mode) as an ExecuTorch program's bytes. `quantize`: calibration
+    batches (each a tuple of inputs like `example_inputs`) to quantize to int8 with the Arm quantizer; None for
+    float. `host_ops`: aten operator names ("hardtanh") the partitioner must leave on the host. `delegate`: "tosa"
+    (ExecuTorch's Arm TOSA partitioner: TOSA flatbuffers) or "vgf" (its VGF partitioner: model-converter's VGF
+    containers; needs ai-ml-sdk-model-converter)."""
+    torch = _torch()
+    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+    from torch.fx.passes.operator_support import OperatorSupportBase
+
+    if delegate == "tosa":
+        from executorch.backends.arm.tosa.compile_spec import TosaCompileSpec as Spec
+        from executorch.backends.arm.tosa.partitioner import TOSAPartitioner as Partitioner
+    elif delegate == "vgf":
+        from executorch.backends.arm.vgf import VgfCompileSpec as Spec
+        from executorch.backends.arm.vgf import VgfPartitioner as Partitioner
+    else:
+        raise TosaError(f"delegate= takes 'tosa' or 'vgf', got {delegate!r}")
+    inputs = tuple(example_inputs)
+    module = module.eval()
+    spec = Spec(FP_SPEC if quantize is None else INT_SPEC)
+    exported = torch.export.export(module, inputs)
+    eager = module
+    if quantize is not None:
+        from executorch.backends.arm.quantizer.arm_quantizer import (
+            TOSAQuantizer,
+            get_symmetric_quantization_config,
+        )
+        from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+        quantizer = TOSAQuantizer(spec)
+        quantizer.set_global(get_symmetric_quantization_config())
+        prepared = prepare_pt2e(exported.module(check_guards=False), quantizer)
+        with torch.no_grad():
+            for batch in quantize:
+                prepared(*batch)
+        eager = convert_pt2e(prepared)
+        exported = torch.export.export(eager, inputs)
+
+    names = tuple(host_ops)
+
+    class KeepOnHost(OperatorSupportBase):
+        def is_node_supported(self, submodules, node) -> bool:
+            target = str(node.target)
+            return not any(f"aten.{n}." in target for n in names)
+
+    partitioner = Partitioner(spec, additional_checks=[KeepOnHost()] if names else None)
+    edge = to_edge_transform_and_lower(
+        exported, partitioner=[partitioner], compile_config=EdgeCompileConfig(_check_ir_validity=False)
+    )
+    return Exported(bytes(edge.to_executorch().buffer), eager)
+
+
+def from_torch(
+    module: Any,
+    example_inputs: Sequence[Any],
+    *,
+    quantize: bool | Iterable[Sequence[Any]] = False,
+    save: str | Path | None = None,
+    backend: str | None = None,
+    host_ops: Sequence[str] = (),
+    delegate: str = "tosa",
+    **options: Any,
+) -> Model:
+    """A PyTorch module as a running tosa_vk Model, in one call: exported through ExecuTorch's Arm TOSA partitioner
+    (export_pte) and loaded like a .pte (tosa_vk.load), its TOSA delegates on `backend`. The Model takes and returns
+    float arrays named after the module's forward arguments (outputs: output_0, ...).
+
+    quantize: False for float (TOSA-1.0+FP); True to quantize to int8 calibrated on `example_inputs`, or calibration
+    batches (an iterable of input tuples). save: a folder to write model.pte, each delegate's TOSA graph
+    (delegate_<i>.tosa), the inputs, PyTorch eager's outputs (for int8: the quantized module's) and a desc.json, so
+    `tosa-vk run --test-desc <save>/desc.json --compare` checks the program against eager. `host_ops`: aten operator
+    names the partitioner must leave on the host; `delegate`: "tosa" or "vgf" (ExecuTorch's Arm TOSA or VGF
+    partitioner); `options`: the backend's load options."""
+    import inspect
+
+    torch = _torch()
+    from ..session import load_pte
+
+    inputs = tuple(example_inputs)
+    if quantize is True:
+        calibration: Iterable[Sequence[Any]] | None = [inputs]
+    elif quantize is False or quantize is None:
+        calibration = None
+    else:
+        calibration = quantize
+    exported = export_pte(module, inputs, quantize=calibration, host_ops=host_ops, delegate=delegate)
+    try:
+        params = list(inspect.signature(module.forward).parameters.values())
+        names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][: len(inputs)]
+    except (TypeError, ValueError):
+        names = []
+    if len(names) != len(inputs):
+        names = [f"input_{i}" for i in range(len(inputs))]
+    folder = Path(save) if save is not None else Path(tempfile.mkdtemp(prefix="tosa_vk_torch_"))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "model.pte"
+    write_atomic(path, exported.pte, overwrite=True, what="the ExecuTorch program")
+    try:
+        model = load_pte(path, backend, options, input_names=names)
+    finally:
+        if save is None:
+            shutil.rmtree(folder, ignore_errors=True)
+    if save is not None:
+        with torch.no_grad():
+            eager = exported.eager(*inputs)
+        _write_desc(folder, model, [t.detach().numpy() for t in inputs], _flat(eager))
+    return model
+
+
+def _flat(outputs: Any) -> list[Any]:
+    """A module's outputs (a tensor, or nested tuples / lists of them) as numpy arrays, in order."""
+    if isinstance(outputs, (tuple, list)):
+        return [a for o in outputs for a in _flat(o)]
+    return [outputs.detach().numpy()]
+
+
+def _write_desc(folder: Path, model: Any, inputs: list[Any], eager: list[Any]) -> None:
+    """from_torch(save=...)'s files: each delegate's .tosa, the inputs, eager's outputs and a desc.json naming them
+    (Arm's conformance layout: `run --compare` writes ofm_file results and reads expected_result_file). Named as
+    the .pte names them when loaded from the file (input_0, ..., output_0, ...: it keeps no argument names)."""
+    import numpy as np
+
+    from ..ir import save_graph
+
+    for i, delegate in enumerate(model.delegates):
+        save_graph(delegate.graph, folder / f"delegate_{i}.tosa")
+    names = [f"input_{i}" for i in range(len(inputs))]
+    outputs = [f"output_{i}" for i in range(len(eager))]
+    desc: dict[str, Any] = {"tosa_file": "model.pte", "ifm_name": names, "ifm_file": [], "ofm_name": outputs,
+                            "ofm_file": [], "expected_result_file": []}  # fmt: skip
+    for name, value in zip(names, inputs):
+        np.save(folder / f"{name}.npy", value)
+        desc["ifm_file"].append(f"{name}.npy")
+    for name, value in zip(outputs, eager):
+        np.save(folder / f"eager_{name[len('output_') :]}.npy", value)
+        desc["ofm_file"].append(f"result_{name[len('output_') :]}.npy")
+        desc["expected_result_file"].append(f"eager_{name[len('output_') :]}.npy")
+    (folder / "desc.json").write_text(json.dumps(desc, indent=1) + "\n")
