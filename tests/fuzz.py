@@ -1,7 +1,7 @@
 """Mutation fuzzers for what tosa_vk reads from untrusted files (issue 15): .tosa graphs, .vgf containers (COMPUTE
 segments, and GRAPH segments as Arm's model-converter writes them) and com.arm.VulkanCustomShader payloads.
 
-    bash scripts/fuzz.sh tosa|vgf|graph|payload|glsl|cache N [--seed S] [--hang-s T] [--json report.json]
+    bash scripts/fuzz.sh tosa|vgf|graph|payload|glsl|cache|pte N [--seed S] [--hang-s T] [--json report.json]
 
 `graph` mutates the SPIR-V words of GRAPH segments' modules (model-converter's and tosa_vk's exports), which
 tosa_vk decodes into a graph (tosa_vk/formats/spirv_graph) before compiling it; `vgf` mutates the container's structure.
@@ -13,6 +13,8 @@ noise), and runs it on each path a model's GLSL takes: a payload in a .tosa, a V
 from bytes (what a program-cache entry holds). The files hold an identifier (an include shows in glslc's
 messages) or a number (an include shows in the outputs); either in a message or an output is `wrong`.
 TOSA_VK_FUZZ_GLSL_GATE=off switches the preprocessor gate off, to measure glslc's dependency check alone.
+Before those route cases (the first GLSL_ROUTE_CASES of N), `glsl` runs the differential fuzzer of issue 46 over N
+generated sources (tests/fuzz_glsl.py): no source the gate passes may make glslc or glslang open a file.
 
 Each case mutates one seed file (seeded by case number: reproducible) and runs it as `tosa-vk run` would: load on
 Vulkan, run with deterministic inputs, read the outputs. Outcomes:
@@ -34,6 +36,9 @@ write — and loads the model through that cache as `tosa_vk.load(path, cache_di
 because of an entry (any exception from it is a traceback); outputs must be the uncached ones, except where a
 consistent rewrite of the Program itself was run ("changed": the entry says to compute something else, which only
 someone who may write the private folder can make it say; its run may then also fail cleanly: "error").
+
+`pte` mutates the committed ExecuTorch programs (issue 46): schema-aware edits and bytes, each through `tosa-vk info`,
+load and run on both backends (tests/fuzz_pte.py says how).
 
 Cases run in a worker subprocess that is restarted after a crash or a hang; the parent only counts.
 """
@@ -60,7 +65,7 @@ from typing import Any
 
 import numpy as np
 
-KINDS = ("tosa", "vgf", "graph", "payload", "glsl", "cache")
+KINDS = ("tosa", "vgf", "graph", "payload", "glsl", "cache", "pte")
 OUTCOMES = ("ok", "changed", "error", "wrong", "traceback", "crash", "hang")
 MAX_ELEMENTS = 1 << 22  # a mutated graph with bigger tensors is loaded, not run (its feeds alone would be GBs)
 INTERESTING = (0, 1, 2, 3, 4, 7, 8, 16, 64, 255, 256, 0x7F, 0x80, 0xFF, 0x7FFF, 0xFFFF, 0x7FFFFFFF, 0x80000000,
@@ -117,6 +122,10 @@ def _seed_graphs(work: Path) -> dict:
 
 def make_seeds(kind: str, work: Path) -> list[Path]:
     """The seed files of a kind, written into `work`."""
+    if kind == "pte":  # the committed ExecuTorch programs (tests/fuzz_pte.py)
+        import fuzz_pte
+
+        return fuzz_pte.seeds()
     import tosa_vk
     from tosa_vk.formats.vgf_export import export_vgf
 
@@ -896,9 +905,12 @@ def worker_main(kind: str, work: Path, seed: int) -> None:
     seeds = [Path(p) for p in json.loads((work / "seeds.json").read_text())]
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # stray prints must not corrupt the protocol
-    worker: Worker | CacheWorker = (
-        CacheWorker(work, seeds, seed) if kind == "cache" else Worker(kind, work, seeds, seed)
-    )
+    if kind == "pte":
+        from fuzz_pte import PteWorker
+
+        worker: Any = PteWorker(work, seeds, seed)
+    else:
+        worker = CacheWorker(work, seeds, seed) if kind == "cache" else Worker(kind, work, seeds, seed)
     out.write(json.dumps({"ready": True}) + "\n")
     for line in sys.stdin:
         i = int(line)
@@ -969,8 +981,27 @@ class Runner:
         return reply["outcome"], reply["detail"]
 
 
+GLSL_ROUTE_CASES = 150  # end-to-end GLSL cases per `glsl` run (after its N differential sources)
+
+
 def fuzz(kind: str, n: int, seed: int = 0, hang_s: float = 120.0, start: int = 0, log=None) -> dict:
-    """Runs cases start..start+n-1 of a kind; returns {"counts": {outcome: n}, "findings": [...], "seconds"}."""
+    """Runs cases start..start+n-1 of a kind; returns {"counts": {outcome: n}, "findings": [...], "seconds"}; for
+    `glsl` also "differential": fuzz_glsl's table over n sources, whose findings join the report's."""
+    if kind != "glsl":
+        return _fuzz(kind, n, seed, hang_s, start, log)
+    from fuzz_glsl import differential
+
+    diff = differential(n, seed, start, log)
+    report = _fuzz(kind, min(n, GLSL_ROUTE_CASES), seed, hang_s, start, log)
+    for f in diff["findings"]:
+        report["counts"][f["outcome"]] += 1
+    report["findings"] = diff["findings"] + report["findings"]
+    report["differential"] = diff
+    report["seconds"] = round(report["seconds"] + diff["seconds"], 1)
+    return report
+
+
+def _fuzz(kind: str, n: int, seed: int, hang_s: float, start: int, log) -> dict:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"tosa_vk_fuzz_{kind}_") as tmp:
         work = Path(tmp)
@@ -1018,7 +1049,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
     counts = report["counts"]
-    print(f"{args.kind}: {args.n} cases in {report['seconds']} s: " + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES))
+    if "differential" in report:
+        from fuzz_glsl import table_text
+
+        print(f"{args.kind}: {args.n} generated sources, the gate against glslc / glslang:")
+        print(table_text(report["differential"]))
+    print(
+        f"{args.kind}: {report['cases']} cases in {report['seconds']} s: "
+        + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES)
+    )
     for f in report["findings"][:50]:
         print(f"  case {f['case']}: {f['outcome']}: {f['detail']}")
     bad = sum(counts[o] for o in ("wrong", "traceback", "crash", "hang"))

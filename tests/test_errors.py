@@ -19,6 +19,9 @@ NOT_USER_ERRORS = {
     # raised in the Arm SDK worker, a script run by an interpreter that need not have tosa_vk installed; bench
     # catches it (bench/runners.py) and reports the anchor as unavailable
     "tosa_vk.tools.bench.anchors.arm_sdk.ArmSdkError",
+    # SIGTERM unwinding the MLIR serializer's private folder (ir/mlir.py); the process then ends by SIGTERM itself,
+    # so no caller ever sees it
+    "tosa_vk.ir.mlir._Terminated",
 }
 
 

@@ -5,6 +5,7 @@ and has its dependency list checked. No message quotes the file."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import numpy as np
@@ -162,3 +163,108 @@ def test_model_glsl_errors_still_name_the_line():
     variant = shader_tools.Variant("custom:t", (), text=text, op="CUSTOM #0")
     with pytest.raises(shader_tools.ShaderError, match="undeclared_thing"):
         shader_tools.compile_variants([variant])
+
+
+# ---- issue 46: the gate is an allow-list over the preprocessor's tokens -------------------------------------------
+
+HIDERS = ['#define X "/*"', '#pragma message("/*")', '#error "/*"', '#define Y "//"']
+
+
+@pytest.mark.parametrize("hider", HIDERS)
+def test_a_string_cannot_hide_an_include_from_the_gate(tmp_path, hider):
+    """Before, the gate read `"/*"` as a comment opener and passed the #include after it; glslc then opened the FIFO
+    (a load hung until the tool timeout; here the watcher lets it go and counts it)."""
+    from fuzz_glsl import Watch
+
+    watch = Watch(tmp_path, 1)
+    try:
+        source = SCALE_ADD.replace(
+            "layout(local",
+            f'{hider}\n#extension GL_GOOGLE_include_directive : enable\n#include "{watch.paths[0]}"\nlayout(local',
+        )
+        assert refusal(source) is not None
+        variant = shader_tools.Variant("custom:t", (), text=source, op="CUSTOM #0")
+        with pytest.raises(shader_tools.ShaderError, match="double quote|may not #include"):
+            shader_tools.compile_variants([variant])
+    finally:
+        watch.close()
+    assert watch.opened == 0
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        '// a "quoted" word\n',
+        "#pragma foo\n",
+        "#pragma include(x)\n",
+        "#pragma once\n",
+        "#line 3 7\n",
+        "#line X\n",
+        "#ident x\n",
+        "#version 450 foo\n",
+        "int a = 1 # 2;\n",
+        "#if 1 # 2\n#endif\n",
+        "// caf\u00e9\n",
+        "float a;\x85\n",
+        "float a;\v\n",
+        "#extension GL_ARB_shading_language_include : enable\n",
+        "#in\\\nclude <x.glsl>\n",
+    ],
+)
+def test_gate_refuses_what_model_glsl_has_no_use_for(source):
+    assert refusal(source) is not None
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "#pragma optimize(off)\n#pragma debug(on)\n#pragma STDGL invariant(all)\n",
+        "#line 12\n",
+        "// don't, won't\n",
+        "#define CAT(a, b) a##b\n#\n#undef CAT\n",
+        "#extension GL_EXT_shader_explicit_arithmetic_types : require\n",
+        "#ifdef X\n#elif 1\n#else\n#endif\n#error stop here\n",
+    ],
+)
+def test_gate_passes_what_model_glsl_uses(source):
+    assert refusal(SCALE_ADD.replace("layout(local", source + "layout(local", 1)) is None
+
+
+# ---- issue 46: where the compiler runs on a model's GLSL ------------------------------------------------------------
+
+
+def test_compiler_on_model_glsl_runs_under_a_memory_limit(tmp_path):
+    done = shader_tools._run_compiler(["sh", "-c", "ulimit -v"], tmp_path, model=True)
+    assert int(done.stdout) * 1024 == shader_tools.MODEL_MEMORY
+    assert shader_tools._run_compiler(["sh", "-c", "ulimit -v"], tmp_path, model=False).stdout.strip() == "unlimited"
+
+
+@pytest.mark.parametrize("tool", ["glslc", "glslang"])
+def test_a_fifo_the_gate_missed_stops_the_compile_in_time(tmp_path, monkeypatch, tool):
+    """With the gate switched off, an include of a FIFO nobody writes blocks the compiler: the model's compile stops
+    at its own short limit with a ShaderError naming the op (before, the tool timeout was 120 s). (glslang was seen,
+    once, to give up on the FIFO at once instead: a clean error naming the op too.)"""
+    if tool == "glslc" and shader_tools.glsl_compiler.glslc() is None:
+        pytest.skip("no glslc")
+    fifo = tmp_path / "f.glsl"
+    os.mkfifo(fifo)
+    monkeypatch.setattr(shader_tools, "refusal", lambda source: None)
+    monkeypatch.setattr(shader_tools, "MODEL_TIMEOUT_S", 2)
+    text = SCALE_ADD.replace(
+        "layout(local", f'#extension GL_GOOGLE_include_directive : enable\n#include "{fifo}"\nlayout(local'
+    )
+    variant = shader_tools.Variant("custom:t", (), text=text, op="CUSTOM #0")
+    run = shader_tools._glslc if tool == "glslc" else shader_tools._glslang
+    with pytest.raises(
+        shader_tools.ShaderError, match=r"did not finish within 2 s \(CUSTOM #0|CUSTOM #0 \[t\]:3: '#include'"
+    ):
+        run([variant], **({"includes": False} if tool == "glslc" else {}))
+
+
+def test_a_dev_zero_include_the_gate_missed_ends_in_an_error(monkeypatch):
+    """/dev/zero grew the compiler past 1 GB before; under the address-space limit it fails instead."""
+    monkeypatch.setattr(shader_tools, "refusal", lambda source: None)
+    monkeypatch.setattr(shader_tools, "MODEL_MEMORY", 256 << 20)
+    text = SCALE_ADD.replace("layout(local", '#include "/dev/zero"\nlayout(local')
+    with pytest.raises(shader_tools.ShaderError):
+        shader_tools.compile_variants([shader_tools.Variant("custom:t", (), text=text, op="CUSTOM #0")])

@@ -262,3 +262,135 @@ def test_a_graph_only_command_points_at_what_takes_a_pte(capsys):
 
     assert main(["placement", str(DATA / "cnn_fp32" / "model.pte")]) == 2
     assert "an ExecuTorch program (.pte): tosa_vk.load() and tosa-vk run / info take it" in capsys.readouterr().err
+
+
+# ---- issue 46: every index the reader follows is checked when the file is read ----------------------------------
+
+
+def _edited(tmp_path: Path, name: str, edit) -> Path:
+    """The committed program `name` with edit(plan) applied to its first execution plan (the schema's object API)."""
+    from fuzz_pte import pack, unpack
+
+    program, segments = unpack((DATA / name / "model.pte").read_bytes())
+    edit(program.executionPlan[0])
+    path = tmp_path / "edited.pte"
+    path.write_bytes(pack(program, segments))
+    return path
+
+
+def _tensor_list(items: list[int], optional: bool = False):
+    from tosa_vk.formats.pte.fbs.EValue import EValueT
+    from tosa_vk.formats.pte.fbs.KernelTypes import KernelTypes
+    from tosa_vk.formats.pte.fbs.OptionalTensorList import OptionalTensorListT
+    from tosa_vk.formats.pte.fbs.TensorList import TensorListT
+
+    value = EValueT()
+    value.val = OptionalTensorListT() if optional else TensorListT()
+    value.val.items = items
+    value.valType = KernelTypes.OptionalTensorList if optional else KernelTypes.TensorList
+    return value
+
+
+def _delegate_call(plan):
+    return next(i.instrArgs for c in plan.chains for i in c.instructions if hasattr(i.instrArgs, "delegateIndex"))
+
+
+def test_edited_program_round_trips(tmp_path):
+    path = _edited(tmp_path, "two_delegates_int8", lambda plan: None)
+    with tosa_vk.load(path, backend="reference") as model:
+        got = model.run(feeds("two_delegates_int8"))
+    with tosa_vk.load(DATA / "two_delegates_int8" / "model.pte", backend="reference") as model:
+        want = model.run(feeds("two_delegates_int8"))
+    assert all(np.array_equal(got[k], want[k]) for k in want)
+
+
+def _as_list(items: list[int], optional: bool = False):
+    """An edit: a delegate's first argument becomes a (optional) tensor list of `items`, appended as a new value."""
+
+    def edit(plan):
+        plan.values.append(_tensor_list(items, optional))
+        call = _delegate_call(plan)
+        call.args = [len(plan.values) - 1, *list(call.args)[1:]]
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (_as_list([99]), r"execution_plan\[0\]\.values\[2\]\.items\[0\]: value index 99 out of range \(3 values\)"),
+        (_as_list([-1]), r"execution_plan\[0\]\.values\[2\]\.items\[0\]: value index -1 in a TensorList"),
+        (_as_list([2]), r"execution_plan\[0\]\.values\[2\]\.items\[0\]: value 2 is a tensor list, not a tensor"),
+        (
+            _as_list([-1], optional=True),
+            r"execution_plan\[0\]\.chains\[0\]\.instructions\[0\]\.delegate_call\.args\[0\]: value 2 is a tensor "
+            r"list with an item left out",
+        ),
+        (
+            lambda plan: setattr(_delegate_call(plan), "args", [0, 99]),
+            r"execution_plan\[0\]\.chains\[0\]\.instructions\[0\]\.delegate_call\.args\[1\]: value index 99 out of "
+            r"range \(2 values\)",
+        ),
+        (
+            lambda plan: setattr(plan.values[0].val, "dimOrder", [0, 1, 2, 3, 4]),
+            r"execution_plan\[0\]\.values\[0\]\.dim_order: \[0, 1, 2, 3, 4\] is not an order of the 4 dimensions",
+        ),
+        (lambda plan: setattr(plan, "outputs", [5]), r"execution_plan\[0\]\.outputs\[0\]: value index 5 out of range"),
+    ],
+    ids=[
+        "list-item-range",
+        "list-item-none",
+        "list-item-kind",
+        "optional-to-delegate",
+        "delegate-arg",
+        "dim-order",
+        "output",
+    ],  # fmt: skip
+)
+def test_indices_are_checked_when_read(tmp_path, edit, message):
+    """Each index the reader follows is checked at read time: `info` and `load` give one TosaFormatError naming the
+    file and the field (a tensor list's bad item was an IndexError / TypeError at run before)."""
+    from tosa_vk.tools.cli import EXIT_ERROR, main
+
+    path = _edited(tmp_path, "cnn_fp32", edit)
+    with pytest.raises(tosa_vk.TosaFormatError, match=r"edited\.pte: " + message):
+        tosa_vk.load(path, backend="reference")
+    with pytest.raises(tosa_vk.TosaFormatError, match=message):
+        load_program(path)
+    assert main(["info", str(path)]) == EXIT_ERROR
+
+
+def test_values_that_are_not_tensors_where_tensors_are_needed(tmp_path, capsys):
+    """A method input, or a delegate argument, that is a number: one clean error at read time (`info` stopped with
+    an AttributeError, `load` ran into a shape error at run)."""
+    from tosa_vk.tools.cli import EXIT_ERROR, main
+
+    path = _edited(tmp_path, "cnn_int8", lambda plan: setattr(plan, "inputs", [2]))
+    assert main(["info", str(path)]) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert "internal error" not in err and "edited.pte: execution_plan[0].inputs[0]: value 2 is float" in err
+    with pytest.raises(tosa_vk.TosaUnsupportedError, match=r"edited\.pte: execution_plan\[0\]\.inputs\[0\]"):
+        tosa_vk.load(path, backend="reference")
+    path = _edited(tmp_path, "cnn_int8", lambda plan: setattr(_delegate_call(plan), "args", [2, 7]))
+    with pytest.raises(tosa_vk.TosaFormatError, match=r"delegate_call\.args\[0\]: value 2 is float 0\.0"):
+        tosa_vk.load(path, backend="reference")
+
+
+def test_info_parses_each_delegate_once(tmp_path, monkeypatch, capsys):
+    """A plan of ~3,000 calls of its two delegates: `info` reads each delegate's TOSA graph once (it read one per
+    call: 45 s), and the steps still show each call's operator counts."""
+    import tosa_vk.ir.flatbuffer as flatbuffer
+    from tosa_vk.tools.cli import main
+
+    def repeat(plan):
+        chain = plan.chains[0]
+        chain.instructions = chain.instructions * 430
+
+    path = _edited(tmp_path, "two_delegates_int8", repeat)
+    parsed = []
+    real = flatbuffer.read_graph
+    monkeypatch.setattr(flatbuffer, "read_graph", lambda *a, **k: parsed.append(1) or real(*a, **k))
+    assert main(["info", str(path), "--json"]) == 0
+    steps = json.loads(capsys.readouterr().out)["methods"][0]["instructions"]
+    assert len(steps) == 7 * 430 and len(parsed) == 2
+    assert [s["tosa_operators"]["CONV2D"] for s in steps if "delegate" in s] == [1, 2] * 430

@@ -33,7 +33,7 @@ def test_payload_glsl_cannot_include_files():
 
 
 def test_glslc_has_a_time_limit(monkeypatch, tmp_path):
-    monkeypatch.setattr(shader_tools, "TOOL_TIMEOUT_S", 0.001)
+    monkeypatch.setattr(shader_tools, "MODEL_TIMEOUT_S", 0.001)  # (the text is a model's GLSL)
     cache = shader_tools.ShaderCache(tmp_path)
     with pytest.raises(shader_tools.ShaderError, match="did not finish within"):
         cache.get(shader_tools.Variant("x", (), text="#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n"))

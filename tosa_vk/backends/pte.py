@@ -78,11 +78,7 @@ class PteModel(Model):
             from ..vulkan.runtime import ABANDON_AFTER_S
 
             self.settle_s = ABANDON_AFTER_S  # then _release closes the delegates, which stops a runaway shader
-        host_ops.check(plan, file)
-        for name, indices in (("input", plan.inputs), ("output", plan.outputs)):
-            for i in indices:
-                if not isinstance(plan.values[i], TensorValue):
-                    raise TosaUnsupportedError(f"the method's {name} value {i} is not a tensor", file=file)
+        host_ops.check(plan, file)  # (the reader checked every index and that inputs and outputs are tensors)
         self.delegates: list[Model] = []
         try:
             for index, delegate in enumerate(plan.delegates):

@@ -18,14 +18,17 @@ Custom-op kernels (tosa.CUSTOM) bring their own GLSL text (`Variant.text`, cache
 errors name the operator) or ready SPIR-V (`Variant.spirv`, checked with spirv-val once, never compiled).
 GLSL from a model (payloads, VGF COMPUTE modules, program-cache entries: any text that is not a registered op's own
 shader) never opens a file: it must pass the preprocessor gate (tosa_vk/abi/glsl_preprocessor.py), and glslc compiles
-it in a call of its own, without include paths, whose dependency list must name nothing but the source; a variant's
-shader name, defines and specialization names are checked too (a Program read from bytes carries them).
+it in a call of its own, without include paths, whose dependency list must name nothing but the source, from a fresh
+private folder holding only the sources, under a short time limit and a memory limit (a gate that missed a spelling
+still cannot hang a load on a FIFO or grow the compiler on /dev/zero); a variant's shader name, defines and
+specialization names are checked too (a Program read from bytes carries them).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -42,6 +45,8 @@ from . import glsl_compiler
 from .variant import GLSLC_FLAGS, SPIRV_MAGIC, TARGET_ENV, Variant, source_digest
 
 TOOL_TIMEOUT_S = 120  # glslc / spirv-val on one batch: built-in batches take seconds; only a runaway shader hits it
+MODEL_TIMEOUT_S = 20  # the compiler on a model's GLSL: a compute shader takes well under a second
+MODEL_MEMORY = 1 << 30  # bytes of address space for it (glslc and glslang compile the custom-op examples in 256 MiB)
 MAX_MODULE = 1 << 26  # bytes: a SPIR-V cache file past this is not one glslc wrote (built-in modules are < 1 MiB)
 
 
@@ -148,18 +153,10 @@ def _glslang(variants: list[Variant]) -> dict[Variant, bytes]:
             paths = [f"-I{INCLUDE_DIR}", f"-I{SHADER_ROOT}"] if includes else ["--depfile", f"{name}.d"]
             cmd = [compiler.exe, "-V", "--target-env", glsl_compiler.target_env(src), *paths, "-o", f"{name}.spv", name]
             try:
-                done = subprocess.run(
-                    cmd,
-                    cwd=tmpdir,
-                    capture_output=True,
-                    text=True,
-                    errors="replace",
-                    timeout=TOOL_TIMEOUT_S,
-                    env=compiler.env(),
-                )
-            except subprocess.TimeoutExpired:
+                done = _run_compiler(cmd, tmpdir, model=not includes, env=compiler.env())
+            except subprocess.TimeoutExpired as err:
                 raise ShaderError(
-                    f"glslang did not finish within {TOOL_TIMEOUT_S} s ({v.op or v.shader}): a shader that "
+                    f"glslang did not finish within {err.timeout:g} s ({v.op or v.shader}): a shader that "
                     "expands without bound (macro recursion?)"
                 ) from None
             if not includes:  # glslang writes no dependency file when it fails: its messages' files instead
@@ -204,13 +201,11 @@ def _glslc(variants: list[Variant], includes: bool) -> dict[Variant, bytes]:
         paths = ["-I", str(INCLUDE_DIR), "-I", str(SHADER_ROOT)] if includes else ["-MD"]
         cmd = [compiler.exe, *GLSLC_FLAGS, *paths, "-c", *[p.name for _, p in sources]]  # relative: -MD rules so
         try:
-            done = subprocess.run(
-                cmd, cwd=tmpdir, capture_output=True, text=True, errors="replace", timeout=TOOL_TIMEOUT_S
-            )
-        except subprocess.TimeoutExpired:
+            done = _run_compiler(cmd, tmpdir, model=not includes)
+        except subprocess.TimeoutExpired as err:
             names = ", ".join(v.op or v.shader for v, _ in sources[:3])
             raise ShaderError(
-                f"glslc did not finish within {TOOL_TIMEOUT_S} s ({names}): a shader that "
+                f"glslc did not finish within {err.timeout:g} s ({names}): a shader that "
                 "expands without bound (macro recursion?)"
             ) from None
         if not includes:
@@ -226,6 +221,29 @@ def _glslc(variants: list[Variant], includes: bool) -> dict[Variant, bytes]:
         if done.returncode != 0:
             raise ShaderError(_explain(done.stderr, sources))
         return {v: (tmpdir / f"{p.name}.spv").read_bytes() for v, p in sources}  # glslc -c: v0.comp.spv
+
+
+def _run_compiler(
+    cmd: list[str], cwd: Path, model: bool, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """The compiler over sources in `cwd`, a fresh private folder (tempfile's, 0700, removed after) that holds only
+    them; on a model's GLSL with a short time limit and an address-space limit on the child."""
+    return subprocess.run(
+        cmd,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=MODEL_TIMEOUT_S if model else TOOL_TIMEOUT_S,
+        env=env,
+        preexec_fn=_limit_memory if model else None,
+    )
+
+
+def _limit_memory() -> None:
+    """(In the child, before exec: one system call, safe with other threads.) A compiler past it fails to allocate
+    and exits; the load gets its error."""
+    resource.setrlimit(resource.RLIMIT_AS, (MODEL_MEMORY, MODEL_MEMORY))
 
 
 def _dependencies(path: Path) -> list[str] | None:

@@ -4,12 +4,16 @@ and the delegates' processed bytes. Read with the accessors flatc generates from
 
 The file: a flatbuffer whose bytes 8..32 may hold ExecuTorch's extended header ("eh00", its length, the program's
 size, the offset of the data segments that follow it); delegate data and constant tensors live inline in the
-flatbuffer or in those segments. Every length and offset is checked against the file: a defect is one
-TosaFormatError naming the file, never a traceback from the flatbuffer runtime.
+flatbuffer or in those segments. Every length and offset is checked against the file, and every index the plan
+follows (value indices of calls, inputs, outputs and tensor lists; operator and delegate indices; dim orders against
+sizes; tensors where tensors are needed) when it is read: a .pte is untrusted input, and a defect is one
+TosaFormatError naming the file and the field (`m.pte: execution_plan[0].chains[0].instructions[3].delegate_call.
+args[2]: value index 99 out of range (57 values)`), never a traceback later. `info` and `load` share this reader.
 """
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,7 +153,8 @@ class _Reader(BoundedReader):
         if const is not None and const.OffsetsLength():
             n = self.count(const.OffsetsLength(), 8, "constant offsets")
             self.constants = (const.SegmentIndex(), [const.Offsets(i) for i in range(n)])
-        return [self.plan(root.ExecutionPlan(i)) for i in range(self.count(root.ExecutionPlanLength(), 4, "plans"))]
+        n = self.count(root.ExecutionPlanLength(), 4, "execution_plan")
+        return [self.plan(root.ExecutionPlan(i), f"execution_plan[{i}]") for i in range(n)]
 
     def segment(self, index: int, what: str) -> bytes:
         if not 0 <= index < len(self.segments):
@@ -162,85 +167,115 @@ class _Reader(BoundedReader):
             )
         return self.buf[start : start + size]
 
-    def plan(self, p) -> Plan:
+    def plan(self, p, where: str) -> Plan:
         name = _text(p.Name())
-        values = [self.value(p.Values(i), i) for i in range(self.count(p.ValuesLength(), 4, "values"))]
+        values = [self.value(p.Values(i), f"{where}.values[{i}]")
+                  for i in range(self.count(p.ValuesLength(), 4, f"{where}.values"))]  # fmt: skip
         ops = [
             (_text(p.Operators(i).Name()), _text(p.Operators(i).Overload()))
-            for i in range(self.count(p.OperatorsLength(), 4, "operators"))
+            for i in range(self.count(p.OperatorsLength(), 4, f"{where}.operators"))
         ]
-        delegates = [self.delegate(p.Delegates(i)) for i in range(self.count(p.DelegatesLength(), 4, "delegates"))]
+        delegates = [self.delegate(p.Delegates(i), f"{where}.delegates[{i}]")
+                     for i in range(self.count(p.DelegatesLength(), 4, f"{where}.delegates"))]  # fmt: skip
+        for i, v in enumerate(values):
+            if isinstance(v, TensorListValue):
+                self.tensors(v.items, values, f"{where}.values[{i}].items")
         instructions: list[Kernel | DelegateRun] = []
-        for c in range(self.count(p.ChainsLength(), 4, "chains")):
+        for c in range(self.count(p.ChainsLength(), 4, f"{where}.chains")):
             chain = p.Chains(c)
-            for i in range(self.count(chain.InstructionsLength(), 4, "instructions")):
-                instructions.append(self.instruction(chain.Instructions(i), ops, len(delegates), len(values)))
-        inputs = self.indices(p.InputsAsNumpy() if p.InputsLength() else [], len(values), "plan inputs")
-        outputs = self.indices(p.OutputsAsNumpy() if p.OutputsLength() else [], len(values), "plan outputs")
+            at = f"{where}.chains[{c}].instructions"
+            for i in range(self.count(chain.InstructionsLength(), 4, at)):
+                instructions.append(self.instruction(chain.Instructions(i), ops, delegates, values, f"{at}[{i}]"))
+        inputs = self.indices(p.InputsAsNumpy() if p.InputsLength() else [], values, f"{where}.inputs")
+        outputs = self.indices(p.OutputsAsNumpy() if p.OutputsLength() else [], values, f"{where}.outputs")
+        for what, indices in (("inputs", inputs), ("outputs", outputs)):
+            for i, v in enumerate(indices):  # tosa_vk runs methods of tensors (info and load show their shapes)
+                if not isinstance(values[v], TensorValue):
+                    raise TosaUnsupportedError(
+                        f"{where}.{what}[{i}]: value {v} is {_kind(values[v])}, not a tensor (tosa_vk runs methods "
+                        "whose inputs and outputs are tensors)"
+                    )
         return Plan(name, values, inputs, outputs, instructions, delegates)
 
-    def indices(self, items, n: int, what: str) -> tuple[int, ...]:
+    def indices(self, items, values: list, what: str) -> tuple[int, ...]:
+        """Value indices, each checked against the plan's values."""
         out = tuple(int(i) for i in items)
         self.count(len(out), 0, what)
-        bad = [i for i in out if not 0 <= i < n]
-        if bad:
-            raise TosaFormatError(f"corrupt flatbuffer: {what} name value {bad[0]} of {n}")
+        for i, v in enumerate(out):
+            if not 0 <= v < len(values):
+                raise TosaFormatError(f"{what}[{i}]: value index {v} out of range ({len(values)} values)")
         return out
 
-    def instruction(self, ins, ops, n_delegates: int, n_values: int) -> Kernel | DelegateRun:
+    def tensors(self, items: tuple[int | None, ...], values: list, what: str) -> None:
+        """A tensor list's members: each a tensor value (None: an optional left out)."""
+        for i, v in enumerate(items):
+            if v is None:
+                continue
+            if not 0 <= v < len(values):
+                raise TosaFormatError(f"{what}[{i}]: value index {v} out of range ({len(values)} values)")
+            if not isinstance(values[v], TensorValue):
+                raise TosaFormatError(f"{what}[{i}]: value {v} is {_kind(values[v])}, not a tensor")
+
+    def instruction(self, ins, ops, delegates: list[Delegate], values: list, where: str) -> Kernel | DelegateRun:
         kind = ins.InstrArgsType()
         table = ins.InstrArgs()
+        if kind in (InstructionArguments.KernelCall, InstructionArguments.DelegateCall) and table is None:
+            raise TosaFormatError(f"{where}: instruction of kind {kind} without its arguments")
         if kind == InstructionArguments.KernelCall:
             call = KernelCall.KernelCall()
             call.Init(table.Bytes, table.Pos)
             if not 0 <= call.OpIndex() < len(ops):
-                raise TosaFormatError(f"corrupt flatbuffer: a kernel call of operator {call.OpIndex()} of {len(ops)}")
+                raise TosaFormatError(f"{where}.kernel_call.op_index: operator {call.OpIndex()} out of range "
+                                      f"({len(ops)} operators)")  # fmt: skip
             name, overload = ops[call.OpIndex()]
-            args = self.indices(call.ArgsAsNumpy() if call.ArgsLength() else [], n_values, f"{name}'s arguments")
+            args = self.indices(call.ArgsAsNumpy() if call.ArgsLength() else [], values, f"{where}.kernel_call.args")
             return Kernel(name, overload, args)
         if kind == InstructionArguments.DelegateCall:
             dcall = DelegateCall.DelegateCall()
             dcall.Init(table.Bytes, table.Pos)
-            if not 0 <= dcall.DelegateIndex() < n_delegates:
-                raise TosaFormatError(
-                    f"corrupt flatbuffer: a call of delegate {dcall.DelegateIndex()} of {n_delegates}"
-                )
-            args = self.indices(dcall.ArgsAsNumpy() if dcall.ArgsLength() else [], n_values, "a delegate's arguments")
+            if not 0 <= dcall.DelegateIndex() < len(delegates):
+                raise TosaFormatError(f"{where}.delegate_call.delegate_index: delegate {dcall.DelegateIndex()} out "
+                                      f"of range ({len(delegates)} delegates)")  # fmt: skip
+            at = f"{where}.delegate_call.args"
+            args = self.indices(dcall.ArgsAsNumpy() if dcall.ArgsLength() else [], values, at)
+            for i, v in enumerate(args):  # a delegate takes and writes tensors (a list: its members, in order)
+                if not isinstance(values[v], (TensorValue, TensorListValue)):
+                    raise TosaFormatError(f"{at}[{i}]: value {v} is {_kind(values[v])}, not a tensor")
+                if isinstance(values[v], TensorListValue) and None in values[v].items:
+                    raise TosaFormatError(f"{at}[{i}]: value {v} is a tensor list with an item left out")
             return DelegateRun(dcall.DelegateIndex(), args)
         names = {v: k for k, v in vars(InstructionArguments).items() if not k.startswith("_")}
-        raise TosaUnsupportedError(f"instruction {names.get(kind, kind)} (control flow or memory moves in the plan)")
+        raise TosaUnsupportedError(
+            f"{where}: instruction {names.get(kind, kind)} (control flow or memory moves in the plan)"
+        )
 
-    def delegate(self, d) -> Delegate:
+    def delegate(self, d, where: str) -> Delegate:
         backend = _text(d.Id())
         ref = d.Processed()
         if ref is None:
-            raise TosaFormatError(f"delegate {backend!r} has no processed data")
+            raise TosaFormatError(f"{where} ({backend!r}).processed: missing")
         if ref.Location() == DataLocation.SEGMENT:
-            data = self.segment(ref.Index(), f"delegate {backend!r}")
+            data = self.segment(ref.Index(), f"{where} ({backend!r}).processed")
         else:
             n = self.root.BackendDelegateDataLength()
             if not 0 <= ref.Index() < n:
-                raise TosaFormatError(f"delegate {backend!r}: inline data {ref.Index()} of {n}")
+                raise TosaFormatError(f"{where} ({backend!r}).processed.index: inline data {ref.Index()} out of "
+                                      f"range ({n} in backend_delegate_data)")  # fmt: skip
             inline: BackendDelegateInlineData.BackendDelegateInlineData = self.root.BackendDelegateData(ref.Index())
             data = inline.DataAsNumpy().tobytes() if inline.DataLength() else b""
         specs = {}
-        for i in range(self.count(d.CompileSpecsLength(), 4, "compile specs")):
+        for i in range(self.count(d.CompileSpecsLength(), 4, f"{where}.compile_specs")):
             spec = d.CompileSpecs(i)
             specs[_text(spec.Key())] = spec.ValueAsNumpy().tobytes() if spec.ValueLength() else b""
         return Delegate(backend, bytes(data), specs)
 
-    def value(self, ev, index: int) -> Any:
+    def value(self, ev, where: str) -> Any:
         kind, table = ev.ValType(), ev.Val()
         if kind == KernelTypes.NONE or kind == KernelTypes.Null:
             return None
-        classes = {KernelTypes.Int: Int.Int, KernelTypes.Bool: Bool.Bool, KernelTypes.Double: Double.Double,
-                   KernelTypes.String: String.String, KernelTypes.IntList: IntList.IntList,
-                   KernelTypes.DoubleList: DoubleList.DoubleList, KernelTypes.BoolList: BoolList.BoolList,
-                   KernelTypes.TensorList: TensorList.TensorList, KernelTypes.Tensor: fb_tensor.Tensor,
-                   KernelTypes.OptionalTensorList: OptionalTensorList.OptionalTensorList}  # fmt: skip
-        if kind not in classes or table is None:
-            raise TosaFormatError(f"corrupt flatbuffer: value {index} has kind {kind}")
-        obj: Any = classes[kind]()
+        if kind not in _VALUE_CLASSES or table is None:
+            raise TosaFormatError(f"{where}: value of kind {kind}" + ("" if table is None else " (not in the schema)"))
+        obj: Any = _VALUE_CLASSES[kind]()
         obj.Init(table.Bytes, table.Pos)
         if kind == KernelTypes.Int:
             return int(obj.IntVal())
@@ -251,43 +286,69 @@ class _Reader(BoundedReader):
         if kind == KernelTypes.String:
             return _text(obj.StringVal())
         if kind in (KernelTypes.IntList, KernelTypes.DoubleList, KernelTypes.BoolList):
-            n = self.count(obj.ItemsLength(), 1, f"value {index}")
+            n = self.count(obj.ItemsLength(), 1, f"{where}.items")
             return [obj.Items(i) for i in range(n)]
         if kind in (KernelTypes.TensorList, KernelTypes.OptionalTensorList):
-            n = self.count(obj.ItemsLength(), 4, f"value {index}")
-            return TensorListValue(tuple(None if obj.Items(i) < 0 else int(obj.Items(i)) for i in range(n)))
-        return self.tensor(obj, index)
+            n = self.count(obj.ItemsLength(), 4, f"{where}.items")
+            items = [int(obj.Items(i)) for i in range(n)]
+            if kind == KernelTypes.TensorList and any(v < 0 for v in items):  # only an optional may leave one out
+                i = next(i for i, v in enumerate(items) if v < 0)
+                raise TosaFormatError(f"{where}.items[{i}]: value index {items[i]} in a TensorList")
+            return TensorListValue(tuple(None if v < 0 else v for v in items))  # (checked once all values are read)
+        return self.tensor(obj, where)
 
-    def tensor(self, t, index: int) -> TensorValue:
+    def tensor(self, t, where: str) -> TensorValue:
         code = t.ScalarType()
         if code not in SCALAR_TYPES:
-            raise TosaUnsupportedError(f"value {index}: tensor of ExecuTorch scalar type {code}")
+            raise TosaUnsupportedError(f"{where}.scalar_type: tensor of ExecuTorch scalar type {code}")
         dtype = SCALAR_TYPES[code]
         sizes = tuple(int(s) for s in (t.SizesAsNumpy() if t.SizesLength() else []))
+        self.count(len(sizes), 0, f"{where}.sizes")
         order = tuple(int(s) for s in (t.DimOrderAsNumpy() if t.DimOrderLength() else range(len(sizes))))
-        self.count(len(sizes), 0, f"value {index}'s sizes")
-        if any(s < 0 for s in sizes) or sorted(order) != list(range(len(sizes))):
-            raise TosaFormatError(f"corrupt flatbuffer: value {index} has sizes {sizes}, dim order {order}")
+        if any(s < 0 for s in sizes):
+            raise TosaFormatError(f"{where}.sizes: {list(sizes)} has a negative size")
+        if sorted(order) != list(range(len(sizes))):
+            raise TosaFormatError(f"{where}.dim_order: {list(order)} is not an order of the {len(sizes)} dimensions "
+                                  f"of sizes {list(sizes)}")  # fmt: skip
         data = None
         if t.DataBufferIdx() > 0 and t.AllocationInfo() is None:  # a constant
-            data = self.constant(t.DataBufferIdx(), dtype, sizes, order, index)
+            data = self.constant(t.DataBufferIdx(), dtype, sizes, order, where)
         return TensorValue(dtype, sizes, order, data)
 
-    def constant(self, buffer: int, dtype: np.dtype, sizes, order, index: int) -> np.ndarray:
+    def constant(self, buffer: int, dtype: np.dtype, sizes, order, where: str) -> np.ndarray:
+        at = f"{where}.data_buffer_idx"
         if self.constants is None:
-            raise TosaFormatError(f"value {index}: constant data {buffer}, but the program has no constant segment")
+            raise TosaFormatError(f"{at}: constant data {buffer}, but the program has no constant segment")
         segment, offsets = self.constants
         if not 0 < buffer < len(offsets):
-            raise TosaFormatError(f"value {index}: constant data {buffer} of {len(offsets)}")
-        data = self.segment(segment, "the constant segment")
-        n = int(np.prod(sizes, dtype=np.int64)) * dtype.itemsize
+            raise TosaFormatError(f"{at}: constant data {buffer} out of range ({len(offsets)} offsets)")
+        data = self.segment(segment, "constant_segment")
+        n = math.prod(sizes) * dtype.itemsize  # (Python integers: a product of int32 sizes may pass int64)
         start = offsets[buffer]
         if start + n > len(data):
-            raise TosaFormatError(f"truncated: constant {index} needs bytes {start}..{start + n} of the constant "
+            raise TosaFormatError(f"{at}: truncated: the constant needs bytes {start}..{start + n} of the constant "
                                   f"segment, which has {len(data)}")  # fmt: skip
         stored = np.frombuffer(data, dtype, count=n // dtype.itemsize, offset=start)
         physical = stored.reshape([sizes[d] for d in order])  # memory order: dim_order[0] outermost
         return np.transpose(physical, np.argsort(order)).copy()
+
+
+_VALUE_CLASSES: dict[int, type] = {
+    KernelTypes.Int: Int.Int, KernelTypes.Bool: Bool.Bool, KernelTypes.Double: Double.Double,
+    KernelTypes.String: String.String, KernelTypes.IntList: IntList.IntList,
+    KernelTypes.DoubleList: DoubleList.DoubleList, KernelTypes.BoolList: BoolList.BoolList,
+    KernelTypes.TensorList: TensorList.TensorList,
+    KernelTypes.Tensor: fb_tensor.Tensor, KernelTypes.OptionalTensorList: OptionalTensorList.OptionalTensorList,
+}  # fmt: skip
+
+
+def _kind(value: Any) -> str:
+    """A plan value's kind in words, for messages."""
+    if value is None:
+        return "None"
+    if isinstance(value, TensorListValue):
+        return "a tensor list"
+    return f"{type(value).__name__} {value!r}"[:60]
 
 
 def _text(value: bytes | str | None) -> str:

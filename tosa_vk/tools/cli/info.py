@@ -160,10 +160,11 @@ def _info_pte(args) -> int:
     from ...formats.pte import Kernel, load_program
     from ...ir.flatbuffer import read_graph
 
-    plans = load_program(args.model)
+    plans = load_program(args.model)  # the reader `load` uses: every index checked
     methods: list[dict[str, Any]] = []
     for plan in plans:
         steps = []
+        counts: dict[int, dict[str, int]] = {}  # each delegate parsed once, however often the plan calls it
         for ins in plan.instructions:
             if isinstance(ins, Kernel):
                 steps.append({"host": ins.name})
@@ -171,8 +172,10 @@ def _info_pte(args) -> int:
             d = plan.delegates[ins.index]
             step: dict[str, Any] = {"delegate": ins.index, "backend": d.backend, "bytes": len(d.processed)}
             if d.backend == "TOSABackend":
-                graph = read_graph(d.processed, file=f"{args.model} (delegate {ins.index})")
-                step["tosa_operators"] = graph.op_counts()
+                if ins.index not in counts:
+                    where = f"{args.model} (delegate {ins.index})"
+                    counts[ins.index] = read_graph(d.processed, file=where).op_counts()
+                step["tosa_operators"] = counts[ins.index]
             steps.append(step)
 
         inputs, outputs = ([{"name": f"{what}_{i}", "shape": list(plan.values[v].sizes),

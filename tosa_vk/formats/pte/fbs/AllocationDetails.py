@@ -64,3 +64,40 @@ def AddMemoryOffsetHigh(builder, memoryOffsetHigh):
 def AllocationDetailsEnd(builder): return builder.EndObject()
 def End(builder):
     return AllocationDetailsEnd(builder)
+
+class AllocationDetailsT(object):
+
+    # AllocationDetailsT
+    def __init__(self):
+        self.memoryId = 0  # type: int
+        self.memoryOffsetLow = 0  # type: int
+        self.memoryOffsetHigh = 0  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        allocationDetails = AllocationDetails()
+        allocationDetails.Init(buf, pos)
+        return cls.InitFromObj(allocationDetails)
+
+    @classmethod
+    def InitFromObj(cls, allocationDetails):
+        x = AllocationDetailsT()
+        x._UnPack(allocationDetails)
+        return x
+
+    # AllocationDetailsT
+    def _UnPack(self, allocationDetails):
+        if allocationDetails is None:
+            return
+        self.memoryId = allocationDetails.MemoryId()
+        self.memoryOffsetLow = allocationDetails.MemoryOffsetLow()
+        self.memoryOffsetHigh = allocationDetails.MemoryOffsetHigh()
+
+    # AllocationDetailsT
+    def Pack(self, builder):
+        AllocationDetailsStart(builder)
+        AllocationDetailsAddMemoryId(builder, self.memoryId)
+        AllocationDetailsAddMemoryOffsetLow(builder, self.memoryOffsetLow)
+        AllocationDetailsAddMemoryOffsetHigh(builder, self.memoryOffsetHigh)
+        allocationDetails = AllocationDetailsEnd(builder)
+        return allocationDetails

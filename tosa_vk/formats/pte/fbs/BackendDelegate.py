@@ -89,3 +89,69 @@ def StartCompileSpecsVector(builder, numElems):
 def BackendDelegateEnd(builder): return builder.EndObject()
 def End(builder):
     return BackendDelegateEnd(builder)
+import tosa_vk.formats.pte.fbs.BackendDelegateDataReference
+import tosa_vk.formats.pte.fbs.CompileSpec
+try:
+    from typing import List, Optional
+except:
+    pass
+
+class BackendDelegateT(object):
+
+    # BackendDelegateT
+    def __init__(self):
+        self.id = None  # type: str
+        self.processed = None  # type: Optional[tosa_vk.formats.pte.fbs.BackendDelegateDataReference.BackendDelegateDataReferenceT]
+        self.compileSpecs = None  # type: List[tosa_vk.formats.pte.fbs.CompileSpec.CompileSpecT]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        backendDelegate = BackendDelegate()
+        backendDelegate.Init(buf, pos)
+        return cls.InitFromObj(backendDelegate)
+
+    @classmethod
+    def InitFromObj(cls, backendDelegate):
+        x = BackendDelegateT()
+        x._UnPack(backendDelegate)
+        return x
+
+    # BackendDelegateT
+    def _UnPack(self, backendDelegate):
+        if backendDelegate is None:
+            return
+        self.id = backendDelegate.Id()
+        if backendDelegate.Processed() is not None:
+            self.processed = tosa_vk.formats.pte.fbs.BackendDelegateDataReference.BackendDelegateDataReferenceT.InitFromObj(backendDelegate.Processed())
+        if not backendDelegate.CompileSpecsIsNone():
+            self.compileSpecs = []
+            for i in range(backendDelegate.CompileSpecsLength()):
+                if backendDelegate.CompileSpecs(i) is None:
+                    self.compileSpecs.append(None)
+                else:
+                    compileSpec_ = tosa_vk.formats.pte.fbs.CompileSpec.CompileSpecT.InitFromObj(backendDelegate.CompileSpecs(i))
+                    self.compileSpecs.append(compileSpec_)
+
+    # BackendDelegateT
+    def Pack(self, builder):
+        if self.id is not None:
+            id = builder.CreateString(self.id)
+        if self.processed is not None:
+            processed = self.processed.Pack(builder)
+        if self.compileSpecs is not None:
+            compileSpecslist = []
+            for i in range(len(self.compileSpecs)):
+                compileSpecslist.append(self.compileSpecs[i].Pack(builder))
+            BackendDelegateStartCompileSpecsVector(builder, len(self.compileSpecs))
+            for i in reversed(range(len(self.compileSpecs))):
+                builder.PrependUOffsetTRelative(compileSpecslist[i])
+            compileSpecs = builder.EndVector()
+        BackendDelegateStart(builder)
+        if self.id is not None:
+            BackendDelegateAddId(builder, id)
+        if self.processed is not None:
+            BackendDelegateAddProcessed(builder, processed)
+        if self.compileSpecs is not None:
+            BackendDelegateAddCompileSpecs(builder, compileSpecs)
+        backendDelegate = BackendDelegateEnd(builder)
+        return backendDelegate

@@ -54,3 +54,37 @@ def AddIndex(builder, index):
 def BackendDelegateDataReferenceEnd(builder): return builder.EndObject()
 def End(builder):
     return BackendDelegateDataReferenceEnd(builder)
+
+class BackendDelegateDataReferenceT(object):
+
+    # BackendDelegateDataReferenceT
+    def __init__(self):
+        self.location = 0  # type: int
+        self.index = 0  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        backendDelegateDataReference = BackendDelegateDataReference()
+        backendDelegateDataReference.Init(buf, pos)
+        return cls.InitFromObj(backendDelegateDataReference)
+
+    @classmethod
+    def InitFromObj(cls, backendDelegateDataReference):
+        x = BackendDelegateDataReferenceT()
+        x._UnPack(backendDelegateDataReference)
+        return x
+
+    # BackendDelegateDataReferenceT
+    def _UnPack(self, backendDelegateDataReference):
+        if backendDelegateDataReference is None:
+            return
+        self.location = backendDelegateDataReference.Location()
+        self.index = backendDelegateDataReference.Index()
+
+    # BackendDelegateDataReferenceT
+    def Pack(self, builder):
+        BackendDelegateDataReferenceStart(builder)
+        BackendDelegateDataReferenceAddLocation(builder, self.location)
+        BackendDelegateDataReferenceAddIndex(builder, self.index)
+        backendDelegateDataReference = BackendDelegateDataReferenceEnd(builder)
+        return backendDelegateDataReference

@@ -67,3 +67,53 @@ def StartDataVector(builder, numElems):
 def BackendDelegateInlineDataEnd(builder): return builder.EndObject()
 def End(builder):
     return BackendDelegateInlineDataEnd(builder)
+try:
+    from typing import List
+except:
+    pass
+
+class BackendDelegateInlineDataT(object):
+
+    # BackendDelegateInlineDataT
+    def __init__(self):
+        self.data = None  # type: List[int]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        backendDelegateInlineData = BackendDelegateInlineData()
+        backendDelegateInlineData.Init(buf, pos)
+        return cls.InitFromObj(backendDelegateInlineData)
+
+    @classmethod
+    def InitFromObj(cls, backendDelegateInlineData):
+        x = BackendDelegateInlineDataT()
+        x._UnPack(backendDelegateInlineData)
+        return x
+
+    # BackendDelegateInlineDataT
+    def _UnPack(self, backendDelegateInlineData):
+        if backendDelegateInlineData is None:
+            return
+        if not backendDelegateInlineData.DataIsNone():
+            if np is None:
+                self.data = []
+                for i in range(backendDelegateInlineData.DataLength()):
+                    self.data.append(backendDelegateInlineData.Data(i))
+            else:
+                self.data = backendDelegateInlineData.DataAsNumpy()
+
+    # BackendDelegateInlineDataT
+    def Pack(self, builder):
+        if self.data is not None:
+            if np is not None and type(self.data) is np.ndarray:
+                data = builder.CreateNumpyVector(self.data)
+            else:
+                BackendDelegateInlineDataStartDataVector(builder, len(self.data))
+                for i in reversed(range(len(self.data))):
+                    builder.PrependUint8(self.data[i])
+                data = builder.EndVector()
+        BackendDelegateInlineDataStart(builder)
+        if self.data is not None:
+            BackendDelegateInlineDataAddData(builder, data)
+        backendDelegateInlineData = BackendDelegateInlineDataEnd(builder)
+        return backendDelegateInlineData

@@ -44,3 +44,34 @@ def AddBoolVal(builder, boolVal):
 def BoolEnd(builder): return builder.EndObject()
 def End(builder):
     return BoolEnd(builder)
+
+class BoolT(object):
+
+    # BoolT
+    def __init__(self):
+        self.boolVal = False  # type: bool
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        bool = Bool()
+        bool.Init(buf, pos)
+        return cls.InitFromObj(bool)
+
+    @classmethod
+    def InitFromObj(cls, bool):
+        x = BoolT()
+        x._UnPack(bool)
+        return x
+
+    # BoolT
+    def _UnPack(self, bool):
+        if bool is None:
+            return
+        self.boolVal = bool.BoolVal()
+
+    # BoolT
+    def Pack(self, builder):
+        BoolStart(builder)
+        BoolAddBoolVal(builder, self.boolVal)
+        bool = BoolEnd(builder)
+        return bool

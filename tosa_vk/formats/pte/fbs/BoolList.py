@@ -67,3 +67,53 @@ def StartItemsVector(builder, numElems):
 def BoolListEnd(builder): return builder.EndObject()
 def End(builder):
     return BoolListEnd(builder)
+try:
+    from typing import List
+except:
+    pass
+
+class BoolListT(object):
+
+    # BoolListT
+    def __init__(self):
+        self.items = None  # type: List[bool]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        boolList = BoolList()
+        boolList.Init(buf, pos)
+        return cls.InitFromObj(boolList)
+
+    @classmethod
+    def InitFromObj(cls, boolList):
+        x = BoolListT()
+        x._UnPack(boolList)
+        return x
+
+    # BoolListT
+    def _UnPack(self, boolList):
+        if boolList is None:
+            return
+        if not boolList.ItemsIsNone():
+            if np is None:
+                self.items = []
+                for i in range(boolList.ItemsLength()):
+                    self.items.append(boolList.Items(i))
+            else:
+                self.items = boolList.ItemsAsNumpy()
+
+    # BoolListT
+    def Pack(self, builder):
+        if self.items is not None:
+            if np is not None and type(self.items) is np.ndarray:
+                items = builder.CreateNumpyVector(self.items)
+            else:
+                BoolListStartItemsVector(builder, len(self.items))
+                for i in reversed(range(len(self.items))):
+                    builder.PrependBool(self.items[i])
+                items = builder.EndVector()
+        BoolListStart(builder)
+        if self.items is not None:
+            BoolListAddItems(builder, items)
+        boolList = BoolListEnd(builder)
+        return boolList

@@ -67,3 +67,53 @@ def StartStorageVector(builder, numElems):
 def BufferEnd(builder): return builder.EndObject()
 def End(builder):
     return BufferEnd(builder)
+try:
+    from typing import List
+except:
+    pass
+
+class BufferT(object):
+
+    # BufferT
+    def __init__(self):
+        self.storage = None  # type: List[int]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        buffer = Buffer()
+        buffer.Init(buf, pos)
+        return cls.InitFromObj(buffer)
+
+    @classmethod
+    def InitFromObj(cls, buffer):
+        x = BufferT()
+        x._UnPack(buffer)
+        return x
+
+    # BufferT
+    def _UnPack(self, buffer):
+        if buffer is None:
+            return
+        if not buffer.StorageIsNone():
+            if np is None:
+                self.storage = []
+                for i in range(buffer.StorageLength()):
+                    self.storage.append(buffer.Storage(i))
+            else:
+                self.storage = buffer.StorageAsNumpy()
+
+    # BufferT
+    def Pack(self, builder):
+        if self.storage is not None:
+            if np is not None and type(self.storage) is np.ndarray:
+                storage = builder.CreateNumpyVector(self.storage)
+            else:
+                BufferStartStorageVector(builder, len(self.storage))
+                for i in reversed(range(len(self.storage))):
+                    builder.PrependUint8(self.storage[i])
+                storage = builder.EndVector()
+        BufferStart(builder)
+        if self.storage is not None:
+            BufferAddStorage(builder, storage)
+        buffer = BufferEnd(builder)
+        return buffer

@@ -162,3 +162,111 @@ def StartStacktraceVector(builder, numElems):
 def ChainEnd(builder): return builder.EndObject()
 def End(builder):
     return ChainEnd(builder)
+import tosa_vk.formats.pte.fbs.FrameList
+import tosa_vk.formats.pte.fbs.Instruction
+try:
+    from typing import List
+except:
+    pass
+
+class ChainT(object):
+
+    # ChainT
+    def __init__(self):
+        self.inputs = None  # type: List[int]
+        self.outputs = None  # type: List[int]
+        self.instructions = None  # type: List[tosa_vk.formats.pte.fbs.Instruction.InstructionT]
+        self.stacktrace = None  # type: List[tosa_vk.formats.pte.fbs.FrameList.FrameListT]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        chain = Chain()
+        chain.Init(buf, pos)
+        return cls.InitFromObj(chain)
+
+    @classmethod
+    def InitFromObj(cls, chain):
+        x = ChainT()
+        x._UnPack(chain)
+        return x
+
+    # ChainT
+    def _UnPack(self, chain):
+        if chain is None:
+            return
+        if not chain.InputsIsNone():
+            if np is None:
+                self.inputs = []
+                for i in range(chain.InputsLength()):
+                    self.inputs.append(chain.Inputs(i))
+            else:
+                self.inputs = chain.InputsAsNumpy()
+        if not chain.OutputsIsNone():
+            if np is None:
+                self.outputs = []
+                for i in range(chain.OutputsLength()):
+                    self.outputs.append(chain.Outputs(i))
+            else:
+                self.outputs = chain.OutputsAsNumpy()
+        if not chain.InstructionsIsNone():
+            self.instructions = []
+            for i in range(chain.InstructionsLength()):
+                if chain.Instructions(i) is None:
+                    self.instructions.append(None)
+                else:
+                    instruction_ = tosa_vk.formats.pte.fbs.Instruction.InstructionT.InitFromObj(chain.Instructions(i))
+                    self.instructions.append(instruction_)
+        if not chain.StacktraceIsNone():
+            self.stacktrace = []
+            for i in range(chain.StacktraceLength()):
+                if chain.Stacktrace(i) is None:
+                    self.stacktrace.append(None)
+                else:
+                    frameList_ = tosa_vk.formats.pte.fbs.FrameList.FrameListT.InitFromObj(chain.Stacktrace(i))
+                    self.stacktrace.append(frameList_)
+
+    # ChainT
+    def Pack(self, builder):
+        if self.inputs is not None:
+            if np is not None and type(self.inputs) is np.ndarray:
+                inputs = builder.CreateNumpyVector(self.inputs)
+            else:
+                ChainStartInputsVector(builder, len(self.inputs))
+                for i in reversed(range(len(self.inputs))):
+                    builder.PrependInt32(self.inputs[i])
+                inputs = builder.EndVector()
+        if self.outputs is not None:
+            if np is not None and type(self.outputs) is np.ndarray:
+                outputs = builder.CreateNumpyVector(self.outputs)
+            else:
+                ChainStartOutputsVector(builder, len(self.outputs))
+                for i in reversed(range(len(self.outputs))):
+                    builder.PrependInt32(self.outputs[i])
+                outputs = builder.EndVector()
+        if self.instructions is not None:
+            instructionslist = []
+            for i in range(len(self.instructions)):
+                instructionslist.append(self.instructions[i].Pack(builder))
+            ChainStartInstructionsVector(builder, len(self.instructions))
+            for i in reversed(range(len(self.instructions))):
+                builder.PrependUOffsetTRelative(instructionslist[i])
+            instructions = builder.EndVector()
+        if self.stacktrace is not None:
+            stacktracelist = []
+            for i in range(len(self.stacktrace)):
+                stacktracelist.append(self.stacktrace[i].Pack(builder))
+            ChainStartStacktraceVector(builder, len(self.stacktrace))
+            for i in reversed(range(len(self.stacktrace))):
+                builder.PrependUOffsetTRelative(stacktracelist[i])
+            stacktrace = builder.EndVector()
+        ChainStart(builder)
+        if self.inputs is not None:
+            ChainAddInputs(builder, inputs)
+        if self.outputs is not None:
+            ChainAddOutputs(builder, outputs)
+        if self.instructions is not None:
+            ChainAddInstructions(builder, instructions)
+        if self.stacktrace is not None:
+            ChainAddStacktrace(builder, stacktrace)
+        chain = ChainEnd(builder)
+        return chain

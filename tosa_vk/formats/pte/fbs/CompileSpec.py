@@ -77,3 +77,59 @@ def StartValueVector(builder, numElems):
 def CompileSpecEnd(builder): return builder.EndObject()
 def End(builder):
     return CompileSpecEnd(builder)
+try:
+    from typing import List
+except:
+    pass
+
+class CompileSpecT(object):
+
+    # CompileSpecT
+    def __init__(self):
+        self.key = None  # type: str
+        self.value = None  # type: List[int]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        compileSpec = CompileSpec()
+        compileSpec.Init(buf, pos)
+        return cls.InitFromObj(compileSpec)
+
+    @classmethod
+    def InitFromObj(cls, compileSpec):
+        x = CompileSpecT()
+        x._UnPack(compileSpec)
+        return x
+
+    # CompileSpecT
+    def _UnPack(self, compileSpec):
+        if compileSpec is None:
+            return
+        self.key = compileSpec.Key()
+        if not compileSpec.ValueIsNone():
+            if np is None:
+                self.value = []
+                for i in range(compileSpec.ValueLength()):
+                    self.value.append(compileSpec.Value(i))
+            else:
+                self.value = compileSpec.ValueAsNumpy()
+
+    # CompileSpecT
+    def Pack(self, builder):
+        if self.key is not None:
+            key = builder.CreateString(self.key)
+        if self.value is not None:
+            if np is not None and type(self.value) is np.ndarray:
+                value = builder.CreateNumpyVector(self.value)
+            else:
+                CompileSpecStartValueVector(builder, len(self.value))
+                for i in reversed(range(len(self.value))):
+                    builder.PrependUint8(self.value[i])
+                value = builder.EndVector()
+        CompileSpecStart(builder)
+        if self.key is not None:
+            CompileSpecAddKey(builder, key)
+        if self.value is not None:
+            CompileSpecAddValue(builder, value)
+        compileSpec = CompileSpecEnd(builder)
+        return compileSpec

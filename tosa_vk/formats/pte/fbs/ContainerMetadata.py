@@ -54,3 +54,43 @@ def AddEncodedOutStr(builder, encodedOutStr):
 def ContainerMetadataEnd(builder): return builder.EndObject()
 def End(builder):
     return ContainerMetadataEnd(builder)
+
+class ContainerMetadataT(object):
+
+    # ContainerMetadataT
+    def __init__(self):
+        self.encodedInpStr = None  # type: str
+        self.encodedOutStr = None  # type: str
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        containerMetadata = ContainerMetadata()
+        containerMetadata.Init(buf, pos)
+        return cls.InitFromObj(containerMetadata)
+
+    @classmethod
+    def InitFromObj(cls, containerMetadata):
+        x = ContainerMetadataT()
+        x._UnPack(containerMetadata)
+        return x
+
+    # ContainerMetadataT
+    def _UnPack(self, containerMetadata):
+        if containerMetadata is None:
+            return
+        self.encodedInpStr = containerMetadata.EncodedInpStr()
+        self.encodedOutStr = containerMetadata.EncodedOutStr()
+
+    # ContainerMetadataT
+    def Pack(self, builder):
+        if self.encodedInpStr is not None:
+            encodedInpStr = builder.CreateString(self.encodedInpStr)
+        if self.encodedOutStr is not None:
+            encodedOutStr = builder.CreateString(self.encodedOutStr)
+        ContainerMetadataStart(builder)
+        if self.encodedInpStr is not None:
+            ContainerMetadataAddEncodedInpStr(builder, encodedInpStr)
+        if self.encodedOutStr is not None:
+            ContainerMetadataAddEncodedOutStr(builder, encodedOutStr)
+        containerMetadata = ContainerMetadataEnd(builder)
+        return containerMetadata

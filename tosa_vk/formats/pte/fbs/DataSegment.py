@@ -54,3 +54,37 @@ def AddSize(builder, size):
 def DataSegmentEnd(builder): return builder.EndObject()
 def End(builder):
     return DataSegmentEnd(builder)
+
+class DataSegmentT(object):
+
+    # DataSegmentT
+    def __init__(self):
+        self.offset = 0  # type: int
+        self.size = 0  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        dataSegment = DataSegment()
+        dataSegment.Init(buf, pos)
+        return cls.InitFromObj(dataSegment)
+
+    @classmethod
+    def InitFromObj(cls, dataSegment):
+        x = DataSegmentT()
+        x._UnPack(dataSegment)
+        return x
+
+    # DataSegmentT
+    def _UnPack(self, dataSegment):
+        if dataSegment is None:
+            return
+        self.offset = dataSegment.Offset()
+        self.size = dataSegment.Size()
+
+    # DataSegmentT
+    def Pack(self, builder):
+        DataSegmentStart(builder)
+        DataSegmentAddOffset(builder, self.offset)
+        DataSegmentAddSize(builder, self.size)
+        dataSegment = DataSegmentEnd(builder)
+        return dataSegment

@@ -77,3 +77,56 @@ def StartArgsVector(builder, numElems):
 def DelegateCallEnd(builder): return builder.EndObject()
 def End(builder):
     return DelegateCallEnd(builder)
+try:
+    from typing import List
+except:
+    pass
+
+class DelegateCallT(object):
+
+    # DelegateCallT
+    def __init__(self):
+        self.delegateIndex = 0  # type: int
+        self.args = None  # type: List[int]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        delegateCall = DelegateCall()
+        delegateCall.Init(buf, pos)
+        return cls.InitFromObj(delegateCall)
+
+    @classmethod
+    def InitFromObj(cls, delegateCall):
+        x = DelegateCallT()
+        x._UnPack(delegateCall)
+        return x
+
+    # DelegateCallT
+    def _UnPack(self, delegateCall):
+        if delegateCall is None:
+            return
+        self.delegateIndex = delegateCall.DelegateIndex()
+        if not delegateCall.ArgsIsNone():
+            if np is None:
+                self.args = []
+                for i in range(delegateCall.ArgsLength()):
+                    self.args.append(delegateCall.Args(i))
+            else:
+                self.args = delegateCall.ArgsAsNumpy()
+
+    # DelegateCallT
+    def Pack(self, builder):
+        if self.args is not None:
+            if np is not None and type(self.args) is np.ndarray:
+                args = builder.CreateNumpyVector(self.args)
+            else:
+                DelegateCallStartArgsVector(builder, len(self.args))
+                for i in reversed(range(len(self.args))):
+                    builder.PrependInt32(self.args[i])
+                args = builder.EndVector()
+        DelegateCallStart(builder)
+        DelegateCallAddDelegateIndex(builder, self.delegateIndex)
+        if self.args is not None:
+            DelegateCallAddArgs(builder, args)
+        delegateCall = DelegateCallEnd(builder)
+        return delegateCall

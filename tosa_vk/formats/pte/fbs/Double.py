@@ -44,3 +44,34 @@ def AddDoubleVal(builder, doubleVal):
 def DoubleEnd(builder): return builder.EndObject()
 def End(builder):
     return DoubleEnd(builder)
+
+class DoubleT(object):
+
+    # DoubleT
+    def __init__(self):
+        self.doubleVal = 0.0  # type: float
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        double = Double()
+        double.Init(buf, pos)
+        return cls.InitFromObj(double)
+
+    @classmethod
+    def InitFromObj(cls, double):
+        x = DoubleT()
+        x._UnPack(double)
+        return x
+
+    # DoubleT
+    def _UnPack(self, double):
+        if double is None:
+            return
+        self.doubleVal = double.DoubleVal()
+
+    # DoubleT
+    def Pack(self, builder):
+        DoubleStart(builder)
+        DoubleAddDoubleVal(builder, self.doubleVal)
+        double = DoubleEnd(builder)
+        return double

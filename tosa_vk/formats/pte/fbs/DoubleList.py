@@ -67,3 +67,53 @@ def StartItemsVector(builder, numElems):
 def DoubleListEnd(builder): return builder.EndObject()
 def End(builder):
     return DoubleListEnd(builder)
+try:
+    from typing import List
+except:
+    pass
+
+class DoubleListT(object):
+
+    # DoubleListT
+    def __init__(self):
+        self.items = None  # type: List[float]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        doubleList = DoubleList()
+        doubleList.Init(buf, pos)
+        return cls.InitFromObj(doubleList)
+
+    @classmethod
+    def InitFromObj(cls, doubleList):
+        x = DoubleListT()
+        x._UnPack(doubleList)
+        return x
+
+    # DoubleListT
+    def _UnPack(self, doubleList):
+        if doubleList is None:
+            return
+        if not doubleList.ItemsIsNone():
+            if np is None:
+                self.items = []
+                for i in range(doubleList.ItemsLength()):
+                    self.items.append(doubleList.Items(i))
+            else:
+                self.items = doubleList.ItemsAsNumpy()
+
+    # DoubleListT
+    def Pack(self, builder):
+        if self.items is not None:
+            if np is not None and type(self.items) is np.ndarray:
+                items = builder.CreateNumpyVector(self.items)
+            else:
+                DoubleListStartItemsVector(builder, len(self.items))
+                for i in reversed(range(len(self.items))):
+                    builder.PrependFloat64(self.items[i])
+                items = builder.EndVector()
+        DoubleListStart(builder)
+        if self.items is not None:
+            DoubleListAddItems(builder, items)
+        doubleList = DoubleListEnd(builder)
+        return doubleList

@@ -57,3 +57,56 @@ def AddVal(builder, val):
 def EValueEnd(builder): return builder.EndObject()
 def End(builder):
     return EValueEnd(builder)
+import tosa_vk.formats.pte.fbs.Bool
+import tosa_vk.formats.pte.fbs.BoolList
+import tosa_vk.formats.pte.fbs.Double
+import tosa_vk.formats.pte.fbs.DoubleList
+import tosa_vk.formats.pte.fbs.Int
+import tosa_vk.formats.pte.fbs.IntList
+import tosa_vk.formats.pte.fbs.KernelTypes
+import tosa_vk.formats.pte.fbs.Null
+import tosa_vk.formats.pte.fbs.OptionalTensorList
+import tosa_vk.formats.pte.fbs.String
+import tosa_vk.formats.pte.fbs.Tensor
+import tosa_vk.formats.pte.fbs.TensorList
+try:
+    from typing import Union
+except:
+    pass
+
+class EValueT(object):
+
+    # EValueT
+    def __init__(self):
+        self.valType = 0  # type: int
+        self.val = None  # type: Union[None, tosa_vk.formats.pte.fbs.Null.NullT, tosa_vk.formats.pte.fbs.Int.IntT, tosa_vk.formats.pte.fbs.Bool.BoolT, tosa_vk.formats.pte.fbs.Double.DoubleT, tosa_vk.formats.pte.fbs.Tensor.TensorT, tosa_vk.formats.pte.fbs.String.StringT, tosa_vk.formats.pte.fbs.IntList.IntListT, tosa_vk.formats.pte.fbs.DoubleList.DoubleListT, tosa_vk.formats.pte.fbs.BoolList.BoolListT, tosa_vk.formats.pte.fbs.TensorList.TensorListT, tosa_vk.formats.pte.fbs.OptionalTensorList.OptionalTensorListT]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        evalue = EValue()
+        evalue.Init(buf, pos)
+        return cls.InitFromObj(evalue)
+
+    @classmethod
+    def InitFromObj(cls, evalue):
+        x = EValueT()
+        x._UnPack(evalue)
+        return x
+
+    # EValueT
+    def _UnPack(self, evalue):
+        if evalue is None:
+            return
+        self.valType = evalue.ValType()
+        self.val = tosa_vk.formats.pte.fbs.KernelTypes.KernelTypesCreator(self.valType, evalue.Val())
+
+    # EValueT
+    def Pack(self, builder):
+        if self.val is not None:
+            val = self.val.Pack(builder)
+        EValueStart(builder)
+        EValueAddValType(builder, self.valType)
+        if self.val is not None:
+            EValueAddVal(builder, val)
+        evalue = EValueEnd(builder)
+        return evalue

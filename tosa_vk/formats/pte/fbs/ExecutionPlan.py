@@ -312,3 +312,203 @@ def StartNonConstBufferDeviceVector(builder, numElems):
 def ExecutionPlanEnd(builder): return builder.EndObject()
 def End(builder):
     return ExecutionPlanEnd(builder)
+import tosa_vk.formats.pte.fbs.BackendDelegate
+import tosa_vk.formats.pte.fbs.Chain
+import tosa_vk.formats.pte.fbs.ContainerMetadata
+import tosa_vk.formats.pte.fbs.EValue
+import tosa_vk.formats.pte.fbs.NonConstBufferDevice
+import tosa_vk.formats.pte.fbs.Operator
+try:
+    from typing import List, Optional
+except:
+    pass
+
+class ExecutionPlanT(object):
+
+    # ExecutionPlanT
+    def __init__(self):
+        self.name = None  # type: str
+        self.containerMetaType = None  # type: Optional[tosa_vk.formats.pte.fbs.ContainerMetadata.ContainerMetadataT]
+        self.values = None  # type: List[tosa_vk.formats.pte.fbs.EValue.EValueT]
+        self.inputs = None  # type: List[int]
+        self.outputs = None  # type: List[int]
+        self.chains = None  # type: List[tosa_vk.formats.pte.fbs.Chain.ChainT]
+        self.operators = None  # type: List[tosa_vk.formats.pte.fbs.Operator.OperatorT]
+        self.delegates = None  # type: List[tosa_vk.formats.pte.fbs.BackendDelegate.BackendDelegateT]
+        self.nonConstBufferSizes = None  # type: List[int]
+        self.nonConstBufferDevice = None  # type: List[tosa_vk.formats.pte.fbs.NonConstBufferDevice.NonConstBufferDeviceT]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        executionPlan = ExecutionPlan()
+        executionPlan.Init(buf, pos)
+        return cls.InitFromObj(executionPlan)
+
+    @classmethod
+    def InitFromObj(cls, executionPlan):
+        x = ExecutionPlanT()
+        x._UnPack(executionPlan)
+        return x
+
+    # ExecutionPlanT
+    def _UnPack(self, executionPlan):
+        if executionPlan is None:
+            return
+        self.name = executionPlan.Name()
+        if executionPlan.ContainerMetaType() is not None:
+            self.containerMetaType = tosa_vk.formats.pte.fbs.ContainerMetadata.ContainerMetadataT.InitFromObj(executionPlan.ContainerMetaType())
+        if not executionPlan.ValuesIsNone():
+            self.values = []
+            for i in range(executionPlan.ValuesLength()):
+                if executionPlan.Values(i) is None:
+                    self.values.append(None)
+                else:
+                    eValue_ = tosa_vk.formats.pte.fbs.EValue.EValueT.InitFromObj(executionPlan.Values(i))
+                    self.values.append(eValue_)
+        if not executionPlan.InputsIsNone():
+            if np is None:
+                self.inputs = []
+                for i in range(executionPlan.InputsLength()):
+                    self.inputs.append(executionPlan.Inputs(i))
+            else:
+                self.inputs = executionPlan.InputsAsNumpy()
+        if not executionPlan.OutputsIsNone():
+            if np is None:
+                self.outputs = []
+                for i in range(executionPlan.OutputsLength()):
+                    self.outputs.append(executionPlan.Outputs(i))
+            else:
+                self.outputs = executionPlan.OutputsAsNumpy()
+        if not executionPlan.ChainsIsNone():
+            self.chains = []
+            for i in range(executionPlan.ChainsLength()):
+                if executionPlan.Chains(i) is None:
+                    self.chains.append(None)
+                else:
+                    chain_ = tosa_vk.formats.pte.fbs.Chain.ChainT.InitFromObj(executionPlan.Chains(i))
+                    self.chains.append(chain_)
+        if not executionPlan.OperatorsIsNone():
+            self.operators = []
+            for i in range(executionPlan.OperatorsLength()):
+                if executionPlan.Operators(i) is None:
+                    self.operators.append(None)
+                else:
+                    operator_ = tosa_vk.formats.pte.fbs.Operator.OperatorT.InitFromObj(executionPlan.Operators(i))
+                    self.operators.append(operator_)
+        if not executionPlan.DelegatesIsNone():
+            self.delegates = []
+            for i in range(executionPlan.DelegatesLength()):
+                if executionPlan.Delegates(i) is None:
+                    self.delegates.append(None)
+                else:
+                    backendDelegate_ = tosa_vk.formats.pte.fbs.BackendDelegate.BackendDelegateT.InitFromObj(executionPlan.Delegates(i))
+                    self.delegates.append(backendDelegate_)
+        if not executionPlan.NonConstBufferSizesIsNone():
+            if np is None:
+                self.nonConstBufferSizes = []
+                for i in range(executionPlan.NonConstBufferSizesLength()):
+                    self.nonConstBufferSizes.append(executionPlan.NonConstBufferSizes(i))
+            else:
+                self.nonConstBufferSizes = executionPlan.NonConstBufferSizesAsNumpy()
+        if not executionPlan.NonConstBufferDeviceIsNone():
+            self.nonConstBufferDevice = []
+            for i in range(executionPlan.NonConstBufferDeviceLength()):
+                if executionPlan.NonConstBufferDevice(i) is None:
+                    self.nonConstBufferDevice.append(None)
+                else:
+                    nonConstBufferDevice_ = tosa_vk.formats.pte.fbs.NonConstBufferDevice.NonConstBufferDeviceT.InitFromObj(executionPlan.NonConstBufferDevice(i))
+                    self.nonConstBufferDevice.append(nonConstBufferDevice_)
+
+    # ExecutionPlanT
+    def Pack(self, builder):
+        if self.name is not None:
+            name = builder.CreateString(self.name)
+        if self.containerMetaType is not None:
+            containerMetaType = self.containerMetaType.Pack(builder)
+        if self.values is not None:
+            valueslist = []
+            for i in range(len(self.values)):
+                valueslist.append(self.values[i].Pack(builder))
+            ExecutionPlanStartValuesVector(builder, len(self.values))
+            for i in reversed(range(len(self.values))):
+                builder.PrependUOffsetTRelative(valueslist[i])
+            values = builder.EndVector()
+        if self.inputs is not None:
+            if np is not None and type(self.inputs) is np.ndarray:
+                inputs = builder.CreateNumpyVector(self.inputs)
+            else:
+                ExecutionPlanStartInputsVector(builder, len(self.inputs))
+                for i in reversed(range(len(self.inputs))):
+                    builder.PrependInt32(self.inputs[i])
+                inputs = builder.EndVector()
+        if self.outputs is not None:
+            if np is not None and type(self.outputs) is np.ndarray:
+                outputs = builder.CreateNumpyVector(self.outputs)
+            else:
+                ExecutionPlanStartOutputsVector(builder, len(self.outputs))
+                for i in reversed(range(len(self.outputs))):
+                    builder.PrependInt32(self.outputs[i])
+                outputs = builder.EndVector()
+        if self.chains is not None:
+            chainslist = []
+            for i in range(len(self.chains)):
+                chainslist.append(self.chains[i].Pack(builder))
+            ExecutionPlanStartChainsVector(builder, len(self.chains))
+            for i in reversed(range(len(self.chains))):
+                builder.PrependUOffsetTRelative(chainslist[i])
+            chains = builder.EndVector()
+        if self.operators is not None:
+            operatorslist = []
+            for i in range(len(self.operators)):
+                operatorslist.append(self.operators[i].Pack(builder))
+            ExecutionPlanStartOperatorsVector(builder, len(self.operators))
+            for i in reversed(range(len(self.operators))):
+                builder.PrependUOffsetTRelative(operatorslist[i])
+            operators = builder.EndVector()
+        if self.delegates is not None:
+            delegateslist = []
+            for i in range(len(self.delegates)):
+                delegateslist.append(self.delegates[i].Pack(builder))
+            ExecutionPlanStartDelegatesVector(builder, len(self.delegates))
+            for i in reversed(range(len(self.delegates))):
+                builder.PrependUOffsetTRelative(delegateslist[i])
+            delegates = builder.EndVector()
+        if self.nonConstBufferSizes is not None:
+            if np is not None and type(self.nonConstBufferSizes) is np.ndarray:
+                nonConstBufferSizes = builder.CreateNumpyVector(self.nonConstBufferSizes)
+            else:
+                ExecutionPlanStartNonConstBufferSizesVector(builder, len(self.nonConstBufferSizes))
+                for i in reversed(range(len(self.nonConstBufferSizes))):
+                    builder.PrependInt64(self.nonConstBufferSizes[i])
+                nonConstBufferSizes = builder.EndVector()
+        if self.nonConstBufferDevice is not None:
+            nonConstBufferDevicelist = []
+            for i in range(len(self.nonConstBufferDevice)):
+                nonConstBufferDevicelist.append(self.nonConstBufferDevice[i].Pack(builder))
+            ExecutionPlanStartNonConstBufferDeviceVector(builder, len(self.nonConstBufferDevice))
+            for i in reversed(range(len(self.nonConstBufferDevice))):
+                builder.PrependUOffsetTRelative(nonConstBufferDevicelist[i])
+            nonConstBufferDevice = builder.EndVector()
+        ExecutionPlanStart(builder)
+        if self.name is not None:
+            ExecutionPlanAddName(builder, name)
+        if self.containerMetaType is not None:
+            ExecutionPlanAddContainerMetaType(builder, containerMetaType)
+        if self.values is not None:
+            ExecutionPlanAddValues(builder, values)
+        if self.inputs is not None:
+            ExecutionPlanAddInputs(builder, inputs)
+        if self.outputs is not None:
+            ExecutionPlanAddOutputs(builder, outputs)
+        if self.chains is not None:
+            ExecutionPlanAddChains(builder, chains)
+        if self.operators is not None:
+            ExecutionPlanAddOperators(builder, operators)
+        if self.delegates is not None:
+            ExecutionPlanAddDelegates(builder, delegates)
+        if self.nonConstBufferSizes is not None:
+            ExecutionPlanAddNonConstBufferSizes(builder, nonConstBufferSizes)
+        if self.nonConstBufferDevice is not None:
+            ExecutionPlanAddNonConstBufferDevice(builder, nonConstBufferDevice)
+        executionPlan = ExecutionPlanEnd(builder)
+        return executionPlan

@@ -84,3 +84,49 @@ def AddDeviceIndex(builder, deviceIndex):
 def ExtraTensorInfoEnd(builder): return builder.EndObject()
 def End(builder):
     return ExtraTensorInfoEnd(builder)
+
+class ExtraTensorInfoT(object):
+
+    # ExtraTensorInfoT
+    def __init__(self):
+        self.mutableDataSegmentsIdx = 0  # type: int
+        self.fullyQualifiedName = None  # type: str
+        self.location = 0  # type: int
+        self.deviceType = 0  # type: int
+        self.deviceIndex = 0  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        extraTensorInfo = ExtraTensorInfo()
+        extraTensorInfo.Init(buf, pos)
+        return cls.InitFromObj(extraTensorInfo)
+
+    @classmethod
+    def InitFromObj(cls, extraTensorInfo):
+        x = ExtraTensorInfoT()
+        x._UnPack(extraTensorInfo)
+        return x
+
+    # ExtraTensorInfoT
+    def _UnPack(self, extraTensorInfo):
+        if extraTensorInfo is None:
+            return
+        self.mutableDataSegmentsIdx = extraTensorInfo.MutableDataSegmentsIdx()
+        self.fullyQualifiedName = extraTensorInfo.FullyQualifiedName()
+        self.location = extraTensorInfo.Location()
+        self.deviceType = extraTensorInfo.DeviceType()
+        self.deviceIndex = extraTensorInfo.DeviceIndex()
+
+    # ExtraTensorInfoT
+    def Pack(self, builder):
+        if self.fullyQualifiedName is not None:
+            fullyQualifiedName = builder.CreateString(self.fullyQualifiedName)
+        ExtraTensorInfoStart(builder)
+        ExtraTensorInfoAddMutableDataSegmentsIdx(builder, self.mutableDataSegmentsIdx)
+        if self.fullyQualifiedName is not None:
+            ExtraTensorInfoAddFullyQualifiedName(builder, fullyQualifiedName)
+        ExtraTensorInfoAddLocation(builder, self.location)
+        ExtraTensorInfoAddDeviceType(builder, self.deviceType)
+        ExtraTensorInfoAddDeviceIndex(builder, self.deviceIndex)
+        extraTensorInfo = ExtraTensorInfoEnd(builder)
+        return extraTensorInfo

@@ -74,3 +74,52 @@ def AddContext(builder, context):
 def FrameEnd(builder): return builder.EndObject()
 def End(builder):
     return FrameEnd(builder)
+
+class FrameT(object):
+
+    # FrameT
+    def __init__(self):
+        self.filename = None  # type: str
+        self.lineno = 0  # type: int
+        self.name = None  # type: str
+        self.context = None  # type: str
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        frame = Frame()
+        frame.Init(buf, pos)
+        return cls.InitFromObj(frame)
+
+    @classmethod
+    def InitFromObj(cls, frame):
+        x = FrameT()
+        x._UnPack(frame)
+        return x
+
+    # FrameT
+    def _UnPack(self, frame):
+        if frame is None:
+            return
+        self.filename = frame.Filename()
+        self.lineno = frame.Lineno()
+        self.name = frame.Name()
+        self.context = frame.Context()
+
+    # FrameT
+    def Pack(self, builder):
+        if self.filename is not None:
+            filename = builder.CreateString(self.filename)
+        if self.name is not None:
+            name = builder.CreateString(self.name)
+        if self.context is not None:
+            context = builder.CreateString(self.context)
+        FrameStart(builder)
+        if self.filename is not None:
+            FrameAddFilename(builder, filename)
+        FrameAddLineno(builder, self.lineno)
+        if self.name is not None:
+            FrameAddName(builder, name)
+        if self.context is not None:
+            FrameAddContext(builder, context)
+        frame = FrameEnd(builder)
+        return frame

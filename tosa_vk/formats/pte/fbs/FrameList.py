@@ -65,3 +65,55 @@ def StartItemsVector(builder, numElems):
 def FrameListEnd(builder): return builder.EndObject()
 def End(builder):
     return FrameListEnd(builder)
+import tosa_vk.formats.pte.fbs.Frame
+try:
+    from typing import List
+except:
+    pass
+
+class FrameListT(object):
+
+    # FrameListT
+    def __init__(self):
+        self.items = None  # type: List[tosa_vk.formats.pte.fbs.Frame.FrameT]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        frameList = FrameList()
+        frameList.Init(buf, pos)
+        return cls.InitFromObj(frameList)
+
+    @classmethod
+    def InitFromObj(cls, frameList):
+        x = FrameListT()
+        x._UnPack(frameList)
+        return x
+
+    # FrameListT
+    def _UnPack(self, frameList):
+        if frameList is None:
+            return
+        if not frameList.ItemsIsNone():
+            self.items = []
+            for i in range(frameList.ItemsLength()):
+                if frameList.Items(i) is None:
+                    self.items.append(None)
+                else:
+                    frame_ = tosa_vk.formats.pte.fbs.Frame.FrameT.InitFromObj(frameList.Items(i))
+                    self.items.append(frame_)
+
+    # FrameListT
+    def Pack(self, builder):
+        if self.items is not None:
+            itemslist = []
+            for i in range(len(self.items)):
+                itemslist.append(self.items[i].Pack(builder))
+            FrameListStartItemsVector(builder, len(self.items))
+            for i in reversed(range(len(self.items))):
+                builder.PrependUOffsetTRelative(itemslist[i])
+            items = builder.EndVector()
+        FrameListStart(builder)
+        if self.items is not None:
+            FrameListAddItems(builder, items)
+        frameList = FrameListEnd(builder)
+        return frameList

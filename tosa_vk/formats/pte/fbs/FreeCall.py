@@ -44,3 +44,34 @@ def AddValueIndex(builder, valueIndex):
 def FreeCallEnd(builder): return builder.EndObject()
 def End(builder):
     return FreeCallEnd(builder)
+
+class FreeCallT(object):
+
+    # FreeCallT
+    def __init__(self):
+        self.valueIndex = 0  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        freeCall = FreeCall()
+        freeCall.Init(buf, pos)
+        return cls.InitFromObj(freeCall)
+
+    @classmethod
+    def InitFromObj(cls, freeCall):
+        x = FreeCallT()
+        x._UnPack(freeCall)
+        return x
+
+    # FreeCallT
+    def _UnPack(self, freeCall):
+        if freeCall is None:
+            return
+        self.valueIndex = freeCall.ValueIndex()
+
+    # FreeCallT
+    def Pack(self, builder):
+        FreeCallStart(builder)
+        FreeCallAddValueIndex(builder, self.valueIndex)
+        freeCall = FreeCallEnd(builder)
+        return freeCall

@@ -57,3 +57,50 @@ def AddInstrArgs(builder, instrArgs):
 def InstructionEnd(builder): return builder.EndObject()
 def End(builder):
     return InstructionEnd(builder)
+import tosa_vk.formats.pte.fbs.DelegateCall
+import tosa_vk.formats.pte.fbs.FreeCall
+import tosa_vk.formats.pte.fbs.InstructionArguments
+import tosa_vk.formats.pte.fbs.JumpFalseCall
+import tosa_vk.formats.pte.fbs.KernelCall
+import tosa_vk.formats.pte.fbs.MoveCall
+try:
+    from typing import Union
+except:
+    pass
+
+class InstructionT(object):
+
+    # InstructionT
+    def __init__(self):
+        self.instrArgsType = 0  # type: int
+        self.instrArgs = None  # type: Union[None, tosa_vk.formats.pte.fbs.KernelCall.KernelCallT, tosa_vk.formats.pte.fbs.DelegateCall.DelegateCallT, tosa_vk.formats.pte.fbs.MoveCall.MoveCallT, tosa_vk.formats.pte.fbs.JumpFalseCall.JumpFalseCallT, tosa_vk.formats.pte.fbs.FreeCall.FreeCallT]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        instruction = Instruction()
+        instruction.Init(buf, pos)
+        return cls.InitFromObj(instruction)
+
+    @classmethod
+    def InitFromObj(cls, instruction):
+        x = InstructionT()
+        x._UnPack(instruction)
+        return x
+
+    # InstructionT
+    def _UnPack(self, instruction):
+        if instruction is None:
+            return
+        self.instrArgsType = instruction.InstrArgsType()
+        self.instrArgs = tosa_vk.formats.pte.fbs.InstructionArguments.InstructionArgumentsCreator(self.instrArgsType, instruction.InstrArgs())
+
+    # InstructionT
+    def Pack(self, builder):
+        if self.instrArgs is not None:
+            instrArgs = self.instrArgs.Pack(builder)
+        InstructionStart(builder)
+        InstructionAddInstrArgsType(builder, self.instrArgsType)
+        if self.instrArgs is not None:
+            InstructionAddInstrArgs(builder, instrArgs)
+        instruction = InstructionEnd(builder)
+        return instruction

@@ -9,3 +9,24 @@ class InstructionArguments(object):
     MoveCall = 3
     JumpFalseCall = 4
     FreeCall = 5
+
+def InstructionArgumentsCreator(unionType, table):
+    from flatbuffers.table import Table
+    if not isinstance(table, Table):
+        return None
+    if unionType == InstructionArguments().KernelCall:
+        import tosa_vk.formats.pte.fbs.KernelCall
+        return tosa_vk.formats.pte.fbs.KernelCall.KernelCallT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == InstructionArguments().DelegateCall:
+        import tosa_vk.formats.pte.fbs.DelegateCall
+        return tosa_vk.formats.pte.fbs.DelegateCall.DelegateCallT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == InstructionArguments().MoveCall:
+        import tosa_vk.formats.pte.fbs.MoveCall
+        return tosa_vk.formats.pte.fbs.MoveCall.MoveCallT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == InstructionArguments().JumpFalseCall:
+        import tosa_vk.formats.pte.fbs.JumpFalseCall
+        return tosa_vk.formats.pte.fbs.JumpFalseCall.JumpFalseCallT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == InstructionArguments().FreeCall:
+        import tosa_vk.formats.pte.fbs.FreeCall
+        return tosa_vk.formats.pte.fbs.FreeCall.FreeCallT.InitFromBuf(table.Bytes, table.Pos)
+    return None

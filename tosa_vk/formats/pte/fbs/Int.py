@@ -44,3 +44,34 @@ def AddIntVal(builder, intVal):
 def IntEnd(builder): return builder.EndObject()
 def End(builder):
     return IntEnd(builder)
+
+class IntT(object):
+
+    # IntT
+    def __init__(self):
+        self.intVal = 0  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        int = Int()
+        int.Init(buf, pos)
+        return cls.InitFromObj(int)
+
+    @classmethod
+    def InitFromObj(cls, int):
+        x = IntT()
+        x._UnPack(int)
+        return x
+
+    # IntT
+    def _UnPack(self, int):
+        if int is None:
+            return
+        self.intVal = int.IntVal()
+
+    # IntT
+    def Pack(self, builder):
+        IntStart(builder)
+        IntAddIntVal(builder, self.intVal)
+        int = IntEnd(builder)
+        return int

@@ -67,3 +67,53 @@ def StartItemsVector(builder, numElems):
 def IntListEnd(builder): return builder.EndObject()
 def End(builder):
     return IntListEnd(builder)
+try:
+    from typing import List
+except:
+    pass
+
+class IntListT(object):
+
+    # IntListT
+    def __init__(self):
+        self.items = None  # type: List[int]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        intList = IntList()
+        intList.Init(buf, pos)
+        return cls.InitFromObj(intList)
+
+    @classmethod
+    def InitFromObj(cls, intList):
+        x = IntListT()
+        x._UnPack(intList)
+        return x
+
+    # IntListT
+    def _UnPack(self, intList):
+        if intList is None:
+            return
+        if not intList.ItemsIsNone():
+            if np is None:
+                self.items = []
+                for i in range(intList.ItemsLength()):
+                    self.items.append(intList.Items(i))
+            else:
+                self.items = intList.ItemsAsNumpy()
+
+    # IntListT
+    def Pack(self, builder):
+        if self.items is not None:
+            if np is not None and type(self.items) is np.ndarray:
+                items = builder.CreateNumpyVector(self.items)
+            else:
+                IntListStartItemsVector(builder, len(self.items))
+                for i in reversed(range(len(self.items))):
+                    builder.PrependInt64(self.items[i])
+                items = builder.EndVector()
+        IntListStart(builder)
+        if self.items is not None:
+            IntListAddItems(builder, items)
+        intList = IntListEnd(builder)
+        return intList

@@ -54,3 +54,37 @@ def AddDestinationInstruction(builder, destinationInstruction):
 def JumpFalseCallEnd(builder): return builder.EndObject()
 def End(builder):
     return JumpFalseCallEnd(builder)
+
+class JumpFalseCallT(object):
+
+    # JumpFalseCallT
+    def __init__(self):
+        self.condValueIndex = 0  # type: int
+        self.destinationInstruction = 0  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        jumpFalseCall = JumpFalseCall()
+        jumpFalseCall.Init(buf, pos)
+        return cls.InitFromObj(jumpFalseCall)
+
+    @classmethod
+    def InitFromObj(cls, jumpFalseCall):
+        x = JumpFalseCallT()
+        x._UnPack(jumpFalseCall)
+        return x
+
+    # JumpFalseCallT
+    def _UnPack(self, jumpFalseCall):
+        if jumpFalseCall is None:
+            return
+        self.condValueIndex = jumpFalseCall.CondValueIndex()
+        self.destinationInstruction = jumpFalseCall.DestinationInstruction()
+
+    # JumpFalseCallT
+    def Pack(self, builder):
+        JumpFalseCallStart(builder)
+        JumpFalseCallAddCondValueIndex(builder, self.condValueIndex)
+        JumpFalseCallAddDestinationInstruction(builder, self.destinationInstruction)
+        jumpFalseCall = JumpFalseCallEnd(builder)
+        return jumpFalseCall

@@ -77,3 +77,56 @@ def StartArgsVector(builder, numElems):
 def KernelCallEnd(builder): return builder.EndObject()
 def End(builder):
     return KernelCallEnd(builder)
+try:
+    from typing import List
+except:
+    pass
+
+class KernelCallT(object):
+
+    # KernelCallT
+    def __init__(self):
+        self.opIndex = 0  # type: int
+        self.args = None  # type: List[int]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        kernelCall = KernelCall()
+        kernelCall.Init(buf, pos)
+        return cls.InitFromObj(kernelCall)
+
+    @classmethod
+    def InitFromObj(cls, kernelCall):
+        x = KernelCallT()
+        x._UnPack(kernelCall)
+        return x
+
+    # KernelCallT
+    def _UnPack(self, kernelCall):
+        if kernelCall is None:
+            return
+        self.opIndex = kernelCall.OpIndex()
+        if not kernelCall.ArgsIsNone():
+            if np is None:
+                self.args = []
+                for i in range(kernelCall.ArgsLength()):
+                    self.args.append(kernelCall.Args(i))
+            else:
+                self.args = kernelCall.ArgsAsNumpy()
+
+    # KernelCallT
+    def Pack(self, builder):
+        if self.args is not None:
+            if np is not None and type(self.args) is np.ndarray:
+                args = builder.CreateNumpyVector(self.args)
+            else:
+                KernelCallStartArgsVector(builder, len(self.args))
+                for i in reversed(range(len(self.args))):
+                    builder.PrependInt32(self.args[i])
+                args = builder.EndVector()
+        KernelCallStart(builder)
+        KernelCallAddOpIndex(builder, self.opIndex)
+        if self.args is not None:
+            KernelCallAddArgs(builder, args)
+        kernelCall = KernelCallEnd(builder)
+        return kernelCall

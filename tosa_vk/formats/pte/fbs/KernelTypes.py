@@ -15,3 +15,42 @@ class KernelTypes(object):
     BoolList = 9
     TensorList = 10
     OptionalTensorList = 11
+
+def KernelTypesCreator(unionType, table):
+    from flatbuffers.table import Table
+    if not isinstance(table, Table):
+        return None
+    if unionType == KernelTypes().Null:
+        import tosa_vk.formats.pte.fbs.Null
+        return tosa_vk.formats.pte.fbs.Null.NullT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == KernelTypes().Int:
+        import tosa_vk.formats.pte.fbs.Int
+        return tosa_vk.formats.pte.fbs.Int.IntT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == KernelTypes().Bool:
+        import tosa_vk.formats.pte.fbs.Bool
+        return tosa_vk.formats.pte.fbs.Bool.BoolT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == KernelTypes().Double:
+        import tosa_vk.formats.pte.fbs.Double
+        return tosa_vk.formats.pte.fbs.Double.DoubleT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == KernelTypes().Tensor:
+        import tosa_vk.formats.pte.fbs.Tensor
+        return tosa_vk.formats.pte.fbs.Tensor.TensorT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == KernelTypes().String:
+        import tosa_vk.formats.pte.fbs.String
+        return tosa_vk.formats.pte.fbs.String.StringT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == KernelTypes().IntList:
+        import tosa_vk.formats.pte.fbs.IntList
+        return tosa_vk.formats.pte.fbs.IntList.IntListT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == KernelTypes().DoubleList:
+        import tosa_vk.formats.pte.fbs.DoubleList
+        return tosa_vk.formats.pte.fbs.DoubleList.DoubleListT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == KernelTypes().BoolList:
+        import tosa_vk.formats.pte.fbs.BoolList
+        return tosa_vk.formats.pte.fbs.BoolList.BoolListT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == KernelTypes().TensorList:
+        import tosa_vk.formats.pte.fbs.TensorList
+        return tosa_vk.formats.pte.fbs.TensorList.TensorListT.InitFromBuf(table.Bytes, table.Pos)
+    if unionType == KernelTypes().OptionalTensorList:
+        import tosa_vk.formats.pte.fbs.OptionalTensorList
+        return tosa_vk.formats.pte.fbs.OptionalTensorList.OptionalTensorListT.InitFromBuf(table.Bytes, table.Pos)
+    return None

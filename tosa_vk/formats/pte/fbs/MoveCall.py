@@ -54,3 +54,37 @@ def AddMoveTo(builder, moveTo):
 def MoveCallEnd(builder): return builder.EndObject()
 def End(builder):
     return MoveCallEnd(builder)
+
+class MoveCallT(object):
+
+    # MoveCallT
+    def __init__(self):
+        self.moveFrom = 0  # type: int
+        self.moveTo = 0  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        moveCall = MoveCall()
+        moveCall.Init(buf, pos)
+        return cls.InitFromObj(moveCall)
+
+    @classmethod
+    def InitFromObj(cls, moveCall):
+        x = MoveCallT()
+        x._UnPack(moveCall)
+        return x
+
+    # MoveCallT
+    def _UnPack(self, moveCall):
+        if moveCall is None:
+            return
+        self.moveFrom = moveCall.MoveFrom()
+        self.moveTo = moveCall.MoveTo()
+
+    # MoveCallT
+    def Pack(self, builder):
+        MoveCallStart(builder)
+        MoveCallAddMoveFrom(builder, self.moveFrom)
+        MoveCallAddMoveTo(builder, self.moveTo)
+        moveCall = MoveCallEnd(builder)
+        return moveCall

@@ -54,3 +54,40 @@ def AddSegmentIndex(builder, segmentIndex):
 def NamedDataEnd(builder): return builder.EndObject()
 def End(builder):
     return NamedDataEnd(builder)
+
+class NamedDataT(object):
+
+    # NamedDataT
+    def __init__(self):
+        self.key = None  # type: str
+        self.segmentIndex = 0  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        namedData = NamedData()
+        namedData.Init(buf, pos)
+        return cls.InitFromObj(namedData)
+
+    @classmethod
+    def InitFromObj(cls, namedData):
+        x = NamedDataT()
+        x._UnPack(namedData)
+        return x
+
+    # NamedDataT
+    def _UnPack(self, namedData):
+        if namedData is None:
+            return
+        self.key = namedData.Key()
+        self.segmentIndex = namedData.SegmentIndex()
+
+    # NamedDataT
+    def Pack(self, builder):
+        if self.key is not None:
+            key = builder.CreateString(self.key)
+        NamedDataStart(builder)
+        if self.key is not None:
+            NamedDataAddKey(builder, key)
+        NamedDataAddSegmentIndex(builder, self.segmentIndex)
+        namedData = NamedDataEnd(builder)
+        return namedData

@@ -64,3 +64,40 @@ def AddDeviceIndex(builder, deviceIndex):
 def NonConstBufferDeviceEnd(builder): return builder.EndObject()
 def End(builder):
     return NonConstBufferDeviceEnd(builder)
+
+class NonConstBufferDeviceT(object):
+
+    # NonConstBufferDeviceT
+    def __init__(self):
+        self.bufferIdx = 0  # type: int
+        self.deviceType = 0  # type: int
+        self.deviceIndex = 0  # type: int
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        nonConstBufferDevice = NonConstBufferDevice()
+        nonConstBufferDevice.Init(buf, pos)
+        return cls.InitFromObj(nonConstBufferDevice)
+
+    @classmethod
+    def InitFromObj(cls, nonConstBufferDevice):
+        x = NonConstBufferDeviceT()
+        x._UnPack(nonConstBufferDevice)
+        return x
+
+    # NonConstBufferDeviceT
+    def _UnPack(self, nonConstBufferDevice):
+        if nonConstBufferDevice is None:
+            return
+        self.bufferIdx = nonConstBufferDevice.BufferIdx()
+        self.deviceType = nonConstBufferDevice.DeviceType()
+        self.deviceIndex = nonConstBufferDevice.DeviceIndex()
+
+    # NonConstBufferDeviceT
+    def Pack(self, builder):
+        NonConstBufferDeviceStart(builder)
+        NonConstBufferDeviceAddBufferIdx(builder, self.bufferIdx)
+        NonConstBufferDeviceAddDeviceType(builder, self.deviceType)
+        NonConstBufferDeviceAddDeviceIndex(builder, self.deviceIndex)
+        nonConstBufferDevice = NonConstBufferDeviceEnd(builder)
+        return nonConstBufferDevice

@@ -34,3 +34,32 @@ def Start(builder):
 def NullEnd(builder): return builder.EndObject()
 def End(builder):
     return NullEnd(builder)
+
+class NullT(object):
+
+    # NullT
+    def __init__(self):
+        pass
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        null = Null()
+        null.Init(buf, pos)
+        return cls.InitFromObj(null)
+
+    @classmethod
+    def InitFromObj(cls, null):
+        x = NullT()
+        x._UnPack(null)
+        return x
+
+    # NullT
+    def _UnPack(self, null):
+        if null is None:
+            return
+
+    # NullT
+    def Pack(self, builder):
+        NullStart(builder)
+        null = NullEnd(builder)
+        return null

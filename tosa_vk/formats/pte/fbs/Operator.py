@@ -54,3 +54,43 @@ def AddOverload(builder, overload):
 def OperatorEnd(builder): return builder.EndObject()
 def End(builder):
     return OperatorEnd(builder)
+
+class OperatorT(object):
+
+    # OperatorT
+    def __init__(self):
+        self.name = None  # type: str
+        self.overload = None  # type: str
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        operator = Operator()
+        operator.Init(buf, pos)
+        return cls.InitFromObj(operator)
+
+    @classmethod
+    def InitFromObj(cls, operator):
+        x = OperatorT()
+        x._UnPack(operator)
+        return x
+
+    # OperatorT
+    def _UnPack(self, operator):
+        if operator is None:
+            return
+        self.name = operator.Name()
+        self.overload = operator.Overload()
+
+    # OperatorT
+    def Pack(self, builder):
+        if self.name is not None:
+            name = builder.CreateString(self.name)
+        if self.overload is not None:
+            overload = builder.CreateString(self.overload)
+        OperatorStart(builder)
+        if self.name is not None:
+            OperatorAddName(builder, name)
+        if self.overload is not None:
+            OperatorAddOverload(builder, overload)
+        operator = OperatorEnd(builder)
+        return operator

@@ -67,3 +67,53 @@ def StartItemsVector(builder, numElems):
 def OptionalTensorListEnd(builder): return builder.EndObject()
 def End(builder):
     return OptionalTensorListEnd(builder)
+try:
+    from typing import List
+except:
+    pass
+
+class OptionalTensorListT(object):
+
+    # OptionalTensorListT
+    def __init__(self):
+        self.items = None  # type: List[int]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        optionalTensorList = OptionalTensorList()
+        optionalTensorList.Init(buf, pos)
+        return cls.InitFromObj(optionalTensorList)
+
+    @classmethod
+    def InitFromObj(cls, optionalTensorList):
+        x = OptionalTensorListT()
+        x._UnPack(optionalTensorList)
+        return x
+
+    # OptionalTensorListT
+    def _UnPack(self, optionalTensorList):
+        if optionalTensorList is None:
+            return
+        if not optionalTensorList.ItemsIsNone():
+            if np is None:
+                self.items = []
+                for i in range(optionalTensorList.ItemsLength()):
+                    self.items.append(optionalTensorList.Items(i))
+            else:
+                self.items = optionalTensorList.ItemsAsNumpy()
+
+    # OptionalTensorListT
+    def Pack(self, builder):
+        if self.items is not None:
+            if np is not None and type(self.items) is np.ndarray:
+                items = builder.CreateNumpyVector(self.items)
+            else:
+                OptionalTensorListStartItemsVector(builder, len(self.items))
+                for i in reversed(range(len(self.items))):
+                    builder.PrependInt32(self.items[i])
+                items = builder.EndVector()
+        OptionalTensorListStart(builder)
+        if self.items is not None:
+            OptionalTensorListAddItems(builder, items)
+        optionalTensorList = OptionalTensorListEnd(builder)
+        return optionalTensorList

@@ -244,3 +244,165 @@ def StartNamedDataVector(builder, numElems):
 def ProgramEnd(builder): return builder.EndObject()
 def End(builder):
     return ProgramEnd(builder)
+import tosa_vk.formats.pte.fbs.BackendDelegateInlineData
+import tosa_vk.formats.pte.fbs.Buffer
+import tosa_vk.formats.pte.fbs.DataSegment
+import tosa_vk.formats.pte.fbs.ExecutionPlan
+import tosa_vk.formats.pte.fbs.NamedData
+import tosa_vk.formats.pte.fbs.SubsegmentOffsets
+try:
+    from typing import List, Optional
+except:
+    pass
+
+class ProgramT(object):
+
+    # ProgramT
+    def __init__(self):
+        self.version = 0  # type: int
+        self.executionPlan = None  # type: List[tosa_vk.formats.pte.fbs.ExecutionPlan.ExecutionPlanT]
+        self.constantBuffer = None  # type: List[tosa_vk.formats.pte.fbs.Buffer.BufferT]
+        self.backendDelegateData = None  # type: List[tosa_vk.formats.pte.fbs.BackendDelegateInlineData.BackendDelegateInlineDataT]
+        self.segments = None  # type: List[tosa_vk.formats.pte.fbs.DataSegment.DataSegmentT]
+        self.constantSegment = None  # type: Optional[tosa_vk.formats.pte.fbs.SubsegmentOffsets.SubsegmentOffsetsT]
+        self.mutableDataSegments = None  # type: List[tosa_vk.formats.pte.fbs.SubsegmentOffsets.SubsegmentOffsetsT]
+        self.namedData = None  # type: List[tosa_vk.formats.pte.fbs.NamedData.NamedDataT]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        program = Program()
+        program.Init(buf, pos)
+        return cls.InitFromObj(program)
+
+    @classmethod
+    def InitFromObj(cls, program):
+        x = ProgramT()
+        x._UnPack(program)
+        return x
+
+    # ProgramT
+    def _UnPack(self, program):
+        if program is None:
+            return
+        self.version = program.Version()
+        if not program.ExecutionPlanIsNone():
+            self.executionPlan = []
+            for i in range(program.ExecutionPlanLength()):
+                if program.ExecutionPlan(i) is None:
+                    self.executionPlan.append(None)
+                else:
+                    executionPlan_ = tosa_vk.formats.pte.fbs.ExecutionPlan.ExecutionPlanT.InitFromObj(program.ExecutionPlan(i))
+                    self.executionPlan.append(executionPlan_)
+        if not program.ConstantBufferIsNone():
+            self.constantBuffer = []
+            for i in range(program.ConstantBufferLength()):
+                if program.ConstantBuffer(i) is None:
+                    self.constantBuffer.append(None)
+                else:
+                    buffer_ = tosa_vk.formats.pte.fbs.Buffer.BufferT.InitFromObj(program.ConstantBuffer(i))
+                    self.constantBuffer.append(buffer_)
+        if not program.BackendDelegateDataIsNone():
+            self.backendDelegateData = []
+            for i in range(program.BackendDelegateDataLength()):
+                if program.BackendDelegateData(i) is None:
+                    self.backendDelegateData.append(None)
+                else:
+                    backendDelegateInlineData_ = tosa_vk.formats.pte.fbs.BackendDelegateInlineData.BackendDelegateInlineDataT.InitFromObj(program.BackendDelegateData(i))
+                    self.backendDelegateData.append(backendDelegateInlineData_)
+        if not program.SegmentsIsNone():
+            self.segments = []
+            for i in range(program.SegmentsLength()):
+                if program.Segments(i) is None:
+                    self.segments.append(None)
+                else:
+                    dataSegment_ = tosa_vk.formats.pte.fbs.DataSegment.DataSegmentT.InitFromObj(program.Segments(i))
+                    self.segments.append(dataSegment_)
+        if program.ConstantSegment() is not None:
+            self.constantSegment = tosa_vk.formats.pte.fbs.SubsegmentOffsets.SubsegmentOffsetsT.InitFromObj(program.ConstantSegment())
+        if not program.MutableDataSegmentsIsNone():
+            self.mutableDataSegments = []
+            for i in range(program.MutableDataSegmentsLength()):
+                if program.MutableDataSegments(i) is None:
+                    self.mutableDataSegments.append(None)
+                else:
+                    subsegmentOffsets_ = tosa_vk.formats.pte.fbs.SubsegmentOffsets.SubsegmentOffsetsT.InitFromObj(program.MutableDataSegments(i))
+                    self.mutableDataSegments.append(subsegmentOffsets_)
+        if not program.NamedDataIsNone():
+            self.namedData = []
+            for i in range(program.NamedDataLength()):
+                if program.NamedData(i) is None:
+                    self.namedData.append(None)
+                else:
+                    namedData_ = tosa_vk.formats.pte.fbs.NamedData.NamedDataT.InitFromObj(program.NamedData(i))
+                    self.namedData.append(namedData_)
+
+    # ProgramT
+    def Pack(self, builder):
+        if self.executionPlan is not None:
+            executionPlanlist = []
+            for i in range(len(self.executionPlan)):
+                executionPlanlist.append(self.executionPlan[i].Pack(builder))
+            ProgramStartExecutionPlanVector(builder, len(self.executionPlan))
+            for i in reversed(range(len(self.executionPlan))):
+                builder.PrependUOffsetTRelative(executionPlanlist[i])
+            executionPlan = builder.EndVector()
+        if self.constantBuffer is not None:
+            constantBufferlist = []
+            for i in range(len(self.constantBuffer)):
+                constantBufferlist.append(self.constantBuffer[i].Pack(builder))
+            ProgramStartConstantBufferVector(builder, len(self.constantBuffer))
+            for i in reversed(range(len(self.constantBuffer))):
+                builder.PrependUOffsetTRelative(constantBufferlist[i])
+            constantBuffer = builder.EndVector()
+        if self.backendDelegateData is not None:
+            backendDelegateDatalist = []
+            for i in range(len(self.backendDelegateData)):
+                backendDelegateDatalist.append(self.backendDelegateData[i].Pack(builder))
+            ProgramStartBackendDelegateDataVector(builder, len(self.backendDelegateData))
+            for i in reversed(range(len(self.backendDelegateData))):
+                builder.PrependUOffsetTRelative(backendDelegateDatalist[i])
+            backendDelegateData = builder.EndVector()
+        if self.segments is not None:
+            segmentslist = []
+            for i in range(len(self.segments)):
+                segmentslist.append(self.segments[i].Pack(builder))
+            ProgramStartSegmentsVector(builder, len(self.segments))
+            for i in reversed(range(len(self.segments))):
+                builder.PrependUOffsetTRelative(segmentslist[i])
+            segments = builder.EndVector()
+        if self.constantSegment is not None:
+            constantSegment = self.constantSegment.Pack(builder)
+        if self.mutableDataSegments is not None:
+            mutableDataSegmentslist = []
+            for i in range(len(self.mutableDataSegments)):
+                mutableDataSegmentslist.append(self.mutableDataSegments[i].Pack(builder))
+            ProgramStartMutableDataSegmentsVector(builder, len(self.mutableDataSegments))
+            for i in reversed(range(len(self.mutableDataSegments))):
+                builder.PrependUOffsetTRelative(mutableDataSegmentslist[i])
+            mutableDataSegments = builder.EndVector()
+        if self.namedData is not None:
+            namedDatalist = []
+            for i in range(len(self.namedData)):
+                namedDatalist.append(self.namedData[i].Pack(builder))
+            ProgramStartNamedDataVector(builder, len(self.namedData))
+            for i in reversed(range(len(self.namedData))):
+                builder.PrependUOffsetTRelative(namedDatalist[i])
+            namedData = builder.EndVector()
+        ProgramStart(builder)
+        ProgramAddVersion(builder, self.version)
+        if self.executionPlan is not None:
+            ProgramAddExecutionPlan(builder, executionPlan)
+        if self.constantBuffer is not None:
+            ProgramAddConstantBuffer(builder, constantBuffer)
+        if self.backendDelegateData is not None:
+            ProgramAddBackendDelegateData(builder, backendDelegateData)
+        if self.segments is not None:
+            ProgramAddSegments(builder, segments)
+        if self.constantSegment is not None:
+            ProgramAddConstantSegment(builder, constantSegment)
+        if self.mutableDataSegments is not None:
+            ProgramAddMutableDataSegments(builder, mutableDataSegments)
+        if self.namedData is not None:
+            ProgramAddNamedData(builder, namedData)
+        program = ProgramEnd(builder)
+        return program

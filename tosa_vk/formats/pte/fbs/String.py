@@ -44,3 +44,37 @@ def AddStringVal(builder, stringVal):
 def StringEnd(builder): return builder.EndObject()
 def End(builder):
     return StringEnd(builder)
+
+class StringT(object):
+
+    # StringT
+    def __init__(self):
+        self.stringVal = None  # type: str
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        string = String()
+        string.Init(buf, pos)
+        return cls.InitFromObj(string)
+
+    @classmethod
+    def InitFromObj(cls, string):
+        x = StringT()
+        x._UnPack(string)
+        return x
+
+    # StringT
+    def _UnPack(self, string):
+        if string is None:
+            return
+        self.stringVal = string.StringVal()
+
+    # StringT
+    def Pack(self, builder):
+        if self.stringVal is not None:
+            stringVal = builder.CreateString(self.stringVal)
+        StringStart(builder)
+        if self.stringVal is not None:
+            StringAddStringVal(builder, stringVal)
+        string = StringEnd(builder)
+        return string

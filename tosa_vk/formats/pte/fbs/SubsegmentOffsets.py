@@ -77,3 +77,56 @@ def StartOffsetsVector(builder, numElems):
 def SubsegmentOffsetsEnd(builder): return builder.EndObject()
 def End(builder):
     return SubsegmentOffsetsEnd(builder)
+try:
+    from typing import List
+except:
+    pass
+
+class SubsegmentOffsetsT(object):
+
+    # SubsegmentOffsetsT
+    def __init__(self):
+        self.segmentIndex = 0  # type: int
+        self.offsets = None  # type: List[int]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        subsegmentOffsets = SubsegmentOffsets()
+        subsegmentOffsets.Init(buf, pos)
+        return cls.InitFromObj(subsegmentOffsets)
+
+    @classmethod
+    def InitFromObj(cls, subsegmentOffsets):
+        x = SubsegmentOffsetsT()
+        x._UnPack(subsegmentOffsets)
+        return x
+
+    # SubsegmentOffsetsT
+    def _UnPack(self, subsegmentOffsets):
+        if subsegmentOffsets is None:
+            return
+        self.segmentIndex = subsegmentOffsets.SegmentIndex()
+        if not subsegmentOffsets.OffsetsIsNone():
+            if np is None:
+                self.offsets = []
+                for i in range(subsegmentOffsets.OffsetsLength()):
+                    self.offsets.append(subsegmentOffsets.Offsets(i))
+            else:
+                self.offsets = subsegmentOffsets.OffsetsAsNumpy()
+
+    # SubsegmentOffsetsT
+    def Pack(self, builder):
+        if self.offsets is not None:
+            if np is not None and type(self.offsets) is np.ndarray:
+                offsets = builder.CreateNumpyVector(self.offsets)
+            else:
+                SubsegmentOffsetsStartOffsetsVector(builder, len(self.offsets))
+                for i in reversed(range(len(self.offsets))):
+                    builder.PrependUint64(self.offsets[i])
+                offsets = builder.EndVector()
+        SubsegmentOffsetsStart(builder)
+        SubsegmentOffsetsAddSegmentIndex(builder, self.segmentIndex)
+        if self.offsets is not None:
+            SubsegmentOffsetsAddOffsets(builder, offsets)
+        subsegmentOffsets = SubsegmentOffsetsEnd(builder)
+        return subsegmentOffsets

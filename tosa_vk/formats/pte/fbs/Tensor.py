@@ -188,3 +188,105 @@ def AddExtraTensorInfo(builder, extraTensorInfo):
 def TensorEnd(builder): return builder.EndObject()
 def End(builder):
     return TensorEnd(builder)
+import tosa_vk.formats.pte.fbs.AllocationDetails
+import tosa_vk.formats.pte.fbs.ExtraTensorInfo
+try:
+    from typing import List, Optional
+except:
+    pass
+
+class TensorT(object):
+
+    # TensorT
+    def __init__(self):
+        self.scalarType = 0  # type: int
+        self.storageOffset = 0  # type: int
+        self.sizes = None  # type: List[int]
+        self.dimOrder = None  # type: List[int]
+        self.requiresGrad = False  # type: bool
+        self.dataBufferIdx = 0  # type: int
+        self.allocationInfo = None  # type: Optional[tosa_vk.formats.pte.fbs.AllocationDetails.AllocationDetailsT]
+        self.layout = 0  # type: int
+        self.shapeDynamism = 0  # type: int
+        self.extraTensorInfo = None  # type: Optional[tosa_vk.formats.pte.fbs.ExtraTensorInfo.ExtraTensorInfoT]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        tensor = Tensor()
+        tensor.Init(buf, pos)
+        return cls.InitFromObj(tensor)
+
+    @classmethod
+    def InitFromObj(cls, tensor):
+        x = TensorT()
+        x._UnPack(tensor)
+        return x
+
+    # TensorT
+    def _UnPack(self, tensor):
+        if tensor is None:
+            return
+        self.scalarType = tensor.ScalarType()
+        self.storageOffset = tensor.StorageOffset()
+        if not tensor.SizesIsNone():
+            if np is None:
+                self.sizes = []
+                for i in range(tensor.SizesLength()):
+                    self.sizes.append(tensor.Sizes(i))
+            else:
+                self.sizes = tensor.SizesAsNumpy()
+        if not tensor.DimOrderIsNone():
+            if np is None:
+                self.dimOrder = []
+                for i in range(tensor.DimOrderLength()):
+                    self.dimOrder.append(tensor.DimOrder(i))
+            else:
+                self.dimOrder = tensor.DimOrderAsNumpy()
+        self.requiresGrad = tensor.RequiresGrad()
+        self.dataBufferIdx = tensor.DataBufferIdx()
+        if tensor.AllocationInfo() is not None:
+            self.allocationInfo = tosa_vk.formats.pte.fbs.AllocationDetails.AllocationDetailsT.InitFromObj(tensor.AllocationInfo())
+        self.layout = tensor.Layout()
+        self.shapeDynamism = tensor.ShapeDynamism()
+        if tensor.ExtraTensorInfo() is not None:
+            self.extraTensorInfo = tosa_vk.formats.pte.fbs.ExtraTensorInfo.ExtraTensorInfoT.InitFromObj(tensor.ExtraTensorInfo())
+
+    # TensorT
+    def Pack(self, builder):
+        if self.sizes is not None:
+            if np is not None and type(self.sizes) is np.ndarray:
+                sizes = builder.CreateNumpyVector(self.sizes)
+            else:
+                TensorStartSizesVector(builder, len(self.sizes))
+                for i in reversed(range(len(self.sizes))):
+                    builder.PrependInt32(self.sizes[i])
+                sizes = builder.EndVector()
+        if self.dimOrder is not None:
+            if np is not None and type(self.dimOrder) is np.ndarray:
+                dimOrder = builder.CreateNumpyVector(self.dimOrder)
+            else:
+                TensorStartDimOrderVector(builder, len(self.dimOrder))
+                for i in reversed(range(len(self.dimOrder))):
+                    builder.PrependUint8(self.dimOrder[i])
+                dimOrder = builder.EndVector()
+        if self.allocationInfo is not None:
+            allocationInfo = self.allocationInfo.Pack(builder)
+        if self.extraTensorInfo is not None:
+            extraTensorInfo = self.extraTensorInfo.Pack(builder)
+        TensorStart(builder)
+        TensorAddScalarType(builder, self.scalarType)
+        TensorAddStorageOffset(builder, self.storageOffset)
+        if self.sizes is not None:
+            TensorAddSizes(builder, sizes)
+        if self.dimOrder is not None:
+            TensorAddDimOrder(builder, dimOrder)
+        TensorAddRequiresGrad(builder, self.requiresGrad)
+        TensorAddDataBufferIdx(builder, self.dataBufferIdx)
+        if self.allocationInfo is not None:
+            TensorAddAllocationInfo(builder, allocationInfo)
+        TensorAddLayout(builder, self.layout)
+        TensorAddShapeDynamism(builder, self.shapeDynamism)
+        if self.extraTensorInfo is not None:
+            TensorAddExtraTensorInfo(builder, extraTensorInfo)
+        tensor = TensorEnd(builder)
+        return tensor

@@ -67,3 +67,53 @@ def StartItemsVector(builder, numElems):
 def TensorListEnd(builder): return builder.EndObject()
 def End(builder):
     return TensorListEnd(builder)
+try:
+    from typing import List
+except:
+    pass
+
+class TensorListT(object):
+
+    # TensorListT
+    def __init__(self):
+        self.items = None  # type: List[int]
+
+    @classmethod
+    def InitFromBuf(cls, buf, pos):
+        tensorList = TensorList()
+        tensorList.Init(buf, pos)
+        return cls.InitFromObj(tensorList)
+
+    @classmethod
+    def InitFromObj(cls, tensorList):
+        x = TensorListT()
+        x._UnPack(tensorList)
+        return x
+
+    # TensorListT
+    def _UnPack(self, tensorList):
+        if tensorList is None:
+            return
+        if not tensorList.ItemsIsNone():
+            if np is None:
+                self.items = []
+                for i in range(tensorList.ItemsLength()):
+                    self.items.append(tensorList.Items(i))
+            else:
+                self.items = tensorList.ItemsAsNumpy()
+
+    # TensorListT
+    def Pack(self, builder):
+        if self.items is not None:
+            if np is not None and type(self.items) is np.ndarray:
+                items = builder.CreateNumpyVector(self.items)
+            else:
+                TensorListStartItemsVector(builder, len(self.items))
+                for i in reversed(range(len(self.items))):
+                    builder.PrependInt32(self.items[i])
+                items = builder.EndVector()
+        TensorListStart(builder)
+        if self.items is not None:
+            TensorListAddItems(builder, items)
+        tensorList = TensorListEnd(builder)
+        return tensorList
