@@ -751,3 +751,37 @@ def test_abs_is_one_named_row(device):
     got, want = compare(device, graph, feeds, atol=1e-5)  # fp32 convolution sums in their own order
     assert_same(got[2], want[2], bits=True)  # the group: SUB, ABS exact (NaN payloads, zero signs)
     assert_fused_equals_unfused(device, graph, feeds, bits=True)
+
+
+def test_each_fusion_is_lowered_once(monkeypatch):
+    """Lower once: the kernels of a fused anchor and of an element-wise group are built when the fuse stage asks
+    (can_fuse / can_group) and kept; the lower stage takes them instead of lowering the same fusion again, and the
+    Program is the one a second lowering would give."""
+    from tosa_vk.stages import compiler
+    from tosa_vk.stages import lower as lower_stage
+
+    rng = np.random.default_rng(47)
+    b = Builder()
+    x = b.input("x", (1, 6, 6, 4), "fp32")
+    y = b.conv2d(x, rng.standard_normal((8, 3, 3, 4)).astype(np.float32), np.zeros(8, np.float32), np.float32(0),
+                 np.float32(0), pad=[1, 1, 1, 1])  # fmt: skip
+    y = b.clamp(y, min_val=np.float32(0), max_val=np.float32(6))
+    z = b.input("z", (1, 6, 6, 8), "fp32")
+    b.output(b.maximum(b.add(y, z), b.sub(z, y)))
+    graph = b.build()
+    fused_conv: list[int] = []
+    groups: list[list[int]] = []
+    conv, group = lower_stage.LOWERINGS["CONV2D"], lower_stage.lower_group
+    monkeypatch.setitem(
+        lower_stage.LOWERINGS, "CONV2D", lambda ctx: (ctx.epilogue and fused_conv.append(ctx.index), conv(ctx))[1]
+    )
+    monkeypatch.setattr(lower_stage, "lower_group", lambda ctx, m: (groups.append(m), group(ctx, m))[1])
+    program = compiler.compile(graph, LAVAPIPE)
+    assert len(fused_conv) == 1 and len(groups) == 1, (fused_conv, groups)  # asked once, never lowered again
+    assert len(kernels(program)) == 2
+    placed = partition(graph, LAVAPIPE)
+    settled = fuse_stage.fuse(
+        graph, placed, None, partial(can_fuse, target=LAVAPIPE), partial(can_group, target=LAVAPIPE)
+    )
+    again = plan(lower(graph, LAVAPIPE, placed, settled), LAVAPIPE)  # lowered anew: the same Program
+    assert again.to_bytes() == program.to_bytes()

@@ -16,7 +16,6 @@ Program.to_bytes() stores it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from functools import partial
 from pathlib import Path
 
 from .. import device_class
@@ -26,7 +25,7 @@ from ..program import Kernel, Program
 from ..target import Target, named
 from . import fuse as fuse_stage
 from . import host_rules, passes
-from .lower import can_fuse, can_group, lower, texels
+from .lower import Answers, lower, texels
 from .partition import partition as place
 from .plan import plan
 from .records import Fusion
@@ -70,9 +69,8 @@ def compile(
     graph = passes.run(graph, layouts, batch=fuse_stage.enabled(fuse), file=file)
     placed = place(graph, target, strict=strict, host_ops=rules)
     alignment = alignment or target.alignment
-    fusion = Fusion()
-    if fuse_stage.enabled(fuse):  # each fusion decided by the lowering's answer, before the lower stage builds it
-        asked = partial(can_fuse, target=target, kernels=kernels), partial(can_group, target=target, kernels=kernels)
-        fusion = fuse_stage.fuse(graph, placed, alignment if views else None, *asked)
-    lowered = lower(graph, target, placed, fusion)
+    fusion, answers = Fusion(), Answers(target, kernels)
+    if fuse_stage.enabled(fuse):  # each fusion decided by the lowering's answer, kept for the lower stage to take
+        fusion = fuse_stage.fuse(graph, placed, alignment if views else None, answers.can_fuse, answers.can_group)
+    lowered = lower(graph, target, placed, fusion, answers)
     return plan(lowered, target, alignment)

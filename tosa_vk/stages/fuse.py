@@ -37,8 +37,9 @@ whose resources are bound whole: compile(..., views=False)).
 `fuse(graph, partition, can_fuse, can_group)` decides: it proposes the longest chains and groups the structure
 allows, then keeps, for each anchor, the first of (prologue + chain, chain, chain without its tail) that the anchor
 kernel's lowering answers `can_fuse` with no reason for, and each group that `can_group` accepts (as ggml-vulkan's
-ggml_vk_can_fuse: the answer comes before anything is built). The lower stage then builds what Fusion says, one
-operator after another, and never declines. `tosa_vk.load(..., fuse=False)` or TOSA_VK_FUSE=0 turns the stage
+ggml_vk_can_fuse: the answer comes before anything is built). The answer is a lowering: the kernels it built are
+kept (tosa_vk.stages.lower.Answers), and the lower stage takes them as Fusion says, one operator after another, never
+lowering a fusion twice nor declining one. `tosa_vk.load(..., fuse=False)` or TOSA_VK_FUSE=0 turns the stage
 off.
 """
 

@@ -38,12 +38,14 @@ def lower(
     target: Target,
     partition: Partition,
     fusion: Fusion | None = None,
+    answers: Answers | None = None,
 ) -> Lowered:
     """Lowers a validated, partitioned graph (its main block, and the regions its control-flow operators run) to
     steps: the operators placed on Vulkan become kernels (fused ones as `fusion` says: the fuse stage kept only the
-    fusions each lowering accepts, can_fuse / can_group), the others Host steps."""
+    fusions each lowering accepts, can_fuse / can_group), the others Host steps. `answers`: the Answers the fuse
+    stage asked, whose kernels the main block's fused operators take as they are (lowered once)."""
     load_all()
-    c = Compilation(graph, target, partition, fusion or Fusion())
+    c = Compilation(graph, target, partition, fusion or Fusion(), answers)
     block = graph.main
     for name in block.inputs:
         c.declare(name, block.tensors[name])
@@ -80,6 +82,58 @@ def try_lower(op: Operator, index: int, block: Block, target: Target) -> tuple[l
     return None if steps is None else (steps, ctx.temps)
 
 
+Kept = tuple[list[Made], dict[str, Tensor]]  # a lowering's steps and the temporaries they use
+
+
+class Answers:
+    """The lower stage's answers to the fuse stage (can_fuse / can_group), each accepted lowering kept so that the
+    lower stage takes its kernels rather than lowering the same fusion again (lower once). Kept by block and the
+    fusion asked about: the block's main-block kernels carry unqualified names, as the lower stage's do there."""
+
+    def __init__(self, target: Target, kernels: Callable[[Kernel], bool] | None = None):
+        load_all()
+        self.target, self.kernels = target, kernels
+        self._kept: dict[tuple, tuple[Block, Kept]] = {}
+
+    def can_fuse(self, block: Block, index: int, chain: list[int], prologue: int | None) -> str | None:
+        ctx = _fused_ctx(block, index, chain, prologue, self.target)
+        return self._keep(("chain", id(block), index, tuple(chain), prologue), block, ctx, LOWERINGS[ctx.op.op](ctx))
+
+    def can_group(self, block: Block, members: list[int]) -> str | None:
+        ctx = _group_ctx(block, members, self.target)
+        return self._keep(("group", id(block), tuple(members)), block, ctx, lower_group(ctx, members))
+
+    def _keep(self, key: tuple, block: Block, ctx: LowerCtx, made: list[Made] | None) -> str | None:
+        reason = _refusal(ctx, made, self.kernels)
+        if reason is None and made is not None:
+            self._kept[key] = (block, (made, ctx.temps))
+        return reason
+
+    def take(self, block: Block, index: int, chain: list[int], prologue: int | None) -> Kept | None:
+        """The kernels can_fuse built for this fusion (None: not asked), handed out once."""
+        return self._take(("chain", id(block), index, tuple(chain), prologue), block)
+
+    def take_group(self, block: Block, members: list[int]) -> Kept | None:
+        return self._take(("group", id(block), tuple(members)), block)
+
+    def _take(self, key: tuple, block: Block) -> Kept | None:
+        found = self._kept.pop(key, None)
+        return found[1] if found is not None and found[0] is block else None
+
+
+def _fused_ctx(block: Block, index: int, chain: list[int], prologue: int | None, target: Target) -> LowerCtx:
+    ctx = LowerCtx(block.operators[index], index, block, target, {})
+    ctx.epilogue = [(i, block.operators[i]) for i in chain]
+    ctx.prologue = (prologue, block.operators[prologue]) if prologue is not None else None
+    return ctx
+
+
+def _group_ctx(block: Block, members: list[int], target: Target) -> LowerCtx:
+    ctx = LowerCtx(block.operators[members[0]], members[0], block, target, {})
+    ctx.epilogue = [(i, block.operators[i]) for i in members[1:]]
+    return ctx
+
+
 def can_fuse(
     block: Block,
     index: int,
@@ -92,20 +146,14 @@ def can_fuse(
     `prologue` before it), or None when it can: the fuse stage asks before the lower stage builds anything, so the
     lower stage never declines what fusion chose. `kernels`: whether a kernel may be used (compile()'s option)."""
     load_all()
-    op = block.operators[index]
-    ctx = LowerCtx(op, index, block, target, {})
-    ctx.epilogue = [(i, block.operators[i]) for i in chain]
-    ctx.prologue = (prologue, block.operators[prologue]) if prologue is not None else None
-    return _refusal(ctx, LOWERINGS[op.op](ctx), kernels)
+    return Answers(target, kernels).can_fuse(block, index, chain, prologue)
 
 
 def can_group(
     block: Block, members: list[int], target: Target, kernels: Callable[[Kernel], bool] | None = None
 ) -> str | None:
     """Why no generated kernel does the element-wise group `members` of `block` (fuse.py), or None when one does."""
-    ctx = LowerCtx(block.operators[members[0]], members[0], block, target, {})
-    ctx.epilogue = [(i, block.operators[i]) for i in members[1:]]
-    return _refusal(ctx, lower_group(ctx, members), kernels)
+    return Answers(target, kernels).can_group(block, members)
 
 
 def _refusal(ctx: LowerCtx, made: list | None, kernels: Callable[[Kernel], bool] | None) -> str | None:
@@ -133,9 +181,11 @@ class Compilation:
         target: Target,
         partition: Partition,
         fusion: Fusion,
+        answers: Answers | None = None,
     ):
         self.regions = {r.name: r.blocks[0] for r in graph.regions}
         self.target, self.partition, self.fusion = target, partition, fusion
+        self.answers = answers
         self.tensors: dict[str, Tensor] = {}  # program-wide name -> tensor (named so)
         self.root: dict[str, str] = {}  # alias -> the tensor whose memory it shares
         self.offsets: dict[str, int] = {}  # a view -> where its bytes start in its root's memory
@@ -221,7 +271,8 @@ class Compilation:
             group = self.fusion.group(region, index)
             if group and placed.where == "vulkan":
                 ctx.epilogue = [(i, block.operators[i]) for i in group[1:]]
-                kernels = _accepted(ctx, lower_group(ctx, group))
+                kept = self.answers.take_group(block, group) if self.answers and not prefix else None
+                kernels = kept[0] if kept is not None else _accepted(ctx, lower_group(ctx, group))
                 for kernel in kernels:
                     for name in kernel.writes:
                         self.declare(name, block.tensors[name.removeprefix(prefix)])
@@ -238,7 +289,11 @@ class Compilation:
                 ctx.epilogue = [(i, block.operators[i]) for i in chain]
                 before = deferred.pop(first) if first is not None else None
                 ctx.prologue = (first, block.operators[first]) if first is not None else None
-                lowered = _accepted(ctx, LOWERINGS[op.op](ctx))
+                kept = self.answers.take(block, index, chain, first) if self.answers and not prefix else None
+                if kept is not None:  # what can_fuse built (in the main block, whose names are unqualified)
+                    lowered, ctx.temps = kept
+                else:
+                    lowered = _accepted(ctx, LOWERINGS[op.op](ctx))
                 self.declare(ctx.q(ctx.result.name), ctx.result)
                 if chain:
                     pending[chain[-1]] = lowered
