@@ -364,3 +364,22 @@ def test_an_empty_cache_variable_means_the_default_not_the_working_folder(tmp_pa
     assert cache_root() == tmp_path / "home" / ".cache" / "tosa_vk"
     assert ProgramCache().dir == tmp_path / "home" / ".cache" / "tosa_vk" / "programs"
     assert ShaderCache().dir == tmp_path / "home" / ".cache" / "tosa_vk" / "spirv"
+
+
+def test_a_killed_conformance_generators_work_folder_is_swept(tmp_path, monkeypatch):
+    """A generator killed mid-run (SIGKILL, a test timeout) leaves its `.build-*` work folder, hundreds of MiB; the
+    next generate() of that selection removes it under the selection's lock, and leaves other selections' alone."""
+    from tosa_vk.tools.conformance.generate import Selection, cache_folder, generate
+
+    monkeypatch.setenv("TOSA_VK_CACHE", str(tmp_path))
+    sel = Selection(test_type="negative")
+    final = cache_folder(sel)
+    final.mkdir(parents=True)
+    (final / "complete.json").write_text("{}")
+    left = final.parent / f".build-{sel.key()}-k1ll3d"
+    (left / "shard0").mkdir(parents=True)
+    (left / "shard0" / "desc.json").write_text("{}")
+    other = final.parent / ".build-another-selection-x"
+    other.mkdir()
+    assert generate(sel) == final
+    assert not left.exists() and other.exists()

@@ -247,18 +247,24 @@ def is_generated(sel: Selection) -> bool:
 def generate(sel: Selection = Selection(), jobs: int = 2) -> Path:
     """Folder holding the selected tests (one sub-folder per test, each with desc.json), generating if needed."""
     final = cache_folder(sel)
-    if (final / "complete.json").exists():
-        return final
     final.parent.mkdir(parents=True, exist_ok=True)
     with open(final.parent / f".{sel.key()}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one generator per selection; other processes wait, then reuse it
+        _sweep_builds(final.parent, sel.key())
         if (final / "complete.json").exists():
             return final
         return _generate_into(final, sel, jobs)
 
 
+def _sweep_builds(folder: Path, key: str) -> None:
+    """Work folders of this selection that a killed generator left (SIGKILL, a test timeout: hundreds of MiB
+    each). Called under the selection's lock, so no live generator owns one."""
+    for left in folder.glob(f".build-{key}-*"):
+        shutil.rmtree(left, ignore_errors=True)
+
+
 def _generate_into(final: Path, sel: Selection, jobs: int) -> Path:
-    work = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
+    work = Path(tempfile.mkdtemp(prefix=f".build-{sel.key()}-", dir=final.parent))
     try:
         jobs = max(1, min(jobs, len(sel.ops)))  # no empty shard (a generator run for no operator)
         shards = [list(sel.ops[i::jobs]) for i in range(jobs)]
