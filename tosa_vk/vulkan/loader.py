@@ -37,8 +37,7 @@ def api() -> Any:
         import vulkan
     except OSError:  # its import dlopens the loader (its message speaks of an SDK, which is not what is missing)
         raise VulkanError(
-            f"no Vulkan loader: {LIBRARY.get(sys.platform, LIBRARY['linux'])} cannot be opened; install it: "
-            f"{install()}; {REFERENCE}"
+            f"no Vulkan loader: {library()} cannot be opened; install it: {install()}; {REFERENCE}"
         ) from None
     except ImportError as err:
         raise VulkanError(f"the vulkan Python package cannot be imported ({err}): pip install vulkan") from None
@@ -55,14 +54,23 @@ def driver_variables() -> str:
     return "; ".join(said)
 
 
-def no_driver(err: BaseException) -> VulkanError:
-    """vkCreateInstance failed: the loader is there, a driver for it is not (or the one there refuses Vulkan 1.3)."""
+def library() -> str:
+    """The loader's file name on this platform."""
+    return LIBRARY.get(sys.platform, LIBRARY["linux"])
+
+
+def driver_missing(err: BaseException) -> str:
+    """What a failed vkCreateInstance means: the loader is there, a driver for it is not (or the one there refuses
+    Vulkan 1.3); the variables that restrict the loader's search when set."""
     detail = f"{type(err).__name__}: {err}".rstrip(": ")
     variables = driver_variables()
-    where = f"; the loader reads only {variables}" if variables else ""
-    return VulkanError(
-        f"cannot create a Vulkan instance ({detail}): no Vulkan driver{where}; install one: {install()}; {REFERENCE}"
+    return f"cannot create a Vulkan instance ({detail}): no Vulkan driver" + (
+        f"; the loader reads only {variables}" if variables else ""
     )
+
+
+def no_driver(err: BaseException) -> VulkanError:
+    return VulkanError(f"{driver_missing(err)}; install one: {install()}; {REFERENCE}")
 
 
 def loader_facts() -> dict[str, Any]:

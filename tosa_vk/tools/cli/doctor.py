@@ -90,14 +90,16 @@ def vulkan_facts(problems: list[dict]) -> tuple[dict, list[dict]]:
 
     facts = loader.loader_facts()
     if not facts["found"]:
-        problems.append(_problem(ERROR, "no Vulkan loader", facts["error"], loader.install()))
+        problems.append(_problem(ERROR, "no Vulkan loader", f"{loader.library()} cannot be opened", loader.install()))
         return facts, []
     from ...vulkan import device as vk_device
 
     try:
         found = vk_device.enumerate_devices(all_devices=True)
-    except TosaError as err:  # the instance: no driver
-        problems.append(_problem(ERROR, "no Vulkan driver", str(err), loader.install()))
+    except TosaError as err:  # vkCreateInstance failed (its error, the context of ours): a loader, no driver
+        cause = err.__context__
+        detail = loader.driver_missing(cause) if cause is not None else str(err)
+        problems.append(_problem(ERROR, "no Vulkan driver", detail, loader.install()))
         return facts, []
     rows: list[dict] = []
     try:
