@@ -44,7 +44,7 @@ EXTRAS: tuple[tuple[str, str, tuple[str, ...], str, str], ...] = (
      "ai-ml-sdk-scenario-runner", "pip install ai-ml-sdk-scenario-runner ai-ml-sdk-vgf-library"),
     ("emulation layer", "Arm ML SDK: VK_ARM_data_graph on any Vulkan device", ("emulation_layer",),
      "ai-ml-emulation-layer-for-vulkan", "pip install ai-ml-emulation-layer-for-vulkan"),
-    ("mkdocs", "the documentation site (mkdocs build)", ("mkdocs",), "mkdocs", "pip install mkdocs"),
+    ("docs", "the documentation site (bash scripts/docs.sh)", ("mkdocs",), "mkdocs", "pip install 'tosa_vk[docs]'"),
 )  # fmt: skip
 
 
