@@ -90,27 +90,34 @@ def sibling(device: Device, threads: int) -> Device:
     return acquire(selector, device.shared_key[1] if device.shared_key else False, threads)
 
 
+def _held(device: Device) -> tuple[str, bool, int | None] | None:
+    """The registry's key of `device` while it holds it (call under _LOCK); None for a user's or forgotten one."""
+    key = device.shared_key
+    entry = _OPEN.get(key) if key is not None else None
+    return key if entry is not None and entry.device is device else None
+
+
 def retain(device: Device) -> bool:
     """One more reference to a shared device a user passed on (`load(..., device=model.device)`); False, and
     nothing done, for a device that is not (or no longer) the registry's."""
     with _LOCK:
-        entry = _OPEN.get(device.shared_key) if device.shared_key else None
-        if entry is None or entry.device is not device:
+        key = _held(device)
+        if key is None:
             return False
-        entry.references += 1
+        _OPEN[key].references += 1
         return True
 
 
 def release(device: Device) -> None:
     """One reference given back; the last closes the device."""
     with _LOCK:
-        entry = _OPEN.get(device.shared_key) if device.shared_key else None
-        if entry is None or entry.device is not device:
-            return  # abandoned (forget) or not shared
-        entry.references -= 1
-        if entry.references > 0:
+        key = _held(device)
+        if key is None:
+            return  # forgotten, or not shared
+        _OPEN[key].references -= 1
+        if _OPEN[key].references > 0:
             return
-        del _OPEN[device.shared_key]
+        del _OPEN[key]
     device.close()  # outside the lock: it waits for the device to go idle
 
 
@@ -118,9 +125,9 @@ def forget(device: Device) -> None:
     """A device left busy with abandoned work (a run stopped by close(): it may never end) is never closed, and no
     later load gets it: the next opens a fresh one."""
     with _LOCK:
-        entry = _OPEN.get(device.shared_key) if device.shared_key else None
-        if entry is not None and entry.device is device:
-            del _OPEN[device.shared_key]
+        key = _held(device)
+        if key is not None:
+            del _OPEN[key]
 
 
 def siblings(a: Device, b: Device) -> bool:
