@@ -50,7 +50,9 @@ def _text(path: str | Path) -> str:
 class VulkanModel(OnDevice, GraphModel):
     """A graph compiled for a Vulkan device (tosa_vk.compile) and run by tosa_vk.vulkan.Runtime.
 
-    Options: device (a Device, an index or a name), strict (no host steps), timestamps (GPU times for profile()),
+    Options: device (an index or a name: the process's shared Device of that GPU, as with none,
+    tosa_vk/vulkan/shared.py; or a Device you opened, which stays yours), strict (no host steps), timestamps (GPU
+    times for profile()),
     max_iterations (WHILE_LOOP cap), host_ops (rules for operators to run on the host: operator names, output tensor
     names or NNAdapter rules "OP:in,...:out,...", tosa_vk/stages/host_rules.py), partition (a file of such rules, one
     per line), layouts (tensors the graph holds as NCHW, for custom ops with an NHWC shader), timeout_s (the longest a
