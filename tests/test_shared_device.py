@@ -235,3 +235,15 @@ def test_an_explicit_device_is_the_users_and_other_devices_are_refused(created):
                 default.run({"x": mine_t})
         assert mine.device is not None  # the models closed; the user's device is still open
         assert mine_t.device is mine
+
+
+def test_a_device_left_busy_is_forgotten_not_shared(created):
+    """A run close() abandoned (tosa_vk/backends/on_device.py) leaves its device busy: never closed, and the next
+    load opens a fresh one instead of queueing behind that work."""
+    with load(large()) as a:
+        busy = a.device
+        shared.forget(busy)  # what _release does for an abandoned run's device
+        with load(large()) as b:
+            assert b.device is not busy and busy not in shared.open_devices()
+    assert busy.device is not None  # a's close gave back no reference to it: not closed
+    busy.close()
