@@ -11,15 +11,17 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
 from ..errors import TosaError
-from ..vulkan import Device, VulkanError
+from ..vulkan import Device, VulkanError, shared
 from ..vulkan.device import validation_warns
 from ..vulkan.runtime import ABANDON_AFTER_S, Runtime
 from .model import Model, Timing
 
 
 class OnDevice(Model):
-    """A Model that owns a Runtime on a Device (and the device too unless it was given): close() frees both;
-    idempotent and safe after a failed __init__.
+    """A Model that owns a Runtime on a Device: close() frees both; idempotent and safe after a failed __init__.
+    The device is the process's shared one for the physical device asked for (tosa_vk/vulkan/shared.py: one per
+    GPU, reference counted, closed with the last model using it), or one the user opened and gave, which stays
+    theirs.
 
     One thread at a time uses the runtime (`using()`): a run owns the arena, the recorded command buffers and the
     variables' flags until it returns, so calls from several threads are serialised, and close() waits for a run
@@ -32,7 +34,8 @@ class OnDevice(Model):
 
     runtime: Runtime | None = None
     device: Device | None = None
-    own_device = False
+    own_device = False  # tosa_vk chose the device (not a Device the user gave): _placed may move the model
+    _shares = False  # holds a reference to `device` in the shared registry: close() gives it back
     _slots: list[tuple[Runtime, threading.RLock]] = []
     _last_slot = 0  # the slot of the last run that ended: transferred and profile() read it
 
@@ -47,8 +50,26 @@ class OnDevice(Model):
         self.own_device = not isinstance(device, Device)
         self.warn_on_validation = validation == "warn" or (validation is None and validation_warns())
         opened = None if validation is None else bool(validation)
-        self.device = device if isinstance(device, Device) else Device(device, validation=opened)
+        if isinstance(device, Device):
+            # a shared device passed on (device=other_model.device) is held like one asked for by name: it stays
+            # open while this model uses it; the user's own Device is borrowed
+            self._shares = shared.retain(device)
+            self.device = device
+        else:
+            self.device = shared.acquire(device, opened)
+            self._shares = True
         return self.device
+
+    def move_to(self, device: Device) -> None:
+        """The model's device becomes `device` (a shared one, a reference already taken): the old one's reference
+        given back and its validation messages carried over."""
+        old = self.device
+        self.device = device
+        if old is not None and old is not device:
+            device.validation_messages.extend(m for m in old.validation_messages if m not in device.validation_messages)
+            if self._shares:
+                shared.release(old)
+        self._shares = True
 
     def report_validation(self) -> None:
         """The validation layer's messages since the last report reach the caller: a VulkanError, or one warning
@@ -160,11 +181,14 @@ class OnDevice(Model):
                 self.runtime.close()
                 abandoned = self.runtime.abandoned
                 self.runtime = None
-            if abandoned:
-                self.device = None  # still busy with the abandoned work: left to the process exit
-            if self.own_device and self.device is not None:
-                self.device.close()
+            if abandoned and self.device is not None:
+                if self._shares:  # still busy with the abandoned work: never closed, no later load gets it
+                    shared.forget(self.device)
+                self.device = None  # left to the process exit
+            if self._shares and self.device is not None:
+                shared.release(self.device)
                 self.device = None
+            self._shares = False
         finally:
             if lock is not None:
                 lock.release()

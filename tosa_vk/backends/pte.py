@@ -3,6 +3,12 @@ backends as a TOSA graph on the chosen backend (reference or vulkan) — TOSABac
 flatbuffer, VgfBackend's a VGF container whose GRAPH segments are decoded (tosa_vk/formats/vgf_graph.py) —
 the host operators the partitioner left around and between them in numpy (tosa_vk/formats/pte/host_ops.py).
 
+Device tensors (`run(device_outputs=True)`, DeviceTensor feeds) as on a .tosa Model where a value goes straight into
+or out of a Vulkan delegate: a DeviceTensor feeds an input only delegates read as it is (a host operator or a
+channels-last transpose in between is an error naming it), and a delegate's outputs no host operator reads stay on
+its device (passed on to the next delegate, or returned); an output a host operator writes comes back as a
+DeviceTensor on the host. The delegates share the process's device (tosa_vk/vulkan/shared.py).
+
 Inputs and outputs are the method's, in its order: a .pte keeps no argument names, so they are input_0, input_1, ...
 and output_0, ... unless the loader names them (`tosa_vk.from_torch` names them after the module's forward).
 """
@@ -22,6 +28,7 @@ from ..ir.flatbuffer import read_graph
 from ..program import Placement
 from ..reference.executor import coerce_array
 from .model import Model, Timing, in_flight
+from .tensor import DeviceTensor
 
 TOSA_BACKENDS = ("TOSABackend",)  # delegate ids whose processed bytes are a TOSA flatbuffer
 VGF_BACKENDS = ("VgfBackend",)  # ... a VGF container (ExecuTorch's Arm VGF backend: model-converter's GRAPH segments)
@@ -111,11 +118,60 @@ class PteModel(Model):
     def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
         return {n: self._array(self.plan.values[i]) for n, i in zip(self._output_names, self.plan.outputs)}
 
-    def _run(self, feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
+    def _resolve(self, feeds: dict) -> dict:
+        """DeviceTensor feeds: a host-backed one as its array; a Vulkan device's only for an input every reader of
+        which is a delegate taking it as it is (no host operator, no channels-last transpose): it goes to the
+        delegate's model, which checks its device, shape and dtype."""
+        resolved = dict(feeds)
+        for name, index in zip(self._input_names, self.plan.inputs):
+            value = feeds[name]
+            if not isinstance(value, DeviceTensor):
+                continue
+            if value.released or isinstance(value.device, str):
+                value.buffer_on("host", name, self.file)  # a released one: the error naming it
+                resolved[name] = value.numpy()
+                continue
+            host = self._host_reader(index)
+            if host is not None:
+                raise TosaError(
+                    f"input {name!r}: a device tensor only feeds an input that goes straight into a delegate; this "
+                    f"one {host}: pass tensor.numpy()",
+                    file=self.file,
+                )
+        return resolved
+
+    def _host_reader(self, index: int) -> str | None:
+        """Why value `index` must be on the host (a host operator reads it, or a delegate takes it transposed);
+        None when only delegates read it as it is."""
+        if self._order(index):
+            return "is channels-last (the delegate takes it transposed on the host)"
+        for i, ins in enumerate(self.plan.instructions):
+            if isinstance(ins, Kernel) and index in ins.args:
+                return f"is read by host operator {ins.name} #{i}"
+        return None
+
+    def _run(self, feeds: dict[str, Any], cast: bool) -> dict[str, np.ndarray]:
+        return {name: np.asarray(value) for name, value in self._execute(feeds, cast, False).items()}
+
+    def _run_device(self, feeds: dict, cast: bool, names: list[str]) -> dict[str, DeviceTensor]:
+        """run(device_outputs=True): an output a Vulkan delegate writes (no host operator after it) stays on its
+        device; one a host operator writes is a DeviceTensor on the host (as the reference backend's)."""
+        results = self._execute(feeds, cast, True)
+        return {
+            n: results[n] if isinstance(results[n], DeviceTensor) else DeviceTensor(np.array(results[n], copy=True), n)
+            for n in names
+        }
+
+    def _execute(self, feeds: dict[str, Any], cast: bool, on_device: bool) -> dict[str, Any]:
+        """The plan run in order; `on_device`: delegates whose outputs no host operator reads keep them on the
+        device (tosa_vk.DeviceTensor values, fed on to the next delegate or returned)."""
         plan = self.plan
         env: list[Any] = [v.data if isinstance(v, TensorValue) else v for v in plan.values]
         for name, index in zip(self._input_names, plan.inputs):
             t = plan.values[index]
+            if isinstance(feeds[name], DeviceTensor):  # (_resolve checked that only delegates read it)
+                env[index] = feeds[name]
+                continue
             env[index] = coerce_array(name, feeds[name], t.sizes, t.dtype, t.dtype.name, file=self.file, cast=cast,
                                       where=self.source_kind)  # fmt: skip
         times = []
@@ -125,16 +181,16 @@ class PteModel(Model):
                 host_ops.run(ins, env, plan, self.file)
                 times.append(Timing(f"{ins.name} #{index}", "host", (time.perf_counter() - start) * 1e6))
             else:
-                self._delegate(ins, env)
+                self._delegate(ins, env, on_device)
         self._host_times = times
         results = {}
         for name, index in zip(self._output_names, plan.outputs):
             if env[index] is None:
                 raise TosaError(f"output {name} (value {index}) is never written by the plan", file=self.file)
-            results[name] = np.asarray(env[index])
+            results[name] = env[index] if isinstance(env[index], DeviceTensor) else np.asarray(env[index])
         return results
 
-    def _delegate(self, call: DelegateRun, env: list[Any]) -> None:
+    def _delegate(self, call: DelegateRun, env: list[Any], on_device: bool = False) -> None:
         model = self.delegates[call.index]
         args = [a for i in call.args for a in (env[i].items if isinstance(env[i], TensorListValue) else (i,))]
         names, outs = list(model.inputs), list(model.outputs)
@@ -143,6 +199,9 @@ class PteModel(Model):
                             f"{len(names)} inputs and {len(outs)} outputs", file=self.file)  # fmt: skip
         feeds = {}
         for name, i in zip(names, args):
+            if isinstance(env[i], DeviceTensor):  # taken as it is: the delegate checks shape, dtype and device
+                feeds[name] = env[i]
+                continue
             shape = tuple(model.inputs[name][0])
             value = np.asarray(env[i])
             order = self._order(i)
@@ -152,16 +211,30 @@ class PteModel(Model):
                 raise TosaError(f"delegate {call.index}'s input {name!r} is {list(shape)}, the plan gives value {i} "
                                 f"of shape {list(value.shape)}", file=self.file)  # fmt: skip
             feeds[name] = value
-        results = model.run(feeds)
+        kept = on_device and all(self._stays(model, name, i) for name, i in zip(outs, args[len(names) :]))
+        results = model.run(feeds, device_outputs=kept)
         for name, i in zip(outs, args[len(names) :]):
             t = self.plan.values[i]
             value = results[name]
+            if kept:
+                env[i] = value
+                continue
             order = self._order(i)
             if isinstance(t, TensorValue) and order and value.shape == tuple(t.sizes[d] for d in order):
                 value = np.transpose(value, np.argsort(order))  # the delegate wrote the memory layout
             elif isinstance(t, TensorValue) and value.size == int(np.prod(t.sizes, dtype=np.int64)):
                 value = value.reshape(t.sizes)
             env[i] = value
+
+    def _stays(self, model: Model, name: str, index: int) -> bool:
+        """Whether a delegate's output `name` (value `index`) may stay on the device: the plan's value as the
+        delegate writes it (no transpose, no reshape), read by no host operator."""
+        t = self.plan.values[index]
+        return (
+            isinstance(t, TensorValue)
+            and tuple(model.outputs[name][0]) == tuple(t.sizes)
+            and self._host_reader(index) is None
+        )
 
     def _order(self, index: int) -> tuple[int, ...] | None:
         """A tensor value's dim order where it is not the identity (channels-last), else None: ExecuTorch hands a
@@ -207,6 +280,15 @@ class PteModel(Model):
                 for p in self.delegates[ins.index].placement:
                     rows.append(Placement(f"delegate {ins.index}::{p.op}", p.where, p.reason))
         return rows
+
+    @property
+    def transferred(self) -> dict[str, int]:
+        """Bytes that crossed between host and device memory in the delegates' last runs."""
+        total = {"to_device": 0, "from_device": 0}
+        for model in self.delegates:
+            for key, count in model.transferred.items():
+                total[key] = total.get(key, 0) + count
+        return total
 
     def _release(self) -> None:
         for model in self.delegates:

@@ -9,9 +9,12 @@ on the host (`device == "host"`, `.numpy()` works, and a Vulkan model refuses it
 tensor). On the reference backend a DeviceTensor holds a numpy array (`device == "host"`), so code written for
 one backend runs on the other.
 
-A feed that is a DeviceTensor must live where the model runs (the same Vulkan Device object; the reference backend:
-the host) and match the input's shape and storage dtype exactly: anything else is a TosaError, never a silent host
-round trip (`tensor.numpy()` makes one explicitly).
+A feed that is a DeviceTensor must live where the model runs (the same Vulkan Device; the reference backend: the
+host) and match the input's shape and storage dtype exactly: anything else is a TosaError, never a silent host
+round trip (`tensor.numpy()` makes one explicitly). Models loaded without `device=`, or naming the same GPU, share
+one Device (tosa_vk/vulkan/shared.py), so their tensors pass; on lavapipe a program of small dispatches runs on
+that device's sibling with compute threads off, and a tensor crossing between the two is copied out of its mapped
+memory (the same memcpy a device-to-device copy is on lavapipe; counted in Model.transferred["to_device"]).
 """
 
 from __future__ import annotations
@@ -84,11 +87,12 @@ class DeviceTensor:
         if storage is None or self.released:
             raise TosaError(f"input {where!r}: device tensor {self.name!r} was released", file=file)
         mine = self.device
-        if not (mine is device or (isinstance(mine, str) and mine == device)):
+        if not (mine is device or (isinstance(mine, str) and mine == device) or _siblings(mine, device)):
             here = "the host" if isinstance(device, str) else f"device {device!r}"
             there = "the host" if isinstance(mine, str) else f"device {mine!r}"
             hint = (
-                " (another open device, maybe the same GPU: load both models on one, device=first_model.device)"
+                " (another open device, maybe the same GPU: models loaded without device= or naming the same GPU "
+                "share one; else load both models on one, device=first_model.device)"
                 if not isinstance(mine, str) and not isinstance(device, str)
                 else ""
             )
@@ -102,6 +106,16 @@ class DeviceTensor:
     def __repr__(self) -> str:
         state = "released" if self.released else f"on {self.device!r}"
         return f"DeviceTensor({self.name!r}, shape={self.shape if not self.released else '?'}, {state})"
+
+
+def _siblings(mine: Any, device: Any) -> bool:
+    """Two shared devices of one physical device (lavapipe's threaded one and the one with compute threads off):
+    a tensor crosses as a copy of its mapped memory (tosa_vk/vulkan/shared.py)."""
+    if isinstance(mine, str) or isinstance(device, str):
+        return False
+    from ..vulkan.shared import siblings
+
+    return siblings(mine, device)
 
 
 def checked(tensor: DeviceTensor, device: Any, name: str, shape, dtype, file: str | None = None) -> Any:

@@ -28,7 +28,7 @@ from ..stages import compiler, host_rules
 from ..stages.fuse import enabled as fuse_enabled
 from ..store.program_cache import Entry, ProgramCache
 from ..timeout import checked_timeout
-from ..vulkan import Device
+from ..vulkan import Device, shared
 from ..vulkan.builtin import shipped_only
 from ..vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
 from ..vulkan.shaders import ShaderCache
@@ -50,7 +50,9 @@ def _text(path: str | Path) -> str:
 class VulkanModel(OnDevice, GraphModel):
     """A graph compiled for a Vulkan device (tosa_vk.compile) and run by tosa_vk.vulkan.Runtime.
 
-    Options: device (a Device, an index or a name), strict (no host steps), timestamps (GPU times for profile()),
+    Options: device (an index or a name: the process's shared Device of that GPU, as with none,
+    tosa_vk/vulkan/shared.py; or a Device you opened, which stays yours), strict (no host steps), timestamps (GPU
+    times for profile()),
     max_iterations (WHILE_LOOP cap), host_ops (rules for operators to run on the host: operator names, output tensor
     names or NNAdapter rules "OP:in,...:out,...", tosa_vk/stages/host_rules.py), partition (a file of such rules, one
     per line), layouts (tensors the graph holds as NCHW, for custom ops with an NHWC shader), timeout_s (the longest a
@@ -94,7 +96,6 @@ class VulkanModel(OnDevice, GraphModel):
         # the class and kernel features before the device opens: a bad name fails at once
         forced, disabled = device_class.forced(target), device_class.disabled()
         self._graph, self.file = source, file
-        self._validation = None if validation is None else bool(validation)  # as attach() opens the device
         dev = self.attach(device, validation)
         try:
             # what the compiler may assume: the device's facts, the class asked for, TOSA_VK_DISABLE's features off
@@ -183,18 +184,17 @@ class VulkanModel(OnDevice, GraphModel):
 
     def _placed(self, dev: Device, program: Program) -> Device:
         """The device the program runs on: for a program of small dispatches on lavapipe (tosa_vk/vulkan/threads.py),
-        the model's own device reopened with the driver's compute threads off. Its target is the same (one
-        physical device), so the program and the cache key stand."""
+        the shared device's sibling with the driver's compute threads off (tosa_vk/vulkan/shared.py: device tensors
+        cross between the two as copies). Its target is the same (one physical device), so the program and the
+        cache key stand. A Device the user gave is left alone."""
         if not self.own_device or dev.threads is not None or not inline(program, self.target):
             return dev
-        try:  # by name: the loader opens lavapipe's driver alone (loader_drivers), ~50 ms
-            reopened = Device("lavapipe", validation=self._validation, threads=0)
+        try:
+            small = shared.sibling(dev, threads=0)
         except TosaError:
             return dev  # (never expected: the device was just open) the threaded one serves
-        reopened.validation_messages.extend(dev.validation_messages)
-        dev.close()
-        self.device = reopened
-        return reopened
+        self.move_to(small)
+        return small
 
     def _cached(self, dev: Device, cache_dir) -> tuple[ProgramCache, dict, Entry | None] | None:
         """(the cache, this model's entry header, the entry if there is a valid one); None where the program
@@ -240,14 +240,19 @@ class VulkanModel(OnDevice, GraphModel):
 
     def _on_device(self, feeds: dict, cast: bool, keep: list[str] | None) -> dict:
         """A run: host feeds converted and written into the arena, DeviceTensor feeds (of this device, the input's
-        exact shape and storage dtype) copied device to device; the outputs as host arrays, or those `keep` names
+        exact shape and storage dtype) copied device to device (a sibling device's: through the host view of its
+        memory, counted in `transferred`); the outputs as host arrays, or those `keep` names
         as device buffers of their own."""
         values, on_device = {}, {}
         for t in self._feeds:
             value = feeds[t.name]
             if isinstance(value, DeviceTensor):
                 buf = self.program.buffer(t.name)
-                on_device[t.name] = checked_tensor(value, self.device, t.name, buf.shape, buf.dtype, self.file)
+                storage = checked_tensor(value, self.device, t.name, buf.shape, buf.dtype, self.file)
+                if storage.device is self.device:
+                    on_device[t.name] = storage
+                else:  # the sibling device's (shared.siblings): its mapped memory copied in like a host feed
+                    values[t.name] = storage.numpy()
             else:
                 values[t.name] = coerce_input(t, value, self.file, cast=cast)
         try:

@@ -143,21 +143,22 @@ def asks_for_lavapipe(selector: int | str | None) -> bool:
 
 
 @contextlib.contextmanager
-def loader_drivers(selector: int | str | None) -> Iterator[None]:
+def loader_drivers(selector: int | str | None) -> Iterator[bool]:
     """Only lavapipe's driver manifests for the loader while an instance is made, when lavapipe is the device asked
     for and the user set no driver list: the loader otherwise opens every installed Mesa driver (intel, radeon, ..),
-    ~50-500 ms here. The variables are read when the instance is created, so they are restored after."""
+    ~50-500 ms here. The variables are read when the instance is created, so they are restored after. Yields
+    whether it restricted the loader (the instance then sees lavapipe alone)."""
     if not asks_for_lavapipe(selector) or any(v in os.environ for v in _DRIVER_VARIABLES):
-        yield
+        yield False
         return
     dirs = [os.path.join(d, "vulkan", "icd.d") for d in os.environ.get("XDG_DATA_DIRS", "").split(":") if d]
     found = sorted({f for d in (*dirs, *_ICD_DIRS) for f in glob.glob(os.path.join(d, "lvp_icd*.json"))})
     if not found:
-        yield
+        yield False
         return
     os.environ["VK_DRIVER_FILES"] = os.pathsep.join(found)
     try:
-        yield
+        yield True
     finally:
         os.environ.pop("VK_DRIVER_FILES", None)
 
@@ -411,7 +412,13 @@ def select(devices: list[DeviceInfo], selector: int | str | None = None) -> Devi
 
 
 class Device:
-    """An open logical device with one compute queue. Use as a context manager or call close()."""
+    """An open logical device with one compute queue. Use as a context manager or call close().
+
+    `tosa_vk.load` shares one per physical device per process (tosa_vk/vulkan/shared.py); one made here is the
+    caller's, which models given it (`load(..., device=dev)`) borrow and never close."""
+
+    # the shared registry's key for a device it opened (tosa_vk/vulkan/shared.py); None: the user's own
+    shared_key: tuple[str, bool, int | None] | None = None
 
     def __init__(self, selector: int | str | None = None, validation: bool | None = None, threads: int | None = None):
         """`threads`: lavapipe's compute threads (LP_NUM_THREADS, tosa_vk/vulkan/threads.py; None: the driver's
@@ -425,7 +432,7 @@ class Device:
         self.unified_memory: bool | None = None  # a memory type both host-visible and device-local (memory.py)
         self.memory_properties: Any = None  # VkPhysicalDeviceMemoryProperties, asked once (memory.py)
         validation = validation_requested() if validation is None else validation
-        with loader_drivers(selector):
+        with loader_drivers(selector) as restricted:
             labelled = debug_labels.requested() and debug_labels.offered()
             self.instance, self._messenger = create_instance(validation, self.validation_messages, labelled)
         # names and labels for GPU tools; None: nothing is named or labelled (tosa_vk/vulkan/labels.py)
@@ -435,7 +442,10 @@ class Device:
                 self.labels = debug_labels.Labels(self.instance)
             with compute_threads(threads):  # lavapipe makes its screen here
                 physical = vk.vkEnumeratePhysicalDevices(self.instance)
-            self.info = select(visible([_query(i, pd, self.instance) for i, pd in enumerate(physical)]), selector)
+            found = [_query(i, pd, self.instance) for i, pd in enumerate(physical)]
+            # every physical device, where the loader was not restricted to one driver (shared.py resolves with it)
+            self.enumerated: list[DeviceInfo] | None = None if restricted else found
+            self.info = select(visible(found), selector)
             self.physical = physical[self.info.physical]
             families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)
             compute = [i for i, q in enumerate(families) if q.queueFlags & vk.VK_QUEUE_COMPUTE_BIT]
@@ -492,6 +502,7 @@ class Device:
         twin.instance, twin._messenger, twin.labels = None, None, None
         twin.info, twin.physical, twin.queue_family = self.info, self.physical, self.queue_family
         twin.threads = self.threads  # the instance's screen, so its compute threads, are this device's
+        twin.enumerated = None
         twin._open()
         return twin
 
@@ -608,7 +619,10 @@ class Device:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Device(#{self.info.index} {self.info.name!r}, {self.info.type}, Vulkan {self.info.api_version})"
+        threads = ", compute threads off" if self.threads == 0 else ""
+        return (
+            f"Device(#{self.info.index} {self.info.name!r}, {self.info.type}, Vulkan {self.info.api_version}{threads})"
+        )
 
 
 def everything(cmd) -> None:
