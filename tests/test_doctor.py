@@ -249,3 +249,16 @@ def test_without_a_driver_doctor_and_the_vulkan_backend_say_so(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("cannot create a Vulkan instance") and "no Vulkan driver" in done.stdout
     assert INSTALL in done.stdout
+
+
+def test_only_the_loader_module_imports_vulkan():
+    """Every `vulkan` import goes through tosa_vk/vulkan/loader.py, so a missing loader is one VulkanError with its
+    fix wherever the device side is first used (module-level imports only: a function may import it lazily)."""
+    direct = [
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "tosa_vk").rglob("*.py")
+        if path.name != "loader.py"
+        for line in path.read_text().splitlines()
+        if line.startswith(("import vulkan", "from vulkan "))
+    ]
+    assert direct == []

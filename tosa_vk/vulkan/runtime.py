@@ -11,7 +11,6 @@ from itertools import accumulate
 from typing import NamedTuple
 
 import numpy as np
-import vulkan as vk
 
 from vgf import vk_enums
 
@@ -22,11 +21,14 @@ from ..ir.variables import Variable, begin_run
 from ..program import Branch, Host, Kernel, Loop, Program, StateCheck, walk
 from ..timeout import checked_timeout, overrun_text
 from .device import Device, VulkanError
+from .loader import api
 from .memory import Arena, DeviceBuffer, align
 from .pipelines import Pipeline, Pipelines, bound_descriptors, kernel_layout
 from .recorder import DeviceTimeout, Dispatch, Queue, Segment, Transfer, image_bindings
 from .shaders import ShaderCache, specialize
 from .variant import program_variants, variant_of
+
+vk = api()  # the `vulkan` package; a VulkanError with the fix where there is no loader
 
 DEFAULT_TIMEOUT_S = 300.0  # the longest one run may take; tosa_vk.load(..., timeout_s=) changes it
 ABANDON_AFTER_S = 1.0  # close() waits this long for the unfinished work of a failed run, then leaves it
