@@ -99,8 +99,8 @@ def test_placement_shows_host_ops_and_delegates():
         rows = model.placement
     host = [p.op for p in rows if p.reason.startswith("ExecuTorch host operator")]
     assert host[0] == "quantized_decomposed::quantize_per_tensor.out #0" and "aten::hardtanh.out #3" in host
-    assert any(p.op.startswith("delegate 0::CONV2D") for p in rows)
-    assert any(p.op.startswith("delegate 1::CONV2D") for p in rows)
+    assert any(p.op.startswith("delegate_0::CONV2D") for p in rows)
+    assert any(p.op.startswith("delegate_1::CONV2D") for p in rows)
 
 
 def test_pte_by_identifier_whatever_its_name(tmp_path):
