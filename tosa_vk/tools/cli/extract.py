@@ -22,7 +22,6 @@ from ...errors import TosaError
 from .common import Writes, backend_or_default, confined, model_and_feeds, output_folder, synthetic
 from .options import model_arguments, overwrite_argument, timeout_options
 
-
 WHAT = {"tosa": "TOSA graph", "desc": "desc.json", "ifm": "input K", "expected": "result K in the program's run"}
 
 
