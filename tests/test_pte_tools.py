@@ -27,6 +27,12 @@ TWO = DATA / "two_delegates_int8"
 NODE_ID = re.compile(r"^main/op(\d+)$")
 
 
+def _op_index(node: str) -> int:
+    m = NODE_ID.match(node)
+    assert m is not None, node
+    return int(m[1])
+
+
 def _feeds(folder: Path) -> dict[str, np.ndarray]:
     desc = json.loads((folder / "desc.json").read_text())
     return {n: np.load(folder / f) for n, f in zip(desc["ifm_name"], desc["ifm_file"])}
@@ -186,7 +192,7 @@ def _node_data(path: Path, graph) -> dict:
     read_back_with_model_explorer(text)
     assert list(data) == ["main"]
     for node in data["main"]["results"]:
-        assert int(NODE_ID.match(node)[1]) < len(graph.main.operators)
+        assert _op_index(node) < len(graph.main.operators)
     return data
 
 
@@ -226,8 +232,8 @@ def test_profile_of_a_pte_lists_host_operators_and_writes_node_data(tmp_path, ca
         graph = load_graph(out / f"delegate_{i}.tosa")
         data = _node_data(tmp_path / f"ms.delegate_{i}.json", graph)
         for node in data["main"]["results"]:  # keyed by the extracted .tosa's operators, as profiled
-            op = graph.main.operators[int(NODE_ID.match(node)[1])].op
-            assert any(line.startswith(f"delegate_{i}::{op} #{NODE_ID.match(node)[1]}") for line in listed)
+            op = graph.main.operators[_op_index(node)].op
+            assert any(line.startswith(f"delegate_{i}::{op} #{_op_index(node)}") for line in listed)
     # refused before any run: a node-data file that is there already
     taken = tmp_path / "again.delegate_1.json"
     taken.write_text("{}")

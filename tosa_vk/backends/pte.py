@@ -22,7 +22,7 @@ from ..ir import DType, Graph
 from ..ir.flatbuffer import read_graph, write_graph
 from ..program import Placement
 from ..reference.executor import coerce_array
-from .model import Model, Timing, in_flight
+from .model import GraphModel, Model, Timing, in_flight
 
 if TYPE_CHECKING:
     from ..stages.capture import Captured
@@ -97,7 +97,7 @@ class PteModel(Model):
 
             self.settle_s = ABANDON_AFTER_S  # then _release closes the delegates, which stops a runaway shader
         host_ops.check(plan, file)  # (the reader checked every index and that inputs and outputs are tensors)
-        self.delegates: list[Model] = []
+        self.delegates: list[GraphModel] = []
         try:
             for index, delegate in enumerate(plan.delegates):
                 where = f"{file or '<buffer>'} (delegate {index})"
