@@ -2,7 +2,8 @@
 # Sets up a fresh Debian machine for tosa_vk, idempotently:
 #   - Debian packages: Vulkan loader + Mesa lavapipe, glslc, spirv-tools, vulkan-tools, validation layers, flatc
 #   - .venv/ with tosa_vk (editable), the pinned test dependencies, the bench extra (matplotlib, for
-#     `tosa-vk bench`'s plot), the iree extra (IREE, a bench anchor) and the tflite extra (Arm's converter, for `tosa-vk import`), all pinned in
+#     `tosa-vk bench`'s plot), the iree extra (IREE, a bench anchor), the tflite extra (Arm's converter, for `tosa-vk import`) and
+#     the docs extra (mkdocs, for scripts/docs.sh), all pinned in
 #     constraints.txt
 # Source it or run it; later runs only redo what changed.
 set -euo pipefail
@@ -31,7 +32,7 @@ stamp=.venv/.tosa_vk-installed
 want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "setup: installing tosa_vk and pinned dependencies into .venv"
-    .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test,bench,tflite,ray,explorer,iree]'
+    .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test,bench,tflite,ray,explorer,iree,docs]'
     echo "$want" > "$stamp"
 fi
 # The built-in kernels' SPIR-V (shaders/builtin/spirv.zip, not committed): built when missing or stale, so that

@@ -103,7 +103,12 @@ ShapeArg = Value | Sequence[int]  # a shape_t input: a Value, or a list of ints 
 
 
 class Builder:
-    """Builds one Graph (main region, main block) operator by operator."""
+    """Builds one Graph (main region, main block) operator by operator.
+
+    Every TOSA operator is a method in lower case (`conv2d`, `clamp`, `matmul`, ...) taking its operands as the
+    Builder's tensors or numpy constants and its attributes as keywords, with the specification's defaults;
+    output shapes are inferred. Example: `b = Builder(); x = b.input("x", (1, 8, 8, 4), "fp32");
+    b.output(b.clamp(x, min_val=0.0, max_val=6.0)); graph = b.build()`."""
 
     block: Block
     graph: Graph

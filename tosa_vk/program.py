@@ -222,9 +222,11 @@ class Program:
     output_types: dict[str, tuple[tuple[int, ...], str]] = field(default_factory=dict)
 
     def buffer(self, tensor: str) -> Buffer:
+        """The Buffer (arena placement, resource kind) of `tensor`."""
         return self.buffers[tensor]
 
     def storage(self, tensor: str) -> str:
+        """The tensor whose memory `tensor` lives in: itself, or the one it is a view of."""
         return self.buffers[tensor].storage or tensor
 
     def views(self) -> list[str]:
@@ -236,6 +238,7 @@ class Program:
         return parts + sorted(texels - set(parts))
 
     def to_bytes(self) -> bytes:
+        """The Program as plain data (no pickle): `Program.from_bytes` reads it back equal."""
         return serial.dumps(self, TYPES)
 
     @staticmethod

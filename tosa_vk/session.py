@@ -106,7 +106,15 @@ def load(
     RuntimeWarning saying so (`default_backend()`); a .vgf of COMPUTE segments only runs on Vulkan.
     `input_qparams` / `output_qparams`: integer inputs that take float data (quantized before each run) and integer
     outputs returned as float (dequantized), by name -> QParams or (scale, zero_point) (Model.quantize_io).
-    Options are the backend class's keyword arguments; any other is an error naming it."""
+    Options are the backend class's keyword arguments; any other is an error naming it. The Vulkan backend's:
+    `device` (a Device, an index, a UUID or a name), `target` (a device class to compile for, e.g. "nvidia"),
+    `strict` (no host steps), `host_ops` / `partition` (operators forced to the host), `fuse`, `layouts` (NCHW
+    tensors around NHWC custom ops), `timestamps` (GPU times for profile()), `timeout_s` (the longest a run may
+    take; default 300 s), `max_iterations` (WHILE_LOOP cap), `max_in_flight` (runs submit() keeps going at once),
+    `validation` (the Khronos validation layer), `cache_dir` (the program cache folder, or False). The reference
+    backend takes `max_iterations` and `timeout_s`.
+
+    Example: `with tosa_vk.load("model.tosa", backend="vulkan") as model: outputs = model.run({"x": array})`."""
     model = _load(source, backend, **options)
     if input_qparams or output_qparams:
         try:

@@ -303,6 +303,7 @@ class Model:
         return {}
 
     def set_variable(self, uid: str, value: np.ndarray) -> None:
+        """Sets variable `uid` (EXT-VARIABLE) to `value` for the next run; a TosaError for a model without it."""
         raise TosaError(f"no variable '{uid}': this model has no variables")
 
     def reset_variables(self) -> None:

@@ -34,14 +34,17 @@ class DeviceTensor:
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The tensor's shape."""
         return tuple(self._storage.shape)
 
     @property
     def dtype(self) -> np.dtype:
+        """The numpy dtype the values are stored as (what `numpy()` returns)."""
         return np.dtype(self._storage.dtype)
 
     @property
     def nbytes(self) -> int:
+        """The size of the values in bytes."""
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
     @property
@@ -53,6 +56,7 @@ class DeviceTensor:
 
     @property
     def released(self) -> bool:
+        """True once `release()` freed the memory (or its storage is gone)."""
         return self._storage is None or (not isinstance(self._storage, np.ndarray) and self._storage.released)
 
     def numpy(self) -> np.ndarray:

@@ -24,14 +24,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import vulkan as vk
-
 from .. import device_class
 from ..abi.shader_abi import TEXEL_SAMPLERS
 from ..errors import VulkanError
 from ..target import Target, for_driver
 from . import labels as debug_labels
+from .loader import api, install, no_driver
 from .threads import compute_threads
+
+vk = api()  # the `vulkan` package; a VulkanError with the fix where there is no loader
 
 API_VERSION = vk.VK_MAKE_VERSION(1, 3, 0)
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
@@ -191,10 +192,7 @@ def create_instance(validation: bool = False, messages: list[str] | None = None,
     try:
         instance = vk.vkCreateInstance(info, None)
     except (vk.VkError, OSError) as err:  # OSError: no libvulkan.so.1
-        raise VulkanError(
-            f"cannot create a Vulkan instance ({type(err).__name__}: {err}); "
-            "is a Vulkan driver installed? (Debian: apt-get install mesa-vulkan-drivers)"
-        ) from None
+        raise no_driver(err) from None
     messenger = None
     if validation:
 
@@ -390,7 +388,7 @@ def select(devices: list[DeviceInfo], selector: int | str | None = None) -> Devi
     type."""
     if not devices:
         hidden = f" ({VISIBLE}={os.environ[VISIBLE]!r})" if VISIBLE in os.environ else ""
-        raise VulkanError(f"no Vulkan device found{hidden} (Debian: apt-get install mesa-vulkan-drivers for lavapipe)")
+        raise VulkanError(f"no Vulkan device found{hidden}; install a driver: {install()}")
     if selector is None:
         selector = os.environ.get("TOSA_VK_DEVICE") or None
     if selector is None:

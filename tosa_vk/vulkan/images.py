@@ -10,10 +10,11 @@ contents are rewritten). Format features are checked on the device first.
 
 from __future__ import annotations
 
-import vulkan as vk
-
 from ..program import Image
 from .device import Device, VulkanError
+from .loader import api
+
+vk = api()  # the `vulkan` package; a VulkanError with the fix where there is no loader
 
 _FEATURES = {
     "VK_DESCRIPTOR_TYPE_STORAGE_IMAGE": (vk.VK_FORMAT_FEATURE_STORAGE_IMAGE_BIT, "storage images"),

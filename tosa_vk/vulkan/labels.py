@@ -14,7 +14,9 @@ import functools
 import os
 from typing import Any
 
-import vulkan as vk
+from .loader import api
+
+vk = api()  # the `vulkan` package; a VulkanError with the fix where there is no loader
 
 ENV = "TOSA_VK_DEBUG_LABELS"
 EXTENSION = vk.VK_EXT_DEBUG_UTILS_EXTENSION_NAME

@@ -11,9 +11,11 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-import vulkan as vk
 
 from .device import Device, VulkanError
+from .loader import api
+
+vk = api()  # the `vulkan` package; a VulkanError with the fix where there is no loader
 
 _USAGE = (
     vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT

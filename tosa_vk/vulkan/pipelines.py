@@ -14,11 +14,12 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-import vulkan as vk
-
 from vgf import vk_enums
 
 from .device import Device
+from .loader import api
+
+vk = api()  # the `vulkan` package; a VulkanError with the fix where there is no loader
 
 # how each descriptor type a kernel names is bound here; TENSOR_ARM as a storage buffer
 BOUND_AS = {vk_enums.TENSOR_ARM: vk_enums.STORAGE_BUFFER}

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
-import vulkan as vk
 
 from vgf.vk_enums import FORMATS
 
@@ -32,8 +31,11 @@ from ..program import Image
 from ..target import Target
 from .device import Device, everything
 from .images import ImageResource
+from .loader import api
 from .memory import Arena
 from .pipelines import Pipeline
+
+vk = api()  # the `vulkan` package; a VulkanError with the fix where there is no loader
 
 
 @dataclass

@@ -4,7 +4,7 @@ else that escapes a command is a bug in tosa_vk: `tosa-vk: internal error, pleas
 
 One module per command group: info.py (info, devices, targets, inspect, cache), run.py (run), diagnose.py (compare,
 profile, placement), convert.py (export, vgf2tosa, import), extract.py (extract), develop.py (conformance, plan,
-bench); common.py and options.py what they share. This module: the parser (COMMANDS) and main()."""
+bench), doctor.py (doctor); common.py and options.py what they share. This module: the parser (COMMANDS) and main()."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from .common import EXIT_ERROR, EXIT_INTERNAL
 from .convert import cmd_export, cmd_import, cmd_vgf2tosa, export_arguments, import_arguments, vgf2tosa_arguments
 from .develop import bench_arguments, cmd_bench, cmd_conformance, cmd_plan, conformance_arguments, plan_arguments
 from .diagnose import cmd_compare, cmd_placement, cmd_profile, compare_arguments, placement_arguments, profile_arguments
+from .doctor import cmd_doctor, doctor_arguments
 from .extract import cmd_extract, extract_arguments
 from .info import (
     cache_arguments,
@@ -102,6 +103,13 @@ COMMANDS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None], Calla
         "list the device classes (kernel families and tiles per kind of GPU; the first word of each line its name)",
         targets_arguments,
         cmd_targets,
+    ),
+    (
+        "doctor",
+        "what this machine offers tosa_vk (Vulkan loader, devices, compilers, caches, extras) and how to fix what "
+        "is missing; exit 1 when no Vulkan device is usable",
+        doctor_arguments,
+        cmd_doctor,
     ),
     ("cache", "the compiled-model and SPIR-V caches ($TOSA_VK_CACHE): info or clear", cache_arguments, cmd_cache),
     (
