@@ -24,6 +24,7 @@ from tosa_vk.tools.compare import compare, first_failure, judge
 
 DATA = Path(__file__).resolve().parent / "data" / "pte"
 TWO = DATA / "two_delegates_int8"
+FIXTURES = sorted(p.name for p in DATA.iterdir() if (p / "model.pte").is_file())
 NODE_ID = re.compile(r"^main/op(\d+)$")
 
 
@@ -75,7 +76,7 @@ def test_extract_writes_each_delegate_with_its_desc_and_inputs(tmp_path, capsys)
 
 
 @pytest.mark.parametrize("backend", ["reference", pytest.param("vulkan", marks=pytest.mark.vulkan)])
-@pytest.mark.parametrize("name", ["two_delegates_int8", "two_delegates_int8_channels_last", "cnn_fp32_vgf"])
+@pytest.mark.parametrize("name", FIXTURES)
 def test_extracted_delegates_reproduce_the_programs_run(tmp_path, capsys, name, backend):
     """Each extracted delegate, run alone on its recorded inputs, gives what the .pte's delegate gave in the
     program's run (reference: exactly; vulkan: within the dtype's bound); and `run --compare` on its desc.json
