@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from ..ir import Graph, Tensor, load_graph
 from ..ir.flatbuffer import read_graph
 from ..reference.quantization import QParams, dequantize, quantize
 from .tensor import DeviceTensor
+
+if TYPE_CHECKING:
+    from ..stages.capture import Captured
 
 KEPT_TWINS = 2  # capture twins a model keeps loaded (tosa_vk/stages/capture.py), by capture set
 
@@ -166,6 +169,12 @@ class Model:
 
     def _captures(self, capture) -> list[str]:
         """run(capture=...) as tensor names in execution order."""
+        raise TosaError(f"run(capture=...) needs a TOSA graph; this {self.source_kind} has none", file=self.file)
+
+    @property
+    def capturable(self) -> list[Captured]:
+        """The tensors run(capture="all") returns, in execution order, each a stages.capture.Captured (name,
+        producer, dtype, shape): what `tosa-vk compare` and --dump-intermediates go through."""
         raise TosaError(f"run(capture=...) needs a TOSA graph; this {self.source_kind} has none", file=self.file)
 
     def _capture_run(self, names: list[str], feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
@@ -424,6 +433,12 @@ class GraphModel(Model):
         from ..stages.capture import resolve
 
         return resolve(self.graph, capture, self.file)
+
+    @property
+    def capturable(self) -> list[Captured]:
+        from ..stages.capture import listing
+
+        return listing(self.graph)
 
     def _capture_run(self, names: list[str], feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
         from ..stages.capture import with_outputs

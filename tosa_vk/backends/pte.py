@@ -16,23 +16,41 @@ and output_0, ... unless the loader names them (`tosa_vk.from_torch` names them 
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import TosaError, TosaFormatError, TosaUnsupportedError
 from ..formats.pte import host_ops
 from ..formats.pte.program import DelegateRun, Kernel, Plan, TensorListValue, TensorValue
-from ..ir import Graph
-from ..ir.flatbuffer import read_graph
+from ..ir import DType, Graph
+from ..ir.flatbuffer import read_graph, write_graph
 from ..program import Placement
 from ..reference.executor import coerce_array
-from .model import Model, Timing, in_flight
+from .model import GraphModel, Model, Timing, in_flight
 from .tensor import DeviceTensor
+
+if TYPE_CHECKING:
+    from ..stages.capture import Captured
 
 TOSA_BACKENDS = ("TOSABackend",)  # delegate ids whose processed bytes are a TOSA flatbuffer
 VGF_BACKENDS = ("VgfBackend",)  # ... a VGF container (ExecuTorch's Arm VGF backend: model-converter's GRAPH segments)
 HOST_REASON = "ExecuTorch host operator: numpy"
+# a host value's TOSA dtype, for judging it (compare): the numpy dtypes with a TOSA type of their own; any other
+# (float64, unsigned) is judged as FP32 / INT64
+HOST_DTYPES = (DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.INT64, DType.FP16, DType.FP32, DType.BF16)
+
+
+def delegate_name(index: int) -> str:
+    """How tools name delegate `index`: its tensors "delegate_0/<tensor>", its operators "delegate_0::CONV2D #3",
+    its graph `tosa-vk extract`'s delegate_0.tosa."""
+    return f"delegate_{index}"
+
+
+def _host_dtype(dtype: np.dtype) -> DType:
+    found = next((d for d in HOST_DTYPES if d.numpy == dtype), None)
+    return found or (DType.FP32 if dtype.kind == "f" else DType.INT64)
 
 
 def _delegate_graph(backend: str, data: bytes, where: str) -> Graph:
@@ -86,7 +104,7 @@ class PteModel(Model):
 
             self.settle_s = ABANDON_AFTER_S  # then _release closes the delegates, which stops a runaway shader
         host_ops.check(plan, file)  # (the reader checked every index and that inputs and outputs are tensors)
-        self.delegates: list[Model] = []
+        self.delegates: list[GraphModel] = []
         try:
             for index, delegate in enumerate(plan.delegates):
                 where = f"{file or '<buffer>'} (delegate {index})"
@@ -150,8 +168,11 @@ class PteModel(Model):
                 return f"is read by host operator {ins.name} #{i}"
         return None
 
-    def _run(self, feeds: dict[str, Any], cast: bool) -> dict[str, np.ndarray]:
-        return {name: np.asarray(value) for name, value in self._execute(feeds, cast, False).items()}
+    def _run(
+        self, feeds: dict[str, Any], cast: bool, keep: Collection[str] = (), kept: dict | None = None
+    ) -> dict[str, np.ndarray]:
+        """The plan in order; the capturable tensors named in `keep` are stored in `kept` as they are made."""
+        return {name: np.asarray(value) for name, value in self._execute(feeds, cast, False, keep, kept).items()}
 
     def _run_device(self, feeds: dict, cast: bool, names: list[str]) -> dict[str, DeviceTensor]:
         """run(device_outputs=True): an output a Vulkan delegate writes (no host operator after it) stays on its
@@ -162,10 +183,13 @@ class PteModel(Model):
             for n in names
         }
 
-    def _execute(self, feeds: dict[str, Any], cast: bool, on_device: bool) -> dict[str, Any]:
+    def _execute(
+        self, feeds: dict[str, Any], cast: bool, on_device: bool, keep: Collection[str] = (), kept: dict | None = None
+    ) -> dict[str, Any]:
         """The plan run in order; `on_device`: delegates whose outputs no host operator reads keep them on the
         device (tosa_vk.DeviceTensor values, fed on to the next delegate or returned)."""
         plan = self.plan
+        kept = {} if kept is None else kept
         env: list[Any] = [v.data if isinstance(v, TensorValue) else v for v in plan.values]
         for name, index in zip(self._input_names, plan.inputs):
             t = plan.values[index]
@@ -174,14 +198,19 @@ class PteModel(Model):
                 continue
             env[index] = coerce_array(name, feeds[name], t.sizes, t.dtype, t.dtype.name, file=self.file, cast=cast,
                                       where=self.source_kind)  # fmt: skip
+            if name in keep:
+                kept[name] = env[index]
         times = []
         for index, ins in enumerate(plan.instructions):
             if isinstance(ins, Kernel):
                 start = time.perf_counter()
                 host_ops.run(ins, env, plan, self.file)
                 times.append(Timing(f"{ins.name} #{index}", "host", (time.perf_counter() - start) * 1e6))
+                out = host_ops.out_index(ins)
+                if self._value_name(out) in keep:
+                    kept[self._value_name(out)] = env[out]
             else:
-                self._delegate(ins, env, on_device)
+                self._delegate(ins, env, on_device, keep, kept)
         self._host_times = times
         results = {}
         for name, index in zip(self._output_names, plan.outputs):
@@ -190,7 +219,7 @@ class PteModel(Model):
             results[name] = env[index] if isinstance(env[index], DeviceTensor) else np.asarray(env[index])
         return results
 
-    def _delegate(self, call: DelegateRun, env: list[Any], on_device: bool = False) -> None:
+    def _delegate(self, call: DelegateRun, env: list[Any], on_device: bool, keep: Collection[str], kept: dict) -> None:
         model = self.delegates[call.index]
         args = [a for i in call.args for a in (env[i].items if isinstance(env[i], TensorListValue) else (i,))]
         names, outs = list(model.inputs), list(model.outputs)
@@ -211,12 +240,17 @@ class PteModel(Model):
                 raise TosaError(f"delegate {call.index}'s input {name!r} is {list(shape)}, the plan gives value {i} "
                                 f"of shape {list(value.shape)}", file=self.file)  # fmt: skip
             feeds[name] = value
-        kept = on_device and all(self._stays(model, name, i) for name, i in zip(outs, args[len(names) :]))
-        results = model.run(feeds, device_outputs=kept)
+        prefix = delegate_name(call.index) + "/"
+        mine = [n[len(prefix) :] for n in keep if n.startswith(prefix)]
+        inner = [n for n in mine if n not in feeds and n not in outs]  # the graph's own inputs / outputs: no twin
+        # the outputs stay on the device where nothing on the host needs them (never in a capture run)
+        stays = not inner and on_device and all(self._stays(model, n, i) for n, i in zip(outs, args[len(names) :]))
+        results = model.run(feeds, capture=inner) if inner else model.run(feeds, device_outputs=stays)
+        kept.update({prefix + n: feeds[n] if n in feeds else results[n] for n in mine})
         for name, i in zip(outs, args[len(names) :]):
             t = self.plan.values[i]
             value = results[name]
-            if kept:
+            if stays:
                 env[i] = value
                 continue
             order = self._order(i)
@@ -235,6 +269,55 @@ class PteModel(Model):
             and tuple(model.outputs[name][0]) == tuple(t.sizes)
             and self._host_reader(index) is None
         )
+
+    def _value_name(self, index: int) -> str:
+        """A plan value's tensor name: the method's output name, else "value_<index>" (a .pte names no values)."""
+        if index in self.plan.outputs:
+            return self._output_names[self.plan.outputs.index(index)]
+        return f"value_{index}"
+
+    @property
+    def capturable(self) -> list[Captured]:
+        """The method's inputs, then in plan order each host operator's result (named by _value_name, produced by
+        "aten::add.out #5": the instruction's index) and each delegate's capturable tensors ("delegate_0/<tensor>",
+        produced by "delegate_0::CONV2D #3" / "delegate_0::input")."""
+        from ..stages.capture import Captured
+
+        plan = self.plan
+        rows = []
+        for name, index in zip(self._input_names, plan.inputs):
+            t = plan.values[index]
+            rows.append(Captured(name, "input", _host_dtype(t.dtype), t.sizes))
+        called = set()
+        for index, ins in enumerate(plan.instructions):
+            if isinstance(ins, Kernel):
+                out = host_ops.out_index(ins)
+                t = plan.values[out]
+                rows.append(Captured(self._value_name(out), f"{ins.name} #{index}", _host_dtype(t.dtype), t.sizes))
+            elif ins.index not in called:  # (a delegate called again: its tensors are the last call's)
+                called.add(ins.index)
+                prefix = delegate_name(ins.index)
+                for c in self.delegates[ins.index].capturable:
+                    rows.append(c._replace(name=f"{prefix}/{c.name}", producer=f"{prefix}::{c.producer}"))
+        return rows
+
+    def _captures(self, capture) -> list[str]:
+        from ..stages.capture import select
+
+        return select([c.name for c in self.capturable], capture, self.file)
+
+    def _capture_run(self, names: list[str], feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
+        kept: dict[str, np.ndarray] = {}
+        results = self._run(feeds, cast, set(names), kept)
+        return {**results, **{n: np.asarray(v) for n, v in kept.items()}}
+
+    def delegate_tosa(self, index: int) -> bytes:
+        """Delegate `index` as a .tosa file's bytes: a TOSABackend delegate's flatbuffer as the program stores it,
+        a VgfBackend delegate's graph (its GRAPH segments decoded) serialized."""
+        delegate = self.plan.delegates[index]
+        if delegate.backend in TOSA_BACKENDS:
+            return delegate.processed
+        return write_graph(self.delegates[index].graph)
 
     def _order(self, index: int) -> tuple[int, ...] | None:
         """A tensor value's dim order where it is not the identity (channels-last), else None: ExecuTorch hands a
@@ -258,27 +341,29 @@ class PteModel(Model):
 
     def _timings(self) -> list[Timing]:
         """The last run's host operators (wall clock) and each delegate's own profile (the vulkan backend's
-        kernels need load(..., timestamps=True)), in plan order; delegate rows are labelled "delegate N::..."."""
+        kernels need load(..., timestamps=True)), in plan order; delegate rows are labelled "delegate_N::..."."""
         host = iter(self._host_times)
         rows: list[Timing] = []
         for ins in self.plan.instructions:
             if isinstance(ins, Kernel):
                 rows.extend(t for t in [next(host, None)] if t is not None)
             else:
-                rows += [t._replace(op=f"delegate {ins.index}::{t.op}") for t in self.delegates[ins.index].profile()]
+                rows += [
+                    t._replace(op=f"{delegate_name(ins.index)}::{t.op}") for t in self.delegates[ins.index].profile()
+                ]
         return rows
 
     @property
     def placement(self) -> list[Placement]:
         """The plan in order: each host operator on the host, each delegate's operators where its backend puts them
-        (labelled "delegate N::OP #i ...")."""
+        (labelled "delegate_N::OP #i ...")."""
         rows = []
         for index, ins in enumerate(self.plan.instructions):
             if isinstance(ins, Kernel):
                 rows.append(Placement(f"{ins.name} #{index}", "host", HOST_REASON))
             else:
                 for p in self.delegates[ins.index].placement:
-                    rows.append(Placement(f"delegate {ins.index}::{p.op}", p.where, p.reason))
+                    rows.append(Placement(f"{delegate_name(ins.index)}::{p.op}", p.where, p.reason))
         return rows
 
     @property

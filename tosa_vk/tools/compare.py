@@ -19,9 +19,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..backends.model import GraphModel
+from ..backends.model import Model
 from ..ir.dtype import DType
-from ..stages.capture import capturable, producers
 
 FLOAT_TOLERANCE = {
     "FP32": (2**-23, 1024),
@@ -112,19 +111,17 @@ class Row:
 
 
 def compare(
-    model: GraphModel, expected: GraphModel, feeds: dict, *, tolerance: float | None = None, cast: bool = False
+    model: Model, expected: Model, feeds: dict, *, tolerance: float | None = None, cast: bool = False
 ) -> list[Row]:
-    """Every capturable tensor of `model`'s graph, in execution order, judged against `expected`'s."""
-    graph = model.graph
+    """Every capturable tensor of `model` (Model.capturable: a TOSA graph's, or a .pte's host values and its
+    delegates' tensors, "delegate_0/<tensor>"), in execution order, judged against `expected`'s."""
+    tensors = model.capturable
     got = model.run(feeds, cast=cast, capture="all")
     want = expected.run(feeds, cast=cast, capture="all")
-    main = graph.main
-    producer = producers(graph)
     rows = []
-    for name in capturable(graph):
-        t = main.tensors[name]
-        verdict, ratio = judged(got[name], want[name], t.dtype, tolerance)
-        rows.append(Row(name, producer.get(name, "input"), t.dtype, t.shape, verdict, ratio))
+    for t in tensors:
+        verdict, ratio = judged(got[t.name], want[t.name], t.dtype, tolerance)
+        rows.append(Row(t.name, t.producer, t.dtype, t.shape, verdict, ratio))
     return rows
 
 

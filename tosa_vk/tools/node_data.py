@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -64,8 +65,11 @@ def locate(graph: Graph, label: str) -> str | None:
     return None
 
 
-def times(graph: Graph, rows: list[profile.Row], runs: int) -> dict[str, Any]:
-    """Node data of a profile (profile.rows of the measured runs): each operator's median ms."""
+def times(graph: Graph, rows: list[profile.Row], runs: int, delegate: str | None = None) -> dict[str, Any]:
+    """Node data of a profile (profile.rows of the measured runs): each operator's median ms. `delegate`: a .pte's
+    delegate whose graph `graph` is; its kernels are labelled "delegate_0::CONV2D #3 ..." among the program's."""
+    if delegate is not None:
+        rows = [replace(r, op=r.op[len(delegate) + 2 :]) for r in rows if r.op.startswith(f"{delegate}::")]
     values: dict[str, dict[str, float]] = {}
     for row in rows:
         ops = profile.operators(row.op)
@@ -91,9 +95,13 @@ def times(graph: Graph, rows: list[profile.Row], runs: int) -> dict[str, Any]:
     }
 
 
-def errors(graph: Graph, rows: list[compare.Row]) -> dict[str, Any]:
+def errors(graph: Graph, rows: list[compare.Row], delegate: str | None = None) -> dict[str, Any]:
     """Node data of a comparison (compare.compare's rows): each operator's worst error ratio over its outputs, the
-    first divergence marked. Graph inputs (identical on both sides) have no node of their own."""
+    first divergence marked. Graph inputs (identical on both sides) have no node of their own. `delegate`: a .pte's
+    delegate whose graph `graph` is; its tensors are "delegate_0/<tensor>" among the program's (the first divergence
+    marked is the delegate's own)."""
+    if delegate is not None:
+        rows = [replace(r, tensor=r.tensor[len(delegate) + 1 :]) for r in rows if r.tensor.startswith(f"{delegate}/")]
     producer = {n: node_id(graph.regions[0].name, i) for i, op in enumerate(graph.main.operators) for n in op.outputs}
     ratio: dict[str, float] = {}
     for row in rows:

@@ -104,12 +104,16 @@ def check(plan: Plan, file: str | None) -> None:
             )
 
 
+def out_index(kernel: Kernel) -> int:
+    """The plan value a host operator writes (its out tensor)."""
+    return kernel.args[HOST_OPS[kernel.name].inputs]
+
+
 def run(kernel: Kernel, env: list[Any], plan: Plan, file: str | None) -> None:
     """One host operator: its inputs read from `env` (the plan's values), its result stored at its out argument."""
     op = HOST_OPS[kernel.name]
     args = [_arg(env, plan, i) for i in kernel.args[: op.inputs]]
-    out_index = kernel.args[op.inputs]
-    out = plan.values[out_index]
+    out = plan.values[out_index(kernel)]
     try:
         result = np.asarray(op.fn(*args))
     except (ValueError, TypeError, IndexError, np.exceptions.AxisError) as err:

@@ -3,8 +3,8 @@ else that escapes a command is a bug in tosa_vk: `tosa-vk: internal error, pleas
 (--debug shows the traceback).
 
 One module per command group: info.py (info, devices, targets, inspect, cache), run.py (run), diagnose.py (compare,
-profile, placement), convert.py (export, vgf2tosa, import), develop.py (conformance, plan, bench), doctor.py (doctor);
-common.py and options.py what they share. This module: the parser (COMMANDS) and main()."""
+profile, placement), convert.py (export, vgf2tosa, import), extract.py (extract), develop.py (conformance, plan,
+bench), doctor.py (doctor); common.py and options.py what they share. This module: the parser (COMMANDS) and main()."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from .convert import cmd_export, cmd_import, cmd_vgf2tosa, export_arguments, imp
 from .develop import bench_arguments, cmd_bench, cmd_conformance, cmd_plan, conformance_arguments, plan_arguments
 from .diagnose import cmd_compare, cmd_placement, cmd_profile, compare_arguments, placement_arguments, profile_arguments
 from .doctor import cmd_doctor, doctor_arguments
+from .extract import cmd_extract, extract_arguments
 from .info import (
     cache_arguments,
     cmd_cache,
@@ -80,6 +81,13 @@ COMMANDS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None], Calla
         "a TFLite model as a .tosa file, through tosa-converter-for-tflite and tosa-opt",
         import_arguments,
         cmd_import,
+    ),
+    (
+        "extract",
+        "an ExecuTorch program's delegates as .tosa files with desc.json, and (given inputs) what each received and "
+        "produced in the program's run",
+        extract_arguments,
+        cmd_extract,
     ),
     ("inspect", "print a .vgf container: modules, segments, resources, constants", inspect_arguments, cmd_inspect),
     ("plan", "where every tensor lives: descriptor, format, offset, live range, aliases", plan_arguments, cmd_plan),

@@ -9,7 +9,7 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
@@ -261,19 +261,38 @@ def pte_bound(model, name: str, want: np.ndarray, tolerance: float | None) -> tu
     return 1e-4 * scale, f"1e-4 x max |want| {scale:.3g}"
 
 
-def node_data_graph(model, args):
-    """The TOSA graph whose node ids --node-data uses (None without --node-data); a model without one is refused."""
+class NodeDataFile(NamedTuple):
+    """One file --node-data writes: the TOSA graph whose node ids key it, and the delegate it is of (a .pte's)."""
+
+    graph: Any
+    path: Path
+    delegate: str | None
+
+
+def node_data_files(model, args, writes: Writes) -> list[NodeDataFile]:
+    """--node-data's files (none without it), planned before the runs: a TOSA graph's one; a .pte's one per
+    delegate, FILE with ".delegate_N" before its suffix, keyed by the node ids of that delegate's graph (the
+    delegate_N.tosa `tosa-vk extract` writes). A model without a TOSA graph is refused."""
     from ...backends.model import GraphModel
+    from ...backends.pte import PteModel, delegate_name
 
     if not args.node_data:
-        return None
-    if not isinstance(model, GraphModel):
-        raise TosaError(
-            f"--node-data keys operators by the TOSA graph's node ids: this {model.source_kind} has none "
-            "(profile its .tosa)",
-            file=str(model.file),
-        )
-    return model.graph
+        return []
+    path = Path(args.node_data)
+    if isinstance(model, GraphModel):
+        return [NodeDataFile(model.graph, writes.plan(path, "the node data"), None)]
+    if isinstance(model, PteModel):
+        files = []
+        for i, delegate in enumerate(model.delegates):
+            name = delegate_name(i)
+            target = writes.plan(path.with_name(f"{path.stem}.{name}{path.suffix}"), f"the node data of {name}")
+            files.append(NodeDataFile(delegate.graph, target, name))
+        return files
+    raise TosaError(
+        f"--node-data keys operators by the TOSA graph's node ids: this {model.source_kind} has none "
+        "(profile its .tosa)",
+        file=str(model.file),
+    )
 
 
 def read_vgf_file(path: str) -> VGF:

@@ -8,10 +8,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ...errors import TosaError
-from .common import Writes, backend_or_default, desc_inputs, model_and_feeds, node_data_graph, pte_bound, synthetic
+from .common import Writes, backend_or_default, desc_inputs, model_and_feeds, node_data_files, synthetic
 from .options import (
     explorer_hint,
     host_arguments,
@@ -25,33 +23,35 @@ from .options import (
 
 
 def cmd_compare(args) -> int:
-    """Vulkan against the reference backend, tensor by tensor (tosa_vk/tools/compare.py); exit 1 if one is out of
-    bounds."""
+    """Vulkan against the reference backend, tensor by tensor (tosa_vk/tools/compare.py): a TOSA graph's tensors, or a
+    .pte's host values and its delegates' tensors in plan order; exit 1 if one is out of bounds."""
     from ...backends.model import GraphModel
+    from ...backends.pte import PteModel
     from ...session import load
     from ..compare import compare, first_failure, report
 
     model_path, feeds, _, _ = model_and_feeds(args)
-    if args.node_data:  # before any work: a refusal comes first
-        Writes(args.overwrite).plan(Path(args.node_data), "the node data")
     vulkan = load(model_path, backend="vulkan", **host_options(args), **timeout_options(args))
-    feeds = synthetic(args, vulkan, feeds)
-    if not isinstance(vulkan, GraphModel) and args.node_data:
-        raise TosaError(f"--node-data needs a TOSA graph: this {vulkan.source_kind} has none", file=str(model_path))
-    if not isinstance(vulkan, GraphModel) and vulkan.source_kind == "ExecuTorch program":
-        return _compare_pte(vulkan, model_path, feeds, args)
-    if not isinstance(vulkan, GraphModel):
-        raise TosaError("compare needs a TOSA graph: this .vgf has COMPUTE segments only", file=str(model_path))
-    feeds = desc_inputs(args, vulkan.graph, feeds)
-    with vulkan, load(vulkan.graph, backend="reference", **timeout_options(args)) as reference:
-        rows = compare(vulkan, reference, feeds, tolerance=args.tolerance, cast=args.cast)
+    with vulkan:
+        files = node_data_files(vulkan, args, Writes(args.overwrite))  # before the runs: a refusal comes first
+        feeds = synthetic(args, vulkan, feeds)
+        if not isinstance(vulkan, (GraphModel, PteModel)):
+            raise TosaError("compare needs a TOSA graph: this .vgf has COMPUTE segments only", file=str(model_path))
+        expected: Any = model_path  # a .pte: the program again, on the reference backend
+        if isinstance(vulkan, GraphModel):
+            feeds = desc_inputs(args, vulkan.graph, feeds)
+            expected = vulkan.graph
+        with load(expected, backend="reference", **timeout_options(args)) as reference:
+            rows = compare(vulkan, reference, feeds, tolerance=args.tolerance, cast=args.cast)
     for line in report(rows, width=shutil.get_terminal_size((120, 24)).columns):
         print(line)
-    if args.node_data:
-        from .. import node_data
+    from .. import node_data
 
-        nodes = node_data.write(args.node_data, node_data.errors(vulkan.graph, rows), overwrite=args.overwrite)
-        print(f"node data: {args.node_data} (error / bound of {nodes} operators); {explorer_hint(model_path, args)}")
+    for f in files:
+        nodes = node_data.write(f.path, node_data.errors(f.graph, rows, f.delegate), overwrite=args.overwrite)
+        print(
+            f"node data: {f.path} (error / bound of {nodes} operators); {explorer_hint(model_path, f.path, f.delegate)}"
+        )
     return 0 if first_failure(rows) is None else 1
 
 
@@ -108,22 +108,6 @@ def cmd_placement(args) -> int:
     return 0
 
 
-def _compare_pte(vulkan, model_path: Path, feeds: dict, args) -> int:
-    """`tosa-vk compare model.pte`: the program's outputs on Vulkan against the reference backend (delegates and host
-    operators alike; the bounds of pte_bound)."""
-    from ...session import load
-
-    with vulkan, load(model_path, backend="reference", **timeout_options(args)) as reference:
-        got, want = vulkan.run(feeds, cast=args.cast), reference.run(feeds, cast=args.cast)
-    failed = False
-    for name in want:
-        worst = float(np.max(np.abs(got[name].astype(np.float64) - want[name])))
-        bound, how = pte_bound(vulkan, name, want[name], args.tolerance)
-        failed |= worst > bound
-        print(f"{name}: {'PASS' if worst <= bound else 'FAIL'} max |diff| {worst:.3g}, {how}")
-    return 1 if failed else 0
-
-
 def cmd_profile(args) -> int:
     from ...backends.model import GraphModel
     from ...session import load
@@ -136,13 +120,13 @@ def cmd_profile(args) -> int:
     options: dict[str, Any] = {"timestamps": True} if backend == "vulkan" else {}
     if args.warmup < 0:
         raise TosaError(f"--warmup takes 0 or more, got {args.warmup}")
-    for path, what in ((args.trace, "the trace"), (args.node_data, "the node data")):
-        if path:  # before the runs: a refusal comes before any work
-            Writes(args.overwrite).plan(Path(path), what)
+    writes = Writes(args.overwrite)
+    if args.trace:  # before the runs: a refusal comes before any work
+        writes.plan(Path(args.trace), "the trace")
     with load(model_path, backend=backend, **options, **timeout_options(args)) as model:
+        files = node_data_files(model, args, writes)
         feeds = desc_inputs(args, model.graph if isinstance(model, GraphModel) else None, feeds)
         feeds = synthetic(args, model, feeds)
-        graph = node_data_graph(model, args)
         runs = profile.measure(model, feeds, args.runs, warmup=args.warmup)
         info = getattr(getattr(model, "device", None), "info", None)
     on = f"{backend} ({info.name})" if info is not None else backend
@@ -154,16 +138,21 @@ def cmd_profile(args) -> int:
     if args.trace:
         events = profile.write_trace(Path(args.trace), runs, f"{model_path.name} on {on}", overwrite=args.overwrite)
         print(f"trace: {args.trace} ({events} kernel events; open in https://ui.perfetto.dev)")
-    if graph is not None:
-        from .. import node_data
+    from .. import node_data
 
-        nodes = node_data.write(args.node_data, node_data.times(graph, found, args.runs), overwrite=args.overwrite)
-        print(f"node data: {args.node_data} (ms of {nodes} operators); {explorer_hint(model_path, args)}")
+    for f in files:
+        data = node_data.times(f.graph, found, args.runs, f.delegate)
+        nodes = node_data.write(f.path, data, overwrite=args.overwrite)
+        print(f"node data: {f.path} (ms of {nodes} operators); {explorer_hint(model_path, f.path, f.delegate)}")
     return 0
 
 
 def compare_arguments(p: argparse.ArgumentParser) -> None:
-    model_arguments(p, "a .tosa or TOSA MLIR file, or a .vgf with GRAPH segments", "the model and inputs")
+    model_arguments(
+        p,
+        "a .tosa or TOSA MLIR file, a .vgf with GRAPH segments, or a .pte (its delegates' tensors, delegate_N/...)",
+        "the model and inputs",
+    )
     p.add_argument("--cast", action="store_true", help="convert inputs of another dtype kind instead of refusing")
     p.add_argument(
         "--tolerance",
@@ -177,7 +166,7 @@ def compare_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def profile_arguments(p: argparse.ArgumentParser) -> None:
-    model_arguments(p, "a .tosa or .vgf file", "the model and inputs")
+    model_arguments(p, "a .tosa, .vgf or .pte file", "the model and inputs")
     p.add_argument(
         "--backend",
         choices=("vulkan", "reference"),

@@ -71,10 +71,14 @@ def qparams_arguments(p: argparse.ArgumentParser) -> None:
 NODE_DATA_HINT = "model-explorer MODEL.tosa --extensions=tosa_adapter_model_explorer --node_data_paths=FILE"
 
 
-def explorer_hint(model_path: Path, args) -> str:
-    """The Model Explorer command that shows --node-data's file on the model (Arm's TOSA adapter reads .tosa)."""
-    model = model_path if model_path.suffix == ".tosa" else "MODEL.tosa"
-    return f"view: model-explorer {model} --extensions=tosa_adapter_model_explorer --node_data_paths={args.node_data}"
+def explorer_hint(model_path: Path, node_data: Path | str, delegate: str | None = None) -> str:
+    """The Model Explorer command that shows a --node-data file on the model (Arm's TOSA adapter reads .tosa; a
+    .pte's delegate: the delegate_N.tosa that `tosa-vk extract` writes)."""
+    if delegate is not None:
+        model = f"DIR/{delegate}.tosa (tosa-vk extract {model_path} -o DIR)"
+    else:
+        model = str(model_path) if model_path.suffix == ".tosa" else "MODEL.tosa"
+    return f"view: model-explorer {model} --extensions=tosa_adapter_model_explorer --node_data_paths={node_data}"
 
 
 def node_data_argument(p: argparse.ArgumentParser, what: str) -> None:
@@ -82,7 +86,7 @@ def node_data_argument(p: argparse.ArgumentParser, what: str) -> None:
         "--node-data",
         metavar="FILE",
         help=f"also write {what} per operator as Model Explorer node data (JSON keyed by the TOSA adapter's node "
-        "ids, main/op<N>): " + NODE_DATA_HINT,
+        "ids, main/op<N>; a .pte: one file per delegate, FILE with .delegate_N before its suffix): " + NODE_DATA_HINT,
     )
 
 

@@ -91,9 +91,9 @@ def cmd_run(args) -> int:
     if not isinstance(model, GraphModel):  # a VGF of compute segments only: run as it is
         return _run_vgf(model_path, model, feeds, args, start, out_dir, writes, targets)
     if args.dump_intermediates:  # every tensor kept and returned (tosa_vk/stages/capture.py)
-        dump = _plan_dump(model.graph, Path(args.dump_intermediates), writes)
+        dump = _plan_dump(model, Path(args.dump_intermediates), writes)
         outputs = model.run(feeds, cast=args.cast, capture="all")
-        _dump(outputs, model.graph, Path(args.dump_intermediates), dump, writes)
+        _dump(outputs, model, Path(args.dump_intermediates), dump, writes)
         outputs = {name: outputs[name] for name in model.outputs}
     else:
         outputs = model.run(feeds, cast=args.cast)
@@ -145,32 +145,30 @@ def cmd_run(args) -> int:
     return 1 if failed else 0
 
 
-def _plan_dump(graph, folder: Path, writes: Writes) -> dict[str, Path]:
-    """--dump-intermediates' files, planned before the run: tensor name -> NNNN_<name>.npy, and index.json."""
-    from ...stages.capture import capturable
-
+def _plan_dump(model, folder: Path, writes: Writes) -> dict[str, Path]:
+    """--dump-intermediates' files, planned before the run: tensor name -> NNNN_<name>.npy (Model.capturable, in
+    execution order: a .pte's delegate tensors "delegate_0/x" as NNNN_delegate_0%2Fx.npy), and index.json."""
     output_folder(folder)
-    files = {name: confined(folder, f"{i:04d}_{safe_name(name)}.npy") for i, name in enumerate(capturable(graph))}
+    names = [t.name for t in model.capturable]
+    files = {name: confined(folder, f"{i:04d}_{safe_name(name)}.npy") for i, name in enumerate(names)}
     for name, path in files.items():
         writes.plan(path, f"intermediate tensor {name!r}")
     writes.plan(confined(folder, "index.json"), "the intermediate tensors' index")
     return files
 
 
-def _dump(tensors: dict[str, np.ndarray], graph, folder: Path, files: dict[str, Path], writes: Writes) -> None:
-    """--dump-intermediates: one .npy per tensor (the .npy dtype tosa_reference_model writes for its type) and
-    index.json: the tensors in execution order with their file, producer, shape and dtype."""
+def _dump(tensors: dict[str, np.ndarray], model, folder: Path, files: dict[str, Path], writes: Writes) -> None:
+    """--dump-intermediates: one .npy per tensor (the .npy dtype tosa_reference_model writes for its type; a .pte's
+    host value as it is) and index.json: the tensors in execution order with their file, producer, shape and
+    dtype."""
     from ...ir.dtype import to_npy
-    from ...stages.capture import producers
 
-    main = graph.main
-    producer = producers(graph)
     index: list[dict] = []
-    for name, target in files.items():
-        t = main.tensors[name]
-        writes.save(target, to_npy(tensors[name], t.dtype))
+    for t in model.capturable:
+        target, value = files[t.name], np.asarray(tensors[t.name])
+        writes.save(target, to_npy(value, t.dtype) if value.dtype == t.dtype.numpy else value)
         index.append(
-            {"tensor": name, "file": target.name, "producer": producer.get(name, "input"),
+            {"tensor": t.name, "file": target.name, "producer": t.producer,
              "shape": list(t.shape), "dtype": t.dtype.name}
         )  # fmt: skip
     writes.write(confined(folder, "index.json"), json.dumps(index, indent=1).encode())
@@ -184,14 +182,14 @@ def _run_pte(model, feeds: dict, args, start: float, targets: dict, writes: Writ
     reference backend; the placement: delegates' operators on the backend, host operators on the host."""
     from ...session import load
 
-    if args.dump_intermediates:
-        raise TosaError(
-            "--dump-intermediates needs a TOSA graph; an ExecuTorch program has delegates and host operators (run "
-            "a delegate's .tosa from tosa_vk.from_torch(save=...))",
-            file=model.file,
-        )
     with model:
-        outputs = model.run(feeds, cast=args.cast)
+        if args.dump_intermediates:  # the host values and every delegate's tensors (PteModel.capturable)
+            dump = _plan_dump(model, Path(args.dump_intermediates), writes)
+            outputs = model.run(feeds, cast=args.cast, capture="all")
+            _dump(outputs, model, Path(args.dump_intermediates), dump, writes)
+            outputs = {name: outputs[name] for name in model.outputs}
+        else:
+            outputs = model.run(feeds, cast=args.cast)
         seconds = time.perf_counter() - start
         placement = model.placement
         checked = {}
@@ -306,6 +304,6 @@ def run_arguments(p: argparse.ArgumentParser) -> None:
         "--dump-intermediates",
         metavar="DIR",
         help="also write every intermediate tensor to DIR as NNNN_<name>.npy in execution order, with index.json "
-        "(names as for outputs)",
+        "(names as for outputs; a .pte: its host values and its delegates' tensors, delegate_N/<name>)",
     )
     host_arguments(p)
