@@ -19,6 +19,26 @@ def test_without_the_extra_the_error_says_what_to_install(monkeypatch):
         tosa_vk.from_torch(object(), ())
 
 
+def test_the_install_command_is_the_cpu_build_the_extra_pins(monkeypatch):
+    """PyPI's default torch wheel pulls CUDA: the error gives PyTorch's CPU index, the torch pyproject's extra pins,
+    and scripts/test_torch.sh installs it so."""
+    import tomllib
+    from pathlib import Path
+
+    from tosa_vk.tools import torch_export
+
+    root = Path(__file__).resolve().parent.parent
+    extra = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]["torch"]
+    assert f"torch=={torch_export.TORCH_VERSION}" in extra
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(tosa_vk.TosaError) as info:
+        tosa_vk.from_torch(object(), ())
+    assert torch_export.INSTALL_TORCH in str(info.value)
+    assert "--index-url https://download.pytorch.org/whl/cpu" in str(info.value)
+    script = " ".join((root / "scripts" / "test_torch.sh").read_text().replace("\\\n", " ").split())
+    assert f"torch=={torch_export.TORCH_VERSION} --index-url {torch_export.TORCH_CPU_INDEX}" in script
+
+
 @pytest.fixture(scope="module")
 def torch():
     pytest.importorskip("executorch")

@@ -23,7 +23,12 @@ if TYPE_CHECKING:
 
 FP_SPEC = "TOSA-1.0+FP"
 INT_SPEC = "TOSA-1.0+INT"
-INSTALL = "pip install 'tosa_vk[torch]' (torch==2.13.0 CPU, executorch==1.5.1, tosa-tools)"
+# torch's CPU build first, from PyTorch's own index (PyPI's default wheel pulls gigabytes of CUDA libraries), then
+# the extra; the one source for this command (pyproject's torch extra pins the same torch; scripts/test_torch.sh runs it)
+TORCH_VERSION = "2.13.0"
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+INSTALL_TORCH = f"pip install torch=={TORCH_VERSION} --index-url {TORCH_CPU_INDEX}"
+INSTALL = f"{INSTALL_TORCH} && pip install 'tosa_vk[torch]'"
 
 
 def _torch():
