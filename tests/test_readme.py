@@ -94,9 +94,10 @@ def test_from_tflite_section_runs(tmp_path, monkeypatch, device):
 
     from tosa_vk.formats.tflite_import import CONVERTER
     from tosa_vk.ir import mlir
+    from tosa_vk.paths import find_tool
     from tosa_vk.tools.cli import main
 
-    if mlir.find_executable(CONVERTER) is None or mlir.find_tool() is None:
+    if find_tool(CONVERTER) is None or mlir.find_tool() is None:
         pytest.skip("the tflite extra (tosa-converter-for-tflite, tosa-tools) is not installed")
     scratch(tmp_path, monkeypatch, device)
     commands = [line for code in blocks(section("From TFLite"), "sh") for line in code.splitlines()]

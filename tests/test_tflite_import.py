@@ -24,14 +24,16 @@ from tosa_vk.formats.tflite_import import (
     tflite_names,
     tflite_qparams,
 )
+from tosa_vk.formats import tflite_import
 from tosa_vk.ir import mlir
+from tosa_vk.paths import find_tool
 from tosa_vk.reference.quantization import QParams, dequantize, quantize
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "resources/tflite/tiny_cnn.tflite"
 TINY_INT8 = ROOT / "resources/tflite/tiny_cnn_int8.tflite"
 needs_converter = pytest.mark.skipif(
-    mlir.find_executable(CONVERTER) is None or mlir.find_tool() is None,
+    find_tool(CONVERTER) is None or mlir.find_tool() is None,
     reason="the tflite extra (tosa-converter-for-tflite, tosa-tools) is not installed",
 )
 
@@ -160,7 +162,7 @@ def test_tflite_qparams_errors(tmp_path, monkeypatch):
 
 
 def test_missing_converter_says_what_to_install(monkeypatch):
-    monkeypatch.setattr(mlir, "find_executable", lambda name: None)
+    monkeypatch.setattr(tflite_import, "find_tool", lambda name: None)
     with pytest.raises(TosaUnsupportedError) as err:
         import_model(TINY)
     assert f"pip install {CONVERTER}=={TFLITE_CONVERTER_VERSION} tosa-tools==" in str(err.value)

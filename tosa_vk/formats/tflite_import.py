@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import TosaError, TosaFormatError, TosaUnsupportedError
 from ..ir import Graph, mlir, read_graph
+from ..paths import find_tool
 from ..reference.quantization import QParams
 
 # the release this was tested with (the `tflite` extra pins the same)
@@ -65,7 +66,7 @@ def import_model(path: str | Path) -> Graph:
 
 def to_mlir(data: bytes, *, file: str) -> str:
     """A .tflite flatbuffer's bytes -> TOSA MLIR text (tosa-converter-for-tflite)."""
-    tool = mlir.find_executable(CONVERTER)
+    tool = find_tool(CONVERTER)
     if tool is None:
         raise TosaUnsupportedError(
             f"a TFLite model is legalized to TOSA by {CONVERTER}, which is not installed: pip install "

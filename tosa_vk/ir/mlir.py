@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .. import paths
 from ..errors import TosaError, TosaFormatError, TosaUnsupportedError
 
 # the tosa-tools release this was tested with (constraints.txt pins the same; the `mlir` extra installs it)
@@ -62,19 +62,9 @@ def kind(data: bytes) -> str | None:
     return "MLIR text" if _TEXT_START.match(head, skipped.end() if skipped else 0) else None
 
 
-def find_executable(name: str) -> str | None:
-    """A console tool a pip package installs: on PATH, else beside this Python (an unactivated virtual
-    environment's bin/)."""
-    found = shutil.which(name)
-    if found:
-        return found
-    beside = Path(sys.executable).parent / name
-    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else None
-
-
 def find_tool() -> str | None:
-    """The tosa-opt executable (find_executable)."""
-    return find_executable(TOOL)
+    """The tosa-opt executable (on PATH, else beside this Python: paths.find_tool)."""
+    return paths.find_tool(TOOL)
 
 
 def missing_tool(what: str) -> TosaUnsupportedError:
