@@ -16,6 +16,7 @@ import pytest
 
 import tosa_vk
 from tosa_vk.errors import TosaFormatError, TosaUnsupportedError
+from tosa_vk.formats import tflite_import
 from tosa_vk.formats.tflite_import import (
     CONVERTER,
     TFLITE_CONVERTER_VERSION,
@@ -24,7 +25,6 @@ from tosa_vk.formats.tflite_import import (
     tflite_names,
     tflite_qparams,
 )
-from tosa_vk.formats import tflite_import
 from tosa_vk.ir import mlir
 from tosa_vk.paths import find_tool
 from tosa_vk.reference.quantization import QParams, dequantize, quantize

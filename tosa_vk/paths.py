@@ -39,12 +39,3 @@ def find_tool(name: str) -> str | None:
     if found:
         return found
     return shutil.which(name, path=str(environment_bin()))
-
-
-def path_with_environment_bin(path: str | None = None) -> str:
-    """PATH (or `path`) with environment_bin() in front where it is missing, for a library that looks tools up on
-    PATH itself (ExecuTorch's VGF partitioner looks for model-converter so)."""
-    path = os.environ.get("PATH", "") if path is None else path
-    folder = str(environment_bin())
-    parts = path.split(os.pathsep) if path else []
-    return path if folder in parts else os.pathsep.join([folder, *parts])
