@@ -67,7 +67,7 @@ def test_from_torch_matches_eager(net, torch, quantized, tmp_path, capsys):
     module, image = net
     calibration = [(torch.randn(1, 3, 8, 8),) for _ in range(4)] if quantized else False
     with tosa_vk.from_torch(module, (image,), quantize=calibration, backend="reference", save=tmp_path) as model:
-        assert model.inputs == {"image": ((1, 3, 8, 8), "float32")}
+        assert model.inputs == {"image": ((1, 3, 8, 8), "FP32")}
         got = model.run(image=image.numpy())["output_0"]
         step = model.output_steps["output_0"]
     eager = np.load(tmp_path / "eager_0.npy")  # the quantized module's outputs for int8

@@ -18,10 +18,11 @@ from ..errors import TosaError, TosaFormatError, TosaUnsupportedError
 from ..formats.pte import host_ops
 from ..formats.pte.program import DelegateRun, Kernel, Plan, TensorListValue, TensorValue
 from ..ir import Graph
+from ..ir.dtype import tosa_name
 from ..ir.flatbuffer import read_graph
 from ..program import Placement
 from ..reference.executor import coerce_array
-from .model import Model, Timing, in_flight
+from .model import Model, TensorSpec, Timing, in_flight
 
 TOSA_BACKENDS = ("TOSABackend",)  # delegate ids whose processed bytes are a TOSA flatbuffer
 VGF_BACKENDS = ("VgfBackend",)  # ... a VGF container (ExecuTorch's Arm VGF backend: model-converter's GRAPH segments)
@@ -100,15 +101,15 @@ class PteModel(Model):
         return list(names)
 
     @staticmethod
-    def _array(value: TensorValue) -> tuple[tuple[int, ...], str]:
-        return value.sizes, value.dtype.name
+    def _array(value: TensorValue) -> TensorSpec:
+        return TensorSpec(value.sizes, tosa_name(value.dtype))  # TOSA's names, as a .tosa's signature
 
     @property
-    def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+    def inputs(self) -> dict[str, TensorSpec]:
         return {n: self._array(self.plan.values[i]) for n, i in zip(self._input_names, self.plan.inputs)}
 
     @property
-    def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+    def outputs(self) -> dict[str, TensorSpec]:
         return {n: self._array(self.plan.values[i]) for n, i in zip(self._output_names, self.plan.outputs)}
 
     def _run(self, feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
