@@ -1,7 +1,10 @@
 """Batch inference on Ray Data (the `ray` extra): `Predictor` is the callable class for `Dataset.map_batches`, a
 model loaded once per worker (an actor) and run on each batch of rows.
 
-    ds.map_batches(Predictor, fn_constructor_kwargs={"model": "model.tosa"}, batch_format="numpy", concurrency=2)
+    ds.map_batches(Predictor, fn_constructor_kwargs={"model": "model.tosa"}, batch_format="numpy",
+                   compute=ray.data.ActorPoolStrategy(size=2))
+
+(Ray Data's `compute=`: its `concurrency=` is deprecated since Ray 2.51.)
 
 A batch is a dict of columns, rows along axis 0, named as the model's inputs (other columns pass through to the
 result unchanged, and must have as many rows). A model whose inputs have a static batch B (their first dimension)
