@@ -14,6 +14,7 @@ import tosa_vk
 from tosa_vk.backends.pte import PteModel
 from tosa_vk.formats.pte import Kernel, load_program
 from tosa_vk.formats.pte.program import read_program
+from tosa_vk.ir.dtype import DType
 
 DATA = Path(__file__).resolve().parent / "data" / "pte"
 FIXTURES = sorted(p.name for p in DATA.iterdir() if (p / "model.pte").is_file())
@@ -416,3 +417,13 @@ def test_bench_pipeline_takes_a_pte_of_fp32_input():
     with tosa_vk.load(DATA / "cnn_fp32" / "model.pte", backend="reference") as model:
         name, shape = first_fp32_input(model)
         assert (name, shape) == ("input_0", model.inputs["input_0"].shape)
+
+
+@pytest.mark.vulkan
+def test_every_backend_gives_tensor_specs():
+    if not tosa_vk.devices():
+        pytest.skip("no Vulkan device")
+    with tosa_vk.load(DATA / "cnn_fp32" / "model.pte", backend="vulkan") as model:
+        for delegate in model.delegates:
+            for spec in (*delegate.inputs.values(), *delegate.outputs.values()):
+                assert spec.np_dtype == DType.of(spec.dtype).numpy
