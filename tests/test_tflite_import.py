@@ -188,3 +188,20 @@ def test_fixtures_are_what_the_script_writes():
     pytest.importorskip("tflite", reason="the `tflite` schema package writes the fixture (pip install tflite==2.18.0)")
     assert fixture_script().build() == TINY.read_bytes()
     assert fixture_script().build(int8=True) == TINY_INT8.read_bytes()
+
+
+def test_the_converter_messages_only_with_verbose(tmp_path, monkeypatch, capfd):
+    """The converter's own log lines (its standard error) stay out of the output unless verbose; a converter that
+    logs and succeeds here (a stand-in: it writes `module {}`)."""
+    fake = tmp_path / "fake-converter"
+    fake.write_text(
+        f"#!{sys.executable}\nimport sys\nsys.stdin.buffer.read()\nprint('I0000 converter log line', file=sys.stderr)\n"
+        "open(sys.argv[sys.argv.index('-o') + 1], 'w').write('module {}')\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(tflite_import, "find_tool", lambda name: str(fake))
+    data = TINY.read_bytes()
+    assert tflite_import.to_mlir(data, file=str(TINY)) == "module {}"
+    assert "converter log line" not in capfd.readouterr().err
+    assert tflite_import.to_mlir(data, file=str(TINY), verbose=True) == "module {}"
+    assert f"{CONVERTER}: I0000 converter log line" in capfd.readouterr().err

@@ -86,7 +86,15 @@ def first_error(stderr: str) -> str:
     return re.sub(r"^<stdin>:(\d+):(\d+):", r"line \1:\2:", line)[:500]
 
 
-def serialize(data: bytes, *, file: str | None = None, timeout_s: float | None = None) -> bytes:
+def show_messages(stderr: str, tool: str, verbose: bool) -> None:
+    """A tool's standard error, captured: shown (each line prefixed with the tool's name) only when verbose; else
+    the caller's TosaError quotes its first error line on failure, and a success says nothing."""
+    if verbose and stderr.strip():
+        for line in stderr.rstrip().splitlines():
+            print(f"{tool}: {line}", file=sys.stderr)
+
+
+def serialize(data: bytes, *, file: str | None = None, timeout_s: float | None = None, verbose: bool = False) -> bytes:
     """TOSA MLIR text or bytecode -> TOSA flatbuffer bytes (read_graph parses them)."""
     where = file or "<buffer>"
     what = kind(data) or "MLIR"
@@ -112,6 +120,7 @@ def serialize(data: bytes, *, file: str | None = None, timeout_s: float | None =
         except OSError as err:
             raise TosaError(f"cannot run {tool}: {err.strerror or err}", file=where) from None
         stderr = done.stderr.decode("utf-8", "replace")
+        show_messages(stderr, TOOL, verbose)
         if done.returncode != 0 or not out.is_file():
             raise TosaFormatError(
                 f"{what} that {TOOL} --tosa-serialize refuses (exit code {done.returncode}): {first_error(stderr)}",
