@@ -34,7 +34,7 @@ def main(rows: int = 8, workers: int = 2) -> int:
         fn_constructor_kwargs={"model": str(MODEL)},  # and load()'s options: backend=, device=, gpu_uuids=
         batch_format="numpy",
         batch_size=4,
-        concurrency=workers,  # models loaded, one per worker; they share the program cache
+        compute=ray.data.ActorPoolStrategy(size=workers),  # one model per worker; they share the program cache
     ).take_all()
     for row in predicted:
         for output, value in check.run({name: images[row["id"]][np.newaxis]}).items():

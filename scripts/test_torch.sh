@@ -13,7 +13,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     [ -x .venv-torch/bin/python ] || "$python" -m venv .venv-torch
     echo "test_torch: installing torch 2.13.0 (CPU) and the torch extra into .venv-torch (minutes, once)"
     # torch first, alone: the CPU build (PyPI's default wheel brings gigabytes of CUDA libraries)
-    .venv-torch/bin/python -m pip install -q --disable-pip-version-check torch==2.13.0
+    .venv-torch/bin/python -m pip install -q --disable-pip-version-check torch==2.13.0 \
+        --index-url https://download.pytorch.org/whl/cpu  # tosa_vk.tools.torch_export.INSTALL_TORCH
     .venv-torch/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test,torch]'
     echo "$want" > "$stamp"
 fi

@@ -5,6 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def info(*args) -> subprocess.CompletedProcess:
@@ -31,3 +36,32 @@ def test_info_json_matches_model_record(model_dir):
 def test_info_text(model_dir):
     out = info(model_dir / "model.tosa").stdout
     assert "inputs:" in out and "CONV2D" in out and "validation: ok" in out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["info", "resources/models/resnet_int8/model.tosa"],
+        ["run", "resources/models/lstm_unrolled_fp32/model.tosa", "--backend", "reference", "--random", "1"],
+        ["bench", "--help"],
+    ],
+    ids=["info", "run", "bench-help"],
+)
+def test_a_pipe_closed_early_ends_the_command_quietly(args):
+    """`tosa-vk ... | head`: the reader is gone before the command writes (both ends closed here at once), so its
+    first write meets a broken pipe: no "[Errno 32] Broken pipe", no traceback, no "Exception ignored" at exit."""
+    import os
+
+    from tosa_vk.tools.cli.common import EXIT_OUTPUT_CLOSED
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "tosa_vk.tools.cli", *args], stdout=write, stderr=subprocess.PIPE, text=True,
+            cwd=ROOT, timeout=300,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    # --help: argparse itself drops a write that fails, and exits 0
+    assert proc.stderr == "" and proc.returncode == (0 if "--help" in args else EXIT_OUTPUT_CLOSED)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tosa_vk import paths
 from tosa_vk.tools.cli import main
 from tosa_vk.tools.cli.doctor import EXTRAS, SCHEMA, WARNING
 from tosa_vk.vulkan import builtin, glsl_compiler, loader
@@ -103,6 +104,7 @@ def test_no_compiler_is_named_with_its_fix(clean_env, tmp_path, monkeypatch, cap
     """PATH without glslc (nor glslangValidator), and the package's glslang hidden (no cmeel.prefix on sys.path)."""
     (tmp_path / "bin").mkdir()
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.setattr(paths, "environment_bin", lambda: tmp_path / "bin")  # nor beside this Python
     monkeypatch.setattr(sys, "path", [p for p in sys.path if not (Path(p or ".") / "cmeel.prefix").is_dir()])
     assert glsl_compiler.glslc() is None and glsl_compiler.glslang() is None
     code, r = doctor(capsys)

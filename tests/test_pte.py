@@ -14,6 +14,7 @@ import tosa_vk
 from tosa_vk.backends.pte import PteModel
 from tosa_vk.formats.pte import Kernel, load_program
 from tosa_vk.formats.pte.program import read_program
+from tosa_vk.ir.dtype import DType
 
 DATA = Path(__file__).resolve().parent / "data" / "pte"
 FIXTURES = sorted(p.name for p in DATA.iterdir() if (p / "model.pte").is_file())
@@ -395,3 +396,35 @@ def test_info_parses_each_delegate_once(tmp_path, monkeypatch, capsys):
     steps = json.loads(capsys.readouterr().out)["methods"][0]["instructions"]
     assert len(steps) == 7 * 430 and len(parsed) == 2
     assert [s["tosa_operators"]["CONV2D"] for s in steps if "delegate" in s] == [1, 2] * 430
+
+
+def test_signature_names_types_as_tosa_does():
+    """Model.inputs / outputs name element types as TOSA does whatever the file (a .pte said 'float32' where a .tosa
+    says 'FP32'), with numpy's dtype alongside; they still unpack as (shape, dtype)."""
+    with tosa_vk.load(DATA / "cnn_fp32" / "model.pte", backend="reference") as model:
+        ((name, spec),) = model.inputs.items()
+        shape, dtype = spec
+        assert dtype == spec.dtype == "FP32" and spec.np_dtype == np.float32 and shape == spec.shape
+        assert {s.dtype for s in model.outputs.values()} == {"FP32"}
+        graph_inputs = model.delegates[0].inputs
+    assert {s.dtype for s in graph_inputs.values()} <= {"FP32", "INT8"}
+
+
+def test_bench_pipeline_takes_a_pte_of_fp32_input():
+    """The bench's pipeline case checks the first input is FP32: a .pte's used to read 'float32' and be refused
+    ("needs an FP32 first input; 'input_0' is float32")."""
+    from tosa_vk.tools.bench.flight import first_fp32_input
+
+    with tosa_vk.load(DATA / "cnn_fp32" / "model.pte", backend="reference") as model:
+        name, shape = first_fp32_input(model)
+        assert (name, shape) == ("input_0", model.inputs["input_0"].shape)
+
+
+@pytest.mark.vulkan
+def test_every_backend_gives_tensor_specs():
+    if not tosa_vk.devices():
+        pytest.skip("no Vulkan device")
+    with tosa_vk.load(DATA / "cnn_fp32" / "model.pte", backend="vulkan") as model:
+        for delegate in model.delegates:
+            for spec in (*delegate.inputs.values(), *delegate.outputs.values()):
+                assert spec.np_dtype == DType.of(spec.dtype).numpy

@@ -81,7 +81,7 @@ def test_map_batches_matches_model_run_row_by_row(local_ray, capsys):
         fn_constructor_kwargs={"model": str(RESNET), "backend": "vulkan", "gpu_uuids": {0: uuid, 1: uuid}},
         batch_format="numpy",
         batch_size=4,
-        concurrency=2,
+        compute=ray.data.ActorPoolStrategy(size=2),
         num_gpus=1,  # Ray's GPU ids 0 / 1 -> the one Vulkan device here
     ).take_all()
     try:
@@ -148,3 +148,18 @@ def test_a_0_row_batch_gives_0_row_outputs_without_a_run(graph, trailing, monkey
         assert out[name].shape == (0, *trailing)
         assert out[name].dtype == {"FP32": np.float32, "INT8": np.int8}[dtype]
     assert out["id"].shape == (0,)
+
+
+def test_the_examples_use_compute_not_the_deprecated_concurrency():
+    """Ray Data deprecated map_batches' `concurrency=` in 2.51 (it logs a warning): the module's example and
+    examples/ray_batch_inference.py give `compute=ray.data.ActorPoolStrategy(size=N)`."""
+    import ast
+    import textwrap
+
+    example = (ROOT / "examples" / "ray_batch_inference.py").read_text()
+    snippet = textwrap.dedent(tosa_ray.__doc__.split("\n\n")[1])
+    for source in (example, snippet):
+        calls = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)]
+        keywords = {k.arg for c in calls if getattr(c.func, "attr", None) == "map_batches" for k in c.keywords}
+        assert "compute" in keywords and "concurrency" not in keywords
+    assert ray.data.ActorPoolStrategy(size=2).min_size == 2  # what the example builds, in this Ray

@@ -77,8 +77,9 @@ def scratch(tmp_path, monkeypatch, device) -> None:
 def needs_tflite() -> None:
     from tosa_vk.formats.tflite_import import CONVERTER
     from tosa_vk.ir import mlir
+    from tosa_vk.paths import find_tool
 
-    if mlir.find_executable(CONVERTER) is None or mlir.find_tool() is None:
+    if find_tool(CONVERTER) is None or mlir.find_tool() is None:
         pytest.skip("the tflite extra (tosa-converter-for-tflite, tosa-tools) is not installed")
 
 

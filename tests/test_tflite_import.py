@@ -16,6 +16,7 @@ import pytest
 
 import tosa_vk
 from tosa_vk.errors import TosaFormatError, TosaUnsupportedError
+from tosa_vk.formats import tflite_import
 from tosa_vk.formats.tflite_import import (
     CONVERTER,
     TFLITE_CONVERTER_VERSION,
@@ -25,13 +26,14 @@ from tosa_vk.formats.tflite_import import (
     tflite_qparams,
 )
 from tosa_vk.ir import mlir
+from tosa_vk.paths import find_tool
 from tosa_vk.reference.quantization import QParams, dequantize, quantize
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "resources/tflite/tiny_cnn.tflite"
 TINY_INT8 = ROOT / "resources/tflite/tiny_cnn_int8.tflite"
 needs_converter = pytest.mark.skipif(
-    mlir.find_executable(CONVERTER) is None or mlir.find_tool() is None,
+    find_tool(CONVERTER) is None or mlir.find_tool() is None,
     reason="the tflite extra (tosa-converter-for-tflite, tosa-tools) is not installed",
 )
 
@@ -160,7 +162,7 @@ def test_tflite_qparams_errors(tmp_path, monkeypatch):
 
 
 def test_missing_converter_says_what_to_install(monkeypatch):
-    monkeypatch.setattr(mlir, "find_executable", lambda name: None)
+    monkeypatch.setattr(tflite_import, "find_tool", lambda name: None)
     with pytest.raises(TosaUnsupportedError) as err:
         import_model(TINY)
     assert f"pip install {CONVERTER}=={TFLITE_CONVERTER_VERSION} tosa-tools==" in str(err.value)
@@ -186,3 +188,20 @@ def test_fixtures_are_what_the_script_writes():
     pytest.importorskip("tflite", reason="the `tflite` schema package writes the fixture (pip install tflite==2.18.0)")
     assert fixture_script().build() == TINY.read_bytes()
     assert fixture_script().build(int8=True) == TINY_INT8.read_bytes()
+
+
+def test_the_converter_messages_only_with_verbose(tmp_path, monkeypatch, capfd):
+    """The converter's own log lines (its standard error) stay out of the output unless verbose; a converter that
+    logs and succeeds here (a stand-in: it writes `module {}`)."""
+    fake = tmp_path / "fake-converter"
+    fake.write_text(
+        f"#!{sys.executable}\nimport sys\nsys.stdin.buffer.read()\nprint('I0000 converter log line', file=sys.stderr)\n"
+        "open(sys.argv[sys.argv.index('-o') + 1], 'w').write('module {}')\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(tflite_import, "find_tool", lambda name: str(fake))
+    data = TINY.read_bytes()
+    assert tflite_import.to_mlir(data, file=str(TINY)) == "module {}"
+    assert "converter log line" not in capfd.readouterr().err
+    assert tflite_import.to_mlir(data, file=str(TINY), verbose=True) == "module {}"
+    assert f"{CONVERTER}: I0000 converter log line" in capfd.readouterr().err

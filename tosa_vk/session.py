@@ -206,14 +206,21 @@ def is_pte(source: str | Path) -> bool:
         return False
 
 
-def load_pte(source: str | Path, backend: str | None, options: dict[str, Any], **names: Any) -> Model:
+def load_pte(
+    source: str | Path | bytes, backend: str | None, options: dict[str, Any], file: str | None = None, **names: Any
+) -> Model:
     """A .pte's "forward" method (else its first) as a PteModel: each TOSA delegate a model of `backend`; `names`:
-    PteModel's input_names / output_names (tosa_vk.from_torch gives the module's argument names)."""
+    PteModel's input_names / output_names (tosa_vk.from_torch gives the module's argument names). `source`: a file,
+    or a program's bytes that errors call `file`."""
     from .backends.pte import PteModel
-    from .formats.pte import load_program
+    from .formats.pte import load_program, read_program
 
-    file = str(source)
-    plans = load_program(file)
+    if isinstance(source, bytes):
+        file = file or "<buffer>"
+        plans = read_program(source, file=file)
+    else:
+        file = str(source)
+        plans = load_program(file)
     if not plans:
         raise TosaFormatError("the ExecuTorch program has no methods", file=file)
     plan = next((p for p in plans if p.name == "forward"), plans[0])

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import TosaError
 from ..ir import Graph, Tensor, load_graph
+from ..ir.dtype import DType
 from ..ir.flatbuffer import read_graph
 from ..reference.quantization import QParams, dequantize, quantize
 from .tensor import DeviceTensor
@@ -24,6 +25,22 @@ if TYPE_CHECKING:
     from ..stages.capture import Captured
 
 KEPT_TWINS = 2  # capture twins a model keeps loaded (tosa_vk/stages/capture.py), by capture set
+
+
+class TensorSpec(NamedTuple):
+    """A model input's or output's signature (Model.inputs / outputs): its shape, and `dtype`, its element type's
+    TOSA name (FP32, INT8, ...) whatever the file format (.tosa, .pte, .vgf; numpy's name where TOSA has no such
+    type, float64); `np_dtype`, the numpy dtype its arrays have. Unpacks as (shape, dtype)."""
+
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        try:
+            return DType.of(self.dtype).numpy
+        except ValueError:  # numpy's own name (float64, uint8)
+            return np.dtype(self.dtype)
 
 
 class Timing(NamedTuple):
@@ -288,13 +305,13 @@ class Model:
         return results if outputs is None else {n: results[n] for n in self._wanted(outputs, self.source_kind)}
 
     @property
-    def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        """Input name -> (shape, dtype name)."""
+    def inputs(self) -> dict[str, TensorSpec]:
+        """Input name -> TensorSpec: (shape, TOSA dtype name), and .np_dtype."""
         raise NotImplementedError
 
     @property
-    def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        """Output name -> (shape, dtype name)."""
+    def outputs(self) -> dict[str, TensorSpec]:
+        """Output name -> TensorSpec: (shape, TOSA dtype name), and .np_dtype."""
         raise NotImplementedError
 
     @property
@@ -422,7 +439,7 @@ class GraphModel(Model):
         self._graph = graph
 
     @property
-    def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+    def inputs(self) -> dict[str, TensorSpec]:
         return _arrays(self.graph.inputs)
 
     # the options load() gave this model: its capture twins are loaded with the same
@@ -473,7 +490,7 @@ class GraphModel(Model):
         self._twins = None
 
     @property
-    def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+    def outputs(self) -> dict[str, TensorSpec]:
         return _arrays(self.graph.outputs)
 
 
@@ -511,12 +528,12 @@ def stateful(graph: Graph) -> bool:
     return any(op.op == "VARIABLE" for region in graph.regions for op in region.blocks[0].operators)
 
 
-def _arrays(tensors: list[Tensor]) -> dict[str, tuple[tuple[int, ...], str]]:
-    """Name -> (shape, dtype name) of a graph's input or output arrays: a block-scaled tensor (TOSA 1.1) is two, its
+def _arrays(tensors: list[Tensor]) -> dict[str, TensorSpec]:
+    """Name -> TensorSpec of a graph's input or output arrays: a block-scaled tensor (TOSA 1.1) is two, its
     elements and its scales (`Tensor.scale_name`)."""
     arrays = {}
     for t in tensors:
-        arrays[t.name] = (t.shape, t.dtype.name)
+        arrays[t.name] = TensorSpec(t.shape, t.dtype.name)
         if t.scale_dtype is not None:
-            arrays[t.scale_name] = (t.scale_shape, t.scale_dtype.name)
+            arrays[t.scale_name] = TensorSpec(t.scale_shape, t.scale_dtype.name)
     return arrays

@@ -25,10 +25,11 @@ from ..errors import TosaError, TosaFormatError, TosaUnsupportedError
 from ..formats.pte import host_ops
 from ..formats.pte.program import DelegateRun, Kernel, Plan, TensorListValue, TensorValue
 from ..ir import DType, Graph
+from ..ir.dtype import tosa_name
 from ..ir.flatbuffer import read_graph, write_graph
 from ..program import Placement
 from ..reference.executor import coerce_array
-from .model import GraphModel, Model, Timing, in_flight
+from .model import GraphModel, Model, TensorSpec, Timing, in_flight
 from .tensor import DeviceTensor
 
 if TYPE_CHECKING:
@@ -37,9 +38,6 @@ if TYPE_CHECKING:
 TOSA_BACKENDS = ("TOSABackend",)  # delegate ids whose processed bytes are a TOSA flatbuffer
 VGF_BACKENDS = ("VgfBackend",)  # ... a VGF container (ExecuTorch's Arm VGF backend: model-converter's GRAPH segments)
 HOST_REASON = "ExecuTorch host operator: numpy"
-# a host value's TOSA dtype, for judging it (compare): the numpy dtypes with a TOSA type of their own; any other
-# (float64, unsigned) is judged as FP32 / INT64
-HOST_DTYPES = (DType.BOOL, DType.INT8, DType.INT16, DType.INT32, DType.INT64, DType.FP16, DType.FP32, DType.BF16)
 
 
 def delegate_name(index: int) -> str:
@@ -49,8 +47,10 @@ def delegate_name(index: int) -> str:
 
 
 def _host_dtype(dtype: np.dtype) -> DType:
-    found = next((d for d in HOST_DTYPES if d.numpy == dtype), None)
-    return found or (DType.FP32 if dtype.kind == "f" else DType.INT64)
+    """A host value's TOSA dtype, for judging it (compare); one TOSA has not (float64, unsigned) is judged as FP32 /
+    INT64."""
+    name = tosa_name(dtype)
+    return DType[name] if name in DType.__members__ else (DType.FP32 if dtype.kind == "f" else DType.INT64)
 
 
 def _delegate_graph(backend: str, data: bytes, where: str) -> Graph:
@@ -125,15 +125,15 @@ class PteModel(Model):
         return list(names)
 
     @staticmethod
-    def _array(value: TensorValue) -> tuple[tuple[int, ...], str]:
-        return value.sizes, value.dtype.name
+    def _array(value: TensorValue) -> TensorSpec:
+        return TensorSpec(value.sizes, tosa_name(value.dtype))  # TOSA's names, as a .tosa's signature
 
     @property
-    def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+    def inputs(self) -> dict[str, TensorSpec]:
         return {n: self._array(self.plan.values[i]) for n, i in zip(self._input_names, self.plan.inputs)}
 
     @property
-    def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+    def outputs(self) -> dict[str, TensorSpec]:
         return {n: self._array(self.plan.values[i]) for n, i in zip(self._output_names, self.plan.outputs)}
 
     def _resolve(self, feeds: dict) -> dict:

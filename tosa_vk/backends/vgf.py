@@ -12,16 +12,13 @@ from vgf import VGF, VGFError, read_vgf
 
 from ..errors import TosaFormatError
 from ..formats.vgf_run import vgf_program
-from ..ir.dtype import DType
+from ..ir.dtype import tosa_name
 from ..reference.executor import coerce_array
 from ..timeout import checked_timeout
 from ..vulkan import Device
 from ..vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime
-from .model import in_flight
+from .model import TensorSpec, in_flight
 from .on_device import OnDevice
-
-# numpy storage dtype -> the TOSA type it stores (INT8 over INT4, which shares its storage)
-_TOSA_NAMES = {np.dtype(d.numpy): d.name for d in reversed(DType) if d not in (DType.UNKNOWN, DType.SHAPE, DType.INT4)}
 
 
 class VGFModel(OnDevice):
@@ -73,18 +70,18 @@ class VGFModel(OnDevice):
             raise
 
     @property
-    def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+    def inputs(self) -> dict[str, TensorSpec]:
         return {n: self._signature(n) for n in self.program.inputs}
 
     @property
-    def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
+    def outputs(self) -> dict[str, TensorSpec]:
         return {n: self._signature(n) for n in self.program.outputs}
 
-    def _signature(self, name: str) -> tuple[tuple[int, ...], str]:
+    def _signature(self, name: str) -> TensorSpec:
         """(shape, TOSA dtype name) of a resource, the type read from its storage format (as the other backends
         name their inputs; a format no TOSA type stores keeps the numpy name)."""
         buf = self.program.buffer(name)
-        return buf.shape, _TOSA_NAMES.get(np.dtype(buf.dtype), np.dtype(buf.dtype).name)
+        return TensorSpec(buf.shape, tosa_name(buf.dtype))
 
     def _run(self, feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
         values = {}

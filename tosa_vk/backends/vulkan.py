@@ -35,7 +35,7 @@ from ..vulkan.shaders import ShaderCache
 from ..vulkan.threads import inline
 from ..vulkan.variant import program_variants
 from ..vulkan.warmup import warm_up
-from .model import GraphModel, Model, in_flight
+from .model import GraphModel, Model, TensorSpec, in_flight
 from .on_device import OnDevice
 from .tensor import DeviceTensor
 from .tensor import checked as checked_tensor
@@ -153,12 +153,12 @@ class VulkanModel(OnDevice, GraphModel):
         return compiler.compile(self.graph, self.target, **options, file=self.file)
 
     @property
-    def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        return dict(self.program.input_types)
+    def inputs(self) -> dict[str, TensorSpec]:
+        return {name: TensorSpec(*t) for name, t in self.program.input_types.items()}
 
     @property
-    def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        return dict(self.program.output_types)
+    def outputs(self) -> dict[str, TensorSpec]:
+        return {name: TensorSpec(*t) for name, t in self.program.output_types.items()}
 
     def _from_entry(self, dev: Device, cache: ProgramCache, header: dict, entry: Entry, running: dict) -> bool:
         """Runs the entry's Program (no compile, no glslc) when it decodes and every module and kernel interface

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import TosaError, TosaFormatError, TosaUnsupportedError
 from ..ir import Graph, mlir, read_graph
+from ..paths import find_tool
 from ..reference.quantization import QParams
 
 # the release this was tested with (the `tflite` extra pins the same)
@@ -43,16 +44,17 @@ _ENTRY = re.compile(r"tf\.entry_function\s*=\s*\{([^}]*)\}")
 _NAMES = re.compile(r'\b(inputs|outputs)\s*=\s*"([^"]*)"')
 
 
-def import_model(path: str | Path) -> Graph:
-    """A .tflite file (or TOSA MLIR text / bytecode) as a Graph."""
+def import_model(path: str | Path, *, verbose: bool = False) -> Graph:
+    """A .tflite file (or TOSA MLIR text / bytecode) as a Graph. The tools' own messages (their standard error) are
+    shown only with `verbose` (else only a refusal's first error line, in the TosaError)."""
     file = str(path)
     try:
         data = Path(path).read_bytes()
     except OSError as err:
         raise TosaFormatError(f"cannot read: {err.strerror}", file=file) from None
     if data[4:8] == TFLITE_IDENTIFIER:
-        text = to_mlir(data, file=file)
-        graph = read_graph(mlir.serialize(text.encode(), file=file), file=file)
+        text = to_mlir(data, file=file, verbose=verbose)
+        graph = read_graph(mlir.serialize(text.encode(), file=file, verbose=verbose), file=file)
         return with_tflite_names(graph, text)
     if mlir.kind(data):
         return read_graph(data, file=file)
@@ -63,9 +65,9 @@ def import_model(path: str | Path) -> Graph:
     )
 
 
-def to_mlir(data: bytes, *, file: str) -> str:
+def to_mlir(data: bytes, *, file: str, verbose: bool = False) -> str:
     """A .tflite flatbuffer's bytes -> TOSA MLIR text (tosa-converter-for-tflite)."""
-    tool = mlir.find_executable(CONVERTER)
+    tool = find_tool(CONVERTER)
     if tool is None:
         raise TosaUnsupportedError(
             f"a TFLite model is legalized to TOSA by {CONVERTER}, which is not installed: pip install "
@@ -86,9 +88,11 @@ def to_mlir(data: bytes, *, file: str) -> str:
             raise TosaError(f"cannot run {tool}: {err.strerror or err}", file=file) from None
         if done.returncode != 0 or not out.is_file():
             stderr = done.stderr.decode("utf-8", "replace")
+            mlir.show_messages(stderr, CONVERTER, verbose)
             raise TosaFormatError(
                 f"{CONVERTER} cannot convert it (exit code {done.returncode}): {mlir.first_error(stderr)}", file=file
             )
+        mlir.show_messages(done.stderr.decode("utf-8", "replace"), CONVERTER, verbose)
         return out.read_text(encoding="utf-8", errors="replace")
 
 

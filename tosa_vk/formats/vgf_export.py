@@ -56,7 +56,6 @@ step / tensor: the exporter never writes a file that would run wrong.
 from __future__ import annotations
 
 import re
-import shutil
 import struct
 import subprocess
 import tempfile
@@ -83,6 +82,7 @@ from vgf.vk_enums import (
 
 from ..errors import TosaError, TosaUnsupportedError
 from ..ir.dtype import DType
+from ..paths import find_tool
 from ..program import Branch, Image, Kernel, Loop, Program
 from ..stages.lower import grid_1d
 from ..stages.lower.data_layout import UNIT_TYPES, copy_push
@@ -592,7 +592,7 @@ _PREPROCESSED: dict[Variant, str] = {}
 def _preprocess(variant: Variant) -> str:
     """`glslc -E` of a variant (macros and includes expanded); cmeel's `glslang -E` where glslc is missing."""
     if variant not in _PREPROCESSED:
-        exe, text, env = shutil.which("glslc"), variant.source(), None
+        exe, text, env = find_tool("glslc"), variant.source(), None
         if exe is not None:
             cmd = [exe, "-E", f"--target-env={TARGET_ENV}", "-I", str(INCLUDE_DIR), "-I", str(SHADER_ROOT)]
         else:

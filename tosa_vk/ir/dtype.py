@@ -13,6 +13,7 @@ import enum
 
 import ml_dtypes
 import numpy as np
+import numpy.typing as npt
 
 
 class DType(enum.IntEnum):
@@ -235,3 +236,21 @@ def real_values(values: np.ndarray, dtype: DType) -> np.ndarray:
     if dtype == DType.MXINT8:
         return np.asarray(values, dtype=np.int8).astype(np.float64) / 64.0
     return np.asarray(values).astype(np.float64)
+
+
+# numpy storage dtype -> the TOSA type of that storage: int8 is INT8 (not INT4 / MXINT8, stored in it too), int64 INT64
+# (not INT48 / SHAPE)
+_OF_NUMPY = {
+    np.dtype(d.numpy): d
+    for d in reversed(DType)
+    if d not in (DType.UNKNOWN, DType.SHAPE, DType.INT4, DType.INT48, DType.MXINT8)
+}
+
+
+def tosa_name(dtype: npt.DTypeLike) -> str:
+    """The TOSA name of the element type a numpy dtype holds ("float32" -> "FP32"): how a model's signature names
+    its arrays' types whatever its file format (.tosa, .pte, .vgf); numpy's own name where TOSA has no such type
+    (float64, uint8)."""
+    d = np.dtype(dtype)
+    found = _OF_NUMPY.get(d)
+    return found.name if found is not None else d.name

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .. import paths
 from ..errors import TosaError, TosaFormatError, TosaUnsupportedError
 
 # the tosa-tools release this was tested with (constraints.txt pins the same; the `mlir` extra installs it)
@@ -62,19 +62,9 @@ def kind(data: bytes) -> str | None:
     return "MLIR text" if _TEXT_START.match(head, skipped.end() if skipped else 0) else None
 
 
-def find_executable(name: str) -> str | None:
-    """A console tool a pip package installs: on PATH, else beside this Python (an unactivated virtual
-    environment's bin/)."""
-    found = shutil.which(name)
-    if found:
-        return found
-    beside = Path(sys.executable).parent / name
-    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else None
-
-
 def find_tool() -> str | None:
-    """The tosa-opt executable (find_executable)."""
-    return find_executable(TOOL)
+    """The tosa-opt executable (on PATH, else beside this Python: paths.find_tool)."""
+    return paths.find_tool(TOOL)
 
 
 def missing_tool(what: str) -> TosaUnsupportedError:
@@ -96,7 +86,15 @@ def first_error(stderr: str) -> str:
     return re.sub(r"^<stdin>:(\d+):(\d+):", r"line \1:\2:", line)[:500]
 
 
-def serialize(data: bytes, *, file: str | None = None, timeout_s: float | None = None) -> bytes:
+def show_messages(stderr: str, tool: str, verbose: bool) -> None:
+    """A tool's standard error, captured: shown (each line prefixed with the tool's name) only when verbose; else
+    the caller's TosaError quotes its first error line on failure, and a success says nothing."""
+    if verbose and stderr.strip():
+        for line in stderr.rstrip().splitlines():
+            print(f"{tool}: {line}", file=sys.stderr)
+
+
+def serialize(data: bytes, *, file: str | None = None, timeout_s: float | None = None, verbose: bool = False) -> bytes:
     """TOSA MLIR text or bytecode -> TOSA flatbuffer bytes (read_graph parses them)."""
     where = file or "<buffer>"
     what = kind(data) or "MLIR"
@@ -122,6 +120,7 @@ def serialize(data: bytes, *, file: str | None = None, timeout_s: float | None =
         except OSError as err:
             raise TosaError(f"cannot run {tool}: {err.strerror or err}", file=where) from None
         stderr = done.stderr.decode("utf-8", "replace")
+        show_messages(stderr, TOOL, verbose)
         if done.returncode != 0 or not out.is_file():
             raise TosaFormatError(
                 f"{what} that {TOOL} --tosa-serialize refuses (exit code {done.returncode}): {first_error(stderr)}",

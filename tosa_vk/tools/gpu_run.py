@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ..paths import find_tool
 from ..store.files import write_atomic
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -713,7 +714,7 @@ def run(
             "target_env": os.environ.get(device_class.ENV_TARGET, ""),
             "disable_env": os.environ.get(device_class.ENV_DISABLE, ""),
             "vk_driver_files": os.environ.get("VK_DRIVER_FILES", ""),
-            "glslc": shutil.which("glslc"),
+            "glslc": find_tool("glslc"),
         },
         "device": {},
         "models": [],

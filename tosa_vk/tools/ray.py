@@ -1,7 +1,10 @@
 """Batch inference on Ray Data (the `ray` extra): `Predictor` is the callable class for `Dataset.map_batches`, a
 model loaded once per worker (an actor) and run on each batch of rows.
 
-    ds.map_batches(Predictor, fn_constructor_kwargs={"model": "model.tosa"}, batch_format="numpy", concurrency=2)
+    ds.map_batches(Predictor, fn_constructor_kwargs={"model": "model.tosa"}, batch_format="numpy",
+                   compute=ray.data.ActorPoolStrategy(size=2))
+
+(Ray Data's `compute=`: its `concurrency=` is deprecated since Ray 2.51.)
 
 A batch is a dict of columns, rows along axis 0, named as the model's inputs (other columns pass through to the
 result unchanged, and must have as many rows). A model whose inputs have a static batch B (their first dimension)
@@ -24,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.model import TensorSpec
 from ..errors import TosaError
 from ..ir import Graph
-from ..ir.dtype import DType
 from ..ir.flatbuffer import read_graph
 from ..session import load
 
@@ -67,8 +70,8 @@ class Predictor:
                 raise TosaError(f"Predictor: column {name!r} has the name of a model output")
         chunk = self._chunk({name: columns[name] for name in self.inputs})
         if count == 0:  # nothing to run: each output's rows, none of them
-            out = {name: np.zeros((0, *(shape[1:] if chunk else shape)), self._dtype(name, dtype))
-                   for name, (shape, dtype) in self.model.outputs.items()}  # fmt: skip
+            out = {name: np.zeros((0, *(spec.shape[1:] if chunk else spec.shape)), self._dtype(name, spec))
+                   for name, spec in self.model.outputs.items()}  # fmt: skip
         else:
             out = self._run(columns, count, chunk)
         return {**out, **{name: column for name, column in columns.items() if name not in self.inputs}}
@@ -102,12 +105,12 @@ class Predictor:
             f"row shape: {shapes}"
         )
 
-    def _dtype(self, output: str, declared: str) -> np.dtype:
-        """The numpy dtype run() returns for an output of the declared type (a TOSA type; a VGF's may be numpy's):
-        float32 where the model dequantizes it (output_qparams)."""
+    def _dtype(self, output: str, declared: TensorSpec) -> np.dtype:
+        """The numpy dtype run() returns for an output of the declared signature: float32 where the model
+        dequantizes it (output_qparams)."""
         if output in self.model.output_qparams:
             return np.dtype(np.float32)
-        return DType[declared].numpy if declared in DType.__members__ else np.dtype(declared)
+        return declared.np_dtype
 
     def close(self) -> None:
         self.model.close()

@@ -9,13 +9,16 @@ and a second export; to_edge_transform_and_lower with the TOSAPartitioner (TOSA-
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
-from collections.abc import Callable, Iterable, Sequence
+import logging
+import os
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import TosaError
+from ..paths import find_tool
 from ..store.files import write_atomic
 
 if TYPE_CHECKING:
@@ -23,7 +26,59 @@ if TYPE_CHECKING:
 
 FP_SPEC = "TOSA-1.0+FP"
 INT_SPEC = "TOSA-1.0+INT"
-INSTALL = "pip install 'tosa_vk[torch]' (torch==2.13.0 CPU, executorch==1.5.1, tosa-tools)"
+# torch's CPU build first, from PyTorch's own index (PyPI's default wheel pulls gigabytes of CUDA libraries), then
+# the extra: the one source for this command (the torch extra pins the same torch; scripts/test_torch.sh runs it)
+TORCH_VERSION = "2.13.0"
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+INSTALL_TORCH = f"pip install torch=={TORCH_VERSION} --index-url {TORCH_CPU_INDEX}"
+INSTALL = f"{INSTALL_TORCH} && pip install 'tosa_vk[torch]'"
+
+
+# the libraries whose warnings (Python warnings, their loggers' WARNING records) an export keeps from the user's
+# output unless verbose: deprecation notices and notes on their own internals, nothing a user can act on
+THIRD_PARTY_LOGGERS = ("torch", "torchao", "executorch")
+# the variable ExecuTorch's VGF partitioner reads model-converter's path from (else it looks on PATH only)
+MODEL_CONVERTER_ENV = "MODEL_CONVERTER_PATH"
+
+
+def model_name(module: Any) -> str:
+    """What errors about an exported module name (it has no file): `from_torch(Net)`."""
+    return f"from_torch({type(module).__qualname__})"
+
+
+@contextmanager
+def _quiet(verbose: bool) -> Iterator[None]:
+    """THIRD_PARTY_LOGGERS' warnings kept out of the output for the block, unless verbose (errors still show):
+    Python warnings filtered in a catch_warnings block, the loggers' levels raised to ERROR and put back after."""
+    if verbose:
+        yield
+        return
+    loggers = [logging.getLogger(name) for name in THIRD_PARTY_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for logger in loggers:
+            logger.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            for logger, level in zip(loggers, levels):
+                logger.setLevel(level)
+
+
+@contextmanager
+def _model_converter_found() -> Iterator[None]:
+    """ExecuTorch's VGF partitioner finds model-converter on PATH or at $MODEL_CONVERTER_PATH: this environment's
+    (paths.find_tool: also an unactivated venv's bin/) is given it for the block, unless the user set the variable."""
+    found = None if os.environ.get(MODEL_CONVERTER_ENV) else find_tool("model-converter")
+    if found is None:
+        yield
+        return
+    os.environ[MODEL_CONVERTER_ENV] = found
+    try:
+        yield
+    finally:
+        os.environ.pop(MODEL_CONVERTER_ENV, None)
 
 
 def _torch():
@@ -50,12 +105,36 @@ def export_pte(
     quantize: Iterable[Sequence[Any]] | None = None,
     host_ops: Sequence[str] = (),
     delegate: str = "tosa",
+    verbose: bool = False,
 ) -> Exported:
     """`module` (a torch.nn.Module, put in eval mode) as an ExecuTorch program's bytes. `quantize`: calibration
     batches (each a tuple of inputs like `example_inputs`) to quantize to int8 with the Arm quantizer; None for
     float. `host_ops`: aten operator names ("hardtanh") the partitioner must leave on the host. `delegate`: "tosa"
     (ExecuTorch's Arm TOSA partitioner: TOSA flatbuffers) or "vgf" (its VGF partitioner: model-converter's VGF
-    containers; needs ai-ml-sdk-model-converter)."""
+    containers; needs ai-ml-sdk-model-converter). ExecuTorch's refusal is a TosaError naming the module
+    (model_name); torch's, torchao's and ExecuTorch's warnings are shown only with `verbose`."""
+    if delegate not in ("tosa", "vgf"):
+        raise TosaError(f"delegate= takes 'tosa' or 'vgf', got {delegate!r}")
+    with _quiet(verbose), _model_converter_found():
+        try:
+            return _export(module, example_inputs, quantize, host_ops, delegate)
+        except (TosaError, MemoryError):
+            raise
+        except Exception as err:  # torch.export's, torchao's and ExecuTorch's errors: the user's module refused
+            lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+            raise TosaError(
+                f"ExecuTorch cannot export it ({type(err).__name__}: {lines[0][:500] if lines else 'no message'})",
+                file=model_name(module),
+            ) from err
+
+
+def _export(
+    module: Any,
+    example_inputs: Sequence[Any],
+    quantize: Iterable[Sequence[Any]] | None,
+    host_ops: Sequence[str],
+    delegate: str,
+) -> Exported:
     torch = _torch()
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
     from torch.fx.passes.operator_support import OperatorSupportBase
@@ -63,11 +142,9 @@ def export_pte(
     if delegate == "tosa":
         from executorch.backends.arm.tosa.compile_spec import TosaCompileSpec as Spec
         from executorch.backends.arm.tosa.partitioner import TOSAPartitioner as Partitioner
-    elif delegate == "vgf":
+    else:
         from executorch.backends.arm.vgf import VgfCompileSpec as Spec
         from executorch.backends.arm.vgf import VgfPartitioner as Partitioner
-    else:
-        raise TosaError(f"delegate= takes 'tosa' or 'vgf', got {delegate!r}")
     inputs = tuple(example_inputs)
     module = module.eval()
     spec = Spec(FP_SPEC if quantize is None else INT_SPEC)
@@ -112,6 +189,7 @@ def from_torch(
     backend: str | None = None,
     host_ops: Sequence[str] = (),
     delegate: str = "tosa",
+    verbose: bool = False,
     **options: Any,
 ) -> Model:
     """A PyTorch module as a running tosa_vk Model, in one call: exported through ExecuTorch's Arm TOSA partitioner
@@ -123,10 +201,12 @@ def from_torch(
     (delegate_<i>.tosa), the inputs, PyTorch eager's outputs (for int8: the quantized module's) and a desc.json, so
     `tosa-vk run --test-desc <save>/desc.json --compare` checks the program against eager. `host_ops`: aten operator
     names the partitioner must leave on the host; `delegate`: "tosa" or "vgf" (ExecuTorch's Arm TOSA or VGF
-    partitioner); `options`: the backend's load options."""
+    partitioner); `verbose`: show torch's, torchao's and ExecuTorch's warnings; `options`: the backend's load
+    options. Errors name the module (`from_torch(Net)`), or save's model.pte when saved."""
     import inspect
 
-    torch = _torch()
+    with _quiet(verbose):  # torchao's notes on its optional kernels come at import
+        torch = _torch()
     from ..session import load_pte
 
     inputs = tuple(example_inputs)
@@ -136,7 +216,7 @@ def from_torch(
         calibration = None
     else:
         calibration = quantize
-    exported = export_pte(module, inputs, quantize=calibration, host_ops=host_ops, delegate=delegate)
+    exported = export_pte(module, inputs, quantize=calibration, host_ops=host_ops, delegate=delegate, verbose=verbose)
     try:
         params = list(inspect.signature(module.forward).parameters.values())
         names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][: len(inputs)]
@@ -144,19 +224,16 @@ def from_torch(
         names = []
     if len(names) != len(inputs):
         names = [f"input_{i}" for i in range(len(inputs))]
-    folder = Path(save) if save is not None else Path(tempfile.mkdtemp(prefix="tosa_vk_torch_"))
+    if save is None:  # loaded from its bytes: no file, so errors name the module, not a deleted temporary file
+        return load_pte(exported.pte, backend, options, input_names=names, file=model_name(module))
+    folder = Path(save)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "model.pte"
     write_atomic(path, exported.pte, overwrite=True, what="the ExecuTorch program")
-    try:
-        model = load_pte(path, backend, options, input_names=names)
-    finally:
-        if save is None:
-            shutil.rmtree(folder, ignore_errors=True)
-    if save is not None:
-        with torch.no_grad():
-            eager = exported.eager(*inputs)
-        _write_desc(folder, model, [t.detach().numpy() for t in inputs], _flat(eager))
+    model = load_pte(path, backend, options, input_names=names)
+    with torch.no_grad():
+        eager = exported.eager(*inputs)
+    _write_desc(folder, model, [t.detach().numpy() for t in inputs], _flat(eager))
     return model
 
 

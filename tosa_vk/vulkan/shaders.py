@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import re
 import resource
-import shutil
 import subprocess
 import tempfile
 import warnings
@@ -38,7 +37,7 @@ from pathlib import Path
 from ..abi import spirv as spirv_reader
 from ..abi.glsl_preprocessor import refusal
 from ..errors import ShaderError
-from ..paths import SHADER_ROOT, cache_root
+from ..paths import SHADER_ROOT, cache_root, find_tool
 from ..store.cache_files import PRIVATE_FILE, RULE, make_private, read_private, untrusted
 from ..store.files import write_atomic
 from . import glsl_compiler
@@ -83,7 +82,7 @@ def specialize(spirv: bytes, values: tuple[int, ...]) -> bytes:
 def check_spirv(data: bytes, op: str) -> None:
     """spirv-val over a ready module (a model's SPIR-V is untrusted: invalid modules can crash the driver, so a
     missing validator is an error, not a skip); errors name the operator."""
-    exe, env = shutil.which("spirv-val"), TARGET_ENV
+    exe, env = find_tool("spirv-val"), TARGET_ENV
     if len(data) >= 8 and int.from_bytes(data[4:8], "little") > 0x10500:  # SPIR-V 1.6: a cooperative-matrix kernel
         exe, env = glsl_compiler.spirv_val() or exe, "vulkan1.3"  # (cmeel's knows SPV_KHR_cooperative_matrix)
     if exe is None:

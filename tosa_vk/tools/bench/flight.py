@@ -95,6 +95,15 @@ def preprocessing(name: str, shape: tuple[int, ...]) -> Graph:
     return b.build()
 
 
+def first_fp32_input(model: Any) -> tuple[str, tuple[int, ...]]:
+    """The pipeline case's model input: its first, which must be FP32 (Model.inputs names types as TOSA does,
+    whatever the file: .tosa, .pte, .vgf); a TosaError otherwise."""
+    name, spec = next(iter(model.inputs.items()))
+    if spec.dtype != "FP32":
+        raise TosaError(f"the pipeline case needs an FP32 first input; {name!r} is {spec.dtype}")
+    return name, spec.shape
+
+
 def pipeline(source: Any, feeds: dict[str, np.ndarray], repeats: int = 21, device: Any = None) -> dict[str, Any]:
     """{host_ms, device_ms, host_bytes, device_bytes, identical} for preprocessing -> the model (its first input
     fp32; TosaError otherwise)."""
@@ -106,9 +115,7 @@ def pipeline(source: Any, feeds: dict[str, np.ndarray], repeats: int = 21, devic
     try:
         model = load(source, backend="vulkan", device=dev)
         models.append(model)
-        name, (shape, dtype) = next(iter(model.inputs.items()))
-        if dtype != "FP32":
-            raise TosaError(f"the pipeline case needs an FP32 first input; {name!r} is {dtype}")
+        name, shape = first_fp32_input(model)
         pre = load(preprocessing(name, shape), backend="vulkan", device=dev)
         models.append(pre)
         rest = {k: v for k, v in feeds.items() if k != name}

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from ...errors import TosaError
-from .common import EXIT_ERROR, EXIT_INTERNAL
+from .common import EXIT_ERROR, EXIT_INTERNAL, EXIT_OUTPUT_CLOSED
 from .convert import cmd_export, cmd_import, cmd_vgf2tosa, export_arguments, import_arguments, vgf2tosa_arguments
 from .develop import bench_arguments, cmd_bench, cmd_conformance, cmd_plan, conformance_arguments, plan_arguments
 from .diagnose import cmd_compare, cmd_placement, cmd_profile, compare_arguments, placement_arguments, profile_arguments
@@ -189,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
             return args.func(args)
     except KeyboardInterrupt:
         _interrupted()
+    except BrokenPipeError:  # the output's reader is gone: entry() leaves quietly (an in-process caller gets it)
+        raise
     except (TosaError, OSError, MemoryError) as err:
         if args.debug:
             traceback.print_exc()
@@ -206,7 +208,22 @@ def main(argv: list[str] | None = None) -> int:
 def entry() -> int:
     """The `tosa-vk` command (and `python -m tosa_vk.tools.cli`): main() in a process of its own."""
     _watch_interrupts()
-    return main()
+    try:
+        code = main()
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at exit (Python's "Exception ignored")
+        return code
+    except BrokenPipeError:
+        return _output_closed()
+
+
+def _output_closed() -> int:
+    """`tosa-vk ... | head`: the reader closed the pipe, so the rest of the output is not wanted. No message, no
+    traceback; stdout is pointed at os.devnull so that the interpreter's own flush at exit cannot fail again.
+    EXIT_OUTPUT_CLOSED, as a command ended by SIGPIPE reports in the shell."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_OUTPUT_CLOSED
 
 
 if __name__ == "__main__":

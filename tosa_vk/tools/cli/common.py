@@ -23,6 +23,7 @@ EXIT_ERROR = 2  # the input, the options or the machine: the message says what t
 
 
 EXIT_INTERNAL = 3  # a bug in tosa_vk: "internal error, please report"
+EXIT_OUTPUT_CLOSED = 128 + 13  # the output's reader closed the pipe (`| head`): as a process SIGPIPE ended
 
 
 class Desc(NamedTuple):

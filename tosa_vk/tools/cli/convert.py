@@ -56,7 +56,7 @@ def cmd_import(args) -> int:
     out = Path(args.output or Path(args.model).with_suffix(".tosa"))
     Writes(args.overwrite).plan(out, "the TOSA graph")
     start = time.perf_counter()
-    graph = import_model(args.model)
+    graph = import_model(args.model, verbose=args.verbose)
     save_graph(graph, out, overwrite=args.overwrite)
 
     def signature(tensors) -> str:
@@ -78,6 +78,7 @@ def import_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="a .tflite file (or TOSA MLIR text .mlir / bytecode .mlirbc)")
     p.add_argument("-o", "--output", help="the .tosa to write (default: the model's name with .tosa)")
     overwrite_argument(p)
+    p.add_argument("--verbose", action="store_true", help="show the converter's and tosa-opt's own messages")
 
 
 def export_arguments(p: argparse.ArgumentParser) -> None:

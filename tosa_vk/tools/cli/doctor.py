@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import TosaError
+from ..torch_export import INSTALL as TORCH_INSTALL  # the CPU build of torch first: PyPI's default pulls CUDA
 
 SCHEMA = 1
 ERROR, WARNING = "error", "warning"  # an error: Vulkan is not usable (exit 1); a warning: something is missing
@@ -27,7 +28,7 @@ ERROR, WARNING = "error", "warning"  # an error: Vulkan is not usable (exit 1); 
 # this Python), the distribution whose version is shown, the command that installs it)
 EXTRAS: tuple[tuple[str, str, tuple[str, ...], str, str], ...] = (
     ("torch", "tosa_vk.from_torch (PyTorch -> ExecuTorch -> TOSA)", ("torch", "executorch"), "torch",
-     "pip install 'tosa_vk[torch]' (install the CPU build of torch first)"),
+     TORCH_INSTALL),
     ("mlir", "TOSA MLIR in (.mlir / .mlirbc): tosa-tools' tosa-opt", ("bin:tosa-opt",), "tosa-tools",
      "pip install 'tosa_vk[mlir]'"),
     ("tflite", "tosa-vk import model.tflite", ("tflite", "bin:tosa-converter-for-tflite", "bin:tosa-opt"), "tflite",
@@ -56,10 +57,10 @@ def _problem(severity: str, what: str, detail: str, fix: str) -> dict[str, str]:
 def _found(needed: str) -> bool:
     """Whether a top-level module can be imported, without importing it (a finder that raises: not found), or a
     bin:executable is there."""
-    from ...ir.mlir import find_executable
+    from ...paths import find_tool
 
     if needed.startswith("bin:"):
-        return find_executable(needed.removeprefix("bin:")) is not None
+        return find_tool(needed.removeprefix("bin:")) is not None
     try:
         return importlib.util.find_spec(needed) is not None
     except (ImportError, ValueError):
