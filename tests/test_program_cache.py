@@ -192,14 +192,22 @@ def test_a_hit_from_a_file_runs_without_parsing_it(device, tmp_path, monkeypatch
 
 
 def checked_kernels(monkeypatch) -> list[str]:
-    """The kernels whose interfaces loads check from now on (Runtime._check_interface), and ShaderCache.adopt's calls."""
+    """The kernels whose interfaces loads check from now on (Runtime._check_interface) and ShaderCache.adopt calls."""
     from tosa_vk.vulkan.runtime import Runtime
     from tosa_vk.vulkan.shaders import ShaderCache
 
     seen: list[str] = []
     interface, adopt = Runtime._check_interface, ShaderCache.adopt
-    monkeypatch.setattr(Runtime, "_check_interface", lambda self, k: seen.append(k.op) or interface(self, k))
-    monkeypatch.setattr(ShaderCache, "adopt", lambda self, *a: seen.append("adopt") or adopt(self, *a))
+    def checking(self, k):
+        seen.append(k.op)
+        return interface(self, k)
+
+    def adopting(self, *args):
+        seen.append("adopt")
+        return adopt(self, *args)
+
+    monkeypatch.setattr(Runtime, "_check_interface", checking)
+    monkeypatch.setattr(ShaderCache, "adopt", adopting)
     return seen
 
 

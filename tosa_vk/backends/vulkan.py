@@ -19,13 +19,12 @@ import numpy as np
 from .. import custom, device_class
 from ..errors import TosaError
 from ..ir.dtype import DType
-from ..ir.flatbuffer import write_graph
 from ..ir.graph import Graph, Tensor
 from ..ir.variables import new_value
 from ..program import Placement, Program
 from ..reference import host_kernels
 from ..reference.executor import coerce_input
-from ..stages import compiler, host_rules
+from ..stages import host_rules
 from ..stages.fuse import enabled as fuse_enabled
 from ..store.program_cache import Entry, ProgramCache
 from ..timeout import checked_timeout
@@ -150,6 +149,8 @@ class VulkanModel(OnDevice, GraphModel):
     def compile(self, **overrides: Any) -> Program:
         """This model's graph compiled for its device with load's options (export_vgf may need views=False)."""
         assert self.device is not None
+        from ..stages import compiler  # (the compile stages and the catalogue: a program-cache hit needs neither)
+
         options = {"kernels": shipped_only(), **self.options, **overrides}
         return compiler.compile(self.graph, self.target, **options, file=self.file)
 
@@ -220,6 +221,8 @@ class VulkanModel(OnDevice, GraphModel):
                 self.graph  # noqa: B018 - load_graph's error names the file and why
                 raise
         else:
+            from ..ir.flatbuffer import write_graph
+
             model = write_graph(self._graph)  # not the file's bytes: a capture twin's graph differs from its file
         options = self.options
         partition = options["partition"]

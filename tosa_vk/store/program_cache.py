@@ -86,10 +86,22 @@ def build_digest() -> str:
     package = Path(__file__).resolve().parents[1]
     h = hashlib.sha256(__version__.encode())
     for root in (package, SHADER_ROOT):
-        for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".comp", ".glsl")):
-            stat = path.stat()
-            h.update(f"{path.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+        for name, stat in sorted(_sources(str(root), "")):
+            h.update(f"{name}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
     return f"{__version__}+{h.hexdigest()[:16]}"
+
+
+def _sources(folder: str, prefix: str) -> list[tuple[str, os.stat_result]]:
+    """(path relative to the root, stat) of the .py / .comp / .glsl files under `folder`: os.scandir, whose entries
+    carry their stat (Path.rglob + stat took ~60 ms of every warm load)."""
+    found = []
+    with os.scandir(folder) as entries:
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                found += _sources(e.path, f"{prefix}{e.name}/")
+            elif e.name.endswith((".py", ".comp", ".glsl")):
+                found.append((f"{prefix}{e.name}", e.stat()))
+    return found
 
 
 @dataclass
