@@ -198,6 +198,7 @@ def checked_kernels(monkeypatch) -> list[str]:
 
     seen: list[str] = []
     interface, adopt = Runtime._check_interface, ShaderCache.adopt
+
     def checking(self, k):
         seen.append(k.op)
         return interface(self, k)
