@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING
 
 from .dtype import DType
@@ -21,6 +23,19 @@ LAZY = {
     "write_graph": ".flatbuffer",
     "validate": ".validate",
 }
+
+
+class _Package(types.ModuleType):
+    """This package's module: importing the submodule `validate` sets the package's attribute of that name to the
+    module, which would shadow the function `tosa_vk.ir.validate` (eagerly imported before, it was rebound)."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "validate" and isinstance(value, types.ModuleType):
+            value = value.validate
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> object:
