@@ -189,3 +189,74 @@ def test_a_hit_from_a_file_runs_without_parsing_it(device, tmp_path, monkeypatch
     assert all(np.array_equal(runs[0][2][n], runs[1][2][n]) for n in runs[0][2])
     with pytest.raises(tosa_vk.TosaFormatError, match="missing.tosa"):
         tosa_vk.load(tmp_path / "missing.tosa", backend="vulkan", device=device, cache_dir=tmp_path / "cache")
+
+
+def checked_kernels(monkeypatch) -> list[str]:
+    """The kernels whose interfaces loads check from now on (Runtime._check_interface) and ShaderCache.adopt calls."""
+    from tosa_vk.vulkan.runtime import Runtime
+    from tosa_vk.vulkan.shaders import ShaderCache
+
+    seen: list[str] = []
+    interface, adopt = Runtime._check_interface, ShaderCache.adopt
+
+    def checking(self, k):
+        seen.append(k.op)
+        return interface(self, k)
+
+    def adopting(self, *args):
+        seen.append("adopt")
+        return adopt(self, *args)
+
+    monkeypatch.setattr(Runtime, "_check_interface", checking)
+    monkeypatch.setattr(ShaderCache, "adopt", adopting)
+    return seen
+
+
+def stamp_at(data: bytes) -> int:
+    """Where an entry file's stamp starts (after the header, the payload length and the checksum)."""
+    (n,) = struct.unpack_from("<I", data, len(MAGIC))
+    return len(MAGIC) + 4 + n + 8 + 32
+
+
+@pytest.mark.parametrize("where", ["payload", "checksum", "stamp"])
+def test_a_verified_hit_runs_unchecked_and_a_flipped_byte_is_rebuilt_or_checked(device, tmp_path, monkeypatch, where):
+    """Issue 49: the entry the backend stores is verified (its checks ran at compile time): a hit runs it without
+    checking again. A flipped byte of the payload or the checksum: rebuilt; of the stamp: checked again, then run."""
+    graph, feeds = small_graph()
+    _, want, _ = load_run(graph, feeds, tmp_path, device)
+    seen = checked_kernels(monkeypatch)
+    assert load_run(graph, feeds, tmp_path, device)[0] and seen == []
+    path = entry(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[{"payload": -100, "checksum": stamp_at(data) - 5, "stamp": stamp_at(data) + 5}[where]] ^= 0x10
+    path.write_bytes(bytes(data))
+    if where == "stamp":
+        cached, got, _ = load_run(graph, feeds, tmp_path, device)
+        assert cached and "adopt" in seen and len(seen) > 1  # every kernel's interface reflected
+    else:
+        with pytest.warns(RuntimeWarning, match="damaged or stale"):
+            cached, got, _ = load_run(graph, feeds, tmp_path, device)
+        assert not cached
+    assert all(np.array_equal(got[n], want[n]) for n in want)
+    seen.clear()
+    assert load_run(graph, feeds, tmp_path, device)[0] and seen == []  # stored verified again
+
+
+def test_an_entry_verified_by_another_build_is_checked_again(device, tmp_path, monkeypatch):
+    """An entry whose stamp another build made (its checks were not this build's) is checked as an unverified one,
+    run once it passes, and stamped for this build."""
+    from tosa_vk.store.program_cache import stamp
+
+    graph, feeds = small_graph()
+    _, want, _ = load_run(graph, feeds, tmp_path, device)
+    path = entry(tmp_path)
+    data = path.read_bytes()
+    at = stamp_at(data)
+    path.write_bytes(data[:at] + stamp(data[at - 32 : at], "0.0.1+another") + data[at + 32 :])
+    seen = checked_kernels(monkeypatch)
+    cached, got, _ = load_run(graph, feeds, tmp_path, device)
+    assert cached and "adopt" in seen and len(seen) > 1
+    assert all(np.array_equal(got[n], want[n]) for n in want)
+    assert path.read_bytes() == data  # stamped for this build again
+    seen.clear()
+    assert load_run(graph, feeds, tmp_path, device)[0] and seen == []

@@ -5,15 +5,13 @@ model = tosa_vk.load("model.tosa", backend="vulkan"); outputs = model.run({"x": 
 program = tosa_vk.compile(graph, "lavapipe")  # the compile pipeline alone: a Program (plain data)
 """
 
+from __future__ import annotations
+
 import importlib
-import importlib.abc
 import importlib.machinery
 import sys
+from typing import TYPE_CHECKING
 
-from .backends.model import Model, Timing
-from .backends.tensor import DeviceTensor
-from .builder import Builder
-from .custom import custom_op
 from .errors import (
     DeviceTimeout,
     ReflectError,
@@ -27,13 +25,54 @@ from .errors import (
     TosaValidationError,
     VulkanError,
 )
-from .ir import DType, Graph, load_graph, save_graph, validate
-from .program import Program
-from .session import devices, load
-from .stages.compiler import compile
-from .target import Target
-from .tools.torch_export import from_torch
 from .version import __version__ as __version__
+
+if TYPE_CHECKING:  # what the names below are, for mypy and editors; imported on first use (__getattr__)
+    from .backends.model import Model, Timing
+    from .backends.tensor import DeviceTensor
+    from .builder import Builder
+    from .custom import custom_op
+    from .ir import DType, Graph, load_graph, save_graph, validate
+    from .program import Program
+    from .session import devices, load
+    from .stages.compiler import compile
+    from .target import Target
+    from .tools.torch_export import from_torch
+
+# public name -> its module, imported when the name is first used (PEP 562): `import tosa_vk` stays a few
+# milliseconds (issue 49: numpy, the flatbuffer accessors, the catalogue and the backends took ~350 ms)
+LAZY = {
+    "Model": ".backends.model",
+    "Timing": ".backends.model",
+    "DeviceTensor": ".backends.tensor",
+    "Builder": ".builder",
+    "custom_op": ".custom",
+    "DType": ".ir",
+    "Graph": ".ir",
+    "load_graph": ".ir",
+    "save_graph": ".ir",
+    "validate": ".ir",
+    "Program": ".program",
+    "devices": ".session",
+    "load": ".session",
+    "compile": ".stages.compiler",
+    "Target": ".target",
+    "from_torch": ".tools.torch_export",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tosa_vk' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # the next use is a plain global
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *LAZY})
+
 
 # Module paths the README documented before the package took folders (issue 47), kept importable as the modules
 # they are now (the same module object, not a copy): old name -> where it lives
@@ -48,8 +87,9 @@ MOVED = {
 }
 
 
-class _Moved(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Imports a MOVED name as its new module."""
+class _Moved:
+    """Imports a MOVED name as its new module (a meta path finder and loader by duck typing: importlib.abc costs
+    ~25 ms to import)."""
 
     def find_spec(self, name, path=None, target=None):
         return importlib.machinery.ModuleSpec(name, self) if name in MOVED else None

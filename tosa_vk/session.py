@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .backends.model import Model
 from .errors import TosaError, TosaFormatError
-from .ir import Graph, load_graph
+from .ir import Graph
 
 if TYPE_CHECKING:
     from .reference.quantization import QParams
@@ -162,6 +162,8 @@ def _load(source: str | Path | Graph, backend: str | None = None, **options: Any
     elif cls.parses_lazily:  # it reads the file itself, when it needs the graph
         model = cls(None, file=str(source), **options)
     else:
+        from .ir.flatbuffer import load_graph
+
         model = cls(load_graph(source), file=str(source), **options)
     model._options = options
     return model

@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from ..errors import TosaError
-from ..ir import Graph, Tensor, load_graph
+from ..ir import Graph, Tensor
 from ..ir.dtype import DType
-from ..ir.flatbuffer import read_graph
 from ..reference.quantization import QParams, dequantize, quantize
 from .tensor import DeviceTensor
 
@@ -430,6 +429,8 @@ class GraphModel(Model):
         if self._graph is None:
             if self.file is None:
                 raise TosaError("the model has neither a graph nor a file")
+            from ..ir.flatbuffer import load_graph, read_graph  # (a program-cache hit never parses the graph)
+
             self._graph = read_graph(self._data, file=self.file) if self._data else load_graph(self.file)
             self._data = None
         return self._graph

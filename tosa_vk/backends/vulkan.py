@@ -9,6 +9,7 @@ memory (no copies where the memory is host-visible); `strict=True` refuses them 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
@@ -18,13 +19,12 @@ import numpy as np
 from .. import custom, device_class
 from ..errors import TosaError
 from ..ir.dtype import DType
-from ..ir.flatbuffer import write_graph
 from ..ir.graph import Graph, Tensor
 from ..ir.variables import new_value
 from ..program import Placement, Program
 from ..reference import host_kernels
 from ..reference.executor import coerce_input
-from ..stages import compiler, host_rules
+from ..stages import host_rules
 from ..stages.fuse import enabled as fuse_enabled
 from ..store.program_cache import Entry, ProgramCache
 from ..timeout import checked_timeout
@@ -127,7 +127,7 @@ class VulkanModel(OnDevice, GraphModel):
                 self.warmup = warm_up(self.runtime)
             dev = self.device or dev  # (the one _placed chose)
             count = in_flight(max_in_flight, bool(self.program.variables), self.file)
-            check_all = self.cached
+            check_all = self.cached and found is not None and found[2] is not None and not found[2].verified
             self.open_slots(
                 count,
                 lambda first: Runtime(
@@ -140,7 +140,8 @@ class VulkanModel(OnDevice, GraphModel):
                 assert self.runtime is not None
                 cache, header, _ = found
                 spirv = list(self.runtime.spirv.values())  # in program_variants order (Runtime._build)
-                cache.store(header, Entry(self.program.to_bytes(), self.runtime.pipelines.data(), spirv))
+                # verified: compiled here, every model module checked (Runtime, ShaderCache): a hit runs it unchecked
+                cache.store(header, Entry(self.program.to_bytes(), self.runtime.pipelines.data(), spirv, verified=True))
             self.report_validation()  # what pipeline creation and the uploads made the layer say
         except BaseException:
             self.close()
@@ -149,6 +150,8 @@ class VulkanModel(OnDevice, GraphModel):
     def compile(self, **overrides: Any) -> Program:
         """This model's graph compiled for its device with load's options (export_vgf may need views=False)."""
         assert self.device is not None
+        from ..stages import compiler  # (the compile stages and the catalogue: a program-cache hit needs neither)
+
         options = {"kernels": shipped_only(), **self.options, **overrides}
         return compiler.compile(self.graph, self.target, **options, file=self.file)
 
@@ -161,25 +164,29 @@ class VulkanModel(OnDevice, GraphModel):
         return {name: TensorSpec(*t) for name, t in self.program.output_types.items()}
 
     def _from_entry(self, dev: Device, cache: ProgramCache, header: dict, entry: Entry, running: dict) -> bool:
-        """Runs the entry's Program (no compile, no glslc) when it decodes and every module and kernel interface
-        passes the checks (ShaderCache.adopt, Runtime's check_all); False, with one warning, for an entry that does
-        not: anyone who can write the cache folder could have written it, and a load never fails because of one
-        (the caller compiles again and rewrites it)."""
+        """Runs the entry's Program (no compile, no glslc) when it decodes and, unless this build verified it when
+        storing it (entry.verified: tosa_vk/store/program_cache.py, Trust), every module and kernel interface passes
+        the checks (ShaderCache.adopt, Runtime's check_all; then it is stored verified); False, with one warning,
+        for an entry that does not: a load never fails because of one (the caller compiles again and rewrites it)."""
         try:
             program = Program.from_bytes(entry.program)
             for name, (shape, _) in (*program.input_types.items(), *program.output_types.items()):
                 if tuple(program.buffers[name].shape) != tuple(shape):  # what run() writes and reads
                     raise TosaError(f"tensor {name!r} has shape {program.buffers[name].shape}, its signature {shape}")
             shaders = ShaderCache()
-            shaders.adopt(program_variants(program), entry.spirv)
+            (shaders.take if entry.verified else shaders.adopt)(program_variants(program), entry.spirv)
             dev = self._placed(dev, program)
-            runtime = Runtime(program, dev, shaders, pipeline_data=entry.pipeline_data, check_all=True, **running)
+            runtime = Runtime(
+                program, dev, shaders, pipeline_data=entry.pipeline_data, check_all=not entry.verified, **running
+            )
         except Exception as err:  # whatever the entry makes fail, it is the entry's fault: build it again
             why = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:200]}"
             cache.damaged(cache.path(header["key"]), why)
             return False
         self.program, self.runtime = program, runtime
         self._data = None  # not needed: the graph, if ever asked for, is read from the file again
+        if not entry.verified:  # checked now: the next hit need not
+            cache.store(header, dataclasses.replace(entry, verified=True))
         return True
 
     def _placed(self, dev: Device, program: Program) -> Device:
@@ -214,6 +221,8 @@ class VulkanModel(OnDevice, GraphModel):
                 self.graph  # noqa: B018 - load_graph's error names the file and why
                 raise
         else:
+            from ..ir.flatbuffer import write_graph
+
             model = write_graph(self._graph)  # not the file's bytes: a capture twin's graph differs from its file
         options = self.options
         partition = options["partition"]

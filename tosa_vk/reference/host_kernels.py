@@ -11,7 +11,6 @@ import numpy as np
 
 from ..errors import TosaUnsupportedError
 from ..ir.dtype import DType
-from ..ir.flatbuffer import ENUM_FIELDS
 from ..ir.graph import BLOCK_SCALED_INPUTS, Operator
 from ..program import Host
 
@@ -23,6 +22,7 @@ def available(operator: str) -> bool:
 
 def run(step: Host, views: list[np.ndarray]) -> list[np.ndarray]:
     """Runs one Host step: `views` are the values of the buffers in `step.inputs` (constants come from the step)."""
+    from ..ir.flatbuffer import ENUM_FIELDS  # (the flatbuffer accessors: imported by a host step, not at load)
     from .registry import Call
 
     fn = _registry().get(step.operator)

@@ -29,7 +29,6 @@ from pathlib import Path
 
 from ..errors import TosaError
 from ..ir.graph import Graph, Operator
-from ..ir.ops import OPS
 
 
 @dataclass(frozen=True)
@@ -56,6 +55,8 @@ def parse(text: str, where: str) -> Rule:
     if not isinstance(text, str):
         raise TosaError(f"a host rule is a string (an operator name, a tensor name or 'OP:in,...:out,...'), got "
                         f"{type(text).__name__} {text!r}")  # fmt: skip
+    from ..ir.ops import OPS  # (the catalogue: only when there is a rule to parse, not at every load)
+
     rule = text.strip()
     if not rule:
         raise TosaError(f"{where}: an empty rule")

@@ -8,25 +8,33 @@ shader files: an edited checkout never reads a stale entry).
 
 Entry file `<key>.tvp`:
     MAGIC, u32 header length, the header (JSON: format, key, version, build, device UUID, driver), u64 payload
-    length, sha256 of the payload, the payload: sections of (u64 length, bytes) — the Program (Program.to_bytes),
-    the VkPipelineCache data, then one SPIR-V module per shader variant in the program's order.
+    length, sha256 of the payload (the checksum), the stamp (32 bytes), the payload: sections of (u64 length,
+    bytes) — the Program (Program.to_bytes), the VkPipelineCache data, then one SPIR-V module per shader variant in
+    the program's order.
 A header that does not match what this process would write (another device, driver or build), a short file or a
-payload whose hash differs is ignored: the model is compiled again and the entry rewritten — a damaged entry is
+payload whose checksum differs is ignored: the model is compiled again and the entry rewritten — a damaged entry is
 never run. Entries are written to a temporary file and renamed into place, so concurrent processes see whole
 entries only (the last writer wins). A directory that cannot be written (read-only, full) means running without
 storing, with one warning per process. The cache keeps at most `budget` bytes, dropping the least recently used
 entries (hits refresh an entry's time) when a running total says it is over. TOSA_VK_CACHE_MAX_MB sets the budget
 (a positive number of MiB; anything else is named in one warning and the default kept).
 
-Entries are untrusted input (issue 34): anyone who can write the folder can write them, so reading one never hangs,
-exhausts memory or crashes (tosa_vk/store/cache_files.py). An entry is read only if it is a regular file owned by this
-user and no larger than the budget (a FIFO, a symlink to /dev/zero, a huge sparse file, a directory read as
-missing); its header is compared byte for byte with the one this process would write (no JSON parsed); the section
-count is capped; the Program is decoded with nesting and memory errors caught; and the backend checks every module
-against what it must be before the driver sees one (ShaderCache.adopt: built-in kernels' SPIR-V equal to the
-shipped library's or the SPIR-V cache's, by hash; other modules through spirv-val; every kernel's interface
-reflected against its layout). Whatever fails is ignored with one warning and the model compiled again — an entry
-can at worst be ignored or, if rewritten consistently by someone who may write the folder, compute what it says.
+Entries are untrusted input (issue 34): reading one never hangs, exhausts memory or crashes
+(tosa_vk/store/cache_files.py). An entry is read only if it is a regular file owned by this user and no larger than
+the budget (a FIFO, a symlink to /dev/zero, a huge sparse file, a directory read as missing); its header is compared
+byte for byte with the one this process would write (no JSON parsed); the section count is capped; the Program is
+decoded with nesting and memory errors caught.
+
+Trust (issue 49): the backend checks a program's modules and kernel interfaces when it compiles them (reflection,
+spirv-val where a model brings SPIR-V) and stores the entry `verified`: its stamp is `stamp(checksum, build)`, so a
+hit whose checksum and stamp hold for this build runs without checking again (that cost a warm load ~30 %). Any
+other entry with a valid checksum — stored unverified (`ProgramCache.store` of an Entry not marked verified: a tool
+or a hand that rewrote one) or verified by another build — has every module and kernel checked against what it must
+be before the driver sees one (ShaderCache.adopt: built-in kernels' SPIR-V equal to the shipped library's or the
+SPIR-V cache's, by hash; other modules through spirv-val; every kernel's interface reflected against its layout),
+and is stored verified once it passes. Whatever fails is ignored with one warning and the model compiled again. The
+stamp is no secret: it tells an entry this build checked from one it did not, in a folder only this user may write
+(below); an entry can at worst be ignored or, if forged by someone who may write the folder, compute what it says.
 
 Sharing: the folder (`programs/` and `spirv/` under $TOSA_VK_CACHE, default ~/.cache/tosa_vk) is created private
 (0700). A folder that is not owned by this user or that its group or others may write is not trusted: one warning,
@@ -53,14 +61,15 @@ from ..version import __version__
 from .cache_files import PRIVATE_FILE, RULE, make_private, read_private, untrusted
 from .files import write_atomic
 
-MAGIC = b"TOSAVK-PROGRAM\x00\x01"
-FORMAT = 1
+MAGIC = b"TOSAVK-PROGRAM\x00\x02"
+FORMAT = 2  # 2: the stamp after the checksum
 SUFFIX = ".tvp"
 USAGE = "usage"  # the running total of the entries' bytes (ProgramCache._account)
 DEFAULT_BUDGET = 1 << 30  # bytes; TOSA_VK_CACHE_MAX_MB overrides
 TRIM_TO = 0.75  # a trim leaves this share of the budget: room for many stores before the next folder scan
 MAX_HEADER = 1 << 12  # bytes: ProgramCache.header's JSON is ~250
 MAX_SECTIONS = 1 << 16  # the Program, the pipeline data and one module per shader variant
+STAMP = 32  # bytes of the stamp (sha256)
 MAX_USAGE = 1 << 62  # a usage total past this is not one the cache wrote
 _U32, _U64 = struct.Struct("<I"), struct.Struct("<Q")
 _warned: set[str] = set()
@@ -77,10 +86,22 @@ def build_digest() -> str:
     package = Path(__file__).resolve().parents[1]
     h = hashlib.sha256(__version__.encode())
     for root in (package, SHADER_ROOT):
-        for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".comp", ".glsl")):
-            stat = path.stat()
-            h.update(f"{path.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+        for name, stat in sorted(_sources(str(root), "")):
+            h.update(f"{name}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
     return f"{__version__}+{h.hexdigest()[:16]}"
+
+
+def _sources(folder: str, prefix: str) -> list[tuple[str, os.stat_result]]:
+    """(path relative to the root, stat) of the .py / .comp / .glsl files under `folder`: os.scandir, whose entries
+    carry their stat (Path.rglob + stat took ~60 ms of every warm load)."""
+    found = []
+    with os.scandir(folder) as entries:
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                found += _sources(e.path, f"{prefix}{e.name}/")
+            elif e.name.endswith((".py", ".comp", ".glsl")):
+                found.append((f"{prefix}{e.name}", e.stat()))
+    return found
 
 
 @dataclass
@@ -91,6 +112,7 @@ class Entry:
     program: bytes
     pipeline_data: bytes
     spirv: list[bytes]
+    verified: bool = False  # checked by this build (stored by the backend after its checks): runs unchecked
 
 
 class ProgramCache:
@@ -257,7 +279,14 @@ def encode(header: dict, entry: Entry) -> bytes:
     """An entry file's bytes (the layout in the module's docstring)."""
     payload = b"".join(_U64.pack(len(s)) + s for s in (entry.program, entry.pipeline_data, *entry.spirv))
     head = json.dumps(header, sort_keys=True).encode()
-    return MAGIC + _U32.pack(len(head)) + head + _U64.pack(len(payload)) + hashlib.sha256(payload).digest() + payload
+    checksum = hashlib.sha256(payload).digest()
+    mark = stamp(checksum, build_digest()) if entry.verified else bytes(STAMP)
+    return MAGIC + _U32.pack(len(head)) + head + _U64.pack(len(payload)) + checksum + mark + payload
+
+
+def stamp(checksum: bytes, build: str) -> bytes:
+    """What a verified entry carries after its checksum: says which build checked it (not a secret: see Trust)."""
+    return hashlib.sha256(b"tosa_vk verified\0" + build.encode() + b"\0" + checksum).digest()
 
 
 def decode(data: bytes, header: dict) -> Entry | None:
@@ -274,7 +303,7 @@ def decode(data: bytes, header: dict) -> Entry | None:
         at += n
         (length,) = _U64.unpack_from(data, at)
         at += _U64.size
-        digest, payload = data[at : at + 32], data[at + 32 :]
+        digest, mark, payload = data[at : at + 32], data[at + 32 : at + 32 + STAMP], data[at + 32 + STAMP :]
         if len(payload) != length or hashlib.sha256(payload).digest() != digest:
             return None
         sections, at = [], 0
@@ -289,7 +318,7 @@ def decode(data: bytes, header: dict) -> Entry | None:
                 return None
         if len(sections) < 2:
             return None
-        return Entry(sections[0], sections[1], sections[2:])
+        return Entry(sections[0], sections[1], sections[2:], verified=mark == stamp(digest, build_digest()))
     except (struct.error, ValueError, UnicodeDecodeError):
         return None
 

@@ -403,6 +403,13 @@ class ShaderCache:
                 if not v.spirv:
                     continue
             check_spirv(module, name)  # a payload's SPIR-V came from the entry too: validated as at compile time
+        self.take(variants, modules)
+
+    def take(self, variants: list[Variant], modules: list[bytes]) -> None:
+        """Takes `modules` as the variants' SPIR-V unchecked: a program-cache entry this build verified when it
+        stored it (tosa_vk/store/program_cache.py, Trust)."""
+        if len(modules) != len(variants):
+            raise ShaderError(f"{len(modules)} SPIR-V modules for {len(variants)} shader variants")
         self.memory.update(zip(variants, modules))
 
     def _compile(self, variants: list[Variant]) -> list[bytes]:

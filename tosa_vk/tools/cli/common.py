@@ -9,15 +9,16 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 import numpy as np
-
-from vgf import VGF, VGFError, read_vgf
 
 from ...errors import TosaError, TosaFormatError
 from ...store.files import refused, write_atomic
 from ...store.serial import load_npy as _load_npy
+
+if TYPE_CHECKING:
+    from vgf import VGF
 
 EXIT_ERROR = 2  # the input, the options or the machine: the message says what to change
 
@@ -298,6 +299,8 @@ def node_data_files(model, args, writes: Writes) -> list[NodeDataFile]:
 
 def read_vgf_file(path: str) -> VGF:
     """A .vgf file; its defects are TosaFormatErrors (tosa_vk's boundary with the vgf package, as in load())."""
+    from vgf import VGFError, read_vgf  # (the VGF reader: only for a .vgf)
+
     try:
         return read_vgf(path)
     except VGFError as err:

@@ -6,8 +6,6 @@ import argparse
 import time
 from pathlib import Path
 
-from vgf import write_vgf
-
 from ...store.files import write_atomic
 from .common import Writes, read_vgf_file
 from .options import overwrite_argument
@@ -26,6 +24,8 @@ def cmd_export(args) -> int:
 
         with load(args.model, backend="vulkan", strict=True) as model:
             vgf = model.export_vgf()
+    from vgf import write_vgf
+
     write_atomic(out, write_vgf(vgf), overwrite=args.overwrite, what="the VGF")
     kinds = [s.type for s in vgf.segments]
     print(

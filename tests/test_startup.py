@@ -1,0 +1,87 @@
+"""Start-up (issue 49): `import tosa_vk` pulls in none of the heavy modules (numpy, the Vulkan bindings, the
+flatbuffer accessors, the operator catalogue, the backends, the tools, torch): its public names are imported when
+first used. A program-cache hit (a backend loaded) still imports no compile stage, catalogue or graph parser.
+Module lists, never timings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import tosa_vk
+
+HEAVY = (
+    "numpy",
+    "vulkan",
+    "torch",
+    "flatbuffers",
+    "vgf.container",
+    "tosa_vk.ir.flatbuffer",
+    "tosa_vk.ir.ops",
+    "tosa_vk.ir.validate",
+    "tosa_vk.backends",
+    "tosa_vk.session",
+    "tosa_vk.stages",
+    "tosa_vk.tools",
+    "tosa_vk.vulkan",
+    "tosa_vk.reference",
+)
+# what a cached model's load may not import: what only a compile or a parse needs
+COMPILE_ONLY = (
+    "tosa_vk.stages.compiler",
+    "tosa_vk.ir.flatbuffer",
+    "tosa_vk.ir.ops",
+    "tosa_vk.ir.validate",
+    "vgf.container",
+)
+
+
+def modules_after(code: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_import_tosa_vk_imports_nothing_heavy():
+    loaded = modules_after("import tosa_vk")
+    assert not [m for m in loaded if m in HEAVY or m.startswith(tuple(f"{h}." for h in HEAVY))]
+
+
+def test_public_names_still_resolve_and_list():
+    for name in tosa_vk.__all__:
+        assert getattr(tosa_vk, name) is not None, name
+    assert set(tosa_vk.__all__) <= set(dir(tosa_vk))
+    assert tosa_vk.load.__module__ == "tosa_vk.session" and tosa_vk.compile.__module__ == "tosa_vk.stages.compiler"
+    assert tosa_vk.MOVED["tosa_vk.cli"] == "tosa_vk.tools.cli"
+
+
+def test_a_moved_module_still_imports_as_its_new_one():
+    loaded = modules_after("import tosa_vk.cli, tosa_vk.tools.cli\nassert tosa_vk.cli is tosa_vk.tools.cli")
+    assert "tosa_vk.tools.cli" in loaded
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    import pytest
+
+    with pytest.raises(AttributeError, match="no_such_name"):
+        tosa_vk.no_such_name  # noqa: B018
+
+
+def test_the_vulkan_backend_imports_no_compile_stage():
+    loaded = modules_after("import tosa_vk.backends.vulkan")
+    assert not [m for m in loaded if m in COMPILE_ONLY]
+
+
+def test_validate_is_the_function_after_its_module_is_imported():
+    code = (
+        "import tosa_vk.ir.validate, tosa_vk, tosa_vk.ir\n"
+        "assert callable(tosa_vk.ir.validate) and callable(tosa_vk.validate)\n"
+        "from tosa_vk.ir import validate\nassert callable(validate)"
+    )
+    modules_after(code)
