@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import TosaError, TosaFormatError, TosaUnsupportedError
 from ..formats.pte import host_ops
-from ..formats.pte.program import DelegateRun, Kernel, Plan, TensorListValue, TensorValue
+from ..formats.pte.program import DelegateRun, Kernel, Plan, TensorListValue, TensorValue, describe
 from ..ir import Graph
 from ..ir.flatbuffer import read_graph
 from ..program import Placement
@@ -99,25 +99,50 @@ class PteModel(Model):
             raise TosaError(f"{len(indices)} distinct {what} names needed, got {names}", file=self.file)
         return list(names)
 
-    @staticmethod
-    def _array(value: TensorValue) -> tuple[tuple[int, ...], str]:
-        return value.sizes, value.dtype.name
-
     @property
     def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        return {n: self._array(self.plan.values[i]) for n, i in zip(self._input_names, self.plan.inputs)}
+        """Each input's (shape, dtype): a tensor's; an int / float / bool input (a method's scalar) as a 0-d
+        int64 / float64 / bool; a tensor list as ((n,), "tensor list"), given as a list of n arrays."""
+        return {n: describe(self.plan.values[i]) for n, i in zip(self._input_names, self.plan.inputs)}
 
     @property
     def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        return {n: self._array(self.plan.values[i]) for n, i in zip(self._output_names, self.plan.outputs)}
+        return {n: describe(self.plan.values[i]) for n, i in zip(self._output_names, self.plan.outputs)}
+
+    def _gather(self, feeds, named: dict, cast, outputs, where: str = "graph") -> dict:
+        """run()'s feeds, where an int / float / bool input not given is the value the program was exported with
+        (ExecuTorch specialises them: its runtime takes no other)."""
+        given = {**(feeds if isinstance(feeds, dict) else {}), **named}
+        for name, index in zip(self._input_names, self.plan.inputs):
+            value = self.plan.values[index]
+            if name not in given and not isinstance(value, (TensorValue, TensorListValue)):
+                named = {**named, name: value}
+        return super()._gather(feeds, named, cast, outputs, where)
+
+    def _input(self, name: str, index: int, given: Any, cast: bool, env: list[Any]) -> Any:
+        """One method input, checked against the program: a tensor as every Model's, a tensor list member by
+        member (stored at its members' values), an int / float / bool as ExecuTorch's set_input takes it (of the
+        input's type, equal to the value the program was exported with)."""
+        t = self.plan.values[index]
+        if isinstance(t, TensorValue):
+            return coerce_array(name, given, t.sizes, t.dtype, t.dtype.name, file=self.file, cast=cast,
+                                where=self.source_kind)  # fmt: skip
+        if isinstance(t, TensorListValue):
+            if not isinstance(given, (list, tuple)) or len(given) != len(t.items):
+                raise TosaError(f"input {name!r} is a list of {len(t.items)} tensors; got "
+                                f"{_what(given)}", file=self.file)  # fmt: skip
+            for i, (member, array) in enumerate(zip(t.items, given)):
+                m = self.plan.values[member]
+                env[member] = coerce_array(f"{name}[{i}]", array, m.sizes, m.dtype, m.dtype.name, file=self.file,
+                                           cast=cast, where=self.source_kind)  # fmt: skip
+            return t
+        return _scalar(name, given, t, self.file)
 
     def _run(self, feeds: dict[str, np.ndarray], cast: bool) -> dict[str, np.ndarray]:
         plan = self.plan
         env: list[Any] = [v.data if isinstance(v, TensorValue) else v for v in plan.values]
         for name, index in zip(self._input_names, plan.inputs):
-            t = plan.values[index]
-            env[index] = coerce_array(name, feeds[name], t.sizes, t.dtype, t.dtype.name, file=self.file, cast=cast,
-                                      where=self.source_kind)  # fmt: skip
+            env[index] = self._input(name, index, feeds[name], cast, env)
         times = []
         for index, ins in enumerate(plan.instructions):
             if isinstance(ins, Kernel):
@@ -211,3 +236,29 @@ class PteModel(Model):
     def _release(self) -> None:
         for model in self.delegates:
             model.close()
+
+
+def _what(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return f"a {type(value).__name__} of {len(value)}"
+    return type(value).__name__
+
+
+def _scalar(name: str, given: Any, traced: int | float | bool, file: str | None) -> int | float | bool:
+    """An int / float / bool method input: of the program's type (a bool for a bool, an integer for an int, a real
+    number for a float; a 0-d array too), and the value the program was exported with, as ExecuTorch's set_input
+    checks (the export specialised the graph to it: any other would run the traced value regardless)."""
+    value = given.item() if isinstance(given, np.ndarray) and given.shape == () else given
+    value = value.item() if isinstance(value, np.generic) else value
+    kind = "bool" if isinstance(traced, bool) else "int" if isinstance(traced, int) else "float"
+    ok = {"bool": isinstance(value, bool), "int": isinstance(value, int) and not isinstance(value, bool),
+          "float": isinstance(value, (int, float)) and not isinstance(value, bool)}[kind]  # fmt: skip
+    if not ok:
+        raise TosaError(f"input {name!r} is an ExecuTorch {kind} (a method's non-tensor argument); got "
+                        f"{value!r} ({_what(given)})", file=file)  # fmt: skip
+    same = abs(value - traced) <= 1e-4 + 1e-5 * abs(traced) if kind == "float" else value == traced
+    if not same:
+        raise TosaError(f"input {name!r}: the program was exported with {name}={traced!r} and ExecuTorch specialises "
+                        f"a method's {kind} arguments to the exported value (its runtime refuses another); got "
+                        f"{value!r}: export the module again with the value you want", file=file)  # fmt: skip
+    return traced

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...errors import TosaError, TosaUnsupportedError
 from ...reference.quantization import QParams, dequantize, quantize
-from .program import SCALAR_TYPES, Kernel, Plan, TensorListValue, TensorValue
+from .program import SCALAR_TYPES, IntListValue, Kernel, Plan, TensorListValue, TensorValue
 
 
 class HostOp(NamedTuple):
@@ -79,8 +79,13 @@ HOST_OPS: dict[str, HostOp] = {
     "aten::squeeze_copy.dim_out": HostOp(2, _squeeze),
     "aten::cat.out": HostOp(2, lambda xs, dim=0: np.concatenate(xs, axis=dim)),
     "aten::clone.out": HostOp(2, lambda x, memory_format=None: np.array(x)),
-    "aten::_to_dim_order_copy.out": HostOp(3, lambda x, non_blocking=False, dim_order=None: np.array(x)),
 }
+# ExecuTorch's dim-order copies (`x.to(dtype)`, `.clone()`, `.to(memory_format=...)`): (self, non_blocking,
+# dim_order) -> out, whose dtype is the target (run casts to it); values here are in logical order, so the copy is
+# one whatever the dim order. The kernel is registered under dim_order_ops::, older programs call aten::.
+for _name in ("aten::_to_dim_order_copy.out", "dim_order_ops::_to_dim_order_copy.out",
+              "aten::_clone_dim_order.out", "dim_order_ops::_clone_dim_order.out"):  # fmt: skip
+    HOST_OPS[_name] = HostOp(3, lambda x, non_blocking=False, dim_order=None: np.array(x))
 
 
 def check(plan: Plan, file: str | None) -> None:
@@ -126,4 +131,6 @@ def _arg(env: list[Any], plan: Plan, index: int) -> Any:
     value = env[index]
     if isinstance(value, TensorListValue):
         return [None if i is None else env[i] for i in value.items]
+    if isinstance(value, IntListValue):  # ExecuTorch boxes an int list's members: value indices, as method.cpp reads
+        return [env[i] for i in value.items]
     return value
