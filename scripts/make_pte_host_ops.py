@@ -84,6 +84,8 @@ class Permute(nn.Module):  # permute / view / squeeze kept on the host: their in
 
 
 class InPlace(nn.Module):  # an input changed in place: to_executorch adds its copy_ write-back
+    mutated = (1,)  # the program returns the changed input first (torch.export's user-input mutation output)
+
     def forward(self, x, buf):
         buf.add_(x)
         return buf * 2
@@ -128,9 +130,11 @@ def main(names: list[str]) -> None:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         (folder / "model.pte").write_bytes(pte)
+        given = [i.clone() if torch.is_tensor(i) else i for i in inputs]
         with torch.no_grad():
-            eager = eager_module(*[i.clone() if torch.is_tensor(i) else i for i in inputs])
+            eager = eager_module(*given)
         eager = eager if isinstance(eager, tuple) else (eager,)
+        eager = tuple(given[i] for i in getattr(module, "mutated", ())) + eager
         desc: dict[str, Any] = {"tosa_file": "model.pte", "ifm_name": [], "ifm_file": [], "ofm_name": [],
                                 "ofm_file": [], "expected_result_file": []}  # fmt: skip
         for i, x in enumerate(inputs):

@@ -109,14 +109,17 @@ class PteModel(Model):
     def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
         return {n: describe(self.plan.values[i]) for n, i in zip(self._output_names, self.plan.outputs)}
 
+    @property
+    def input_defaults(self) -> dict[str, int | float | bool]:
+        """The int / float / bool inputs' values, those the program was exported with (ExecuTorch specialises
+        them: its runtime takes no other); run() uses them for such an input not given."""
+        return {n: self.plan.values[i] for n, i in zip(self._input_names, self.plan.inputs)
+                if not isinstance(self.plan.values[i], (TensorValue, TensorListValue))}  # fmt: skip
+
     def _gather(self, feeds, named: dict, cast, outputs, where: str = "graph") -> dict:
-        """run()'s feeds, where an int / float / bool input not given is the value the program was exported with
-        (ExecuTorch specialises them: its runtime takes no other)."""
+        """run()'s feeds, with input_defaults for the int / float / bool inputs not given."""
         given = {**(feeds if isinstance(feeds, dict) else {}), **named}
-        for name, index in zip(self._input_names, self.plan.inputs):
-            value = self.plan.values[index]
-            if name not in given and not isinstance(value, (TensorValue, TensorListValue)):
-                named = {**named, name: value}
+        named = {**{n: v for n, v in self.input_defaults.items() if n not in given}, **named}
         return super()._gather(feeds, named, cast, outputs, where)
 
     def _input(self, name: str, index: int, given: Any, cast: bool, env: list[Any]) -> Any:

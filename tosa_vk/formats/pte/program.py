@@ -127,8 +127,8 @@ class DelegateRun:
 @dataclass(frozen=True)
 class Plan:
     """One method of the program (an ExecutionPlan): `values` (None, int, float, bool, str, lists of floats or
-    bools, TensorValue, TensorListValue, IntListValue), `inputs` / `outputs` (indices into values, in the method's order), `instructions` in order
-    and the `delegates` its DelegateRuns call."""
+    bools, TensorValue, TensorListValue, IntListValue), `inputs` / `outputs` (indices into values, in the method's
+    order), `instructions` in order and the `delegates` its DelegateRuns call."""
 
     name: str
     values: list[Any]
