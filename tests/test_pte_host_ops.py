@@ -44,16 +44,24 @@ def call(name: str, args: list, outs: list[tuple[tuple[int, ...], str]]):
         else:
             values.append(a)
         indices.append(len(values) - 1)
-    out_values = [_tensor(*o) for o in outs]
-    first = len(values)
-    values += out_values + out_values
-    op, overload = name.rsplit(".", 1)
-    kernel = Kernel(op, overload, (*indices, *range(first, first + 2 * len(outs))))
+    op, overload = name.rsplit(".", 1) if "." in name else (name, "")
+    if host_ops.HOST_OPS[name].in_place:  # copy_(self, src, ...): writes self, returns it
+        values[indices[0]] = _tensor(*outs[0])
+        kernel = Kernel(op, overload, (*indices, indices[0]))
+        written = [indices[0]]
+    else:  # the outs, then the returned value: the out again, or a list of the outs
+        first = len(values)
+        values += [_tensor(*o) for o in outs]
+        written = list(range(first, first + len(outs)))
+        values += [values[first]] if len(outs) == 1 else [TensorListValue(tuple(written))]
+        kernel = Kernel(op, overload, (*indices, *written, len(values) - 1))
     plan = Plan("forward", values, (), (), [kernel])
     host_ops.check(plan, "t.pte")
     env = list(values)
+    if host_ops.HOST_OPS[name].in_place:
+        env[indices[0]] = args[0]
     host_ops.run(kernel, env, plan, "t.pte")
-    results = [env[first + len(outs) + i] for i in range(len(outs))]
+    results = [env[i] for i in written]
     return results[0] if len(outs) == 1 else results
 
 
@@ -215,3 +223,79 @@ def test_in_place_input_write_back_pte():
         out = model.run(input_0=x, input_1=buf)
     assert np.allclose(out["output_0"], kept + x) and np.allclose(out["output_1"], 2 * (kept + x))
     assert np.array_equal(buf, kept)
+
+
+# ---- each host operator against PyTorch's own kernel on the same inputs (the torch tier) --------------------------
+
+
+def _torch_cases():
+    """(operator, its inputs as host_ops takes them, the same in PyTorch as a function of torch) per case."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    img = rng.standard_normal((1, 2, 7, 9)).astype(np.float32)
+    a = rng.integers(-8, 8, (3, 4)).astype(np.int32)
+    b = rng.integers(-8, 8, (3, 4)).astype(np.int32)
+    ids = np.array([[0, 3, 2], [1, 1, 4]], np.int64)
+    w = rng.standard_normal((5, 6)).astype(np.float32)
+    idx = np.array([2, 0, 2], np.int64)
+    gidx = rng.integers(0, 4, (2, 3, 5)).astype(np.int64)
+    t = lambda v: __import__("torch").from_numpy(np.array(v))  # noqa: E731
+    yield "aten::embedding.out", [w, ids, -1, False, False], lambda torch: torch.nn.functional.embedding(t(ids), t(w))
+    yield "aten::index.Tensor_out", [x, [None, idx]], lambda torch: t(x)[:, t(idx)]
+    yield (
+        "aten::index_put.out",
+        [x, [idx], np.float32(2.0), True],
+        lambda torch: t(x).index_put((t(idx),), torch.tensor(2.0), accumulate=True),
+    )
+    yield (
+        "aten::index_put.out",
+        [x, [idx, None], np.ones(5, np.float32), False],
+        lambda torch: t(x).index_put((t(idx),), torch.ones(5)),
+    )
+    yield "aten::gather.out", [x, 1, gidx, False], lambda torch: torch.gather(t(x), 1, t(gidx))
+    yield "aten::expand_copy.out", [x[:, :1], [2, -1, 4, -1], False], lambda torch: t(x[:, :1]).expand(2, -1, 4, -1)
+    yield "aten::slice_copy.Tensor_out", [x, 2, 1, 2**62, 2], lambda torch: t(x)[:, :, 1::2]
+    yield "aten::slice_copy.Tensor_out", [x, -1, -3, None, 1], lambda torch: t(x)[..., -3:]
+    yield "aten::select_copy.int_out", [x, 1, -1], lambda torch: t(x).select(1, -1)
+    yield "aten::arange.start_out", [1.0, 3.0, 0.25], lambda torch: torch.arange(1.0, 3.0, 0.25)
+    yield "aten::arange.out", [7], lambda torch: torch.arange(7)
+    yield "aten::full.out", [[2, 3], 1.5], lambda torch: torch.full((2, 3), 1.5)
+    yield "aten::where.self_out", [x > 0, x, -x], lambda torch: torch.where(t(x) > 0, t(x), -t(x))
+    yield "aten::argmax.out", [x, 2, True], lambda torch: torch.argmax(t(x), 2, keepdim=True)
+    yield "aten::argmin.out", [x, None, False], lambda torch: torch.argmin(t(x))
+    yield "aten::max.dim_max", [x, 1, False], lambda torch: torch.max(t(x), 1)
+    yield "aten::min.dim_min", [x, -1, True], lambda torch: torch.min(t(x), -1, keepdim=True)
+    yield "aten::amax.out", [x, [0, 2], False], lambda torch: torch.amax(t(x), (0, 2))
+    yield "aten::sum.IntList_out", [x, [0, -1], True, None], lambda torch: t(x).sum((0, -1), keepdim=True)
+    yield "aten::sum.IntList_out", [a, None, False, None], lambda torch: t(a).sum()
+    yield "aten::mean.out", [x, [1], False, None], lambda torch: t(x).mean(1)
+    for pool in ([[3, 3], [2, 2], [1, 1], [1, 1], False], [[2, 3], [], [0, 1], [2, 1], True]):
+        yield (
+            "aten::max_pool2d_with_indices.out",
+            [img, *pool],
+            lambda torch, p=pool: torch.ops.aten.max_pool2d_with_indices(t(img), *p),
+        )
+    yield "aten::bitwise_and.Tensor_out", [a, b], lambda torch: t(a) & t(b)
+    yield "aten::bitwise_or.Scalar_out", [a, 5], lambda torch: t(a) | 5
+    yield "aten::bitwise_xor.Tensor_out", [a > 0, b > 0], lambda torch: (t(a) > 0) ^ (t(b) > 0)
+    yield "aten::bitwise_not.out", [a], lambda torch: ~t(a)
+    yield "aten::bitwise_not.out", [a > 0], lambda torch: ~(t(a) > 0)
+    yield "aten::remainder.Scalar_out", [a, 3], lambda torch: torch.remainder(t(a), 3)
+    yield "aten::remainder.Tensor_out", [x, np.float32(-0.7)], lambda torch: torch.remainder(t(x), -0.7)
+    yield "aten::ge.Scalar_out", [x, 0.1], lambda torch: t(x) >= 0.1
+    yield "aten::copy_", [x, x[0, :1], False], lambda torch: t(x).copy_(t(x[0, :1]))
+
+
+TORCH_CASES = list(_torch_cases())
+
+
+@pytest.mark.parametrize("case", range(len(TORCH_CASES)), ids=[f"{c[0]}-{i}" for i, c in enumerate(TORCH_CASES)])
+def test_host_op_matches_pytorch_kernel_pte(case):
+    torch = pytest.importorskip("torch")
+    name, args, reference = TORCH_CASES[case]
+    want = reference(torch)
+    want = [r.numpy() for r in (want if isinstance(want, tuple) else (want,))]
+    got = call(name, args, [(r.shape, r.dtype.name) for r in want])
+    for g, w in zip(got if len(want) > 1 else [got], want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        assert np.allclose(g, w, rtol=1e-6, atol=1e-6) if w.dtype.kind == "f" else np.array_equal(g, w), name
