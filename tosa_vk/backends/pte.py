@@ -135,6 +135,10 @@ class PteModel(Model):
                 raise TosaError(f"input {name!r} is a list of {len(t.items)} tensors; got "
                                 f"{_what(given)}", file=self.file)  # fmt: skip
             for i, (member, array) in enumerate(zip(t.items, given)):
+                if member is None:  # an optional list's member left out: None there
+                    if array is not None:
+                        raise TosaError(f"input {name!r}[{i}] is left out (None) in the program", file=self.file)
+                    continue
                 m = self.plan.values[member]
                 env[member] = coerce_array(f"{name}[{i}]", array, m.sizes, m.dtype, m.dtype.name, file=self.file,
                                            cast=cast, where=self.source_kind)  # fmt: skip
