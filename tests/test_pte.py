@@ -367,10 +367,10 @@ def test_values_that_are_not_tensors_where_tensors_are_needed(tmp_path, capsys):
     an AttributeError, `load` ran into a shape error at run)."""
     from tosa_vk.tools.cli import EXIT_ERROR, main
 
-    path = _edited(tmp_path, "cnn_int8", lambda plan: setattr(plan, "inputs", [2]))
+    path = _edited(tmp_path, "cnn_int8", lambda plan: setattr(plan, "inputs", [14]))  # (a float input is taken)
     assert main(["info", str(path)]) == EXIT_ERROR
     err = capsys.readouterr().err
-    assert "internal error" not in err and "edited.pte: execution_plan[0].inputs[0]: value 2 is float" in err
+    assert "internal error" not in err and "edited.pte: execution_plan[0].inputs[0]: value 14 is None" in err
     with pytest.raises(tosa_vk.TosaUnsupportedError, match=r"edited\.pte: execution_plan\[0\]\.inputs\[0\]"):
         tosa_vk.load(path, backend="reference")
     path = _edited(tmp_path, "cnn_int8", lambda plan: setattr(_delegate_call(plan), "args", [2, 7]))

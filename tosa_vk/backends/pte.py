@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import TosaError, TosaFormatError, TosaUnsupportedError
 from ..formats.pte import host_ops
-from ..formats.pte.program import DelegateRun, Kernel, Plan, TensorListValue, TensorValue
+from ..formats.pte.program import DelegateRun, Kernel, Plan, TensorListValue, TensorValue, describe
 from ..ir import DType, Graph
 from ..ir.dtype import tosa_name
 from ..ir.flatbuffer import read_graph, write_graph
@@ -125,16 +125,55 @@ class PteModel(Model):
         return list(names)
 
     @staticmethod
-    def _array(value: TensorValue) -> TensorSpec:
-        return TensorSpec(value.sizes, tosa_name(value.dtype))  # TOSA's names, as a .tosa's signature
+    def _spec(value: Any) -> TensorSpec:
+        shape, dtype = describe(value)
+        return TensorSpec(shape, dtype if dtype == "tensor list" else tosa_name(dtype))  # TOSA's names, as a .tosa's
 
     @property
     def inputs(self) -> dict[str, TensorSpec]:
-        return {n: self._array(self.plan.values[i]) for n, i in zip(self._input_names, self.plan.inputs)}
+        """Each input's TensorSpec: a tensor's; an int / float / bool input (a method's scalar) as a 0-d INT64 /
+        float64 / BOOL; a tensor list as ((n,), "tensor list"), given as a list of n arrays."""
+        return {n: self._spec(self.plan.values[i]) for n, i in zip(self._input_names, self.plan.inputs)}
 
     @property
     def outputs(self) -> dict[str, TensorSpec]:
-        return {n: self._array(self.plan.values[i]) for n, i in zip(self._output_names, self.plan.outputs)}
+        return {n: self._spec(self.plan.values[i]) for n, i in zip(self._output_names, self.plan.outputs)}
+
+    @property
+    def input_defaults(self) -> dict[str, int | float | bool]:
+        """The int / float / bool inputs' values, those the program was exported with (ExecuTorch specialises
+        them: its runtime takes no other); run() uses them for such an input not given."""
+        return {n: self.plan.values[i] for n, i in zip(self._input_names, self.plan.inputs)
+                if not isinstance(self.plan.values[i], (TensorValue, TensorListValue))}  # fmt: skip
+
+    def _gather(self, feeds, named: dict, cast, outputs, where: str = "graph") -> dict:
+        """run()'s feeds, with input_defaults for the int / float / bool inputs not given."""
+        given = {**(feeds if isinstance(feeds, dict) else {}), **named}
+        named = {**{n: v for n, v in self.input_defaults.items() if n not in given}, **named}
+        return super()._gather(feeds, named, cast, outputs, where)
+
+    def _input(self, name: str, index: int, given: Any, cast: bool, env: list[Any]) -> Any:
+        """One method input, checked against the program: a tensor as every Model's, a tensor list member by
+        member (stored at its members' values), an int / float / bool as ExecuTorch's set_input takes it (of the
+        input's type, equal to the value the program was exported with)."""
+        t = self.plan.values[index]
+        if isinstance(t, TensorValue):
+            return coerce_array(name, given, t.sizes, t.dtype, t.dtype.name, file=self.file, cast=cast,
+                                where=self.source_kind)  # fmt: skip
+        if isinstance(t, TensorListValue):
+            if not isinstance(given, (list, tuple)) or len(given) != len(t.items):
+                raise TosaError(f"input {name!r} is a list of {len(t.items)} tensors; got "
+                                f"{_what(given)}", file=self.file)  # fmt: skip
+            for i, (member, array) in enumerate(zip(t.items, given)):
+                if member is None:  # an optional list's member left out: None there
+                    if array is not None:
+                        raise TosaError(f"input {name!r}[{i}] is left out (None) in the program", file=self.file)
+                    continue
+                m = self.plan.values[member]
+                env[member] = coerce_array(f"{name}[{i}]", array, m.sizes, m.dtype, m.dtype.name, file=self.file,
+                                           cast=cast, where=self.source_kind)  # fmt: skip
+            return t
+        return _scalar(name, given, t, self.file)
 
     def _resolve(self, feeds: dict) -> dict:
         """DeviceTensor feeds: a host-backed one as its array; a Vulkan device's only for an input every reader of
@@ -192,12 +231,10 @@ class PteModel(Model):
         kept = {} if kept is None else kept
         env: list[Any] = [v.data if isinstance(v, TensorValue) else v for v in plan.values]
         for name, index in zip(self._input_names, plan.inputs):
-            t = plan.values[index]
             if isinstance(feeds[name], DeviceTensor):  # (_resolve checked that only delegates read it)
                 env[index] = feeds[name]
                 continue
-            env[index] = coerce_array(name, feeds[name], t.sizes, t.dtype, t.dtype.name, file=self.file, cast=cast,
-                                      where=self.source_kind)  # fmt: skip
+            env[index] = self._input(name, index, feeds[name], cast, env)
             if name in keep:
                 kept[name] = env[index]
         times = []
@@ -206,9 +243,9 @@ class PteModel(Model):
                 start = time.perf_counter()
                 host_ops.run(ins, env, plan, self.file)
                 times.append(Timing(f"{ins.name} #{index}", "host", (time.perf_counter() - start) * 1e6))
-                out = host_ops.out_index(ins)
-                if self._value_name(out) in keep:
-                    kept[self._value_name(out)] = env[out]
+                for out in host_ops.out_indices(ins):
+                    if self._value_name(out) in keep:
+                        kept[self._value_name(out)] = env[out]
             else:
                 self._delegate(ins, env, on_device, keep, kept)
         self._host_times = times
@@ -287,13 +324,14 @@ class PteModel(Model):
         rows = []
         for name, index in zip(self._input_names, plan.inputs):
             t = plan.values[index]
-            rows.append(Captured(name, "input", _host_dtype(t.dtype), t.sizes))
+            if isinstance(t, TensorValue):  # (an int / float / bool or list input is not a tensor to capture)
+                rows.append(Captured(name, "input", _host_dtype(t.dtype), t.sizes))
         called = set()
         for index, ins in enumerate(plan.instructions):
             if isinstance(ins, Kernel):
-                out = host_ops.out_index(ins)
-                t = plan.values[out]
-                rows.append(Captured(self._value_name(out), f"{ins.name} #{index}", _host_dtype(t.dtype), t.sizes))
+                for out in host_ops.out_indices(ins):
+                    t = plan.values[out]
+                    rows.append(Captured(self._value_name(out), f"{ins.name} #{index}", _host_dtype(t.dtype), t.sizes))
             elif ins.index not in called:  # (a delegate called again: its tensors are the last call's)
                 called.add(ins.index)
                 prefix = delegate_name(ins.index)
@@ -378,3 +416,29 @@ class PteModel(Model):
     def _release(self) -> None:
         for model in self.delegates:
             model.close()
+
+
+def _what(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return f"a {type(value).__name__} of {len(value)}"
+    return type(value).__name__
+
+
+def _scalar(name: str, given: Any, traced: int | float | bool, file: str | None) -> int | float | bool:
+    """An int / float / bool method input: of the program's type (a bool for a bool, an integer for an int, a real
+    number for a float; a 0-d array too), and the value the program was exported with, as ExecuTorch's set_input
+    checks (the export specialised the graph to it: any other would run the traced value regardless)."""
+    value = given.item() if isinstance(given, np.ndarray) and given.shape == () else given
+    value = value.item() if isinstance(value, np.generic) else value
+    kind = "bool" if isinstance(traced, bool) else "int" if isinstance(traced, int) else "float"
+    ok = {"bool": isinstance(value, bool), "int": isinstance(value, int) and not isinstance(value, bool),
+          "float": isinstance(value, (int, float)) and not isinstance(value, bool)}[kind]  # fmt: skip
+    if not ok:
+        raise TosaError(f"input {name!r} is an ExecuTorch {kind} (a method's non-tensor argument); got "
+                        f"{value!r} ({_what(given)})", file=file)  # fmt: skip
+    same = abs(value - traced) <= 1e-4 + 1e-5 * abs(traced) if kind == "float" else value == traced
+    if not same:
+        raise TosaError(f"input {name!r}: the program was exported with {name}={traced!r} and ExecuTorch specialises "
+                        f"a method's {kind} arguments to the exported value (its runtime refuses another); got "
+                        f"{value!r}: export the module again with the value you want", file=file)  # fmt: skip
+    return traced

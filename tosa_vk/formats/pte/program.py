@@ -84,6 +84,15 @@ class TensorListValue:
 
 
 @dataclass(frozen=True)
+class IntListValue:
+    """A list of ints as ExecuTorch stores it (an IntList: permute dims, view sizes): the indices of its members among
+    the plan's values, each an Int value (ExecuTorch boxes them so a run may change one); BoolList and DoubleList
+    hold their values themselves and are read as Python lists."""
+
+    items: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Kernel:
     """A call of a host operator: `op` is "namespace::name" ("aten::add"), `overload` ("out"); `args` index the plan's
     values, the outputs last (ExecuTorch's out variants)."""
@@ -117,9 +126,9 @@ class DelegateRun:
 
 @dataclass(frozen=True)
 class Plan:
-    """One method of the program (an ExecutionPlan): `values` (None, int, float, bool, str, lists, TensorValue,
-    TensorListValue), `inputs` / `outputs` (indices into values, in the method's order), `instructions` in order
-    and the `delegates` its DelegateRuns call."""
+    """One method of the program (an ExecutionPlan): `values` (None, int, float, bool, str, lists of floats or
+    bools, TensorValue, TensorListValue, IntListValue), `inputs` / `outputs` (indices into values, in the method's
+    order), `instructions` in order and the `delegates` its DelegateRuns call."""
 
     name: str
     values: list[Any]
@@ -180,6 +189,8 @@ class _Reader(BoundedReader):
         for i, v in enumerate(values):
             if isinstance(v, TensorListValue):
                 self.tensors(v.items, values, f"{where}.values[{i}].items")
+            elif isinstance(v, IntListValue):
+                self.ints(v.items, values, f"{where}.values[{i}].items")
         instructions: list[Kernel | DelegateRun] = []
         for c in range(self.count(p.ChainsLength(), 4, f"{where}.chains")):
             chain = p.Chains(c)
@@ -189,11 +200,11 @@ class _Reader(BoundedReader):
         inputs = self.indices(p.InputsAsNumpy() if p.InputsLength() else [], values, f"{where}.inputs")
         outputs = self.indices(p.OutputsAsNumpy() if p.OutputsLength() else [], values, f"{where}.outputs")
         for what, indices in (("inputs", inputs), ("outputs", outputs)):
-            for i, v in enumerate(indices):  # tosa_vk runs methods of tensors (info and load show their shapes)
-                if not isinstance(values[v], TensorValue):
+            for i, v in enumerate(indices):  # info and load show each input's and output's shape and type
+                if not isinstance(values[v], TensorValue) and (what == "outputs" or not _input_kind(values[v])):
                     raise TosaUnsupportedError(
                         f"{where}.{what}[{i}]: value {v} is {_kind(values[v])}, not a tensor (tosa_vk runs methods "
-                        "whose inputs and outputs are tensors)"
+                        "whose inputs are tensors, tensor lists, ints, floats or bools and whose outputs are tensors)"
                     )
         return Plan(name, values, inputs, outputs, instructions, delegates)
 
@@ -215,6 +226,14 @@ class _Reader(BoundedReader):
                 raise TosaFormatError(f"{what}[{i}]: value index {v} out of range ({len(values)} values)")
             if not isinstance(values[v], TensorValue):
                 raise TosaFormatError(f"{what}[{i}]: value {v} is {_kind(values[v])}, not a tensor")
+
+    def ints(self, items: tuple[int, ...], values: list, what: str) -> None:
+        """An int list's members: each an Int value of the plan (method.cpp's IntList: value indices)."""
+        for i, v in enumerate(items):
+            if not 0 <= v < len(values):
+                raise TosaFormatError(f"{what}[{i}]: value index {v} out of range ({len(values)} values)")
+            if type(values[v]) is not int:
+                raise TosaFormatError(f"{what}[{i}]: value {v} is {_kind(values[v])}, not an int")
 
     def instruction(self, ins, ops, delegates: list[Delegate], values: list, where: str) -> Kernel | DelegateRun:
         kind = ins.InstrArgsType()
@@ -285,9 +304,13 @@ class _Reader(BoundedReader):
             return float(obj.DoubleVal())
         if kind == KernelTypes.String:
             return _text(obj.StringVal())
-        if kind in (KernelTypes.IntList, KernelTypes.DoubleList, KernelTypes.BoolList):
+        if kind == KernelTypes.IntList:  # value indices (checked once all values are read)
+            n = self.count(obj.ItemsLength(), 8, f"{where}.items")
+            return IntListValue(tuple(int(obj.Items(i)) for i in range(n)))
+        if kind in (KernelTypes.DoubleList, KernelTypes.BoolList):
             n = self.count(obj.ItemsLength(), 1, f"{where}.items")
-            return [obj.Items(i) for i in range(n)]
+            convert = float if kind == KernelTypes.DoubleList else bool
+            return [convert(obj.Items(i)) for i in range(n)]
         if kind in (KernelTypes.TensorList, KernelTypes.OptionalTensorList):
             n = self.count(obj.ItemsLength(), 4, f"{where}.items")
             items = [int(obj.Items(i)) for i in range(n)]
@@ -342,12 +365,36 @@ _VALUE_CLASSES: dict[int, type] = {
 }  # fmt: skip
 
 
+def _input_kind(value: Any) -> bool:
+    """A value a method input may be here: a tensor, a tensor list, an Int, a Double or a Bool (not a string, None or
+    a list of numbers: ExecuTorch's set_input refuses those too)."""
+    return isinstance(value, (TensorValue, TensorListValue, int, float))
+
+
+def describe(value: Any) -> tuple[tuple[int, ...], str]:
+    """A method input's (shape, dtype name), as Model.inputs gives it: a tensor's own; an ExecuTorch Int, Double or
+    Bool as a 0-d int64 / float64 / bool; a tensor list as ((n,), "tensor list")."""
+    if isinstance(value, TensorValue):
+        return value.sizes, value.dtype.name
+    if isinstance(value, TensorListValue):
+        return (len(value.items),), "tensor list"
+    if isinstance(value, bool):
+        return (), "bool"
+    if isinstance(value, int):
+        return (), "int64"
+    if isinstance(value, float):
+        return (), "float64"
+    return (), _kind(value)
+
+
 def _kind(value: Any) -> str:
     """A plan value's kind in words, for messages."""
     if value is None:
         return "None"
     if isinstance(value, TensorListValue):
         return "a tensor list"
+    if isinstance(value, IntListValue):
+        return "an int list"
     return f"{type(value).__name__} {value!r}"[:60]
 
 

@@ -231,11 +231,17 @@ def _pte_feeds(path: Path) -> dict[str, np.ndarray]:
     if desc.get("tosa_file") == path.name:
         return {n: np.load(path.parent / f) for n, f in zip(desc["ifm_name"], desc["ifm_file"])}
     from ...formats.pte import load_program
+    from ...formats.pte.program import TensorValue
 
     plan = load_program(path)[0]
     rng = np.random.default_rng(0)
     values = [plan.values[i] for i in plan.inputs]
-    return {f"input_{i}": rng.standard_normal(v.sizes).astype(v.dtype) for i, v in enumerate(values)}
+    # tensors only: an int / float / bool input takes the value the program was exported with (Model.run fills it)
+    return {
+        f"input_{i}": rng.standard_normal(v.sizes).astype(v.dtype)
+        for i, v in enumerate(values)
+        if isinstance(v, TensorValue)
+    }
 
 
 def select_cases(suite: str | None, models: list[str], quick: bool) -> list[Case]:

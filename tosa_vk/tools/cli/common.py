@@ -192,7 +192,9 @@ def synthetic(args, model, feeds: dict) -> dict:
         return feeds
     quantized = getattr(model, "input_qparams", {})  # these take float data (--input-qparams)
     signature = {n: (shape, "FP32" if n in quantized else dtype) for n, (shape, dtype) in model.inputs.items()}
-    return made(signature, specs, args.random, given=feeds, file=str(model.file or args.model))[0]
+    said = {s.name for s in specs}  # an ExecuTorch program's exported scalars, for those no -i gives
+    given = {**{n: v for n, v in getattr(model, "input_defaults", {}).items() if n not in said}, **feeds}
+    return made(signature, specs, args.random, given=given, file=str(model.file or args.model))[0]
 
 
 def print_values(args, value) -> None:

@@ -158,6 +158,7 @@ def _info_pte(args) -> int:
     """`tosa-vk info model.pte`: each method's inputs and outputs, its instructions (host operators, delegates
     with their TOSA operator counts) in order."""
     from ...formats.pte import Kernel, load_program
+    from ...formats.pte.program import describe
     from ...ir.flatbuffer import read_graph
 
     plans = load_program(args.model)  # the reader `load` uses: every index checked
@@ -178,8 +179,8 @@ def _info_pte(args) -> int:
                 step["tosa_operators"] = counts[ins.index]
             steps.append(step)
 
-        inputs, outputs = ([{"name": f"{what}_{i}", "shape": list(plan.values[v].sizes),
-                             "dtype": plan.values[v].dtype.name} for i, v in enumerate(indices)]
+        inputs, outputs = ([{"name": f"{what}_{i}", "shape": list(describe(plan.values[v])[0]),
+                             "dtype": describe(plan.values[v])[1]} for i, v in enumerate(indices)]
                            for what, indices in (("input", plan.inputs), ("output", plan.outputs)))  # fmt: skip
         methods.append({"name": plan.name, "inputs": inputs, "outputs": outputs, "instructions": steps})
     summary = {"file": args.model, "kind": "ExecuTorch program", "methods": methods}
