@@ -69,7 +69,7 @@ def epilogue_defines(
             return None
         body.append((compute, step))
         prev, value = f"t{k}", op.outputs[0]
-    if steps:
+    if steps and first is not None:  # (a chain of steps has a first type: the loop declines one without)
         decls.append(render.chain(tag, body[-1][0], first, body))
         defines["EPILOGUE(v, c, at)"] = f"ep_chain{tag}(v, c, at)"
         if len(steps) >= 3 or any(op.op in HEAVY for _, op in steps):
