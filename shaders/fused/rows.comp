@@ -1,18 +1,12 @@
 #version 450
-// A fused row group (tosa_vk/fuse.py, tosa_vk/lower/rows.py): element-wise operators with REDUCE_SUM / MAX / MIN
+// A fused row group (tosa_vk/stages/fuse.py, tosa_vk/stages/lower/fused/rows.py): element-wise operators with REDUCE_SUM / MAX / MIN
 // along the last axis, one row of RG_LEN elements per RG_LANES invocations (RG_WG / RG_LANES rows per workgroup).
 // ROW_BODY (generated) runs one pass over the row per reduction, recomputing the element-wise values it reads from
 // the inputs (cheaper than a round trip through memory), folds each lane's share, then the lanes meet through
 // shared memory (RG_COMBINE_*: any subgroup size); a last pass stores the values used outside the group.
 // RG_LANES is 1 on the register class (lavapipe: no barriers, one invocation walks its row as reduce.comp does).
 #include "types.glsl"
-#include "elementwise.glsl"
-#ifdef EP_INT64
-#include "conversion.glsl"
-#endif
-#ifdef EP_FP64
-#include "unary.glsl"
-#endif
+#include "fused.glsl"
 #ifdef EP_WORDS  // only the scalars of LowerCtx.word (types.glsl)
 #ifdef PUSH_BAKED
 PUSH_BAKED  // VGF export: this dispatch's values as a const (tosa_vk/lower/push.py)
@@ -22,6 +16,15 @@ layout(push_constant) uniform Params { EP_PUSH } p;
 #endif
 layout(local_size_x = RG_WG) in;
 EP_DECLS
+
+// the passes ROW_BODY lists (tosa_vk/stages/lower/fused/render.py): over the lane's share of the row (j: the element,
+// c: its channel, cl: its last coordinate), `body` computes the element's values; RG_FOLD folds `value` into a new
+// accumulator `a` with `step`, RG_STORE_PASS stores them; RG_STORE_SCALAR stores a value of the row
+#define RG_FOLD(T, a, init, n, lanes, cl, body, step, value) T a = init; \
+    for (uint j = lane; j < n; j += lanes) { int c = int(j); int cl = c; body a = step(a, value); }
+#define RG_STORE_PASS(n, lanes, cl, body, stores) \
+    for (uint j = lane; j < n; j += lanes) { int c = int(j); int cl = c; body if (valid) { stores } }
+#define RG_STORE_SCALAR(x, e) if (valid && lane == 0u) x[row] = e;
 
 #if RG_LANES > 1
 // the partials of every lane, one array per accumulator type the group uses

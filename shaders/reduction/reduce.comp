@@ -61,12 +61,7 @@ ACC_T fold(uint i) {
 }
 
 #ifdef HEAD
-#ifdef EP_INT64
-#include "conversion.glsl"
-#endif
-#ifdef EP_FP64
-#include "unary.glsl"
-#endif
+#include "fused.glsl"
 HEAD_DECLS
 shared H_X_T pooled[H_C];
 

@@ -27,6 +27,7 @@ from ..fuse import tail_start
 from . import push
 from .context import LowerCtx, axis_view, lowering
 from .families import reduction_subgroup
+from .fused import render
 from .fused.epilogue import bind, epilogue_defines
 
 _INT_MIN = "(-2147483647 - 1)"
@@ -184,7 +185,7 @@ def _with_head(ctx: LowerCtx, at: int, defines: dict[str, str], bindings: dict[s
         **{k: v for k, v in chain.items() if k in ("EP_INT64", "EP_FP64")},
         "READ(v)": "LOAD_A(v)",
         "HEAD": "1",
-        "HEAD_DECLS": " ".join([*decls, chain.get("EP_DECLS", "")]),
+        "HEAD_DECLS": render.items([*decls, chain.get("EP_DECLS", "")]),
         "H_C": f"{channels}u",
         "H_OC": f"{oc}u",
         "H_X_T": compute,

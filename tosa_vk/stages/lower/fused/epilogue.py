@@ -13,25 +13,23 @@ layers differing only in them share a pipeline."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from ....abi.shader_abi import TEXEL_SAMPLERS
 from ....ir.dtype import DType
 from ....ir.graph import NanPropagationMode, Operator, Tensor
 from ...fuse import NAMED, tail_start
 from .. import texels
 from ..context import LowerCtx
 from ..type_conversion import cast_expr, rescale_defines
-from ..types import glsl_storage
+from . import render
+from .render import Array
 
 # values a step takes (bool: comparisons and SELECT in element-wise groups)
 COMPUTE = {DType.FP32: "float", DType.INT8: "int", DType.INT16: "int", DType.INT32: "int", DType.BOOL: "bool"}
 COMPARE = {"EQUAL": "==", "GREATER": ">", "GREATER_EQUAL": ">="}  # ordered: false with a NaN, -0 == +0
-BINARY = {"ADD": "(({a}) + ({b}))", "SUB": "(({a}) - ({b}))", "MUL": "(({a}) * ({b}))"}
+BINARY = ("ADD", "SUB", "MUL")
 MINMAX = ("MAXIMUM", "MINIMUM")
-LOGICAL = {"LOGICAL_AND": "&&", "LOGICAL_OR": "||", "LOGICAL_XOR": "!="}
+LOGICAL = ("LOGICAL_AND", "LOGICAL_OR", "LOGICAL_XOR")
 # steps whose code is large (int64 rescaling, fp64 functions, conversions, table reads): a chain with one of them
 # (or 3 steps or more) is applied in a loop over the kernel's tile (EP_LOOP), compiled once rather than once per
 # result; short light chains stay unrolled, which runs ~4 % faster
@@ -69,14 +67,14 @@ def epilogue_defines(
         step = _step(ctx, op, f"{tag}{k}", value, prev, bindings, decls, defines)
         if first is None or compute is None or step is None:
             return None
-        body.append(f"{variable(compute)} t{k} = {step};")
+        body.append((compute, step))
         prev, value = f"t{k}", op.outputs[0]
-    if steps:
-        decls.append(f"{compute} ep_chain{tag}({first} v, int c, int at) {{ {' '.join(body)} return {prev}; }}")
+    if steps and first is not None:  # (a chain of steps has a first type: the loop declines one without)
+        decls.append(render.chain(tag, body[-1][0], first, body))
         defines["EPILOGUE(v, c, at)"] = f"ep_chain{tag}(v, c, at)"
         if len(steps) >= 3 or any(op.op in HEAVY for _, op in steps):
             defines["EP_LOOP"] = "1"
-    defines["EP_DECLS"] = " ".join(decls)
+    defines["EP_DECLS"] = render.items(decls)
     return defines
 
 
@@ -87,16 +85,16 @@ def _store_map(ctx: LowerCtx, tail: list[Operator]) -> tuple[str, bool] | None:
     tensors = ctx.block.tensors
     if ctx.result.size >= 1 << 31:
         return None
-    body, vector = [], True
+    maps, vector = [], True
     for op in tail:
         if op.op != "TRANSPOSE":
             continue
         shape, perms = tensors[op.inputs[0]].shape, [int(p) for p in op.attrs["perms"]]
         inverse = [perms.index(d) for d in range(len(perms))]
         out_shape = [shape[p] for p in perms]
-        body.append(f"i = {transposed_index(shape, out_shape, inverse, 'i')};")  # the input is TRANSPOSE(output)
+        maps.append(transposed_index(shape, out_shape, inverse, "i"))  # the input is TRANSPOSE(output)
         vector = vector and perms[-1] == len(perms) - 1 and shape[-1] % 4 == 0
-    return "int ep_out(int i) { " + " ".join(body) + " return i; }", vector
+    return render.store_map(maps), vector
 
 
 def transposed_index(shape, src_shape, perms, i: str) -> str:
@@ -111,41 +109,16 @@ def transposed_index(shape, src_shape, perms, i: str) -> str:
     return "(" + (" + ".join(terms) or "0") + ")"
 
 
-def variable(compute: str) -> str:
-    """The declaration of a step's value: floats are precise (no fused multiply-adds across steps)."""
-    return "precise float" if compute == "float" else compute
-
-
-@dataclass(frozen=True)
-class Array:
-    """A bound tensor as GLSL reads it: array[i] is element i's stored value, from a storage buffer or fetched from
-    a texel buffer (lower/texels.py: the fetch gives the value as int / uint / float, which the kernel's compute
-    conversion takes as it takes the storage type)."""
-
-    name: str
-    texel: bool = False
-
-    def __getitem__(self, index) -> str:
-        return f"texelFetch({self.name}, int({index})).x" if self.texel else f"{self.name}[{index}]"
-
-
 def bind(
     bindings: dict[str, str], decls: list[str], name: str, tensor: Tensor, access: str = "readonly", ctx=None
 ) -> Array:
     """Binds `tensor` as `name` after everything bound so far, declaring it; with `ctx` (a LowerCtx) an input is
     read through a texel buffer where the target allows (LowerCtx.texel)."""
-    array = name.lower()
-    if access == "readonly" and ctx is not None and ctx.texel(name, tensor.name, texels.element(tensor.dtype)):
-        sampler = TEXEL_SAMPLERS[texels.ELEMENTS[tensor.dtype]]
-        decls.append(f"layout(set = 0, binding = {len(bindings)}) uniform {sampler} {array};")
-        bindings[name] = tensor.name
-        return Array(array, texel=True)
-    decls.append(
-        f"layout(set = 0, binding = {len(bindings)}) {access} buffer Ep{name} {{ {glsl_storage(tensor.dtype)} "
-        f"{array}[]; }};"
-    )
+    texel = access == "readonly" and ctx is not None and ctx.texel(name, tensor.name, texels.element(tensor.dtype))
+    decl, array = render.declare(len(bindings), name, access, texel)
+    decls.append(decl)
     bindings[name] = tensor.name
-    return Array(array)
+    return array
 
 
 def _index(other: Tensor, result: Tensor) -> str | None:
@@ -173,7 +146,7 @@ def _step(ctx, op: Operator, k: int | str, value: str, expr: str, bindings, decl
         if where is None:
             return None
         compute = "float" if other.dtype == DType.FP32 else "int"
-        loaded = f"{compute}({bind(bindings, decls, f'E{k}', other, ctx=ctx)[where]})"
+        loaded = render.convert(compute, bind(bindings, decls, f"E{k}", other, ctx=ctx)[where])
         args = [expr, loaded] if position == 0 else [loaded, expr]
     return expression(ctx, op, args, k, bindings, decls, defines)
 
@@ -197,42 +170,38 @@ def expression(ctx, op: Operator, args: list[str], k: int | str, bindings, decls
         s = bind(bindings, decls, f"ES{k}", tensors[op.inputs[2]], ctx=ctx)
         c = "c" if op.attrs.get("per_channel") else "0"
         izp_v, ozp_v = (ctx.word(_int(z)) for z in (izp, ozp))
-        scale32, double_round = ("true" if key in d else "false" for key in ("SCALE32", "DOUBLE_ROUND"))
+        bounds = (d["OUT_MIN"], d["OUT_MAX"])
         defines["EP_INT64"] = "1"
-        return (
-            f"int(tosa_rescale(int64_t({args[0]}), int64_t({izp_v}), int64_t({m[c]}), int({s[c]}), {scale32}, "
-            f"{double_round}, int64_t({ozp_v}), int64_t{d['OUT_MIN']}, int64_t{d['OUT_MAX']}))"
-        )
+        return render.rescale(args[0], izp_v, m[c], s[c], "SCALE32" in d, "DOUBLE_ROUND" in d, ozp_v, *bounds)
     if op.op == "CLAMP":
         lo, hi = op.attrs.get("min_val"), op.attrs.get("max_val")
         if x.dtype == DType.FP32:
-            rule = _nan_rule(op)
             lo_v, hi_v = (ctx.word(np.asarray(v).astype(np.float32).reshape(-1)[0], "float") for v in (lo, hi))
-            return f"(min_{rule}(max_{rule}(float({args[0]}), {lo_v}), {hi_v}))"
+            return render.clamp("float", args[0], lo_v, hi_v, _nan_rule(op))
         if x.dtype in (DType.INT8, DType.INT16):
-            return f"(clamp(int({args[0]}), {ctx.word(_int(lo))}, {ctx.word(_int(hi))}))"
+            return render.clamp("int", args[0], ctx.word(_int(lo)), ctx.word(_int(hi)), "")
         return None
     if op.op in COMPARE:
         y = tensors[op.inputs[1]]
         if x.dtype != y.dtype or x.dtype not in (DType.INT32, DType.FP32) or out.dtype != DType.BOOL:
             return None
-        return f"(({args[0]}) {COMPARE[op.op]} ({args[1]}))"
+        return render.compare(op.op, COMPUTE[x.dtype], args[0], args[1])
     if op.op == "CAST":
         return _cast(ctx, x.dtype, out.dtype, args[0], defines)
     if op.op in LOGICAL or op.op == "LOGICAL_NOT":
         if not all(tensors[n].dtype == DType.BOOL for n in [*op.inputs, *op.outputs]):
             return None
-        return f"(!({args[0]}))" if op.op == "LOGICAL_NOT" else f"(({args[0]}) {LOGICAL[op.op]} ({args[1]}))"
+        return render.logical(op.op, args[: 1 if op.op == "LOGICAL_NOT" else 2])
     if op.op == "SELECT":
         a, b = (tensors[n] for n in op.inputs[1:3])
         if x.dtype != DType.BOOL or not (a.dtype == b.dtype == out.dtype):
             return None
-        return f"(({args[0]}) ? ({args[1]}) : ({args[2]}))"
+        return render.select(COMPUTE[out.dtype], args[0], args[1], args[2])
     if op.op == "TABLE":  # int8: table[value + 128], the table read from its buffer
         if not (x.dtype == out.dtype == tensors[op.inputs[1]].dtype == DType.INT8):
             return None
         table = bind(bindings, decls, f"ET{k}", tensors[op.inputs[1]], ctx=ctx)
-        return f"(int({table[f'int({args[0]}) + 128']}))"
+        return render.table(table, args[0])
     if op.op in NAMED:  # one GLSL function by name (fuse.NAMED)
         named = NAMED[op.op]
         if x.dtype != out.dtype or x.dtype not in named.types:
@@ -241,7 +210,7 @@ def expression(ctx, op: Operator, args: list[str], k: int | str, bindings, decls
             if not ctx.target.has("shaderFloat64"):
                 return None
             defines["EP_FP64"] = "1"
-        return f"({named.function}({COMPUTE[x.dtype]}({args[0]})))"
+        return render.named(named.function, COMPUTE[x.dtype], args[0])
     if op.op in BINARY or op.op in MINMAX:
         y = tensors[op.inputs[1]]
         if not (x.dtype == y.dtype == out.dtype and x.dtype in (DType.INT32, DType.FP32)):
@@ -250,12 +219,10 @@ def expression(ctx, op: Operator, args: list[str], k: int | str, bindings, decls
             shift = tensors[op.inputs[2]].data
             if shift is None or int(np.asarray(shift).reshape(-1)[0]) != 0:
                 return None
-        compute = "float" if x.dtype == DType.FP32 else "int"
-        a, b = (f"{compute}({v})" for v in args[:2])
+        compute = COMPUTE[x.dtype]
         if op.op in BINARY:
-            return f"({BINARY[op.op].format(a=a, b=b)})"
-        fn = "max" if op.op == "MAXIMUM" else "min"
-        return f"({fn}_{_nan_rule(op)}({a}, {b}))" if compute == "float" else f"({fn}({a}, {b}))"
+            return render.binary(op.op, compute, args[0], args[1])
+        return render.minmax(op.op, compute, args[0], args[1], _nan_rule(op))
     return None
 
 
@@ -264,13 +231,13 @@ def _cast(ctx, in_t: DType, out_t: DType, value: str, defines) -> str | None:
     store does on integers is explicit here, the value staying in a register)."""
     if in_t not in COMPUTE or out_t not in COMPUTE or not ctx.target.has("shaderInt64"):
         return None
-    body = cast_expr(in_t, out_t, f"{COMPUTE[in_t]}({value})")
+    body = cast_expr(in_t, out_t, render.convert(COMPUTE[in_t], value))
     if body is None:
         return None
     if out_t in (DType.INT8, DType.INT16) and in_t in (DType.INT16, DType.INT32) and in_t.bits > out_t.bits:
-        body = f"bitfieldExtract(int({value}), 0, {out_t.bits})"  # wraps, sign-extended
+        body = render.wrap(value, out_t.bits)
     defines["EP_INT64"] = "1"  # conversion.glsl
-    return f"({COMPUTE[out_t]}({body}))"
+    return render.convert(COMPUTE[out_t], body)
 
 
 def _nan_rule(op: Operator) -> str:
@@ -287,6 +254,6 @@ def with_bias(ctx, fused: dict[str, str], bindings: dict[str, str], bias) -> dic
     convolution adds it: a 1x1 convolution run as a matrix product (matmul_fast, matmul_tiled)."""
     decls = [fused.get("EP_DECLS", "")]
     array = bind(bindings, decls, "BIAS", bias, ctx=ctx)
-    added = f"((v) + {array['0' if bias.size == 1 else 'c']})"
-    chain = "ep_chain(" + added + ", c, at)" if "EPILOGUE(v, c, at)" in fused else added
-    return {**fused, "EP_DECLS": " ".join(decls), "EPILOGUE(v, c, at)": chain}
+    added = render.add_bias("v", array["0" if bias.size == 1 else "c"])
+    chain = render.call("ep_chain", added, "c", "at") if "EPILOGUE(v, c, at)" in fused else added
+    return {**fused, "EP_DECLS": render.items(decls), "EPILOGUE(v, c, at)": chain}

@@ -16,8 +16,9 @@ from ....program import Kernel
 from ...fuse import REDUCTIONS, data_inputs
 from ..context import LowerCtx
 from ..types import glsl_store
-from .epilogue import COMPUTE, bind, expression, variable
-from .operands import broadcast_load, coordinates, element_index, group_input, stored_outputs
+from . import render
+from .epilogue import COMPUTE, bind, expression
+from .operands import broadcast_load, element_index, group_input, stored_outputs
 
 
 def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
@@ -33,9 +34,8 @@ def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
     bindings: dict[str, str] = {}
     decls: list[str] = []
     defines: dict[str, str] = {}
-    coords = coordinates(shape)
-    body = coords[:]
-    body.append(f"int c = {'c' + str(len(shape) - 1) if shape and shape[-1] > 1 else '0'};")
+    body = render.coordinates(shape)
+    body.append(render.let("int", "c", f"c{len(shape) - 1}" if shape and shape[-1] > 1 else "0"))
     loaded: dict[str, str] = {}
     for k, op in enumerate(ops):
         out = block.tensors[op.outputs[0]]
@@ -49,7 +49,7 @@ def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
             offsets = [int(v) for v in np.asarray(start).reshape(-1)]
             index = element_index(src.shape, shape, offsets)
             array = group_input(ctx, bindings, decls, src)
-            body.append(f"{COMPUTE[out.dtype]} v{k} = {COMPUTE[src.dtype]}({array[index]});")
+            body.append(render.let(COMPUTE[out.dtype], f"v{k}", render.convert(COMPUTE[src.dtype], array[index])))
             continue
         args = []
         for name in data_inputs(op):
@@ -67,15 +67,15 @@ def lower_group(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
         expr = expression(ctx, op, args, k, bindings, decls, defines)
         if expr is None:
             return None
-        body.append(f"{variable(COMPUTE[out.dtype])} v{k} = {expr};")
+        body.append(render.let(COMPUTE[out.dtype], f"v{k}", expr))
     stored = stored_outputs(block, members)
     for k, op in enumerate(ops):
         name = op.outputs[0]
         if name in stored:
             t = block.tensors[name]
             array = bind(bindings, decls, f"O{len(bindings)}", t, "writeonly")
-            body.append(f"{array['i']} = {glsl_store(t.dtype, f'v{k}')};")
+            body.append(render.store(array, "i", glsl_store(t.dtype, f"v{k}")))
     if not stored:
         return None
-    defines.update({"TOTAL": str(math.prod(shape)), "EP_DECLS": " ".join(decls), "GROUP_BODY": " ".join(body)})
+    defines.update({"TOTAL": str(math.prod(shape)), "EP_DECLS": render.items(decls), "GROUP_BODY": render.items(body)})
     return [ctx.kernel("fused/elementwise", bindings, defines, invocations=math.prod(shape), writes=tuple(stored))]

@@ -7,7 +7,9 @@ from collections import Counter
 
 from ....ir.graph import Block, Tensor
 from ..context import LowerCtx
-from .epilogue import COMPUTE, Array, bind
+from . import render
+from .epilogue import COMPUTE, bind
+from .render import Array
 
 
 def stored_outputs(block: Block, members: list[int]) -> list[str]:
@@ -25,16 +27,7 @@ def broadcast_load(ctx: LowerCtx, bindings: dict, decls: list, t: Tensor, shape,
     if t.dtype not in COMPUTE or len(t.shape) != len(shape) or any(d not in (s, 1) for d, s in zip(t.shape, shape)):
         return None
     array = group_input(ctx, bindings, decls, t)
-    return f"{COMPUTE[t.dtype]} {var} = {COMPUTE[t.dtype]}({array[element_index(t.shape, shape)]});"
-
-
-def coordinates(shape: tuple[int, ...]) -> list[str]:
-    """GLSL that splits the flat index i into coordinates c0.. of the dimensions larger than 1."""
-    lines = ["uint r_ = i;"]
-    for d in range(len(shape) - 1, -1, -1):
-        if shape[d] > 1:
-            lines.append(f"int c{d} = int(r_ % {shape[d]}u); r_ /= {shape[d]}u;")
-    return lines
+    return render.let(COMPUTE[t.dtype], var, render.convert(COMPUTE[t.dtype], array[element_index(t.shape, shape)]))
 
 
 def element_index(tensor_shape, shape, offsets=None) -> str:

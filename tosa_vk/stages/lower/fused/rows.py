@@ -24,8 +24,9 @@ from ...fuse import GROUPED, REDUCTIONS, ROW_REDUCTIONS, data_inputs
 from ..context import LowerCtx
 from ..families.reduction_subgroup import workgroup
 from ..types import glsl_store
-from .epilogue import COMPUTE, bind, expression, variable
-from .operands import broadcast_load, coordinates, stored_outputs
+from . import render
+from .epilogue import COMPUTE, bind, expression
+from .operands import broadcast_load, stored_outputs
 
 REGISTER_WG = 64  # invocations per workgroup at most with one lane per row (rows walked as reduce.comp walks them)
 REGISTER_MIN_WG = 8  # and at least (lavapipe's SIMD width)
@@ -95,15 +96,14 @@ def lower_rows(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
     if planned is None:
         return None
     lanes, wg = planned
-    # a lane's share of the row; c: the channel (a per-channel RESCALE's), c<last>: the last coordinate (element_index)
-    loop = f"for (uint j = lane; j < {length}u; j += {lanes}u) {{ int c = int(j); int c{len(shape) - 1} = c;"
+    last = len(shape) - 1  # a pass's loop names the last coordinate c<last> (element_index) and the channel c
     fp64 = ctx.target.has("shaderFloat64")
     bindings: dict[str, str] = {}
     decls: list[str] = []
     defines: dict[str, str] = {}
     # row-level code: coordinates of the leading dimensions (group.py's, from i = the row), scalar loads and values,
     # passes (their loops name the last coordinate too)
-    top: list[str] = ["uint i = row;", *coordinates((*shape[:-1], 1))]
+    top: list[str] = render.coordinates((*shape[:-1], 1), "row")
     lines: dict[str, tuple[str, list[str]]] = {}  # per-element values: name -> (declaration, what it reads)
     kind: dict[str, str] = {}  # a tensor's variable ("v3", "x1") and whether it is per element ("row") or not
     var: dict[str, str] = {}
@@ -136,12 +136,13 @@ def lower_rows(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
             if x is None or fold is None or kind[x] != "row" or tuple(out.shape) != reduced:
                 return None
             acc_t, init, step, finish = fold
-            decls.append(f"{acc_t} rg_step{k}({acc_t} a, {acc_t} b) {{ return {step}; }}")
+            decls.append(render.fold_step(f"rg_step{k}", acc_t, step))
             shared.add(acc_t)
-            body = " ".join(lines[n][0] for n in _closure(lines, [x]))
-            top.append(f"{acc_t} a{k} = {init}; {loop} {body} a{k} = rg_step{k}(a{k}, {acc_t}({x})); }}")
-            top.append(f"RG_COMBINE(rg_{acc_t[0]}, a{k}, rg_step{k})")
-            top.append(f"{variable(COMPUTE[out.dtype])} v{k} = {COMPUTE[out.dtype]}({finish.replace('acc', f'a{k}')});")
+            body = [lines[n][0] for n in _closure(lines, [x])]
+            top.append(render.row_fold(acc_t, f"a{k}", init, length, lanes, last, body, f"rg_step{k}", x))
+            top.append(render.row_combine(f"rg_{acc_t[0]}", f"a{k}", f"rg_step{k}"))
+            value = render.convert(COMPUTE[out.dtype], finish.replace("acc", f"a{k}"))
+            top.append(render.let(COMPUTE[out.dtype], f"v{k}", value))
             var[op.outputs[0]], kind[f"v{k}"] = f"v{k}", "scalar"
             continue
         if op.op not in _ELEMENTWISE:
@@ -152,7 +153,7 @@ def lower_rows(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
         expr = expression(ctx, op, [str(a) for a in args], k, bindings, decls, defines)
         if expr is None:
             return None
-        decl = f"{variable(COMPUTE[out.dtype])} v{k} = {expr};"
+        decl = render.let(COMPUTE[out.dtype], f"v{k}", expr)
         var[op.outputs[0]] = f"v{k}"
         if tuple(out.shape) == tuple(shape):
             kind[f"v{k}"] = "row"
@@ -168,15 +169,15 @@ def lower_rows(ctx: LowerCtx, members: list[int]) -> list[Kernel] | None:
         return None
     outs = {n: bind(bindings, decls, f"O{len(bindings)}", block.tensors[n], "writeonly") for n in stored}
     if row_out:
-        body = " ".join(lines[n][0] for n in _closure(lines, [var[n] for n in row_out]))
+        body = [lines[n][0] for n in _closure(lines, [var[n] for n in row_out])]
         at = f"row * {length}u + j"
-        saves = " ".join(f"{outs[n][at]} = {glsl_store(block.tensors[n].dtype, var[n])};" for n in row_out)
-        top.append(f"{loop} {body} if (valid) {{ {saves} }} }}")
+        saves = [render.store(outs[n], at, glsl_store(block.tensors[n].dtype, var[n])) for n in row_out]
+        top.append(render.row_stores(length, lanes, last, body, saves))
     for n in scalar_out:
-        top.append(f"if (valid && lane == 0u) {outs[n]['row']} = {glsl_store(block.tensors[n].dtype, var[n])};")
+        top.append(render.row_scalar_store(outs[n], glsl_store(block.tensors[n].dtype, var[n])))
     defines.update({"RG_ROWS": str(rows), "RG_LANES": str(lanes), "RG_WG": str(wg)})
     defines.update({f"RG_SHARED_{t.upper()}": "1" for t in shared})
-    defines.update({"EP_DECLS": " ".join(decls), "ROW_BODY": " ".join(top)})
+    defines.update({"EP_DECLS": render.items(decls), "ROW_BODY": render.items(top)})
     groups = ctx.groups(-(-rows // (wg // lanes)))
     return [ctx.kernel("fused/rows", bindings, defines, groups=groups, writes=tuple(stored))]
 
