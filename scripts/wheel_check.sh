@@ -23,7 +23,7 @@ t=$(now)
 "$py" -m build --outdir "$work/dist" "$repo" > "$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }
 build_s=$(took "$t")
 wheel=$(ls "$work"/dist/*.whl)
-grep -E "compiled [0-9]+ modules|copied .*spirv.zip" "$work/build.log" | tail -1
+grep "^tosa_vk_build: " "$work/build.log" || { echo "FAIL: the build hook did not run"; exit 1; }
 
 echo "== a clean venv outside the checkout: $work/venv"
 base=$("$py" -c 'import sys; print(sys._base_executable)')

@@ -24,7 +24,12 @@ void main() {
 
 
 @tosa_vk.custom_op(
-    "com.example.wheel", "scale_add", source=SCALE_ADD, inputs=[buffer(0)], outputs=[buffer(1)], grid=lambda s: (100, 1, 1)
+    "com.example.wheel",
+    "scale_add",
+    source=SCALE_ADD,
+    inputs=[buffer(0)],
+    outputs=[buffer(1)],
+    grid=lambda s: (100, 1, 1),
 )
 def scale_add(inputs, attrs):
     return [inputs[0] * 2 + 5]

