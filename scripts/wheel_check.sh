@@ -64,6 +64,8 @@ echo "no GLSL compiled (the SPIR-V cache $TOSA_VK_CACHE holds no module)"
 
 echo "== a custom op's own GLSL, compiled by the package's glslang"
 env PATH="$work/venv/bin:$work/nobin" "$venv_py" "$repo/scripts/wheel_check/custom_op.py"
+# the control: a compile is seen where the model's run saw none (its module is in the same cache now)
+[ "$(find "$TOSA_VK_CACHE" -name '*.spv' | wc -l)" -gt 0 ] || { echo "FAIL: the custom op's compile left no module"; exit 1; }
 
 size=$(stat -c %s "$wheel")
 echo "wheel_check: OK"
