@@ -27,11 +27,13 @@ specialization names are checked too (a Program read from bytes carries them).
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import resource
 import subprocess
 import tempfile
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..abi import spirv as spirv_reader
@@ -117,15 +119,18 @@ def default_cache_dir() -> Path:
     return cache_root() / "spirv"
 
 
-def compile_variants(variants: list[Variant]) -> list[bytes]:
+def compile_variants(variants: list[Variant], glslang_only: bool = False) -> list[bytes]:
     """SPIR-V of each variant: tosa_vk's and registered ops' shaders with the include paths, a model's GLSL by a
     process of its own without them (each gated first); by glslc (one process per batch) where it is on PATH and the
-    variant does not need glslang (glsl_compiler.py), else by glslang (one process per variant)."""
+    variant does not need glslang (glsl_compiler.py), else by glslang (one process per variant; every variant with
+    `glslang_only`: the shipped library's build, whose bytes must not depend on a machine's glslc)."""
     unique = list(dict.fromkeys(variants))
     model = [v for v in unique if v.from_model]
     for v in model:
         check_model_glsl(v)
-    by_glslang = {v for v in unique if glsl_compiler.for_source(v.source()).kind == "glslang"}
+    if glslang_only:
+        glslang_or_raise()
+    by_glslang = {v for v in unique if glslang_only or glsl_compiler.for_source(v.source()).kind == "glslang"}
     ours = [v for v in unique if not v.from_model]
     out = _glslc([v for v in ours if v not in by_glslang], includes=True)
     out.update(_glslc([v for v in model if v not in by_glslang], includes=False))
@@ -135,43 +140,52 @@ def compile_variants(variants: list[Variant]) -> list[bytes]:
 
 def _glslang(variants: list[Variant]) -> dict[Variant, bytes]:
     """glslang over each variant (it writes one module per process): with the include paths for tosa_vk's and
-    registered ops' shaders; a model's GLSL without them, refused when its dependency file names any other file."""
+    registered ops' shaders; a model's GLSL without them, refused when its dependency file names any other file.
+    Built-in variants run a few processes at a time (the library's build: hundreds); a model's one at a time (its
+    process gets a memory limit set between fork and exec, which is not for a threaded parent)."""
     if not variants:
         return {}
     compiler = glslang_or_raise()
-    out: dict[Variant, bytes] = {}
     with tempfile.TemporaryDirectory(prefix="tosa_vk-glslang-") as tmp:
-        tmpdir = Path(tmp)
-        for i, v in enumerate(variants):
-            src, includes = v.source(), not v.from_model
-            name = f"v{i}.comp"
-            if includes:  # glslc enables #include itself; glslang wants the extension asked for
-                head, sep, rest = src.partition("\n")
-                src = f"{head}{sep}#extension GL_GOOGLE_include_directive : require\n{rest}"
-            (tmpdir / name).write_text(src)
-            paths = [f"-I{INCLUDE_DIR}", f"-I{SHADER_ROOT}"] if includes else ["--depfile", f"{name}.d"]
-            cmd = [compiler.exe, "-V", "--target-env", glsl_compiler.target_env(src), *paths, "-o", f"{name}.spv", name]
-            try:
-                done = _run_compiler(cmd, tmpdir, model=not includes, env=compiler.env())
-            except subprocess.TimeoutExpired as err:
-                raise ShaderError(
-                    f"glslang did not finish within {err.timeout:g} s ({v.op or v.shader}): a shader that "
-                    "expands without bound (macro recursion?)"
-                ) from None
-            if not includes:  # glslang writes no dependency file when it fails: its messages' files instead
-                deps = _dependencies(tmpdir / f"{name}.d")
-                if deps is None and done.returncode != 0:
-                    deps = sorted({name, *re.findall(r"^\w+: (.+?):\d+:", done.stdout + done.stderr, re.M)})
-                if deps != [name]:
-                    raise ShaderError(
-                        f"{v.op or v.shader}: GLSL from a model may not read files, and glslang read one "
-                        "(its messages are withheld)"
-                    )
-            if done.returncode != 0:
-                text = "\n".join(line for line in (done.stdout + done.stderr).splitlines() if line.strip() != name)
-                raise ShaderError(_explain(text, [(v, tmpdir / name)], "glslang"))
-            out[v] = (tmpdir / f"{name}.spv").read_bytes()
+        jobs = [(v, Path(tmp) / f"v{i}", compiler) for i, v in enumerate(variants)]
+        ours = [job for job in jobs if not job[0].from_model]
+        with ThreadPoolExecutor(max_workers=min(len(ours), os.cpu_count() or 1) or 1) as pool:
+            out = dict(zip([v for v, _, _ in ours], pool.map(lambda job: _glslang_one(*job), ours)))
+        out.update({v: _glslang_one(v, d, c) for v, d, c in jobs if v.from_model})
     return out
+
+
+def _glslang_one(v: Variant, tmpdir: Path, compiler: glsl_compiler.Compiler) -> bytes:
+    """One variant's module, compiled in `tmpdir` (a fresh folder of its own under the private temporary one)."""
+    tmpdir.mkdir()
+    name = "v0.comp"  # (the name _explain recognises)
+    src, includes = v.source(), not v.from_model
+    if includes:  # glslc enables #include itself; glslang wants the extension asked for
+        head, sep, rest = src.partition("\n")
+        src = f"{head}{sep}#extension GL_GOOGLE_include_directive : require\n{rest}"
+    (tmpdir / name).write_text(src)
+    paths = [f"-I{INCLUDE_DIR}", f"-I{SHADER_ROOT}"] if includes else ["--depfile", f"{name}.d"]
+    cmd = [compiler.exe, "-V", "--target-env", glsl_compiler.target_env(src), *paths, "-o", f"{name}.spv", name]
+    try:
+        done = _run_compiler(cmd, tmpdir, model=not includes, env=compiler.env())
+    except subprocess.TimeoutExpired as err:
+        raise ShaderError(
+            f"glslang did not finish within {err.timeout:g} s ({v.op or v.shader}): a shader that "
+            "expands without bound (macro recursion?)"
+        ) from None
+    if not includes:  # glslang writes no dependency file when it fails: its messages' files instead
+        deps = _dependencies(tmpdir / f"{name}.d")
+        if deps is None and done.returncode != 0:
+            deps = sorted({name, *re.findall(r"^\w+: (.+?):\d+:", done.stdout + done.stderr, re.M)})
+        if deps != [name]:
+            raise ShaderError(
+                f"{v.op or v.shader}: GLSL from a model may not read files, and glslang read one "
+                "(its messages are withheld)"
+            )
+    if done.returncode != 0:
+        text = "\n".join(line for line in (done.stdout + done.stderr).splitlines() if line.strip() != name)
+        raise ShaderError(_explain(text, [(v, tmpdir / name)], "glslang"))
+    return (tmpdir / f"{name}.spv").read_bytes()
 
 
 def glslang_or_raise() -> glsl_compiler.Compiler:

