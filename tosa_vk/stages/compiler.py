@@ -67,10 +67,10 @@ def compile(
         target = target.with_class(disabled=target.disabled | frozenset(device_class.FEATURES))
     validate(graph, file=file)
     rules = host_rules.collect(host_ops, partition)  # the file read (and every rule parsed) before the passes run
-    limit = target.max_storage_buffer_range
-    graph = passes.run(graph, layouts, batch=fuse_stage.enabled(fuse), file=file, limit=limit)
-    placed = place(graph, target, strict=strict, host_ops=rules)
     alignment = alignment or target.alignment
+    limit = target.max_storage_buffer_range
+    graph = passes.run(graph, layouts, batch=fuse_stage.enabled(fuse), file=file, limit=limit, alignment=alignment)
+    placed = place(graph, target, strict=strict, host_ops=rules)
     fusion, answers = Fusion(), Answers(target, kernels)
     if fuse_stage.enabled(fuse):  # each fusion decided by the lowering's answer, kept for the lower stage to take
         fusion = fuse_stage.fuse(graph, placed, alignment if views else None, answers.can_fuse, answers.can_group)

@@ -30,10 +30,12 @@ def run(
     batch: bool = False,
     file: str | None = None,
     limit: int | None = None,
+    alignment: int = 1,
 ) -> Graph:
     """The graph after every pass; `graph` itself is returned when no pass would change it. `batch`: batched
     projections too (an optimisation of the fuse stage's kind, off with it); `file` names the graph in errors;
-    `limit`: the largest tensor in bytes a kernel may bind (the target's max_storage_buffer_range; None: any)."""
+    `limit`: the largest tensor in bytes a kernel may bind (the target's max_storage_buffer_range; None: any), and
+    `alignment` the arena's (split results placed to be written in place where it allows)."""
     kinds = {op.op for op in graph.main.operators}
     shapes, scaled = has_shape_ops(graph), has_block_scaled(graph)
     big = limit is not None and oversized(graph, limit)
@@ -53,7 +55,7 @@ def run(
         batch_projections(graph)
     if big:  # last: the pieces' operators are the ones that run
         assert limit is not None
-        split_oversized(graph, limit, file)
+        split_oversized(graph, limit, file, alignment)
     return graph
 
 

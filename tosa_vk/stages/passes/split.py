@@ -15,6 +15,8 @@ Any other tensor over the limit has no split: a TosaError names it.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...errors import TosaError
@@ -34,9 +36,10 @@ def oversized(graph: Graph, limit: int) -> bool:
     return any(nbytes(t) > limit for t in graph.main.tensors.values())
 
 
-def split_oversized(graph: Graph, limit: int, file: str | None = None) -> int:
+def split_oversized(graph: Graph, limit: int, file: str | None = None, alignment: int = 1) -> int:
     """Rewrites the main block in place: every constant operand of SPLITS over `limit` bytes becomes pieces under it;
-    returns the operators split. TosaError for a tensor over the limit that has no split."""
+    returns the operators split. TosaError for a tensor over the limit that has no split. `alignment`: the arena's
+    (pieces whose results start at its multiples, where they fit, so that the CONCAT can be a view)."""
     block = graph.main
     done: dict[int, list[Operator]] = {}
     for index, op in enumerate(block.operators):
@@ -57,7 +60,7 @@ def split_oversized(graph: Graph, limit: int, file: str | None = None) -> int:
                 file=file,
             )
         assert rule is not None and operand is not None
-        done[id(op)] = _split(block, op, index, rule, limit, file)
+        done[id(op)] = _split(block, op, index, rule, limit, file, alignment)
     if not done:
         return 0
     block.operators = [new for op in block.operators for new in done.get(id(op), [op])]
@@ -69,7 +72,9 @@ def split_oversized(graph: Graph, limit: int, file: str | None = None) -> int:
     return len(done)
 
 
-def _split(block: Block, op: Operator, index: int, rule: tuple[int, int, int], limit: int, file: str | None):
+def _split(
+    block: Block, op: Operator, index: int, rule: tuple[int, int, int], limit: int, file: str | None, alignment: int
+) -> list[Operator]:
     """The CONSTs of the pieces, one `op` per piece and the CONCAT of their results into `op`'s output."""
     which, axis, out_axis = rule
     t = block.tensors[op.inputs[which]]
@@ -86,9 +91,13 @@ def _split(block: Block, op: Operator, index: int, rule: tuple[int, int, int], l
             output=op.outputs[0],
             file=file,
         )
+    out = block.tensors[op.outputs[0]]
     count = -(-length // fit)
     step = -(-length // count)  # balanced pieces
-    out = block.tensors[op.outputs[0]]
+    # channels whose result bytes are a multiple of the alignment (a view's offset must be)
+    unit = alignment // math.gcd(alignment, out.dtype.numpy.itemsize * math.prod(out.shape[out_axis + 1 :]))
+    if unit <= fit:
+        step = min(-(-step // unit) * unit, fit // unit * unit)
     bias = block.tensors[op.inputs[2]] if op.op == "CONV2D" else None
     ops: list[Operator] = []
     results = []
