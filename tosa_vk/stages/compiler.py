@@ -2,7 +2,8 @@
 
     validate   the spec's structural, type, shape and level rules (tosa_vk/ir/validate.py)
     passes     graph rewrites that keep every result: block-scaled tensors as elements + scales, permutes around
-               NHWC custom ops, back-to-back TRANSPOSEs merged (tosa_vk/stages/passes/)
+               NHWC custom ops, back-to-back TRANSPOSEs merged, constants over the target's maxStorageBufferRange
+               split (tosa_vk/stages/passes/)
     partition  every operator placed on Vulkan or the host, with the reason (tosa_vk/stages/partition.py)
     fuse       which operators one kernel does together: epilogues after convolutions, element-wise groups
                (tosa_vk/stages/fuse.py), each kept only where the lowering's can_fuse / can_group accepts it
@@ -66,9 +67,10 @@ def compile(
         target = target.with_class(disabled=target.disabled | frozenset(device_class.FEATURES))
     validate(graph, file=file)
     rules = host_rules.collect(host_ops, partition)  # the file read (and every rule parsed) before the passes run
-    graph = passes.run(graph, layouts, batch=fuse_stage.enabled(fuse), file=file)
-    placed = place(graph, target, strict=strict, host_ops=rules)
     alignment = alignment or target.alignment
+    limit = target.max_storage_buffer_range
+    graph = passes.run(graph, layouts, batch=fuse_stage.enabled(fuse), file=file, limit=limit, alignment=alignment)
+    placed = place(graph, target, strict=strict, host_ops=rules)
     fusion, answers = Fusion(), Answers(target, kernels)
     if fuse_stage.enabled(fuse):  # each fusion decided by the lowering's answer, kept for the lower stage to take
         fusion = fuse_stage.fuse(graph, placed, alignment if views else None, answers.can_fuse, answers.can_group)

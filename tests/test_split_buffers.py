@@ -1,0 +1,145 @@
+"""Tensors past maxStorageBufferRange (issue 50): a constant MATMUL B, CONV2D weight or GATHER table over the
+target's limit runs as pieces under it (tosa_vk/stages/passes/split.py); any other tensor over it is a TosaError
+naming it. Small graphs on a target with a small limit check the pieces against the reference backend; the two
+large tests run the sizes of the issue (a 256 MiB weight, a 160 MiB table) on the device's own limit."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+from helpers import compare, graph_of, shrink_target
+
+import tosa_vk
+from tosa_vk import Builder, TosaError
+from tosa_vk.program import Kernel, walk
+from tosa_vk.stages.passes.split import split_oversized
+
+pytestmark = pytest.mark.vulkan
+
+LIMIT = 1 << 20  # a 1 MiB maxStorageBufferRange: every constant below is over it
+
+
+def _kernels(device, graph) -> list[str]:
+    """The program's kernels, after checking that none binds a tensor over LIMIT."""
+    with tosa_vk.load(graph, backend="vulkan", device=device, strict=True) as model:
+        kernels = [step for step in walk(model.program.steps) if isinstance(step, Kernel)]
+        sizes = {n: model.program.buffer(n).nbytes for k in kernels for n in k.bindings}
+    assert max(sizes.values()) <= LIMIT, sizes
+    return [k.op for k in kernels]
+
+
+def _split_compare(device, build, feeds, **tolerance) -> None:
+    """The graph's kernels all bind tensors under LIMIT, and its results are the reference backend's."""
+    graph = graph_of(build)
+    _kernels(device, graph)
+    compare(device, graph, feeds, **tolerance)
+
+
+def test_matmul_weight_splits_fp32_and_int8(device, monkeypatch):
+    """MATMUL's B (1.5 MiB fp32, 1.25 MiB int8) in pieces along W: fp32 within the spec's bound, int8 bit-exact;
+    with H > 1 the pieces' results are concatenated by a copy."""
+    shrink_target(monkeypatch, device, max_storage_buffer_range=LIMIT)
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((1, 256, 1536)).astype(np.float32)
+    a = rng.standard_normal((1, 5, 256)).astype(np.float32)
+    _split_compare(device, lambda b: b.matmul(b.input("a", a.shape, "fp32"), w), {"a": a}, atol=1e-4, rtol=1e-4)
+    wi = rng.integers(-128, 128, (2, 128, 5120)).astype(np.int8)
+    ai = rng.integers(-128, 128, (2, 3, 128)).astype(np.int8)
+    _split_compare(device, lambda b: b.matmul(b.input("a", ai.shape, "int8"), wi, 3, -7), {"a": ai})
+
+
+def test_matrix_vector_pieces_write_in_place(device, monkeypatch):
+    """H == 1 (one token's projection): each piece's result is one run of the output, so the CONCAT is a view and
+    the only kernels are the pieces' MATMULs."""
+    shrink_target(monkeypatch, device, max_storage_buffer_range=LIMIT)
+    rng = np.random.default_rng(1)
+    w = rng.integers(-128, 128, (1, 512, 5000)).astype(np.int8)  # 2.4 MiB: three pieces
+    a = rng.integers(-128, 128, (1, 1, 512)).astype(np.int8)
+    graph = graph_of(lambda b: b.matmul(b.input("a", a.shape, "int8"), w, -1, 2))
+    kernels = _kernels(device, graph)
+    assert len(kernels) == 3 and all(k.startswith("MATMUL") for k in kernels), kernels
+    compare(device, graph, {"a": a})
+
+
+def test_gather_table_splits(device, monkeypatch):
+    """GATHER's values (2.5 MiB int32, 1.9 MiB fp16) in pieces along C: the gathered rows bit-exact."""
+    shrink_target(monkeypatch, device, max_storage_buffer_range=LIMIT)
+    rng = np.random.default_rng(2)
+    for table in (
+        rng.integers(-(2**31), 2**31, (1, 1000, 640), dtype=np.int64).astype(np.int32),
+        rng.standard_normal((2, 500, 1000)).astype(np.float16),
+    ):
+        idx = rng.integers(0, table.shape[1], (table.shape[0], 7)).astype(np.int32)
+        _split_compare(device, lambda b: b.gather(table, b.input("i", idx.shape, "int32")), {"i": idx}, bits=True)
+
+
+def test_conv2d_weight_splits_with_its_bias(device, monkeypatch):
+    """CONV2D's int8 weights (1.1 MiB) and per-channel bias in pieces along OC: bit-exact."""
+    shrink_target(monkeypatch, device, max_storage_buffer_range=LIMIT)
+    rng = np.random.default_rng(3)
+    w = rng.integers(-128, 128, (300, 3, 3, 440)).astype(np.int8)
+    bias = rng.integers(-1000, 1000, 300).astype(np.int32)
+    x = rng.integers(-128, 128, (1, 4, 4, 440)).astype(np.int8)
+
+    def build(b: Builder):
+        return b.conv2d(b.input("x", x.shape, "int8"), w, bias, 5, 0, pad=[1, 1, 1, 1], acc_type="int32")
+
+    _split_compare(device, build, {"x": x})
+
+
+def test_tensor_without_a_split_is_named():
+    """An activation over the limit (or a constant no rule splits) is a TosaError naming the tensor and the limit."""
+    b = Builder()
+    x = b.input("x", (1 << 19,), "fp32")  # 2 MiB
+    b.output(b.add(x, x), name="big_sum")
+    graph = b.build()
+    with pytest.raises(TosaError, match=r"ADD #0 'big_sum': tensor 'x' takes 2097152 bytes.*\(1048576\)"):
+        split_oversized(graph, LIMIT, "model.tosa")
+    b = Builder()
+    i = b.input("i", (1, 3), "int32")
+    b.output(b.gather(np.zeros((1, 300_000, 2), np.float32), i))  # one column alone is 1.2 MB
+    with pytest.raises(TosaError, match=r"GATHER #\d+ 'gather': tensor 'values': one output channel .* 1200000 bytes"):
+        split_oversized(b.build(), LIMIT)
+
+
+# ---- the issue's sizes on the device's own limit (128 MiB on lavapipe) -----------------------------------------------
+
+
+def test_256mib_matmul_weight_runs(device):
+    """A 256 MiB fp32 MATMUL weight (over lavapipe's 128 MiB range) runs to numpy's result."""
+    limit = device.info.target.max_storage_buffer_range
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((1, 4096, 16384), dtype=np.float32)  # 256 MiB
+    assert w.nbytes > limit
+    a = rng.standard_normal((1, 2, 4096), dtype=np.float32)
+    b = Builder()
+    b.output(b.matmul(b.input("a", a.shape, "fp32"), w))
+    graph = b.build()
+    want = (a[0].astype(np.float64) @ w[0].astype(np.float64))[None]
+    del w, b
+    with tosa_vk.load(graph, backend="vulkan", device=device, strict=True, cache_dir=False) as model:
+        got = next(iter(model.run({"a": a}).values()))
+    del graph, model
+    gc.collect()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+def test_160mib_gather_table_runs(device):
+    """A 160 MiB fp32 embedding table runs to numpy's result."""
+    rng = np.random.default_rng(5)
+    table = rng.standard_normal((1, 40960, 1024), dtype=np.float32)  # 160 MiB
+    assert table.nbytes > device.info.target.max_storage_buffer_range
+    idx = rng.integers(0, 40960, (1, 9)).astype(np.int32)
+    idx[0, :2] = (0, 40959)
+    b = Builder()
+    b.output(b.gather(table, b.input("i", idx.shape, "int32")))
+    graph = b.build()
+    want = table[0][idx[0]][None]
+    del table, b
+    with tosa_vk.load(graph, backend="vulkan", device=device, strict=True, cache_dir=False) as model:
+        got = next(iter(model.run({"i": idx}).values()))
+    del graph, model
+    gc.collect()
+    np.testing.assert_array_equal(got, want)
