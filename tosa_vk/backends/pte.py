@@ -15,6 +15,7 @@ and output_0, ... unless the loader names them (`tosa_vk.from_torch` names them 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
@@ -22,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import TosaError, TosaFormatError, TosaUnsupportedError
-from ..formats.pte import host_ops
-from ..formats.pte.program import DelegateRun, Kernel, Plan, TensorListValue, TensorValue, describe
+from ..formats.pte import host_ops, lower
+from ..formats.pte.program import Delegate, DelegateRun, Kernel, Plan, TensorListValue, TensorValue, describe
 from ..ir import DType, Graph
 from ..ir.dtype import tosa_name
 from ..ir.flatbuffer import read_graph, write_graph
@@ -96,26 +97,65 @@ class PteModel(Model):
         options: dict[str, Any] | None = None,
         input_names: list[str] | None = None,
         output_names: list[str] | None = None,
+        host_lowering: bool = True,
     ):
-        self.plan, self.file, self.backend = plan, file, backend
+        self.file, self.backend = file, backend
         self.max_in_flight = in_flight((options or {}).get("max_in_flight", 1), False, file)
         if backend == "vulkan":
             from ..vulkan.runtime import ABANDON_AFTER_S
 
             self.settle_s = ABANDON_AFTER_S  # then _release closes the delegates, which stops a runaway shader
         host_ops.check(plan, file)  # (the reader checked every index and that inputs and outputs are tensors)
+        # host operators with a TOSA equivalent become delegates of their own (delegate index -> what it was)
+        self.lowered: dict[int, lower.Lowered] = {}
+        self._host_why: dict[int, str] = {}  # instruction index -> why that host operator stays on the host
+        self.plan = self._lower(plan) if host_lowering else plan
         self.delegates: list[GraphModel] = []
         try:
-            for index, delegate in enumerate(plan.delegates):
+            for index, delegate in enumerate(self.plan.delegates):
                 where = f"{file or '<buffer>'} (delegate {index})"
-                graph = _delegate_graph(delegate.backend, delegate.processed, where)
+                low = self.lowered.get(index)
+                graph = low.graph if low else _delegate_graph(delegate.backend, delegate.processed, where)
                 self.delegates.append(model_class(graph, file=where, **(options or {})))
         except BaseException:
             self.close()
             raise
-        self._host_times: list[Timing] = []
+        self._host_times: dict[int, Timing] = {}  # the last run's host operators by instruction
         self._input_names = self._names(input_names, plan.inputs, "input")
         self._output_names = self._names(output_names, plan.outputs, "output")
+
+    def _lower(self, plan: Plan) -> Plan:
+        """`plan` with each host operator that has a TOSA equivalent (tosa_vk/formats/pte/lower.py) called as a
+        delegate of its own, a TOSABackend one appended to the plan's (`tosa-vk extract` writes it too)."""
+        instructions, delegates = list(plan.instructions), list(plan.delegates)
+        for index, ins in enumerate(instructions):
+            if not isinstance(ins, Kernel):
+                continue
+            low = lower.lower(ins, plan)
+            if isinstance(low, str):
+                self._host_why[index] = low
+                continue
+            self.lowered[len(delegates)] = low
+            instructions[index] = DelegateRun(len(delegates), low.inputs + low.outputs)
+            delegates.append(Delegate(TOSA_BACKENDS[0], write_graph(low.graph), {}))
+        return dataclasses.replace(plan, instructions=instructions, delegates=delegates)
+
+    def _host_kernel(self, ins: Kernel | DelegateRun) -> Kernel | None:
+        """The host operator an instruction calls, lowered or not; None for a delegate of the program."""
+        if isinstance(ins, Kernel):
+            return ins
+        return self.lowered[ins.index].kernel if ins.index in self.lowered else None
+
+    def _fits(self, low: lower.Lowered, env: list[Any]) -> bool:
+        """Whether a lowered operator's inputs are in its graph's ranges (an int64 value: int32's; GATHER's
+        indices: the table's rows); a device tensor checked is read back to the host."""
+        for index, (lo, hi) in low.guards.items():
+            if isinstance(env[index], DeviceTensor):
+                env[index] = env[index].numpy()
+            value = np.asarray(env[index])
+            if value.size and (value.min() < lo or value.max() >= hi):
+                return False
+        return True
 
     def _names(self, names: list[str] | None, indices: tuple[int, ...], what: str) -> list[str]:
         if names is None:
@@ -237,17 +277,23 @@ class PteModel(Model):
             env[index] = self._input(name, index, feeds[name], cast, env)
             if name in keep:
                 kept[name] = env[index]
-        times = []
+        times: dict[int, Timing] = {}
         for index, ins in enumerate(plan.instructions):
-            if isinstance(ins, Kernel):
+            low = self.lowered.get(ins.index) if isinstance(ins, DelegateRun) else None
+            kernel = self._host_kernel(ins)
+            if kernel and (not low or not self._fits(low, env)):
                 start = time.perf_counter()
-                host_ops.run(ins, env, plan, self.file)
-                times.append(Timing(f"{ins.name} #{index}", "host", (time.perf_counter() - start) * 1e6))
-                for out in host_ops.out_indices(ins):
-                    if self._value_name(out) in keep:
-                        kept[self._value_name(out)] = env[out]
+                if low:  # a value its graph cannot take (int64 beyond int32, an index out of range): numpy's kernel
+                    for i in low.inputs:
+                        env[i] = env[i].numpy() if isinstance(env[i], DeviceTensor) else env[i]
+                host_ops.run(kernel, env, plan, self.file)
+                times[index] = Timing(f"{kernel.name} #{index}", "host", (time.perf_counter() - start) * 1e6)
             else:
+                assert isinstance(ins, DelegateRun)
                 self._delegate(ins, env, on_device, keep, kept)
+            for out in host_ops.out_indices(kernel) if kernel else ():  # a host operator's results, lowered or not
+                if self._value_name(out) in keep:
+                    kept[self._value_name(out)] = env[out]
         self._host_times = times
         results = {}
         for name, index in zip(self._output_names, plan.outputs):
@@ -270,6 +316,8 @@ class PteModel(Model):
                 continue
             shape = tuple(model.inputs[name][0])
             value = np.asarray(env[i])
+            if value.dtype == np.int64 and call.index in self.lowered:  # INT32 in its graph (_fits checked the range)
+                value = value.astype(np.int32)
             order = self._order(i)
             if order and tuple(value.shape[d] for d in order) == shape:
                 value = np.transpose(value, order)  # a channels-last value: the delegate takes its memory layout
@@ -295,6 +343,8 @@ class PteModel(Model):
                 value = np.transpose(value, np.argsort(order))  # the delegate wrote the memory layout
             elif isinstance(t, TensorValue) and value.size == int(np.prod(t.sizes, dtype=np.int64)):
                 value = value.reshape(t.sizes)
+            if isinstance(t, TensorValue) and call.index in self.lowered:
+                value = value.astype(t.dtype, copy=False)  # a lowered int64 result: the graph's INT32, widened
             env[i] = value
 
     def _stays(self, model: Model, name: str, index: int) -> bool:
@@ -304,6 +354,7 @@ class PteModel(Model):
         return (
             isinstance(t, TensorValue)
             and tuple(model.outputs[name][0]) == tuple(t.sizes)
+            and model.outputs[name][1] == tosa_name(t.dtype)
             and self._host_reader(index) is None
         )
 
@@ -328,10 +379,13 @@ class PteModel(Model):
                 rows.append(Captured(name, "input", _host_dtype(t.dtype), t.sizes))
         called = set()
         for index, ins in enumerate(plan.instructions):
-            if isinstance(ins, Kernel):
-                for out in host_ops.out_indices(ins):
+            kernel = self._host_kernel(ins)
+            if kernel:  # a host operator's results, lowered or not, by their plan values
+                for out in host_ops.out_indices(kernel):
                     t = plan.values[out]
-                    rows.append(Captured(self._value_name(out), f"{ins.name} #{index}", _host_dtype(t.dtype), t.sizes))
+                    rows.append(
+                        Captured(self._value_name(out), f"{kernel.name} #{index}", _host_dtype(t.dtype), t.sizes)
+                    )
             elif ins.index not in called:  # (a delegate called again: its tensors are the last call's)
                 called.add(ins.index)
                 prefix = delegate_name(ins.index)
@@ -380,11 +434,10 @@ class PteModel(Model):
     def _timings(self) -> list[Timing]:
         """The last run's host operators (wall clock) and each delegate's own profile (the vulkan backend's
         kernels need load(..., timestamps=True)), in plan order; delegate rows are labelled "delegate_N::..."."""
-        host = iter(self._host_times)
         rows: list[Timing] = []
-        for ins in self.plan.instructions:
-            if isinstance(ins, Kernel):
-                rows.extend(t for t in [next(host, None)] if t is not None)
+        for index, ins in enumerate(self.plan.instructions):
+            if index in self._host_times or isinstance(ins, Kernel):
+                rows.extend(t for t in [self._host_times.get(index)] if t is not None)
             else:
                 rows += [
                     t._replace(op=f"{delegate_name(ins.index)}::{t.op}") for t in self.delegates[ins.index].profile()
@@ -393,12 +446,19 @@ class PteModel(Model):
 
     @property
     def placement(self) -> list[Placement]:
-        """The plan in order: each host operator on the host, each delegate's operators where its backend puts them
-        (labelled "delegate_N::OP #i ...")."""
+        """The plan in order: each host operator on the host (with why it has no TOSA form) or, lowered, where its
+        graph runs ("lowered to TOSA GATHER"), each delegate's operators where its backend puts them (labelled
+        "delegate_N::OP #i ...")."""
         rows = []
         for index, ins in enumerate(self.plan.instructions):
             if isinstance(ins, Kernel):
-                rows.append(Placement(f"{ins.name} #{index}", "host", HOST_REASON))
+                why = self._host_why.get(index)
+                rows.append(Placement(f"{ins.name} #{index}", "host", HOST_REASON + (f" ({why})" if why else "")))
+            elif ins.index in self.lowered:
+                low = self.lowered[ins.index]
+                wheres = [p.where for p in self.delegates[ins.index].placement if p.where not in ("constant", "alias")]
+                reason = f"host operator lowered to TOSA {low.ops} ({delegate_name(ins.index)})"
+                rows.append(Placement(f"{low.kernel.name} #{index}", wheres[0] if wheres else self.backend, reason))
             else:
                 for p in self.delegates[ins.index].placement:
                     rows.append(Placement(f"{delegate_name(ins.index)}::{p.op}", p.where, p.reason))
