@@ -22,6 +22,7 @@ from . import host_ops
 from .program import IntListValue, Kernel, Plan, TensorListValue, TensorValue
 
 INT32 = np.iinfo(np.int32)
+QD = host_ops.QD
 
 
 class Lowered(NamedTuple):
@@ -179,7 +180,11 @@ def _clamp(c: _Ctx, args, outs):
         if dt.kind != "f" and (bound != int(bound) or not info.min <= bound <= info.max):
             raise _NotLowered(f"an integer clamp to {bound!r}")
         bounds.append(dt.type(bound))
-    return [c.op("CLAMP", x, min_val=bounds[0], max_val=bounds[1])]
+    if dt.kind == "f" or dt in (np.int8, np.int16):
+        return [c.op("CLAMP", x, min_val=bounds[0], max_val=bounds[1])]
+    rank = len(x.shape)  # TOSA's CLAMP takes no INT32: MAXIMUM, MINIMUM
+    y = x if lo is None else c.op("MAXIMUM", x, c.operand(int(bounds[0]), dt, rank))
+    return [y if hi is None else c.op("MINIMUM", y, c.operand(int(bounds[1]), dt, rank))]
 
 
 def _binary(name: str, alpha: bool = False) -> Callable:
@@ -428,12 +433,34 @@ for _op, _how in (("eq", ("EQUAL",)), ("ne", ("EQUAL", False, True)), ("gt", ("G
         LOWERINGS[f"aten::{_op}.{_overload}"] = _compare(*_how)  # type: ignore[arg-type]
 
 
+# why the host operators without a lowering stay on the host
+_QDQ = ("quantize / dequantize: a TOSA MUL + CAST chain is exact only to the spec's float compliance, which may move a "
+        "value across a rounding tie")  # fmt: skip
+HOST_ONLY = {
+    **{
+        QD + q: _QDQ
+        for q in (
+            "quantize_per_tensor.out",
+            "dequantize_per_tensor.out",
+            "quantize_per_channel.out",
+            "dequantize_per_channel.out",
+        )
+    },  # fmt: skip
+    "aten::div.out": "TOSA has no float division (RECIPROCAL + MUL is not exact to IEEE division)",
+    "aten::remainder.Scalar_out": "TOSA has no floor modulo",
+    "aten::remainder.Tensor_out": "TOSA has no floor modulo",
+    "aten::gather.out": "aten::gather picks along any dim per element; TOSA GATHER takes whole rows",
+    "aten::index_put.out": "a scatter that may accumulate and broadcast (TOSA SCATTER does neither)",
+    "aten::max_pool2d_with_indices.out": "TOSA MAX_POOL2D gives no indices",
+}
+
+
 def lower(kernel: Kernel, plan: Plan) -> Lowered | str:
     """`kernel` as a Lowered graph, or why it stays on the host."""
     fn = LOWERINGS.get(kernel.name)
     op = host_ops.HOST_OPS.get(kernel.name)
     if fn is None or op is None:
-        return "no TOSA equivalent in tosa_vk's lowering"
+        return HOST_ONLY.get(kernel.name, "no TOSA lowering in tosa_vk")
     if op.in_place:
         return "an in-place operator (it writes its input)"
     outs_at = host_ops.out_indices(kernel)
