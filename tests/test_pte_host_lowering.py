@@ -39,7 +39,9 @@ HOST_COUNTS = {
 def _same(got: np.ndarray, want: np.ndarray) -> bool:
     if want.dtype.kind in "iub":
         return got.shape == want.shape and np.array_equal(got.astype(want.dtype), want)
-    return got.shape == want.shape and np.allclose(got, want, rtol=1e-5, atol=1e-5 * max(1.0, float(np.abs(want).max())))
+    return got.shape == want.shape and np.allclose(
+        got, want, rtol=1e-5, atol=1e-5 * max(1.0, float(np.abs(want).max()))
+    )
 
 
 def _host_ops(model) -> list[str]:
@@ -54,14 +56,17 @@ def test_lowered_program_matches_numpy_and_eager(name, backend, request):
     feeds = {n: np.load(folder / f) for n, f in zip(desc["ifm_name"], desc["ifm_file"])}
     expected = [np.load(folder / f) for f in desc["expected_result_file"]]
     options = {"device": request.getfixturevalue("device")} if backend == "vulkan" else {}
-    with tosa_vk.load(folder / "model.pte", backend=backend, **options) as lowered, tosa_vk.load(
-        folder / "model.pte", backend=backend, host_lowering=False, **options
-    ) as host:
+    with (
+        tosa_vk.load(folder / "model.pte", backend=backend, **options) as lowered,
+        tosa_vk.load(folder / "model.pte", backend=backend, host_lowering=False, **options) as host,
+    ):
         got, numpy_path = lowered.run(feeds), host.run(feeds)
         before, after = len(_host_ops(host)), len(_host_ops(lowered))
         assert (before, after) == HOST_COUNTS.get(name, (0, 0))
         rows = [p for p in lowered.placement if "lowered to TOSA" in p.reason]
-        assert len(rows) == before - after and all(p.where == ("vulkan" if backend == "vulkan" else "host") for p in rows)
+        assert len(rows) == before - after and all(
+            p.where == ("vulkan" if backend == "vulkan" else "host") for p in rows
+        )
     for (out, g), n, want in zip(got.items(), numpy_path.values(), expected):
         assert _same(g, n), f"{name} {out}: lowered != numpy"
         assert _same(g, want), f"{name} {out}: lowered != PyTorch"

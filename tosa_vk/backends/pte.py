@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import TosaError, TosaFormatError, TosaUnsupportedError
 from ..formats.pte import host_ops, lower
-from ..formats.pte.program import Delegate, DelegateRun, Kernel, Plan, TensorListValue, TensorValue, describe
+from ..formats.pte.program import DelegateRun, Kernel, Plan, TensorListValue, TensorValue, describe
 from ..ir import DType, Graph
 from ..ir.dtype import tosa_name
 from ..ir.flatbuffer import read_graph, write_graph
@@ -111,12 +111,15 @@ class PteModel(Model):
         self._host_why: dict[int, str] = {}  # instruction index -> why that host operator stays on the host
         self.plan = self._lower(plan) if host_lowering else plan
         self.delegates: list[GraphModel] = []
+        self._lowered_models: dict[int, GraphModel] = {}
         try:
             for index, delegate in enumerate(self.plan.delegates):
                 where = f"{file or '<buffer>'} (delegate {index})"
-                low = self.lowered.get(index)
-                graph = low.graph if low else _delegate_graph(delegate.backend, delegate.processed, where)
+                graph = _delegate_graph(delegate.backend, delegate.processed, where)
                 self.delegates.append(model_class(graph, file=where, **(options or {})))
+            for index, low in self.lowered.items():  # (not among `delegates`: the tools list the program's own)
+                where = f"{file or '<buffer>'} ({low.kernel.name} lowered to TOSA)"
+                self._lowered_models[index] = model_class(low.graph, file=where, **(options or {}))
         except BaseException:
             self.close()
             raise
@@ -126,8 +129,8 @@ class PteModel(Model):
 
     def _lower(self, plan: Plan) -> Plan:
         """`plan` with each host operator that has a TOSA equivalent (tosa_vk/formats/pte/lower.py) called as a
-        delegate of its own, a TOSABackend one appended to the plan's (`tosa-vk extract` writes it too)."""
-        instructions, delegates = list(plan.instructions), list(plan.delegates)
+        delegate of its own, numbered after the program's (its graph is in `lowered`, not in plan.delegates)."""
+        instructions = list(plan.instructions)
         for index, ins in enumerate(instructions):
             if not isinstance(ins, Kernel):
                 continue
@@ -135,10 +138,14 @@ class PteModel(Model):
             if isinstance(low, str):
                 self._host_why[index] = low
                 continue
-            self.lowered[len(delegates)] = low
-            instructions[index] = DelegateRun(len(delegates), low.inputs + low.outputs)
-            delegates.append(Delegate(TOSA_BACKENDS[0], write_graph(low.graph), {}))
-        return dataclasses.replace(plan, instructions=instructions, delegates=delegates)
+            number = len(plan.delegates) + len(self.lowered)
+            self.lowered[number] = low
+            instructions[index] = DelegateRun(number, low.inputs + low.outputs)
+        return dataclasses.replace(plan, instructions=instructions)
+
+    def _model(self, index: int) -> GraphModel:
+        """Delegate `index`'s model: the program's, or a lowered host operator's."""
+        return self.delegates[index] if index < len(self.delegates) else self._lowered_models[index]
 
     def _host_kernel(self, ins: Kernel | DelegateRun) -> Kernel | None:
         """The host operator an instruction calls, lowered or not; None for a delegate of the program."""
@@ -303,7 +310,7 @@ class PteModel(Model):
         return results
 
     def _delegate(self, call: DelegateRun, env: list[Any], on_device: bool, keep: Collection[str], kept: dict) -> None:
-        model = self.delegates[call.index]
+        model = self._model(call.index)
         args = [a for i in call.args for a in (env[i].items if isinstance(env[i], TensorListValue) else (i,))]
         names, outs = list(model.inputs), list(model.outputs)
         if len(args) != len(names) + len(outs):
@@ -439,9 +446,12 @@ class PteModel(Model):
             if index in self._host_times or isinstance(ins, Kernel):
                 rows.extend(t for t in [self._host_times.get(index)] if t is not None)
             else:
-                rows += [
-                    t._replace(op=f"{delegate_name(ins.index)}::{t.op}") for t in self.delegates[ins.index].profile()
-                ]
+                low = self.lowered.get(ins.index)
+                profile = self._model(ins.index).profile()
+                if low:  # a lowered host operator: named as the host operator, its TOSA operators in brackets
+                    rows += [t._replace(op=f"{low.kernel.name} #{index} [TOSA {t.op}]") for t in profile]
+                else:
+                    rows += [t._replace(op=f"{delegate_name(ins.index)}::{t.op}") for t in profile]
         return rows
 
     @property
@@ -456,8 +466,8 @@ class PteModel(Model):
                 rows.append(Placement(f"{ins.name} #{index}", "host", HOST_REASON + (f" ({why})" if why else "")))
             elif ins.index in self.lowered:
                 low = self.lowered[ins.index]
-                wheres = [p.where for p in self.delegates[ins.index].placement if p.where not in ("constant", "alias")]
-                reason = f"host operator lowered to TOSA {low.ops} ({delegate_name(ins.index)})"
+                wheres = [p.where for p in self._model(ins.index).placement if p.where not in ("constant", "alias")]
+                reason = f"host operator lowered to TOSA {low.ops}"
                 rows.append(Placement(f"{low.kernel.name} #{index}", wheres[0] if wheres else self.backend, reason))
             else:
                 for p in self.delegates[ins.index].placement:
@@ -468,13 +478,13 @@ class PteModel(Model):
     def transferred(self) -> dict[str, int]:
         """Bytes that crossed between host and device memory in the delegates' last runs."""
         total = {"to_device": 0, "from_device": 0}
-        for model in self.delegates:
+        for model in [*self.delegates, *self._lowered_models.values()]:
             for key, count in model.transferred.items():
                 total[key] = total.get(key, 0) + count
         return total
 
     def _release(self) -> None:
-        for model in self.delegates:
+        for model in [*self.delegates, *getattr(self, "_lowered_models", {}).values()]:
             model.close()
 
 
