@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tosa_vk
-from tosa_vk.formats.pte import Kernel, host_ops
+from tosa_vk.formats.pte import Kernel
 from tosa_vk.formats.pte.program import IntListValue, Plan, TensorListValue, TensorValue
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -126,7 +126,9 @@ def _plan(name: str, args: list, outs: list[tuple[tuple[int, ...], str]]) -> tup
     """A plan calling host operator `name` once: array arguments are method inputs (fed), a ("const", array) a
     constant tensor, lists of ints IntLists, lists of arrays TensorLists; outs (shape, dtype) are the outputs."""
     values: list = []
-    indices, inputs, feeds = [], [], {}
+    indices: list[int] = []
+    inputs: list[int] = []
+    feeds: dict = {}
 
     def tensor(a) -> int:
         if isinstance(a, tuple):

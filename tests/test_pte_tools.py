@@ -15,7 +15,6 @@ import pytest
 from test_node_data import check_format, read_back_with_model_explorer
 
 import tosa_vk
-from tosa_vk.formats.pte import Kernel
 from tosa_vk.ir import load_graph
 from tosa_vk.ir.dtype import DType, from_npy
 from tosa_vk.stages.capture import CONSTANTS

@@ -393,7 +393,9 @@ class PteModel(Model):
                     rows.append(
                         Captured(self._value_name(out), f"{kernel.name} #{index}", _host_dtype(t.dtype), t.sizes)
                     )
-            elif ins.index not in called:  # (a delegate called again: its tensors are the last call's)
+            elif (
+                isinstance(ins, DelegateRun) and ins.index not in called
+            ):  # (a delegate called again: its tensors are the last call's)
                 called.add(ins.index)
                 prefix = delegate_name(ins.index)
                 for c in self.delegates[ins.index].capturable:

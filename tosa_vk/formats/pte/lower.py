@@ -430,7 +430,7 @@ for _op, _tosa in (("and", "AND"), ("or", "OR"), ("xor", "XOR")):
 for _op, _how in (("eq", ("EQUAL",)), ("ne", ("EQUAL", False, True)), ("gt", ("GREATER",)),
                   ("ge", ("GREATER_EQUAL",)), ("lt", ("GREATER", True)), ("le", ("GREATER_EQUAL", True))):  # fmt: skip
     for _overload in ("Tensor_out", "Scalar_out"):
-        LOWERINGS[f"aten::{_op}.{_overload}"] = _compare(*_how)  # type: ignore[arg-type]
+        LOWERINGS[f"aten::{_op}.{_overload}"] = _compare(*_how)
 
 
 # why the host operators without a lowering stay on the host
