@@ -228,5 +228,7 @@ def load_pte(
     plan = next((p for p in plans if p.name == "forward"), plans[0])
     backend, where = _graph_backend(backend)
     cls = where()
+    options = dict(options)
+    host_lowering = options.pop("host_lowering", True)  # False: every host operator in numpy (to compare)
     _check_options(cls, backend, options, " (.pte)")
-    return PteModel(plan, cls, backend=backend, file=file, options=options, **names)
+    return PteModel(plan, cls, backend=backend, file=file, options=options, host_lowering=host_lowering, **names)

@@ -15,6 +15,7 @@ and output_0, ... unless the loader names them (`tosa_vk.from_torch` names them 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import TosaError, TosaFormatError, TosaUnsupportedError
-from ..formats.pte import host_ops
+from ..formats.pte import host_ops, lower
 from ..formats.pte.program import DelegateRun, Kernel, Plan, TensorListValue, TensorValue, describe
 from ..ir import DType, Graph
 from ..ir.dtype import tosa_name
@@ -96,26 +97,72 @@ class PteModel(Model):
         options: dict[str, Any] | None = None,
         input_names: list[str] | None = None,
         output_names: list[str] | None = None,
+        host_lowering: bool = True,
     ):
-        self.plan, self.file, self.backend = plan, file, backend
+        self.file, self.backend = file, backend
         self.max_in_flight = in_flight((options or {}).get("max_in_flight", 1), False, file)
         if backend == "vulkan":
             from ..vulkan.runtime import ABANDON_AFTER_S
 
             self.settle_s = ABANDON_AFTER_S  # then _release closes the delegates, which stops a runaway shader
         host_ops.check(plan, file)  # (the reader checked every index and that inputs and outputs are tensors)
+        # host operators with a TOSA equivalent become delegates of their own (delegate index -> what it was)
+        self.lowered: dict[int, lower.Lowered] = {}
+        self._host_why: dict[int, str] = {}  # instruction index -> why that host operator stays on the host
+        self.plan = self._lower(plan) if host_lowering else plan
         self.delegates: list[GraphModel] = []
+        self._lowered_models: dict[int, GraphModel] = {}
         try:
-            for index, delegate in enumerate(plan.delegates):
+            for index, delegate in enumerate(self.plan.delegates):
                 where = f"{file or '<buffer>'} (delegate {index})"
                 graph = _delegate_graph(delegate.backend, delegate.processed, where)
                 self.delegates.append(model_class(graph, file=where, **(options or {})))
+            for index, low in self.lowered.items():  # (not among `delegates`: the tools list the program's own)
+                where = f"{file or '<buffer>'} ({low.kernel.name} lowered to TOSA)"
+                self._lowered_models[index] = model_class(low.graph, file=where, **(options or {}))
         except BaseException:
             self.close()
             raise
-        self._host_times: list[Timing] = []
+        self._host_times: dict[int, Timing] = {}  # the last run's host operators by instruction
         self._input_names = self._names(input_names, plan.inputs, "input")
         self._output_names = self._names(output_names, plan.outputs, "output")
+
+    def _lower(self, plan: Plan) -> Plan:
+        """`plan` with each host operator that has a TOSA equivalent (tosa_vk/formats/pte/lower.py) called as a
+        delegate of its own, numbered after the program's (its graph is in `lowered`, not in plan.delegates)."""
+        instructions = list(plan.instructions)
+        for index, ins in enumerate(instructions):
+            if not isinstance(ins, Kernel):
+                continue
+            low = lower.lower(ins, plan)
+            if isinstance(low, str):
+                self._host_why[index] = low
+                continue
+            number = len(plan.delegates) + len(self.lowered)
+            self.lowered[number] = low
+            instructions[index] = DelegateRun(number, low.inputs + low.outputs)
+        return dataclasses.replace(plan, instructions=instructions)
+
+    def _model(self, index: int) -> GraphModel:
+        """Delegate `index`'s model: the program's, or a lowered host operator's."""
+        return self.delegates[index] if index < len(self.delegates) else self._lowered_models[index]
+
+    def _host_kernel(self, ins: Kernel | DelegateRun) -> Kernel | None:
+        """The host operator an instruction calls, lowered or not; None for a delegate of the program."""
+        if isinstance(ins, Kernel):
+            return ins
+        return self.lowered[ins.index].kernel if ins.index in self.lowered else None
+
+    def _fits(self, low: lower.Lowered, env: list[Any]) -> bool:
+        """Whether a lowered operator's inputs are in its graph's ranges (an int64 value: int32's; GATHER's
+        indices: the table's rows); a device tensor checked is read back to the host."""
+        for index, (lo, hi) in low.guards.items():
+            if isinstance(env[index], DeviceTensor):
+                env[index] = env[index].numpy()
+            value = np.asarray(env[index])
+            if value.size and (value.min() < lo or value.max() >= hi):
+                return False
+        return True
 
     def _names(self, names: list[str] | None, indices: tuple[int, ...], what: str) -> list[str]:
         if names is None:
@@ -237,17 +284,23 @@ class PteModel(Model):
             env[index] = self._input(name, index, feeds[name], cast, env)
             if name in keep:
                 kept[name] = env[index]
-        times = []
+        times: dict[int, Timing] = {}
         for index, ins in enumerate(plan.instructions):
-            if isinstance(ins, Kernel):
+            low = self.lowered.get(ins.index) if isinstance(ins, DelegateRun) else None
+            kernel = self._host_kernel(ins)
+            if kernel and (not low or not self._fits(low, env)):
                 start = time.perf_counter()
-                host_ops.run(ins, env, plan, self.file)
-                times.append(Timing(f"{ins.name} #{index}", "host", (time.perf_counter() - start) * 1e6))
-                for out in host_ops.out_indices(ins):
-                    if self._value_name(out) in keep:
-                        kept[self._value_name(out)] = env[out]
+                if low:  # a value its graph cannot take (int64 beyond int32, an index out of range): numpy's kernel
+                    for i in low.inputs:
+                        env[i] = env[i].numpy() if isinstance(env[i], DeviceTensor) else env[i]
+                host_ops.run(kernel, env, plan, self.file)
+                times[index] = Timing(f"{kernel.name} #{index}", "host", (time.perf_counter() - start) * 1e6)
             else:
+                assert isinstance(ins, DelegateRun)
                 self._delegate(ins, env, on_device, keep, kept)
+            for out in host_ops.out_indices(kernel) if kernel else ():  # a host operator's results, lowered or not
+                if self._value_name(out) in keep:
+                    kept[self._value_name(out)] = env[out]
         self._host_times = times
         results = {}
         for name, index in zip(self._output_names, plan.outputs):
@@ -257,7 +310,7 @@ class PteModel(Model):
         return results
 
     def _delegate(self, call: DelegateRun, env: list[Any], on_device: bool, keep: Collection[str], kept: dict) -> None:
-        model = self.delegates[call.index]
+        model = self._model(call.index)
         args = [a for i in call.args for a in (env[i].items if isinstance(env[i], TensorListValue) else (i,))]
         names, outs = list(model.inputs), list(model.outputs)
         if len(args) != len(names) + len(outs):
@@ -270,6 +323,8 @@ class PteModel(Model):
                 continue
             shape = tuple(model.inputs[name][0])
             value = np.asarray(env[i])
+            if value.dtype == np.int64 and call.index in self.lowered:  # INT32 in its graph (_fits checked the range)
+                value = value.astype(np.int32)
             order = self._order(i)
             if order and tuple(value.shape[d] for d in order) == shape:
                 value = np.transpose(value, order)  # a channels-last value: the delegate takes its memory layout
@@ -295,6 +350,8 @@ class PteModel(Model):
                 value = np.transpose(value, np.argsort(order))  # the delegate wrote the memory layout
             elif isinstance(t, TensorValue) and value.size == int(np.prod(t.sizes, dtype=np.int64)):
                 value = value.reshape(t.sizes)
+            if isinstance(t, TensorValue) and call.index in self.lowered:
+                value = value.astype(t.dtype, copy=False)  # a lowered int64 result: the graph's INT32, widened
             env[i] = value
 
     def _stays(self, model: Model, name: str, index: int) -> bool:
@@ -304,6 +361,7 @@ class PteModel(Model):
         return (
             isinstance(t, TensorValue)
             and tuple(model.outputs[name][0]) == tuple(t.sizes)
+            and model.outputs[name][1] == tosa_name(t.dtype)
             and self._host_reader(index) is None
         )
 
@@ -328,11 +386,16 @@ class PteModel(Model):
                 rows.append(Captured(name, "input", _host_dtype(t.dtype), t.sizes))
         called = set()
         for index, ins in enumerate(plan.instructions):
-            if isinstance(ins, Kernel):
-                for out in host_ops.out_indices(ins):
+            kernel = self._host_kernel(ins)
+            if kernel:  # a host operator's results, lowered or not, by their plan values
+                for out in host_ops.out_indices(kernel):
                     t = plan.values[out]
-                    rows.append(Captured(self._value_name(out), f"{ins.name} #{index}", _host_dtype(t.dtype), t.sizes))
-            elif ins.index not in called:  # (a delegate called again: its tensors are the last call's)
+                    rows.append(
+                        Captured(self._value_name(out), f"{kernel.name} #{index}", _host_dtype(t.dtype), t.sizes)
+                    )
+            elif (
+                isinstance(ins, DelegateRun) and ins.index not in called
+            ):  # (a delegate called again: its tensors are the last call's)
                 called.add(ins.index)
                 prefix = delegate_name(ins.index)
                 for c in self.delegates[ins.index].capturable:
@@ -380,25 +443,34 @@ class PteModel(Model):
     def _timings(self) -> list[Timing]:
         """The last run's host operators (wall clock) and each delegate's own profile (the vulkan backend's
         kernels need load(..., timestamps=True)), in plan order; delegate rows are labelled "delegate_N::..."."""
-        host = iter(self._host_times)
         rows: list[Timing] = []
-        for ins in self.plan.instructions:
-            if isinstance(ins, Kernel):
-                rows.extend(t for t in [next(host, None)] if t is not None)
+        for index, ins in enumerate(self.plan.instructions):
+            if index in self._host_times or isinstance(ins, Kernel):
+                rows.extend(t for t in [self._host_times.get(index)] if t is not None)
             else:
-                rows += [
-                    t._replace(op=f"{delegate_name(ins.index)}::{t.op}") for t in self.delegates[ins.index].profile()
-                ]
+                low = self.lowered.get(ins.index)
+                profile = self._model(ins.index).profile()
+                if low:  # a lowered host operator: named as the host operator, its TOSA operators in brackets
+                    rows += [t._replace(op=f"{low.kernel.name} #{index} [TOSA {t.op}]") for t in profile]
+                else:
+                    rows += [t._replace(op=f"{delegate_name(ins.index)}::{t.op}") for t in profile]
         return rows
 
     @property
     def placement(self) -> list[Placement]:
-        """The plan in order: each host operator on the host, each delegate's operators where its backend puts them
-        (labelled "delegate_N::OP #i ...")."""
+        """The plan in order: each host operator on the host (with why it has no TOSA form) or, lowered, where its
+        graph runs ("lowered to TOSA GATHER"), each delegate's operators where its backend puts them (labelled
+        "delegate_N::OP #i ...")."""
         rows = []
         for index, ins in enumerate(self.plan.instructions):
             if isinstance(ins, Kernel):
-                rows.append(Placement(f"{ins.name} #{index}", "host", HOST_REASON))
+                why = self._host_why.get(index)
+                rows.append(Placement(f"{ins.name} #{index}", "host", HOST_REASON + (f" ({why})" if why else "")))
+            elif ins.index in self.lowered:
+                low = self.lowered[ins.index]
+                wheres = [p.where for p in self._model(ins.index).placement if p.where not in ("constant", "alias")]
+                reason = f"host operator lowered to TOSA {low.ops}"
+                rows.append(Placement(f"{low.kernel.name} #{index}", wheres[0] if wheres else self.backend, reason))
             else:
                 for p in self.delegates[ins.index].placement:
                     rows.append(Placement(f"{delegate_name(ins.index)}::{p.op}", p.where, p.reason))
@@ -408,13 +480,13 @@ class PteModel(Model):
     def transferred(self) -> dict[str, int]:
         """Bytes that crossed between host and device memory in the delegates' last runs."""
         total = {"to_device": 0, "from_device": 0}
-        for model in self.delegates:
+        for model in [*self.delegates, *self._lowered_models.values()]:
             for key, count in model.transferred.items():
                 total[key] = total.get(key, 0) + count
         return total
 
     def _release(self) -> None:
-        for model in self.delegates:
+        for model in [*self.delegates, *getattr(self, "_lowered_models", {}).values()]:
             model.close()
 
 

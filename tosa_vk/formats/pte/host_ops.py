@@ -58,7 +58,7 @@ def _squeeze(x, dims):
     return np.squeeze(x, tuple(d % x.ndim for d in dims if x.shape[d] == 1))
 
 
-def _axes(dims, ndim: int) -> tuple[int, ...] | None:
+def axes(dims, ndim: int) -> tuple[int, ...] | None:
     """A reduction's dims (an int, a list, None or [] for all) as numpy axes."""
     if dims is None or (isinstance(dims, list) and not dims):
         return None
@@ -205,13 +205,13 @@ HOST_OPS: dict[str, HostOp] = {
     "aten::min.dim_min": HostOp(3, _with_indices(np.min, np.argmin), outs=2),
     "aten::max.unary_out": HostOp(1, np.max),
     "aten::min.unary_out": HostOp(1, np.min),
-    "aten::amax.out": HostOp(3, lambda x, dims, keepdim=False: np.max(x, _axes(dims, x.ndim), keepdims=keepdim)),
-    "aten::amin.out": HostOp(3, lambda x, dims, keepdim=False: np.min(x, _axes(dims, x.ndim), keepdims=keepdim)),
+    "aten::amax.out": HostOp(3, lambda x, dims, keepdim=False: np.max(x, axes(dims, x.ndim), keepdims=keepdim)),
+    "aten::amin.out": HostOp(3, lambda x, dims, keepdim=False: np.min(x, axes(dims, x.ndim), keepdims=keepdim)),
     "aten::sum.IntList_out": HostOp(
-        4, lambda x, dims, keepdim=False, dtype=None: np.sum(x, _axes(dims, x.ndim), keepdims=keepdim)
+        4, lambda x, dims, keepdim=False, dtype=None: np.sum(x, axes(dims, x.ndim), keepdims=keepdim)
     ),
     "aten::mean.out": HostOp(
-        4, lambda x, dims, keepdim=False, dtype=None: np.mean(x, _axes(dims, x.ndim), keepdims=keepdim)
+        4, lambda x, dims, keepdim=False, dtype=None: np.mean(x, axes(dims, x.ndim), keepdims=keepdim)
     ),
     "aten::max_pool2d_with_indices.out": HostOp(6, _max_pool_with_indices, outs=2),
     # bitwise and logical (bool tensors too), comparisons, remainder (the divisor's sign, as Python's %)

@@ -156,8 +156,9 @@ def cmd_targets(args) -> int:
 
 def _info_pte(args) -> int:
     """`tosa-vk info model.pte`: each method's inputs and outputs, its instructions (host operators, delegates
-    with their TOSA operator counts) in order."""
-    from ...formats.pte import Kernel, load_program
+    with their TOSA operator counts) in order; a host operator with a TOSA equivalent says what load() lowers it to
+    (tosa_vk/formats/pte/lower.py), one without why it stays on the host."""
+    from ...formats.pte import Kernel, load_program, lower
     from ...formats.pte.program import describe
     from ...ir.flatbuffer import read_graph
 
@@ -168,7 +169,8 @@ def _info_pte(args) -> int:
         counts: dict[int, dict[str, int]] = {}  # each delegate parsed once, however often the plan calls it
         for ins in plan.instructions:
             if isinstance(ins, Kernel):
-                steps.append({"host": ins.name})
+                low = lower.lower(ins, plan)
+                steps.append({"host": ins.name, **({"stays": low} if isinstance(low, str) else {"lowered": low.ops})})
                 continue
             d = plan.delegates[ins.index]
             step: dict[str, Any] = {"delegate": ins.index, "backend": d.backend, "bytes": len(d.processed)}
@@ -194,7 +196,8 @@ def _info_pte(args) -> int:
             print(f"    {key + ':':<9}" + ", ".join(f"{t['name']} {t['shape']} {t['dtype']}" for t in m[key]))
         for i, step in enumerate(m["instructions"]):
             if "host" in step:
-                print(f"    #{i:<3} host      {step['host']}")
+                how = f"lowered to TOSA {step['lowered']}" if "lowered" in step else f"on the host: {step['stays']}"
+                print(f"    #{i:<3} host      {step['host']} ({how})")
             else:
                 ops = step.get("tosa_operators", {})
                 detail = f"{sum(ops.values())} TOSA operators ({', '.join(ops)})" if ops else f"{step['bytes']} bytes"

@@ -1,0 +1,242 @@
+"""Host operators with a TOSA equivalent lowered into the program (issue 50, tosa_vk/formats/pte/lower.py): each runs
+as a TOSA graph of its own on the model's backend, with the numpy kernel's results (integers bit-exact, floats
+within the spec's compliance) — on the committed programs of tests/data/pte_host and tests/data/pte (against
+load(..., host_lowering=False) and PyTorch's outputs) and operator by operator; placement says "lowered to TOSA"."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tosa_vk
+from tosa_vk.formats.pte import Kernel
+from tosa_vk.formats.pte.program import IntListValue, Plan, TensorListValue, TensorValue
+
+DATA = Path(__file__).resolve().parent / "data"
+FIXTURES = [f"{d.parent.name}/{d.name}" for root in ("pte_host", "pte") for d in sorted((DATA / root).iterdir())
+            if (d / "model.pte").is_file()]  # fmt: skip
+BACKENDS = ["reference", pytest.param("vulkan", marks=pytest.mark.vulkan)]
+# host operators per program: without lowering -> with it (the rest: no TOSA form, see lower.HOST_ONLY)
+HOST_COUNTS = {
+    "pte_host/bitwise_int32": (7, 0),
+    "pte_host/casts_fp32": (1, 0),
+    "pte_host/embedding_fp32": (1, 0),
+    "pte_host/in_place_fp32": (1, 1),  # copy_ (in place)
+    "pte_host/indexing_fp32": (6, 3),  # index_put, remainder, aten::gather
+    "pte_host/permute_host_fp32": (2, 0),
+    "pte_host/pool_indices_fp32": (1, 1),  # max_pool2d_with_indices
+    "pte_host/reductions_fp32": (4, 0),
+    "pte/cnn_int8": (2, 2),  # quantize / dequantize
+    "pte/cnn_int8_vgf": (2, 2),
+    "pte/two_delegates_int8": (5, 4),  # hardtanh lowered
+    "pte/two_delegates_int8_channels_last": (5, 5),  # its hardtanh is channels-last
+}
+
+
+def _same(got: np.ndarray, want: np.ndarray) -> bool:
+    if want.dtype.kind in "iub":
+        return got.shape == want.shape and np.array_equal(got.astype(want.dtype), want)
+    return got.shape == want.shape and np.allclose(
+        got, want, rtol=1e-5, atol=1e-5 * max(1.0, float(np.abs(want).max()))
+    )
+
+
+def _host_ops(model) -> list[str]:
+    return [p.op for p in model.placement if p.where == "host" and p.reason.startswith("ExecuTorch host operator")]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", FIXTURES)
+def test_lowered_program_matches_numpy_and_eager(name, backend, request):
+    folder = DATA / name
+    desc = json.loads((folder / "desc.json").read_text())
+    feeds = {n: np.load(folder / f) for n, f in zip(desc["ifm_name"], desc["ifm_file"])}
+    expected = [np.load(folder / f) for f in desc["expected_result_file"]]
+    options = {"device": request.getfixturevalue("device")} if backend == "vulkan" else {}
+    with (
+        tosa_vk.load(folder / "model.pte", backend=backend, **options) as lowered,
+        tosa_vk.load(folder / "model.pte", backend=backend, host_lowering=False, **options) as host,
+    ):
+        got, numpy_path = lowered.run(feeds), host.run(feeds)
+        before, after = len(_host_ops(host)), len(_host_ops(lowered))
+        assert (before, after) == HOST_COUNTS.get(name, (0, 0))
+        rows = [p for p in lowered.placement if "lowered to TOSA" in p.reason]
+        assert len(rows) == before - after and all(
+            p.where == ("vulkan" if backend == "vulkan" else "host") for p in rows
+        )
+    for (out, g), n, want in zip(got.items(), numpy_path.values(), expected):
+        assert _same(g, n), f"{name} {out}: lowered != numpy"
+        assert _same(g, want), f"{name} {out}: lowered != PyTorch"
+
+
+def test_placement_names_the_tosa_operators():
+    with tosa_vk.load(DATA / "pte_host/embedding_fp32/model.pte", backend="reference") as model:
+        first = model.placement[0]
+    assert first.op == "aten::embedding.out #0" and "lowered to TOSA RESHAPE + GATHER" in first.reason
+    with tosa_vk.load(DATA / "pte/cnn_int8/model.pte", backend="reference") as model:
+        assert "quantize / dequantize" in model.placement[0].reason and model.placement[0].where == "host"
+
+
+def test_info_says_what_is_lowered(capsys):
+    from tosa_vk.tools.cli import main
+
+    assert main(["info", str(DATA / "pte_host/indexing_fp32/model.pte")]) == 0
+    out = capsys.readouterr().out
+    assert "aten::index.Tensor_out (lowered to TOSA RESHAPE + GATHER)" in out
+    assert "aten::remainder.Scalar_out (on the host: TOSA has no floor modulo)" in out
+
+
+def test_int64_beyond_int32_runs_the_numpy_kernel():
+    """An int64 value is INT32 in a lowered graph: one beyond it (casts_fp32 feeds 2**40) runs that call in numpy,
+    which wraps as PyTorch; an embedding id out of range is the numpy kernel's error, not a GATHER out of bounds."""
+    folder = DATA / "pte_host/casts_fp32"
+    x, i = np.load(folder / "input_0.npy"), np.load(folder / "input_1.npy")
+    assert i.max() > 2**31
+    with tosa_vk.load(folder / "model.pte", backend="reference") as model:
+        assert model.run(input_0=x, input_1=i)["output_0"].tolist() == (i.astype(np.int32) + 1).tolist()
+        assert model.run(input_0=x, input_1=i[:3] % 7)["output_0"].tolist() == (i % 7 + 1).tolist()
+    with tosa_vk.load(DATA / "pte_host/embedding_fp32/model.pte", backend="reference") as model:
+        with pytest.raises(tosa_vk.TosaError, match="aten::embedding.out"):
+            model.run(input_0=np.array([[1, 5, 25, 0, 7]], np.int64))
+
+
+@pytest.mark.vulkan
+def test_lowered_values_stay_on_the_device(device):
+    """relu -> permute -> the delegate: with the host operators lowered, nothing but the input goes to the device."""
+    folder = DATA / "pte_host/permute_host_fp32"
+    x = np.load(folder / "input_0.npy")
+    with tosa_vk.load(folder / "model.pte", backend="vulkan", device=device) as model:
+        got = model.run(input_0=x, device_outputs=True)["output_0"]
+        assert np.allclose(got.numpy(), np.load(folder / "eager_0.npy"), atol=1e-5)
+        assert model.transferred["to_device"] == x.nbytes
+
+
+# ---- operator by operator: one-kernel plans, lowered against the numpy kernel ---------------------------------------
+
+
+def _tensor(shape, dtype, data=None) -> TensorValue:
+    return TensorValue(np.dtype(dtype), tuple(shape), tuple(range(len(shape))), data)
+
+
+def _plan(name: str, args: list, outs: list[tuple[tuple[int, ...], str]]) -> tuple[Plan, dict]:
+    """A plan calling host operator `name` once: array arguments are method inputs (fed), a ("const", array) a
+    constant tensor, lists of ints IntLists, lists of arrays TensorLists; outs (shape, dtype) are the outputs."""
+    values: list = []
+    indices: list[int] = []
+    inputs: list[int] = []
+    feeds: dict = {}
+
+    def tensor(a) -> int:
+        if isinstance(a, tuple):
+            values.append(_tensor(a[1].shape, a[1].dtype, a[1]))
+        else:
+            values.append(_tensor(a.shape, a.dtype))
+            feeds[f"input_{len(inputs)}"] = a
+            inputs.append(len(values) - 1)
+        return len(values) - 1
+
+    for a in args:
+        if isinstance(a, list) and a and all(isinstance(v, np.ndarray) for v in a):
+            values.append(TensorListValue(tuple(tensor(v) for v in a)))
+        elif isinstance(a, list) and all(type(v) is int for v in a):
+            start = len(values)
+            values += a
+            values.append(IntListValue(tuple(range(start, start + len(a)))))
+        elif isinstance(a, np.ndarray) or isinstance(a, tuple):
+            tensor(a)
+        else:
+            values.append(a)
+        indices.append(len(values) - 1)
+    first = len(values)
+    values += [_tensor(*o) for o in outs]
+    written = tuple(range(first, first + len(outs)))
+    values += [values[first]] if len(outs) == 1 else [TensorListValue(written)]
+    op, overload = name.rsplit(".", 1)
+    kernel = Kernel(op, overload, (*indices, *written, len(values) - 1))
+    return Plan("forward", values, tuple(inputs), written, [kernel]), feeds
+
+
+def _cases():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    y = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    row = rng.standard_normal((1, 4)).astype(np.float32)
+    a = rng.integers(-9, 9, (3, 4)).astype(np.int32)
+    b = rng.integers(-9, 9, (3, 4)).astype(np.int32)
+    i64 = np.array([[3, 0], [1, 3]], np.int64)
+    w = rng.standard_normal((5, 6)).astype(np.float32)
+    f32, i32, b8 = "float32", "int32", "bool"
+    yield "aten::view_copy.out", [x, [6, 4]], [((6, 4), f32)]
+    yield "aten::squeeze_copy.dims_out", [x[:1], [0]], [((3, 4), f32)]
+    yield "aten::unsqueeze_copy.out", [x, -1], [((2, 3, 4, 1), f32)]
+    yield "aten::clone.out", [x, None], [((2, 3, 4), f32)]
+    yield "aten::_to_copy.out", [a, False, None], [((3, 4), f32)]
+    yield "dim_order_ops::_to_dim_order_copy.out", [a > 0, False, None], [((3, 4), i32)]
+    yield "aten::permute_copy.out", [x, [2, 0, 1]], [((4, 2, 3), f32)]
+    yield "aten::relu.out", [x], [((2, 3, 4), f32)]
+    yield "aten::hardtanh.out", [x, -0.5, 0.5], [((2, 3, 4), f32)]
+    yield "aten::clamp.out", [a, None, 3], [((3, 4), i32)]
+    yield "aten::add.out", [x, row, 1], [((2, 3, 4), f32)]
+    yield "aten::sub.out", [a, b, 1], [((3, 4), i32)]
+    yield "aten::mul.out", [x, 2.5], [((2, 3, 4), f32)]
+    yield "aten::neg.out", [x], [((2, 3, 4), f32)]
+    yield "aten::sigmoid.out", [x], [((2, 3, 4), f32)]
+    yield "aten::tanh.out", [x], [((2, 3, 4), f32)]
+    yield "aten::cat.out", [[x, y], 1], [((2, 6, 4), f32)]
+    yield "aten::slice_copy.Tensor_out", [x, -1, 1, 2**62, 1], [((2, 3, 3), f32)]
+    yield "aten::select_copy.int_out", [x, 1, -1], [((2, 4), f32)]
+    yield "aten::expand_copy.out", [row, [3, -1, 4], False], [((3, 1, 4), f32)]
+    yield "aten::expand_copy.out", [x[:, :1], [2, 5, 4], False], [((2, 5, 4), f32)]
+    yield "aten::where.self_out", [x > 0, x, y], [((2, 3, 4), f32)]
+    yield "aten::embedding.out", [("const", w), i64, -1, False, False], [((2, 2, 6), f32)]
+    yield "aten::embedding.out", [w, np.array([4, 0, 2], np.int32), -1, False, False], [((3, 6), f32)]
+    yield "aten::index.Tensor_out", [x, [np.array([1, 0, 1], np.int64)]], [((3, 3, 4), f32)]
+    yield "aten::argmax.out", [x, 1, True], [((2, 1, 4), "int64")]
+    yield "aten::argmin.out", [x, None, False], [((), "int64")]
+    yield "aten::max.dim_max", [x, -1, False], [((2, 3), f32), ((2, 3), "int64")]
+    yield "aten::min.dim_min", [x, 0, True], [((1, 3, 4), f32), ((1, 3, 4), "int64")]
+    yield "aten::amax.out", [a, [0, 1], True], [((1, 1), i32)]
+    yield "aten::amin.out", [x, [1], False], [((2, 4), f32)]
+    yield "aten::sum.IntList_out", [x, [0, -1], False, None], [((3,), f32)]
+    yield "aten::mean.out", [x, [1], True, None], [((2, 1, 4), f32)]
+    yield "aten::bitwise_and.Tensor_out", [a, b], [((3, 4), i32)]
+    yield "aten::bitwise_or.Scalar_out", [a, 5], [((3, 4), i32)]
+    yield "aten::bitwise_xor.Tensor_out", [a > 0, b > 0], [((3, 4), b8)]
+    yield "aten::bitwise_not.out", [a], [((3, 4), i32)]
+    yield "aten::logical_and.out", [a > 0, b > 0], [((3, 4), b8)]
+    yield "aten::logical_not.out", [a > 0], [((3, 4), b8)]
+    for op in ("eq", "ne", "lt", "le", "gt", "ge"):
+        yield f"aten::{op}.Tensor_out", [a, b], [((3, 4), b8)]
+        yield f"aten::{op}.Scalar_out", [x, 0.25], [((2, 3, 4), b8)]
+    yield "aten::full.out", [[2, 3], 1.5], [((2, 3), f32)]
+    yield "aten::arange.start_out", [2, 9, 3], [((3,), "int64")]
+
+
+CASES = list(_cases())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", range(len(CASES)), ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_lowered_operator_matches_numpy(case, backend, request):
+    from tosa_vk.backends.pte import PteModel
+    from tosa_vk.backends.reference import ReferenceModel
+
+    name, args, outs = CASES[case]
+    plan, feeds = _plan(name, args, outs)
+    if backend == "vulkan":
+        from tosa_vk.backends.vulkan import VulkanModel
+
+        cls, options = VulkanModel, {"device": request.getfixturevalue("device")}
+    else:
+        cls, options = ReferenceModel, {}
+    with PteModel(plan, cls, backend=backend, file="t.pte", options=options) as lowered:
+        assert "lowered to TOSA" in lowered.placement[0].reason, lowered.placement[0]
+        got = lowered.run(feeds)
+    with PteModel(plan, ReferenceModel, backend="reference", file="t.pte", host_lowering=False) as host:
+        assert host.placement[0].where == "host" and "lowered" not in host.placement[0].reason
+        want = host.run(feeds)
+    for out in want:
+        assert got[out].dtype == want[out].dtype and _same(got[out], want[out]), (name, out)

@@ -1,0 +1,489 @@
+"""Host operators with a TOSA equivalent, lowered to a small TOSA graph each (issue 50): tosa_vk/backends/pte.py runs
+it as a delegate of its own on the model's backend instead of the numpy kernel of host_ops.py, so the data stays on
+the device. Only where the TOSA operators give the numpy kernel's results (integers bit-exact, floats within the
+spec's compliance); anything else stays on the host, with the reason.
+
+int64 (ExecuTorch's index and count type) has no TOSA type in the profiles tosa_vk runs: an int64 value is INT32 in
+the graph. A constant is converted at load (lowered only if it fits); a run's value is checked as it is fed
+(`Lowered.guards`): one that does not fit, or an index out of range, runs that call's numpy kernel instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ...builder import Builder, Value
+from ...errors import TosaError
+from ...ir import Graph
+from . import host_ops
+from .program import IntListValue, Kernel, Plan, TensorListValue, TensorValue
+
+INT32 = np.iinfo(np.int32)
+QD = host_ops.QD
+
+
+class Lowered(NamedTuple):
+    """A host operator as a TOSA graph: its inputs (plan values, in the graph's input order), its outputs (the
+    kernel's out tensors), the TOSA operators it became, and per input the range [lo, hi) its values must be in to
+    be fed (an int64 value: int32's; a GATHER's indices: the table's rows), else the numpy kernel runs."""
+
+    kernel: Kernel
+    graph: Graph
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    ops: str
+    guards: dict[int, tuple[int, int]]
+
+
+class _NotLowered(Exception):
+    """Why a call stays on the host (its message)."""
+
+
+class _Ctx:
+    """One call's graph under construction: its tensor arguments as graph inputs (int64 as INT32), constants as
+    CONSTs, and the TOSA operators used (for placement)."""
+
+    def __init__(self, plan: Plan, kernel: Kernel):
+        self.plan, self.kernel, self.b = plan, kernel, Builder()
+        self.inputs: list[int] = []
+        self.values: dict[int, Value] = {}
+        self.guards: dict[int, tuple[int, int]] = {}
+        self.ops: list[str] = []
+
+    def arg(self, index: int) -> Any:
+        value = self.plan.values[index]
+        if isinstance(value, TensorValue):
+            return self.tensor(index)
+        if isinstance(value, TensorListValue):
+            return [None if i is None else self.tensor(i) for i in value.items]
+        if isinstance(value, IntListValue):
+            return [self.plan.values[i] for i in value.items]
+        return value
+
+    def tensor(self, index: int) -> Value:
+        if index in self.values:
+            return self.values[index]
+        t = self.plan.values[index]
+        if t.dim_order != tuple(range(len(t.sizes))):
+            raise _NotLowered("a channels-last tensor (the host holds it in logical order)")
+        if t.data is not None:
+            data = t.data
+            if data.dtype == np.int64:
+                if data.size and (data.min() < INT32.min or data.max() > INT32.max):
+                    raise _NotLowered("an int64 constant beyond int32 (TOSA has no INT64 here)")
+                data = data.astype(np.int32)
+            value = self.b.const(data.reshape(t.sizes))
+        else:
+            value = self.b.input(f"in{len(self.inputs)}", t.sizes, _tosa_dtype(t.dtype))
+            self.inputs.append(index)
+            if t.dtype == np.int64:
+                self.guards[index] = (int(INT32.min), int(INT32.max) + 1)
+        self.values[index] = value
+        return value
+
+    def op(self, name: str, *args: Any, **attrs: Any) -> Value:
+        if name not in self.ops:
+            self.ops.append(name)
+        return self.b.op(name, *args, **attrs)
+
+    def guard(self, value: Value, lo: int, hi: int) -> None:
+        """A graph input's values must lie in [lo, hi) (GATHER's indices: the spec leaves others undefined); a
+        constant's are checked now."""
+        index = next((i for i, v in self.values.items() if v.name == value.name), None)
+        if index is None:
+            raise _NotLowered("indices computed in the graph (unchecked)")
+        data = self.plan.values[index].data
+        if data is not None:
+            if data.size and (data.min() < lo or data.max() >= hi):
+                raise _NotLowered("constant indices out of range")
+            return
+        old = self.guards.get(index, (lo, hi))
+        self.guards[index] = (max(lo, old[0]), min(hi, old[1]))
+
+    # ---- helpers the lowerings share ----
+    def reshape(self, v: Value, shape) -> Value:
+        shape = [int(s) for s in shape]
+        return v if list(v.shape) == shape else self.op("RESHAPE", v, shape)
+
+    def rank(self, v: Value, rank: int) -> Value:
+        """`v` with leading 1s to `rank` dims (TOSA broadcasts between operands of one rank)."""
+        return self.reshape(v, [1] * (rank - len(v.shape)) + list(v.shape))
+
+    def operand(self, a: Any, dtype: np.dtype, rank: int) -> Value:
+        """A tensor argument of `dtype` at `rank`, or a Python number as a CONST of `dtype` (one it holds exactly)."""
+        if isinstance(a, Value):
+            if _np(a) != dtype:
+                raise _NotLowered(f"operands of mixed types ({_np(a)}, {dtype}: PyTorch promotes)")
+            return self.rank(a, rank)
+        if isinstance(a, (bool, int, float)) and not (dtype.kind in "iu" and isinstance(a, float) and a != int(a)):
+            c = np.asarray(a).astype(dtype)
+            if c.item() != a:
+                raise _NotLowered(f"the scalar {a!r} is not exact as {dtype}")
+            return self.b.const(np.full([1] * rank, c, dtype))
+        raise _NotLowered(f"an argument {a!r} of no TOSA form")
+
+
+def _np(v: Value) -> np.dtype:
+    return np.dtype(v.dtype.numpy)
+
+
+def _tosa_dtype(dtype: np.dtype) -> str:
+    if dtype == np.int64:
+        return "int32"
+    if dtype not in (np.float32, np.float16, np.int32, np.int16, np.int8, np.bool_):
+        raise _NotLowered(f"{dtype} has no TOSA type the backends run")
+    return dtype.name
+
+
+def _out_type(out: TensorValue) -> np.dtype:
+    return np.dtype(np.int32) if out.dtype == np.int64 else out.dtype
+
+
+# ---- the lowerings: (context, the schema's inputs, the out tensors) -> the results --------------------------------
+
+
+def _reshape(c: _Ctx, args, outs):
+    return [c.reshape(args[0], outs[0].sizes)]
+
+
+def _copy(c: _Ctx, args, outs):
+    """A copy (clone, a dim-order copy in logical order, _to_copy): RESHAPE as the identity, CAST to another
+    dtype where TOSA's CAST is PyTorch's (not float -> int: TOSA rounds to nearest, PyTorch truncates)."""
+    x, want = args[0], _out_type(outs[0])
+    if _np(x) == want:
+        return [c.op("RESHAPE", x, list(outs[0].sizes))]
+    if _np(x).kind == "f" and want.kind != "f":
+        raise _NotLowered("float to integer (TOSA CAST rounds to nearest, PyTorch truncates)")
+    return [c.op("CAST", x, out_dtype=want.name)]
+
+
+def _permute(c: _Ctx, args, outs):
+    x = args[0]
+    return [c.op("TRANSPOSE", x, perms=[d % len(x.shape) for d in args[1]])]
+
+
+def _relu(c: _Ctx, args, outs):
+    x = args[0]
+    return [c.op("MAXIMUM", x, c.operand(0, _np(x), len(x.shape)))]
+
+
+def _clamp(c: _Ctx, args, outs):
+    x, lo, hi = args
+    dt = _np(x)
+    info = np.finfo(dt) if dt.kind == "f" else np.iinfo(dt)
+    bounds = []
+    for bound, default in ((lo, -np.inf if dt.kind == "f" else info.min), (hi, np.inf if dt.kind == "f" else info.max)):
+        bound = default if bound is None else bound
+        if dt.kind != "f" and (bound != int(bound) or not info.min <= bound <= info.max):
+            raise _NotLowered(f"an integer clamp to {bound!r}")
+        bounds.append(dt.type(bound))
+    if dt.kind == "f" or dt in (np.int8, np.int16):
+        return [c.op("CLAMP", x, min_val=bounds[0], max_val=bounds[1])]
+    rank = len(x.shape)  # TOSA's CLAMP takes no INT32: MAXIMUM, MINIMUM
+    y = x if lo is None else c.op("MAXIMUM", x, c.operand(int(bounds[0]), dt, rank))
+    return [y if hi is None else c.op("MINIMUM", y, c.operand(int(bounds[1]), dt, rank))]
+
+
+def _binary(name: str, alpha: bool = False) -> Callable:
+    def lower(c: _Ctx, args, outs):
+        if alpha and len(args) > 2 and args[2] != 1:
+            raise _NotLowered("alpha other than 1")
+        want = _out_type(outs[0])
+        if want.kind not in "fi" or want == np.bool_:
+            raise _NotLowered(f"{want} arithmetic")
+        a, b = (c.operand(v, want, len(outs[0].sizes)) for v in args[:2])
+        return [c.op(name, a, b) if name != "MUL" else c.op("MUL", a, b, 0)]
+
+    return lower
+
+
+def _unary(name: str, kinds: str) -> Callable:
+    def lower(c: _Ctx, args, outs):
+        if _np(args[0]).kind not in kinds:
+            raise _NotLowered(f"{_np(args[0])} (TOSA {name} differs there: it saturates or is not defined)")
+        return [c.op(name, args[0])]
+
+    return lower
+
+
+def _compare(name: str, swap: bool = False, negate: bool = False) -> Callable:
+    def lower(c: _Ctx, args, outs):
+        rank = len(outs[0].sizes)
+        tensor = next(a for a in args[:2] if isinstance(a, Value))
+        a, b = (c.operand(v, _np(tensor), rank) for v in args[:2])
+        y = c.op(name, *((b, a) if swap else (a, b)))
+        return [c.op("LOGICAL_NOT", y) if negate else y]
+
+    return lower
+
+
+def _bitwise(name: str) -> Callable:
+    def lower(c: _Ctx, args, outs):
+        rank = len(outs[0].sizes)
+        want = _out_type(outs[0])
+        ops = [c.operand(v, want, rank) for v in args[: 2 if name != "NOT" else 1]]
+        return [c.op(("LOGICAL_" if want == np.bool_ else "BITWISE_") + name, *ops)]
+
+    return lower
+
+
+def _logical(name: str) -> Callable:
+    def lower(c: _Ctx, args, outs):
+        n = 1 if name == "NOT" else 2
+        if any(not isinstance(a, Value) or _np(a) != np.bool_ for a in args[:n]):
+            raise _NotLowered("a logical operator on non-bool tensors")
+        return [c.op("LOGICAL_" + name, *(c.rank(a, len(outs[0].sizes)) for a in args[:n]))]
+
+    return lower
+
+
+def _cat(c: _Ctx, args, outs):
+    xs, dim = args[0], args[1] if len(args) > 1 else 0
+    xs = [x for x in xs if x is not None and 0 not in x.shape]  # PyTorch skips empty members
+    rank = len(outs[0].sizes)
+    return [c.op("CONCAT", xs, axis=dim % rank) if len(xs) > 1 else c.reshape(xs[0], outs[0].sizes)]
+
+
+def _slice(c: _Ctx, args, outs):
+    x, dim, start, end, step = (list(args) + [0, None, None, 1])[:5]
+    if step != 1:
+        raise _NotLowered("a slice with a step")
+    dim %= len(x.shape)
+    lo, hi, _ = slice(start, end).indices(x.shape[dim])
+    begin = [0] * len(x.shape)
+    begin[dim] = lo
+    size = list(x.shape)
+    size[dim] = max(hi - lo, 0)
+    return [c.op("SLICE", x, begin, size)]
+
+
+def _select(c: _Ctx, args, outs):
+    x, dim, index = args
+    dim %= len(x.shape)
+    begin = [0] * len(x.shape)
+    begin[dim] = index % x.shape[dim]
+    size = list(x.shape)
+    size[dim] = 1
+    return [c.reshape(c.op("SLICE", x, begin, size), outs[0].sizes)]
+
+
+def _expand(c: _Ctx, args, outs):
+    x, want = c.rank(args[0], len(outs[0].sizes)), outs[0].sizes
+    multiples = [w // s if s != w else 1 for s, w in zip(x.shape, want)]
+    return [c.op("TILE", x, multiples) if any(m != 1 for m in multiples) else x]
+
+
+def _where(c: _Ctx, args, outs):
+    cond, a, b = args
+    rank, want = len(outs[0].sizes), _out_type(outs[0])
+    if not isinstance(cond, Value) or _np(cond) != np.bool_:
+        raise _NotLowered("a condition that is not a bool tensor")
+    return [c.op("SELECT", c.rank(cond, rank), c.operand(a, want, rank), c.operand(b, want, rank))]
+
+
+def _embedding(c: _Ctx, args, outs):
+    """aten::embedding(weight (V, C), ids (...)) as GATHER's (N, K, C) values and (N, W) int32 indices."""
+    weight, ids = args[:2]
+    if len(weight.shape) != 2:
+        raise _NotLowered("a weight that is not 2-D")
+    rows, width = weight.shape
+    c.guard(ids, 0, rows)
+    n = int(np.prod(ids.shape, dtype=np.int64))
+    table = c.reshape(weight, [1, rows, width])
+    y = c.op("GATHER", table, c.reshape(ids, [1, n]))
+    return [c.reshape(y, outs[0].sizes)]
+
+
+def _index(c: _Ctx, args, outs):
+    """x[idx] (one index tensor on the first dimension): GATHER over the rows."""
+    x, indices = args
+    if not indices or indices[0] is None or any(i is not None for i in indices[1:]):
+        raise _NotLowered("indices other than one tensor on the first dimension")
+    idx = indices[0]
+    if _np(idx).kind != "i":
+        raise _NotLowered("a mask index")
+    rows, width = x.shape[0], int(np.prod(x.shape[1:], dtype=np.int64))
+    c.guard(idx, 0, rows)
+    n = int(np.prod(idx.shape, dtype=np.int64))
+    y = c.op("GATHER", c.reshape(x, [1, rows, width]), c.reshape(idx, [1, n]))
+    return [c.reshape(y, outs[0].sizes)]
+
+
+def _reduce_axes(x: Value, dims) -> list[int]:
+    dims = host_ops.axes(dims, len(x.shape))
+    return list(range(len(x.shape))) if dims is None else sorted(dims)
+
+
+def _reduce(name: str, kinds: str = "f") -> Callable:
+    """REDUCE_name over each dim (keepdim: TOSA keeps them; else RESHAPE to the out's shape). sum / mean of floats
+    only: PyTorch sums integers as int64."""
+
+    def lower(c: _Ctx, args, outs):
+        x, dims = args[0], args[1]
+        if _np(x).kind not in kinds or (len(args) > 3 and args[3] is not None):
+            raise _NotLowered(f"a reduction of {_np(x)}" + (" with a dtype" if len(args) > 3 and args[3] else ""))
+        y, count = x, 1
+        for axis in _reduce_axes(x, dims):
+            y = c.op(name, y, axis=axis)
+            count *= x.shape[axis]
+        if c.kernel.name == "aten::mean.out":
+            y = c.op("MUL", y, c.b.const(np.full([1] * len(y.shape), 1 / count, _np(x))), 0)
+        return [c.reshape(y, outs[0].sizes)]
+
+    return lower
+
+
+def _argmax(c: _Ctx, x: Value, dim, negate: bool) -> Value:
+    if _np(x).kind != "f" and negate:
+        raise _NotLowered("argmin of integers (NEGATE saturates)")
+    if dim is None:
+        x = c.reshape(x, [int(np.prod(x.shape, dtype=np.int64))])
+        dim = 0
+    v = c.op("NEGATE", x) if negate else x
+    return c.op("ARGMAX", v, axis=dim % len(x.shape))
+
+
+def _arg(negate: bool) -> Callable:
+    def lower(c: _Ctx, args, outs):
+        x, dim = args[0], args[1] if len(args) > 1 else None
+        return [c.reshape(_argmax(c, x, dim, negate), outs[0].sizes)]
+
+    return lower
+
+
+def _with_index(name: str, negate: bool) -> Callable:
+    """max.dim / min.dim: REDUCE_MAX / MIN and the (first) index, ARGMAX of the values (negated for min)."""
+
+    def lower(c: _Ctx, args, outs):
+        x, dim = args[:2]
+        values = c.op(name, x, axis=dim % len(x.shape))
+        index = _argmax(c, x, dim, negate)
+        return [c.reshape(values, outs[0].sizes), c.reshape(index, outs[1].sizes)]
+
+    return lower
+
+
+def _constant(c: _Ctx, args, outs):
+    """full / zeros / ones / arange: the numpy kernel's result (known at load) as a CONST."""
+    out = outs[0]
+    op = host_ops.HOST_OPS[c.kernel.name]
+    data = np.asarray(op.fn(*args)).reshape(out.sizes).astype(out.dtype)
+    if data.dtype == np.int64:
+        if data.size and (data.min() < INT32.min or data.max() > INT32.max):
+            raise _NotLowered("an int64 constant beyond int32")
+        data = data.astype(np.int32)
+    _tosa_dtype(data.dtype)
+    c.ops.append("CONST")
+    return [c.b.const(data)]
+
+
+LOWERINGS: dict[str, Callable] = {
+    "aten::view_copy.out": _reshape,
+    "aten::unsqueeze_copy.out": _reshape,
+    "aten::squeeze_copy.dims_out": _reshape,
+    "aten::squeeze_copy.dim_out": _reshape,
+    "aten::clone.out": _copy,
+    "aten::_to_copy.out": _copy,
+    "aten::permute_copy.out": _permute,
+    "aten::relu.out": _relu,
+    "aten::hardtanh.out": _clamp,
+    "aten::clamp.out": _clamp,
+    "aten::add.out": _binary("ADD", alpha=True),
+    "aten::sub.out": _binary("SUB", alpha=True),
+    "aten::mul.out": _binary("MUL"),
+    "aten::neg.out": _unary("NEGATE", "f"),
+    "aten::sigmoid.out": _unary("SIGMOID", "f"),
+    "aten::tanh.out": _unary("TANH", "f"),
+    "aten::cat.out": _cat,
+    "aten::slice_copy.Tensor_out": _slice,
+    "aten::select_copy.int_out": _select,
+    "aten::expand_copy.out": _expand,
+    "aten::where.self_out": _where,
+    "aten::embedding.out": _embedding,
+    "aten::index.Tensor_out": _index,
+    "aten::argmax.out": _arg(False),
+    "aten::argmin.out": _arg(True),
+    "aten::max.dim_max": _with_index("REDUCE_MAX", False),
+    "aten::min.dim_min": _with_index("REDUCE_MIN", True),
+    "aten::amax.out": _reduce("REDUCE_MAX", "fi"),
+    "aten::amin.out": _reduce("REDUCE_MIN", "fi"),
+    "aten::sum.IntList_out": _reduce("REDUCE_SUM"),
+    "aten::mean.out": _reduce("REDUCE_SUM"),
+    "aten::bitwise_not.out": _bitwise("NOT"),
+    "aten::logical_not.out": _logical("NOT"),
+    "aten::full.out": _constant,
+    "aten::zeros.out": _constant,
+    "aten::ones.out": _constant,
+    "aten::arange.out": _constant,
+    "aten::arange.start_out": _constant,
+}
+for _name in ("aten::_to_dim_order_copy.out", "dim_order_ops::_to_dim_order_copy.out",
+              "aten::_clone_dim_order.out", "dim_order_ops::_clone_dim_order.out"):  # fmt: skip
+    LOWERINGS[_name] = _copy
+for _op, _tosa in (("and", "AND"), ("or", "OR"), ("xor", "XOR")):
+    for _overload in ("Tensor_out", "Scalar_out"):
+        LOWERINGS[f"aten::bitwise_{_op}.{_overload}"] = _bitwise(_tosa)
+    LOWERINGS[f"aten::logical_{_op}.out"] = _logical(_tosa)
+for _op, _how in (("eq", ("EQUAL",)), ("ne", ("EQUAL", False, True)), ("gt", ("GREATER",)),
+                  ("ge", ("GREATER_EQUAL",)), ("lt", ("GREATER", True)), ("le", ("GREATER_EQUAL", True))):  # fmt: skip
+    for _overload in ("Tensor_out", "Scalar_out"):
+        LOWERINGS[f"aten::{_op}.{_overload}"] = _compare(*_how)
+
+
+# why the host operators without a lowering stay on the host
+_QDQ = ("quantize / dequantize: a TOSA MUL + CAST chain is exact only to the spec's float compliance, which may move a "
+        "value across a rounding tie")  # fmt: skip
+HOST_ONLY = {
+    **{
+        QD + q: _QDQ
+        for q in (
+            "quantize_per_tensor.out",
+            "dequantize_per_tensor.out",
+            "quantize_per_channel.out",
+            "dequantize_per_channel.out",
+        )
+    },  # fmt: skip
+    "aten::div.out": "TOSA has no float division (RECIPROCAL + MUL is not exact to IEEE division)",
+    "aten::remainder.Scalar_out": "TOSA has no floor modulo",
+    "aten::remainder.Tensor_out": "TOSA has no floor modulo",
+    "aten::gather.out": "aten::gather picks along any dim per element; TOSA GATHER takes whole rows",
+    "aten::index_put.out": "a scatter that may accumulate and broadcast (TOSA SCATTER does neither)",
+    "aten::max_pool2d_with_indices.out": "TOSA MAX_POOL2D gives no indices",
+}
+
+
+def lower(kernel: Kernel, plan: Plan) -> Lowered | str:
+    """`kernel` as a Lowered graph, or why it stays on the host."""
+    fn = LOWERINGS.get(kernel.name)
+    op = host_ops.HOST_OPS.get(kernel.name)
+    if fn is None or op is None:
+        return HOST_ONLY.get(kernel.name, "no TOSA lowering in tosa_vk")
+    if op.in_place:
+        return "an in-place operator (it writes its input)"
+    outs_at = host_ops.out_indices(kernel)
+    if set(outs_at) & set(kernel.args[: op.inputs]):
+        return "an out tensor that is also an input"
+    c = _Ctx(plan, kernel)
+    try:
+        outs = [plan.values[i] for i in outs_at]
+        for out in outs:
+            if out.dim_order != tuple(range(len(out.sizes))):
+                raise _NotLowered("a channels-last out tensor")
+            _tosa_dtype(out.dtype)
+        results = fn(c, [c.arg(i) for i in kernel.args[: op.inputs]], outs)
+        for out, result in zip(outs, results):
+            if tuple(result.shape) != tuple(out.sizes) or _np(result) != _out_type(out):
+                raise _NotLowered(f"TOSA gives {list(result.shape)} {_np(result)}, the out tensor is "
+                                  f"{list(out.sizes)} {out.dtype}")  # fmt: skip
+            if result.name in c.b.block.inputs:  # an output that is an input: a copy, as every graph output is
+                result = c.op("RESHAPE", result, list(out.sizes))
+            c.b.output(result)
+        graph = c.b.build()
+    except _NotLowered as why:
+        return str(why)
+    except (TosaError, TypeError, ValueError, IndexError, ZeroDivisionError) as err:
+        return f"no TOSA form for these arguments ({err})"
+    return Lowered(kernel, graph, tuple(c.inputs), tuple(outs_at), " + ".join(c.ops) or "RESHAPE", c.guards)
