@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 import tosa_vk
-from tosa_vk.tools import cli
 from tosa_vk.tools.cli import EXIT_INTERNAL, main
 from tosa_vk.tools.cli.common import safe_name
 
@@ -265,7 +264,7 @@ def test_anything_else_is_an_internal_error_with_its_own_exit_code(tmp_path, cap
     def bug(path):
         return {}["oops"]
 
-    monkeypatch.setattr(cli.info, "_summary", bug)  # cmd_info's first step
+    monkeypatch.setattr("tosa_vk.tools.cli.info._summary", bug)  # cmd_info's first step
     assert main(["info", str(model)]) == EXIT_INTERNAL
     err = capsys.readouterr().err
     assert err == "tosa-vk: internal error, please report: KeyError: 'oops' (--debug shows the traceback)\n"

@@ -85,3 +85,45 @@ def test_validate_is_the_function_after_its_module_is_imported():
         "from tosa_vk.ir import validate\nassert callable(validate)"
     )
     modules_after(code)
+
+
+# what `tosa-vk run` of a .tosa may not import: the other commands' modules and what only they need
+NOT_FOR_RUN = (
+    "tosa_vk.backends.pte",
+    "tosa_vk.formats.pte",
+    "tosa_vk.tools.bench",
+    "tosa_vk.tools.cli.convert",
+    "tosa_vk.tools.cli.develop",
+    "tosa_vk.tools.cli.diagnose",
+    "tosa_vk.tools.cli.doctor",
+    "tosa_vk.tools.cli.extract",
+    "tosa_vk.tools.cli.info",
+    "importlib.metadata",
+)
+
+
+def test_the_run_command_imports_only_its_own_module(tmp_path):
+    import numpy as np
+
+    b = tosa_vk.Builder()
+    x = b.input("x", (2,), "fp32")
+    b.output(b.op("ADD", x, b.const(np.ones(2, np.float32)), name="y"))
+    tosa_vk.save_graph(b.build(), tmp_path / "m.tosa")
+    np.save(tmp_path / "x.npy", np.array([1, 2], np.float32))
+    desc = {"tosa_file": "m.tosa", "ifm_name": ["x"], "ifm_file": ["x.npy"], "ofm_name": ["y"], "ofm_file": ["y.npy"]}
+    (tmp_path / "desc.json").write_text(json.dumps(desc))
+    argv = ["run", "--backend", "reference", "--test-desc", str(tmp_path / "desc.json")]
+    loaded = modules_after(f"from tosa_vk.tools.cli import main\nassert main({argv!r}) == 0")
+    assert (tmp_path / "y.npy").is_file()
+    assert not [m for m in loaded if m in NOT_FOR_RUN or m.startswith(tuple(f"{h}." for h in NOT_FOR_RUN))]
+
+
+def test_the_parser_still_knows_every_command_and_its_options():
+    from tosa_vk.tools.cli import COMMANDS, build_parser
+
+    choices = next(a for a in build_parser()._actions if a.dest == "command").choices
+    assert list(choices) == [name for name, _, _ in COMMANDS]
+    for name in choices:  # every command's own options, whichever command line built the parser
+        want = sorted(a.dest for a in choices[name]._actions)
+        got = next(a for a in build_parser([name])._actions if a.dest == "command").choices[name]
+        assert sorted(a.dest for a in got._actions) == want, name

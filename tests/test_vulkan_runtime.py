@@ -194,3 +194,37 @@ def test_close_is_idempotent(device):
         runtime = model.runtime
     runtime.close()  # already closed by the with-block: must do nothing
     model.close()
+
+
+def test_constants_upload_while_the_pipelines_are_created(device, monkeypatch):
+    """Runtime starts creating the pipelines before it uploads the constants (issue 49: the driver's compile
+    overlaps the upload), and waits for them before it records a command buffer."""
+    import threading
+
+    from tosa_vk.vulkan.pipelines import Pipelines
+    from tosa_vk.vulkan.runtime import Runtime
+
+    b = Builder()
+    x = b.input("x", (4, 4), "fp32")
+    y = b.op("REDUCE_SUM", b.op("ADD", x, b.const(np.ones((4, 4), np.float32))), axis=1)  # two kernels
+    b.output(b.op("TRANSPOSE", b.op("ADD", y, b.const(np.ones((4, 1), np.float32))), perms=[1, 0], name="y"))
+    program = tosa_vk.compile(b.build())
+    started = threading.Event()
+    create, reset = Pipelines._create, Runtime.reset_variables
+    seen = []
+
+    def creating(self, *args):
+        started.set()
+        return create(self, *args)
+
+    def uploading(self):
+        seen.append(started.wait(10))  # a pipeline is under way while the constants go up
+        reset(self)
+
+    monkeypatch.setattr(Pipelines, "_create", creating)
+    monkeypatch.setattr(Runtime, "reset_variables", uploading)
+    with Runtime(program, device) as runtime:
+        x = np.arange(16, dtype=np.float32).reshape(4, 4)
+        got = runtime.run({"x": x})
+    assert seen == [True]
+    assert np.array_equal(got["y"], ((x + 1).sum(axis=1, keepdims=True) + 1).T)

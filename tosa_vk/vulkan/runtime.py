@@ -106,10 +106,16 @@ class Runtime:
         if hosted and host is None:
             raise TosaError(f"the program runs {hosted[0]} on the host, and no host kernels were given")
         try:
-            for name, value in program.constants.items():
-                self.view(name)[...] = value
-            self.reset_variables()
-            self._build(timestamps)
+            wait = self._build(timestamps)
+            try:  # the constants upload while the driver compiles the pipelines (issue 49)
+                for name, value in program.constants.items():
+                    self.view(name)[...] = value
+                self.reset_variables()
+            finally:
+                wait()  # (before close() can destroy what the threads make)
+            self.plan = self._plan(self.program.steps, timestamps)
+            if self._device.labels is not None and self.own_pipelines:  # (a shared one: named by its first runtime)
+                self._name_pipelines()
         except BaseException:
             self.close()
             raise
@@ -127,7 +133,8 @@ class Runtime:
             found = self._views[tensor] = self.arena.view(buf.offset, buf.shape, buf.dtype)
         return found
 
-    def _build(self, timestamps: bool) -> None:
+    def _build(self, timestamps: bool) -> Callable[[], None]:
+        """Checks the kernels and starts creating their pipelines: the returned `wait` (Pipelines.prepare) ends that."""
         kernels = [s for s in walk(self.program.steps) if isinstance(s, Kernel)]
         for k in kernels:
             self._check_limits(k)
@@ -143,10 +150,7 @@ class Runtime:
                     checked.add(key)
         requests = {(self.module(k), len(k.bindings), len(k.push_constants), kernel_layout(k), k.entry)
                     for k in kernels}  # fmt: skip
-        self.pipelines.prepare(list(requests))
-        self.plan = self._plan(self.program.steps, timestamps)
-        if self._device.labels is not None and self.own_pipelines:  # (a shared one: named by its first runtime)
-            self._name_pipelines()
+        return self.pipelines.prepare(list(requests))
 
     def _name_pipelines(self) -> None:
         """Names each pipeline for GPU tools (tosa_vk/vulkan/labels.py): its shader and the kernels using it."""

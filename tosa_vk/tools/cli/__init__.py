@@ -9,6 +9,7 @@ bench), doctor.py (doctor); common.py and options.py what they share. This modul
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
 import sys
@@ -16,113 +17,63 @@ import threading
 import time
 import traceback
 import warnings
-from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from ...errors import TosaError
 from .common import EXIT_ERROR, EXIT_INTERNAL, EXIT_OUTPUT_CLOSED
-from .convert import cmd_export, cmd_import, cmd_vgf2tosa, export_arguments, import_arguments, vgf2tosa_arguments
-from .develop import bench_arguments, cmd_bench, cmd_conformance, cmd_plan, conformance_arguments, plan_arguments
-from .diagnose import cmd_compare, cmd_placement, cmd_profile, compare_arguments, placement_arguments, profile_arguments
-from .doctor import cmd_doctor, doctor_arguments
-from .extract import cmd_extract, extract_arguments
-from .info import (
-    cache_arguments,
-    cmd_cache,
-    cmd_devices,
-    cmd_info,
-    cmd_inspect,
-    cmd_targets,
-    devices_arguments,
-    info_arguments,
-    inspect_arguments,
-    targets_arguments,
-)
 from .options import DEBUG, HelpFormatter
-from .run import cmd_run, run_arguments
 
-# (name, one-line summary, its options, its handler): build_parser makes one subcommand of each
-COMMANDS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[[Any], int]], ...] = (
-    (
-        "info",
-        "inputs, outputs, op counts, dtypes and profiles of a .tosa file (or a .pte's plan)",
-        info_arguments,
-        cmd_info,
-    ),
-    ("run", "run a graph (drop-in for tosa_reference_model --test_desc)", run_arguments, cmd_run),
+# (name, one-line summary, the module (tosa_vk/tools/cli/MODULE.py) holding its NAME_arguments and cmd_NAME):
+# build_parser makes one subcommand of each. Modules by name so that a command imports only its own module: `tosa-vk
+# run` does not pay for the .pte reader, the doctor's package metadata or the bench (issue 49: ~0.3 s).
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("info", "inputs, outputs, op counts, dtypes and profiles of a .tosa file (or a .pte's plan)", "info"),
+    ("run", "run a graph (drop-in for tosa_reference_model --test_desc)", "run"),
     (
         "compare",
         "run on Vulkan and on the reference backend, judge every tensor in execution order; exit 1 if one is out "
         "of bounds",
-        compare_arguments,
-        cmd_compare,
+        "diagnose",
     ),
-    (
-        "profile",
-        "time each kernel of a graph over several runs: a table in ms, and a Perfetto trace",
-        profile_arguments,
-        cmd_profile,
-    ),
-    (
-        "conformance",
-        "run Arm's conformance tests on a backend, judged by tosa_verify",
-        conformance_arguments,
-        cmd_conformance,
-    ),
-    ("export", "write a .tosa graph as a VGF container for Arm's ML SDK", export_arguments, cmd_export),
-    (
-        "vgf2tosa",
-        "the TOSA graph a .vgf holds (GRAPH segments decoded), as a .tosa file",
-        vgf2tosa_arguments,
-        cmd_vgf2tosa,
-    ),
-    (
-        "import",
-        "a TFLite model as a .tosa file, through tosa-converter-for-tflite and tosa-opt",
-        import_arguments,
-        cmd_import,
-    ),
+    ("profile", "time each kernel of a graph over several runs: a table in ms, and a Perfetto trace", "diagnose"),
+    ("conformance", "run Arm's conformance tests on a backend, judged by tosa_verify", "develop"),
+    ("export", "write a .tosa graph as a VGF container for Arm's ML SDK", "convert"),
+    ("vgf2tosa", "the TOSA graph a .vgf holds (GRAPH segments decoded), as a .tosa file", "convert"),
+    ("import", "a TFLite model as a .tosa file, through tosa-converter-for-tflite and tosa-opt", "convert"),
     (
         "extract",
         "an ExecuTorch program's delegates as .tosa files with desc.json, and (given inputs) what each received and "
         "produced in the program's run",
-        extract_arguments,
-        cmd_extract,
+        "extract",
     ),
-    ("inspect", "print a .vgf container: modules, segments, resources, constants", inspect_arguments, cmd_inspect),
-    ("plan", "where every tensor lives: descriptor, format, offset, live range, aliases", plan_arguments, cmd_plan),
-    (
-        "placement",
-        "where every operator runs (Vulkan, fused, host, alias, constant) and why",
-        placement_arguments,
-        cmd_placement,
-    ),
-    ("devices", "list Vulkan devices (* marks the default)", devices_arguments, cmd_devices),
+    ("inspect", "print a .vgf container: modules, segments, resources, constants", "info"),
+    ("plan", "where every tensor lives: descriptor, format, offset, live range, aliases", "develop"),
+    ("placement", "where every operator runs (Vulkan, fused, host, alias, constant) and why", "diagnose"),
+    ("devices", "list Vulkan devices (* marks the default)", "info"),
     (
         "targets",
         "list the device classes (kernel families and tiles per kind of GPU; the first word of each line its name)",
-        targets_arguments,
-        cmd_targets,
+        "info",
     ),
     (
         "doctor",
         "what this machine offers tosa_vk (Vulkan loader, devices, compilers, caches, extras) and how to fix what "
         "is missing; exit 1 when no Vulkan device is usable",
-        doctor_arguments,
-        cmd_doctor,
+        "doctor",
     ),
-    ("cache", "the compiled-model and SPIR-V caches ($TOSA_VK_CACHE): info or clear", cache_arguments, cmd_cache),
+    ("cache", "the compiled-model and SPIR-V caches ($TOSA_VK_CACHE): info or clear", "info"),
     (
         "bench",
         "benchmark ops and models on every installed backend (JSON, table, plot); one model with --random SEED / "
         "--input: latency percentiles, runs/s, device time",
-        bench_arguments,
-        cmd_bench,
+        "develop",
     ),
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; given the command line `argv`, only the command it names gets its options (and
+    only its module is imported): the others are listed by name and summary, as `--help` shows them."""
     from ... import __version__
 
     ap = argparse.ArgumentParser(
@@ -132,12 +83,17 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--debug", action="store_true", help=DEBUG)
     ap.set_defaults(main=main)  # what `conformance --via-cli` runs each test through
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, summary, arguments, handler in COMMANDS:
+    # the top-level options take no value: the first other word is the command
+    chosen = next((word for word in argv if not word.startswith("-")), None) if argv is not None else None
+    for name, summary, module in COMMANDS:
         p = sub.add_parser(name, help=summary, description=summary, formatter_class=HelpFormatter)
+        if argv is not None and name != chosen:
+            continue
+        commands = importlib.import_module(f".{module}", __name__)
         # also after the command; SUPPRESS: not given here keeps what was given before it
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG)
-        arguments(p)
-        p.set_defaults(func=handler)
+        getattr(commands, f"{name}_arguments")(p)
+        p.set_defaults(func=getattr(commands, f"cmd_{name}"))
     return ap
 
 
@@ -182,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     TosaError: every error tosa_vk raises on purpose; an OSError: a file, the disk, the machine; MemoryError: a
     model too big for this machine), or EXIT_INTERNAL for anything else, which is a bug in tosa_vk. --debug adds
     the traceback."""
-    args = build_parser().parse_args(argv)
+    args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _warning_line

@@ -184,11 +184,13 @@ def model_and_feeds(args) -> Desc:
 def synthetic(args, model, feeds: dict) -> dict:
     """The feeds with -i's splats (name=1x8xf32=0.5, name=0.5) and --random SEED's inputs made for `model`'s
     signature (tosa_vk/tools/bench/inputs.py); as they were without either, or with --test-desc."""
+    if args.test_desc or (not args.input and args.random is None):  # (the bench module: not imported to say so)
+        return feeds
     from ..bench.inputs import feeds as made
     from ..bench.inputs import parse
 
     specs = [s for s in map(parse, args.input or []) if s.file is None]
-    if args.test_desc or (not specs and args.random is None):
+    if not specs and args.random is None:
         return feeds
     quantized = getattr(model, "input_qparams", {})  # these take float data (--input-qparams)
     signature = {n: (shape, "FP32" if n in quantized else dtype) for n, (shape, dtype) in model.inputs.items()}
@@ -200,9 +202,9 @@ def synthetic(args, model, feeds: dict) -> dict:
 def print_values(args, value) -> None:
     """`run`'s line under each output: min / max / mean and its first values (not with --test-desc, whose output
     stays the drop-in's)."""
-    from ..bench.inputs import summary
-
     if not args.test_desc:
+        from ..bench.inputs import summary
+
         print(f"  {summary(value)}")
 
 
@@ -271,6 +273,13 @@ class NodeDataFile(NamedTuple):
     graph: Any
     path: Path
     delegate: str | None
+
+
+def is_pte_model(model) -> bool:
+    """`model` is a PteModel: its module (the .pte reader, ~0.2 s of imports) is loaded only where a .pte was, so a
+    `tosa-vk run` of a .tosa does not import it to ask."""
+    pte = sys.modules.get("tosa_vk.backends.pte")
+    return pte is not None and isinstance(model, pte.PteModel)
 
 
 def node_data_files(model, args, writes: Writes) -> list[NodeDataFile]:

@@ -20,6 +20,7 @@ from .common import (
     dequantized_npy,
     desc_inputs,
     expected_scales,
+    is_pte_model,
     model_and_feeds,
     output_files,
     output_folder,
@@ -41,7 +42,6 @@ from .options import (
 
 def cmd_run(args) -> int:
     from ...backends.model import GraphModel
-    from ...backends.pte import PteModel
     from ...ir import DType
     from ...ir.dtype import from_npy, to_npy
     from ...session import load
@@ -86,7 +86,7 @@ def cmd_run(args) -> int:
     feeds = desc_inputs(args, graph, feeds)
     if args.compare and graph is not None and expected_dir is not None:
         expected_scales(graph, expected_dir, expected_files, expected)
-    if isinstance(model, PteModel):  # an ExecuTorch program: delegates and host operators
+    if is_pte_model(model):  # an ExecuTorch program: delegates and host operators
         return _run_pte(model, feeds, args, start, targets, writes, expected, expected_files)
     if not isinstance(model, GraphModel):  # a VGF of compute segments only: run as it is
         return _run_vgf(model_path, model, feeds, args, start, out_dir, writes, targets)
