@@ -10,7 +10,7 @@ The pieces live in the one arena (each its own binding, a sub-range of the one a
 needs the arena under maxMemoryAllocationSize, not under the range). Where the result's leading dimensions are all 1
 (a matrix-vector product, one token's embedding) each piece is one run of the result and the CONCAT is a view (its
 producers write in place, tosa_vk/stages/fuse.py), else it is one copy of the result (small next to the weights).
-Any other tensor over the limit has no split: a TosaError names it.
+Any other tensor over the limit has no split: a TosaUnsupportedError names it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ...errors import TosaError
+from ...errors import TosaUnsupportedError
 from ...ir.graph import Block, Graph, Operator, Tensor
 from .permute import fresh_name
 
@@ -38,8 +38,8 @@ def oversized(graph: Graph, limit: int) -> bool:
 
 def split_oversized(graph: Graph, limit: int, file: str | None = None, alignment: int = 1) -> int:
     """Rewrites the main block in place: every constant operand of SPLITS over `limit` bytes becomes pieces under it;
-    returns the operators split. TosaError for a tensor over the limit that has no split. `alignment`: the arena's
-    (pieces whose results start at its multiples, where they fit, so that the CONCAT can be a view)."""
+    returns the operators split. TosaUnsupportedError for a tensor over the limit that has no split. `alignment`: the
+    arena's (pieces whose results start at its multiples, where they fit, so that the CONCAT can be a view)."""
     block = graph.main
     done: dict[int, list[Operator]] = {}
     for index, op in enumerate(block.operators):
@@ -50,7 +50,7 @@ def split_oversized(graph: Graph, limit: int, file: str | None = None, alignment
         operand = op.inputs[rule[0]] if rule else None
         if rule is None or big != [operand] or block.tensors[big[0]].data is None:
             name = next((n for n in big if n != operand), big[0])
-            raise TosaError(
+            raise TosaUnsupportedError(
                 f"tensor '{name}' takes {nbytes(block.tensors[name])} bytes, more than the target's "
                 f"maxStorageBufferRange ({limit}), and has no split here (only a constant MATMUL B, CONV2D weight or "
                 "GATHER values tensor splits, along its output channels); use backend='reference'",
@@ -83,7 +83,7 @@ def _split(
     per = nbytes(t) // length  # bytes of one output channel
     fit = (limit // 4 * 4) // per  # channels a piece may hold (its binding is rounded up to 4 bytes)
     if fit < 1:
-        raise TosaError(
+        raise TosaUnsupportedError(
             f"tensor '{t.name}': one output channel of it takes {per} bytes, more than the target's "
             f"maxStorageBufferRange ({limit}): no split fits; use backend='reference'",
             op=op.op,
