@@ -63,8 +63,9 @@ def quantize(x, qparams: QParams, *, reciprocal: bool = False) -> np.ndarray:
     # in float32 (float64 would round some ties differently); a NaN quantizes to the zero point (torch leaves it
     # undefined), an infinity to qmin / qmax
     scale32 = scale.astype(np.float32)
-    scaled = data * (np.float32(1) / scale32) if reciprocal else data / scale32
-    q = np.nan_to_num(np.rint(scaled).astype(np.float64)) + zp
+    with np.errstate(over="ignore", invalid="ignore"):  # a huge x overflows to inf: it saturates
+        scaled = data * (np.float32(1) / scale32) if reciprocal else data / scale32
+        q = np.nan_to_num(np.rint(scaled).astype(np.float64)) + zp
     return np.clip(q, lo, hi).astype(np.dtype(qparams.dtype))
 
 

@@ -445,6 +445,7 @@ def _quantize(per_channel: bool) -> Callable:
             q = c.op("ADD", q, c.b.const(zp.astype(np.int32)))
         return [q if want == np.int32 else c.op("CAST", q, out_dtype=want.name)]
 
+    lower.raw = (1, 2)  # type: ignore[attr-defined]  # the scales and zero points: constants in the graph
     return lower
 
 
@@ -464,6 +465,7 @@ def _dequantize(per_channel: bool) -> Callable:
             v = c.op("SUB", v, c.b.const(zp.astype(np.int32)))
         return [c.op("MUL", c.op("CAST", v, out_dtype="float32"), c.b.const(scale), 0)]
 
+    lower.raw = (1, 2)  # type: ignore[attr-defined]
     return lower
 
 
@@ -553,7 +555,9 @@ def lower(kernel: Kernel, plan: Plan) -> Lowered | str:
             if out.dim_order != tuple(range(len(out.sizes))):
                 raise _NotLowered("a channels-last out tensor")
             _tosa_dtype(out.dtype)
-        results = fn(c, [c.arg(i) for i in kernel.args[: op.inputs]], outs)
+        raw = getattr(fn, "raw", ())  # arguments the lowering reads from the plan (not as graph tensors)
+        args = [plan.values[i] if at in raw else c.arg(i) for at, i in enumerate(kernel.args[: op.inputs])]
+        results = fn(c, args, outs)
         for out, result in zip(outs, results):
             if tuple(result.shape) != tuple(out.sizes) or _np(result) != _out_type(out):
                 raise _NotLowered(f"TOSA gives {list(result.shape)} {_np(result)}, the out tensor is "
