@@ -419,7 +419,7 @@ def _quantize(per_channel: bool) -> Callable:
     and CAST cannot overflow), CAST to INT32 (round half to even), ADD zp, CAST to the out type (in range)."""
 
     def lower(c: _Ctx, args, outs):
-        x, qmin, qmax = args[0], *args[-3:-1]
+        x, qmin, qmax = args[0], args[-3], args[-2]
         axis = args[3] % len(x.shape) if per_channel else None
         want = _out_type(outs[0])
         if _np(x) != np.float32 or want not in (np.int8, np.int16, np.int32):
