@@ -210,7 +210,14 @@ def test_a_pte_model_takes_and_gives_device_tensors(created):
 
 def test_a_pte_input_read_on_the_host_refuses_a_device_tensor(created):
     x = inputs_of("cnn_int8")["input_0"]
-    with tosa_vk.load(PTE / "cnn_int8" / "model.pte", cache_dir=False) as cnn, load(small()) as pre:
+    with tosa_vk.load(PTE / "cnn_int8" / "model.pte", cache_dir=False) as lowered, load(small()) as pre:
+        fed = pre.run({"image": x}, device_outputs=True)["scaled"]  # its quantize is lowered: it takes the tensor
+        want = lowered.run({"input_0": fed.numpy()})["output_0"]
+        assert np.array_equal(lowered.run({"input_0": fed})["output_0"], want)
+    with (
+        tosa_vk.load(PTE / "cnn_int8" / "model.pte", cache_dir=False, host_lowering=False) as cnn,
+        load(small()) as pre,
+    ):
         fed = pre.run({"image": x}, device_outputs=True)["scaled"]
         with pytest.raises(TosaError, match=r"host operator quantized_decomposed::quantize_per_tensor\.out #0"):
             cnn.run({"input_0": fed})

@@ -51,16 +51,21 @@ class QParams:
         return scale.reshape(shape), zp.reshape(shape if zp.size > 1 else ())
 
 
-def quantize(x, qparams: QParams) -> np.ndarray:
-    """Float data -> the integer tensor (round half to even, as torch.round and numpy.rint; saturating)."""
+def quantize(x, qparams: QParams, *, reciprocal: bool = False) -> np.ndarray:
+    """Float data -> the integer tensor (round half to even, as torch.round and numpy.rint; saturating). With
+    `reciprocal`, x * (1 / scale) with both in float32, as ExecuTorch's quantize kernels and PyTorch's
+    quantized_decomposed ops compute it (that product rounds some ties differently from x / scale)."""
     data = np.asarray(x, np.float32)
     scale, zp = qparams._broadcast(data)
     if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
         raise TosaError(f"quantization scale must be positive and finite, got {qparams.scale}")
     lo, hi = qparams.bounds()
-    # x / scale in float32, as the PyTorch kernels compute it (float64 would round some ties differently)
-    # (a NaN quantizes to the zero point: torch leaves it undefined)
-    q = np.nan_to_num(np.rint(data / scale.astype(np.float32)).astype(np.float64)) + zp
+    # in float32 (float64 would round some ties differently); a NaN quantizes to the zero point (torch leaves it
+    # undefined), an infinity to qmin / qmax
+    scale32 = scale.astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):  # a huge x overflows to inf: it saturates
+        scaled = data * (np.float32(1) / scale32) if reciprocal else data / scale32
+        q = np.nan_to_num(np.rint(scaled).astype(np.float64)) + zp
     return np.clip(q, lo, hi).astype(np.dtype(qparams.dtype))
 
 

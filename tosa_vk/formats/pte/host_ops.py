@@ -33,7 +33,7 @@ def _dtype(code: Any) -> np.dtype:
 
 
 def _q_tensor(x, scale, zp, qmin, qmax, dtype):
-    return quantize(x, QParams(float(scale), int(zp), _dtype(dtype).name, qmin=qmin, qmax=qmax))
+    return quantize(x, QParams(float(scale), int(zp), _dtype(dtype).name, qmin=qmin, qmax=qmax), reciprocal=True)
 
 
 def _dq_tensor(q, scale, zp, qmin, qmax, dtype, out_dtype=None):
@@ -41,7 +41,8 @@ def _dq_tensor(q, scale, zp, qmin, qmax, dtype, out_dtype=None):
 
 
 def _q_channel(x, scales, zps, axis, qmin, qmax, dtype):
-    return quantize(x, QParams(np.asarray(scales), np.asarray(zps), _dtype(dtype).name, axis, qmin, qmax))
+    qparams = QParams(np.asarray(scales), np.asarray(zps), _dtype(dtype).name, axis, qmin, qmax)
+    return quantize(x, qparams, reciprocal=True)
 
 
 def _dq_channel(q, scales, zps, axis, qmin, qmax, dtype, out_dtype=None):

@@ -380,6 +380,95 @@ def _constant(c: _Ctx, args, outs):
     return [c.b.const(data)]
 
 
+# quantize / dequantize, bit-exact to host_ops' kernels (ExecuTorch's quantize_val / dequantize: float32
+# x * (1 / scale), round half to even, + zp, clamp; (q - zp) * scale). Every step below is exact under the spec's
+# rules for it: MUL fp32 is correctly rounded, CAST fp32 -> INT32 rounds to nearest even, integer ops are exact.
+_FP32_EXACT = 2**24  # integers up to this are exact in float32
+_INV_MAX = 2.0**125  # x * inv for a subnormal x (which MUL may flush to 0) stays under 0.5: it rounds to 0 either way
+
+
+def _qparams(c: _Ctx, x: Value, axis: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The float32 scale(s) and int64 zero point(s) (arguments 1 and 2) of a quantize / dequantize of `x`, shaped to
+    broadcast against it (per channel: along `axis`, and constants of the program)."""
+
+    def data(i: int) -> np.ndarray:
+        v = c.plan.values[c.kernel.args[i]]
+        if isinstance(v, TensorValue):
+            if v.data is None:
+                raise _NotLowered("per-channel scales or zero points computed at run time")
+            return np.asarray(v.data)
+        return np.asarray(0 if v is None else v)  # (dequantize_per_channel's zero points are optional)
+
+    scale, zp = data(1).astype(np.float64), data(2)
+    if zp.dtype.kind not in "iu":
+        raise _NotLowered(f"{zp.dtype} zero points")
+    shape = [1] * len(x.shape)
+    if axis is not None:
+        shape[axis] = x.shape[axis]
+    if scale.size != int(np.prod(shape)) or zp.size not in (1, scale.size):
+        raise _NotLowered(f"{scale.size} scales / {zp.size} zero points for shape {list(x.shape)}")
+    scale32 = scale.astype(np.float32)
+    if not np.all(np.isfinite(scale)) or np.any(scale <= 0) or np.any(scale32 < np.finfo(np.float32).tiny):
+        raise _NotLowered("a scale that is not a positive normal float32 (the numpy kernel says why)")
+    return scale32.reshape(shape), zp.astype(np.int64).reshape(shape if zp.size > 1 else [1] * len(shape))
+
+
+def _quantize(per_channel: bool) -> Callable:
+    """MUL by the float32 reciprocal, NaN -> 0 (EQUAL + SELECT: CAST leaves NaN unpredictable, numpy gives the zero
+    point), clamp to [qmin - zp, qmax - zp] in float32 (integers, so clamping before rounding is clamping after,
+    and CAST cannot overflow), CAST to INT32 (round half to even), ADD zp, CAST to the out type (in range)."""
+
+    def lower(c: _Ctx, args, outs):
+        x, qmin, qmax = args[0], args[-3], args[-2]
+        axis = args[3] % len(x.shape) if per_channel else None
+        want = _out_type(outs[0])
+        if _np(x) != np.float32 or want not in (np.int8, np.int16, np.int32):
+            raise _NotLowered(f"a quantize from {_np(x)} to {want}")
+        info = np.iinfo(want)
+        if not info.min <= qmin <= qmax <= info.max:
+            raise _NotLowered(f"quant_min {qmin} / quant_max {qmax} outside {want} (or crossed)")
+        rank = len(x.shape)
+        scale, zp = _qparams(c, x, axis)
+        inv = np.float32(1) / scale
+        lo, hi = qmin - zp, qmax - zp
+        if inv.max() > _INV_MAX or max(np.abs(lo).max(), np.abs(hi).max(), abs(qmin), abs(qmax)) > _FP32_EXACT:
+            raise _NotLowered("a scale or range beyond what float32 holds exactly")
+        y = c.op("MUL", x, c.b.const(inv), 0)
+        zero = c.b.const(np.zeros([1] * rank, np.float32))
+        y = c.op("SELECT", c.op("EQUAL", y, y), y, zero)
+        if lo.size == 1:
+            y = c.op("CLAMP", y, min_val=np.float32(lo.item()), max_val=np.float32(hi.item()))
+        else:
+            y = c.op("MINIMUM", c.op("MAXIMUM", y, c.b.const(lo.astype(np.float32))), c.b.const(hi.astype(np.float32)))
+        q = c.op("CAST", y, out_dtype="int32")
+        if np.any(zp != 0):
+            q = c.op("ADD", q, c.b.const(zp.astype(np.int32)))
+        return [q if want == np.int32 else c.op("CAST", q, out_dtype=want.name)]
+
+    lower.raw = (1, 2)  # type: ignore[attr-defined]  # the scales and zero points: constants in the graph
+    return lower
+
+
+def _dequantize(per_channel: bool) -> Callable:
+    """CAST to INT32, SUB zp, CAST to FP32 (exact: |q - zp| <= 2**24), MUL by the float32 scale."""
+
+    def lower(c: _Ctx, args, outs):
+        q = args[0]
+        axis = args[3] % len(q.shape) if per_channel else None
+        if _np(q) not in (np.int8, np.int16) or _out_type(outs[0]) != np.float32:
+            raise _NotLowered(f"a dequantize from {_np(q)} to {_out_type(outs[0])}")
+        scale, zp = _qparams(c, q, axis)
+        if np.abs(zp).max() + np.iinfo(_np(q)).max + 1 > _FP32_EXACT:
+            raise _NotLowered("a zero point beyond what float32 holds exactly")
+        v = c.op("CAST", q, out_dtype="int32")
+        if np.any(zp != 0):
+            v = c.op("SUB", v, c.b.const(zp.astype(np.int32)))
+        return [c.op("MUL", c.op("CAST", v, out_dtype="float32"), c.b.const(scale), 0)]
+
+    lower.raw = (1, 2)  # type: ignore[attr-defined]
+    return lower
+
+
 LOWERINGS: dict[str, Callable] = {
     "aten::view_copy.out": _reshape,
     "aten::unsqueeze_copy.out": _reshape,
@@ -419,6 +508,10 @@ LOWERINGS: dict[str, Callable] = {
     "aten::ones.out": _constant,
     "aten::arange.out": _constant,
     "aten::arange.start_out": _constant,
+    QD + "quantize_per_tensor.out": _quantize(False),
+    QD + "quantize_per_channel.out": _quantize(True),
+    QD + "dequantize_per_tensor.out": _dequantize(False),
+    QD + "dequantize_per_channel.out": _dequantize(True),
 }
 for _name in ("aten::_to_dim_order_copy.out", "dim_order_ops::_to_dim_order_copy.out",
               "aten::_clone_dim_order.out", "dim_order_ops::_clone_dim_order.out"):  # fmt: skip
@@ -434,18 +527,7 @@ for _op, _how in (("eq", ("EQUAL",)), ("ne", ("EQUAL", False, True)), ("gt", ("G
 
 
 # why the host operators without a lowering stay on the host
-_QDQ = ("quantize / dequantize: a TOSA MUL + CAST chain is exact only to the spec's float compliance, which may move a "
-        "value across a rounding tie")  # fmt: skip
 HOST_ONLY = {
-    **{
-        QD + q: _QDQ
-        for q in (
-            "quantize_per_tensor.out",
-            "dequantize_per_tensor.out",
-            "quantize_per_channel.out",
-            "dequantize_per_channel.out",
-        )
-    },  # fmt: skip
     "aten::div.out": "TOSA has no float division (RECIPROCAL + MUL is not exact to IEEE division)",
     "aten::remainder.Scalar_out": "TOSA has no floor modulo",
     "aten::remainder.Tensor_out": "TOSA has no floor modulo",
@@ -473,7 +555,9 @@ def lower(kernel: Kernel, plan: Plan) -> Lowered | str:
             if out.dim_order != tuple(range(len(out.sizes))):
                 raise _NotLowered("a channels-last out tensor")
             _tosa_dtype(out.dtype)
-        results = fn(c, [c.arg(i) for i in kernel.args[: op.inputs]], outs)
+        raw = getattr(fn, "raw", ())  # arguments the lowering reads from the plan (not as graph tensors)
+        args = [plan.values[i] if at in raw else c.arg(i) for at, i in enumerate(kernel.args[: op.inputs])]
+        results = fn(c, args, outs)
         for out, result in zip(outs, results):
             if tuple(result.shape) != tuple(out.sizes) or _np(result) != _out_type(out):
                 raise _NotLowered(f"TOSA gives {list(result.shape)} {_np(result)}, the out tensor is "
