@@ -18,5 +18,5 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     .venv-torch/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test,torch]'
     echo "$want" > "$stamp"
 fi
-exec .venv-torch/bin/python -m pytest -p no:xdist -q tests/test_from_torch.py tests/test_pte.py tests/test_pte_host_ops.py \
+exec .venv-torch/bin/python -m pytest -p no:xdist -q tests/test_from_torch.py tests/test_pte.py tests/test_pte_host_ops.py tests/test_pte_host_lowering.py \
     tests/test_readme.py -k "torch or pytorch or pte" "$@"
