@@ -60,9 +60,8 @@ def cmd_placement(args) -> int:
     operator as an NNAdapter rule line, a partition file that puts them all on the host (tosa_vk/stages/host_rules.py) —
     with --host-ops / --partition, only the operators those rules put there (the others commented out)."""
     from ...ir import load_graph
-    from ...stages import passes
+    from ...stages import fuse_enabled, passes
     from ...stages.compiler import compile
-    from ...stages.fuse import enabled as fuse_enabled
     from ...stages.host_rules import collect, rule_line, writable
     from ...stages.partition import STRUCTURAL
     from ...vulkan.builtin import shipped_only
