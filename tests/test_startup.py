@@ -37,12 +37,13 @@ COMPILE_ONLY = (
 )
 
 
-def modules_after(code: str) -> list[str]:
+def modules_after(code: str, env: dict[str, str] | None = None) -> list[str]:
     done = subprocess.run(
         [sys.executable, "-c", f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"],
         capture_output=True,
         text=True,
         timeout=120,
+        env=env,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.splitlines()[-1])
@@ -127,3 +128,49 @@ def test_the_parser_still_knows_every_command_and_its_options():
         want = sorted(a.dest for a in choices[name]._actions)
         got = next(a for a in build_parser([name])._actions if a.dest == "command").choices[name]
         assert sorted(a.dest for a in got._actions) == want, name
+
+
+# what a program-cache hit's load + first run may not import, in Python and by `tosa-vk run --test-desc`: besides
+# the compile stages and the graph parser, the reference interpreter, the custom-op registry (none registered), the
+# fuse stage and the host rules (none given)
+NOT_FOR_A_HIT = (
+    *COMPILE_ONLY,
+    "flatbuffers",
+    "tosa_vk.reference.executor",
+    "tosa_vk.reference.registry",
+    "tosa_vk.custom",
+    "tosa_vk.stages.fuse",
+    "tosa_vk.stages.records",
+    "tosa_vk.stages.host_rules",
+)
+
+
+def test_a_program_cache_hit_imports_and_parses_only_what_it_runs(device, tmp_path):
+    import os
+
+    import numpy as np
+
+    b = tosa_vk.Builder()
+    x = b.input("x", (4,), "fp32")
+    b.output(b.op("ADD", x, b.const(np.ones(4, np.float32)), name="y"))
+    tosa_vk.save_graph(b.build(), tmp_path / "m.tosa")
+    np.save(tmp_path / "x.npy", np.arange(4, dtype=np.float32))
+    desc = {"tosa_file": "m.tosa", "ifm_name": ["x"], "ifm_file": ["x.npy"], "ofm_name": ["y"], "ofm_file": ["y.npy"]}
+    (tmp_path / "desc.json").write_text(json.dumps(desc))
+    env = {**os.environ, "TOSA_VK_CACHE": str(tmp_path / "cache")}
+    env.pop("TOSA_VK_CUSTOM_OPS", None)
+    in_python = (
+        f"import numpy as np, tosa_vk\nwith tosa_vk.load({str(tmp_path / 'm.tosa')!r}, backend='vulkan') as m:\n"
+        f"    assert m.cached == CACHED\n    y = m.run({{'x': np.arange(4, dtype=np.float32)}})['y']\n"
+        "    assert y.tolist() == [1, 2, 3, 4], y"
+    )
+    modules_after(in_python.replace("CACHED", "False"), env)  # stores the program
+    argv = ["run", "--backend", "vulkan", "--test-desc", str(tmp_path / "desc.json"), "-o", str(tmp_path / "out")]
+    for code in (
+        in_python.replace("CACHED", "True"),
+        f"from tosa_vk.tools.cli import main\nassert main({argv!r}) == 0",
+    ):
+        loaded = modules_after(code, env)
+        assert "tosa_vk.backends.vulkan" in loaded
+        assert not [m for m in loaded if m in NOT_FOR_A_HIT or m.startswith(tuple(f"{h}." for h in NOT_FOR_A_HIT))]
+    assert np.load(tmp_path / "out" / "y.npy").tolist() == [1, 2, 3, 4]

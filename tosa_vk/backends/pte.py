@@ -29,7 +29,7 @@ from ..ir import DType, Graph
 from ..ir.dtype import tosa_name
 from ..ir.flatbuffer import read_graph, write_graph
 from ..program import Placement
-from ..reference.executor import coerce_array
+from ..reference.feeds import coerce_array
 from .model import GraphModel, Model, TensorSpec, Timing, in_flight
 from .tensor import DeviceTensor
 

@@ -11,7 +11,8 @@ import numpy as np
 from ..ir.graph import Graph
 from ..ir.variables import new_value
 from ..program import Placement
-from ..reference.executor import Interpreter, coerce_input, coerce_scales
+from ..reference.executor import Interpreter
+from ..reference.feeds import coerce_input, coerce_scales
 from ..target import Target
 from ..timeout import checked_timeout
 from .model import GraphModel, Model, Timing, in_flight, stateful

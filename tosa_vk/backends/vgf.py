@@ -13,7 +13,7 @@ from vgf import VGF, VGFError, read_vgf
 from ..errors import TosaFormatError
 from ..formats.vgf_run import vgf_program
 from ..ir.dtype import tosa_name
-from ..reference.executor import coerce_array
+from ..reference.feeds import coerce_array
 from ..timeout import checked_timeout
 from ..vulkan import Device
 from ..vulkan.runtime import DEFAULT_TIMEOUT_S, Runtime

@@ -10,22 +10,23 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
+import sys
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .. import custom, device_class
+from .. import device_class
 from ..errors import TosaError
 from ..ir.dtype import DType
 from ..ir.graph import Graph, Tensor
 from ..ir.variables import new_value
 from ..program import Placement, Program
 from ..reference import host_kernels
-from ..reference.executor import coerce_input
-from ..stages import host_rules
-from ..stages.fuse import enabled as fuse_enabled
+from ..reference.feeds import coerce_input
+from ..stages import fuse_enabled
 from ..store.program_cache import Entry, ProgramCache
 from ..timeout import checked_timeout
 from ..vulkan import Device, shared
@@ -43,8 +44,35 @@ from .tensor import checked as checked_tensor
 
 def _text(path: str | Path) -> str:
     """A partition file's text, for the program-cache key (its rules checked: an error before the cache is asked)."""
+    from ..stages import host_rules
+
     host_rules.read_file(path)
     return Path(path).read_text()
+
+
+def _rules(host_ops: str | Collection[str]) -> list[str]:
+    """The host_ops option's rules, for the program-cache key, in order (the first rule that matches an operator
+    names its placement); malformed ones refused here. None given (the default): the rules module not imported."""
+    if isinstance(host_ops, (tuple, list)) and not host_ops:
+        return []
+    from ..stages import host_rules
+
+    return [r.text for r in host_rules.collect(host_ops)]
+
+
+def _registered_custom_ops(model: VulkanModel) -> bool:
+    """Whether the model's graph has a CUSTOM operator of a registered custom op. Registering one imports
+    tosa_vk.custom, and so do the plugins TOSA_VK_CUSTOM_OPS names (custom.load_plugins, on the first lookup): with
+    neither, none is registered, and neither the registry (~5 ms of classes) nor the graph is loaded to say so."""
+    if "tosa_vk.custom" not in sys.modules and not os.environ.get("TOSA_VK_CUSTOM_OPS"):
+        return False
+    from .. import custom
+
+    return custom.registered() and any(
+        op.op == "CUSTOM" and custom.lookup(op.attrs.get("domain_name") or "", op.attrs.get("operator_name") or "")
+        for region in model.graph.regions
+        for op in region.blocks[0].operators
+    )
 
 
 class VulkanModel(OnDevice, GraphModel):
@@ -207,11 +235,7 @@ class VulkanModel(OnDevice, GraphModel):
         """(the cache, this model's entry header, the entry if there is a valid one); None where the program
         cache does not apply: graphs with registered custom ops, whose shader files and numpy twins live outside
         the model."""
-        if custom.registered() and any(
-            op.op == "CUSTOM" and custom.lookup(op.attrs.get("domain_name") or "", op.attrs.get("operator_name") or "")
-            for region in self.graph.regions
-            for op in region.blocks[0].operators
-        ):
+        if _registered_custom_ops(self):
             return None
         target = self.target
         if self._graph is None:
@@ -229,8 +253,7 @@ class VulkanModel(OnDevice, GraphModel):
         resolved = {
             **options,
             "fuse": fuse_enabled(options["fuse"]),
-            # in order (the first rule that matches an operator names its placement); malformed ones refused here
-            "host_ops": [r.text for r in host_rules.collect(options["host_ops"])],
+            "host_ops": _rules(options["host_ops"]),
             # the file by name (in the placements' reasons) and content
             "partition": None if partition is None else [str(partition), _text(partition)],
         }

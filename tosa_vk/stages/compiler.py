@@ -25,7 +25,7 @@ from ..ir.validate import validate
 from ..program import Kernel, Program
 from ..target import Target, named
 from . import fuse as fuse_stage
-from . import host_rules, passes
+from . import fuse_enabled, host_rules, passes
 from .lower import Answers, lower, texels
 from .partition import partition as place
 from .plan import plan
@@ -69,10 +69,10 @@ def compile(
     rules = host_rules.collect(host_ops, partition)  # the file read (and every rule parsed) before the passes run
     alignment = alignment or target.alignment
     limit = target.max_storage_buffer_range
-    graph = passes.run(graph, layouts, batch=fuse_stage.enabled(fuse), file=file, limit=limit, alignment=alignment)
+    graph = passes.run(graph, layouts, batch=fuse_enabled(fuse), file=file, limit=limit, alignment=alignment)
     placed = place(graph, target, strict=strict, host_ops=rules)
     fusion, answers = Fusion(), Answers(target, kernels)
-    if fuse_stage.enabled(fuse):  # each fusion decided by the lowering's answer, kept for the lower stage to take
+    if fuse_enabled(fuse):  # each fusion decided by the lowering's answer, kept for the lower stage to take
         fusion = fuse_stage.fuse(graph, placed, alignment if views else None, answers.can_fuse, answers.can_group)
     lowered = lower(graph, target, placed, fusion, answers)
     return plan(lowered, target, alignment)

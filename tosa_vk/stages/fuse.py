@@ -67,7 +67,6 @@ EPILOGUE: tuple[str, ...] = ("RESCALE", "CLAMP", "ADD", "SUB", "MUL", "MAXIMUM",
 # anchors whose kernels store through a chain's layout tail (RESHAPEs and TRANSPOSEs at its end: the store's index
 # map instead of a copy kernel)
 STORE_MAPS = ("CONV2D", "MATMUL", "MATMUL_T")
-ENV = "TOSA_VK_FUSE"
 # one data input (the rest are parameters); the others two
 UNARY: tuple[str, ...] = ("RESCALE", "CLAMP", "TABLE", "SLICE", "CAST", "LOGICAL_NOT")
 
@@ -99,11 +98,6 @@ UNARY += tuple(NAMED)
 def data_inputs(op: Operator) -> list[str]:
     """The inputs an element-wise operator computes on (RESCALE's multiplier, a SLICE's start, ... are not)."""
     return op.inputs[: 1 if op.op in UNARY else 3 if op.op == "SELECT" else 2]
-
-
-def enabled(fuse: bool | None) -> bool:
-    """The fuse= option, defaulting to the environment (TOSA_VK_FUSE=0 turns fusion off)."""
-    return os.environ.get(ENV, "1") != "0" if fuse is None else fuse
 
 
 # (block, anchor, chain, prologue or None) -> why the anchor's kernel cannot do them (None: it can); lower.can_fuse

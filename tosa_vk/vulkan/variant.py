@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 
-from .. import custom
 from ..abi.shader_abi import PRELUDE
 from ..errors import ShaderError
 from ..paths import SHADER_ROOT
@@ -64,7 +63,11 @@ class Variant:
     @property
     def from_model(self) -> bool:
         """GLSL text that came with a model (a payload, a VGF module, a cached Program), not a registered op's."""
-        return bool(self.text) and not custom.user_source(self.text)
+        if not self.text:
+            return False
+        from .. import custom  # (only here: a program of built-in kernels needs no custom-op registry)
+
+        return not custom.user_source(self.text)
 
 
 _SHADER_NAME = re.compile(r"[A-Za-z0-9_]+(/[A-Za-z0-9_]+)*")

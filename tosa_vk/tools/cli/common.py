@@ -7,7 +7,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
@@ -19,6 +19,8 @@ from ...store.serial import load_npy as _load_npy
 
 if TYPE_CHECKING:
     from vgf import VGF
+
+    from ...ir.graph import Tensor
 
 EXIT_ERROR = 2  # the input, the options or the machine: the message says what to change
 
@@ -208,39 +210,67 @@ def print_values(args, value) -> None:
         print(f"  {summary(value)}")
 
 
-def desc_inputs(args, graph, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+class GraphIO(NamedTuple):
+    """What `run` / `profile` need of a graph model's signature for its files: its tensors by name (a desc.json's
+    inputs are decoded for their types) and its output tensors (a block-scaled one's scales are a file of their own)."""
+
+    tensors: Mapping[str, Tensor]
+    outputs: list[Tensor]
+
+
+def graph_io(model) -> GraphIO | None:
+    """A graph model's GraphIO (None for another model: a .pte, a .vgf of COMPUTE segments). From the model's
+    signature, so a program-cache hit does not parse the .tosa (Program.input_types / output_types); from the graph
+    where an array NAME_scale beside an array NAME may be a block-scaled tensor's scales (TOSA 1.1), which only
+    the graph tells from a tensor of that name."""
+    from ...backends.model import GraphModel
+    from ...ir.dtype import DType
+    from ...ir.graph import Tensor
+
+    if not isinstance(model, GraphModel):
+        return None
+    inputs, outputs = model.inputs, model.outputs
+    arrays = {**inputs, **outputs}
+    if any(f"{name}_scale" in arrays for name in arrays):
+        graph = model.graph
+        return GraphIO(graph.main.tensors, graph.outputs)
+    plain = lambda specs: [Tensor(n, spec.shape, DType.of(spec.dtype)) for n, spec in specs.items()]  # noqa: E731
+    return GraphIO({t.name: t for t in plain(inputs)}, plain(outputs))
+
+
+def desc_inputs(args, io: GraphIO | None, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """A desc.json's inputs as tosa_reference_model reads them (ir/arm_files.py): Arm's encodings decoded for the
     graph's input types (fp6 / fp4 packed, raw bytes, bits), a block-scaled input's scales from `<file>_scale.npy`."""
     from ...ir.arm_files import read_inputs
 
-    if not args.test_desc or graph is None:
+    if not args.test_desc or io is None:
         return feeds
     desc = json.loads(Path(args.test_desc).read_text())  # read and checked by _feeds_from_desc already
     folder = Path(args.test_desc).parent
     read = {folder / f: feeds[n] for n, f in zip(desc.get("ifm_name", []), desc.get("ifm_file", []))}
     load = lambda path: read[path] if path in read else _load_npy(path)  # noqa: E731
-    return read_inputs(folder, desc.get("ifm_name", []), desc.get("ifm_file", []), graph.main.tensors, load)
+    return read_inputs(folder, desc.get("ifm_name", []), desc.get("ifm_file", []), io.tensors, load)
 
 
-def output_files(model, graph, out_files: dict[str, str]) -> dict[str, str]:
+def output_files(model, io: GraphIO | None, out_files: dict[str, str]) -> dict[str, str]:
     """Output array -> its file: the desc.json's ofm_file, a block-scaled output's scales beside it as
     tosa_reference_model writes them (ir/arm_files.py), else <name>.npy."""
     from ...ir.arm_files import result_files
 
     names = dict(out_files)
-    if graph is not None:
-        outputs = {t.name: t for t in graph.outputs}
+    if io is not None:
+        outputs = {t.name: t for t in io.outputs}
         given = {n: f for n, f in out_files.items() if n in outputs}
         names.update({n: f for n, (f, _) in result_files(outputs, given).items()})
     return {name: names.get(name) or f"{safe_name(name)}.npy" for name in model.outputs}
 
 
-def expected_scales(graph, folder: Path, files: dict[str, str], expected: dict[str, np.ndarray]) -> None:
+def expected_scales(io: GraphIO, folder: Path, files: dict[str, str], expected: dict[str, np.ndarray]) -> None:
     """--compare: a block-scaled output's expected scales, from the file beside its expected result (as
     tosa_reference_model writes them, ir/arm_files.py)."""
     from ...ir.arm_files import scale_file
 
-    for t in graph.outputs:
+    for t in io.outputs:
         if t.scale_dtype is not None and t.name in files and t.scale_name not in files:
             files[t.scale_name] = scale_file(files[t.name])
             if (folder / files[t.scale_name]).is_file():

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import TosaError
-from .common import Writes, backend_or_default, desc_inputs, model_and_feeds, node_data_files, synthetic
+from .common import Writes, backend_or_default, desc_inputs, graph_io, model_and_feeds, node_data_files, synthetic
 from .options import (
     explorer_hint,
     host_arguments,
@@ -39,7 +39,7 @@ def cmd_compare(args) -> int:
             raise TosaError("compare needs a TOSA graph: this .vgf has COMPUTE segments only", file=str(model_path))
         expected: Any = model_path  # a .pte: the program again, on the reference backend
         if isinstance(vulkan, GraphModel):
-            feeds = desc_inputs(args, vulkan.graph, feeds)
+            feeds = desc_inputs(args, graph_io(vulkan), feeds)
             expected = vulkan.graph
         with load(expected, backend="reference", **timeout_options(args)) as reference:
             rows = compare(vulkan, reference, feeds, tolerance=args.tolerance, cast=args.cast)
@@ -60,9 +60,8 @@ def cmd_placement(args) -> int:
     operator as an NNAdapter rule line, a partition file that puts them all on the host (tosa_vk/stages/host_rules.py) —
     with --host-ops / --partition, only the operators those rules put there (the others commented out)."""
     from ...ir import load_graph
-    from ...stages import passes
+    from ...stages import fuse_enabled, passes
     from ...stages.compiler import compile
-    from ...stages.fuse import enabled as fuse_enabled
     from ...stages.host_rules import collect, rule_line, writable
     from ...stages.partition import STRUCTURAL
     from ...vulkan.builtin import shipped_only
@@ -109,7 +108,6 @@ def cmd_placement(args) -> int:
 
 
 def cmd_profile(args) -> int:
-    from ...backends.model import GraphModel
     from ...session import load
     from .. import profile
 
@@ -125,7 +123,7 @@ def cmd_profile(args) -> int:
         writes.plan(Path(args.trace), "the trace")
     with load(model_path, backend=backend, **options, **timeout_options(args)) as model:
         files = node_data_files(model, args, writes)
-        feeds = desc_inputs(args, model.graph if isinstance(model, GraphModel) else None, feeds)
+        feeds = desc_inputs(args, graph_io(model), feeds)
         feeds = synthetic(args, model, feeds)
         runs = profile.measure(model, feeds, args.runs, warmup=args.warmup)
         info = getattr(getattr(model, "device", None), "info", None)

@@ -20,6 +20,7 @@ from .common import (
     dequantized_npy,
     desc_inputs,
     expected_scales,
+    graph_io,
     is_pte_model,
     model_and_feeds,
     output_files,
@@ -78,14 +79,14 @@ def cmd_run(args) -> int:
     feeds = synthetic(args, model, feeds)
     writes = Writes(args.overwrite)
     targets = {}  # output name -> its file, planned before the run: a refusal comes before any work
-    graph = model.graph if isinstance(model, GraphModel) else None
+    io = graph_io(model)  # (a program-cache hit: from the Program, the .tosa not parsed)
     if out_dir:
-        for name, file in output_files(model, graph, out_files).items():
+        for name, file in output_files(model, io, out_files).items():
             targets[name] = writes.plan(confined(out_dir, file), name)
             output_folder(targets[name].parent)
-    feeds = desc_inputs(args, graph, feeds)
-    if args.compare and graph is not None and expected_dir is not None:
-        expected_scales(graph, expected_dir, expected_files, expected)
+    feeds = desc_inputs(args, io, feeds)
+    if args.compare and io is not None and expected_dir is not None:
+        expected_scales(io, expected_dir, expected_files, expected)
     if is_pte_model(model):  # an ExecuTorch program: delegates and host operators
         return _run_pte(model, feeds, args, start, targets, writes, expected, expected_files)
     if not isinstance(model, GraphModel):  # a VGF of compute segments only: run as it is
@@ -98,10 +99,8 @@ def cmd_run(args) -> int:
     else:
         outputs = model.run(feeds, cast=args.cast)
     seconds = time.perf_counter() - start
-    graph = model.graph
-    checked = load(graph, backend="reference", **quantized).run(feeds, cast=args.cast) if args.check else {}
-    dtypes = {t.name: t.dtype for t in graph.outputs}
-    dtypes.update({t.scale_name: t.scale_dtype for t in graph.outputs if t.scale_dtype is not None})
+    checked = load(model.graph, backend="reference", **quantized).run(feeds, cast=args.cast) if args.check else {}
+    dtypes = {name: DType.of(spec.dtype) for name, spec in model.outputs.items()}  # a block-scaled one's scales too
     for name, qparams in model.output_qparams.items():  # dequantized: written and judged as float32
         if name in expected:
             expected[name] = dequantized_npy(expected[name], dtypes[name], qparams)
