@@ -22,6 +22,9 @@ NOT_USER_ERRORS = {
     # SIGTERM unwinding the MLIR serializer's private folder (ir/mlir.py); the process then ends by SIGTERM itself,
     # so no caller ever sees it
     "tosa_vk.ir.mlir._Terminated",
+    # why a .pte host operator is not lowered to TOSA (formats/pte/lower.py): caught there, it becomes the
+    # operator's placement reason, and the operator runs on the host
+    "tosa_vk.formats.pte.lower._NotLowered",
 }
 
 

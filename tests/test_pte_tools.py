@@ -198,7 +198,8 @@ def _node_data(path: Path, graph) -> dict:
 
 
 @pytest.mark.vulkan
-def test_cli_compare_of_a_pte_with_node_data(tmp_path, capsys):
+def test_cli_compare_of_a_pte_with_node_data(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # the table fits the terminal: wide enough for its producer column
     out = tmp_path / "x"
     _extract(TWO, out, capsys, "--backend", "reference")
     path = tmp_path / "err.json"
@@ -217,7 +218,8 @@ def test_cli_compare_of_a_pte_with_node_data(tmp_path, capsys):
         assert f"model-explorer DIR/delegate_{i}.tosa" in text
 
 
-def test_profile_of_a_pte_lists_host_operators_and_writes_node_data(tmp_path, capsys):
+def test_profile_of_a_pte_lists_host_operators_and_writes_node_data(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # the listing fits the terminal: wide enough for whole operator names
     out = tmp_path / "x"
     _extract(TWO, out, capsys, "--backend", "reference")
     path = tmp_path / "ms.json"

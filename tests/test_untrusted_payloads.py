@@ -73,7 +73,7 @@ def test_payload_shader_size_is_bounded():
 
 
 def test_spirv_payloads_need_the_validator(monkeypatch):
-    monkeypatch.setattr(shader_tools.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shader_tools, "find_tool", lambda name: None)  # neither on PATH nor beside this Python
     with pytest.raises(shader_tools.ShaderError, match="spirv-val is not installed"):
         shader_tools.check_spirv(b"\x03\x02\x23\x07" + bytes(16), "CUSTOM #0 'y'")
 

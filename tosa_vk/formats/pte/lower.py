@@ -39,7 +39,7 @@ class Lowered(NamedTuple):
 
 
 class _NotLowered(Exception):
-    """Why a call stays on the host (its message)."""
+    """Why a call stays on the host (its message; caught in this module, never reaching a user)."""
 
 
 class _Ctx:
@@ -546,6 +546,8 @@ def lower(kernel: Kernel, plan: Plan) -> Lowered | str:
     if op.in_place:
         return "an in-place operator (it writes its input)"
     outs_at = host_ops.out_indices(kernel)
+    if not all(isinstance(plan.values[i], TensorValue) for i in outs_at):  # (info lowers before host_ops.check)
+        return "an out argument that is not a tensor"
     if set(outs_at) & set(kernel.args[: op.inputs]):
         return "an out tensor that is also an input"
     c = _Ctx(plan, kernel)
