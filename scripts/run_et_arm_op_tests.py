@@ -71,13 +71,13 @@ def recorder(flow: str, cases: list):
     return Pipeline
 
 
-def collect(modules: list[str] | None, per_function: int, every: int = 1, one_per_flow: bool = False):
+def collect(modules: list[str] | None, per_function: int, every: int = 1, one_per_flow: bool = False, offset: int = 0):
     """(test module, function, data id, case) per recorded case, and the modules that did not import."""
     import executorch.backends.arm.test.ops as ops
 
     sys.path.insert(0, str(Path(list(ops.__path__)[0]).parent))  # some modules `import conftest` (Arm's test dir's)
 
-    found = sorted(p.stem for p in Path(list(ops.__path__)[0]).glob("test_*.py"))[::every]
+    found = sorted(p.stem for p in Path(list(ops.__path__)[0]).glob("test_*.py"))[offset::every]
     broken = {}
     for stem in found:
         if modules and stem.removeprefix("test_") not in modules:
@@ -235,6 +235,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--per-function", type=int, default=1, help="test data per test function (0: all)")
     parser.add_argument("--modules", default="", help="comma-separated operator names (add,conv2d); all if empty")
     parser.add_argument("--every", type=int, default=1, help="every N-th test module (a sample; 1: all)")
+    parser.add_argument("--offset", type=int, default=0, help="with --every: start at the N-th module")
     parser.add_argument("--one-per-flow", action="store_true", help="one FP and one INT test function per module")
     parser.add_argument("--backends", default="reference,vulkan")
     parser.add_argument("--timeout-s", type=int, default=120, help="per export and per run")
@@ -280,6 +281,7 @@ def main(argv: list[str]) -> None:
         "sample": {
             "per_function": args.per_function,
             "every": args.every,
+            "offset": args.offset,
             "one_per_flow": args.one_per_flow,
             "modules": args.modules,
             "budget_s": args.budget_s,
