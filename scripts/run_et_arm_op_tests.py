@@ -247,7 +247,7 @@ def main(argv: list[str]) -> None:
     start = time.monotonic()
     rows = []
     for stem, fname, ident, case in collect(
-        [m for m in args.modules.split(",") if m] or None, args.per_function, args.every, args.one_per_flow
+        [m for m in args.modules.split(",") if m] or None, args.per_function, args.every, args.one_per_flow, args.offset
     ):
         if args.budget_s and time.monotonic() - start > args.budget_s:
             break
