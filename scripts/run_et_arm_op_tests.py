@@ -1,0 +1,300 @@
+"""ExecuTorch's own Arm operator tests (executorch/backends/arm/test/ops, shipped in the executorch wheel) run with
+tosa_vk (issue 50): each test module's `test_*_tosa_FP` and `test_*_tosa_INT` functions are called with their test
+data, with ExecuTorch's TosaPipelineFP / TosaPipelineINT swapped for a recorder that keeps the module, the inputs
+and the tolerances the test gives (atol / rtol, qtol: the output steps Arm's own pipeline lets its reference model be
+off PyTorch's simulated quantization). Each case is then exported through tosa_vk's export path
+(tosa_vk/tools/torch_export.py: TOSA-1.0+FP, or TOSA-1.0+INT with the Arm quantizer calibrated on the inputs), loaded
+and run on each backend, and compared with PyTorch eager (for INT: the quantized module). Prints, and writes with
+--out, a JSON summary: the counts per cause (exported / refused at export / load and run errors by message /
+mismatches / matches) per flow and backend, and each case's result.
+
+Run in an environment with the `torch` extra (scripts/test_torch.sh makes .venv-torch):
+
+    .venv-torch/bin/python scripts/run_et_arm_op_tests.py [--per-function N] [--modules add,conv2d] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import importlib
+import inspect
+import json
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tosa_vk.session import load_pte  # noqa: E402
+from tosa_vk.tools.torch_export import export_pte  # noqa: E402
+
+PACKAGE = "executorch.backends.arm.test.ops"
+FLOWS = {"TosaPipelineFP": "FP", "TosaPipelineINT": "INT"}
+TEST_NAME = re.compile(r"^test_\w*_tosa_(FP|INT)$")
+
+
+class Recorded(Exception):
+    """Raised by the recorder's run(): the case is recorded, ExecuTorch's pipeline never runs."""
+
+
+def recorder(flow: str, cases: list):
+    class Pipeline:
+        def __class_getitem__(cls, _item):  # TosaPipelineFP[input_t](...)
+            return cls
+
+        def __init__(self, module, test_data, *_args, **kwargs):
+            self.case = {"flow": flow, "module": module, "inputs": test_data, "kwargs": kwargs, "changed": False}
+
+        def run(self):
+            cases.append(self.case)
+            raise Recorded
+
+        def __getattr__(self, name):  # quantizer.set_io, add_stage_after, change_args, pop_stage ...: the test
+            self.case["changed"] = True  # customises the pipeline in a way this run does not follow: noted
+
+            class Anything:
+                def __call__(self, *a, **k):
+                    return self
+
+                def __getattr__(self, _name):
+                    return self
+
+            return Anything()
+
+    return Pipeline
+
+
+def collect(modules: list[str] | None, per_function: int, every: int = 1, one_per_flow: bool = False, offset: int = 0):
+    """(test module, function, data id, case) per recorded case, and the modules that did not import."""
+    import executorch.backends.arm.test.ops as ops
+
+    sys.path.insert(0, str(Path(list(ops.__path__)[0]).parent))  # some modules `import conftest` (Arm's test dir's)
+
+    found = sorted(p.stem for p in Path(list(ops.__path__)[0]).glob("test_*.py"))[offset::every]
+    broken = {}
+    for stem in found:
+        if modules and stem.removeprefix("test_") not in modules:
+            continue
+        try:
+            mod = importlib.import_module(f"{PACKAGE}.{stem}")
+        except Exception as err:  # noqa: BLE001 (a module this environment cannot import: counted)
+            broken[stem] = f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
+            continue
+        cases: list = []
+        for cls, flow in FLOWS.items():
+            if hasattr(mod, cls):
+                setattr(mod, cls, recorder(flow, cases))
+        seen: set[str] = set()
+        for fname, func in sorted(vars(mod).items()):
+            match = TEST_NAME.match(fname)
+            if not match or not callable(func) or (one_per_flow and match.group(1) in seen):
+                continue
+            seen.add(match.group(1))
+            marks = [m for m in getattr(func, "pytestmark", []) if m.name == "parametrize"]
+            params = inspect.signature(func).parameters
+            if not marks:
+                runs = [("", {})] if not params else []
+            else:
+                names = [n.strip() for n in marks[0].args[0].split(",")] if isinstance(marks[0].args[0], str) else []
+                runs = []
+                for value in marks[0].args[1][:per_function] if per_function else marks[0].args[1]:
+                    values = getattr(value, "values", (value,))
+                    ident = getattr(value, "id", None) or str(len(runs))
+                    runs.append((ident, dict(zip(names, values))))
+            for ident, kwargs in runs:
+                if set(params) - set(kwargs):
+                    yield stem, fname, ident, {"error": "needs pytest fixtures"}
+                    continue
+                before = len(cases)
+                try:
+                    func(**kwargs)
+                except Recorded:
+                    pass
+                except Exception as err:  # noqa: BLE001 (the test itself failed before its pipeline ran)
+                    yield stem, fname, ident, {"error": f"test body: {type(err).__name__}"}
+                    continue
+                for case in cases[before:]:
+                    yield stem, fname, ident, case
+    for stem, why in broken.items():
+        yield stem, "", "", {"error": f"module import: {why}"}
+
+
+class Timeout(Exception):
+    pass
+
+
+def _alarm(_signum, _frame):
+    raise Timeout
+
+
+def _flat(x: Any) -> list:
+    if isinstance(x, (tuple, list)):
+        return [a for o in x for a in _flat(o)]
+    return [x]
+
+
+def _reason(err: BaseException) -> str:
+    """An error's kind and first line with its numbers and names of values blanked, so like causes count as one."""
+    text = str(err).splitlines()[0] if str(err) else ""
+    text = re.sub(r"\d+", "N", text)
+    return f"{type(err).__name__}: {text[:160]}"
+
+
+def run_case(case: dict, backends: list[str], timeout_s: int) -> dict[str, str]:
+    """backend -> 'match' / 'match (bit-exact)' / 'mismatch: ...' / 'load: ...' / 'run: ...'; or 'export' -> why."""
+    import torch
+
+    inputs = case["inputs"]
+    inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    tensors = [x for x in _flat(inputs) if torch.is_tensor(x)]
+    if any(t.dtype in (torch.float16, torch.bfloat16) for t in tensors):
+        return {"skip": "fp16 / bf16 test data (TOSA-1.0+FP without the extensions)"}
+    kw = case["kwargs"]
+    signal.alarm(timeout_s)
+    try:
+        quantize = [inputs] if case["flow"] == "INT" else None
+        exported = export_pte(case["module"], inputs, quantize=quantize)
+        with torch.no_grad():
+            result = _flat(exported.eager(*(x.clone() if torch.is_tensor(x) else x for x in inputs)))
+        want = [w.detach().contiguous().numpy() if torch.is_tensor(w) else np.asarray(w) for w in result]
+    except Timeout:
+        return {"export": f"export took over {timeout_s} s"}
+    except Exception as err:  # noqa: BLE001
+        cause = err.__cause__ or err
+        return {"export": _reason(cause)}
+    finally:
+        signal.alarm(0)
+    feeds: dict[str, Any] = {}
+    for i, x in enumerate(_flat(inputs)):  # the program's inputs: the arguments' pytree leaves
+        feeds[f"input_{i}"] = x.detach().contiguous().numpy() if torch.is_tensor(x) else x
+    out: dict[str, str] = {}
+    for backend in backends:
+        signal.alarm(timeout_s)
+        try:
+            try:
+                model = load_pte(exported.pte, backend, {}, file="case.pte")
+            except Exception as err:  # noqa: BLE001
+                out[backend] = "load: " + _reason(err)
+                continue
+            with model:
+                try:
+                    got = list(model.run({k: v for k, v in feeds.items() if k in model.inputs}).values())
+                    steps = model.output_steps
+                except Exception as err:  # noqa: BLE001
+                    out[backend] = "run: " + _reason(err)
+                    continue
+            out[backend] = compare(got, want, list(steps.values()) if steps else [], case["flow"], kw)
+        except Timeout:
+            out[backend] = f"run: took over {timeout_s} s"
+        finally:
+            signal.alarm(0)
+    return out
+
+
+def compare(got: list, want: list, steps: list[float], flow: str, kw: dict) -> str:
+    if len(got) != len(want):
+        return f"mismatch: {len(got)} outputs, PyTorch gives {len(want)}"
+    exact = True
+    qtol = max(1, int(kw.get("qtol", 1 if flow == "INT" else 0)))
+    for i, (g, w) in enumerate(zip(got, want)):
+        g, w = np.asarray(g), np.asarray(w)
+        if g.shape != w.shape:
+            return f"mismatch: output shape {g.shape}, PyTorch's {w.shape}"
+        if w.dtype.kind in "iub":
+            if not np.array_equal(g.astype(w.dtype), w):
+                return "mismatch: integer / bool output differs"
+            continue
+        gf, wf = g.astype(np.float64), w.astype(np.float64)
+        same_nan = np.isnan(gf) == np.isnan(wf)
+        if not same_nan.all():
+            return "mismatch: NaN where PyTorch has none (or the other way)"
+        gf, wf = np.nan_to_num(gf, nan=0.0), np.nan_to_num(wf, nan=0.0)
+        with np.errstate(invalid="ignore"):
+            diff = np.where(gf == wf, 0.0, np.abs(gf - wf))
+        step = steps[i] if i < len(steps) else 0.0
+        exact = exact and not diff.any()
+        if flow == "INT" and step:
+            if diff.max(initial=0) > qtol * step * 1.0001:
+                return f"mismatch: over {qtol} output step(s)"
+        else:
+            atol, rtol = float(kw.get("atol", 1e-3)), float(kw.get("rtol", 1e-3))
+            if not np.all(diff <= atol + rtol * np.abs(wf)):
+                return "mismatch: outside the test's atol / rtol"
+    return "match (bit-exact)" if exact else "match"
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--per-function", type=int, default=1, help="test data per test function (0: all)")
+    parser.add_argument("--modules", default="", help="comma-separated operator names (add,conv2d); all if empty")
+    parser.add_argument("--every", type=int, default=1, help="every N-th test module (a sample; 1: all)")
+    parser.add_argument("--offset", type=int, default=0, help="with --every: start at the N-th module")
+    parser.add_argument("--one-per-flow", action="store_true", help="one FP and one INT test function per module")
+    parser.add_argument("--backends", default="reference,vulkan")
+    parser.add_argument("--timeout-s", type=int, default=120, help="per export and per run")
+    parser.add_argument("--budget-s", type=float, default=0, help="stop collecting after this long (0: no limit)")
+    parser.add_argument("--out", type=Path, help="write the JSON summary here")
+    args = parser.parse_args(argv)
+    backends = args.backends.split(",")
+    signal.signal(signal.SIGALRM, _alarm)
+    start = time.monotonic()
+    rows = []
+    for stem, fname, ident, case in collect(
+        [m for m in args.modules.split(",") if m] or None, args.per_function, args.every, args.one_per_flow, args.offset
+    ):
+        if args.budget_s and time.monotonic() - start > args.budget_s:
+            break
+        row = {"module": stem, "test": fname, "data": ident}
+        if "error" in case:
+            row["result"] = {"collect": case["error"]}
+        else:
+            row["flow"] = case["flow"]
+            if case["changed"]:
+                row["customised"] = True
+            row["result"] = run_case(case, backends, args.timeout_s)
+        rows.append(row)
+        print(json.dumps(row), file=sys.stderr, flush=True)
+    counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for row in rows:
+        result = row["result"]
+        flow = row.get("flow", "-")
+        if "collect" in result:
+            counts["not collected"][result["collect"]] += 1
+        elif "skip" in result:
+            counts[f"{flow} skipped"][result["skip"]] += 1
+        elif "export" in result:
+            counts[f"{flow} refused at export"][result["export"]] += 1
+        else:
+            counts[f"{flow} exported"]["cases"] += 1
+            for backend in backends:
+                counts[f"{flow} on {backend}"][result[backend]] += 1
+    summary = {
+        "executorch_ops_modules": len({r["module"] for r in rows}),
+        "cases": len(rows),
+        "sample": {
+            "per_function": args.per_function,
+            "every": args.every,
+            "offset": args.offset,
+            "one_per_flow": args.one_per_flow,
+            "modules": args.modules,
+            "budget_s": args.budget_s,
+        },
+        "seconds": round(time.monotonic() - start),
+        "counts": {k: dict(v.most_common()) for k, v in sorted(counts.items())},
+        "cases_detail": rows,
+    }
+    text = json.dumps(summary, indent=1)
+    if args.out:
+        args.out.write_text(text + "\n")
+    print(json.dumps({k: v for k, v in summary.items() if k != "cases_detail"}, indent=1))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
