@@ -431,10 +431,12 @@ class PteModel(Model):
     @property
     def output_steps(self) -> dict[str, float]:
         """Each output's quantization step: the scale of the dequantize that writes it (an int8 program's float
-        output is exact to within one), 0.0 for an output no dequantize writes."""
+        output is exact to within one), 0.0 for an output no dequantize writes. A dequantize lowered to TOSA counts:
+        its host operator is the writer."""
         steps = {}
+        kernels = [k for k in map(self._host_kernel, self.plan.instructions) if k is not None]
         for name, index in zip(self._output_names, self.plan.outputs):
-            writers = [k for k in self.plan.instructions if isinstance(k, Kernel) and index in k.args]
+            writers = [k for k in kernels if index in k.args]
             last = writers[-1] if writers else None
             scale = self.plan.values[last.args[1]] if last and "dequantize_per_tensor" in last.op else None
             steps[name] = float(scale) if isinstance(scale, (int, float)) else 0.0
