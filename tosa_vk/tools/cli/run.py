@@ -91,13 +91,7 @@ def cmd_run(args) -> int:
         return _run_pte(model, feeds, args, start, targets, writes, expected, expected_files)
     if not isinstance(model, GraphModel):  # a VGF of compute segments only: run as it is
         return _run_vgf(model_path, model, feeds, args, start, out_dir, writes, targets)
-    if args.dump_intermediates:  # every tensor kept and returned (tosa_vk/stages/capture.py)
-        dump = _plan_dump(model, Path(args.dump_intermediates), writes)
-        outputs = model.run(feeds, cast=args.cast, capture="all")
-        _dump(outputs, model, Path(args.dump_intermediates), dump, writes)
-        outputs = {name: outputs[name] for name in model.outputs}
-    else:
-        outputs = model.run(feeds, cast=args.cast)
+    outputs = _outputs(model, feeds, args, writes)
     seconds = time.perf_counter() - start
     checked = load(model.graph, backend="reference", **quantized).run(feeds, cast=args.cast) if args.check else {}
     dtypes = {name: DType.of(spec.dtype) for name, spec in model.outputs.items()}  # a block-scaled one's scales too
@@ -174,6 +168,17 @@ def _dump(tensors: dict[str, np.ndarray], model, folder: Path, files: dict[str, 
     print(f"{len(index)} tensors written to {folder} (index.json lists them in execution order)")
 
 
+def _outputs(model, feeds: dict, args, writes: Writes) -> dict:
+    """One run's outputs; with --dump-intermediates every tensor is kept, returned and written (a graph's:
+    tosa_vk/stages/capture.py; a .pte's: its host values and every delegate's tensors, PteModel.capturable)."""
+    if not args.dump_intermediates:
+        return model.run(feeds, cast=args.cast)
+    dump = _plan_dump(model, Path(args.dump_intermediates), writes)
+    outputs = model.run(feeds, cast=args.cast, capture="all")
+    _dump(outputs, model, Path(args.dump_intermediates), dump, writes)
+    return {name: outputs[name] for name in model.outputs}
+
+
 def _run_pte(model, feeds: dict, args, start: float, targets: dict, writes: Writes, expected: dict,
              expected_files: dict) -> int:  # fmt: skip
     """`tosa-vk run model.pte`: the method's outputs (floats where the module returns floats), --compare against
@@ -182,13 +187,7 @@ def _run_pte(model, feeds: dict, args, start: float, targets: dict, writes: Writ
     from ...session import load
 
     with model:
-        if args.dump_intermediates:  # the host values and every delegate's tensors (PteModel.capturable)
-            dump = _plan_dump(model, Path(args.dump_intermediates), writes)
-            outputs = model.run(feeds, cast=args.cast, capture="all")
-            _dump(outputs, model, Path(args.dump_intermediates), dump, writes)
-            outputs = {name: outputs[name] for name in model.outputs}
-        else:
-            outputs = model.run(feeds, cast=args.cast)
+        outputs = _outputs(model, feeds, args, writes)
         seconds = time.perf_counter() - start
         placement = model.placement
         checked = {}
