@@ -11,6 +11,9 @@ mismatches / matches) per flow and backend, and each case's result.
 Run in an environment with the `torch` extra (scripts/test_torch.sh makes .venv-torch):
 
     .venv-torch/bin/python scripts/run_et_arm_op_tests.py [--per-function N] [--modules add,conv2d] [--out FILE]
+
+The committed summaries, benchmarks/et_arm_op_tests/{even,odd}.json, are `--every 2 --offset 0|1 --one-per-flow
+--per-function 1` (the first FP and INT case of each module).
 """
 
 from __future__ import annotations
