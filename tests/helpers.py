@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import re
 import subprocess
 from collections.abc import Callable, Sequence
@@ -309,3 +310,10 @@ def error_in_subprocess(imports: str, statement: str) -> str:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 3, (done.returncode, done.stderr[-2000:])
     return done.stdout
+
+
+def desc_arrays(folder: Path) -> tuple[dict[str, np.ndarray], list[np.ndarray]]:
+    """A conformance-layout folder's desc.json read: its inputs by name, and its expected results in order."""
+    desc = json.loads((folder / "desc.json").read_text())
+    feeds = {n: np.load(folder / f) for n, f in zip(desc["ifm_name"], desc["ifm_file"])}
+    return feeds, [np.load(folder / f) for f in desc.get("expected_result_file", [])]

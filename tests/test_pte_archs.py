@@ -7,11 +7,11 @@ tests/test_pte.py), int8 within one output quantization step of the quantized mo
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import desc_arrays
 
 import tosa_vk
 
@@ -32,9 +32,7 @@ def test_pte_arch_fixtures_are_there():
 def test_pte_arch_matches_pytorch(name, backend, request):
     if name in XFAIL:
         request.applymarker(pytest.mark.xfail(reason=XFAIL[name], strict=True))
-    desc = json.loads((DATA / name / "desc.json").read_text())
-    feeds = {n: np.load(DATA / name / f) for n, f in zip(desc["ifm_name"], desc["ifm_file"])}
-    expected = [np.load(DATA / name / f) for f in desc["expected_result_file"]]
+    feeds, expected = desc_arrays(DATA / name)
     options = {"device": request.getfixturevalue("device")} if backend == "vulkan" else {}
     with tosa_vk.load(DATA / name / "model.pte", backend=backend, **options) as model:
         results = model.run(feeds)

@@ -5,11 +5,11 @@ load(..., host_lowering=False) and PyTorch's outputs) and operator by operator; 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import desc_arrays
 
 import tosa_vk
 from tosa_vk.formats.pte import Kernel
@@ -52,9 +52,7 @@ def _host_ops(model) -> list[str]:
 @pytest.mark.parametrize("name", FIXTURES)
 def test_lowered_program_matches_numpy_and_eager(name, backend, request):
     folder = DATA / name
-    desc = json.loads((folder / "desc.json").read_text())
-    feeds = {n: np.load(folder / f) for n, f in zip(desc["ifm_name"], desc["ifm_file"])}
-    expected = [np.load(folder / f) for f in desc["expected_result_file"]]
+    feeds, expected = desc_arrays(folder)
     options = {"device": request.getfixturevalue("device")} if backend == "vulkan" else {}
     with (
         tosa_vk.load(folder / "model.pte", backend=backend, **options) as lowered,
@@ -159,6 +157,27 @@ def _plan(name: str, args: list, outs: list[tuple[tuple[int, ...], str]]) -> tup
     return Plan("forward", values, tuple(inputs), written, [kernel]), feeds
 
 
+def _lowered_and_host(planned: tuple[Plan, dict], backend: str, request) -> tuple[dict, dict]:
+    """The one host operator of `planned` run lowered to TOSA on `backend` (placement saying so) and in numpy on
+    the host (placement saying so): both runs' outputs."""
+    from tosa_vk.backends.pte import PteModel
+    from tosa_vk.backends.reference import ReferenceModel
+
+    plan, feeds = planned
+    cls: type = ReferenceModel
+    options: dict = {}
+    if backend == "vulkan":
+        from tosa_vk.backends.vulkan import VulkanModel
+
+        cls, options = VulkanModel, {"device": request.getfixturevalue("device")}
+    with PteModel(plan, cls, backend=backend, file="t.pte", options=options) as lowered:
+        assert "lowered to TOSA" in lowered.placement[0].reason, lowered.placement[0]
+        got = lowered.run(feeds)
+    with PteModel(plan, ReferenceModel, backend="reference", file="t.pte", host_lowering=False) as host:
+        assert host.placement[0].where == "host" and "lowered" not in host.placement[0].reason
+        return got, host.run(feeds)
+
+
 def _cases():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((2, 3, 4)).astype(np.float32)
@@ -221,23 +240,8 @@ CASES = list(_cases())
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", range(len(CASES)), ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_lowered_operator_matches_numpy(case, backend, request):
-    from tosa_vk.backends.pte import PteModel
-    from tosa_vk.backends.reference import ReferenceModel
-
     name, args, outs = CASES[case]
-    plan, feeds = _plan(name, args, outs)
-    if backend == "vulkan":
-        from tosa_vk.backends.vulkan import VulkanModel
-
-        cls, options = VulkanModel, {"device": request.getfixturevalue("device")}
-    else:
-        cls, options = ReferenceModel, {}
-    with PteModel(plan, cls, backend=backend, file="t.pte", options=options) as lowered:
-        assert "lowered to TOSA" in lowered.placement[0].reason, lowered.placement[0]
-        got = lowered.run(feeds)
-    with PteModel(plan, ReferenceModel, backend="reference", file="t.pte", host_lowering=False) as host:
-        assert host.placement[0].where == "host" and "lowered" not in host.placement[0].reason
-        want = host.run(feeds)
+    got, want = _lowered_and_host(_plan(name, args, outs), backend, request)
     for out in want:
         assert got[out].dtype == want[out].dtype and _same(got[out], want[out]), (name, out)
 
@@ -285,22 +289,8 @@ QDQ_CASES = list(_qdq_cases())
 def test_quantize_dequantize_lowered_bit_exact(case, backend, request):
     """The lowered chain gives the numpy kernel's bits: ties round half to even after x * (1 / scale), values beyond
     the range and infinities saturate, NaN gives the zero point, -0.0 and subnormals 0; dequantize's floats equal."""
-    from tosa_vk.backends.pte import PteModel
-    from tosa_vk.backends.reference import ReferenceModel
-
     name, args, outs = QDQ_CASES[case]
-    plan, feeds = _plan(name, args, outs)
-    if backend == "vulkan":
-        from tosa_vk.backends.vulkan import VulkanModel
-
-        cls, options = VulkanModel, {"device": request.getfixturevalue("device")}
-    else:
-        cls, options = ReferenceModel, {}
-    with PteModel(plan, cls, backend=backend, file="t.pte", options=options) as lowered:
-        assert "lowered to TOSA" in lowered.placement[0].reason, lowered.placement[0]
-        got = lowered.run(feeds)
-    with PteModel(plan, ReferenceModel, backend="reference", file="t.pte", host_lowering=False) as host:
-        want = host.run(feeds)
+    got, want = _lowered_and_host(_plan(name, args, outs), backend, request)
     for out in want:
         g, w = got[out], want[out]
         assert g.dtype == w.dtype and g.shape == w.shape

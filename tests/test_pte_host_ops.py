@@ -5,11 +5,11 @@ kernel on the same inputs (skipped without torch), and the exported programs of 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import desc_arrays
 
 import tosa_vk
 from tosa_vk.formats.pte import Kernel, host_ops, load_program
@@ -196,9 +196,7 @@ def test_tensor_list_input_pte():
 @pytest.mark.parametrize("backend", ["reference", pytest.param("vulkan", marks=pytest.mark.vulkan)])
 @pytest.mark.parametrize("name", FIXTURES)
 def test_pte_host_fixture_matches_eager(name, backend, request):
-    desc = json.loads((DATA / name / "desc.json").read_text())
-    feeds = {n: np.load(DATA / name / f) for n, f in zip(desc["ifm_name"], desc["ifm_file"])}
-    expected = [np.load(DATA / name / f) for f in desc["expected_result_file"]]
+    feeds, expected = desc_arrays(DATA / name)
     options = {"device": request.getfixturevalue("device")} if backend == "vulkan" else {}
     with tosa_vk.load(DATA / name / "model.pte", backend=backend, **options) as model:
         results = model.run(feeds)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import desc_arrays
 from test_node_data import check_format, read_back_with_model_explorer
 
 import tosa_vk
@@ -34,8 +35,7 @@ def _op_index(node: str) -> int:
 
 
 def _feeds(folder: Path) -> dict[str, np.ndarray]:
-    desc = json.loads((folder / "desc.json").read_text())
-    return {n: np.load(folder / f) for n, f in zip(desc["ifm_name"], desc["ifm_file"])}
+    return desc_arrays(folder)[0]
 
 
 def _cli(args: list[str], capsys, code: int = 0) -> str:
