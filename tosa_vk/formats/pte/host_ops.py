@@ -248,10 +248,9 @@ def check(plan: Plan, file: str | None) -> None:
                 f"{', '.join(sorted(HOST_OPS))} on the host and TOSA delegates on the backend",
                 file=file,
             )
-        outs = ins.args[op.inputs : op.inputs + op.outs] if not op.in_place else ins.args[:1]
-        if len(ins.args) < op.inputs + (op.outs if not op.in_place else 1) or not all(
-            isinstance(plan.values[i], TensorValue) for i in outs
-        ):
+        wanted = op.inputs + (1 if op.in_place else op.outs)  # an in-place operator's out value is its first input
+        outs = out_indices(ins)
+        if len(ins.args) < wanted or not all(isinstance(plan.values[i], TensorValue) for i in outs):
             raise TosaUnsupportedError(
                 f"host operator {ins.name} (instruction {index}): {len(ins.args)} arguments, expected {op.inputs} "
                 f"inputs and {op.outs} out tensor(s)",
