@@ -157,12 +157,19 @@ class PteModel(Model):
         """Whether a lowered operator's inputs are in its graph's ranges (an int64 value: int32's; GATHER's
         indices: the table's rows); a device tensor checked is read back to the host."""
         for index, (lo, hi) in low.guards.items():
-            if isinstance(env[index], DeviceTensor):
-                env[index] = env[index].numpy()
-            value = np.asarray(env[index])
+            value = env[index] = self._on_host(env, index)
             if value.size and (value.min() < lo or value.max() >= hi):
                 return False
         return True
+
+    def _on_host(self, env: list[Any], index: int) -> np.ndarray:
+        """Value `index` as the host holds it: in logical order (a device tensor a delegate left there is in the
+        memory layout, channels-last ones transposed)."""
+        value = env[index]
+        if not isinstance(value, DeviceTensor):
+            return np.asarray(value)
+        order = self._order(index)
+        return value.numpy() if order is None else np.transpose(value.numpy(), np.argsort(order))
 
     def _names(self, names: list[str] | None, indices: tuple[int, ...], what: str) -> list[str]:
         if names is None:
@@ -245,10 +252,14 @@ class PteModel(Model):
         return resolved
 
     def _host_reader(self, index: int) -> str | None:
-        """Why value `index` must be on the host (a host operator reads it, or a delegate takes it transposed);
-        None when only delegates read it as it is."""
+        """Why a method input `index` must be on the host (a host operator reads it, or a delegate takes it
+        transposed); None when only delegates read it as it is."""
         if self._order(index):
             return "is channels-last (the delegate takes it transposed on the host)"
+        return self._kernel_reader(index)
+
+    def _kernel_reader(self, index: int) -> str | None:
+        """Which host operator (run in numpy) reads value `index`, if any."""
         for i, ins in enumerate(self.plan.instructions):
             if isinstance(ins, Kernel) and index in ins.args:
                 return f"is read by host operator {ins.name} #{i}"
@@ -292,7 +303,7 @@ class PteModel(Model):
                 start = time.perf_counter()
                 if low:  # a value its graph cannot take (int64 beyond int32, an index out of range): numpy's kernel
                     for i in low.inputs:
-                        env[i] = env[i].numpy() if isinstance(env[i], DeviceTensor) else env[i]
+                        env[i] = self._on_host(env, i)
                 host_ops.run(kernel, env, plan, self.file)
                 times[index] = Timing(f"{kernel.name} #{index}", "host", (time.perf_counter() - start) * 1e6)
             else:
@@ -356,13 +367,19 @@ class PteModel(Model):
 
     def _stays(self, model: Model, name: str, index: int) -> bool:
         """Whether a delegate's output `name` (value `index`) may stay on the device: the plan's value as the
-        delegate writes it (no transpose, no reshape), read by no host operator."""
+        delegate writes it (no reshape; a channels-last one in its memory layout, which every delegate, the
+        lowered host operators' too, reads), read by no host operator; a channels-last method output goes to the
+        host (returned in logical order)."""
         t = self.plan.values[index]
+        if not isinstance(t, TensorValue):
+            return False
+        order = self._order(index)
+        if order is not None and index in self.plan.outputs:
+            return False
         return (
-            isinstance(t, TensorValue)
-            and tuple(model.outputs[name][0]) == tuple(t.sizes)
+            tuple(model.outputs[name][0]) == tuple(t.sizes if order is None else (t.sizes[d] for d in order))
             and model.outputs[name][1] == tosa_name(t.dtype)
-            and self._host_reader(index) is None
+            and self._kernel_reader(index) is None
         )
 
     def _value_name(self, index: int) -> str:

@@ -67,8 +67,6 @@ class _Ctx:
         if index in self.values:
             return self.values[index]
         t = self.plan.values[index]
-        if t.dim_order != tuple(range(len(t.sizes))):
-            raise _NotLowered("a channels-last tensor (the host holds it in logical order)")
         if t.data is not None:
             data = t.data
             if data.dtype == np.int64:
@@ -77,7 +75,11 @@ class _Ctx:
                 data = data.astype(np.int32)
             value = self.b.const(data.reshape(t.sizes))
         else:
-            value = self.b.input(f"in{len(self.inputs)}", t.sizes, _tosa_dtype(t.dtype))
+            order = _order(t)  # a channels-last value comes in its memory layout, as to the program's delegates
+            shape = t.sizes if order is None else [t.sizes[d] for d in order]
+            value = self.b.input(f"in{len(self.inputs)}", shape, _tosa_dtype(t.dtype))
+            if order is not None:
+                value = self.op("TRANSPOSE", value, perms=[int(d) for d in np.argsort(order)])
             self.inputs.append(index)
             if t.dtype == np.int64:
                 self.guards[index] = (int(INT32.min), int(INT32.max) + 1)
@@ -124,6 +126,11 @@ class _Ctx:
                 raise _NotLowered(f"the scalar {a!r} is not exact as {dtype}")
             return self.b.const(np.full([1] * rank, c, dtype))
         raise _NotLowered(f"an argument {a!r} of no TOSA form")
+
+
+def _order(t: TensorValue) -> tuple[int, ...] | None:
+    """A tensor value's dim order where it is not the identity (channels-last), else None."""
+    return None if t.dim_order == tuple(range(len(t.sizes))) else t.dim_order
 
 
 def _np(v: Value) -> np.dtype:
@@ -554,8 +561,6 @@ def lower(kernel: Kernel, plan: Plan) -> Lowered | str:
     try:
         outs = [plan.values[i] for i in outs_at]
         for out in outs:
-            if out.dim_order != tuple(range(len(out.sizes))):
-                raise _NotLowered("a channels-last out tensor")
             _tosa_dtype(out.dtype)
         raw = getattr(fn, "raw", ())  # arguments the lowering reads from the plan (not as graph tensors)
         args = [plan.values[i] if at in raw else c.arg(i) for at, i in enumerate(kernel.args[: op.inputs])]
@@ -564,7 +569,9 @@ def lower(kernel: Kernel, plan: Plan) -> Lowered | str:
             if tuple(result.shape) != tuple(out.sizes) or _np(result) != _out_type(out):
                 raise _NotLowered(f"TOSA gives {list(result.shape)} {_np(result)}, the out tensor is "
                                   f"{list(out.sizes)} {out.dtype}")  # fmt: skip
-            if result.name in c.b.block.inputs:  # an output that is an input: a copy, as every graph output is
+            if _order(out) is not None:  # written in its memory layout, as the program's delegates write it
+                result = c.op("TRANSPOSE", result, perms=list(out.dim_order))
+            elif result.name in c.b.block.inputs:  # an output that is an input: a copy, as every graph output is
                 result = c.op("RESHAPE", result, list(out.sizes))
             c.b.output(result)
         graph = c.b.build()
