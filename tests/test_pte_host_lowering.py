@@ -39,9 +39,8 @@ HOST_COUNTS = {
 def _same(got: np.ndarray, want: np.ndarray) -> bool:
     if want.dtype.kind in "iub":
         return got.shape == want.shape and np.array_equal(got.astype(want.dtype), want)
-    return got.shape == want.shape and np.allclose(
-        got, want, rtol=1e-5, atol=1e-5 * max(1.0, float(np.abs(want).max()))
-    )
+    scale = float(np.abs(want[np.isfinite(want)]).max(initial=1.0))
+    return got.shape == want.shape and np.allclose(got, want, rtol=1e-5, atol=1e-5 * scale, equal_nan=True)
 
 
 def _host_ops(model) -> list[str]:
@@ -247,6 +246,49 @@ def _cases():
         yield f"aten::{op}.Scalar_out", [x, 0.25], [((2, 3, 4), b8)]
     yield "aten::full.out", [[2, 3], 1.5], [((2, 3), f32)]
     yield "aten::arange.start_out", [2, 9, 3], [((3,), "int64")]
+    yield "aten::full_like.out", [x, -2, None], [((2, 3, 4), i32)]
+    yield from _adversarial_int_cases()
+
+
+def _adversarial_int_cases():
+    """Integer operators at the edges (INT_MIN / INT_MAX, ties, wrap-around) and float arg reductions on NaN, -0.0
+    and infinities: the lowering bit-exact to the numpy kernel (PyTorch's results)."""
+    i32, i8, i16 = np.iinfo(np.int32), np.iinfo(np.int8), np.iinfo(np.int16)
+    edge = np.array(
+        [[i32.max, i32.min, -1, 0], [i32.min, i32.max, i32.min + 1, 1], [7, -7, i32.max, i32.min]], np.int32
+    )
+    ones = np.array([[1, -1, i32.min, i32.max], [i32.min, 1, -1, i32.max], [i32.max, i32.min, 0, -1]], np.int32)
+    small = np.array([[i8.min, i8.max, 0, i8.min], [-1, 3, i8.max, i8.min]], np.int8)
+    f = np.array([[0.0, -0.0, 1.0, np.nan], [-0.0, 0.0, -np.inf, -np.inf], [np.inf, 2.0, np.inf, 1.0]], np.float32)
+    i64 = "int64"
+    yield "aten::add.out", [edge, ones, 1], [((3, 4), "int32")]  # wraps both ways
+    yield "aten::sub.out", [edge, ones, 1], [((3, 4), "int32")]
+    yield "aten::sub.out", [edge, -1, 1], [((3, 4), "int32")]
+    yield "aten::add.out", [edge[:1].astype(np.int64), edge[1:2].astype(np.int64) // 4, 1], [((1, 4), i64)]
+    yield "aten::mul.out", [edge, ones], [((3, 4), "int32")]  # the low 32 bits
+    yield "aten::add.out", [small, small[::-1], 1], [((2, 4), "int8")]
+    yield "aten::mul.out", [small.astype(np.int16) * 200, 300], [((2, 4), "int16")]
+    yield "aten::neg.out", [edge], [((3, 4), "int32")]
+    yield "aten::neg.out", [small], [((2, 4), "int8")]
+    yield "aten::neg.out", [small.astype(np.int16) * 256], [((2, 4), "int16")]
+    yield "aten::neg.out", [f], [((3, 4), "float32")]
+    for op in ("argmax", "argmin"):
+        yield f"aten::{op}.out", [edge, 1, False], [((3,), i64)]
+        yield f"aten::{op}.out", [edge, None, True], [((1, 1), i64)]
+        yield f"aten::{op}.out", [np.array([[3, 3, 1, 1], [2, 2, 2, 2]], np.int32), 1, False], [((2,), i64)]  # ties
+        yield f"aten::{op}.out", [small, 1, False], [((2,), i64)]
+        yield f"aten::{op}.out", [small.astype(np.int16) * 256, 0, True], [((1, 4), i64)]
+        yield f"aten::{op}.out", [f, 1, False], [((3,), i64)]  # NaN first; -0.0 ties 0.0; infinities tie
+        yield f"aten::{op}.out", [f[1:], 0, False], [((4,), i64)]
+    yield "aten::max.dim_max", [edge, 0, False], [((4,), "int32"), ((4,), i64)]
+    yield "aten::min.dim_min", [edge, 1, True], [((3, 1), "int32"), ((3, 1), i64)]
+    yield "aten::min.dim_min", [small, 1, False], [((2,), "int8"), ((2,), i64)]
+    yield "aten::sum.IntList_out", [small, [1], False, None], [((2,), i64)]
+    yield "aten::sum.IntList_out", [small > 0, [0, 1], True, None], [((1, 1), i64)]
+    yield "aten::sum.IntList_out", [edge // 8, [0], False, None], [((4,), i64)]  # within int32: on the device
+    yield "aten::sum.IntList_out", [edge, [0], False, None], [((4,), i64)]  # beyond: numpy's kernel runs that call
+    yield "aten::div.out", [f, 0.25], [((3, 4), "float32")]
+    yield "aten::div.out", [f, ("const", np.array([2.0, -0.5, 8.0, 2.0**-20], np.float32))], [((3, 4), "float32")]
 
 
 CASES = list(_cases())

@@ -194,17 +194,86 @@ def _clamp(c: _Ctx, args, outs):
     return [y if hi is None else c.op("MINIMUM", y, c.operand(int(bounds[1]), dt, rank))]
 
 
+# |operands| of an int64 ADD / SUB / MUL (INT32 in the graph) whose result stays in int32, where TOSA computes it
+_INT64_BOUND = {"ADD": 2**30, "SUB": 2**30 - 1, "MUL": 46340}  # 46340**2 < 2**31
+
+
 def _binary(name: str, alpha: bool = False) -> Callable:
+    """ADD / SUB / MUL. TOSA's integer ADD and SUB make the whole graph unpredictable on overflow (the spec's
+    REQUIRE; the reference backend raises), where PyTorch's int32 wraps: int32 as _wrapping's exact form; MUL keeps
+    the low 32 bits (the spec's, PyTorch's); int8 / int16 (no ADD / SUB of theirs) in INT32, CAST back. int64 (INT32 here) wraps at 2**63, not 2**32: operands guarded to
+    where the result fits int32."""
+
     def lower(c: _Ctx, args, outs):
         if alpha and len(args) > 2 and args[2] != 1:
             raise _NotLowered("alpha other than 1")
         want = _out_type(outs[0])
         if want.kind not in "fi" or want == np.bool_:
             raise _NotLowered(f"{want} arithmetic")
+        if outs[0].dtype == np.int64:
+            for v in args[:2]:
+                _bound(c, v, _INT64_BOUND[name])
         a, b = (c.operand(v, want, len(outs[0].sizes)) for v in args[:2])
-        return [c.op(name, a, b) if name != "MUL" else c.op("MUL", a, b, 0)]
+        if want in (np.int8, np.int16):  # in INT32 (no overflow), CAST back: truncation, PyTorch's wrap
+            a, b = (c.op("CAST", v, out_dtype="int32") for v in (a, b))
+            y = c.op(name, a, b, 0) if name == "MUL" else c.op(name, a, b)
+            return [c.op("CAST", y, out_dtype=want.name)]
+        if name == "MUL":
+            return [c.op("MUL", a, b, 0)]
+        if want == np.int32 and outs[0].dtype == np.int32:
+            return [_wrapping(c, name, a, b)]
+        return [c.op(name, a, b)]
 
     return lower
+
+
+def _bound(c: _Ctx, v: Any, bound: int) -> None:
+    """An int64 operand within [-bound, bound]: a tensor guarded (else that call runs numpy's kernel), a number
+    checked now."""
+    if isinstance(v, Value):
+        c.guard(v, -bound, bound + 1)
+    elif not -bound <= v <= bound:
+        raise _NotLowered(f"an int64 scalar {v} whose result may pass int32")
+
+
+def _wrapping(c: _Ctx, name: str, a: Value, b: Value) -> Value:
+    """int32 a + b (or a - b) modulo 2**32, as PyTorch computes it, with no TOSA operator overflowing: the low and
+    high 16-bit halves apart (low: 0 .. 0xFFFF each, high: ARITHMETIC_RIGHT_SHIFT's -2**15 .. 2**15 - 1), the low
+    half's carry (its arithmetic shift by 16: -1, 0 or 1) into the high, the high half's bits above 16 dropped by
+    MUL's low 32 bits, the halves joined by BITWISE_OR."""
+    rank = len(a.shape)
+
+    def k(value: int) -> Value:
+        return c.b.const(np.full([1] * rank, value, np.int32))
+
+    def halves(v: Value) -> tuple[Value, Value]:
+        return c.op("BITWISE_AND", v, k(0xFFFF)), c.op("ARITHMETIC_RIGHT_SHIFT", v, k(16), round=False)
+
+    (la, ha), (lb, hb) = halves(a), halves(b)
+    low = c.op(name, la, lb)
+    high = c.op("ADD", c.op(name, ha, hb), c.op("ARITHMETIC_RIGHT_SHIFT", low, k(16), round=False))
+    return c.op("BITWISE_OR", c.op("MUL", high, k(0x10000), 0), c.op("BITWISE_AND", low, k(0xFFFF)))
+
+
+def _neg(c: _Ctx, args, outs):
+    """NEGATE; an integer's least value negates to itself in PyTorch (it wraps), where TOSA's NEGATE overflows
+    (unpredictable): int32 as NEGATE of MAXIMUM(x, least + 1), the least value put back by SELECT; int8 / int16
+    negated in INT32 and CAST back (which truncates, as PyTorch wraps). int64 (INT32 here):
+    guarded to int32's range less its least value, whose negation int32 does not hold."""
+    x = args[0]
+    dt = _np(x)
+    if dt.kind == "f":
+        return [c.op("NEGATE", x)]
+    if outs[0].dtype == np.int64:
+        c.guard(x, int(INT32.min) + 1, int(INT32.max) + 1)
+        return [c.op("NEGATE", x)]
+    if dt in (np.int8, np.int16):  # negated in INT32 (no overflow), CAST back: truncation, PyTorch's wrap
+        return [c.op("CAST", c.op("NEGATE", c.op("CAST", x, out_dtype="int32")), out_dtype=dt.name)]
+    if dt != np.int32:
+        raise _NotLowered(f"a negation of {dt}")
+    least = c.operand(int(np.iinfo(dt).min), dt, len(x.shape))
+    safe = c.op("NEGATE", c.op("MAXIMUM", x, c.operand(int(np.iinfo(dt).min) + 1, dt, len(x.shape))))
+    return [c.op("SELECT", c.op("EQUAL", x, least), x, safe)]
 
 
 def _unary(name: str, kinds: str) -> Callable:
@@ -325,17 +394,29 @@ def _reduce_axes(x: Value, dims) -> list[int]:
 
 
 def _reduce(name: str, kinds: str = "f") -> Callable:
-    """REDUCE_name over each dim (keepdim: TOSA keeps them; else RESHAPE to the out's shape). sum / mean of floats
-    only: PyTorch sums integers as int64."""
+    """REDUCE_name over each dim (keepdim: TOSA keeps them; else RESHAPE to the out's shape). An integer sum
+    (PyTorch's is int64, INT32 here) where no partial sum can leave int32 (REDUCE_SUM's overflow is unpredictable):
+    bool / int8 / int16 CAST to INT32 when the count times their largest magnitude fits, int32 / int64 inputs
+    guarded to within int32's largest / count (else that call runs numpy's kernel)."""
 
     def lower(c: _Ctx, args, outs):
         x, dims = args[0], args[1]
         if _np(x).kind not in kinds or (len(args) > 3 and args[3] is not None):
             raise _NotLowered(f"a reduction of {_np(x)}" + (" with a dtype" if len(args) > 3 and args[3] else ""))
-        y, count = x, 1
-        for axis in _reduce_axes(x, dims):
+        axes = _reduce_axes(x, dims)
+        count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+        y = x
+        if name == "REDUCE_SUM" and _np(x).kind in "ib":
+            if _out_type(outs[0]) != np.int32:
+                raise _NotLowered(f"an integer sum into {outs[0].dtype}")
+            if _np(x) == np.int32:
+                c.guard(x, -(int(INT32.max) // max(count, 1)), int(INT32.max) // max(count, 1) + 1)
+            elif count * (1 if _np(x) == np.bool_ else -int(np.iinfo(_np(x)).min)) > INT32.max:
+                raise _NotLowered(f"a sum of {count} {_np(x)} values that may pass int32")
+            else:
+                y = c.op("CAST", x, out_dtype="int32")
+        for axis in axes:
             y = c.op(name, y, axis=axis)
-            count *= x.shape[axis]
         if c.kernel.name == "aten::mean.out":
             y = c.op("MUL", y, c.b.const(np.full([1] * len(y.shape), 1 / count, _np(x))), 0)
         return [c.reshape(y, outs[0].sizes)]
@@ -344,13 +425,27 @@ def _reduce(name: str, kinds: str = "f") -> Callable:
 
 
 def _argmax(c: _Ctx, x: Value, dim, negate: bool) -> Value:
-    if _np(x).kind != "f" and negate:
-        raise _NotLowered("argmin of integers (NEGATE saturates)")
+    """The first index of the largest (`negate`: the least) value along `dim` (None: of the flattened tensor).
+    Floats: ARGMAX (of NEGATE(x) for the least; NaN is the extreme either way, the first one, as PyTorch's; -0.0
+    ties +0.0). int8 / int16: ARGMAX, of BITWISE_NOT(x) (-1 - x: the order reversed, no overflow) for the least.
+    int32 (ARGMAX takes none): REDUCE_MAX / MIN, then the least index where x equals it."""
     if dim is None:
         x = c.reshape(x, [int(np.prod(x.shape, dtype=np.int64))])
         dim = 0
-    v = c.op("NEGATE", x) if negate else x
-    return c.op("ARGMAX", v, axis=dim % len(x.shape))
+    axis, dt = dim % len(x.shape), _np(x)
+    if dt.kind == "f":
+        return c.op("ARGMAX", c.op("NEGATE", x) if negate else x, axis=axis)
+    if dt in (np.int8, np.int16):
+        return c.op("ARGMAX", c.op("BITWISE_NOT", x) if negate else x, axis=axis)
+    if dt != np.int32:
+        raise _NotLowered(f"an arg reduction of {dt}")
+    rank, k = len(x.shape), x.shape[axis]
+    extreme = c.op("REDUCE_MIN" if negate else "REDUCE_MAX", x, axis=axis)
+    where = [1] * rank
+    where[axis] = k
+    iota = c.b.const(np.arange(k, dtype=np.int32).reshape(where))
+    first = c.op("SELECT", c.op("EQUAL", x, extreme), iota, c.b.const(np.full([1] * rank, k, np.int32)))
+    return c.op("REDUCE_MIN", first, axis=axis)
 
 
 def _arg(negate: bool) -> Callable:
@@ -385,6 +480,56 @@ def _constant(c: _Ctx, args, outs):
     _tosa_dtype(data.dtype)
     c.ops.append("CONST")
     return [c.b.const(data)]
+
+
+def _full_like(c: _Ctx, args, outs):
+    """full_like(x, value): x's shape, the out's dtype, as a CONST (x is not read)."""
+    out = outs[0]
+    data = np.asarray(np.full(out.sizes, args[1])).astype(out.dtype)
+    if data.dtype == np.int64:
+        if data.size and (data.min() < INT32.min or data.max() > INT32.max):
+            raise _NotLowered("an int64 constant beyond int32")
+        data = data.astype(np.int32)
+    _tosa_dtype(data.dtype)
+    c.ops.append("CONST")
+    return [c.b.const(data)]
+
+
+_full_like.raw = (0,)  # type: ignore[attr-defined]  # the shape's tensor, never fed
+
+
+def _div(c: _Ctx, args, outs):
+    """Float true division by a constant power of two: MUL by its reciprocal, exact (x / 2**k and x * 2**-k are the
+    same real, rounded once). Any other divisor stays on the host (TOSA has no division; RECIPROCAL + MUL is not
+    IEEE's)."""
+    x, d = args[:2]
+    want = _out_type(outs[0])
+    if not isinstance(x, Value) or want.kind != "f" or _np(x) != want:
+        raise _NotLowered(HOST_ONLY["aten::div.out"])
+    if isinstance(d, Value):
+        index = next((i for i, v in c.values.items() if v.name == d.name), None)
+        d = None if index is None else c.plan.values[index].data
+        if d is None or np.asarray(d).dtype != want:
+            raise _NotLowered(HOST_ONLY["aten::div.out"])
+    elif not isinstance(d, (int, float)) or isinstance(d, bool):
+        raise _NotLowered(HOST_ONLY["aten::div.out"])
+    d = np.asarray(d, np.float64)
+    mantissa, _ = np.frexp(d)
+    inverse = (1 / d).astype(want)
+    if not (np.all(np.abs(mantissa) == 0.5) and np.all(np.isfinite(inverse)) and np.all(inverse.astype(np.float64) * d == 1)
+            and np.all(np.abs(inverse) >= np.finfo(want).tiny)):  # fmt: skip
+        raise _NotLowered(HOST_ONLY["aten::div.out"] + "; the divisor is not a power of two")
+    rank = len(outs[0].sizes)
+    return [
+        c.op(
+            "MUL",
+            c.rank(x, rank),
+            c.rank(c.b.const(inverse.reshape(np.shape(d))), rank)
+            if inverse.ndim
+            else c.b.const(np.full([1] * rank, inverse, want)),
+            0,
+        )
+    ]
 
 
 # quantize / dequantize, bit-exact to host_ops' kernels (ExecuTorch's quantize_val / dequantize: float32
@@ -490,7 +635,9 @@ LOWERINGS: dict[str, Callable] = {
     "aten::add.out": _binary("ADD", alpha=True),
     "aten::sub.out": _binary("SUB", alpha=True),
     "aten::mul.out": _binary("MUL"),
-    "aten::neg.out": _unary("NEGATE", "f"),
+    "aten::neg.out": _neg,
+    "aten::div.out": _div,
+    "aten::full_like.out": _full_like,
     "aten::sigmoid.out": _unary("SIGMOID", "f"),
     "aten::tanh.out": _unary("TANH", "f"),
     "aten::cat.out": _cat,
@@ -506,7 +653,7 @@ LOWERINGS: dict[str, Callable] = {
     "aten::min.dim_min": _with_index("REDUCE_MIN", True),
     "aten::amax.out": _reduce("REDUCE_MAX", "fi"),
     "aten::amin.out": _reduce("REDUCE_MIN", "fi"),
-    "aten::sum.IntList_out": _reduce("REDUCE_SUM"),
+    "aten::sum.IntList_out": _reduce("REDUCE_SUM", "fib"),
     "aten::mean.out": _reduce("REDUCE_SUM"),
     "aten::bitwise_not.out": _bitwise("NOT"),
     "aten::logical_not.out": _logical("NOT"),
