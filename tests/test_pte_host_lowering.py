@@ -25,7 +25,7 @@ HOST_COUNTS = {
     "pte_host/casts_fp32": (1, 0),
     "pte_host/embedding_fp32": (1, 0),
     "pte_host/in_place_fp32": (1, 1),  # copy_ (in place)
-    "pte_host/indexing_fp32": (6, 3),  # index_put, remainder, aten::gather
+    "pte_host/indexing_fp32": (6, 1),  # index_put
     "pte_host/permute_host_fp32": (2, 0),
     "pte_host/pool_indices_fp32": (1, 1),  # max_pool2d_with_indices
     "pte_host/reductions_fp32": (4, 0),
@@ -83,7 +83,8 @@ def test_info_says_what_is_lowered(capsys):
     assert main(["info", str(DATA / "pte_host/indexing_fp32/model.pte")]) == 0
     out = capsys.readouterr().out
     assert "aten::index.Tensor_out (lowered to TOSA RESHAPE + GATHER)" in out
-    assert "aten::remainder.Scalar_out (on the host: TOSA has no floor modulo)" in out
+    assert "aten::remainder.Scalar_out (lowered to TOSA INTDIV + MUL + SUB + GREATER + ADD + SELECT)" in out
+    assert "aten::index_put.out (on the host: a scatter" in out
 
 
 def test_int64_beyond_int32_runs_the_numpy_kernel():
@@ -253,7 +254,7 @@ def _cases():
 def _adversarial_int_cases():
     """Integer operators at the edges (INT_MIN / INT_MAX, ties, wrap-around) and float arg reductions on NaN, -0.0
     and infinities: the lowering bit-exact to the numpy kernel (PyTorch's results)."""
-    i32, i8, i16 = np.iinfo(np.int32), np.iinfo(np.int8), np.iinfo(np.int16)
+    i32, i8 = np.iinfo(np.int32), np.iinfo(np.int8)
     edge = np.array(
         [[i32.max, i32.min, -1, 0], [i32.min, i32.max, i32.min + 1, 1], [7, -7, i32.max, i32.min]], np.int32
     )
@@ -265,6 +266,12 @@ def _adversarial_int_cases():
     yield "aten::sub.out", [edge, ones, 1], [((3, 4), "int32")]
     yield "aten::sub.out", [edge, -1, 1], [((3, 4), "int32")]
     yield "aten::add.out", [edge[:1].astype(np.int64), edge[1:2].astype(np.int64) // 4, 1], [((1, 4), i64)]
+    yield "aten::add.out", [np.full((1, 4), 2**30 - 1, np.int64), np.full((1, 4), 2**30, np.int64), 1], [((1, 4), i64)]
+    yield (
+        "aten::sub.out",
+        [np.array([[2**30 - 1, -(2**30) + 1]]), np.array([[-(2**30) + 1, 2**30 - 1]]), 1],
+        [((1, 2), i64)],
+    )
     yield "aten::mul.out", [edge, ones], [((3, 4), "int32")]  # the low 32 bits
     yield "aten::add.out", [small, small[::-1], 1], [((2, 4), "int8")]
     yield "aten::mul.out", [small.astype(np.int16) * 200, 300], [((2, 4), "int16")]
@@ -287,6 +294,17 @@ def _adversarial_int_cases():
     yield "aten::sum.IntList_out", [small > 0, [0, 1], True, None], [((1, 1), i64)]
     yield "aten::sum.IntList_out", [edge // 8, [0], False, None], [((4,), i64)]  # within int32: on the device
     yield "aten::sum.IntList_out", [edge, [0], False, None], [((4,), i64)]  # beyond: numpy's kernel runs that call
+    for d in (3, -3, 1, 2**30, -(2**30)):
+        yield "aten::remainder.Scalar_out", [edge, d], [((3, 4), "int32")]
+    yield "aten::remainder.Scalar_out", [np.arange(-6, 6, dtype=np.int64).reshape(3, 4), 4], [((3, 4), i64)]
+    w = np.arange(20, dtype=np.float32).reshape(4, 5)
+    yield (
+        "aten::gather.out",
+        [w, 1, np.array([[4, 0, 0], [1, 2, 3], [3, 3, 4]], np.int64), False],
+        [((3, 3), "float32")],
+    )
+    yield "aten::gather.out", [w, 0, np.array([[3, 0], [0, 2]], np.int64), False], [((2, 2), "float32")]
+    yield "aten::gather.out", [edge, -1, np.array([[0, 3], [2, 2], [1, 0]], np.int32), False], [((3, 2), "int32")]
     yield "aten::div.out", [f, 0.25], [((3, 4), "float32")]
     yield "aten::div.out", [f, ("const", np.array([2.0, -0.5, 8.0, 2.0**-20], np.float32))], [((3, 4), "float32")]
 

@@ -195,14 +195,14 @@ def _clamp(c: _Ctx, args, outs):
 
 
 # |operands| of an int64 ADD / SUB / MUL (INT32 in the graph) whose result stays in int32, where TOSA computes it
-_INT64_BOUND = {"ADD": 2**30, "SUB": 2**30 - 1, "MUL": 46340}  # 46340**2 < 2**31
+_INT64_BOUND = {"ADD": 2**30 - 1, "SUB": 2**30 - 1, "MUL": 46340}  # 2 * (2**30 - 1), 46340**2 < 2**31
 
 
 def _binary(name: str, alpha: bool = False) -> Callable:
     """ADD / SUB / MUL. TOSA's integer ADD and SUB make the whole graph unpredictable on overflow (the spec's
     REQUIRE; the reference backend raises), where PyTorch's int32 wraps: int32 as _wrapping's exact form; MUL keeps
-    the low 32 bits (the spec's, PyTorch's); int8 / int16 (no ADD / SUB of theirs) in INT32, CAST back. int64 (INT32 here) wraps at 2**63, not 2**32: operands guarded to
-    where the result fits int32."""
+    the low 32 bits (the spec's, PyTorch's); int8 / int16 (no ADD / SUB of theirs) in INT32, CAST back. int64
+    (INT32 here) wraps at 2**63, not 2**32: operands guarded to where the result fits int32."""
 
     def lower(c: _Ctx, args, outs):
         if alpha and len(args) > 2 and args[2] != 1:
@@ -516,8 +516,8 @@ def _div(c: _Ctx, args, outs):
     d = np.asarray(d, np.float64)
     mantissa, _ = np.frexp(d)
     inverse = (1 / d).astype(want)
-    if not (np.all(np.abs(mantissa) == 0.5) and np.all(np.isfinite(inverse)) and np.all(inverse.astype(np.float64) * d == 1)
-            and np.all(np.abs(inverse) >= np.finfo(want).tiny)):  # fmt: skip
+    exact = np.all(np.abs(mantissa) == 0.5) and np.all(inverse.astype(np.float64) * d == 1)
+    if not (exact and np.all(np.abs(inverse) >= np.finfo(want).tiny)):  # (a finite, normal reciprocal)
         raise _NotLowered(HOST_ONLY["aten::div.out"] + "; the divisor is not a power of two")
     rank = len(outs[0].sizes)
     return [
@@ -530,6 +530,47 @@ def _div(c: _Ctx, args, outs):
             0,
         )
     ]
+
+
+def _remainder(c: _Ctx, args, outs):
+    """Integer x % d (Python's: the divisor's sign) by a number d: INTDIV truncates, r = x - q * d (|r| < |d|, no
+    overflow), then d added where r and d differ in sign. d = 0 / -1 (INTDIV's undefined / overflowing cases) and
+    |d| > 2**30 (r + d could overflow) stay on the host, as float remainders do (TOSA has no exact floor or fmod)."""
+    x, d = args[:2]
+    want = _out_type(outs[0])
+    if not isinstance(x, Value) or _np(x) != np.int32 or want != np.int32:
+        raise _NotLowered(HOST_ONLY["aten::remainder.Scalar_out"] + " (integers: by a number only)")
+    if isinstance(d, bool) or not isinstance(d, int) or d in (0, -1) or abs(d) > 2**30:
+        raise _NotLowered(f"an integer remainder by {d!r}")
+    rank = len(x.shape)
+    k = c.operand(d, np.dtype(np.int32), rank)
+    zero = c.operand(0, np.dtype(np.int32), rank)
+    r = c.op("SUB", x, c.op("MUL", c.op("INTDIV", x, k), k, 0))
+    wrong = c.op("GREATER", zero, r) if d > 0 else c.op("GREATER", r, zero)
+    return [c.op("SELECT", wrong, c.op("ADD", r, k), r)]
+
+
+def _gather(c: _Ctx, args, outs):
+    """aten::gather(x, dim, index): out[..., j, ...] = x[..., index[..., j, ...], ...] per element, as GATHER with
+    one channel: `dim` moved last (TRANSPOSE), x cut to index's extent in the other dims (SLICE), each position of
+    the other dims a batch of GATHER, then back. Indices guarded to [0, K) (else numpy's kernel runs that call)."""
+    x, dim, index = args[:3]
+    rank = len(x.shape)
+    if rank == 0 or len(index.shape) != rank:
+        raise _NotLowered("a gather of a scalar or of mixed ranks")
+    dim %= rank
+    c.guard(index, 0, x.shape[dim])
+    if any(index.shape[d] > x.shape[d] for d in range(rank) if d != dim):
+        raise _NotLowered("an index larger than the input")
+    size = [index.shape[d] if d != dim else x.shape[dim] for d in range(rank)]
+    part = c.op("SLICE", x, [0] * rank, size) if size != list(x.shape) else x
+    perms = [d for d in range(rank) if d != dim] + [dim]
+    if perms != list(range(rank)):
+        part, index = c.op("TRANSPOSE", part, perms=perms), c.op("TRANSPOSE", index, perms=perms)
+    n, k, w = int(np.prod(size, dtype=np.int64)) // size[dim], size[dim], index.shape[-1]
+    y = c.op("GATHER", c.reshape(part, [n, k, 1]), c.reshape(index, [n, w]))
+    y = c.reshape(y, index.shape)
+    return [c.op("TRANSPOSE", y, perms=[int(p) for p in np.argsort(perms)]) if perms != list(range(rank)) else y]
 
 
 # quantize / dequantize, bit-exact to host_ops' kernels (ExecuTorch's quantize_val / dequantize: float32
@@ -638,6 +679,8 @@ LOWERINGS: dict[str, Callable] = {
     "aten::neg.out": _neg,
     "aten::div.out": _div,
     "aten::full_like.out": _full_like,
+    "aten::remainder.Scalar_out": _remainder,
+    "aten::gather.out": _gather,
     "aten::sigmoid.out": _unary("SIGMOID", "f"),
     "aten::tanh.out": _unary("TANH", "f"),
     "aten::cat.out": _cat,
@@ -683,9 +726,9 @@ for _op, _how in (("eq", ("EQUAL",)), ("ne", ("EQUAL", False, True)), ("gt", ("G
 # why the host operators without a lowering stay on the host
 HOST_ONLY = {
     "aten::div.out": "TOSA has no float division (RECIPROCAL + MUL is not exact to IEEE division)",
-    "aten::remainder.Scalar_out": "TOSA has no floor modulo",
-    "aten::remainder.Tensor_out": "TOSA has no floor modulo",
-    "aten::gather.out": "aten::gather picks along any dim per element; TOSA GATHER takes whole rows",
+    "aten::remainder.Scalar_out": "TOSA has no exact floor modulo of floats",
+    "aten::remainder.Tensor_out": "TOSA has no exact floor modulo of floats, and INTDIV by a divisor fed at run "
+    "time may meet 0 (undefined)",
     "aten::index_put.out": "a scatter that may accumulate and broadcast (TOSA SCATTER does neither)",
     "aten::max_pool2d_with_indices.out": "TOSA MAX_POOL2D gives no indices",
 }
