@@ -9,7 +9,7 @@ import gc
 
 import numpy as np
 import pytest
-from helpers import compare, graph_of, shrink_target
+from helpers import assert_same, compare, graph_of, shrink_target
 
 import tosa_vk
 from tosa_vk import Builder, TosaError
@@ -30,24 +30,74 @@ def _kernels(device, graph) -> list[str]:
     return [k.op for k in kernels]
 
 
-def _split_compare(device, build, feeds, **tolerance) -> None:
-    """The graph's kernels all bind tensors under LIMIT, and its results are the reference backend's."""
+def _split_compare(device, build, feeds, **tolerance) -> list[str]:
+    """The graph's kernels all bind tensors under LIMIT, and its results are the reference backend's; its kernels."""
     graph = graph_of(build)
-    _kernels(device, graph)
+    kernels = _kernels(device, graph)
     compare(device, graph, feeds, **tolerance)
+    return kernels
+
+
+def _unsplit(device, graph, feeds) -> list[np.ndarray]:
+    """The graph's results on the device's own target (no split at these sizes)."""
+    with tosa_vk.load(graph, backend="vulkan", device=device, strict=True) as model:
+        return list(model.run(feeds).values())
+
+
+def _strided(device, monkeypatch, graph, feeds, pieces: int, op: str, **tolerance) -> None:
+    """Split under LIMIT: `pieces` kernels of `op`, nothing else (each stores its channels of every row into the
+    whole result: no CONCAT copy), results the reference backend's and, bit for bit, the unsplit program's (the same
+    sums in the same order)."""
+    whole = _unsplit(device, graph, feeds)
+    shrink_target(monkeypatch, device, max_storage_buffer_range=LIMIT)
+    kernels = _kernels(device, graph)
+    assert len(kernels) == pieces and all(k.startswith(op) for k in kernels), kernels
+    got, _ = compare(device, graph, feeds, **tolerance)
+    for g, w in zip(got if isinstance(got, list) else [got], whole):
+        assert_same(g, w, bits=True)
 
 
 def test_matmul_weight_splits_fp32_and_int8(device, monkeypatch):
-    """MATMUL's B (1.5 MiB fp32, 1.25 MiB int8) in pieces along W: fp32 within the spec's bound, int8 bit-exact;
-    with H > 1 the pieces' results are concatenated by a copy."""
-    shrink_target(monkeypatch, device, max_storage_buffer_range=LIMIT)
+    """MATMUL's B (1.5 MiB fp32, 1.25 MiB int8) in pieces along W, H > 1 and N = 2: each piece's kernel stores
+    into its columns of every row of the result (no copy); fp32 the unsplit program's bits, int8 bit-exact."""
     rng = np.random.default_rng(0)
     w = rng.standard_normal((1, 256, 1536)).astype(np.float32)
     a = rng.standard_normal((1, 5, 256)).astype(np.float32)
-    _split_compare(device, lambda b: b.matmul(b.input("a", a.shape, "fp32"), w), {"a": a}, atol=1e-4, rtol=1e-4)
+    graph = graph_of(lambda b: b.matmul(b.input("a", a.shape, "fp32"), w))
+    _strided(device, monkeypatch, graph, {"a": a}, 2, "MATMUL", atol=1e-4, rtol=1e-4)
     wi = rng.integers(-128, 128, (2, 128, 5120)).astype(np.int8)
     ai = rng.integers(-128, 128, (2, 3, 128)).astype(np.int8)
-    _split_compare(device, lambda b: b.matmul(b.input("a", ai.shape, "int8"), wi, 3, -7), {"a": ai})
+    graph = graph_of(lambda b: b.matmul(b.input("a", ai.shape, "int8"), wi, 3, -7))
+    _strided(device, monkeypatch, graph, {"a": ai}, 2, "MATMUL")
+
+
+@pytest.mark.parametrize(
+    "c, w, dtype",
+    [
+        (64, 4099, "fp32"),  # W prime: a piece of 2056 columns (vector stores) and a ragged last one (scalar)
+        (96, 2731, "fp32"),  # odd W, C not a multiple of 8: matmul.comp
+        (40, 1000, "fp16"),  # fp16 (B repeated past the limit: 14000 columns of 80 bytes)
+        (300, 3500, "int8"),  # int8 zero points, W not a multiple of 8
+    ],
+)
+def test_matmul_pieces_not_dividing_the_columns(device, monkeypatch, c, w, dtype):
+    """Adversarial widths: pieces that do not divide W (a shorter last piece, odd widths, channel offsets that are
+    no multiple of 4): every column lands in its place."""
+    rng = np.random.default_rng(c + w)
+    np_t = {"fp32": np.float32, "fp16": np.float16, "int8": np.int8}[dtype]
+    if dtype == "int8":
+        wb = rng.integers(-128, 128, (1, c, w)).astype(np.int8)
+        a = rng.integers(-128, 128, (1, 7, c)).astype(np.int8)
+        zps: tuple = (-5, 9)
+    else:
+        wb = rng.standard_normal((1, c, w)).astype(np_t)
+        a = rng.standard_normal((1, 7, c)).astype(np_t)
+        zps = ()
+    if wb.nbytes <= LIMIT:
+        wb = np.concatenate([wb] * (LIMIT // wb.nbytes + 1), axis=2)[:, :, : w * (LIMIT // wb.nbytes + 1)]
+    graph = graph_of(lambda b: b.matmul(b.input("a", a.shape, dtype), wb, *zps))
+    pieces = -(-wb.nbytes // LIMIT)
+    _strided(device, monkeypatch, graph, {"a": a}, pieces, "MATMUL", atol=1e-2, rtol=1e-2)
 
 
 def test_matrix_vector_pieces_write_in_place(device, monkeypatch):
@@ -76,8 +126,8 @@ def test_gather_table_splits(device, monkeypatch):
 
 
 def test_conv2d_weight_splits_with_its_bias(device, monkeypatch):
-    """CONV2D's int8 weights (1.1 MiB) and per-channel bias in pieces along OC: bit-exact."""
-    shrink_target(monkeypatch, device, max_storage_buffer_range=LIMIT)
+    """CONV2D's int8 weights (1.1 MiB) and per-channel bias in pieces along OC, over a 4x4 image (OH * OW > 1):
+    each piece's kernel stores its channels of every pixel into the result; bit-exact."""
     rng = np.random.default_rng(3)
     w = rng.integers(-128, 128, (300, 3, 3, 440)).astype(np.int8)
     bias = rng.integers(-1000, 1000, 300).astype(np.int32)
@@ -86,7 +136,22 @@ def test_conv2d_weight_splits_with_its_bias(device, monkeypatch):
     def build(b: Builder):
         return b.conv2d(b.input("x", x.shape, "int8"), w, bias, 5, 0, pad=[1, 1, 1, 1], acc_type="int32")
 
-    _split_compare(device, build, {"x": x})
+    _strided(device, monkeypatch, graph_of(build), {"x": x}, 2, "CONV2D")
+
+
+def test_conv2d_fp32_pieces_batch_and_stride(device, monkeypatch):
+    """fp32 CONV2D, batch 2, stride 2, 1x1 and 3x3 kernels (the 1x1 runs as matmul_fast.comp), OC = 150 in pieces
+    that do not divide it: the unsplit program's bits."""
+    rng = np.random.default_rng(6)
+    for kh, ic in ((1, 2048), (3, 240)):
+        w = rng.standard_normal((150, kh, kh, ic)).astype(np.float32)  # 1.2 / 1.2 MiB
+        bias = rng.standard_normal(150).astype(np.float32)
+        x = rng.standard_normal((2, 5, 5, ic)).astype(np.float32)
+
+        def build(b: Builder, w=w, bias=bias, x=x):
+            return b.conv2d(b.input("x", x.shape, "fp32"), w, bias, stride=[2, 2], acc_type="fp32")
+
+        _strided(device, monkeypatch, graph_of(build), {"x": x}, 2, "CONV2D", atol=1e-3, rtol=1e-3)
 
 
 def test_tensor_without_a_split_is_named():

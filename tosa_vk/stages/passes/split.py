@@ -1,4 +1,4 @@
-"""Oversized constants: a descriptor may bind at most the device's maxStorageBufferRange bytes (128 MiB on lavapipe
+"""Oversized tensors: a descriptor may bind at most the device's maxStorageBufferRange bytes (128 MiB on lavapipe
 and many mobile GPUs), so a constant operand larger than that becomes pieces under it, one operator per piece, and
 a CONCAT of their results along the output channels (as llama.cpp's Vulkan backend splits such buffers).
 
@@ -7,9 +7,15 @@ Split along output channels, so each piece's result is exact (the same sums in t
 - CONV2D's weights [OC, KH, KW, IC] along OC (a per-channel bias with them), results [N, OH, OW, OC_i];
 - GATHER's values [N, K, C] along C, results [N, W, C_i].
 The pieces live in the one arena (each its own binding, a sub-range of the one allocation: tosa_vk/vulkan/memory.py
-needs the arena under maxMemoryAllocationSize, not under the range). Where the result's leading dimensions are all 1
-(a matrix-vector product, one token's embedding) each piece is one run of the result and the CONCAT is a view (its
-producers write in place, tosa_vk/stages/fuse.py), else it is one copy of the result (small next to the weights).
+needs the arena under maxMemoryAllocationSize, not under the range). No piece's result is copied:
+- where the result's leading dimensions are all 1 (a matrix-vector product, one token's embedding) each piece is
+  one run of the result and the CONCAT is a view (its producers write in place at offsets that are multiples of the
+  arena's alignment, tosa_vk/stages/fuse.py);
+- else MATMUL's and CONV2D's kernels store their channels of every row into the whole result (a strided CONCAT,
+  fuse.py: the kernel binds the result and its store map adds the piece's first channel and the row pitch), so
+  pieces keep the widths the kernels like (a multiple of 8 where W is) rather than an alignment;
+- GATHER's result with leading dimensions past 1 is still one copy (its kernel has no store map; the copy is small
+  next to the table).
 Any other tensor over the limit has no split: a TosaUnsupportedError names it.
 """
 
@@ -39,7 +45,7 @@ def oversized(graph: Graph, limit: int) -> bool:
 def split_oversized(graph: Graph, limit: int, file: str | None = None, alignment: int = 1) -> int:
     """Rewrites the main block in place: every constant operand of SPLITS over `limit` bytes becomes pieces under it;
     returns the operators split. TosaUnsupportedError for a tensor over the limit that has no split. `alignment`: the
-    arena's (pieces whose results start at its multiples, where they fit, so that the CONCAT can be a view)."""
+    arena's (pieces whose results are runs start at its multiples, where they fit, so that the CONCAT is a view)."""
     block = graph.main
     done: dict[int, list[Operator]] = {}
     for index, op in enumerate(block.operators):
@@ -94,8 +100,13 @@ def _split(
     out = block.tensors[op.outputs[0]]
     count = -(-length // fit)
     step = -(-length // count)  # balanced pieces
-    # channels whose result bytes are a multiple of the alignment (a view's offset must be)
-    unit = alignment // math.gcd(alignment, out.dtype.numpy.itemsize * math.prod(out.shape[out_axis + 1 :]))
+    # piece widths: where each piece's result is one run (leading dimensions all 1), channels whose bytes are a
+    # multiple of the alignment (a view's offset must be); else (stored strided) multiples of 8 channels, which
+    # keep the kernels' vector loads and stores (matmul_fast.comp wants W % 8 == 0) for all pieces but a last one
+    if all(d == 1 for d in out.shape[:out_axis]):
+        unit = alignment // math.gcd(alignment, out.dtype.numpy.itemsize * math.prod(out.shape[out_axis + 1 :]))
+    else:
+        unit = 8
     if unit <= fit:
         step = min(-(-step // unit) * unit, fit // unit * unit)
     bias = block.tensors[op.inputs[2]] if op.op == "CONV2D" else None
