@@ -139,6 +139,22 @@ def test_conv2d_weight_splits_with_its_bias(device, monkeypatch):
     _strided(device, monkeypatch, graph_of(build), {"x": x}, 2, "CONV2D")
 
 
+@pytest.mark.parametrize("klass", ["nvidia", "mali"])
+def test_tiled_families_store_strided(device, monkeypatch, klass):
+    """The tiled MATMUL and convolution families (a GPU class forced on lavapipe) store their pieces strided too."""
+    monkeypatch.setenv("TOSA_VK_TARGET", klass)
+    rng = np.random.default_rng(7)
+    w = rng.integers(-128, 128, (1, 200, 6000)).astype(np.int8)
+    a = rng.integers(-128, 128, (1, 9, 200)).astype(np.int8)
+    graph = graph_of(lambda b: b.matmul(b.input("a", a.shape, "int8"), w, 1, -2))
+    _strided(device, monkeypatch, graph, {"a": a}, 2, "MATMUL")
+    wc = rng.standard_normal((130, 3, 3, 240)).astype(np.float32)
+    x = rng.standard_normal((1, 6, 6, 240)).astype(np.float32)
+    bias = np.zeros(130, np.float32)
+    graph = graph_of(lambda b: b.conv2d(b.input("x", x.shape, "fp32"), wc, bias, pad=[1, 1, 1, 1], acc_type="fp32"))
+    _strided(device, monkeypatch, graph, {"x": x}, 2, "CONV2D", atol=1e-3, rtol=1e-3)
+
+
 def test_conv2d_fp32_pieces_batch_and_stride(device, monkeypatch):
     """fp32 CONV2D, batch 2, stride 2, 1x1 and 3x3 kernels (the 1x1 runs as matmul_fast.comp), OC = 150 in pieces
     that do not divide it: the unsplit program's bits."""
