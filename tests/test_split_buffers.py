@@ -171,18 +171,77 @@ def test_conv2d_fp32_pieces_batch_and_stride(device, monkeypatch):
 
 
 def test_tensor_without_a_split_is_named():
-    """An activation over the limit (or a constant no rule splits) is a TosaError naming the tensor and the limit."""
+    """An activation over the limit that no rule splits (a TRANSPOSE's, a reduction's along the rows) or a constant
+    no rule splits is a TosaError naming the tensor and the limit."""
     b = Builder()
-    x = b.input("x", (1 << 19,), "fp32")  # 2 MiB
-    b.output(b.add(x, x), name="big_sum")
-    graph = b.build()
-    with pytest.raises(TosaError, match=r"ADD #0 'big_sum': tensor 'x' takes 2097152 bytes.*\(1048576\)"):
-        split_oversized(graph, LIMIT, "model.tosa")
+    x = b.input("x", (1024, 512), "fp32")  # 2 MiB
+    b.output(b.transpose(x, perms=[1, 0]), name="big_t")
+    with pytest.raises(TosaError, match=r"TRANSPOSE #\d+ 'big_t': tensor 'x' takes 2097152 bytes.*\(1048576\)"):
+        split_oversized(b.build(), LIMIT, "model.tosa")
+    b = Builder()
+    x = b.input("x", (1 << 19,), "fp32")
+    b.output(b.reduce_sum(x, axis=0), name="total")
+    with pytest.raises(TosaError, match=r"REDUCE_SUM #\d+ 'total': tensor 'x' takes 2097152 bytes"):
+        split_oversized(b.build(), LIMIT, "model.tosa")
     b = Builder()
     i = b.input("i", (1, 3), "int32")
     b.output(b.gather(np.zeros((1, 300_000, 2), np.float32), i))  # one column alone is 1.2 MB
     with pytest.raises(TosaError, match=r"GATHER #\d+ 'gather': tensor 'values': one output channel .* 1200000 bytes"):
         split_oversized(b.build(), LIMIT)
+
+
+# ---- activations over the limit: pieces of rows, reading and writing views -----------------------------------------
+
+
+def _views_only(device, monkeypatch, graph, feeds, kernels: int, **tolerance) -> None:
+    """Split under LIMIT: `kernels` kernels, none a SLICE or CONCAT copy (every binding under LIMIT), results the
+    reference backend's and the unsplit program's bits."""
+    whole = _unsplit(device, graph, feeds)
+    shrink_target(monkeypatch, device, max_storage_buffer_range=LIMIT)
+    found = _kernels(device, graph)
+    assert len(found) == kernels and not any(k.startswith(("SLICE", "CONCAT")) for k in found), found
+    got, _ = compare(device, graph, feeds, **tolerance)
+    for g, w in zip(got if isinstance(got, list) else [got], whole):
+        assert_same(g, w, bits=True)
+
+
+def test_elementwise_activation_runs_in_rows(device, monkeypatch):
+    """An fp32 ADD of two 2.5 MiB activations (a per-channel operand broadcast): three pieces of rows, each
+    reading and writing views of the whole tensors; bit-exact."""
+    rng = np.random.default_rng(8)
+    x, y = (rng.standard_normal((5, 256, 512)).astype(np.float32) for _ in range(2))
+    scale = rng.standard_normal((1, 1, 512)).astype(np.float32)
+
+    def build(b: Builder):
+        s = b.add(b.input("x", x.shape, "fp32"), b.input("y", y.shape, "fp32"))
+        return b.mul(s, scale)
+
+    _views_only(device, monkeypatch, graph_of(build), {"x": x, "y": y}, 6, bits=True)
+    monkeypatch.setenv("TOSA_VK_FUSE", "0")  # fusion off: the pieces' SLICEs and CONCATs are views even so
+    assert len(_kernels(device, graph_of(build))) == 6
+
+
+def test_activation_rows_adversarial(device, monkeypatch):
+    """Batch 1 (the rows along the first axis longer than 1), a row count no piece size divides, int8 rows of 333
+    bytes (pieces of a multiple of the alignment's rows), a RESCALE with per-channel parameters read whole, a
+    reduction along the last axis and a SELECT: int bit-exact."""
+    rng = np.random.default_rng(9)
+    x = rng.integers(-128, 128, (1, 7001, 333)).astype(np.int8)  # 2.2 MiB
+    mask = rng.integers(0, 2, (1, 7001, 333)).astype(bool)
+
+    def build(b: Builder):
+        xi = b.input("x", x.shape, "int8")
+        wide = b.cast(xi, out_dtype="int32")  # 8.9 MiB
+        r = b.rescale(wide, np.full(333, 1 << 30, np.int32), np.full(333, 31, np.int8), 0, 0, per_channel=True,
+                      scale32=True, out_dtype="int8")  # fmt: skip
+        picked = b.select(b.input("m", mask.shape, "bool"), r, xi)
+        return b.reduce_max(b.cast(picked, out_dtype="int32"), axis=2)
+
+    graph = graph_of(build)
+    shrink_target(monkeypatch, device, max_storage_buffer_range=LIMIT)
+    found = _kernels(device, graph)
+    assert not any(k.startswith(("SLICE", "CONCAT")) for k in found), found
+    compare(device, graph, {"x": x, "m": mask})
 
 
 # ---- the issue's sizes on the device's own limit (128 MiB on lavapipe) -----------------------------------------------
