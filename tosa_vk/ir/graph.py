@@ -44,6 +44,9 @@ def version_text(version: tuple[int, ...]) -> str:
 # An operator attribute the compiler's block-scaled pass adds (tosa_vk/stages/passes/block_scaled.py): the positions of
 # the spec inputs whose scales follow the operator's inputs. Host steps read it too, so it lives at the bottom.
 BLOCK_SCALED_INPUTS = "block_scaled_inputs"
+# attribute a compiler pass sets on a SLICE / CONCAT that must share its tensor's memory (a view: no kernel): the
+# pieces of a tensor past maxStorageBufferRange (tosa_vk/stages/passes/split.py), which no kernel may bind whole
+IN_PLACE = "in_place"
 
 
 class BlockSize(enum.IntEnum):

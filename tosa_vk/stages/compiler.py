@@ -74,5 +74,7 @@ def compile(
     fusion, answers = Fusion(), Answers(target, kernels)
     if fuse_enabled(fuse):  # each fusion decided by the lowering's answer, kept for the lower stage to take
         fusion = fuse_stage.fuse(graph, placed, alignment if views else None, answers.can_fuse, answers.can_group)
+    elif views:  # (pieces of a tensor past the buffer range are views even so)
+        fusion = fuse_stage.pinned_views(graph, placed, alignment)
     lowered = lower(graph, target, placed, fusion, answers)
     return plan(lowered, target, alignment)

@@ -12,7 +12,10 @@ a variable or a region boundary ends the chain (that tensor is stored as usual),
 at most. Each step computes what the operator's own kernel computes, so results are identical to the unfused
 program (tosa_vk/stages/lower/fused/epilogue.py). A CONV2D or MATMUL chain may end in a layout tail, RESHAPEs and
 TRANSPOSEs that the kernel does by storing each result where they would have moved it (no copy kernel; attention's heads
-split and merged around the MATMULs). A reduction's chain may go on through a head: a 1x1 CONV2D on the 1x1 image it
+split and merged around the MATMULs), or be a CONCAT along the channels of the results of several such operators
+(pieces of one split past maxStorageBufferRange, tosa_vk/stages/passes/split.py) that is no view: each kernel
+stores its channels of every row into the CONCAT's output (a strided store), all of them or none.
+A reduction's chain may go on through a head: a 1x1 CONV2D on the 1x1 image it
 made (the classifier after a global average pool), then that convolution's own chain; the kernel pools into shared
 memory and computes the output channels from there (tosa_vk/stages/lower/reduction.py). A reduction also folds the same
 reduction before it, and a CONV2D (its input) or a MATMUL (its B) reads through a TRANSPOSE before it
@@ -54,7 +57,7 @@ from functools import partial
 import numpy as np
 
 from ..ir.dtype import DType
-from ..ir.graph import Block, Graph, Operator
+from ..ir.graph import IN_PLACE, Block, Graph, Operator
 from .records import Fusion, Partition
 
 REDUCTIONS = ("REDUCE_SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PRODUCT")
@@ -119,7 +122,8 @@ def fuse(
     for region in graph.regions:
         block = region.blocks[0]
         on_vulkan = lambda i, r=region.name: partition.of(r, i).where in ("vulkan", "alias")  # noqa: E731
-        claimed: set[int] = set()
+        pinned = {i for i, op in enumerate(block.operators) if op.attrs.get(IN_PLACE)}  # views, nothing else
+        claimed: set[int] = set(pinned)
         for later, first in _prologues(block, on_vulkan).items():
             out.prologues[(region.name, later)] = first
             claimed.update([later, first])
@@ -141,11 +145,27 @@ def fuse(
             claimed.update(members)  # (declined: its operators get their own kernels)
         if can_fuse is not None:
             _settle(out, region.name, block, can_fuse)
+        _whole_concats(out, region.name, block)
         # views only without control flow: carried loop state is matched by memory root, which views share
         if alignment and len(graph.regions) == 1:
             placed = {i: partition.of(region.name, i).where for i in range(len(block.operators))}
-            for index, offsets in _views(block, placed, claimed, alignment).items():
+            for index, offsets in _views(block, placed, claimed - pinned, alignment).items():
                 out.views[(region.name, index)] = offsets
+    return out
+
+
+def pinned_views(graph: Graph, partition: Partition, alignment: int | None) -> Fusion:
+    """With fusion off, the SLICEs and CONCATs that must be views still are (IN_PLACE: pieces of a tensor past
+    maxStorageBufferRange, which no kernel may bind whole)."""
+    out = Fusion()
+    block = graph.main
+    pinned = {i for i, op in enumerate(block.operators) if op.attrs.get(IN_PLACE)}
+    if alignment and pinned and len(graph.regions) == 1:
+        region = graph.regions[0].name
+        placed = {i: partition.of(region, i).where for i in range(len(block.operators))}
+        unpinned = set(range(len(block.operators))) - pinned
+        for index, offsets in _views(block, placed, unpinned, alignment).items():
+            out.views[(region, index)] = offsets
     return out
 
 
@@ -192,9 +212,12 @@ def _epilogues(
         in_tail = headed = False
         while uses[tensor] == 1 and not block.tensors[tensor].variable and tensor in consumer:
             nxt = consumer[tensor]
+            nop = block.operators[nxt]
+            if not chain and op.op in STORE_MAPS and nxt not in taken and _strided_concat(block, nxt, on_vulkan, uses):
+                chain.append(nxt)  # every input's kernel stores into it (claimed by each): nothing follows
+                break
             if nxt in claimed or not on_vulkan(nxt):
                 break
-            nop = block.operators[nxt]
             if op.op in REDUCTIONS and not headed and _head(block, nop, tensor):
                 headed = True  # the convolution's own chain follows
             elif in_tail or _layout(block, nop, tensor):
@@ -213,13 +236,52 @@ def _epilogues(
     return found
 
 
+def _strided_concat(block: Block, index: int, on_vulkan, uses: Counter) -> bool:
+    """Whether operator `index` is a CONCAT along the last axis that is not one run per input (some leading
+    dimension is not 1: no view), each of whose inputs is the result, read by nothing else, of its own operator of
+    STORE_MAPS on Vulkan: their kernels can store their channels of each row into its output (a strided store, no
+    copy kernel)."""
+    op = block.operators[index]
+    if op.op != "CONCAT" or len(op.outputs) != 1 or len(set(op.inputs)) != len(op.inputs) < 2:
+        return False
+    out = block.tensors[op.outputs[0]]
+    axis = int(op.attrs.get("axis") or 0)
+    if out.variable or not out.shape or axis != len(out.shape) - 1 or all(d == 1 for d in out.shape[:axis]):
+        return False
+    producer = {n: i for i, o in enumerate(block.operators) for n in o.outputs}
+    for name in op.inputs:
+        t, p = block.tensors[name], producer.get(name)
+        if t.variable or t.data is not None or uses[name] != 1 or p is None or not on_vulkan(p):
+            return False
+        if block.operators[p].op not in STORE_MAPS or block.operators[p].outputs[0] != name:
+            return False
+    return on_vulkan(index)
+
+
+def _whole_concats(out: Fusion, region: str, block: Block) -> None:
+    """A strided CONCAT (_strided_concat) stays in its inputs' chains only where every input's kernel took it (one
+    kernel that declined it would leave its channels unwritten): else it is dropped from all, and copies."""
+    producer = {n: i for i, o in enumerate(block.operators) for n in o.outputs}
+    for key, chain in list(out.chains.items()):
+        if key[0] != region or not chain or block.operators[chain[-1]].op != "CONCAT":
+            continue
+        concat = block.operators[chain[-1]]
+        if not all(out.chain(region, producer[n])[-1:] == chain[-1:] for n in concat.inputs):
+            for n in concat.inputs:
+                if out.chain(region, producer[n])[-1:] == chain[-1:]:
+                    kept = out.chains.pop((region, producer[n]))[:-1]
+                    if kept:
+                        out.chains[(region, producer[n])] = kept
+
+
 def tail_start(block: Block, chain: list[int]) -> int:
     """Where a chain's tail begins (len(chain) without one): at its first TRANSPOSE or RESHAPE changing the last
-    dimension, the layout tail, which the kernel stores through as an index map (lower/epilogue.py), so only
-    RESHAPEs and TRANSPOSEs follow; or at a reduction's head (a CONV2D), which its own chain follows."""
+    dimension or its strided CONCAT, the layout tail, which the kernel stores through as an index map
+    (lower/epilogue.py), so only RESHAPEs and TRANSPOSEs follow; or at a reduction's head (a CONV2D), which its own
+    chain follows."""
     for k, i in enumerate(chain):
         op = block.operators[i]
-        if op.op == "CONV2D" or _layout(block, op, op.inputs[0]):
+        if op.op in ("CONV2D", "CONCAT") or _layout(block, op, op.inputs[0]):
             return k
     return len(chain)
 

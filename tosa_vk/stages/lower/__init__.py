@@ -295,12 +295,13 @@ class Compilation:
                 else:
                     lowered = _accepted(ctx, LOWERINGS[op.op](ctx))
                 self.declare(ctx.q(ctx.result.name), ctx.result)
-                if chain:
-                    pending[chain[-1]] = lowered
+                if chain:  # (a strided CONCAT ends the chains of all its inputs: their kernels wait for it)
+                    pending.setdefault(chain[-1], []).extend(lowered)
                 else:
                     steps.extend(lowered)
                 self.temps.update(ctx.temps)
-                fused.update((i, ctx.label) for i in chain)
+                for i in chain:
+                    fused[i] = f"{fused[i]}, {ctx.label}" if i in fused else ctx.label
                 if before is not None:
                     self.placement.append(Placement(before.label, "fused", f"done by the kernel of {ctx.label}"))
                 self.placement.append(Placement(op.label(index, prefix), placed.where, placed.reason))

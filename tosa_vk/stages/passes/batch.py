@@ -91,16 +91,17 @@ def _rewrite(block: Block, members: list) -> None:
         piece = conv.outputs[0] if tuple(shape) == out.shape else fresh_name(block, f"{conv.outputs[0]}_piece")
         if piece != conv.outputs[0]:
             block.add_tensor(Tensor(piece, tuple(shape), out.dtype))
-        ops += _shape_ops(block, conv.outputs[0], [[*start[:-1], 0], shape])
+        ops += shape_constants(block, conv.outputs[0], [[*start[:-1], 0], shape])
         ops.append(Operator("SLICE", [batched.name, *[o.outputs[0] for o in ops[-2:]]], [piece]))
         if piece != conv.outputs[0]:
-            ops += _shape_ops(block, conv.outputs[0], [list(out.shape)])
+            ops += shape_constants(block, conv.outputs[0], [list(out.shape)])
             ops.append(Operator("RESHAPE", [piece, ops[-1].outputs[0]], [conv.outputs[0]]))
     block.operators = [new for op in block.operators for new in replacement.get(id(op), [op])]
     _drop_unused(block)
 
 
-def _shape_ops(block: Block, base: str, values: list[list[int]]) -> list[Operator]:
+def shape_constants(block: Block, base: str, values: list[list[int]]) -> list[Operator]:
+    """CONST_SHAPE operators of `values` (a SLICE's start and size, a RESHAPE's shape), named after `base`."""
     ops = []
     for v in values:
         t = block.add_tensor(

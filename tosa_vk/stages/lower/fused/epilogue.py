@@ -52,7 +52,8 @@ def epilogue_defines(
     decls: list[str] = []
     defines: dict[str, str] = {}
     if tail:
-        stored = _store_map(ctx, tail) if out_map else None
+        before = steps[-1][1].outputs[0] if steps else ctx.op.outputs[0]
+        stored = _store_map(ctx, tail, before) if out_map else None
         if stored is None:
             return None
         decls.append(stored[0])
@@ -78,15 +79,25 @@ def epilogue_defines(
     return defines
 
 
-def _store_map(ctx: LowerCtx, tail: list[Operator]) -> tuple[str, bool] | None:
+def _store_map(ctx: LowerCtx, tail: list[Operator], before: str) -> tuple[str, bool] | None:
     """ep_out(at): where the result element `at` lands after the layout tail's TRANSPOSEs (its RESHAPEs keep every
-    linear index), and whether 4 consecutive elements from a multiple of 4 stay together there (each TRANSPOSE
-    keeps its last dimension, a multiple of 4): vector stores stay possible."""
+    linear index) or in a strided CONCAT's output (tensor `before` its channels from c0 of each row), and whether 4
+    consecutive elements from a multiple of 4 stay together there (each TRANSPOSE keeps its last dimension, a
+    multiple of 4; the CONCAT's channel counts and c0 are multiples of 4): vector stores stay possible."""
     tensors = ctx.block.tensors
     if ctx.result.size >= 1 << 31:
         return None
     maps, vector = [], True
     for op in tail:
+        if op.op == "CONCAT":  # (fuse._strided_concat: the only tail operator, along the last axis)
+            ins = [tensors[n].shape[-1] for n in op.inputs]
+            k = op.inputs.index(before)
+            width, start, total = ins[k], sum(ins[:k]), tensors[op.outputs[0]].shape[-1]
+            # width and c0 as push words: the pieces of one split share a pipeline
+            w = ctx.word(width)
+            maps.append(f"(i / {w}) * {total} + i % {w} + {ctx.word(start)}")
+            vector = vector and width % 4 == 0 and start % 4 == 0 and total % 4 == 0
+            continue
         if op.op != "TRANSPOSE":
             continue
         shape, perms = tensors[op.inputs[0]].shape, [int(p) for p in op.attrs["perms"]]
