@@ -215,7 +215,8 @@ class _Reader(BoundedReader):
                 if not isinstance(values[v], TensorValue) and (what == "outputs" or not _input_kind(values[v])):
                     raise TosaUnsupportedError(
                         f"{where}.{what}[{i}]: value {v} is {_kind(values[v])}, not a tensor (tosa_vk runs methods "
-                        "whose inputs are tensors, tensor lists, ints, floats, bools or None and whose outputs are tensors)"
+                        "whose inputs are tensors, tensor lists, ints, floats, bools or None and whose outputs are "
+                        "tensors)"
                     )
         return Plan(name, values, inputs, outputs, instructions, delegates)
 
