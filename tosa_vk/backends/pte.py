@@ -124,7 +124,7 @@ class PteModel(Model):
             self.close()
             raise
         self._host_times: dict[int, Timing] = {}  # the last run's host operators by instruction
-        self._shared = _shared_storage(self.plan)
+        self._shared = _shared_storage(self.plan, self._written())
         self._input_names = self._names(input_names, plan.inputs, "input")
         self._output_names = self._names(output_names, plan.outputs, "output")
 
@@ -360,11 +360,27 @@ class PteModel(Model):
             env[i] = value
             self._share(i, env)
 
+    def _written(self) -> set[int]:
+        """The values the plan writes: its inputs (a tensor list's members too), host operators' outs and returned
+        values, delegates' outputs; the others are constants, or views the memory planner aliased (_shared_storage)."""
+        written = set(self.plan.inputs)
+        for index in self.plan.inputs:
+            value = self.plan.values[index]
+            if isinstance(value, TensorListValue):
+                written.update(i for i in value.items if i is not None)
+        for ins in self.plan.instructions:
+            if isinstance(ins, Kernel):
+                written.update(host_ops.out_indices(ins), ins.args[host_ops.HOST_OPS[ins.name].inputs :])
+                continue
+            args = [a for i in ins.args for a in (self.plan.values[i].items
+                    if isinstance(self.plan.values[i], TensorListValue) else (i,))]  # fmt: skip
+            written.update(args[len(self._model(ins.index).inputs) :])
+        return written
+
     def _share(self, index: int, env: list[Any]) -> None:
-        """After value `index` is written: the values ExecuTorch's memory planner put in the same buffer see its
-        bytes, as they do in ExecuTorch's runtime, which gives them one buffer (a view the planner aliased:
-        select_scatter's unsqueezed arange, written by no instruction of its own). A value whose memory was reused
-        after its last reader gets the newer bytes too, which nothing reads."""
+        """After value `index` is written: the views ExecuTorch's memory planner put in its buffer (values no
+        instruction writes: select_scatter's unsqueezed arange) see its bytes, as in ExecuTorch's runtime, which
+        gives them one buffer."""
         for other in self._shared.get(index, ()):
             value = env[index].numpy() if isinstance(env[index], DeviceTensor) else env[index]
             env[other] = _reinterpret(np.asarray(value), self.plan.values[index], self.plan.values[other])
@@ -508,14 +524,21 @@ class PteModel(Model):
             model.close()
 
 
-def _shared_storage(plan: Plan) -> dict[int, tuple[int, ...]]:
-    """Value -> the other values ExecuTorch's memory planner put in the same bytes (memory id, offset and size: its
-    allocation_info); only values that share."""
+def _shared_storage(plan: Plan, written: set[int]) -> dict[int, tuple[int, ...]]:
+    """Value -> the views it shares its bytes with: values no instruction writes (not in `written`) that ExecuTorch's
+    memory planner put at the same memory id, offset and size (allocation_info). Written values that share a
+    buffer reuse it one after another (disjoint lifetimes) and are left alone."""
     groups: dict[tuple[int, int, int], list[int]] = {}
     for index, value in enumerate(plan.values):
-        if isinstance(value, TensorValue) and value.storage is not None and value.nbytes:
+        if isinstance(value, TensorValue) and value.storage is not None and value.data is None and value.nbytes:
             groups.setdefault((*value.storage, value.nbytes), []).append(index)
-    return {i: tuple(j for j in group if j != i) for group in groups.values() if len(group) > 1 for i in group}
+    shared = {}
+    for group in groups.values():
+        views = tuple(i for i in group if i not in written)
+        for i in group:
+            if i in written and views:
+                shared[i] = views
+    return shared
 
 
 def _reinterpret(value: np.ndarray, source: TensorValue, target: TensorValue) -> np.ndarray:
