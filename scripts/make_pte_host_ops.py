@@ -83,12 +83,43 @@ class Permute(nn.Module):  # permute / view / squeeze kept on the host: their in
         return torch.relu(x).permute(2, 0, 1).reshape(4, 6).unsqueeze(0).squeeze(0)
 
 
-class InPlace(nn.Module):  # an input changed in place: to_executorch adds its copy_ write-back
-    mutated = (1,)  # the program returns the changed input first (torch.export's user-input mutation output)
-
+class InPlace(nn.Module):  # an input changed in place: to_executorch adds its copy_ write-back (the program, and
+    # export_pte's eager, return the changed input first: torch.export's user-input mutation output)
     def forward(self, x, buf):
         buf.add_(x)
         return buf * 2
+
+
+class NoneInput(nn.Module):  # an optional argument exported as None: a method input of value None
+    def forward(self, x, y, rounding_mode: str | None = None):
+        return torch.div(x, y, rounding_mode=rounding_mode)
+
+
+class LeakyInPlace(nn.Module):  # leaky_relu in place on the input: the program returns the changed input too
+    def __init__(self):
+        super().__init__()
+        self.act = nn.LeakyReLU(0.1, inplace=True)
+
+    def forward(self, x):
+        return self.act(x)
+
+
+class SelectScatter(nn.Module):  # the memory planner aliases a view of a host operator's result (no instruction)
+    def forward(self, x, y):
+        return torch.select_scatter(x, y, 0, 1)
+
+
+class Rfft2(nn.Module):  # complex values between host operators (_fft_r2c, view_as_real_copy)
+    def forward(self, x):
+        z = torch.fft.rfft2(x)
+        return z.real, z.imag
+
+
+class GridSample(nn.Module):  # grid_sampler_2d on the host: bilinear / zeros and nearest / reflection
+    def forward(self, x, grid):
+        a = nn.functional.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
+        b = nn.functional.grid_sample(x, grid, mode="nearest", padding_mode="reflection", align_corners=True)
+        return a, b
 
 
 class Full(nn.Module):  # full / zeros / ones
@@ -113,6 +144,11 @@ def models():
     yield "permute_host_fp32", Permute(), (torch.randn(2, 3, 4),), {"host_ops": ["permute_copy", "relu"]}
     yield "in_place_fp32", InPlace(), (torch.randn(2, 3), torch.randn(2, 3)), {}
     yield "full_fp32", Full(), (torch.randn(2, 3),), {}
+    yield "none_input_fp32", NoneInput(), (torch.randn(5), torch.rand(5) + 0.5, None), {}
+    yield "leaky_in_place_fp32", LeakyInPlace(), (torch.randn(1, 2, 3, 3),), {}
+    yield "select_scatter_fp32", SelectScatter(), (torch.randn(3, 4), torch.randn(4)), {}
+    yield "rfft2_fp32", Rfft2(), (torch.randn(2, 4, 8),), {}
+    yield "grid_sample_fp32", GridSample(), (torch.randn(1, 2, 5, 6), torch.rand(1, 3, 4, 2) * 2.6 - 1.3), {}
 
 
 def main(names: list[str]) -> None:
@@ -134,10 +170,11 @@ def main(names: list[str]) -> None:
         with torch.no_grad():
             eager = eager_module(*given)
         eager = eager if isinstance(eager, tuple) else (eager,)
-        eager = tuple(given[i] for i in getattr(module, "mutated", ())) + eager
         desc: dict[str, Any] = {"tosa_file": "model.pte", "ifm_name": [], "ifm_file": [], "ofm_name": [],
                                 "ofm_file": [], "expected_result_file": []}  # fmt: skip
         for i, x in enumerate(inputs):
+            if x is None:  # an argument exported as None: the program takes nothing there (input_defaults)
+                continue
             np.save(folder / f"input_{i}.npy", x.numpy() if torch.is_tensor(x) else np.array(x))
             desc["ifm_name"].append(f"input_{i}")
             desc["ifm_file"].append(f"input_{i}.npy")

@@ -373,10 +373,21 @@ def test_values_that_are_not_tensors_where_tensors_are_needed(tmp_path, capsys):
     an AttributeError, `load` ran into a shape error at run)."""
     from tosa_vk.tools.cli import EXIT_ERROR, main
 
-    path = _edited(tmp_path, "cnn_int8", lambda plan: setattr(plan, "inputs", [14]))  # (a float input is taken)
+    from tosa_vk.formats.pte.fbs.EValue import EValueT
+    from tosa_vk.formats.pte.fbs.KernelTypes import KernelTypes
+    from tosa_vk.formats.pte.fbs.String import StringT
+
+    def string_input(plan):  # (a float, an int, a bool or None is taken: tests/test_pte_host_ops.py)
+        value = EValueT()
+        value.val, value.valType = StringT(), KernelTypes.String
+        value.val.stringVal = "floor"
+        plan.values.append(value)
+        plan.inputs = [len(plan.values) - 1]
+
+    path = _edited(tmp_path, "cnn_int8", string_input)
     assert main(["info", str(path)]) == EXIT_ERROR
     err = capsys.readouterr().err
-    assert "internal error" not in err and "edited.pte: execution_plan[0].inputs[0]: value 14 is None" in err
+    assert "internal error" not in err and "edited.pte: execution_plan[0].inputs[0]: value 15 is str 'floor'" in err
     with pytest.raises(tosa_vk.TosaUnsupportedError, match=r"edited\.pte: execution_plan\[0\]\.inputs\[0\]"):
         tosa_vk.load(path, backend="reference")
     path = _edited(tmp_path, "cnn_int8", lambda plan: setattr(_delegate_call(plan), "args", [2, 7]))

@@ -29,6 +29,10 @@ HOST_COUNTS = {
     "pte_host/permute_host_fp32": (2, 0),
     "pte_host/pool_indices_fp32": (1, 1),  # max_pool2d_with_indices
     "pte_host/reductions_fp32": (4, 0),
+    "pte_host/grid_sample_fp32": (2, 2),  # grid_sampler_2d
+    "pte_host/leaky_in_place_fp32": (1, 1),  # copy_ (in place)
+    "pte_host/rfft2_fp32": (3, 3),  # _fft_r2c, view_as_real_copy (complex values)
+    "pte_host/select_scatter_fp32": (2, 0),
     "pte/cnn_int8": (2, 0),
     "pte/cnn_int8_vgf": (2, 0),
     "pte/two_delegates_int8": (5, 0),

@@ -190,6 +190,83 @@ def test_tensor_list_input_pte():
             model.run(input_0=[np.ones(2), np.ones(4)])
 
 
+def test_none_input_pte(capsys):
+    """forward(x, y, rounding_mode=None): the program's input 2 is None (it was refused at load: "value 2 is None,
+    not a tensor"). It runs as exported: given nothing or None; anything else is an error naming the input; Model
+    .inputs, `info` and `run -i` say what it is."""
+    from tosa_vk.tools.cli import main
+
+    folder = DATA / "none_input_fp32"
+    feeds, (want,) = desc_arrays(folder)
+    with tosa_vk.load(folder / "model.pte", backend="reference") as model:
+        assert model.inputs["input_2"] == ((), "None") and model.input_defaults == {"input_2": None}
+        for given in ({}, {"input_2": None}):
+            assert np.allclose(model.run({**feeds, **given})["output_0"], want, rtol=1e-6)
+        with pytest.raises(tosa_vk.TosaError, match=r"input 'input_2' is an optional argument the program was "
+                           r"exported with as None .*got str"):  # fmt: skip
+            model.run({**feeds, "input_2": "floor"})
+    assert main(["info", str(folder / "model.pte")]) == 0
+    assert "input_2 [] None" in capsys.readouterr().out
+    args = ["run", str(folder / "model.pte"), "--backend", "reference", "--random", "1"]
+    assert main(args) == 0
+    assert main([*args, "-i", "input_2=3"]) != 0
+    assert "input 'input_2' is an argument the program was exported with as None" in capsys.readouterr().err
+
+
+def test_values_sharing_a_buffer_pte():
+    """select_scatter(x, y, 0, 1): ExecuTorch's memory planner puts the host arange's result and its unsqueezed view
+    in one buffer, and no instruction writes the view (the host eq read it unwritten: "made shape [], its out tensor
+    is [3, 1]"). The reader keeps each planned value's place; a run gives the view the written bytes."""
+    plan = load_program(DATA / "select_scatter_fp32" / "model.pte")[0]
+    arange = next(k for k in plan.instructions if isinstance(k, Kernel) and k.op == "aten::arange")
+    made = plan.values[host_ops.out_indices(arange)[0]]
+    views = [v for v in plan.values if isinstance(v, TensorValue) and v is not made and v.storage == made.storage
+             and v.nbytes == made.nbytes]  # fmt: skip
+    assert made.storage is not None and [v.sizes for v in views] == [(3, 1)]
+    feeds, (want,) = desc_arrays(DATA / "select_scatter_fp32")
+    with tosa_vk.load(DATA / "select_scatter_fp32" / "model.pte", backend="reference") as model:
+        assert np.allclose(model.run(feeds)["output_0"], want)
+
+
+def test_complex_values_between_host_operators_pte():
+    """rfft2(x).real / .imag: ExecuTorch leaves _fft_r2c (a ComplexFloat out tensor, which was refused at load:
+    "scalar type 9") and view_as_real_copy on the host; complex values stay in numpy, the delegate gets the parts."""
+    plan = load_program(DATA / "rfft2_fp32" / "model.pte")[0]
+    assert [v.dtype for v in plan.values if isinstance(v, TensorValue) and v.dtype.kind == "c"] == [np.complex64]
+    feeds, expected = desc_arrays(DATA / "rfft2_fp32")
+    with tosa_vk.load(DATA / "rfft2_fp32" / "model.pte", backend="reference") as model:
+        got = model.run(feeds)
+    for g, w in zip(got.values(), expected):
+        assert np.allclose(g, w, rtol=1e-5, atol=1e-5 * float(np.abs(w).max()))
+
+
+def test_export_returns_inputs_changed_in_place_pte():
+    """LeakyReLU(inplace=True) on the input: the program returns the changed input, then the result (two outputs,
+    where eager gave one: "2 outputs, PyTorch gives 1"). export_pte's eager returns both, as the program does, and
+    leaves the caller's tensor as it was."""
+    torch = pytest.importorskip("torch")
+    from tosa_vk.tools.torch_export import export_pte
+
+    class Leaky(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.leaky_relu(x, 0.1, inplace=True)
+
+    x = torch.randn(1, 2, 3, 3)
+    kept = x.clone()
+    exported = export_pte(Leaky(), (x.clone(),))
+    want = exported.eager(x)
+    assert torch.equal(x, kept) and len(want) == 2
+    with _loaded(exported.pte) as model:
+        got = list(model.run(input_0=x.numpy()).values())
+    assert len(got) == 2 and all(np.allclose(g, w.numpy(), atol=1e-6) for g, w in zip(got, want))
+
+
+def _loaded(pte: bytes):
+    from tosa_vk.session import load_pte
+
+    return load_pte(pte, "reference", {}, file="t.pte")
+
+
 # ---- step 3: the exported programs' host operators, against PyTorch eager -------------------------------------------
 
 
@@ -212,7 +289,8 @@ def test_pte_host_fixture_matches_eager(name, backend, request):
 def test_pte_host_fixtures_are_there():
     assert set(FIXTURES) >= {"scalars_fp32", "embedding_fp32", "indexing_fp32", "reductions_fp32",
                              "pool_indices_fp32", "bitwise_int32", "casts_fp32", "permute_host_fp32",
-                             "in_place_fp32", "full_fp32"}  # fmt: skip
+                             "in_place_fp32", "full_fp32", "none_input_fp32", "leaky_in_place_fp32",
+                             "select_scatter_fp32", "rfft2_fp32", "grid_sample_fp32"}  # fmt: skip
 
 
 def test_in_place_input_write_back_pte():
@@ -286,6 +364,20 @@ def _torch_cases():
     yield "aten::remainder.Tensor_out", [x, np.float32(-0.7)], lambda torch: torch.remainder(t(x), -0.7)
     yield "aten::ge.Scalar_out", [x, 0.1], lambda torch: t(x) >= 0.1
     yield "aten::copy_", [x, x[0, :1], False], lambda torch: t(x).copy_(t(x[0, :1]))
+    grid = rng.uniform(-1.4, 1.4, (1, 4, 5, 2)).astype(np.float32)  # beyond [-1, 1]: the padding modes
+    grid[0, 0, :2] = [[-1.0, 1.0], [0.5, -0.5]]  # (exact corners and pixel-centre ties)
+    for mode in (0, 1):
+        for padding in (0, 1, 2):
+            for align in (False, True):
+                yield (
+                    "aten::grid_sampler_2d.out",
+                    [img, grid, mode, padding, align],
+                    lambda torch, m=mode, p=padding, a=align: torch.grid_sampler_2d(t(img), t(grid), m, p, a),
+                )
+    yield "aten::_fft_r2c.out", [x, [1, 2], 0, True], lambda torch: torch.fft.rfft2(t(x))
+    yield "aten::_fft_r2c.out", [x, [0, -1], 1, False], lambda torch: torch.fft.fftn(t(x), dim=(0, -1), norm="ortho")
+    z = np.fft.rfft2(x).astype(np.complex64)
+    yield "aten::view_as_real_copy.out", [z], lambda torch: torch.view_as_real(t(z))
 
 
 TORCH_CASES = list(_torch_cases())
@@ -300,4 +392,7 @@ def test_host_op_matches_pytorch_kernel_pte(case):
     got = call(name, args, [(r.shape, r.dtype.name) for r in want])
     for g, w in zip(got if len(want) > 1 else [got], want):
         assert g.shape == w.shape and g.dtype == w.dtype
+        if w.dtype.kind == "c":  # an FFT: float32 sums of n terms, as close as the largest term allows
+            assert np.allclose(g, w, rtol=1e-6, atol=1e-6 * max(1.0, float(np.abs(w).max()))), name
+            continue
         assert np.allclose(g, w, rtol=1e-6, atol=1e-6) if w.dtype.kind == "f" else np.array_equal(g, w), name

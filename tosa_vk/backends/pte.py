@@ -124,6 +124,7 @@ class PteModel(Model):
             self.close()
             raise
         self._host_times: dict[int, Timing] = {}  # the last run's host operators by instruction
+        self._shared = _shared_storage(self.plan, self._written())
         self._input_names = self._names(input_names, plan.inputs, "input")
         self._output_names = self._names(output_names, plan.outputs, "output")
 
@@ -181,12 +182,13 @@ class PteModel(Model):
     @staticmethod
     def _spec(value: Any) -> TensorSpec:
         shape, dtype = describe(value)
-        return TensorSpec(shape, dtype if dtype == "tensor list" else tosa_name(dtype))  # TOSA's names, as a .tosa's
+        return TensorSpec(shape, dtype if dtype in ("tensor list", "None") else tosa_name(dtype))  # TOSA's names
 
     @property
     def inputs(self) -> dict[str, TensorSpec]:
         """Each input's TensorSpec: a tensor's; an int / float / bool input (a method's scalar) as a 0-d INT64 /
-        float64 / BOOL; a tensor list as ((n,), "tensor list"), given as a list of n arrays."""
+        float64 / BOOL; a tensor list as ((n,), "tensor list"), given as a list of n arrays; an optional argument
+        exported as None as ((), "None"), given as nothing or None."""
         return {n: self._spec(self.plan.values[i]) for n, i in zip(self._input_names, self.plan.inputs)}
 
     @property
@@ -194,14 +196,14 @@ class PteModel(Model):
         return {n: self._spec(self.plan.values[i]) for n, i in zip(self._output_names, self.plan.outputs)}
 
     @property
-    def input_defaults(self) -> dict[str, int | float | bool]:
-        """The int / float / bool inputs' values, those the program was exported with (ExecuTorch specialises
-        them: its runtime takes no other); run() uses them for such an input not given."""
+    def input_defaults(self) -> dict[str, int | float | bool | None]:
+        """The int / float / bool / None inputs' values, those the program was exported with (ExecuTorch
+        specialises them: its runtime takes no other); run() uses them for such an input not given."""
         return {n: self.plan.values[i] for n, i in zip(self._input_names, self.plan.inputs)
                 if not isinstance(self.plan.values[i], (TensorValue, TensorListValue))}  # fmt: skip
 
     def _gather(self, feeds, named: dict, cast, outputs, where: str = "graph") -> dict:
-        """run()'s feeds, with input_defaults for the int / float / bool inputs not given."""
+        """run()'s feeds, with input_defaults for the int / float / bool / None inputs not given."""
         given = {**(feeds if isinstance(feeds, dict) else {}), **named}
         named = {**{n: v for n, v in self.input_defaults.items() if n not in given}, **named}
         return super()._gather(feeds, named, cast, outputs, where)
@@ -209,7 +211,7 @@ class PteModel(Model):
     def _input(self, name: str, index: int, given: Any, cast: bool, env: list[Any]) -> Any:
         """One method input, checked against the program: a tensor as every Model's, a tensor list member by
         member (stored at its members' values), an int / float / bool as ExecuTorch's set_input takes it (of the
-        input's type, equal to the value the program was exported with)."""
+        input's type, equal to the value the program was exported with), None for one exported as None."""
         t = self.plan.values[index]
         if isinstance(t, TensorValue):
             return coerce_array(name, given, t.sizes, t.dtype, t.dtype.name, file=self.file, cast=cast,
@@ -293,6 +295,7 @@ class PteModel(Model):
                 env[index] = feeds[name]
                 continue
             env[index] = self._input(name, index, feeds[name], cast, env)
+            self._share(index, env)
             if name in keep:
                 kept[name] = env[index]
         times: dict[int, Timing] = {}
@@ -305,6 +308,8 @@ class PteModel(Model):
                     for i in low.inputs:
                         env[i] = self._on_host(env, i)
                 host_ops.run(kernel, env, plan, self.file)
+                for out in host_ops.out_indices(kernel):
+                    self._share(out, env)
                 times[index] = Timing(f"{kernel.name} #{index}", "host", (time.perf_counter() - start) * 1e6)
             else:
                 assert isinstance(ins, DelegateRun)
@@ -364,6 +369,32 @@ class PteModel(Model):
             if isinstance(t, TensorValue) and call.index in self.lowered:
                 value = value.astype(t.dtype, copy=False)  # a lowered int64 result: the graph's INT32, widened
             env[i] = value
+            self._share(i, env)
+
+    def _written(self) -> set[int]:
+        """The values the plan writes: its inputs (a tensor list's members too), host operators' outs and returned
+        values, delegates' outputs; the others are constants, or views the memory planner aliased (_shared_storage)."""
+        written = set(self.plan.inputs)
+        for index in self.plan.inputs:
+            value = self.plan.values[index]
+            if isinstance(value, TensorListValue):
+                written.update(i for i in value.items if i is not None)
+        for ins in self.plan.instructions:
+            if isinstance(ins, Kernel):
+                written.update(host_ops.out_indices(ins), ins.args[host_ops.HOST_OPS[ins.name].inputs :])
+                continue
+            args = [a for i in ins.args for a in (self.plan.values[i].items
+                    if isinstance(self.plan.values[i], TensorListValue) else (i,))]  # fmt: skip
+            written.update(args[len(self._model(ins.index).inputs) :])
+        return written
+
+    def _share(self, index: int, env: list[Any]) -> None:
+        """After value `index` is written: the views ExecuTorch's memory planner put in its buffer (values no
+        instruction writes: select_scatter's unsqueezed arange) see its bytes, as in ExecuTorch's runtime, which
+        gives them one buffer."""
+        for other in self._shared.get(index, ()):
+            value = env[index].numpy() if isinstance(env[index], DeviceTensor) else env[index]
+            env[other] = _reinterpret(np.asarray(value), self.plan.values[index], self.plan.values[other])
 
     def _stays(self, model: Model, name: str, index: int) -> bool:
         """Whether a delegate's output `name` (value `index`) may stay on the device: the plan's value as the
@@ -380,6 +411,7 @@ class PteModel(Model):
             tuple(model.outputs[name][0]) == tuple(t.sizes if order is None else (t.sizes[d] for d in order))
             and model.outputs[name][1] == tosa_name(t.dtype)
             and self._kernel_reader(index) is None
+            and index not in self._shared  # (a value sharing its buffer is read as bytes on the host)
         )
 
     def _value_name(self, index: int) -> str:
@@ -509,16 +541,49 @@ class PteModel(Model):
             model.close()
 
 
+def _shared_storage(plan: Plan, written: set[int]) -> dict[int, tuple[int, ...]]:
+    """Value -> the views it shares its bytes with: values no instruction writes (not in `written`) that ExecuTorch's
+    memory planner put at the same memory id, offset and size (allocation_info). Written values that share a
+    buffer reuse it one after another (disjoint lifetimes) and are left alone."""
+    groups: dict[tuple[int, int, int], list[int]] = {}
+    for index, value in enumerate(plan.values):
+        if isinstance(value, TensorValue) and value.storage is not None and value.data is None and value.nbytes:
+            groups.setdefault((*value.storage, value.nbytes), []).append(index)
+    shared = {}
+    for group in groups.values():
+        views = tuple(i for i in group if i not in written)
+        for i in group:
+            if i in written and views:
+                shared[i] = views
+    return shared
+
+
+def _reinterpret(value: np.ndarray, source: TensorValue, target: TensorValue) -> np.ndarray:
+    """`value` (of tensor `source`, in logical order) as tensor `target` of the same bytes reads it: both in their
+    memory order (dim_order), the bytes reinterpreted where the dtypes differ."""
+    memory = np.ascontiguousarray(np.transpose(value.astype(source.dtype, copy=False), source.dim_order))
+    flat = memory.reshape(-1) if source.dtype == target.dtype else memory.reshape(-1).view(target.dtype)
+    physical = flat.reshape([target.sizes[d] for d in target.dim_order])
+    return np.transpose(physical, np.argsort(target.dim_order))
+
+
 def _what(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return f"a {type(value).__name__} of {len(value)}"
     return type(value).__name__
 
 
-def _scalar(name: str, given: Any, traced: int | float | bool, file: str | None) -> int | float | bool:
+def _scalar(name: str, given: Any, traced: int | float | bool | None, file: str | None) -> int | float | bool | None:
     """An int / float / bool method input: of the program's type (a bool for a bool, an integer for an int, a real
     number for a float; a 0-d array too), and the value the program was exported with, as ExecuTorch's set_input
-    checks (the export specialised the graph to it: any other would run the traced value regardless)."""
+    checks (the export specialised the graph to it: any other would run the traced value regardless). An optional
+    argument exported as None takes only None (the plan reads None there)."""
+    if traced is None:
+        if given is not None:
+            raise TosaError(f"input {name!r} is an optional argument the program was exported with as None (the plan "
+                            f"reads None there); got {_what(given)}: pass None or leave it out, or export the module "
+                            "again with the value you want", file=file)  # fmt: skip
+        return None
     value = given.item() if isinstance(given, np.ndarray) and given.shape == () else given
     value = value.item() if isinstance(value, np.generic) else value
     kind = "bool" if isinstance(traced, bool) else "int" if isinstance(traced, int) else "float"

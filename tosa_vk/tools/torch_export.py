@@ -92,7 +92,10 @@ def _torch():
 
 class Exported(NamedTuple):
     """An export's result: the program's bytes, and `eager`, the PyTorch module it matches: the module itself for
-    float, the quantized (convert_pt2e) module for int8 — PyTorch's own int8 arithmetic, simulated in float."""
+    float, the quantized (convert_pt2e) module for int8 — PyTorch's own int8 arithmetic, simulated in float. Where
+    the module changes an input in place, `eager` returns what the program returns: the changed inputs first
+    (torch.export's input-mutation outputs, which ExecuTorch keeps as method outputs), then the module's outputs;
+    it runs on copies of the inputs, leaving the caller's tensors as they are."""
 
     pte: bytes
     eager: Callable[..., Any]
@@ -177,7 +180,32 @@ def _export(
     edge = to_edge_transform_and_lower(
         exported, partitioner=[partitioner], compile_config=EdgeCompileConfig(_check_ir_validity=False)
     )
-    return Exported(bytes(edge.to_executorch().buffer), eager)
+    return Exported(bytes(edge.to_executorch().buffer), _as_program(eager, edge.exported_program()))
+
+
+def _as_program(eager: Callable[..., Any], exported: Any) -> Callable[..., Any]:
+    """`eager` returning the program's outputs in the program's order (Exported): the inputs it changes in place
+    first, in the order of the export's output specs; `eager` itself where it changes none."""
+    from torch.export.graph_signature import InputKind, OutputKind
+    from torch.utils import _pytree as pytree
+
+    sig = exported.graph_signature
+    users = [getattr(s.arg, "name", None) for s in sig.input_specs if s.kind == InputKind.USER_INPUT]
+    changed = [users.index(s.target) for s in sig.output_specs if s.kind == OutputKind.USER_INPUT_MUTATION]
+    if not changed:
+        return eager
+
+    def run(*args: Any) -> tuple[Any, ...]:
+        import torch
+
+        leaves, spec = pytree.tree_flatten(args, is_leaf=lambda x: x is None)  # (export's inputs: None is one)
+        if len(leaves) != len(users):
+            raise TosaError(f"the module takes {len(users)} inputs (flattened), got {len(leaves)}")
+        leaves = [x.clone() if torch.is_tensor(x) else x for x in leaves]
+        outputs = eager(*pytree.tree_unflatten(leaves, spec))
+        return (*(leaves[i] for i in changed), *(outputs if isinstance(outputs, tuple) else (outputs,)))
+
+    return run
 
 
 def from_torch(

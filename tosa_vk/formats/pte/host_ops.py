@@ -152,6 +152,61 @@ def _max_pool_with_indices(x, kernel, stride=(), padding=0, dilation=1, ceil_mod
     return values, np.take_along_axis(np.broadcast_to(flat, windows.shape), best[..., None], -1)[..., 0]
 
 
+def _reflect(coord: np.ndarray, twice_low: int, twice_high: int) -> np.ndarray:
+    """PyTorch's reflect_coordinates: `coord` folded into [twice_low / 2, twice_high / 2] as by mirrors."""
+    if twice_low == twice_high:
+        return np.zeros_like(coord)
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    coord = np.abs(coord - low)
+    extra, flips = np.fmod(coord, span), np.floor(coord / span)
+    return np.where(flips % 2 == 0, extra + low, span - extra + low).astype(coord.dtype)
+
+
+def _source_index(coord: np.ndarray, size: int, padding: int, align_corners: bool) -> np.ndarray:
+    """PyTorch's grid_sampler_compute_source_index: a grid coordinate in [-1, 1] as a pixel coordinate, padded by
+    `padding` (0 zeros: as it is; 1 border: clipped; 2 reflection: mirrored, then clipped)."""
+    coord = ((coord + 1) / 2 * (size - 1)) if align_corners else (((coord + 1) * size - 1) / 2)
+    if padding == 2:
+        coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners else _reflect(coord, -1, 2 * size - 1)
+    if padding in (1, 2):
+        coord = np.clip(coord, 0, size - 1)
+    elif padding != 0:
+        raise ValueError(f"padding mode {padding} is not one PyTorch has (0 zeros, 1 border, 2 reflection)")
+    return coord
+
+
+def _grid_sample(x, grid, mode, padding, align_corners):
+    """grid_sampler_2d: N, C, H, W `x` sampled at `grid` (N, Ho, Wo, 2: x then y, in [-1, 1]) -> N, C, Ho, Wo, as
+    PyTorch's CPU kernel: bilinear (mode 0) or nearest (1, ties to even), a neighbour outside the image 0."""
+    if mode not in (0, 1):
+        raise ValueError(f"interpolation mode {mode} (bicubic) is not one tosa_vk runs: bilinear (0) or nearest (1)")
+    n, _, h, w = x.shape
+    ix = _source_index(grid[..., 0].astype(x.dtype), w, padding, align_corners)
+    iy = _source_index(grid[..., 1].astype(x.dtype), h, padding, align_corners)
+    batch = np.arange(n)[:, None, None]
+
+    def at(row, col):  # (N, Ho, Wo) pixel indices -> (N, C, Ho, Wo), 0 outside the image
+        inside = (row >= 0) & (row < h) & (col >= 0) & (col < w)
+        picked = np.moveaxis(x[batch, :, np.clip(row, 0, h - 1), np.clip(col, 0, w - 1)], -1, 1)
+        return np.where(inside[:, None], picked, np.zeros((), x.dtype))
+
+    with np.errstate(invalid="ignore"):  # (a NaN coordinate: outside, as PyTorch's)
+        if mode == 1:
+            return at(np.rint(iy).astype(np.int64), np.rint(ix).astype(np.int64))
+        x0, y0 = np.floor(ix), np.floor(iy)
+        tx, ty = (ix - x0)[:, None], (iy - y0)[:, None]
+        c0, r0 = x0.astype(np.int64), y0.astype(np.int64)
+    return (at(r0, c0) * (1 - tx) * (1 - ty) + at(r0, c0 + 1) * tx * (1 - ty)
+            + at(r0 + 1, c0) * (1 - tx) * ty + at(r0 + 1, c0 + 1) * tx * ty)  # fmt: skip
+
+
+def _fft_r2c(x, dim, normalization, onesided):
+    """_fft_r2c (torch.fft.rfft2 / rfftn): the real-to-complex FFT over `dim`, one-sided in the last of them;
+    normalization 0 none, 1 by 1/sqrt(n), 2 by 1/n (PyTorch's fft_norm_mode)."""
+    norm = ("backward", "ortho", "forward")[normalization]
+    return (np.fft.rfftn if onesided else np.fft.fftn)(x, axes=[d % x.ndim for d in dim], norm=norm)
+
+
 def _arange(*args):
     start, end, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
     return np.arange(start, end, step)
@@ -220,6 +275,10 @@ HOST_OPS: dict[str, HostOp] = {
     "aten::logical_not.out": HostOp(1, np.logical_not),
     "aten::remainder.Scalar_out": HostOp(2, np.mod),
     "aten::remainder.Tensor_out": HostOp(2, np.mod),
+    # grid sampling; the FFT and the complex view ExecuTorch leaves for rfft2 (complex values stay on the host)
+    "aten::grid_sampler_2d.out": HostOp(5, _grid_sample),
+    "aten::_fft_r2c.out": HostOp(4, _fft_r2c),
+    "aten::view_as_real_copy.out": HostOp(1, lambda x: np.stack([x.real, x.imag], axis=-1)),
 }
 for _op, _fn in (("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or), ("bitwise_xor", np.bitwise_xor),
                  ("logical_and", np.logical_and), ("logical_or", np.logical_or), ("logical_xor", np.logical_xor),

@@ -47,7 +47,9 @@ from .fbs.KernelTypes import KernelTypes
 FILE_IDENTIFIER = b"ET12"
 HEADER_MAGIC = b"eh00"
 
-# ExecuTorch's ScalarType codes (scalar_type.fbs) -> numpy dtypes; the quantized and sub-byte codes are not read
+# ExecuTorch's ScalarType codes (scalar_type.fbs) -> numpy dtypes; the quantized and sub-byte codes are not read,
+# nor ComplexHalf (numpy has no complex32). Complex values only pass between host operators (rfft2's _fft_r2c ->
+# view_as_real_copy): TOSA has no complex type, a delegate takes real / imaginary parts as two tensors
 SCALAR_TYPES: dict[int, np.dtype] = {
     0: np.dtype(np.uint8),
     1: np.dtype(np.int8),
@@ -57,6 +59,8 @@ SCALAR_TYPES: dict[int, np.dtype] = {
     5: np.dtype(np.float16),
     6: np.dtype(np.float32),
     7: np.dtype(np.float64),
+    9: np.dtype(np.complex64),
+    10: np.dtype(np.complex128),
     11: np.dtype(np.bool_),
     15: np.dtype(ml_dtypes.bfloat16),
     27: np.dtype(np.uint16),
@@ -68,12 +72,19 @@ SCALAR_TYPES: dict[int, np.dtype] = {
 @dataclass(frozen=True)
 class TensorValue:
     """A tensor value of a plan: its element type, shape (`sizes`) and memory order (`dim_order`, outer to inner);
-    `data`: a constant's elements in logical (PyTorch) order, None for one that a run fills."""
+    `data`: a constant's elements in logical (PyTorch) order, None for one that a run fills; `storage`: where
+    ExecuTorch's memory planner put one that a run fills (memory id, byte offset; its allocation_info), None where
+    it did not (a constant, or a program planned at run time)."""
 
     dtype: np.dtype
     sizes: tuple[int, ...]
     dim_order: tuple[int, ...]
     data: np.ndarray | None = None
+    storage: tuple[int, int] | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.sizes) * self.dtype.itemsize
 
 
 @dataclass(frozen=True)
@@ -204,7 +215,8 @@ class _Reader(BoundedReader):
                 if not isinstance(values[v], TensorValue) and (what == "outputs" or not _input_kind(values[v])):
                     raise TosaUnsupportedError(
                         f"{where}.{what}[{i}]: value {v} is {_kind(values[v])}, not a tensor (tosa_vk runs methods "
-                        "whose inputs are tensors, tensor lists, ints, floats or bools and whose outputs are tensors)"
+                        "whose inputs are tensors, tensor lists, ints, floats, bools or None and whose outputs are "
+                        "tensors)"
                     )
         return Plan(name, values, inputs, outputs, instructions, delegates)
 
@@ -333,10 +345,13 @@ class _Reader(BoundedReader):
         if sorted(order) != list(range(len(sizes))):
             raise TosaFormatError(f"{where}.dim_order: {list(order)} is not an order of the {len(sizes)} dimensions "
                                   f"of sizes {list(sizes)}")  # fmt: skip
-        data = None
-        if t.DataBufferIdx() > 0 and t.AllocationInfo() is None:  # a constant
+        data, storage = None, None
+        planned = t.AllocationInfo()
+        if t.DataBufferIdx() > 0 and planned is None:  # a constant
             data = self.constant(t.DataBufferIdx(), dtype, sizes, order, where)
-        return TensorValue(dtype, sizes, order, data)
+        elif planned is not None:
+            storage = (int(planned.MemoryId()), int(planned.MemoryOffsetLow()) | int(planned.MemoryOffsetHigh()) << 32)
+        return TensorValue(dtype, sizes, order, data, storage)
 
     def constant(self, buffer: int, dtype: np.dtype, sizes, order, where: str) -> np.ndarray:
         at = f"{where}.data_buffer_idx"
@@ -366,14 +381,17 @@ _VALUE_CLASSES: dict[int, type] = {
 
 
 def _input_kind(value: Any) -> bool:
-    """A value a method input may be here: a tensor, a tensor list, an Int, a Double or a Bool (not a string, None or
-    a list of numbers: ExecuTorch's set_input refuses those too)."""
-    return isinstance(value, (TensorValue, TensorListValue, int, float))
+    """A value a method input may be here: a tensor, a tensor list, an Int, a Double or a Bool, or None (an optional
+    argument exported as None, `div(x, y, rounding_mode=None)`: ExecuTorch's set_input refuses to set one, but its
+    plan reads the value as None, so it runs as exported); not a string or a list of numbers (set_input refuses
+    those too)."""
+    return value is None or isinstance(value, (TensorValue, TensorListValue, int, float))
 
 
 def describe(value: Any) -> tuple[tuple[int, ...], str]:
     """A method input's (shape, dtype name), as Model.inputs gives it: a tensor's own; an ExecuTorch Int, Double or
-    Bool as a 0-d int64 / float64 / bool; a tensor list as ((n,), "tensor list")."""
+    Bool as a 0-d int64 / float64 / bool; a tensor list as ((n,), "tensor list"); None (an optional argument
+    exported as None) as ((), "None")."""
     if isinstance(value, TensorValue):
         return value.sizes, value.dtype.name
     if isinstance(value, TensorListValue):

@@ -273,6 +273,9 @@ def feeds(
         if wanted is not None and wanted.file is not None:
             out[name], how[name] = load_npy(wanted.file), "file"
             continue
+        if wanted is not None and declared == "None":  # (a .pte's optional argument exported as None)
+            raise TosaError(f"--input {wanted.text!r}: input {name!r} is an argument the program was exported with as "
+                            "None, which it only takes as None: leave it out", file=file)  # fmt: skip
         if wanted is not None:
             _check(wanted, name, shape, declared, dtype, file)
         storage = storage_of(declared, dtype)
