@@ -34,17 +34,37 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the comparison tests/test_et_arm_ops.py makes on the saved cases
+
+from helpers import compare_to_pytorch  # noqa: E402
 
 from tosa_vk.session import load_pte  # noqa: E402
-from tosa_vk.tools.torch_export import export_pte  # noqa: E402
+from tosa_vk.tools.torch_export import export_pte, write_case  # noqa: E402
 
 PACKAGE = "executorch.backends.arm.test.ops"
 FLOWS = {"TosaPipelineFP": "FP", "TosaPipelineINT": "INT"}
-TEST_NAME = re.compile(r"^test_\w*_tosa_(FP|INT)$")
+# test_<op>_tosa_FP / _INT, and the suffixed ones (test_convolution_2d_tosa_FP_depthwise, ..._tosa_INT_a16w8)
+TEST_NAME = re.compile(r"^test_\w*?_tosa_(FP|INT)(?:_(\w+))?$")
+# suffixes of a flow's other precisions and of tests that check what is not delegated: tried after the plain ones,
+# so the first function per flow is the plain fp32 / int8 one where a module has it
+OTHER_PRECISION = re.compile(r"a16w8|16a8w|a8w4|fp8|fp16|bf16|int16|not_delegated|qat|ptq", re.IGNORECASE)
 
 
 class Recorded(Exception):
     """Raised by the recorder's run(): the case is recorded, ExecuTorch's pipeline never runs."""
+
+
+class OtherPipeline(Exception):
+    """Raised when a test builds a pipeline other than TOSA FP / INT (Ethos-U, VGF, not-delegated checks): nothing
+    is recorded and nothing of ExecuTorch's runs."""
+
+
+class Stub:
+    def __class_getitem__(cls, _item):
+        return cls
+
+    def __init__(self, *_args, **_kwargs):
+        raise OtherPipeline
 
 
 def recorder(flow: str, cases: list):
@@ -91,15 +111,15 @@ def collect(modules: list[str] | None, per_function: int, every: int = 1, one_pe
             broken[stem] = f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
             continue
         cases: list = []
-        for cls, flow in FLOWS.items():
-            if hasattr(mod, cls):
-                setattr(mod, cls, recorder(flow, cases))
+        for name, value in list(vars(mod).items()):
+            if isinstance(value, type) and "Pipeline" in name:
+                setattr(mod, name, recorder(FLOWS[name], cases) if name in FLOWS else Stub)
         seen: set[str] = set()
-        for fname, func in sorted(vars(mod).items()):
-            match = TEST_NAME.match(fname)
-            if not match or not callable(func) or (one_per_flow and match.group(1) in seen):
+        if not test_functions(mod):
+            yield stem, "", "", {"error": "no TOSA FP / INT test function (Ethos-U or VGF pipelines only)"}
+        for fname, func, flow, suffix in test_functions(mod):
+            if not callable(func) or (one_per_flow and flow in seen):
                 continue
-            seen.add(match.group(1))
             marks = [m for m in getattr(func, "pytestmark", []) if m.name == "parametrize"]
             params = inspect.signature(func).parameters
             if not marks:
@@ -113,20 +133,34 @@ def collect(modules: list[str] | None, per_function: int, every: int = 1, one_pe
                     runs.append((ident, dict(zip(names, values))))
             for ident, kwargs in runs:
                 if set(params) - set(kwargs):
+                    seen.add(flow)
                     yield stem, fname, ident, {"error": "needs pytest fixtures"}
                     continue
                 before = len(cases)
                 try:
                     func(**kwargs)
-                except Recorded:
+                except (Recorded, OtherPipeline):
                     pass
                 except Exception as err:  # noqa: BLE001 (the test itself failed before its pipeline ran)
+                    seen.add(flow)
                     yield stem, fname, ident, {"error": f"test body: {type(err).__name__}"}
                     continue
                 for case in cases[before:]:
-                    yield stem, fname, ident, case
+                    seen.add(flow)  # a function that builds no TOSA pipeline does not use up its flow's sample
+                    yield stem, fname, ident, {**case, "suffix": suffix}
     for stem, why in broken.items():
         yield stem, "", "", {"error": f"module import: {why}"}
+
+
+def test_functions(mod) -> list[tuple[str, Any, str, str]]:
+    """A test module's TOSA FP / INT test functions (name, function, flow, name suffix): the plain ones first, the
+    suffixed ones next, those of other precisions (a16w8, fp8, ...) or not-delegated checks last; by name within."""
+    found = []
+    for fname, func in vars(mod).items():
+        match = TEST_NAME.match(fname)
+        if match:
+            found.append((fname, func, match.group(1), match.group(2) or ""))
+    return sorted(found, key=lambda f: (bool(f[3]), bool(OTHER_PRECISION.search(f[3])), f[0]))
 
 
 class Timeout(Exception):
@@ -150,8 +184,39 @@ def _reason(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[:160]}"
 
 
-def run_case(case: dict, backends: list[str], timeout_s: int) -> dict[str, str]:
-    """backend -> 'match' / 'match (bit-exact)' / 'mismatch: ...' / 'load: ...' / 'run: ...'; or 'export' -> why."""
+def tolerance(case: dict) -> dict[str, float]:
+    """The atol / rtol / qtol the test gives its pipeline (compare_to_pytorch's defaults for those it does not)."""
+    return {k: case["kwargs"][k] for k in ("atol", "rtol", "qtol") if k in case["kwargs"]}
+
+
+def save(folder: Path, case: dict, pte: bytes, inputs: list, want: list, max_bytes: int) -> str:
+    """The exported case as a fixture (torch_export.write_case's layout, desc.json with the flow, the tolerances and
+    each method input's type): 'saved', or why not."""
+    import torch
+
+    kinds = {type(x).__name__ for x in inputs if not (x is None or torch.is_tensor(x) or type(x) in (int, float, bool))}
+    if kinds:
+        return f"not saved: a method input of type {', '.join(sorted(kinds))}"
+    size = len(pte) + sum(x.numel() * x.element_size() for x in inputs if torch.is_tensor(x))
+    size += sum(np.asarray(w).nbytes for w in want)
+    if size > max_bytes:
+        return f"not saved: {size / 2**20:.1f} MiB of program and arrays (over {max_bytes / 2**20:.1f} MiB)"
+    write_case(folder, inputs, want, pte, fresh=True, input_types=True, flow=case["flow"], tolerance=tolerance(case),
+               test=case["test"], data=case["data"])  # fmt: skip
+    return "saved"
+
+
+def case_folder(stem: str, case: dict) -> str:
+    """<module>__<flow>__<data id>; a suffixed test function's suffix joins its flow (conv_combos__FP_meandim__0)."""
+    flow = f"{case['flow']}_{case['suffix']}" if case.get("suffix") else case["flow"]
+    return re.sub(r"[^\w.-]+", "_", f"{stem.removeprefix('test_')}__{flow}__{case['data'] or 'case'}")
+
+
+def run_case(
+    case: dict, backends: list[str], timeout_s: int, save_to: Path | None = None, max_bytes: int = 0
+) -> dict[str, str]:
+    """backend -> 'match' / 'match (bit-exact)' / 'mismatch: ...' / 'load: ...' / 'run: ...'; or 'export' -> why;
+    'saved' -> 'saved' or why not, with save_to."""
     import torch
 
     inputs = case["inputs"]
@@ -159,7 +224,6 @@ def run_case(case: dict, backends: list[str], timeout_s: int) -> dict[str, str]:
     tensors = [x for x in _flat(inputs) if torch.is_tensor(x)]
     if any(t.dtype in (torch.float16, torch.bfloat16) for t in tensors):
         return {"skip": "fp16 / bf16 test data (TOSA-1.0+FP without the extensions)"}
-    kw = case["kwargs"]
     signal.alarm(timeout_s)
     try:
         quantize = [inputs] if case["flow"] == "INT" else None
@@ -178,6 +242,8 @@ def run_case(case: dict, backends: list[str], timeout_s: int) -> dict[str, str]:
     for i, x in enumerate(_flat(inputs)):  # the program's inputs: the arguments' pytree leaves
         feeds[f"input_{i}"] = x.detach().contiguous().numpy() if torch.is_tensor(x) else x
     out: dict[str, str] = {}
+    if save_to is not None:
+        out["saved"] = save(save_to, case, exported.pte, _flat(inputs), want, max_bytes)
     for backend in backends:
         signal.alarm(timeout_s)
         try:
@@ -193,44 +259,14 @@ def run_case(case: dict, backends: list[str], timeout_s: int) -> dict[str, str]:
                 except Exception as err:  # noqa: BLE001
                     out[backend] = "run: " + _reason(err)
                     continue
-            out[backend] = compare(got, want, list(steps.values()) if steps else [], case["flow"], kw)
+            out[backend] = compare_to_pytorch(
+                got, want, list(steps.values()) if steps else [], case["flow"], tolerance(case)
+            )
         except Timeout:
             out[backend] = f"run: took over {timeout_s} s"
         finally:
             signal.alarm(0)
     return out
-
-
-def compare(got: list, want: list, steps: list[float], flow: str, kw: dict) -> str:
-    if len(got) != len(want):
-        return f"mismatch: {len(got)} outputs, PyTorch gives {len(want)}"
-    exact = True
-    qtol = max(1, int(kw.get("qtol", 1 if flow == "INT" else 0)))
-    for i, (g, w) in enumerate(zip(got, want)):
-        g, w = np.asarray(g), np.asarray(w)
-        if g.shape != w.shape:
-            return f"mismatch: output shape {g.shape}, PyTorch's {w.shape}"
-        if w.dtype.kind in "iub":
-            if not np.array_equal(g.astype(w.dtype), w):
-                return "mismatch: integer / bool output differs"
-            continue
-        gf, wf = g.astype(np.float64), w.astype(np.float64)
-        same_nan = np.isnan(gf) == np.isnan(wf)
-        if not same_nan.all():
-            return "mismatch: NaN where PyTorch has none (or the other way)"
-        gf, wf = np.nan_to_num(gf, nan=0.0), np.nan_to_num(wf, nan=0.0)
-        with np.errstate(invalid="ignore"):
-            diff = np.where(gf == wf, 0.0, np.abs(gf - wf))
-        step = steps[i] if i < len(steps) else 0.0
-        exact = exact and not diff.any()
-        if flow == "INT" and step:
-            if diff.max(initial=0) > qtol * step * 1.0001:
-                return f"mismatch: over {qtol} output step(s)"
-        else:
-            atol, rtol = float(kw.get("atol", 1e-3)), float(kw.get("rtol", 1e-3))
-            if not np.all(diff <= atol + rtol * np.abs(wf)):
-                return "mismatch: outside the test's atol / rtol"
-    return "match (bit-exact)" if exact else "match"
 
 
 def main(argv: list[str]) -> None:
@@ -244,6 +280,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--timeout-s", type=int, default=120, help="per export and per run")
     parser.add_argument("--budget-s", type=float, default=0, help="stop collecting after this long (0: no limit)")
     parser.add_argument("--out", type=Path, help="write the JSON summary here")
+    parser.add_argument("--save", type=Path, help="write each exported case here: <module>__<flow>__<data id>/")
+    parser.add_argument("--save-max-mb", type=float, default=1.0, help="with --save: leave out larger cases")
     args = parser.parse_args(argv)
     backends = args.backends.split(",")
     signal.signal(signal.SIGALRM, _alarm)
@@ -261,7 +299,9 @@ def main(argv: list[str]) -> None:
             row["flow"] = case["flow"]
             if case["changed"]:
                 row["customised"] = True
-            row["result"] = run_case(case, backends, args.timeout_s)
+            case = {**case, "test": fname, "data": ident}
+            save_to = args.save / case_folder(stem, case) if args.save else None
+            row["result"] = run_case(case, backends, args.timeout_s, save_to, int(args.save_max_mb * 2**20))
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
