@@ -1,19 +1,29 @@
 """ExecuTorch's own Arm operator tests (executorch/backends/arm/test/ops, shipped in the executorch wheel) run with
-tosa_vk (issue 50): each test module's `test_*_tosa_FP` and `test_*_tosa_INT` functions are called with their test
-data, with ExecuTorch's TosaPipelineFP / TosaPipelineINT swapped for a recorder that keeps the module, the inputs
-and the tolerances the test gives (atol / rtol, qtol: the output steps Arm's own pipeline lets its reference model be
-off PyTorch's simulated quantization). Each case is then exported through tosa_vk's export path
-(tosa_vk/tools/torch_export.py: TOSA-1.0+FP, or TOSA-1.0+INT with the Arm quantizer calibrated on the inputs), loaded
-and run on each backend, and compared with PyTorch eager (for INT: the quantized module). Prints, and writes with
---out, a JSON summary: the counts per cause (exported / refused at export / load and run errors by message /
-mismatches / matches) per flow and backend, and each case's result.
+tosa_vk (issue 50): each test module's TOSA FP / INT test functions (`test_*_tosa_FP`, `test_*_tosa_INT`, and the
+suffixed ones such as `test_convolution_2d_tosa_FP_depthwise`) are called with their test data, with ExecuTorch's
+TosaPipelineFP / TosaPipelineINT swapped for a recorder that keeps the module, the inputs and the tolerances the test
+gives (atol / rtol, qtol: the output steps Arm's own pipeline lets its reference model be off PyTorch's simulated
+quantization); its other pipelines (Ethos-U, VGF, not-delegated checks) are stubbed, so nothing of ExecuTorch's
+runs. Each case is then exported through tosa_vk's export path (tosa_vk/tools/torch_export.py: TOSA-1.0+FP, or
+TOSA-1.0+INT with the Arm quantizer calibrated on the inputs), saved (torch_export.write_case's layout), loaded and
+run on each backend from its files and compared with PyTorch eager (for INT: the quantized module) by
+tests/helpers.py's run_saved, as tests/test_et_arm_ops.py runs the committed cases. Prints, and writes with --out, a
+JSON summary: the counts per cause (exported / refused at export / load and run errors by message / mismatches /
+matches) per flow and backend, and each case's result.
 
 Run in an environment with the `torch` extra (scripts/test_torch.sh makes .venv-torch):
 
     .venv-torch/bin/python scripts/run_et_arm_op_tests.py [--per-function N] [--modules add,conv2d] [--out FILE]
 
-The committed summaries, benchmarks/et_arm_op_tests/{even,odd}.json, are `--every 2 --offset 0|1 --one-per-flow
---per-function 1` (the first FP and INT case of each module).
+The committed fixtures (tests/data/et_arm_ops.tar.xz, the first FP and INT case of every module) and summary
+(benchmarks/et_arm_op_tests/summary.json) are made in three steps: export and save (two halves, side by side),
+run the saved cases (no torch needed), pack:
+
+    run_et_arm_op_tests.py --every 2 --offset 0 --one-per-flow --backends '' --save /tmp/et --out /tmp/even.json
+    run_et_arm_op_tests.py --every 2 --offset 1 --one-per-flow --backends '' --save /tmp/et --out /tmp/odd.json
+    run_et_arm_op_tests.py --replay --save /tmp/et --out benchmarks/et_arm_op_tests/summary.json /tmp/even.json \
+        /tmp/odd.json
+    run_et_arm_op_tests.py --pack tests/data/et_arm_ops.tar.xz --save /tmp/et benchmarks/et_arm_op_tests/summary.json
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ import json
 import re
 import signal
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -36,9 +47,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # the comparison tests/test_et_arm_ops.py makes on the saved cases
 
-from helpers import compare_to_pytorch  # noqa: E402
+from helpers import run_saved  # noqa: E402
 
-from tosa_vk.session import load_pte  # noqa: E402
 from tosa_vk.tools.torch_export import export_pte, write_case  # noqa: E402
 
 PACKAGE = "executorch.backends.arm.test.ops"
@@ -206,10 +216,12 @@ def save(folder: Path, case: dict, pte: bytes, inputs: list, want: list, max_byt
     return "saved"
 
 
-def case_folder(stem: str, case: dict) -> str:
-    """<module>__<flow>__<data id>; a suffixed test function's suffix joins its flow (conv_combos__FP_meandim__0)."""
-    flow = f"{case['flow']}_{case['suffix']}" if case.get("suffix") else case["flow"]
-    return re.sub(r"[^\w.-]+", "_", f"{stem.removeprefix('test_')}__{flow}__{case['data'] or 'case'}")
+def case_folder(row: dict) -> str:
+    """A summary row's --save folder: <module>__<flow>__<data id>; a suffixed test function's suffix joins its flow
+    (conv_combos__FP_meandim__0)."""
+    match = TEST_NAME.match(row["test"])
+    flow = f"{row['flow']}_{match.group(2)}" if match and match.group(2) else row["flow"]
+    return re.sub(r"[^\w.-]+", "_", f"{row['module'].removeprefix('test_')}__{flow}__{row['data'] or 'case'}")
 
 
 def run_case(
@@ -238,35 +250,58 @@ def run_case(
         return {"export": _reason(cause)}
     finally:
         signal.alarm(0)
-    feeds: dict[str, Any] = {}
-    for i, x in enumerate(_flat(inputs)):  # the program's inputs: the arguments' pytree leaves
-        feeds[f"input_{i}"] = x.detach().contiguous().numpy() if torch.is_tensor(x) else x
-    out: dict[str, str] = {}
     if save_to is not None:
-        out["saved"] = save(save_to, case, exported.pte, _flat(inputs), want, max_bytes)
+        saved = save(save_to, case, exported.pte, _flat(inputs), want, max_bytes)
+        return {"saved": saved, **(run_backends(save_to, backends, timeout_s) if saved == "saved" else {})}
+    with tempfile.TemporaryDirectory() as folder:  # the case run as the saved ones are, from its files
+        saved = save(Path(folder) / "case", case, exported.pte, _flat(inputs), want, 2**62)
+        return run_backends(Path(folder) / "case", backends, timeout_s) if saved == "saved" else {"run": saved}
+
+
+def run_backends(folder: Path, backends: list[str], timeout_s: int) -> dict[str, str]:
+    """A saved case run on each backend (helpers.run_saved, as tests/test_et_arm_ops.py runs it): backend ->
+    'match' / 'match (bit-exact)' / 'mismatch: ...' / 'load: ...' / 'run: ...' (numbers blanked)."""
+    out = {}
     for backend in backends:
         signal.alarm(timeout_s)
         try:
-            try:
-                model = load_pte(exported.pte, backend, {}, file="case.pte")
-            except Exception as err:  # noqa: BLE001
-                out[backend] = "load: " + _reason(err)
-                continue
-            with model:
-                try:
-                    got = list(model.run({k: v for k, v in feeds.items() if k in model.inputs}).values())
-                    steps = model.output_steps
-                except Exception as err:  # noqa: BLE001
-                    out[backend] = "run: " + _reason(err)
-                    continue
-            out[backend] = compare_to_pytorch(
-                got, want, list(steps.values()) if steps else [], case["flow"], tolerance(case)
-            )
+            result = run_saved(folder, backend)
+            out[backend] = re.sub(r"\d+", "N", result)[:170] if result.startswith(("load: ", "run: ")) else result
         except Timeout:
             out[backend] = f"run: took over {timeout_s} s"
         finally:
             signal.alarm(0)
     return out
+
+
+def pack(save: Path, archive: Path, summaries: list[Path]) -> None:
+    """The saved cases as one tar.xz (sorted, no owners or times: the same cases give the same bytes), and next to
+    it <archive stem>_left_out.txt: each sampled case the archive lacks, and why (from the runs' JSON summaries)."""
+    import io
+    import lzma
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for path in sorted(save.rglob("*")):
+            info = tar.gettarinfo(str(path), str(path.relative_to(save)))
+            info.uid = info.gid = info.mtime = 0
+            info.uname = info.gname = ""
+            info.mode = 0o755 if path.is_dir() else 0o644
+            if path.is_file():
+                with open(path, "rb") as data:
+                    tar.addfile(info, data)
+            else:
+                tar.addfile(info)
+    archive.write_bytes(lzma.compress(buffer.getvalue(), preset=9 | lzma.PRESET_EXTREME))
+    lines = [f"ExecuTorch Arm operator test cases not in {archive.name} ({__file__.rsplit('/', 1)[-1]}), and why"]
+    for summary in summaries:
+        for row in json.loads(summary.read_text())["cases_detail"]:
+            result = row["result"]
+            why = result.get("collect") or result.get("skip") or result.get("export") or result.get("saved")
+            if why and why != "saved":
+                lines.append(f"{row['module']} {row.get('flow', '-')} {row['test']} {row['data']}: {why}")
+    archive.with_name(archive.name.split(".")[0] + "_left_out.txt").write_text("\n".join(lines) + "\n")
 
 
 def main(argv: list[str]) -> None:
@@ -282,9 +317,18 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--out", type=Path, help="write the JSON summary here")
     parser.add_argument("--save", type=Path, help="write each exported case here: <module>__<flow>__<data id>/")
     parser.add_argument("--save-max-mb", type=float, default=1.0, help="with --save: leave out larger cases")
+    parser.add_argument("--pack", type=Path, help="pack --save's folder into this .tar.xz (no run) ...")
+    parser.add_argument("--replay", action="store_true", help="run --save's cases on --backends (no export) ...")
+    parser.add_argument("summaries", nargs="*", type=Path, help="... with the runs' JSON summaries (--out)")
     args = parser.parse_args(argv)
-    backends = args.backends.split(",")
+    backends = [b for b in args.backends.split(",") if b]  # none: export and --save only (--replay runs them)
     signal.signal(signal.SIGALRM, _alarm)
+    if args.pack:
+        pack(args.save, args.pack, args.summaries)
+        return
+    if args.replay:
+        replay(args.save, args.summaries, backends, args.timeout_s, args.out)
+        return
     start = time.monotonic()
     rows = []
     for stem, fname, ident, case in collect(
@@ -300,24 +344,10 @@ def main(argv: list[str]) -> None:
             if case["changed"]:
                 row["customised"] = True
             case = {**case, "test": fname, "data": ident}
-            save_to = args.save / case_folder(stem, case) if args.save else None
+            save_to = args.save / case_folder(row) if args.save else None
             row["result"] = run_case(case, backends, args.timeout_s, save_to, int(args.save_max_mb * 2**20))
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
-    counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    for row in rows:
-        result = row["result"]
-        flow = row.get("flow", "-")
-        if "collect" in result:
-            counts["not collected"][result["collect"]] += 1
-        elif "skip" in result:
-            counts[f"{flow} skipped"][result["skip"]] += 1
-        elif "export" in result:
-            counts[f"{flow} refused at export"][result["export"]] += 1
-        else:
-            counts[f"{flow} exported"]["cases"] += 1
-            for backend in backends:
-                counts[f"{flow} on {backend}"][result[backend]] += 1
     summary = {
         "executorch_ops_modules": len({r["module"] for r in rows}),
         "cases": len(rows),
@@ -330,13 +360,60 @@ def main(argv: list[str]) -> None:
             "budget_s": args.budget_s,
         },
         "seconds": round(time.monotonic() - start),
-        "counts": {k: dict(v.most_common()) for k, v in sorted(counts.items())},
+        "counts": counts(rows, backends),
         "cases_detail": rows,
     }
-    text = json.dumps(summary, indent=1)
-    if args.out:
-        args.out.write_text(text + "\n")
+    write_summary(summary, args.out)
+
+
+def write_summary(summary: dict, out: Path | None) -> None:
+    if out:
+        out.write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps({k: v for k, v in summary.items() if k != "cases_detail"}, indent=1))
+
+
+def counts(rows: list[dict], backends: list[str]) -> dict[str, dict[str, int]]:
+    """The cases per flow and cause: not collected / skipped / refused at export (why) / on each backend (result)."""
+    found: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for row in rows:
+        result = row["result"]
+        flow = row.get("flow", "-")
+        if "collect" in result:
+            found["not collected"][result["collect"]] += 1
+        elif "skip" in result:
+            found[f"{flow} skipped"][result["skip"]] += 1
+        elif "export" in result:
+            found[f"{flow} refused at export"][result["export"]] += 1
+        else:
+            found[f"{flow} exported"]["cases"] += 1
+            if result.get("saved", "saved") != "saved":
+                found[f"{flow} not saved"][result["saved"]] += 1
+            for backend in backends:
+                if backend in result:
+                    found[f"{flow} on {backend}"][result[backend]] += 1
+    return {k: dict(v.most_common()) for k, v in sorted(found.items())}
+
+
+def replay(save: Path, summaries: list[Path], backends: list[str], timeout_s: int, out: Path | None) -> None:
+    """The runs' summaries (export only: --backends '') joined, each saved case run on each backend from its
+    folder, as tests/test_et_arm_ops.py runs it (no torch), and the joined summary written to `out`."""
+    start = time.monotonic()
+    loaded = [json.loads(path.read_text()) for path in summaries]
+    rows = [row for summary in loaded for row in summary["cases_detail"]]
+    for row in rows:
+        if row["result"].get("saved") != "saved":
+            continue
+        row["result"].update(run_backends(save / case_folder(row), backends, timeout_s))
+        print(json.dumps(row), file=sys.stderr, flush=True)
+    summary = {
+        "executorch_ops_modules": len({r["module"] for r in rows}),
+        "cases": len(rows),
+        "sample": [s["sample"] for s in loaded],
+        "seconds": {"export": sum(s["seconds"] for s in loaded), "runs": round(time.monotonic() - start)},
+        "counts": counts(rows, backends),
+        "cases_detail": sorted(rows, key=lambda r: (r["module"], r.get("flow", ""), r["test"])),
+    }
+    write_summary(summary, out)
 
 
 if __name__ == "__main__":

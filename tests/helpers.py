@@ -319,6 +319,30 @@ def desc_arrays(folder: Path) -> tuple[dict[str, np.ndarray], list[np.ndarray]]:
     return feeds, [np.load(folder / f) for f in desc.get("expected_result_file", [])]
 
 
+def run_saved(folder: Path, backend: str, **options) -> str:
+    """A saved ExecuTorch operator test case (scripts/run_et_arm_op_tests.py --save: torch_export.write_case's layout
+    with the flow, the test's tolerances and the method inputs' types) run on `backend` and compared with PyTorch's
+    outputs (compare_to_pytorch): its result, or 'load: ...' / 'run: ...' with the error (the folder left out)."""
+    desc = json.loads((folder / "desc.json").read_text())
+    feeds: dict[str, object] = dict(desc_arrays(folder)[0])
+    for name, kind in desc["method_inputs"].items():  # Python scalars and None, as the method was called with
+        feeds[name] = (
+            None if kind == "none" else feeds[name].item() if kind in ("int", "float", "bool") else feeds[name]
+        )
+    where = f"{folder}/"
+    try:
+        model = tosa_vk.load(folder / "model.pte", backend=backend, **options)
+    except Exception as err:  # noqa: BLE001 (the cause is the result)
+        return f"load: {type(err).__name__}: {str(err).replace(where, '')}"
+    with model:
+        try:
+            got = list(model.run({k: v for k, v in feeds.items() if k in model.inputs}).values())
+        except Exception as err:  # noqa: BLE001
+            return f"run: {type(err).__name__}: {str(err).replace(where, '')}"
+        steps = list(model.output_steps.values())
+    return compare_to_pytorch(got, desc_arrays(folder)[1], steps, desc["flow"], desc["tolerance"])
+
+
 def compare_to_pytorch(got: list, want: list, steps: list[float], flow: str, tolerance: dict) -> str:
     """An ExecuTorch operator test's outputs against PyTorch's, by the test's own rule (scripts/run_et_arm_op_tests.py
     and tests/test_et_arm_ops.py): integer / bool outputs exact; an INT flow's dequantized outputs within qtol output
