@@ -394,11 +394,22 @@ def counts(rows: list[dict], backends: list[str]) -> dict[str, dict[str, int]]:
     return {k: dict(v.most_common()) for k, v in sorted(found.items())}
 
 
+def _summary(path: Path) -> dict:
+    """A run's --out summary; or, for a run stopped before it wrote one, its log (the rows it printed, one a line)."""
+    text = path.read_text()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        rows = [json.loads(line) for line in text.splitlines() if line.startswith('{"module"')]
+        return {"sample": {"log": path.name, "stopped_after": rows[-1]["module"] if rows else ""}, "seconds": 0,
+                "cases_detail": rows}  # fmt: skip
+
+
 def replay(save: Path, summaries: list[Path], backends: list[str], timeout_s: int, out: Path | None) -> None:
-    """The runs' summaries (export only: --backends '') joined, each saved case run on each backend from its
-    folder, as tests/test_et_arm_ops.py runs it (no torch), and the joined summary written to `out`."""
+    """The runs' summaries (export only: --backends ''; or their logs) joined, each saved case run on each backend
+    from its folder, as tests/test_et_arm_ops.py runs it (no torch), and the joined summary written to `out`."""
     start = time.monotonic()
-    loaded = [json.loads(path.read_text()) for path in summaries]
+    loaded = [_summary(path) for path in summaries]
     rows = [row for summary in loaded for row in summary["cases_detail"]]
     for row in rows:
         if row["result"].get("saved") != "saved":

@@ -11,6 +11,7 @@ import re
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -324,14 +325,14 @@ def run_saved(folder: Path, backend: str, **options) -> str:
     with the flow, the test's tolerances and the method inputs' types) run on `backend` and compared with PyTorch's
     outputs (compare_to_pytorch): its result, or 'load: ...' / 'run: ...' with the error (the folder left out)."""
     desc = json.loads((folder / "desc.json").read_text())
-    feeds: dict[str, object] = dict(desc_arrays(folder)[0])
+    feeds: dict[str, Any] = dict(desc_arrays(folder)[0])
     for name, kind in desc["method_inputs"].items():  # Python scalars and None, as the method was called with
         feeds[name] = (
             None if kind == "none" else feeds[name].item() if kind in ("int", "float", "bool") else feeds[name]
         )
     where = f"{folder}/"
     try:
-        model = tosa_vk.load(folder / "model.pte", backend=backend, **options)
+        model: Any = tosa_vk.load(folder / "model.pte", backend=backend, **options)  # a PteModel: output_steps
     except Exception as err:  # noqa: BLE001 (the cause is the result)
         return f"load: {type(err).__name__}: {str(err).replace(where, '')}"
     with model:
