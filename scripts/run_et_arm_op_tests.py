@@ -275,15 +275,19 @@ def run_backends(folder: Path, backends: list[str], timeout_s: int) -> dict[str,
 
 
 def pack(save: Path, archive: Path, summaries: list[Path]) -> None:
-    """The saved cases as one tar.xz (sorted, no owners or times: the same cases give the same bytes), and next to
-    it <archive stem>_left_out.txt: each sampled case the archive lacks, and why (from the runs' JSON summaries)."""
+    """The summaries' saved cases as one tar.xz (sorted, no owners or times: the same cases give the same bytes), and
+    next to it <archive stem>_left_out.txt: each sampled case the archive lacks, and why."""
     import io
     import lzma
     import tarfile
 
+    import executorch.backends.arm.test.ops as ops
+
+    rows = [row for summary in summaries for row in json.loads(summary.read_text())["cases_detail"]]
+    folders = sorted(case_folder(row) for row in rows if row["result"].get("saved") == "saved")
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for path in sorted(save.rglob("*")):
+        for path in (p for folder in folders for p in [save / folder, *sorted((save / folder).iterdir())]):
             info = tar.gettarinfo(str(path), str(path.relative_to(save)))
             info.uid = info.gid = info.mtime = 0
             info.uname = info.gname = ""
@@ -295,12 +299,15 @@ def pack(save: Path, archive: Path, summaries: list[Path]) -> None:
                 tar.addfile(info)
     archive.write_bytes(lzma.compress(buffer.getvalue(), preset=9 | lzma.PRESET_EXTREME))
     lines = [f"ExecuTorch Arm operator test cases not in {archive.name} ({__file__.rsplit('/', 1)[-1]}), and why"]
-    for summary in summaries:
-        for row in json.loads(summary.read_text())["cases_detail"]:
-            result = row["result"]
-            why = result.get("collect") or result.get("skip") or result.get("export") or result.get("saved")
-            if why and why != "saved":
-                lines.append(f"{row['module']} {row.get('flow', '-')} {row['test']} {row['data']}: {why}")
+    for row in rows:
+        result = row["result"]
+        why = result.get("collect") or result.get("skip") or result.get("export") or result.get("saved")
+        if why and why != "saved":
+            lines.append(f"{row['module']} {row.get('flow', '-')} {row['test']} {row['data']}: {why}")
+    tried = {row["module"] for row in rows}
+    for stem in sorted(p.stem for p in Path(list(ops.__path__)[0]).glob("test_*.py")):
+        if stem not in tried:
+            lines.append(f"{stem}: not tried (the runs stopped before it)")
     archive.with_name(archive.name.split(".")[0] + "_left_out.txt").write_text("\n".join(lines) + "\n")
 
 
@@ -410,7 +417,12 @@ def replay(save: Path, summaries: list[Path], backends: list[str], timeout_s: in
     from its folder, as tests/test_et_arm_ops.py runs it (no torch), and the joined summary written to `out`."""
     start = time.monotonic()
     loaded = [_summary(path) for path in summaries]
-    rows = [row for summary in loaded for row in summary["cases_detail"]]
+    rows, seen = [], set()
+    for row in (row for summary in loaded for row in summary["cases_detail"]):
+        key = (row["module"], row["test"], row["data"], row.get("flow"))
+        if key not in seen:  # runs over overlapping modules: each case once
+            seen.add(key)
+            rows.append(row)
     for row in rows:
         if row["result"].get("saved") != "saved":
             continue
