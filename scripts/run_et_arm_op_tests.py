@@ -255,7 +255,7 @@ def run_case(
         return {"saved": saved, **(run_backends(save_to, backends, timeout_s) if saved == "saved" else {})}
     with tempfile.TemporaryDirectory() as folder:  # the case run as the saved ones are, from its files
         saved = save(Path(folder) / "case", case, exported.pte, _flat(inputs), want, 2**62)
-        return run_backends(Path(folder) / "case", backends, timeout_s) if saved == "saved" else {"run": saved}
+        return run_backends(Path(folder) / "case", backends, timeout_s) if saved == "saved" else {"saved": saved}
 
 
 def run_backends(folder: Path, backends: list[str], timeout_s: int) -> dict[str, str]:
