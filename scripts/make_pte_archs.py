@@ -8,19 +8,15 @@ them without torch. Run by hand in an environment with the `torch` extra (script
     .venv-torch/bin/python scripts/make_pte_archs.py [NAME ...]    # writes tests/data/pte_archs/<name>_<fp32|int8>/
 
 Each folder holds model.pte, input_<i>.npy, eager_<i>.npy (PyTorch's outputs; for int8 the quantized module's,
-convert_pt2e's, which simulates the int8 arithmetic in float: what from_torch compares to) and desc.json (as
-tests/data/pte/make.py writes them: `tosa-vk run --test-desc ... --compare` checks).
+convert_pt2e's, which simulates the int8 arithmetic in float: what from_torch compares to) and desc.json
+(torch_export.write_case's layout: `tosa-vk run --test-desc ... --compare` checks).
 """
 
 from __future__ import annotations
 
-import json
-import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -28,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "data" / "pte_archs"
 sys.path.insert(0, str(ROOT))
 
-from tosa_vk.tools.torch_export import export_pte  # noqa: E402
+from tosa_vk.tools.torch_export import export_pte, write_case  # noqa: E402
 
 
 def conv_bn(cin: int, cout: int, k: int = 3, stride: int = 1, groups: int = 1) -> nn.Sequential:
@@ -289,25 +285,6 @@ def architectures():
     yield "squeeze_excite", SqueezeExcite(), image
 
 
-def write(folder: Path, pte: bytes, inputs: tuple, eager: Any) -> None:
-    eager = eager if isinstance(eager, (tuple, list)) else (eager,)
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    (folder / "model.pte").write_bytes(pte)
-    desc: dict[str, Any] = {"tosa_file": "model.pte", "ifm_name": [], "ifm_file": [], "ofm_name": [],
-                            "ofm_file": [], "expected_result_file": []}  # fmt: skip
-    for i, x in enumerate(inputs):
-        np.save(folder / f"input_{i}.npy", x.numpy())
-        desc["ifm_name"].append(f"input_{i}")
-        desc["ifm_file"].append(f"input_{i}.npy")
-    for i, y in enumerate(eager):
-        np.save(folder / f"eager_{i}.npy", y.detach().contiguous().numpy())
-        desc["ofm_name"].append(f"output_{i}")
-        desc["ofm_file"].append(f"result_{i}.npy")
-        desc["expected_result_file"].append(f"eager_{i}.npy")
-    (folder / "desc.json").write_text(json.dumps(desc, indent=1) + "\n")
-
-
 def main(names: list[str]) -> None:
     for name, module, make_inputs in architectures():
         inputs = make_inputs()
@@ -323,7 +300,8 @@ def main(names: list[str]) -> None:
                 continue
             with torch.no_grad():
                 eager = eager_module(*inputs)
-            write(OUT / f"{name}_{kind}", pte, inputs, eager)
+            eager = eager if isinstance(eager, (tuple, list)) else (eager,)
+            write_case(OUT / f"{name}_{kind}", inputs, eager, pte, fresh=True)
             print(f"{name}_{kind}: {len(pte)} bytes", flush=True)
 
 

@@ -6,18 +6,14 @@ outputs. Run by hand in an environment with the `torch` extra (scripts/test_torc
     .venv-torch/bin/python scripts/make_pte_host_ops.py [NAME ...]    # writes tests/data/pte_host/<name>/
 
 Each <name>/ holds model.pte, input_<i>.npy (a 0-d array for an int / float / bool input), eager_<i>.npy and
-desc.json (as tests/data/pte/make.py writes them: `tosa-vk run --test-desc ... --compare` checks).
+desc.json (torch_export.write_case's layout: `tosa-vk run --test-desc ... --compare` checks).
 """
 
 from __future__ import annotations
 
-import json
-import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -25,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "data" / "pte_host"
 sys.path.insert(0, str(ROOT))
 
-from tosa_vk.tools.torch_export import export_pte  # noqa: E402
+from tosa_vk.tools.torch_export import export_pte, write_case  # noqa: E402
 
 
 class Scalars(nn.Module):  # a float, an int and a bool method input (the export specialises them)
@@ -163,27 +159,11 @@ def main(names: list[str]) -> None:
         except Exception as err:  # noqa: BLE001 (a module this ExecuTorch cannot export: say so, make the others)
             print(f"{name}: export failed: {type(err).__name__}: {str(err)[:300]}")
             continue
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
-        (folder / "model.pte").write_bytes(pte)
         given = [i.clone() if torch.is_tensor(i) else i for i in inputs]
         with torch.no_grad():
             eager = eager_module(*given)
         eager = eager if isinstance(eager, tuple) else (eager,)
-        desc: dict[str, Any] = {"tosa_file": "model.pte", "ifm_name": [], "ifm_file": [], "ofm_name": [],
-                                "ofm_file": [], "expected_result_file": []}  # fmt: skip
-        for i, x in enumerate(inputs):
-            if x is None:  # an argument exported as None: the program takes nothing there (input_defaults)
-                continue
-            np.save(folder / f"input_{i}.npy", x.numpy() if torch.is_tensor(x) else np.array(x))
-            desc["ifm_name"].append(f"input_{i}")
-            desc["ifm_file"].append(f"input_{i}.npy")
-        for i, y in enumerate(eager):
-            np.save(folder / f"eager_{i}.npy", y.contiguous().numpy())
-            desc["ofm_name"].append(f"output_{i}")
-            desc["ofm_file"].append(f"result_{i}.npy")
-            desc["expected_result_file"].append(f"eager_{i}.npy")
-        (folder / "desc.json").write_text(json.dumps(desc, indent=1) + "\n")
+        write_case(folder, inputs, eager, pte, fresh=True)
         print(f"{name}: {len(pte)} bytes")
 
 

@@ -1,19 +1,29 @@
 """ExecuTorch's own Arm operator tests (executorch/backends/arm/test/ops, shipped in the executorch wheel) run with
-tosa_vk (issue 50): each test module's `test_*_tosa_FP` and `test_*_tosa_INT` functions are called with their test
-data, with ExecuTorch's TosaPipelineFP / TosaPipelineINT swapped for a recorder that keeps the module, the inputs
-and the tolerances the test gives (atol / rtol, qtol: the output steps Arm's own pipeline lets its reference model be
-off PyTorch's simulated quantization). Each case is then exported through tosa_vk's export path
-(tosa_vk/tools/torch_export.py: TOSA-1.0+FP, or TOSA-1.0+INT with the Arm quantizer calibrated on the inputs), loaded
-and run on each backend, and compared with PyTorch eager (for INT: the quantized module). Prints, and writes with
---out, a JSON summary: the counts per cause (exported / refused at export / load and run errors by message /
-mismatches / matches) per flow and backend, and each case's result.
+tosa_vk (issue 50): each test module's TOSA FP / INT test functions (`test_*_tosa_FP`, `test_*_tosa_INT`, and the
+suffixed ones such as `test_convolution_2d_tosa_FP_depthwise`) are called with their test data, with ExecuTorch's
+TosaPipelineFP / TosaPipelineINT swapped for a recorder that keeps the module, the inputs and the tolerances the test
+gives (atol / rtol, qtol: the output steps Arm's own pipeline lets its reference model be off PyTorch's simulated
+quantization); its other pipelines (Ethos-U, VGF, not-delegated checks) are stubbed, so nothing of ExecuTorch's
+runs. Each case is then exported through tosa_vk's export path (tosa_vk/tools/torch_export.py: TOSA-1.0+FP, or
+TOSA-1.0+INT with the Arm quantizer calibrated on the inputs), saved (torch_export.write_case's layout), loaded and
+run on each backend from its files and compared with PyTorch eager (for INT: the quantized module) by
+tests/helpers.py's run_saved, as tests/test_et_arm_ops.py runs the committed cases. Prints, and writes with --out, a
+JSON summary: the counts per cause (exported / refused at export / load and run errors by message / mismatches /
+matches) per flow and backend, and each case's result.
 
 Run in an environment with the `torch` extra (scripts/test_torch.sh makes .venv-torch):
 
     .venv-torch/bin/python scripts/run_et_arm_op_tests.py [--per-function N] [--modules add,conv2d] [--out FILE]
 
-The committed summaries, benchmarks/et_arm_op_tests/{even,odd}.json, are `--every 2 --offset 0|1 --one-per-flow
---per-function 1` (the first FP and INT case of each module).
+The committed fixtures (tests/data/et_arm_ops.tar.xz, the first FP and INT case of every module) and summary
+(benchmarks/et_arm_op_tests/summary.json) are made in three steps: export and save (two halves, side by side),
+run the saved cases (no torch needed), pack:
+
+    run_et_arm_op_tests.py --every 2 --offset 0 --one-per-flow --backends '' --save /tmp/et --out /tmp/even.json
+    run_et_arm_op_tests.py --every 2 --offset 1 --one-per-flow --backends '' --save /tmp/et --out /tmp/odd.json
+    run_et_arm_op_tests.py --replay --save /tmp/et --out benchmarks/et_arm_op_tests/summary.json /tmp/even.json \
+        /tmp/odd.json
+    run_et_arm_op_tests.py --pack tests/data/et_arm_ops.tar.xz --save /tmp/et benchmarks/et_arm_op_tests/summary.json
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ import json
 import re
 import signal
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -34,17 +45,36 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the comparison tests/test_et_arm_ops.py makes on the saved cases
 
-from tosa_vk.session import load_pte  # noqa: E402
-from tosa_vk.tools.torch_export import export_pte  # noqa: E402
+from helpers import run_saved  # noqa: E402
+
+from tosa_vk.tools.torch_export import export_pte, write_case  # noqa: E402
 
 PACKAGE = "executorch.backends.arm.test.ops"
 FLOWS = {"TosaPipelineFP": "FP", "TosaPipelineINT": "INT"}
-TEST_NAME = re.compile(r"^test_\w*_tosa_(FP|INT)$")
+# test_<op>_tosa_FP / _INT, and the suffixed ones (test_convolution_2d_tosa_FP_depthwise, ..._tosa_INT_a16w8)
+TEST_NAME = re.compile(r"^test_\w*?_tosa_(FP|INT)(?:_(\w+))?$")
+# suffixes of a flow's other precisions and of tests that check what is not delegated: tried after the plain ones,
+# so the first function per flow is the plain fp32 / int8 one where a module has it
+OTHER_PRECISION = re.compile(r"a16w8|16a8w|a8w4|fp8|fp16|bf16|int16|not_delegated|qat|ptq", re.IGNORECASE)
 
 
 class Recorded(Exception):
     """Raised by the recorder's run(): the case is recorded, ExecuTorch's pipeline never runs."""
+
+
+class OtherPipeline(Exception):
+    """Raised when a test builds a pipeline other than TOSA FP / INT (Ethos-U, VGF, not-delegated checks): nothing
+    is recorded and nothing of ExecuTorch's runs."""
+
+
+class Stub:
+    def __class_getitem__(cls, _item):
+        return cls
+
+    def __init__(self, *_args, **_kwargs):
+        raise OtherPipeline
 
 
 def recorder(flow: str, cases: list):
@@ -91,15 +121,15 @@ def collect(modules: list[str] | None, per_function: int, every: int = 1, one_pe
             broken[stem] = f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
             continue
         cases: list = []
-        for cls, flow in FLOWS.items():
-            if hasattr(mod, cls):
-                setattr(mod, cls, recorder(flow, cases))
+        for name, value in list(vars(mod).items()):
+            if isinstance(value, type) and "Pipeline" in name:
+                setattr(mod, name, recorder(FLOWS[name], cases) if name in FLOWS else Stub)
         seen: set[str] = set()
-        for fname, func in sorted(vars(mod).items()):
-            match = TEST_NAME.match(fname)
-            if not match or not callable(func) or (one_per_flow and match.group(1) in seen):
+        if not test_functions(mod):
+            yield stem, "", "", {"error": "no TOSA FP / INT test function (Ethos-U or VGF pipelines only)"}
+        for fname, func, flow, suffix in test_functions(mod):
+            if not callable(func) or (one_per_flow and flow in seen):
                 continue
-            seen.add(match.group(1))
             marks = [m for m in getattr(func, "pytestmark", []) if m.name == "parametrize"]
             params = inspect.signature(func).parameters
             if not marks:
@@ -113,20 +143,34 @@ def collect(modules: list[str] | None, per_function: int, every: int = 1, one_pe
                     runs.append((ident, dict(zip(names, values))))
             for ident, kwargs in runs:
                 if set(params) - set(kwargs):
+                    seen.add(flow)
                     yield stem, fname, ident, {"error": "needs pytest fixtures"}
                     continue
                 before = len(cases)
                 try:
                     func(**kwargs)
-                except Recorded:
+                except (Recorded, OtherPipeline):
                     pass
                 except Exception as err:  # noqa: BLE001 (the test itself failed before its pipeline ran)
+                    seen.add(flow)
                     yield stem, fname, ident, {"error": f"test body: {type(err).__name__}"}
                     continue
                 for case in cases[before:]:
-                    yield stem, fname, ident, case
+                    seen.add(flow)  # a function that builds no TOSA pipeline does not use up its flow's sample
+                    yield stem, fname, ident, {**case, "suffix": suffix}
     for stem, why in broken.items():
         yield stem, "", "", {"error": f"module import: {why}"}
+
+
+def test_functions(mod) -> list[tuple[str, Any, str, str]]:
+    """A test module's TOSA FP / INT test functions (name, function, flow, name suffix): the plain ones first, the
+    suffixed ones next, those of other precisions (a16w8, fp8, ...) or not-delegated checks last; by name within."""
+    found = []
+    for fname, func in vars(mod).items():
+        match = TEST_NAME.match(fname)
+        if match:
+            found.append((fname, func, match.group(1), match.group(2) or ""))
+    return sorted(found, key=lambda f: (bool(f[3]), bool(OTHER_PRECISION.search(f[3])), f[0]))
 
 
 class Timeout(Exception):
@@ -150,8 +194,41 @@ def _reason(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[:160]}"
 
 
-def run_case(case: dict, backends: list[str], timeout_s: int) -> dict[str, str]:
-    """backend -> 'match' / 'match (bit-exact)' / 'mismatch: ...' / 'load: ...' / 'run: ...'; or 'export' -> why."""
+def tolerance(case: dict) -> dict[str, float]:
+    """The atol / rtol / qtol the test gives its pipeline (compare_to_pytorch's defaults for those it does not)."""
+    return {k: case["kwargs"][k] for k in ("atol", "rtol", "qtol") if k in case["kwargs"]}
+
+
+def save(folder: Path, case: dict, pte: bytes, inputs: list, want: list, max_bytes: int) -> str:
+    """The exported case as a fixture (torch_export.write_case's layout, desc.json with the flow, the tolerances and
+    each method input's type): 'saved', or why not."""
+    import torch
+
+    kinds = {type(x).__name__ for x in inputs if not (x is None or torch.is_tensor(x) or type(x) in (int, float, bool))}
+    if kinds:
+        return f"not saved: a method input of type {', '.join(sorted(kinds))}"
+    size = len(pte) + sum(x.numel() * x.element_size() for x in inputs if torch.is_tensor(x))
+    size += sum(np.asarray(w).nbytes for w in want)
+    if size > max_bytes:
+        return f"not saved: {size / 2**20:.1f} MiB of program and arrays (over {max_bytes / 2**20:.1f} MiB)"
+    write_case(folder, inputs, want, pte, fresh=True, input_types=True, flow=case["flow"], tolerance=tolerance(case),
+               test=case["test"], data=case["data"])  # fmt: skip
+    return "saved"
+
+
+def case_folder(row: dict) -> str:
+    """A summary row's --save folder: <module>__<flow>__<data id>; a suffixed test function's suffix joins its flow
+    (conv_combos__FP_meandim__0)."""
+    match = TEST_NAME.match(row["test"])
+    flow = f"{row['flow']}_{match.group(2)}" if match and match.group(2) else row["flow"]
+    return re.sub(r"[^\w.-]+", "_", f"{row['module'].removeprefix('test_')}__{flow}__{row['data'] or 'case'}")
+
+
+def run_case(
+    case: dict, backends: list[str], timeout_s: int, save_to: Path | None = None, max_bytes: int = 0
+) -> dict[str, str]:
+    """backend -> 'match' / 'match (bit-exact)' / 'mismatch: ...' / 'load: ...' / 'run: ...'; or 'export' -> why;
+    'saved' -> 'saved' or why not, with save_to."""
     import torch
 
     inputs = case["inputs"]
@@ -159,7 +236,6 @@ def run_case(case: dict, backends: list[str], timeout_s: int) -> dict[str, str]:
     tensors = [x for x in _flat(inputs) if torch.is_tensor(x)]
     if any(t.dtype == torch.bfloat16 for t in tensors):  # (fp16 is in TOSA-1.0+FP: exported and run)
         return {"skip": "bf16 test data (TOSA-1.0+FP without the bf16 extension)"}
-    kw = case["kwargs"]
     signal.alarm(timeout_s)
     try:
         quantize = [inputs] if case["flow"] == "INT" else None
@@ -174,26 +250,23 @@ def run_case(case: dict, backends: list[str], timeout_s: int) -> dict[str, str]:
         return {"export": _reason(cause)}
     finally:
         signal.alarm(0)
-    feeds: dict[str, Any] = {}
-    for i, x in enumerate(_flat(inputs)):  # the program's inputs: the arguments' pytree leaves
-        feeds[f"input_{i}"] = x.detach().contiguous().numpy() if torch.is_tensor(x) else x
-    out: dict[str, str] = {}
+    if save_to is not None:
+        saved = save(save_to, case, exported.pte, _flat(inputs), want, max_bytes)
+        return {"saved": saved, **(run_backends(save_to, backends, timeout_s) if saved == "saved" else {})}
+    with tempfile.TemporaryDirectory() as folder:  # the case run as the saved ones are, from its files
+        saved = save(Path(folder) / "case", case, exported.pte, _flat(inputs), want, 2**62)
+        return run_backends(Path(folder) / "case", backends, timeout_s) if saved == "saved" else {"saved": saved}
+
+
+def run_backends(folder: Path, backends: list[str], timeout_s: int) -> dict[str, str]:
+    """A saved case run on each backend (helpers.run_saved, as tests/test_et_arm_ops.py runs it): backend ->
+    'match' / 'match (bit-exact)' / 'mismatch: ...' / 'load: ...' / 'run: ...' (numbers blanked)."""
+    out = {}
     for backend in backends:
         signal.alarm(timeout_s)
         try:
-            try:
-                model = load_pte(exported.pte, backend, {}, file="case.pte")
-            except Exception as err:  # noqa: BLE001
-                out[backend] = "load: " + _reason(err)
-                continue
-            with model:
-                try:
-                    got = list(model.run({k: v for k, v in feeds.items() if k in model.inputs}).values())
-                    steps = model.output_steps
-                except Exception as err:  # noqa: BLE001
-                    out[backend] = "run: " + _reason(err)
-                    continue
-            out[backend] = compare(got, want, list(steps.values()) if steps else [], case["flow"], kw)
+            result = run_saved(folder, backend)
+            out[backend] = re.sub(r"\d+", "N", result)[:170] if result.startswith(("load: ", "run: ")) else result
         except Timeout:
             out[backend] = f"run: took over {timeout_s} s"
         finally:
@@ -201,36 +274,43 @@ def run_case(case: dict, backends: list[str], timeout_s: int) -> dict[str, str]:
     return out
 
 
-def compare(got: list, want: list, steps: list[float], flow: str, kw: dict) -> str:
-    if len(got) != len(want):
-        return f"mismatch: {len(got)} outputs, PyTorch gives {len(want)}"
-    exact = True
-    qtol = max(1, int(kw.get("qtol", 1 if flow == "INT" else 0)))
-    for i, (g, w) in enumerate(zip(got, want)):
-        g, w = np.asarray(g), np.asarray(w)
-        if g.shape != w.shape:
-            return f"mismatch: output shape {g.shape}, PyTorch's {w.shape}"
-        if w.dtype.kind in "iub":
-            if not np.array_equal(g.astype(w.dtype), w):
-                return "mismatch: integer / bool output differs"
-            continue
-        gf, wf = g.astype(np.float64), w.astype(np.float64)
-        same_nan = np.isnan(gf) == np.isnan(wf)
-        if not same_nan.all():
-            return "mismatch: NaN where PyTorch has none (or the other way)"
-        gf, wf = np.nan_to_num(gf, nan=0.0), np.nan_to_num(wf, nan=0.0)
-        with np.errstate(invalid="ignore"):
-            diff = np.where(gf == wf, 0.0, np.abs(gf - wf))
-        step = steps[i] if i < len(steps) else 0.0
-        exact = exact and not diff.any()
-        if flow == "INT" and step:
-            if diff.max(initial=0) > qtol * step * 1.0001:
-                return f"mismatch: over {qtol} output step(s)"
-        else:
-            atol, rtol = float(kw.get("atol", 1e-3)), float(kw.get("rtol", 1e-3))
-            if not np.all(diff <= atol + rtol * np.abs(wf)):
-                return "mismatch: outside the test's atol / rtol"
-    return "match (bit-exact)" if exact else "match"
+def pack(save: Path, archive: Path, summaries: list[Path]) -> None:
+    """The summaries' saved cases as one tar.xz (sorted, no owners or times: the same cases give the same bytes), and
+    next to it <archive stem>_left_out.txt: each sampled case the archive lacks, and why."""
+    import io
+    import lzma
+    import tarfile
+
+    import executorch.backends.arm.test.ops as ops
+
+    rows = [row for summary in summaries for row in json.loads(summary.read_text())["cases_detail"]]
+    folders = sorted(case_folder(row) for row in rows if row["result"].get("saved") == "saved")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for path in (p for folder in folders for p in [save / folder, *sorted((save / folder).iterdir())]):
+            info = tar.gettarinfo(str(path), str(path.relative_to(save)))
+            info.uid = info.gid = info.mtime = 0
+            info.uname = info.gname = ""
+            info.mode = 0o755 if path.is_dir() else 0o644
+            if path.is_file():
+                with open(path, "rb") as data:
+                    tar.addfile(info, data)
+            else:
+                tar.addfile(info)
+    archive.write_bytes(lzma.compress(buffer.getvalue(), preset=9 | lzma.PRESET_EXTREME))
+    lines = [f"ExecuTorch Arm operator test cases not in {archive.name} ({__file__.rsplit('/', 1)[-1]}), and why"]
+    for row in rows:
+        result = row["result"]
+        why = result.get("collect") or result.get("skip") or result.get("export") or result.get("saved")
+        if why and why != "saved":
+            lines.append(f"{row['module']} {row.get('flow', '-')} {row['test']} {row['data']}: {why}")
+    tried = {row["module"] for row in rows}
+    for stem in sorted(p.stem for p in Path(list(ops.__path__)[0]).glob("test_*.py")):
+        if stem not in tried:
+            lines.append(
+                f"{stem}: no case (its TOSA tests build only other pipelines, e.g. MXFP; or no run reached it)"
+            )
+    archive.with_name(archive.name.split(".")[0] + "_left_out.txt").write_text("\n".join(lines) + "\n")
 
 
 def main(argv: list[str]) -> None:
@@ -244,9 +324,20 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--timeout-s", type=int, default=120, help="per export and per run")
     parser.add_argument("--budget-s", type=float, default=0, help="stop collecting after this long (0: no limit)")
     parser.add_argument("--out", type=Path, help="write the JSON summary here")
+    parser.add_argument("--save", type=Path, help="write each exported case here: <module>__<flow>__<data id>/")
+    parser.add_argument("--save-max-mb", type=float, default=1.0, help="with --save: leave out larger cases")
+    parser.add_argument("--pack", type=Path, help="pack --save's folder into this .tar.xz (no run) ...")
+    parser.add_argument("--replay", action="store_true", help="run --save's cases on --backends (no export) ...")
+    parser.add_argument("summaries", nargs="*", type=Path, help="... with the runs' JSON summaries (--out)")
     args = parser.parse_args(argv)
-    backends = args.backends.split(",")
+    backends = [b for b in args.backends.split(",") if b]  # none: export and --save only (--replay runs them)
     signal.signal(signal.SIGALRM, _alarm)
+    if args.pack:
+        pack(args.save, args.pack, args.summaries)
+        return
+    if args.replay:
+        replay(args.save, args.summaries, backends, args.timeout_s, args.out)
+        return
     start = time.monotonic()
     rows = []
     for stem, fname, ident, case in collect(
@@ -261,23 +352,11 @@ def main(argv: list[str]) -> None:
             row["flow"] = case["flow"]
             if case["changed"]:
                 row["customised"] = True
-            row["result"] = run_case(case, backends, args.timeout_s)
+            case = {**case, "test": fname, "data": ident}
+            save_to = args.save / case_folder(row) if args.save else None
+            row["result"] = run_case(case, backends, args.timeout_s, save_to, int(args.save_max_mb * 2**20))
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
-    counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    for row in rows:
-        result = row["result"]
-        flow = row.get("flow", "-")
-        if "collect" in result:
-            counts["not collected"][result["collect"]] += 1
-        elif "skip" in result:
-            counts[f"{flow} skipped"][result["skip"]] += 1
-        elif "export" in result:
-            counts[f"{flow} refused at export"][result["export"]] += 1
-        else:
-            counts[f"{flow} exported"]["cases"] += 1
-            for backend in backends:
-                counts[f"{flow} on {backend}"][result[backend]] += 1
     summary = {
         "executorch_ops_modules": len({r["module"] for r in rows}),
         "cases": len(rows),
@@ -290,13 +369,76 @@ def main(argv: list[str]) -> None:
             "budget_s": args.budget_s,
         },
         "seconds": round(time.monotonic() - start),
-        "counts": {k: dict(v.most_common()) for k, v in sorted(counts.items())},
+        "counts": counts(rows, backends),
         "cases_detail": rows,
     }
-    text = json.dumps(summary, indent=1)
-    if args.out:
-        args.out.write_text(text + "\n")
+    write_summary(summary, args.out)
+
+
+def write_summary(summary: dict, out: Path | None) -> None:
+    if out:
+        out.write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps({k: v for k, v in summary.items() if k != "cases_detail"}, indent=1))
+
+
+def counts(rows: list[dict], backends: list[str]) -> dict[str, dict[str, int]]:
+    """The cases per flow and cause: not collected / skipped / refused at export (why) / on each backend (result)."""
+    found: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for row in rows:
+        result = row["result"]
+        flow = row.get("flow", "-")
+        if "collect" in result:
+            found["not collected"][result["collect"]] += 1
+        elif "skip" in result:
+            found[f"{flow} skipped"][result["skip"]] += 1
+        elif "export" in result:
+            found[f"{flow} refused at export"][result["export"]] += 1
+        else:
+            found[f"{flow} exported"]["cases"] += 1
+            if result.get("saved", "saved") != "saved":
+                found[f"{flow} not saved"][result["saved"]] += 1
+            for backend in backends:
+                if backend in result:
+                    found[f"{flow} on {backend}"][result[backend]] += 1
+    return {k: dict(v.most_common()) for k, v in sorted(found.items())}
+
+
+def _summary(path: Path) -> dict:
+    """A run's --out summary; or, for a run stopped before it wrote one, its log (the rows it printed, one a line)."""
+    text = path.read_text()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        rows = [json.loads(line) for line in text.splitlines() if line.startswith('{"module"')]
+        return {"sample": {"log": path.name, "stopped_after": rows[-1]["module"] if rows else ""}, "seconds": 0,
+                "cases_detail": rows}  # fmt: skip
+
+
+def replay(save: Path, summaries: list[Path], backends: list[str], timeout_s: int, out: Path | None) -> None:
+    """The runs' summaries (export only: --backends ''; or their logs) joined, each saved case run on each backend
+    from its folder, as tests/test_et_arm_ops.py runs it (no torch), and the joined summary written to `out`."""
+    start = time.monotonic()
+    loaded = [_summary(path) for path in summaries]
+    rows, seen = [], set()
+    for row in (row for summary in loaded for row in summary["cases_detail"]):
+        key = (row["module"], row["test"], row["data"], row.get("flow"))
+        if key not in seen:  # runs over overlapping modules: each case once
+            seen.add(key)
+            rows.append(row)
+    for row in rows:
+        if row["result"].get("saved") != "saved":
+            continue
+        row["result"].update(run_backends(save / case_folder(row), backends, timeout_s))
+        print(json.dumps(row), file=sys.stderr, flush=True)
+    summary = {
+        "executorch_ops_modules": len({r["module"] for r in rows}),
+        "cases": len(rows),
+        "sample": [s["sample"] for s in loaded],
+        "seconds": {"export": sum(s["seconds"] for s in loaded), "runs": round(time.monotonic() - start)},
+        "counts": counts(rows, backends),
+        "cases_detail": sorted(rows, key=lambda r: (r["module"], r.get("flow", ""), r["test"])),
+    }
+    write_summary(summary, out)
 
 
 if __name__ == "__main__":

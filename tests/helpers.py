@@ -11,6 +11,7 @@ import re
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -317,3 +318,63 @@ def desc_arrays(folder: Path) -> tuple[dict[str, np.ndarray], list[np.ndarray]]:
     desc = json.loads((folder / "desc.json").read_text())
     feeds = {n: np.load(folder / f) for n, f in zip(desc["ifm_name"], desc["ifm_file"])}
     return feeds, [np.load(folder / f) for f in desc.get("expected_result_file", [])]
+
+
+def run_saved(folder: Path, backend: str, **options) -> str:
+    """A saved ExecuTorch operator test case (scripts/run_et_arm_op_tests.py --save: torch_export.write_case's layout
+    with the flow, the test's tolerances and the method inputs' types) run on `backend` and compared with PyTorch's
+    outputs (compare_to_pytorch): its result, or 'load: ...' / 'run: ...' with the error (the folder left out)."""
+    desc = json.loads((folder / "desc.json").read_text())
+    feeds: dict[str, Any] = dict(desc_arrays(folder)[0])
+    for name, kind in desc["method_inputs"].items():  # Python scalars and None, as the method was called with
+        feeds[name] = (
+            None if kind == "none" else feeds[name].item() if kind in ("int", "float", "bool") else feeds[name]
+        )
+    where = f"{folder}/"
+    try:
+        model: Any = tosa_vk.load(folder / "model.pte", backend=backend, **options)  # a PteModel: output_steps
+    except Exception as err:  # noqa: BLE001 (the cause is the result)
+        return f"load: {type(err).__name__}: {str(err).replace(where, '')}"
+    with model:
+        try:
+            got = list(model.run({k: v for k, v in feeds.items() if k in model.inputs}).values())
+        except Exception as err:  # noqa: BLE001
+            return f"run: {type(err).__name__}: {str(err).replace(where, '')}"
+        steps = list(model.output_steps.values())
+    return compare_to_pytorch(got, desc_arrays(folder)[1], steps, desc["flow"], desc["tolerance"])
+
+
+def compare_to_pytorch(got: list, want: list, steps: list[float], flow: str, tolerance: dict) -> str:
+    """An ExecuTorch operator test's outputs against PyTorch's, by the test's own rule (scripts/run_et_arm_op_tests.py
+    and tests/test_et_arm_ops.py): integer / bool outputs exact; an INT flow's dequantized outputs within qtol output
+    steps (`steps`: Model.output_steps, in output order; qtol at least 1); float outputs within atol + rtol * |want|
+    (1e-3 each unless the test gives them). 'match (bit-exact)', 'match' or 'mismatch: why'."""
+    if len(got) != len(want):
+        return f"mismatch: {len(got)} outputs, PyTorch gives {len(want)}"
+    exact = True
+    qtol = max(1, int(tolerance.get("qtol", 1 if flow == "INT" else 0)))
+    for i, (g, w) in enumerate(zip(got, want)):
+        g, w = np.asarray(g), np.asarray(w)
+        if g.shape != w.shape:
+            return f"mismatch: output shape {g.shape}, PyTorch's {w.shape}"
+        if w.dtype.kind in "iub":
+            if not np.array_equal(g.astype(w.dtype), w):
+                return "mismatch: integer / bool output differs"
+            continue
+        gf, wf = g.astype(np.float64), w.astype(np.float64)
+        same_nan = np.isnan(gf) == np.isnan(wf)
+        if not same_nan.all():
+            return "mismatch: NaN where PyTorch has none (or the other way)"
+        gf, wf = np.nan_to_num(gf, nan=0.0), np.nan_to_num(wf, nan=0.0)
+        with np.errstate(invalid="ignore"):
+            diff = np.where(gf == wf, 0.0, np.abs(gf - wf))
+        step = steps[i] if i < len(steps) else 0.0
+        exact = exact and not diff.any()
+        if flow == "INT" and step:
+            if diff.max(initial=0) > qtol * step * 1.0001:
+                return f"mismatch: over {qtol} output step(s)"
+        else:
+            atol, rtol = float(tolerance.get("atol", 1e-3)), float(tolerance.get("rtol", 1e-3))
+            if not np.all(diff <= atol + rtol * np.abs(wf)):
+                return "mismatch: outside the test's atol / rtol"
+    return "match (bit-exact)" if exact else "match"

@@ -273,24 +273,62 @@ def _flat(outputs: Any) -> list[Any]:
 
 
 def _write_desc(folder: Path, model: Any, inputs: list[Any], eager: list[Any]) -> None:
-    """from_torch(save=...)'s files: each delegate's .tosa, the inputs, eager's outputs and a desc.json naming them
-    (Arm's conformance layout: `run --compare` writes ofm_file results and reads expected_result_file). Named as
-    the .pte names them when loaded from the file (input_0, ..., output_0, ...: it keeps no argument names)."""
-    import numpy as np
-
+    """from_torch(save=...)'s files: each delegate's .tosa, and the inputs and eager's outputs as write_case writes
+    them."""
     from ..ir import save_graph
 
     for i, delegate in enumerate(model.delegates):
         save_graph(delegate.graph, folder / f"delegate_{i}.tosa")
-    names = [f"input_{i}" for i in range(len(inputs))]
-    outputs = [f"output_{i}" for i in range(len(eager))]
-    desc: dict[str, Any] = {"tosa_file": "model.pte", "ifm_name": names, "ifm_file": [], "ofm_name": outputs,
+    write_case(folder, inputs, eager)
+
+
+def _array(value: Any) -> Any:
+    """A tensor, array or Python int / float / bool as a numpy array (a scalar as a 0-d one)."""
+    import numpy as np
+
+    if hasattr(value, "detach"):
+        return value.detach().contiguous().numpy()
+    return np.asarray(value)
+
+
+def write_case(
+    folder: Path, inputs: Sequence[Any], outputs: Sequence[Any], pte: bytes | None = None, *, fresh: bool = False,
+    input_types: bool = False, **extra: Any,
+) -> None:  # fmt: skip
+    """A program with its inputs and PyTorch's outputs in Arm's conformance layout, the one layout of every .pte
+    fixture script and of from_torch(save=...): model.pte (when given), input_<i>.npy, eager_<i>.npy and a desc.json
+    naming them (`run --compare` writes ofm_file results and reads expected_result_file), then `extra`'s keys. Named
+    as the .pte names them when loaded from the file (input_0, ..., output_0, ...: it keeps no argument names).
+    Inputs and outputs are tensors, arrays or Python scalars (saved 0-d); a None input has no file and no ifm entry.
+    fresh: the folder is removed first and made (a fixture script's: a case's old files go; never a user's folder).
+    input_types: also write method_inputs, each input's name -> tensor / int / float / bool / none (a scalar's .npy
+    does not say whether the method took a Python scalar or a 0-d tensor)."""
+    import shutil
+
+    import numpy as np
+
+    if fresh:
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+    if pte is not None:
+        (folder / "model.pte").write_bytes(pte)
+    desc: dict[str, Any] = {"tosa_file": "model.pte", "ifm_name": [], "ifm_file": [], "ofm_name": [],
                             "ofm_file": [], "expected_result_file": []}  # fmt: skip
-    for name, value in zip(names, inputs):
-        np.save(folder / f"{name}.npy", value)
-        desc["ifm_file"].append(f"{name}.npy")
-    for name, value in zip(outputs, eager):
-        np.save(folder / f"eager_{name[len('output_') :]}.npy", value)
-        desc["ofm_file"].append(f"result_{name[len('output_') :]}.npy")
-        desc["expected_result_file"].append(f"eager_{name[len('output_') :]}.npy")
-    (folder / "desc.json").write_text(json.dumps(desc, indent=1) + "\n")
+    types: dict[str, str] = {}
+    for i, value in enumerate(inputs):
+        types[f"input_{i}"] = (
+            "none" if value is None else "tensor" if hasattr(value, "detach") else type(value).__name__
+        )
+        if value is None:
+            continue
+        np.save(folder / f"input_{i}.npy", _array(value))
+        desc["ifm_name"].append(f"input_{i}")
+        desc["ifm_file"].append(f"input_{i}.npy")
+    for i, value in enumerate(outputs):
+        np.save(folder / f"eager_{i}.npy", _array(value))
+        desc["ofm_name"].append(f"output_{i}")
+        desc["ofm_file"].append(f"result_{i}.npy")
+        desc["expected_result_file"].append(f"eager_{i}.npy")
+    if input_types:
+        desc["method_inputs"] = types
+    (folder / "desc.json").write_text(json.dumps({**desc, **extra}, indent=1) + "\n")

@@ -15,20 +15,16 @@ are tens of KB.
 
 from __future__ import annotations
 
-import json
-import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))  # tosa_vk's own export helper (tosa_vk/tools/torch_export.py)
 
-from tosa_vk.tools.torch_export import export_pte  # noqa: E402
+from tosa_vk.tools.torch_export import export_pte, write_case  # noqa: E402
 
 
 class CNN(nn.Module):
@@ -99,26 +95,10 @@ def main() -> None:
             options["quantize"] = [
                 tuple(x.to(memory_format=torch.channels_last) for x in b) for b in options["quantize"]
             ]
-        folder = HERE / name
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir()
         pte, quantized = export_pte(module, inputs, **options)
-        (folder / "model.pte").write_bytes(pte)
         with torch.no_grad():
             eager = quantized(*inputs)  # for int8: the quantized module (PyTorch's int8 arithmetic in float)
-        eager = eager if isinstance(eager, tuple) else (eager,)
-        desc: dict[str, Any] = {"tosa_file": "model.pte", "ifm_name": [], "ifm_file": [], "ofm_name": [],
-                                "ofm_file": [], "expected_result_file": []}  # fmt: skip
-        for i, x in enumerate(inputs):
-            np.save(folder / f"input_{i}.npy", x.numpy())
-            desc["ifm_name"].append(f"input_{i}")
-            desc["ifm_file"].append(f"input_{i}.npy")
-        for i, y in enumerate(eager):
-            np.save(folder / f"eager_{i}.npy", y.numpy())
-            desc["ofm_name"].append(f"output_{i}")
-            desc["ofm_file"].append(f"result_{i}.npy")
-            desc["expected_result_file"].append(f"eager_{i}.npy")
-        (folder / "desc.json").write_text(json.dumps(desc, indent=1) + "\n")
+        write_case(HERE / name, inputs, eager if isinstance(eager, tuple) else (eager,), pte, fresh=True)
         print(f"{name}: {len(pte)} bytes")
 
 
