@@ -371,11 +371,10 @@ def test_indices_are_checked_when_read(tmp_path, edit, message):
 def test_values_that_are_not_tensors_where_tensors_are_needed(tmp_path, capsys):
     """A method input, or a delegate argument, that is a number: one clean error at read time (`info` stopped with
     an AttributeError, `load` ran into a shape error at run)."""
-    from tosa_vk.tools.cli import EXIT_ERROR, main
-
     from tosa_vk.formats.pte.fbs.EValue import EValueT
     from tosa_vk.formats.pte.fbs.KernelTypes import KernelTypes
     from tosa_vk.formats.pte.fbs.String import StringT
+    from tosa_vk.tools.cli import EXIT_ERROR, main
 
     def string_input(plan):  # (a float, an int, a bool or None is taken: tests/test_pte_host_ops.py)
         value = EValueT()
