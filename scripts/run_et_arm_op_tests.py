@@ -325,7 +325,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--budget-s", type=float, default=0, help="stop collecting after this long (0: no limit)")
     parser.add_argument("--out", type=Path, help="write the JSON summary here")
     parser.add_argument("--save", type=Path, help="write each exported case here: <module>__<flow>__<data id>/")
-    parser.add_argument("--save-max-mb", type=float, default=1.0, help="with --save: leave out larger cases")
+    parser.add_argument("--save-max-mb", type=float, default=2.0, help="with --save: leave out larger cases")
     parser.add_argument("--pack", type=Path, help="pack --save's folder into this .tar.xz (no run) ...")
     parser.add_argument("--replay", action="store_true", help="run --save's cases on --backends (no export) ...")
     parser.add_argument("summaries", nargs="*", type=Path, help="... with the runs' JSON summaries (--out)")
@@ -414,6 +414,12 @@ def _summary(path: Path) -> dict:
                 "cases_detail": rows}  # fmt: skip
 
 
+def _export_seconds(summary: dict) -> int:
+    """A run's export time: its whole time (an export-only run), or the export part of a replayed summary's."""
+    seconds = summary["seconds"]
+    return seconds["export"] if isinstance(seconds, dict) else seconds
+
+
 def replay(save: Path, summaries: list[Path], backends: list[str], timeout_s: int, out: Path | None) -> None:
     """The runs' summaries (export only: --backends ''; or their logs) joined, each saved case run on each backend
     from its folder, as tests/test_et_arm_ops.py runs it (no torch), and the joined summary written to `out`."""
@@ -433,8 +439,8 @@ def replay(save: Path, summaries: list[Path], backends: list[str], timeout_s: in
     summary = {
         "executorch_ops_modules": len({r["module"] for r in rows}),
         "cases": len(rows),
-        "sample": [s["sample"] for s in loaded],
-        "seconds": {"export": sum(s["seconds"] for s in loaded), "runs": round(time.monotonic() - start)},
+        "sample": [x for s in loaded for x in (s["sample"] if isinstance(s["sample"], list) else [s["sample"]])],
+        "seconds": {"export": sum(_export_seconds(s) for s in loaded), "runs": round(time.monotonic() - start)},
         "counts": counts(rows, backends),
         "cases_detail": sorted(rows, key=lambda r: (r["module"], r.get("flow", ""), r["test"])),
     }

@@ -30,20 +30,10 @@ def _cases() -> list[str]:
 
 CASES = _cases()
 BACKENDS = ["reference", pytest.param("vulkan", marks=pytest.mark.vulkan)]
-NONE_INPUT = "a None method input (rounding_mode / eps=None): the loader refuses it (ExecuTorch's set_input does too)"
-# case (both backends) or case@backend -> why it does not match PyTorch yet (the cause, as found): strict, so a fix
-# shows as XPASS
-XFAIL: dict[str, str] = {
-    "div__FP__op_div_rank1_ones": NONE_INPUT,
-    "div__INT__op_div_rank1_ones": NONE_INPUT,
-    "logit__FP__zeros": NONE_INPUT,
-    "logit__INT__zeros": NONE_INPUT,
-    "leaky_relu__FP__zeros": "leaky_relu in place (inplace=True): the program returns the changed input too, 2 outputs "
-    "where PyTorch's module gives 1",
-    "fft__FP__rank2": "rfft2d: a tensor of ExecuTorch's complex scalar type, which the loader refuses",
-    "select_scatter__FP__rank2_rand": "select_scatter: a view the memory planner aliased; the host run fails "
-    "(TypeError comparing None with an int, not a TosaError)",
-}
+# case (both backends) or case@backend -> why it does not match PyTorch yet (the cause, as found), strict so that a
+# fix shows as XPASS; empty since every saved case matches (None inputs, in-place outputs, aliased views and complex
+# values run: tests/test_pte_host_ops.py has each alone)
+XFAIL: dict[str, str] = {}
 
 
 @pytest.fixture(scope="session")
