@@ -4,6 +4,7 @@ what it names, and no more."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,13 +14,14 @@ import slow
 TESTS = Path(__file__).resolve().parent
 
 
-def _functions(module: str) -> set[str]:
+@functools.cache
+def _functions(module: str) -> frozenset[str]:
     """The test functions of tests/<module>.py, a method as Class::name."""
     tree = ast.parse((TESTS / f"{module}.py").read_text())
     names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
         names |= {f"{cls.name}::{n.name}" for n in cls.body if isinstance(n, ast.FunctionDef)}
-    return {n for n in names if n.rsplit("::", 1)[-1].startswith("test")}
+    return frozenset(n for n in names if n.rsplit("::", 1)[-1].startswith("test"))
 
 
 def test_every_slow_name_is_a_test():
