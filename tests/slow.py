@@ -7,8 +7,9 @@ test is fast until it is named here). The fast tier still runs tests of every te
 every layer of tosa_vk), and one case of each sweep in SAMPLED. tests/test_tiers.py checks that every name here is a
 test module / function that exists.
 
-Measured with `pytest -m "not conformance" --durations=0 -n 2` (docs/install.md has the tiers' times); a test that
-takes a second or more, or a sweep of many, belongs here.
+Drawn from measured durations (`pytest -m "not conformance" --durations=0 -n 2`, then the fast tier's own): a test
+function of 3 s or more there (2 s in the fast tier's run; the 2 cores were shared) is slow, a sweep whose first case
+is quicker is sampled. docs/install.md has the tiers' times.
 """
 
 from __future__ import annotations
