@@ -2,7 +2,8 @@
 
 `tests/` is on sys.path (pytest's default "prepend" import mode), so test modules import the shared helpers as
 `from helpers import ...`. A run whose `-m` expression deselects a conformance-parametrized test (e.g.
-`-m "not conformance"`, the fast tier) does not generate the conformance selection at all.
+`-m "not conformance"`, or the fast tier `-m "not conformance and not slow"`) does not generate the conformance
+selection at all. The `slow` marker comes from tests/slow.py (pytest_collection_modifyitems below).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+import slow
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = sorted((ROOT / "resources" / "models").iterdir())
@@ -168,10 +170,10 @@ def _test_names() -> frozenset[str]:
 def _not_needed(metafunc, arg: str) -> bool:
     """True when `-m` deselects this test anyway, or when its selection is not generated yet and `-k` leaves it
     out (so that selection need not be generated now: pytest_sessionstart says so)."""
-    markers = {mark.name for mark in metafunc.definition.iter_markers()}
+    module = metafunc.module.__name__.rsplit(".", 1)[-1]
+    markers = {mark.name for mark in metafunc.definition.iter_markers()} | _slow_marker(module, metafunc.function)
     if _marks_deselect(metafunc.config, markers):
         return True
-    module = metafunc.module.__name__.rsplit(".", 1)[-1]
     keywords = {metafunc.function.__name__, module, f"{module}.py", "tests", *markers}
     if metafunc.cls is not None:
         keywords.add(metafunc.cls.__name__)
@@ -187,6 +189,28 @@ def pytest_generate_tests(metafunc):
             metafunc.parametrize(arg, tests, ids=[t.name for t in tests])
 
 
+def _slow_marker(module: str, function) -> set[str]:
+    """{"slow"} where tests/slow.py says every case of this test function is slow (the marker the hook below adds)."""
+    name = function if isinstance(function, str) else function.__qualname__.replace(".", "::")
+    return {"slow"} if slow.why(module, name) else set()
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(config, items):
+    """Marks `slow` what tests/slow.py names: every case of a slow module or test, and each case but the first of a
+    sampled sweep (the fast tier, `-m "not conformance and not slow"`, leaves them out; the default run has them)."""
+    seen = set()
+    for item in items:
+        if not hasattr(item, "originalname"):  # a pytest.Function (not a doctest)
+            continue
+        module = item.path.stem
+        function = "::".join([*([item.cls.__name__] if item.cls is not None else []), item.originalname])
+        first = (module, function) not in seen
+        seen.add((module, function))
+        if slow.why(module, function) or (not first and slow.sampled(module, function)):
+            item.add_marker(pytest.mark.slow)
+
+
 def _conformance_functions() -> dict[str, tuple[str, set[str]]]:
     """`module::function` -> (the conformance fixture it takes, its keywords), read from the test files (AST): what
     a run may need generated before any worker collects."""
@@ -198,7 +222,8 @@ def _conformance_functions() -> dict[str, tuple[str, set[str]]]:
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
                 args = [a.arg for a in node.args.args if a.arg in CONFORMANCE_PARAMS]
                 if args:
-                    keywords = {node.name, path.stem, path.name, "tests", *(["conformance"] if marked else [])}
+                    keywords = {node.name, path.stem, path.name, "tests", *(["conformance"] if marked else []),
+                                *_slow_marker(path.stem, node.name)}  # fmt: skip
                     found[f"{path.stem}::{node.name}"] = (args[0], keywords)
     return found
 

@@ -76,6 +76,34 @@ def fresh_devices():
     vulkan_devices.cache_clear()
 
 
+def test_devices_says_why_where_vulkan_is_missing(monkeypatch, fresh_devices):
+    """No loader / no driver: devices() raises the VulkanError the Vulkan backend raises (with its fix), not a bare
+    []; load() without backend= still falls back (vulkan_devices() is empty). A driver error after the instance is a
+    VulkanError too. (tests/test_doctor.py hides the real loader and driver.)"""
+    import tosa_vk.vulkan
+    from tosa_vk.session import default_backend
+    from tosa_vk.vulkan import loader
+
+    def missing(**_):
+        raise loader.no_driver(RuntimeError("VK_ERROR_INCOMPATIBLE_DRIVER"))
+
+    monkeypatch.setattr(tosa_vk.vulkan, "enumerate_devices", missing)
+    with pytest.raises(VulkanError, match=r"no Vulkan driver; install one: .*backend='reference'"):
+        tosa_vk.devices()
+    assert vulkan_devices() == () and default_backend() == "reference"
+
+    def broken(**_):
+        raise ValueError("a bad property")
+
+    monkeypatch.setattr(tosa_vk.vulkan, "enumerate_devices", broken)
+    vulkan_devices.cache_clear()
+    with pytest.raises(VulkanError, match=r"enumerating the Vulkan devices failed \(ValueError: a bad property\)"):
+        tosa_vk.devices()
+    monkeypatch.setattr(tosa_vk.vulkan, "enumerate_devices", lambda **_: [])  # Vulkan works, no device: []
+    vulkan_devices.cache_clear()
+    assert tosa_vk.devices() == []
+
+
 @pytest.mark.vulkan
 def test_this_machines_device_by_uuid_name_and_visibility(monkeypatch, fresh_devices):
     found = tosa_vk.devices()

@@ -154,14 +154,23 @@ import warnings
 import numpy as np
 import tosa_vk
 from tosa_vk.vulkan.shaders import ShaderCache  # the SPIR-V cache and the compilers need no loader
-assert tosa_vk.devices() == []
+
+
+def error(call):
+    try:
+        call()
+    except tosa_vk.VulkanError as err:
+        return str(err)
+    raise AssertionError(f"{call} raised no VulkanError")
+
+
+listed = error(tosa_vk.devices)  # not [], which would say nothing of why
 b = tosa_vk.Builder(); x = b.input("x", (2, 3), "fp32"); b.output(b.add(x, x, name="y")); g = b.build()
 with tosa_vk.load(g, backend="reference") as m:
     assert m.run(x=np.ones((2, 3), np.float32))["y"].tolist() == [[2.0] * 3] * 2
-try:
-    tosa_vk.load(g, backend="vulkan")
-except tosa_vk.VulkanError as err:
-    print(err)
+loaded = error(lambda: tosa_vk.load(g, backend="vulkan"))
+assert listed == loaded, (listed, loaded)
+print(loaded)
 """
 
 

@@ -5,6 +5,7 @@ kernel on the same inputs (skipped without torch), and the exported programs of 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -156,6 +157,21 @@ def test_scalar_inputs_pte():
             model.submit(input_0=x, input_1=y, input_2=0.75).result()
 
 
+def test_cli_info_names_dtypes_as_tosa_does(capsys):
+    """`info model.pte` names inputs' / outputs' types as Model.inputs and a .tosa's `info` do (FP32, not float32)."""
+    from tosa_vk.tools.cli import main
+
+    path = DATA / "scalars_fp32" / "model.pte"
+    assert main(["info", str(path), "--json"]) == 0
+    method = json.loads(capsys.readouterr().out)["methods"][0]
+    with tosa_vk.load(path, backend="reference") as model:
+        for key, specs in (("inputs", model.inputs), ("outputs", model.outputs)):
+            assert [(t["name"], tuple(t["shape"]), t["dtype"]) for t in method[key]] == [
+                (name, spec.shape, spec.dtype) for name, spec in specs.items()
+            ]
+    assert method["inputs"][0]["dtype"] == "FP32" and method["inputs"][3]["dtype"] == "INT64"
+
+
 def test_scalar_inputs_on_the_cli_pte(capsys, tmp_path):
     from tosa_vk.tools.cli import main
 
@@ -166,7 +182,7 @@ def test_scalar_inputs_on_the_cli_pte(capsys, tmp_path):
     assert main([*args, "-i", "input_3=0.5"]) != 0
     assert "input_3" in capsys.readouterr().err
     assert main(["info", path]) == 0
-    assert "input_2 [] float64, input_3 [] int64, input_4 [] bool" in capsys.readouterr().out
+    assert "input_2 [] float64, input_3 [] INT64, input_4 [] BOOL" in capsys.readouterr().out
     assert main(["run", "--test-desc", str(DATA / "scalars_fp32" / "desc.json"), "--compare", "--backend",
                  "reference"]) == 0  # fmt: skip
 

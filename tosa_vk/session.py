@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .backends.model import Model
-from .errors import TosaError, TosaFormatError
+from .errors import TosaError, TosaFormatError, VulkanError
 from .ir import Graph
 
 if TYPE_CHECKING:
@@ -62,6 +62,19 @@ NO_DEVICE_WARNING = (
 )
 
 
+def _enumerated() -> list[DeviceInfo]:
+    """Every Vulkan device, in the loader's order; a VulkanError saying what is missing and its fix where there is
+    no Vulkan loader or driver (tosa_vk/vulkan/loader.py), or where the driver fails the enumeration."""
+    from . import vulkan
+
+    try:
+        return vulkan.enumerate_devices(all_devices=True)
+    except VulkanError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a driver failing after the instance (a device or property query)
+        raise VulkanError(f"enumerating the Vulkan devices failed ({type(err).__name__}: {err})") from None
+
+
 @functools.cache
 def vulkan_devices() -> tuple[DeviceInfo, ...]:
     """The Vulkan physical devices this process may use (tosa_vk.vulkan.DeviceInfo records; TOSA_VK_VISIBLE_DEVICES
@@ -69,20 +82,28 @@ def vulkan_devices() -> tuple[DeviceInfo, ...]:
     device (~30 ms on lavapipe). () where there is no Vulkan loader, driver or device; a malformed
     TOSA_VK_VISIBLE_DEVICES is an error. `vulkan_devices.cache_clear()` queries again on the next call."""
     try:
-        from . import vulkan
-
-        found = vulkan.enumerate_devices(all_devices=True)
-    except Exception:  # no libvulkan, no ICD, an instance that fails: the reference backend still runs
+        found = _enumerated()
+    except VulkanError:  # no libvulkan, no ICD, an instance that fails: the reference backend still runs
         return ()
-    return tuple(vulkan.visible(found))
+    from .vulkan import visible
+
+    return tuple(visible(found))
 
 
 def devices() -> list[DeviceInfo]:
     """The Vulkan devices this process may use, in the order `load(..., device=N)` numbers them: each with its
     index, uuid, name, driver, kind (discrete / integrated / virtual / cpu), features and limits. `device=` also
     takes a UUID (or a unique prefix of 8 hex digits or more) or a name substring; TOSA_VK_VISIBLE_DEVICES (indices
-    or UUIDs, comma-separated) restricts and renumbers the list, e.g. one GPU per worker process."""
-    return list(vulkan_devices())
+    or UUIDs, comma-separated) restricts and renumbers the list, e.g. one GPU per worker process.
+
+    [] where Vulkan works and finds no device (or TOSA_VK_VISIBLE_DEVICES hides them all). Where Vulkan itself is
+    missing it raises tosa_vk.VulkanError saying what and how to install it, as `load(..., backend="vulkan")` and
+    `tosa-vk devices` do: no Vulkan loader (libvulkan), or a loader with no driver (`tosa-vk doctor` checks the
+    whole setup). `load()` without `backend=` still falls back to the reference backend there."""
+    found = vulkan_devices()
+    if not found:
+        _enumerated()  # none found: say why where Vulkan itself is missing (the cache keeps only the answer)
+    return list(found)
 
 
 def default_backend() -> str:

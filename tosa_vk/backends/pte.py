@@ -54,6 +54,14 @@ def _host_dtype(dtype: np.dtype) -> DType:
     return DType[name] if name in DType.__members__ else (DType.FP32 if dtype.kind == "f" else DType.INT64)
 
 
+def value_spec(value: Any) -> TensorSpec:
+    """A method input's / output's TensorSpec (Model.inputs, `tosa-vk info`): its shape, and its element type by
+    TOSA's name, as a .tosa's (a scalar int as INT64, a bool as BOOL); a tensor list as ((n,), "tensor list"), an
+    argument exported as None as ((), "None")."""
+    shape, dtype = describe(value)
+    return TensorSpec(shape, dtype if dtype in ("tensor list", "None") else tosa_name(dtype))
+
+
 def _delegate_graph(backend: str, data: bytes, where: str) -> Graph:
     """A delegate's processed bytes as a TOSA graph: a TOSA flatbuffer (TOSABackend) as it is, a VGF's GRAPH segments
     (VgfBackend) decoded as `tosa_vk.load("x.vgf")` decodes them."""
@@ -179,21 +187,16 @@ class PteModel(Model):
             raise TosaError(f"{len(indices)} distinct {what} names needed, got {names}", file=self.file)
         return list(names)
 
-    @staticmethod
-    def _spec(value: Any) -> TensorSpec:
-        shape, dtype = describe(value)
-        return TensorSpec(shape, dtype if dtype in ("tensor list", "None") else tosa_name(dtype))  # TOSA's names
-
     @property
     def inputs(self) -> dict[str, TensorSpec]:
         """Each input's TensorSpec: a tensor's; an int / float / bool input (a method's scalar) as a 0-d INT64 /
         float64 / BOOL; a tensor list as ((n,), "tensor list"), given as a list of n arrays; an optional argument
         exported as None as ((), "None"), given as nothing or None."""
-        return {n: self._spec(self.plan.values[i]) for n, i in zip(self._input_names, self.plan.inputs)}
+        return {n: value_spec(self.plan.values[i]) for n, i in zip(self._input_names, self.plan.inputs)}
 
     @property
     def outputs(self) -> dict[str, TensorSpec]:
-        return {n: self._spec(self.plan.values[i]) for n, i in zip(self._output_names, self.plan.outputs)}
+        return {n: value_spec(self.plan.values[i]) for n, i in zip(self._output_names, self.plan.outputs)}
 
     @property
     def input_defaults(self) -> dict[str, int | float | bool | None]:

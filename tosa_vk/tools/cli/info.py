@@ -158,8 +158,8 @@ def _info_pte(args) -> int:
     """`tosa-vk info model.pte`: each method's inputs and outputs, its instructions (host operators, delegates
     with their TOSA operator counts) in order; a host operator with a TOSA equivalent says what load() lowers it to
     (tosa_vk/formats/pte/lower.py), one without why it stays on the host."""
+    from ...backends.pte import value_spec
     from ...formats.pte import Kernel, load_program, lower
-    from ...formats.pte.program import describe
     from ...ir.flatbuffer import read_graph
 
     plans = load_program(args.model)  # the reader `load` uses: every index checked
@@ -181,8 +181,9 @@ def _info_pte(args) -> int:
                 step["tosa_operators"] = counts[ins.index]
             steps.append(step)
 
-        inputs, outputs = ([{"name": f"{what}_{i}", "shape": list(describe(plan.values[v])[0]),
-                             "dtype": describe(plan.values[v])[1]} for i, v in enumerate(indices)]
+        # dtypes by TOSA's names (FP32, INT64), as Model.inputs and a .tosa's info give them
+        inputs, outputs = ([{"name": f"{what}_{i}", "shape": list(spec.shape), "dtype": spec.dtype}
+                            for i, spec in enumerate(value_spec(plan.values[v]) for v in indices)]
                            for what, indices in (("input", plan.inputs), ("output", plan.outputs)))  # fmt: skip
         methods.append({"name": plan.name, "inputs": inputs, "outputs": outputs, "instructions": steps})
     summary = {"file": args.model, "kind": "ExecuTorch program", "methods": methods}
