@@ -24,14 +24,14 @@ HOST_COUNTS = {
     "pte_host/bitwise_int32": (7, 0),
     "pte_host/casts_fp32": (1, 0),
     "pte_host/embedding_fp32": (1, 0),
-    "pte_host/in_place_fp32": (1, 1),  # copy_ (in place)
+    "pte_host/in_place_fp32": (1, 0),  # copy_ (in place): RESHAPE
     "pte_host/indexing_fp32": (6, 1),  # index_put
     "pte_host/permute_host_fp32": (2, 0),
     "pte_host/pool_indices_fp32": (1, 1),  # max_pool2d_with_indices
     "pte_host/reductions_fp32": (4, 0),
     "pte_host/grid_sample_fp32": (2, 2),  # grid_sampler_2d
-    "pte_host/leaky_in_place_fp32": (1, 1),  # copy_ (in place)
-    "pte_host/rfft2_fp32": (3, 3),  # _fft_r2c, view_as_real_copy (complex values)
+    "pte_host/leaky_in_place_fp32": (1, 0),  # copy_ (in place): RESHAPE
+    "pte_host/rfft2_fp32": (3, 0),  # _fft_r2c + 2 view_as_real_copy: one graph, RFFT2D + RESHAPE + CONCAT
     "pte_host/select_scatter_fp32": (2, 0),
     "pte/cnn_int8": (2, 0),
     "pte/cnn_int8_vgf": (2, 0),
@@ -171,7 +171,11 @@ def _plan(name: str, args: list, outs: list[tuple[tuple[int, ...], str]]) -> tup
     values += [_tensor(*o) for o in outs]
     written = tuple(range(first, first + len(outs)))
     values += [values[first]] if len(outs) == 1 else [TensorListValue(written)]
-    op, overload = name.rsplit(".", 1)
+    op, _, overload = name.partition(".")
+    if not outs:  # an in-place operator (copy_): writes its first argument and returns it
+        written = (indices[0],)
+        kernel = Kernel(op, overload, (*indices, indices[0]))
+        return Plan("forward", values, tuple(inputs), written, [kernel]), feeds
     kernel = Kernel(op, overload, (*indices, *written, len(values) - 1))
     return Plan("forward", values, tuple(inputs), written, [kernel]), feeds
 
@@ -252,6 +256,12 @@ def _cases():
     yield "aten::full.out", [[2, 3], 1.5], [((2, 3), f32)]
     yield "aten::arange.start_out", [2, 9, 3], [((3,), "int64")]
     yield "aten::full_like.out", [x, -2, None], [((2, 3, 4), i32)]
+    # copy_(dst, src): dst's new value, src cast and broadcast to dst's dtype and shape (no outs: it writes dst)
+    yield "aten::copy_", [y, x, False], []
+    yield "aten::copy_", [x, ("const", row), False], []  # broadcast: TILE
+    yield "aten::copy_", [x[0].copy(), a, False], []  # int32 -> float32: CAST
+    yield "aten::copy_", [a, b > 0, False], []  # bool -> int32
+    yield "aten::copy_", [a.astype(np.int64), b[:1].astype(np.int64), False], []  # int64 (INT32 here), broadcast
     yield from _adversarial_int_cases()
 
 
@@ -445,3 +455,139 @@ def test_quantize_dequantize_match_pytorch():
             with PteModel(plan, ReferenceModel, backend="reference", file="t.pte", host_lowering=lowering) as m:
                 got = m.run(feeds)["output_0"]
             assert np.array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}")), (name, lowering)
+
+
+# ---- rfft2: _fft_r2c + the view_as_real_copy reading its complex out, one RFFT2D graph ------------------------------
+
+
+def _rfft_plan(shape, dims, normalization=0, onesided=True, readers=1, dtype="float32") -> tuple[Plan, dict]:
+    """x -> _fft_r2c(x, dims, normalization, onesided) -> `readers` view_as_real_copy of its complex out, each a
+    method output (as ExecuTorch exports torch.fft.rfft2 / rfft)."""
+    x = np.random.default_rng(len(shape) + shape[-1]).standard_normal(shape).astype(dtype)
+    rank = len(shape)
+    half = [s // 2 + 1 if d == dims[-1] % rank and onesided else s for d, s in enumerate(shape)]
+    values: list = [_tensor(shape, dtype), _tensor(half, "complex64"), *dims]
+    values += [IntListValue(tuple(range(2, 2 + len(dims)))), normalization, onesided]
+    lst, complex_out = len(values) - 3, 1
+    instructions: list = [Kernel("aten::_fft_r2c", "out", (0, lst, lst + 1, lst + 2, complex_out, complex_out))]
+    outs = []
+    for _ in range(readers):
+        values.append(_tensor([*half, 2], "float32"))
+        outs.append(len(values) - 1)
+        instructions.append(Kernel("aten::view_as_real_copy", "out", (complex_out, outs[-1], outs[-1])))
+    return Plan("forward", values, (0,), tuple(outs), instructions), {"input_0": x}
+
+
+def _fft_bound(x: np.ndarray, points: int) -> float:
+    """The spec's dot-product bound for RFFT2D (local_bound false, as tests/test_vulkan_tensor_ops.py): 2 * KS ulps
+    of max|x| * sum|weights|, KS = 2 H W terms, sum |cos| + |sin| <= sqrt(2) H W."""
+    return 2 * (2 * points) * 2.0**-24 * max(float(np.abs(x).max()), 2.0**-126) * np.sqrt(2) * points
+
+
+RFFT_CASES = [
+    ((2, 4, 8), [1, 2], 0, 2),  # the fixture's form: two view_as_real_copy of one FFT
+    ((3, 16), [-1], 0, 1),  # torch.fft.rfft: H = 1
+    ((2, 2, 8, 4), [-2, -1], 2, 1),  # by 1 / n: a MUL by 2**-5
+    ((1, 16, 4), [1, 2], 1, 1),  # by 1 / sqrt(n), n = 64: 2**-3
+    ((1, 64, 32), [1, 2], 0, 1),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", RFFT_CASES, ids=lambda c: "x".join(map(str, c[0])) + f"-norm{c[2]}-{c[3]}")
+def test_rfft_lowered_within_the_spec_bound(case, backend, request):
+    """The lowered graph (placement: RFFT2D, the view_as_real_copy "with #0") and numpy's kernel both within the
+    spec's RFFT2D bound of the float64 transform, and of each other."""
+    shape, dims, normalization, readers = case
+    planned = _rfft_plan(shape, dims, normalization, readers=readers)
+    got, want = _lowered_and_host(planned, backend, request)
+    x = planned[1]["input_0"]
+    axes = [d % len(shape) for d in dims]
+    exact = np.fft.rfftn(x.astype(np.float64), axes=axes, norm=("backward", "ortho", "forward")[normalization])
+    exact = np.stack([exact.real, exact.imag], axis=-1)
+    points = int(np.prod([shape[a] for a in axes]))
+    bound = _fft_bound(x, points) / (1, np.sqrt(points), points)[normalization]
+    assert list(got) == list(want) and len(got) == readers
+    for out in want:
+        assert got[out].shape == want[out].shape == exact.shape and got[out].dtype == np.float32
+        assert np.abs(got[out] - exact).max() <= bound and np.abs(want[out] - exact).max() <= bound
+        assert np.abs(got[out] - want[out]).max() <= 2 * bound
+
+
+def test_rfft_placement_and_info(capsys):
+    from tosa_vk.backends.pte import PteModel
+    from tosa_vk.backends.reference import ReferenceModel
+    from tosa_vk.tools.cli import main
+
+    plan, feeds = _rfft_plan((2, 4, 8), [1, 2], readers=2)
+    with PteModel(plan, ReferenceModel, backend="reference", file="t.pte") as model:
+        rows = [(p.op, p.reason) for p in model.placement]
+        assert "value_1" not in [c.name for c in model.capturable]  # the complex value is never made
+        got = model.run(feeds, capture=["output_0", "output_1"])
+    assert rows == [
+        ("aten::_fft_r2c.out #0", "host operator lowered to TOSA RFFT2D + RESHAPE + CONCAT"),
+        ("aten::view_as_real_copy.out #1", "host operator lowered to TOSA with #0"),
+        ("aten::view_as_real_copy.out #2", "host operator lowered to TOSA with #0"),
+    ]
+    assert np.array_equal(got["output_0"], got["output_1"])
+    assert main(["info", str(DATA / "pte_host/rfft2_fp32/model.pte")]) == 0
+    out = capsys.readouterr().out
+    assert "aten::_fft_r2c.out (lowered to TOSA RFFT2D + RESHAPE + CONCAT)" in out
+    assert "aten::view_as_real_copy.out (lowered to TOSA with #0)" in out
+
+
+@pytest.mark.parametrize(
+    "shape, dims, normalization, onesided, why",
+    [
+        ((2, 6, 8), [1, 2], 0, True, "H = 6, W = 8 (RFFT2D: powers of two"),
+        ((2, 4, 8), [0, 1], 0, True, "over dims [0, 1]"),
+        ((2, 4, 8), [1, 2], 0, False, "two-sided FFT"),
+        ((1, 2, 4), [1, 2], 1, True, "normalization 1 over 8 points"),
+        ((1, 2, 16384), [-1], 0, True, "MAX_KERNEL 8192"),
+    ],
+)
+def test_rfft_without_a_tosa_form_stays_on_the_host(shape, dims, normalization, onesided, why):
+    from tosa_vk.formats.pte import lower
+
+    plan, _ = _rfft_plan(shape, dims, normalization, onesided)
+    result = lower.lower_all(plan)
+    assert isinstance(result[0], str) and why in result[0], result[0]
+    assert "complex" in result[1]  # its view_as_real_copy stays with it, saying why
+
+
+def test_rfft_complex_out_read_elsewhere_stays_on_the_host():
+    """An _fft_r2c whose complex out is a method output (or read by anything but view_as_real_copy) stays on the
+    host: TOSA has no complex type."""
+    from tosa_vk.formats.pte import lower
+
+    plan, _ = _rfft_plan((2, 4, 8), [1, 2])
+    plan = Plan(plan.name, plan.values, plan.inputs, (*plan.outputs, 1), plan.instructions)
+    assert "complex out is a method output" in lower.lower(plan.instructions[0], plan)
+
+
+def test_copy_in_place_without_a_tosa_form_stays_on_the_host():
+    """copy_ of floats into integers (TOSA's CAST rounds, PyTorch truncates) and of a tensor onto itself stay on
+    the host."""
+    from tosa_vk.formats.pte import lower
+
+    x, a = np.ones((2, 3), np.float32), np.ones((2, 3), np.int32)
+    plan, _ = _plan("aten::copy_", [a, x, False], [])
+    assert "float to integer" in lower.lower(plan.instructions[0], plan)
+    plan, _ = _plan("aten::copy_", [x, x, False], [])
+    itself = Plan(plan.name, plan.values, plan.inputs[:1], plan.outputs, [Kernel("aten::copy_", "", (0, 0, 2, 0))])
+    assert "also an input" in lower.lower(itself.instructions[0], itself)
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize("name", ["in_place_fp32", "rfft2_fp32"])
+def test_copy_and_rfft_values_stay_on_the_device(device, name):
+    """in_place_fp32 (buf.add_(x); return buf, buf * 2): with copy_ lowered the written-back buffer never comes
+    back to the host before it is returned (before: the delegate's sum came back for numpy's copy_); rfft2_fp32:
+    the input goes to the device once, the FFT's parts stay there for the delegate."""
+    folder = DATA / "pte_host" / name
+    feeds, expected = desc_arrays(folder)
+    with tosa_vk.load(folder / "model.pte", backend="vulkan", device=device) as model:
+        got = model.run(feeds, device_outputs=True)
+        assert model.transferred == {"to_device": sum(v.nbytes for v in feeds.values()), "from_device": 0}
+    for g, want in zip(got.values(), expected):
+        assert np.allclose(g.numpy(), want, atol=1e-5)

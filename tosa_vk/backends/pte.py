@@ -139,28 +139,40 @@ class PteModel(Model):
     def _lower(self, plan: Plan) -> Plan:
         """`plan` with each host operator that has a TOSA equivalent (tosa_vk/formats/pte/lower.py) called as a
         delegate of its own, numbered after the program's (its graph is in `lowered`, not in plan.delegates)."""
-        instructions = list(plan.instructions)
-        for index, ins in enumerate(instructions):
-            if not isinstance(ins, Kernel):
-                continue
-            low = lower.lower(ins, plan)
+        instructions: list[Any] = list(plan.instructions)
+        for index, low in enumerate(lower.lower_all(plan)):
             if isinstance(low, str):
                 self._host_why[index] = low
-                continue
-            number = len(plan.delegates) + len(self.lowered)
-            self.lowered[number] = low
-            instructions[index] = DelegateRun(number, low.inputs + low.outputs)
+            elif isinstance(low, int):  # computed by instruction `low`'s graph
+                kernel = plan.instructions[index]
+                assert isinstance(kernel, Kernel)
+                instructions[index] = lower.Absorbed(kernel, low)
+            elif low is not None:
+                number = len(plan.delegates) + len(self.lowered)
+                self.lowered[number] = low
+                instructions[index] = DelegateRun(number, low.inputs + low.outputs)
         return dataclasses.replace(plan, instructions=instructions)
 
     def _model(self, index: int) -> GraphModel:
         """Delegate `index`'s model: the program's, or a lowered host operator's."""
         return self.delegates[index] if index < len(self.delegates) else self._lowered_models[index]
 
-    def _host_kernel(self, ins: Kernel | DelegateRun) -> Kernel | None:
+    def _host_kernel(self, ins: Kernel | DelegateRun | lower.Absorbed) -> Kernel | None:
         """The host operator an instruction calls, lowered or not; None for a delegate of the program."""
         if isinstance(ins, Kernel):
             return ins
+        if isinstance(ins, lower.Absorbed):
+            return ins.kernel
         return self.lowered[ins.index].kernel if ins.index in self.lowered else None
+
+    def _results(self, ins: Kernel | DelegateRun | lower.Absorbed) -> list[int]:
+        """The plan values an instruction's host operator writes, lowered or not (a lowered graph writes its
+        absorbed operators' outs, not _fft_r2c's complex one); none for a delegate of the program."""
+        kernel = self._host_kernel(ins)
+        if kernel is None:
+            return []
+        low = self.lowered.get(ins.index) if isinstance(ins, DelegateRun) else None
+        return [i for i in host_ops.out_indices(kernel) if low is None or i in low.outputs]
 
     def _fits(self, low: lower.Lowered, env: list[Any]) -> bool:
         """Whether a lowered operator's inputs are in its graph's ranges (an int64 value: int32's; GATHER's
@@ -305,7 +317,9 @@ class PteModel(Model):
         for index, ins in enumerate(plan.instructions):
             low = self.lowered.get(ins.index) if isinstance(ins, DelegateRun) else None
             kernel = self._host_kernel(ins)
-            if kernel and (not low or not self._fits(low, env)):
+            if isinstance(ins, lower.Absorbed):  # its outs were written by instruction ins.into
+                pass
+            elif kernel and (not low or not self._fits(low, env)):
                 start = time.perf_counter()
                 if low:  # a value its graph cannot take (int64 beyond int32, an index out of range): numpy's kernel
                     for i in low.inputs:
@@ -317,7 +331,7 @@ class PteModel(Model):
             else:
                 assert isinstance(ins, DelegateRun)
                 self._delegate(ins, env, on_device, keep, kept)
-            for out in host_ops.out_indices(kernel) if kernel else ():  # a host operator's results, lowered or not
+            for out in self._results(ins):  # a host operator's results, lowered or not
                 if self._value_name(out) in keep:
                     kept[self._value_name(out)] = env[out]
         self._host_times = times
@@ -386,6 +400,8 @@ class PteModel(Model):
             if isinstance(ins, Kernel):
                 written.update(host_ops.out_indices(ins), ins.args[host_ops.HOST_OPS[ins.name].inputs :])
                 continue
+            if isinstance(ins, lower.Absorbed):  # (its outs: among its lowered graph's outputs)
+                continue
             args = [a for i in ins.args for a in (self.plan.values[i].items
                     if isinstance(self.plan.values[i], TensorListValue) else (i,))]  # fmt: skip
             written.update(args[len(self._model(ins.index).inputs) :])
@@ -440,7 +456,7 @@ class PteModel(Model):
         for index, ins in enumerate(plan.instructions):
             kernel = self._host_kernel(ins)
             if kernel:  # a host operator's results, lowered or not, by their plan values
-                for out in host_ops.out_indices(kernel):
+                for out in self._results(ins):
                     t = plan.values[out]
                     rows.append(
                         Captured(self._value_name(out), f"{kernel.name} #{index}", _host_dtype(t.dtype), t.sizes)
@@ -499,7 +515,7 @@ class PteModel(Model):
         kernels need load(..., timestamps=True)), in plan order; delegate rows are labelled "delegate_N::..."."""
         rows: list[Timing] = []
         for index, ins in enumerate(self.plan.instructions):
-            if index in self._host_times or isinstance(ins, Kernel):
+            if index in self._host_times or isinstance(ins, (Kernel, lower.Absorbed)):
                 rows.extend(t for t in [self._host_times.get(index)] if t is not None)
             else:
                 low = self.lowered.get(ins.index)
@@ -520,15 +536,25 @@ class PteModel(Model):
             if isinstance(ins, Kernel):
                 why = self._host_why.get(index)
                 rows.append(Placement(f"{ins.name} #{index}", "host", HOST_REASON + (f" ({why})" if why else "")))
+            elif isinstance(ins, lower.Absorbed):
+                into = self.plan.instructions[ins.into]
+                assert isinstance(into, DelegateRun)
+                where = self._lowered_where(into.index)
+                reason = f"host operator lowered to TOSA with #{ins.into}"
+                rows.append(Placement(f"{ins.kernel.name} #{index}", where, reason))
             elif ins.index in self.lowered:
                 low = self.lowered[ins.index]
-                wheres = [p.where for p in self._model(ins.index).placement if p.where not in ("constant", "alias")]
                 reason = f"host operator lowered to TOSA {low.ops}"
-                rows.append(Placement(f"{low.kernel.name} #{index}", wheres[0] if wheres else self.backend, reason))
+                rows.append(Placement(f"{low.kernel.name} #{index}", self._lowered_where(ins.index), reason))
             else:
                 for p in self.delegates[ins.index].placement:
                     rows.append(Placement(f"{delegate_name(ins.index)}::{p.op}", p.where, p.reason))
         return rows
+
+    def _lowered_where(self, number: int) -> str:
+        """Where lowered graph `number` runs (its first operator that is no constant or alias)."""
+        wheres = [p.where for p in self._model(number).placement if p.where not in ("constant", "alias")]
+        return wheres[0] if wheres else self.backend
 
     @property
     def transferred(self) -> dict[str, int]:

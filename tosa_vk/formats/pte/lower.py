@@ -11,6 +11,7 @@ the graph. A constant is converted at load (lowered only if it fits); a run's va
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -18,8 +19,10 @@ import numpy as np
 from ...builder import Builder, Value
 from ...errors import TosaError
 from ...ir import Graph
+from ...ir.shapes import power_of_two
+from ...ir.validate import LEVELS
 from . import host_ops
-from .program import IntListValue, Kernel, Plan, TensorListValue, TensorValue
+from .program import DelegateRun, IntListValue, Kernel, Plan, TensorListValue, TensorValue
 
 INT32 = np.iinfo(np.int32)
 QD = host_ops.QD
@@ -28,7 +31,9 @@ QD = host_ops.QD
 class Lowered(NamedTuple):
     """A host operator as a TOSA graph: its inputs (plan values, in the graph's input order), its outputs (the
     kernel's out tensors), the TOSA operators it became, and per input the range [lo, hi) its values must be in to
-    be fed (an int64 value: int32's; a GATHER's indices: the table's rows), else the numpy kernel runs."""
+    be fed (an int64 value: int32's; a GATHER's indices: the table's rows), else the numpy kernel runs. `absorbs`:
+    the instructions right after it whose host operators the graph computes too (their out tensors are `outputs`):
+    _fft_r2c's complex out, which no TOSA type holds, read by view_as_real_copy."""
 
     kernel: Kernel
     graph: Graph
@@ -36,6 +41,16 @@ class Lowered(NamedTuple):
     outputs: tuple[int, ...]
     ops: str
     guards: dict[int, tuple[int, int]]
+    absorbs: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Absorbed:
+    """An instruction of a lowered plan whose host operator `kernel` the lowered graph of instruction `into`
+    computes: nothing runs there."""
+
+    kernel: Kernel
+    into: int
 
 
 class _NotLowered(Exception):
@@ -156,15 +171,94 @@ def _reshape(c: _Ctx, args, outs):
     return [c.reshape(args[0], outs[0].sizes)]
 
 
+def _cast(c: _Ctx, x: Value, want: np.dtype) -> Value:
+    """CAST to another dtype where TOSA's CAST is PyTorch's (not float -> int: TOSA rounds to nearest, PyTorch
+    truncates)."""
+    if _np(x).kind == "f" and want.kind != "f":
+        raise _NotLowered("float to integer (TOSA CAST rounds to nearest, PyTorch truncates)")
+    return c.op("CAST", x, out_dtype=want.name)
+
+
 def _copy(c: _Ctx, args, outs):
-    """A copy (clone, a dim-order copy in logical order, _to_copy): RESHAPE as the identity, CAST to another
-    dtype where TOSA's CAST is PyTorch's (not float -> int: TOSA rounds to nearest, PyTorch truncates)."""
+    """A copy (clone, a dim-order copy in logical order, _to_copy): RESHAPE as the identity, else _cast."""
     x, want = args[0], _out_type(outs[0])
     if _np(x) == want:
         return [c.op("RESHAPE", x, list(outs[0].sizes))]
-    if _np(x).kind == "f" and want.kind != "f":
-        raise _NotLowered("float to integer (TOSA CAST rounds to nearest, PyTorch truncates)")
-    return [c.op("CAST", x, out_dtype=want.name)]
+    return [_cast(c, x, want)]
+
+
+def _copy_in_place(c: _Ctx, args, outs):
+    """copy_(dst, src): dst's new value is src cast to dst's dtype (_cast) and broadcast to its shape (TILE); dst
+    is only written (its shape and dtype), never fed."""
+    src = args[1]
+    if not isinstance(src, Value):
+        raise _NotLowered(f"a source {src!r} that is not a tensor")
+    want = _out_type(outs[0])
+    return _expand(c, [src if _np(src) == want else _cast(c, src, want)], outs)
+
+
+_copy_in_place.raw = (0,)  # type: ignore[attr-defined]  # dst: written, not read
+_copy_in_place.in_place = True  # type: ignore[attr-defined]  # its out tensor is its first argument
+
+
+_RFFT_MAX = LEVELS["8K"]["MAX_KERNEL"]  # RFFT2D's LEVEL_CHECK(H, W <= MAX_KERNEL)
+
+
+def _fft_r2c(c: _Ctx, args, outs):
+    """_fft_r2c(x, dim, normalization, onesided) + the view_as_real_copy(s) reading its complex out: RFFT2D over
+    the last two dims (the last one: H = 1) of x as [N, H, W], real and imaginary parts stacked on a last axis of 2
+    (RESHAPE + CONCAT), the normalization (1 / n, 1 / sqrt(n)) a MUL by a power of two, which is exact. What RFFT2D
+    does not take (not fp32, other dims, H or W not powers of two or past MAX_KERNEL, two-sided, a 1 / sqrt(n)
+    that is no power of two) stays on the host."""
+    x, dims, normalization, onesided = args[:4]
+    if _np(x) != np.float32:
+        raise _NotLowered(f"an FFT of {_np(x)} (RFFT2D takes fp32)")
+    rank = len(x.shape)
+    dims = [d % rank for d in dims]
+    if not onesided or dims not in ([rank - 1], [rank - 2, rank - 1]):
+        raise _NotLowered(f"a{'' if onesided else ' two-sided'} FFT over dims {dims} (RFFT2D: one-sided, over the "
+                          "last two dims or the last)")  # fmt: skip
+    h, w = (x.shape[-2] if len(dims) == 2 else 1), x.shape[-1]
+    if not (power_of_two(h) and power_of_two(w)) or max(h, w) > _RFFT_MAX:
+        raise _NotLowered(f"H = {h}, W = {w} (RFFT2D: powers of two up to MAX_KERNEL {_RFFT_MAX})")
+    log2n = (h * w).bit_length() - 1
+    if normalization not in (0, 1, 2) or (normalization == 1 and log2n % 2):
+        raise _NotLowered(f"normalization {normalization} over {h * w} points (not a power of two scale)")
+    n, half = int(np.prod(x.shape[: rank - len(dims)], dtype=np.int64)), w // 2 + 1
+    re, im = c.b.rfft2d(c.reshape(x, [n, h, w]))
+    c.ops.append("RFFT2D")
+    y = c.op("CONCAT", [c.reshape(re, [n, h, half, 1]), c.reshape(im, [n, h, half, 1])], axis=3)
+    if normalization:
+        scale = np.float32(2.0 ** -(log2n if normalization == 2 else log2n // 2))
+        y = c.op("MUL", y, c.b.const(np.full([1] * 4, scale, np.float32)), 0)
+    y = c.reshape(y, outs[0].sizes)
+    return [y] + [c.op("RESHAPE", y, list(out.sizes)) for out in outs[1:]]  # each out a tensor of its own
+
+
+def _view_as_real_readers(kernel: Kernel, plan: Plan) -> tuple[tuple[int, ...], list[int]]:
+    """The instructions right after `kernel` (an _fft_r2c) that read its complex out, each a view_as_real_copy,
+    and their out tensors; _NotLowered where anything else reads it (TOSA has no complex type)."""
+    (value,) = host_ops.out_indices(kernel)
+    at = next(i for i, ins in enumerate(plan.instructions) if ins is kernel)
+    if value in plan.outputs or any(isinstance(v, TensorListValue) and value in v.items for v in plan.values):
+        raise _NotLowered("its complex out is a method output or in a list (TOSA has no complex type)")
+    absorbs: list[int] = []
+    outs: list[int] = []
+    for index, ins in enumerate(plan.instructions):
+        if ins is kernel or value not in ins.args:
+            continue
+        if not (isinstance(ins, Kernel) and ins.name == "aten::view_as_real_copy.out" and ins.args[0] == value
+                and index == at + 1 + len(absorbs)):  # fmt: skip
+            what = f"delegate {ins.index}" if isinstance(ins, DelegateRun) else ins.name
+            raise _NotLowered(f"its complex out is read by {what} #{index} (TOSA has no complex type)")
+        absorbs.append(index)
+        outs.append(ins.args[1])
+    if not outs or len(set(outs)) != len(outs):
+        raise _NotLowered("no view_as_real_copy of its own reads its complex out")
+    return tuple(absorbs), outs
+
+
+_fft_r2c.fuses = _view_as_real_readers  # type: ignore[attr-defined]
 
 
 def _permute(c: _Ctx, args, outs):
@@ -670,6 +764,8 @@ LOWERINGS: dict[str, Callable] = {
     "aten::clone.out": _copy,
     "aten::_to_copy.out": _copy,
     "aten::permute_copy.out": _permute,
+    "aten::copy_": _copy_in_place,
+    "aten::_fft_r2c.out": _fft_r2c,
     "aten::relu.out": _relu,
     "aten::hardtanh.out": _clamp,
     "aten::clamp.out": _clamp,
@@ -731,6 +827,8 @@ HOST_ONLY = {
     "time may meet 0 (undefined)",
     "aten::index_put.out": "a scatter that may accumulate and broadcast (TOSA SCATTER does neither)",
     "aten::max_pool2d_with_indices.out": "TOSA MAX_POOL2D gives no indices",
+    "aten::view_as_real_copy.out": "a complex input (TOSA has no complex type; lowered with the _fft_r2c that "
+    "writes it where that lowers)",
 }
 
 
@@ -740,19 +838,21 @@ def lower(kernel: Kernel, plan: Plan) -> Lowered | str:
     op = host_ops.HOST_OPS.get(kernel.name)
     if fn is None or op is None:
         return HOST_ONLY.get(kernel.name, "no TOSA lowering in tosa_vk")
-    if op.in_place:
+    if op.in_place and not getattr(fn, "in_place", False):
         return "an in-place operator (it writes its input)"
-    outs_at = host_ops.out_indices(kernel)
-    if not all(isinstance(plan.values[i], TensorValue) for i in outs_at):  # (info lowers before host_ops.check)
-        return "an out argument that is not a tensor"
-    if set(outs_at) & set(kernel.args[: op.inputs]):
-        return "an out tensor that is also an input"
+    raw = getattr(fn, "raw", ())  # arguments the lowering reads from the plan (not as graph tensors)
     c = _Ctx(plan, kernel)
     try:
+        absorbs, outs_at = (), host_ops.out_indices(kernel)
+        if hasattr(fn, "fuses"):  # an out no TOSA type holds: lowered with the operators that read it
+            absorbs, outs_at = fn.fuses(kernel, plan)
+        if not all(isinstance(plan.values[i], TensorValue) for i in outs_at):  # (info lowers before host_ops.check)
+            return "an out argument that is not a tensor"
+        if set(outs_at) & {i for at, i in enumerate(kernel.args[: op.inputs]) if at not in raw}:
+            return "an out tensor that is also an input"
         outs = [plan.values[i] for i in outs_at]
         for out in outs:
             _tosa_dtype(out.dtype)
-        raw = getattr(fn, "raw", ())  # arguments the lowering reads from the plan (not as graph tensors)
         args = [plan.values[i] if at in raw else c.arg(i) for at, i in enumerate(kernel.args[: op.inputs])]
         results = fn(c, args, outs)
         for out, result in zip(outs, results):
@@ -769,4 +869,18 @@ def lower(kernel: Kernel, plan: Plan) -> Lowered | str:
         return str(why)
     except (TosaError, TypeError, ValueError, IndexError, ZeroDivisionError) as err:
         return f"no TOSA form for these arguments ({err})"
-    return Lowered(kernel, graph, tuple(c.inputs), tuple(outs_at), " + ".join(c.ops) or "RESHAPE", c.guards)
+    ops = " + ".join(c.ops) or "RESHAPE"
+    return Lowered(kernel, graph, tuple(c.inputs), tuple(outs_at), ops, c.guards, tuple(absorbs))
+
+
+def lower_all(plan: Plan) -> list[Lowered | str | int | None]:
+    """Per instruction of `plan`: its host operator as a Lowered graph, or why it stays on the host, or the index
+    of the instruction whose graph computes it too (Lowered.absorbs); None for a delegate of the program."""
+    result: list[Lowered | str | int | None] = [None] * len(plan.instructions)
+    for index, ins in enumerate(plan.instructions):
+        if not isinstance(ins, Kernel) or result[index] is not None:
+            continue
+        low = result[index] = lower(ins, plan)
+        for absorbed in low.absorbs if isinstance(low, Lowered) else ():
+            result[absorbed] = index
+    return result

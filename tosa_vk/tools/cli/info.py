@@ -167,10 +167,10 @@ def _info_pte(args) -> int:
     for plan in plans:
         steps = []
         counts: dict[int, dict[str, int]] = {}  # each delegate parsed once, however often the plan calls it
-        for ins in plan.instructions:
+        for ins, low in zip(plan.instructions, lower.lower_all(plan)):
             if isinstance(ins, Kernel):
-                low = lower.lower(ins, plan)
-                steps.append({"host": ins.name, **({"stays": low} if isinstance(low, str) else {"lowered": low.ops})})
+                how = {"stays": low} if isinstance(low, str) else {"lowered_with": low} if isinstance(low, int) else {}
+                steps.append({"host": ins.name, **(how or {"lowered": getattr(low, "ops", "")})})
                 continue
             d = plan.delegates[ins.index]
             step: dict[str, Any] = {"delegate": ins.index, "backend": d.backend, "bytes": len(d.processed)}
@@ -197,8 +197,10 @@ def _info_pte(args) -> int:
             print(f"    {key + ':':<9}" + ", ".join(f"{t['name']} {t['shape']} {t['dtype']}" for t in m[key]))
         for i, step in enumerate(m["instructions"]):
             if "host" in step:
-                how = f"lowered to TOSA {step['lowered']}" if "lowered" in step else f"on the host: {step['stays']}"
-                print(f"    #{i:<3} host      {step['host']} ({how})")
+                text = (f"lowered to TOSA {step['lowered']}" if "lowered" in step
+                       else f"lowered to TOSA with #{step['lowered_with']}" if "lowered_with" in step
+                       else f"on the host: {step['stays']}")  # fmt: skip
+                print(f"    #{i:<3} host      {step['host']} ({text})")
             else:
                 ops = step.get("tosa_operators", {})
                 detail = f"{sum(ops.values())} TOSA operators ({', '.join(ops)})" if ops else f"{step['bytes']} bytes"
