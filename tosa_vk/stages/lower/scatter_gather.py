@@ -3,10 +3,10 @@ value tensors.
 
 Exact data movement of raw units (see data_layout.py): rows of C elements are copied as wide units when C allows.
 GATHER is one kernel (shaders/scatter_gather/gather.comp; a piece of a split table stores its channels of every row
-into the whole result through the store map of a strided CONCAT, tosa_vk/stages/fuse.py), ROW_GATHER one too (row_gather.comp: row_count rows per
-index, int32 or int64 indices; ROW_GATHER_BLOCK_SCALED runs it for the values and for the scales); SCATTER copies
-values_in to values_out (data_layout/copy) and then writes the input rows at their indices
-(shaders/scatter_gather/scatter.comp).
+into the whole result through the store map of a strided CONCAT, tosa_vk/stages/fuse.py), ROW_GATHER one too
+(row_gather.comp: row_count rows per index, int32 or int64 indices; ROW_GATHER_BLOCK_SCALED runs it for the values
+and for the scales); SCATTER copies values_in to values_out (data_layout/copy) and then writes the input rows at
+their indices (shaders/scatter_gather/scatter.comp).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from ...ir.dtype import DType
 from ...ir.graph import Tensor
 from . import push
 from .context import LowerCtx, lowering
-from .fused.epilogue import epilogue_defines
 from .data_layout import raw_kernel, row_major, strided_copy, unit_ok, width
+from .fused.epilogue import epilogue_defines
 from .types import glsl_known
 
 
