@@ -125,6 +125,33 @@ def test_gather_table_splits(device, monkeypatch):
         _split_compare(device, lambda b: b.gather(table, b.input("i", idx.shape, "int32")), {"i": idx}, bits=True)
 
 
+@pytest.mark.parametrize(
+    "shape, dtype, w",
+    [
+        ((1, 4000, 300), "int8", 9),  # pieces of 152 and 148 channels (a ragged last one): 4-byte units
+        ((2, 700, 520), "fp32", 5),  # N = 2, three pieces of 176, 176 and 168 channels: 16-byte units
+        ((3, 600, 301), "fp16", 4),  # N = 3, C odd: pieces of 152 and 149 channels stored element by element
+        ((2, 300, 1000), "int32", 1),  # one index per batch (the rows are the batch's)
+    ],
+)
+def test_gather_pieces_store_strided(device, monkeypatch, shape, dtype, w):
+    """A split GATHER table whose result has leading dimensions past 1: each piece's kernel stores its channels of
+    every row into the whole result (no CONCAT copy), so the kernels are the pieces only; the gathered rows are the
+    reference backend's and the unsplit program's, bit for bit."""
+    rng = np.random.default_rng(shape[2] + w)
+    np_t = {"fp32": np.float32, "fp16": np.float16, "int8": np.int8, "int32": np.int32}[dtype]
+    if dtype in ("int8", "int32"):
+        info = np.iinfo(np_t)
+        table = rng.integers(info.min, info.max, shape, dtype=np.int64, endpoint=True).astype(np_t)
+    else:
+        table = rng.standard_normal(shape).astype(np_t)
+    assert table.nbytes > LIMIT
+    idx = rng.integers(0, shape[1], (shape[0], w)).astype(np.int32)
+    idx[0, 0] = shape[1] - 1
+    graph = graph_of(lambda b: b.gather(table, b.input("i", idx.shape, "int32")))
+    _strided(device, monkeypatch, graph, {"i": idx}, -(-table.nbytes // LIMIT), "GATHER", bits=True)
+
+
 def test_conv2d_weight_splits_with_its_bias(device, monkeypatch):
     """CONV2D's int8 weights (1.1 MiB) and per-channel bias in pieces along OC, over a 4x4 image (OH * OW > 1):
     each piece's kernel stores its channels of every pixel into the result; bit-exact."""

@@ -3,10 +3,13 @@
 // ELEM_T is a raw unit of 1..16 bytes: C is counted in units (several elements per unit when C allows).
 // An index outside [0, K) violates a REQUIRE (unpredictable result): it is clamped to stay inside the buffer.
 // INDEX_T: int, or int64_t for i64_t indices (EXT-INT64).
+// A piece of a split table (tosa_vk/stages/passes/split.py) stores its units of every row into the whole result
+// through the store map of a strided CONCAT, O_AT (include/epilogue.glsl; its first unit and width push words).
 #extension GL_EXT_shader_explicit_arithmetic_types : require
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_EXT_shader_16bit_storage : require
 #include "index.glsl"
+#include "types.glsl"
 #ifndef INDEX_T
 #define INDEX_T int
 #endif
@@ -22,13 +25,15 @@ layout(push_constant) uniform Params {
     uint C;
     uint W;
     int K;
+    EP_PUSH
 } p;
 #endif
+#include "epilogue.glsl"
 
 void main() {
     uint i = flat_index();
     if (i >= p.total) return;
     uint c = i % p.C, nw = i / p.C, n = nw / p.W;
     uint k = uint(clamp(indices[nw], INDEX_T(0), INDEX_T(p.K - 1)));
-    o[i] = values[(n * uint(p.K) + k) * p.C + c];
+    o[O_AT(i)] = values[(n * uint(p.K) + k) * p.C + c];
 }

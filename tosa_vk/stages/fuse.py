@@ -13,8 +13,8 @@ at most. Each step computes what the operator's own kernel computes, so results 
 program (tosa_vk/stages/lower/fused/epilogue.py). A CONV2D or MATMUL chain may end in a layout tail, RESHAPEs and
 TRANSPOSEs that the kernel does by storing each result where they would have moved it (no copy kernel; attention's heads
 split and merged around the MATMULs), or be a CONCAT along the channels of the results of several such operators
-(pieces of one split past maxStorageBufferRange, tosa_vk/stages/passes/split.py) that is no view: each kernel
-stores its channels of every row into the CONCAT's output (a strided store), all of them or none.
+or of GATHERs (pieces of one split past maxStorageBufferRange, tosa_vk/stages/passes/split.py) that is no view:
+each kernel stores its channels of every row into the CONCAT's output (a strided store), all of them or none.
 A reduction's chain may go on through a head: a 1x1 CONV2D on the 1x1 image it
 made (the classifier after a global average pool), then that convolution's own chain; the kernel pools into shared
 memory and computes the output channels from there (tosa_vk/stages/lower/reduction.py). A reduction also folds the same
@@ -70,6 +70,9 @@ EPILOGUE: tuple[str, ...] = ("RESCALE", "CLAMP", "ADD", "SUB", "MUL", "MAXIMUM",
 # anchors whose kernels store through a chain's layout tail (RESHAPEs and TRANSPOSEs at its end: the store's index
 # map instead of a copy kernel)
 STORE_MAPS = ("CONV2D", "MATMUL", "MATMUL_T")
+# kernels that store their result into a strided CONCAT's output (_strided_concat): the STORE_MAPS, and GATHER,
+# whose chain is that CONCAT alone (its kernel moves raw values: no per-element step)
+STRIDED = (*STORE_MAPS, "GATHER")
 # one data input (the rest are parameters); the others two
 UNARY: tuple[str, ...] = ("RESCALE", "CLAMP", "TABLE", "SLICE", "CAST", "LOGICAL_NOT")
 
@@ -205,7 +208,9 @@ def _epilogues(
     claimed = set(taken)  # an operator joins one chain at most (ADD(a, b) could end two), or one prologue
     found = []
     for index, op in enumerate(block.operators):
-        if op.op not in ANCHORS or not on_vulkan(index) or index in skip or (only is not None and index not in only):
+        if op.op not in (*ANCHORS, *STRIDED) or not on_vulkan(index) or index in skip:
+            continue
+        if only is not None and index not in only:
             continue
         chain: list[int] = []
         tensor = op.outputs[0]
@@ -213,8 +218,10 @@ def _epilogues(
         while uses[tensor] == 1 and not block.tensors[tensor].variable and tensor in consumer:
             nxt = consumer[tensor]
             nop = block.operators[nxt]
-            if not chain and op.op in STORE_MAPS and nxt not in taken and _strided_concat(block, nxt, on_vulkan, uses):
+            if not chain and op.op in STRIDED and nxt not in taken and _strided_concat(block, nxt, on_vulkan, uses):
                 chain.append(nxt)  # every input's kernel stores into it (claimed by each): nothing follows
+                break
+            if op.op not in ANCHORS:  # (GATHER: a strided CONCAT or nothing)
                 break
             if nxt in claimed or not on_vulkan(nxt):
                 break
@@ -239,7 +246,7 @@ def _epilogues(
 def _strided_concat(block: Block, index: int, on_vulkan, uses: Counter) -> bool:
     """Whether operator `index` is a CONCAT along the last axis that is not one run per input (some leading
     dimension is not 1: no view), each of whose inputs is the result, read by nothing else, of its own operator of
-    STORE_MAPS on Vulkan: their kernels can store their channels of each row into its output (a strided store, no
+    STRIDED on Vulkan: their kernels can store their channels of each row into its output (a strided store, no
     copy kernel)."""
     op = block.operators[index]
     if op.op != "CONCAT" or len(op.outputs) != 1 or len(set(op.inputs)) != len(op.inputs) < 2:
@@ -253,7 +260,7 @@ def _strided_concat(block: Block, index: int, on_vulkan, uses: Counter) -> bool:
         t, p = block.tensors[name], producer.get(name)
         if t.variable or t.data is not None or uses[name] != 1 or p is None or not on_vulkan(p):
             return False
-        if block.operators[p].op not in STORE_MAPS or block.operators[p].outputs[0] != name:
+        if block.operators[p].op not in STRIDED or block.operators[p].outputs[0] != name:
             return False
     return on_vulkan(index)
 

@@ -47,9 +47,11 @@ def raw_kernel(
     invocations: int,
     defines: dict[str, str] | None = None,
 ) -> Kernel:
-    """A kernel moving raw `unit`-byte values: only ELEM_T (not the tensors' dtypes) shapes the shader variant."""
+    """A kernel moving raw `unit`-byte values: only ELEM_T (not the tensors' dtypes) shapes the shader variant (and
+    the count of push words a store map reads, EP_WORDS)."""
     k = ctx.kernel(shader, bindings, push=values, invocations=invocations)
-    defs = {"ELEM_T": UNIT_TYPES[unit], **(defines or {})}
+    words = {key: v for key, v in k.defines if key == "EP_WORDS"}
+    defs = {"ELEM_T": UNIT_TYPES[unit], **words, **(defines or {})}
     return dataclasses.replace(k, defines=tuple(sorted(defs.items())))
 
 

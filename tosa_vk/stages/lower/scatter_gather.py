@@ -2,15 +2,17 @@
 value tensors.
 
 Exact data movement of raw units (see data_layout.py): rows of C elements are copied as wide units when C allows.
-GATHER is one kernel (shaders/scatter_gather/gather.comp), ROW_GATHER one too (row_gather.comp: row_count rows per
-index, int32 or int64 indices; ROW_GATHER_BLOCK_SCALED runs it for the values and for the scales); SCATTER copies
-values_in to values_out (data_layout/copy) and then writes the input rows at their indices
-(shaders/scatter_gather/scatter.comp).
+GATHER is one kernel (shaders/scatter_gather/gather.comp; a piece of a split table stores its channels of every row
+into the whole result through the store map of a strided CONCAT, tosa_vk/stages/fuse.py), ROW_GATHER one too
+(row_gather.comp: row_count rows per index, int32 or int64 indices; ROW_GATHER_BLOCK_SCALED runs it for the values
+and for the scales); SCATTER copies values_in to values_out (data_layout/copy) and then writes the input rows at
+their indices (shaders/scatter_gather/scatter.comp).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -19,6 +21,7 @@ from ...ir.graph import Tensor
 from . import push
 from .context import LowerCtx, lowering
 from .data_layout import raw_kernel, row_major, strided_copy, unit_ok, width
+from .fused.epilogue import epilogue_defines
 from .types import glsl_known
 
 
@@ -27,10 +30,12 @@ def _index(indices: Tensor) -> dict[str, str]:
     return {"INDEX_T": "int64_t"} if indices.dtype == DType.INT64 else {}
 
 
-def _rows(ctx: LowerCtx, values: Tensor, n: int, w: int, k: int, c: int):
-    """(unit, push) for kernels walking N*W rows of C elements: the widest unit that divides a row."""
+def _rows(ctx: LowerCtx, values: Tensor, n: int, w: int, k: int, c: int, also: int = 0):
+    """(unit, push) for kernels walking N*W rows of C elements: the widest unit that divides a row (and `also`
+    elements)."""
     size = width(values)
-    unit = next((u for u in (16, 8, 4, 2, 1) if u >= size and (c * size) % u == 0 and unit_ok(ctx, u)), None)
+    fits = lambda u: u >= size and (c * size) % u == 0 and (also * size) % u == 0 and unit_ok(ctx, u)  # noqa: E731
+    unit = next((u for u in (16, 8, 4, 2, 1) if fits(u)), None)
     if unit is None:
         return None, b""
     cu = c * size // unit
@@ -45,18 +50,25 @@ def GATHER(ctx: LowerCtx):
     w = indices.shape[1]
     if out.size == 0:
         return []
-    unit, rows = _rows(ctx, values, n, w, k, c)
+    # a strided CONCAT (its only chain): units that divide every piece's channel count (so its first channel and
+    # the result's row too), the same for all pieces of the split
+    pieces = [ctx.tensor(n).shape[-1] for n in ctx.epilogue[-1][1].inputs] if ctx.epilogue else []
+    unit, rows = _rows(ctx, values, n, w, k, c, math.gcd(*pieces))
     if unit is None:
         return None
+    stored = epilogue_defines(ctx, {}, out_map=True, per=unit // width(values))
+    if stored is None or "EPILOGUE(v, c, at)" in stored:
+        return None
+    stored.pop("EP_OUT_SCALAR", None)  # (its stores are of single units)
     return [
         raw_kernel(
             ctx,
             "scatter_gather/gather",
-            {"V": values.name, "I": indices.name, "O": out.name},
+            {"V": values.name, "I": indices.name, "O": ctx.result.name},
             unit,
             rows,
             out.size * width(values) // unit,
-            _index(indices),
+            {**_index(indices), **stored},
         )
     ]
 

@@ -11,11 +11,9 @@ needs the arena under maxMemoryAllocationSize, not under the range). No piece's 
 - where the result's leading dimensions are all 1 (a matrix-vector product, one token's embedding) each piece is
   one run of the result and the CONCAT is a view (its producers write in place at offsets that are multiples of the
   arena's alignment, tosa_vk/stages/fuse.py);
-- else MATMUL's and CONV2D's kernels store their channels of every row into the whole result (a strided CONCAT,
-  fuse.py: the kernel binds the result and its store map adds the piece's first channel and the row pitch), so
-  pieces keep the widths the kernels like (a multiple of 8 where W is) rather than an alignment;
-- GATHER's result with leading dimensions past 1 is still one copy (its kernel has no store map; the copy is small
-  next to the table).
+- else each piece's kernel (MATMUL's, CONV2D's, GATHER's) stores its channels of every row into the whole result (a
+  strided CONCAT, fuse.py: the kernel binds the result and its store map adds the piece's first channel and the
+  row pitch), so pieces keep the widths the kernels like (a multiple of 8 where W is) rather than an alignment.
 Activations: an operator whose result rows (along the first axis longer than 1) depend only on the same rows of its
 inputs (ROWWISE: element-wise operators, reductions along another axis) runs as pieces of rows, each reading SLICEs
 and writing into a CONCAT that are views of the whole tensors (IN_PLACE: the fuse stage makes them views, their

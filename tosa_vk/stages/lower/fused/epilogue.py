@@ -37,14 +37,15 @@ HEAVY = {"RESCALE", "CAST", "TABLE", *(name for name, named in NAMED.items() if 
 
 
 def epilogue_defines(
-    ctx: LowerCtx, bindings: dict[str, str], out_map: bool = False, tag: str = ""
+    ctx: LowerCtx, bindings: dict[str, str], out_map: bool = False, tag: str = "", per: int = 1
 ) -> dict[str, str] | None:
     """The defines of ctx.epilogue, adding the bindings it reads to `bindings` (call it when `bindings` holds
     everything bound before them); {} without an epilogue, None when a step is not supported here. The chain is
     a function, ep_chain(v, c, at), with each step in its own variable (precise for floats: no contraction into
     fused multiply-adds, every step rounds as its own kernel's store does). A layout tail (fuse.tail_start) is the
     EP_OUT(at) store map, for kernels that store through O_AT / O4_AT (`out_map`); others decline it. `tag` names
-    a second chain of one kernel apart (its function ep_chain<tag>, its bindings and declarations)."""
+    a second chain of one kernel apart (its function ep_chain<tag>, its bindings and declarations). `per`: elements
+    per index of the store (a kernel moving raw units of several elements: GATHER), a strided CONCAT's only."""
     if not ctx.epilogue:
         return {}
     start = tail_start(ctx.block, [i for i, _ in ctx.epilogue])
@@ -53,7 +54,7 @@ def epilogue_defines(
     defines: dict[str, str] = {}
     if tail:
         before = steps[-1][1].outputs[0] if steps else ctx.op.outputs[0]
-        stored = _store_map(ctx, tail, before) if out_map else None
+        stored = _store_map(ctx, tail, before, per) if out_map else None
         if stored is None:
             return None
         decls.append(stored[0])
@@ -79,11 +80,12 @@ def epilogue_defines(
     return defines
 
 
-def _store_map(ctx: LowerCtx, tail: list[Operator], before: str) -> tuple[str, bool] | None:
+def _store_map(ctx: LowerCtx, tail: list[Operator], before: str, per: int = 1) -> tuple[str, bool] | None:
     """ep_out(at): where the result element `at` lands after the layout tail's TRANSPOSEs (its RESHAPEs keep every
     linear index) or in a strided CONCAT's output (tensor `before` its channels from c0 of each row), and whether 4
     consecutive elements from a multiple of 4 stay together there (each TRANSPOSE keeps its last dimension, a
-    multiple of 4; the CONCAT's channel counts and c0 are multiples of 4): vector stores stay possible."""
+    multiple of 4; the CONCAT's channel counts and c0 are multiples of 4): vector stores stay possible. Indices
+    count units of `per` elements (a CONCAT's channel counts multiples of it; no TRANSPOSE then)."""
     tensors = ctx.block.tensors
     if ctx.result.size >= 1 << 31:
         return None
@@ -92,7 +94,9 @@ def _store_map(ctx: LowerCtx, tail: list[Operator], before: str) -> tuple[str, b
         if op.op == "CONCAT":  # (fuse._strided_concat: the only tail operator, along the last axis)
             ins = [tensors[n].shape[-1] for n in op.inputs]
             k = op.inputs.index(before)
-            width, start, total = ins[k], sum(ins[:k]), tensors[op.outputs[0]].shape[-1]
+            if any(n % per for n in ins):
+                return None
+            width, start, total = ins[k] // per, sum(ins[:k]) // per, tensors[op.outputs[0]].shape[-1] // per
             # width and c0 as push words: the pieces of one split share a pipeline
             w = ctx.word(width)
             maps.append(f"(i / {w}) * {total} + i % {w} + {ctx.word(start)}")
@@ -100,6 +104,8 @@ def _store_map(ctx: LowerCtx, tail: list[Operator], before: str) -> tuple[str, b
             continue
         if op.op != "TRANSPOSE":
             continue
+        if per != 1:
+            return None
         shape, perms = tensors[op.inputs[0]].shape, [int(p) for p in op.attrs["perms"]]
         inverse = [perms.index(d) for d in range(len(perms))]
         out_shape = [shape[p] for p in perms]
