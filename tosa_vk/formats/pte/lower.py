@@ -566,20 +566,17 @@ def _constant(c: _Ctx, args, outs):
     """full / zeros / ones / arange: the numpy kernel's result (known at load) as a CONST."""
     out = outs[0]
     op = host_ops.HOST_OPS[c.kernel.name]
-    data = np.asarray(op.fn(*args)).reshape(out.sizes).astype(out.dtype)
-    if data.dtype == np.int64:
-        if data.size and (data.min() < INT32.min or data.max() > INT32.max):
-            raise _NotLowered("an int64 constant beyond int32")
-        data = data.astype(np.int32)
-    _tosa_dtype(data.dtype)
-    c.ops.append("CONST")
-    return [c.b.const(data)]
+    return _const(c, np.asarray(op.fn(*args)).reshape(out.sizes).astype(out.dtype))
 
 
 def _full_like(c: _Ctx, args, outs):
     """full_like(x, value): x's shape, the out's dtype, as a CONST (x is not read)."""
     out = outs[0]
-    data = np.asarray(np.full(out.sizes, args[1])).astype(out.dtype)
+    return _const(c, np.asarray(np.full(out.sizes, args[1])).astype(out.dtype))
+
+
+def _const(c: _Ctx, data: np.ndarray):
+    """A value known at load as a CONST: int64 as the graph's INT32 where it fits."""
     if data.dtype == np.int64:
         if data.size and (data.min() < INT32.min or data.max() > INT32.max):
             raise _NotLowered("an int64 constant beyond int32")
