@@ -367,6 +367,14 @@ def _qdq_cases():
     yield QD + "dequantize_per_channel.out", [q, ("const", scales), ("const", zps), 1, -128, 127, i8, None], [
         (q.shape, f32)]  # fmt: skip
     yield QD + "dequantize_per_channel.out", [q, ("const", scales), None, -1, -128, 127, i8, None], [(q.shape, f32)]
+    # float16 in and out: widened exactly to float32 for the chain, the dequantized product rounded once to float16
+    with np.errstate(over="ignore"):  # (+-3e38 become infinities)
+        h = np.concatenate([_adversarial(0.1)[:-2], [65504, -65504, 6e-8]]).astype(np.float16)
+    yield QD + "quantize_per_tensor.out", [h, 0.1, 3, -128, 127, i8], [(h.shape, "int8")]
+    yield QD + "quantize_per_tensor.out", [h, 1 / 3, -9, -1000, 1000, i16], [(h.shape, "int16")]
+    yield QD + "dequantize_per_tensor.out", [q, 0.1, -128, -128, 127, i8, None], [(q.shape, "float16")]
+    yield QD + "dequantize_per_tensor.out", [q.astype(np.int16) * 200, 1 / 3, 9, -2**15, 2**15 - 1, i16, None], [
+        (q.shape, "float16")]  # fmt: skip
 
 
 QD = "quantized_decomposed::"
@@ -400,13 +408,13 @@ def test_quantize_multiplies_by_the_float32_reciprocal():
 
 
 def test_quantize_not_exact_stays_on_the_host():
-    """What the chain cannot hold exactly stays on the host, saying why: a float16 input, a scale whose reciprocal
+    """What the chain cannot hold exactly stays on the host, saying why: a float64 input, a scale whose reciprocal
     would meet flushed subnormals, int32 bounds beyond float32's integers, per-channel scales fed at run time."""
     from tosa_vk.formats.pte import lower
 
     x = np.zeros((2, 3), np.float32)
     for args, out, why in (
-        ([x.astype(np.float16), 0.1, 0, -128, 127, 1], "int8", "from float16"),
+        ([x.astype(np.float64), 0.1, 0, -128, 127, 1], "int8", "float64 has no TOSA type"),
         ([x, 2e-38, 0, -128, 127, 1], "int8", "float32 holds exactly"),
         ([x, 0.1, 0, -(2**31), 2**31 - 1, 3], "int32", "float32 holds exactly"),
         ([x, -0.5, 0, -128, 127, 1], "int8", "positive normal"),

@@ -706,7 +706,7 @@ def _quantize(per_channel: bool) -> Callable:
         x, qmin, qmax = args[0], args[-3], args[-2]
         axis = args[3] % len(x.shape) if per_channel else None
         want = _out_type(outs[0])
-        if _np(x) != np.float32 or want not in (np.int8, np.int16, np.int32):
+        if _np(x) not in (np.float32, np.float16) or want not in (np.int8, np.int16, np.int32):
             raise _NotLowered(f"a quantize from {_np(x)} to {want}")
         info = np.iinfo(want)
         if not info.min <= qmin <= qmax <= info.max:
@@ -717,6 +717,8 @@ def _quantize(per_channel: bool) -> Callable:
         lo, hi = qmin - zp, qmax - zp
         if inv.max() > _INV_MAX or max(np.abs(lo).max(), np.abs(hi).max(), abs(qmin), abs(qmax)) > _FP32_EXACT:
             raise _NotLowered("a scale or range beyond what float32 holds exactly")
+        if _np(x) == np.float16:  # widened exactly: ExecuTorch's kernel multiplies a half by a float in float
+            x = c.op("CAST", x, out_dtype="float32")
         y = c.op("MUL", x, c.b.const(inv), 0)
         zero = c.b.const(np.zeros([1] * rank, np.float32))
         y = c.op("SELECT", c.op("EQUAL", y, y), y, zero)
@@ -734,20 +736,23 @@ def _quantize(per_channel: bool) -> Callable:
 
 
 def _dequantize(per_channel: bool) -> Callable:
-    """CAST to INT32, SUB zp, CAST to FP32 (exact: |q - zp| <= 2**24), MUL by the float32 scale."""
+    """CAST to INT32, SUB zp, CAST to FP32 (exact: |q - zp| <= 2**24), MUL by the float32 scale; for a float16 out,
+    CAST of that float32 product (rounded once, to nearest even, as ExecuTorch's kernel casts its float result)."""
 
     def lower(c: _Ctx, args, outs):
         q = args[0]
         axis = args[3] % len(q.shape) if per_channel else None
-        if _np(q) not in (np.int8, np.int16) or _out_type(outs[0]) != np.float32:
-            raise _NotLowered(f"a dequantize from {_np(q)} to {_out_type(outs[0])}")
+        want = _out_type(outs[0])
+        if _np(q) not in (np.int8, np.int16) or want not in (np.float32, np.float16):
+            raise _NotLowered(f"a dequantize from {_np(q)} to {want}")
         scale, zp = _qparams(c, q, axis)
         if np.abs(zp).max() + np.iinfo(_np(q)).max + 1 > _FP32_EXACT:
             raise _NotLowered("a zero point beyond what float32 holds exactly")
         v = c.op("CAST", q, out_dtype="int32")
         if np.any(zp != 0):
             v = c.op("SUB", v, c.b.const(zp.astype(np.int32)))
-        return [c.op("MUL", c.op("CAST", v, out_dtype="float32"), c.b.const(scale), 0)]
+        y = c.op("MUL", c.op("CAST", v, out_dtype="float32"), c.b.const(scale), 0)
+        return [y if want == np.float32 else c.op("CAST", y, out_dtype="float16")]
 
     lower.raw = (1, 2)  # type: ignore[attr-defined]
     return lower
