@@ -426,6 +426,15 @@ def test_quantize_not_exact_stays_on_the_host():
     assert "run time" in lower.lower(plan.instructions[0], plan)
 
 
+def test_a_number_where_a_tensor_is_stays_on_the_host():
+    """A damaged program's number in a tensor argument (the fuzzer's mutant of two_delegates_int8_channels_last): the
+    lowering says why it stays on the host (host_ops.check then refuses it cleanly), never an AttributeError."""
+    from tosa_vk.formats.pte import lower
+
+    plan, _ = _plan(QD + "dequantize_per_tensor.out", [-128, 0.1, 0, -128, 127, 1, None], [((2, 3), "float32")])
+    assert "int -128 where a tensor argument is" in lower.lower(plan.instructions[0], plan)
+
+
 def test_quantize_dequantize_match_pytorch():
     """torch.ops.quantized_decomposed on random and tie inputs: the numpy kernels and the lowered chains (reference
     backend) give its results bit for bit (per-channel scales in float32: with float64 ones torch multiplies in

@@ -149,6 +149,8 @@ def _order(t: TensorValue) -> tuple[int, ...] | None:
 
 
 def _np(v: Value) -> np.dtype:
+    if not isinstance(v, Value):  # a number where the schema has a tensor (a damaged program): host_ops.check says so
+        raise _NotLowered(f"{type(v).__name__} {v!r} where a tensor argument is")
     return np.dtype(v.dtype.numpy)
 
 
